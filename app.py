@@ -1,0 +1,39 @@
+"""SymLab home page and navigation: ``streamlit run app.py``."""
+
+from pathlib import Path
+
+import streamlit as st
+
+from symlab.device import describe_device
+
+st.set_page_config(page_title="SymLab", page_icon=":material/shuffle:", layout="wide")
+st.logo(str(Path(__file__).parent / "assets" / "logo.svg"), size="large")
+
+
+@st.cache_resource(show_spinner=False)
+def device_text() -> str:
+    return describe_device()
+
+
+def home():
+    st.title("SymLab")
+    st.markdown(
+        "SymLab shows how the symmetries of neural-network weights break variational inference. "
+        "Permuting a network's hidden units leaves its function unchanged, so its posterior has many "
+        "equivalent modes, and in wide networks these modes sit close together. "
+        "A single Gaussian fitted by reverse KL then settles *between* close modes instead of on one, "
+        "where the network predicts badly. "
+        "Each lab below lets you watch one step of that argument, with the formulas beside the pictures. "
+        "Every control lives in the page's link, so a copied URL restores exactly what you see."
+    )
+    st.subheader("The labs")
+    st.page_link(MODES, label="**Mode interpolation**: one Gaussian, two modes, and the threshold α* ≈ 5σ "
+                 "where reverse KL stops interpolating (Gelberg et al. 2024, §3).")
+    st.caption(f"Compute device: {device_text()}")
+    st.caption("Papers: Gelberg, van der Ouderaa, van der Wilk, Gal (2024), *Variational Inference Failures "
+               "Under Model Symmetries*; Laurent, Aldea, Franchi (ICLR 2024); Rossi, Singh, Hannagan (NeurIPS 2023).")
+
+
+MODES = st.Page("pages/mode_interpolation.py", title="Mode interpolation", icon=":material/ssid_chart:", url_path="modes")
+navigation = st.navigation([st.Page(home, title="Home", icon=":material/home:", default=True), MODES])
+navigation.run()

@@ -1,0 +1,287 @@
+"""Mode interpolation lab: a single Gaussian fitted by reverse KL to two modes (Gelberg et al. §3)."""
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from pages import ui
+from symlab import modes
+from symlab.playback import Playback
+from symlab.urlstate import Param
+
+PAGE = "modes"
+SPECS = (
+    Param("alpha", "float", 3.0, 0.0, 20.0, step=0.05),
+    Param("sigma", "float", 1.0, 0.1, 2.0, step=0.05),
+    Param("dim", "int", 2, 1, 50),
+    Param("forward", "bool", False),
+)
+PRESETS = {
+    "Close modes": (dict(alpha=2.0, sigma=1.0, forward=False),
+                    "The modes overlap: q sits exactly at the midpoint, wider than either component."),
+    "Just below α*": (dict(alpha=4.5, sigma=1.0, forward=False),
+                      "The target is clearly bimodal, yet q still straddles both modes, on neither."),
+    "Just above α*": (dict(alpha=5.2, sigma=1.0, forward=False),
+                      "A small step further and q snaps onto the first mode; the KL jumps towards ln 2."),
+    "Far modes": (dict(alpha=8.0, sigma=1.0, forward=False),
+                  "q is one component; the KL is ln 2, the cost of ignoring half the mass."),
+    "Narrow components": (dict(alpha=1.5, sigma=0.25, forward=False),
+                          "α* scales with σ: at σ = 0.25 the threshold is ≈ 1.2, so α = 1.5 is already mode-seeking."),
+    "Forward-KL contrast": (dict(alpha=6.0, sigma=1.0, forward=True),
+                            "Forward KL matches moments: it always covers both modes, however far apart."),
+}
+FIG5_SIGMAS = (0.25, 0.5, 1.0, 2.0)
+PAPER_THRESHOLDS = (1.25, 2.5, 5.0, 10.0)  # Gelberg et al. Fig. 5, read off their sweeps
+FRAME_STRIDE = 10  # Adam steps per animation frame
+TICK_SECONDS = 0.1
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def sweep_for(sigma: float, dim: int):
+    alphas = modes.alpha_grid(max(10.0, 10.0 * sigma), 100)
+    return modes.fit_exact(alphas, sigma, dim), modes.forward_kl_optimum(alphas, sigma, dim)
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def threshold_for(sigma: float) -> float:
+    return modes.exact_threshold(sigma, max(10.0, 10.0 * sigma))
+
+
+@st.cache_data(max_entries=256, show_spinner=False)
+def optimum_at(alpha: float, sigma: float):
+    fit = modes.fit_exact([alpha], sigma)
+    return float(fit.mean[0]), float(fit.std_e1[0]), float(fit.kl[0])
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def path_for(alpha: float, sigma: float):
+    return modes.optimisation_path(alpha, sigma)
+
+
+def apply_preset():
+    name = st.session_state["modes.preset"]
+    if name in PRESETS:
+        ui.apply_values(PAGE, PRESETS[name][0])
+
+
+def controls():
+    with st.sidebar:
+        st.subheader("Presets")
+        st.selectbox("Preset", ["—", *PRESETS], key="modes.preset", on_change=apply_preset,
+                     help="Sets α, σ and the forward-KL toggle.")
+        chosen = st.session_state.get("modes.preset")
+        if chosen in PRESETS:
+            st.info(PRESETS[chosen][1])
+        st.subheader("Target")
+        st.slider("Mode distance α", 0.0, 20.0, step=0.05, key=ui.widget_key(PAGE, "alpha"))
+        st.slider("Component std dev σ", 0.1, 2.0, step=0.05, key=ui.widget_key(PAGE, "sigma"))
+        st.number_input("Dimension d (for det Σ*)", 1, 50, step=1, key=ui.widget_key(PAGE, "dim"))
+        st.toggle("Show the forward-KL fit", key=ui.widget_key(PAGE, "forward"))
+
+
+def normal_pdf(x, mean, std):
+    return np.exp(modes.log_normal(x, mean, std))
+
+
+def forward_std(alpha, sigma):
+    return np.sqrt(sigma**2 + alpha**2 / 4)
+
+
+def density_chart(alpha, sigma, mean, std, forward, title):
+    x = np.linspace(-4 * sigma - 0.5 * alpha, 1.5 * alpha + 4 * sigma, 400)
+    traces = [ui.line(x, np.exp(modes.log_mixture(x, alpha, sigma)), "target p_α", ui.PALETTE["target"]),
+              ui.line(x, normal_pdf(x, mean, std), "q (reverse KL)", ui.PALETTE["reverse"], "dash")]
+    if forward:
+        traces.append(ui.line(x, normal_pdf(x, alpha / 2, forward_std(alpha, sigma)), "q (forward KL)",
+                              ui.PALETTE["forward"], "dot"))
+    return ui.figure(traces, "x₁ (along e₁)", "density", title)
+
+
+def ellipse(mean1, std1, std2, radius):
+    t = np.linspace(0, 2 * np.pi, 100)
+    return mean1 + radius * std1 * np.cos(t), radius * std2 * np.sin(t)
+
+
+def contour_chart(alpha, sigma, mean, std, forward):
+    x1 = np.linspace(-3.5 * sigma, alpha + 3.5 * sigma, 90)
+    x2 = np.linspace(-3.5 * sigma, 3.5 * sigma, 60)
+    density = np.exp(modes.log_mixture_2d(x1[None, :], x2[:, None], alpha, sigma))
+    traces = [dict(type="contour", x=x1, y=x2, z=density, colorscale="Greys", showscale=False, ncontours=12,
+                   name="target p_α", showlegend=True, opacity=0.6, hoverinfo="skip")]
+    for radius, dash in ((1, "solid"), (2, "dash")):
+        traces.append(ui.line(*ellipse(mean, std, sigma, radius), f"q, {radius} sd (reverse)",
+                              ui.PALETTE["reverse"], dash))
+    if forward:
+        traces.append(ui.line(*ellipse(alpha / 2, forward_std(alpha, sigma), sigma, 1), "q, 1 sd (forward)",
+                              ui.PALETTE["forward"], "dot"))
+    return ui.figure(traces, "x₁ (along e₁)", "x₂", "Contours in 2-D", equal_axes=True)
+
+
+def sweep_chart(alphas, curves, alpha, threshold, y_title, title, log_y=False, asymptote=None):
+    traces = [ui.line(alphas, values, name, colour, dash, width=2, markers=True)
+              for name, values, colour, dash in curves]
+    marks = [ui.vline(alpha, ui.PALETTE["current"], f"α = {alpha:g}")]
+    if threshold is not None:
+        marks.append(ui.vline(threshold, ui.PALETTE["threshold"], f"α* = {threshold:.2f}", "dash", side="right"))
+    if asymptote is not None:
+        marks.append(ui.hline(*asymptote))
+    return ui.figure(traces, "mode distance α", y_title, title, marks, log_y=log_y)
+
+
+def scaling_chart(sigma, threshold):
+    sigmas = np.array(FIG5_SIGMAS)
+    ours = np.array([threshold_for(s) for s in FIG5_SIGMAS])
+    traces = [ui.line([0.0, 2.1], [0.0, 10.5], "α = 5σ", ui.PALETTE["grey"], "dash", width=2),
+              ui.points(sigmas, PAPER_THRESHOLDS, "paper (Fig. 5)", ui.PALETTE["paper"], "square", 12),
+              ui.points(sigmas, ours, "exact α*", ui.PALETTE["reverse"], "circle", 9),
+              ui.points([sigma], [threshold], "current σ", ui.PALETTE["current"], "diamond", 13)]
+    frame = pd.DataFrame({"sigma": sigmas, "threshold_exact": ours, "threshold_paper": PAPER_THRESHOLDS})
+    return ui.figure(traces, "component std dev σ", "threshold α*", "α* scales with σ"), frame
+
+
+def result_metrics(alpha, sigma, mean, std, kl, threshold):
+    cols = st.columns(4)
+    interp = mean / alpha if alpha > 0 else float("nan")
+    cols[0].metric("α⁻¹‖μ*‖", "undefined" if alpha == 0 else f"{interp:.3f}",
+                   help="0.5: q sits midway between the modes; 0: q sits on the first mode.")
+    cols[1].metric("q's std dev along e₁ / σ", f"{std / sigma:.3f}")
+    cols[2].metric("KL(q‖p_α)", f"{kl:.4f}", help=f"ln 2 = {modes.LN2:.4f}")
+    cols[3].metric("threshold α*", "—" if threshold is None else f"{threshold:.3f}",
+                   help="Computed from a sweep, refined by bisection on the exact path.")
+    if alpha == 0:
+        verdict = "α = 0: the two components coincide and q is exactly N(0, σ²I)."
+    elif interp > modes.INTERPOLATION_CUTOFF:
+        verdict = f"α = {alpha:g} < α* ≈ {threshold:.2f}: q **interpolates**, sitting between the modes."
+    else:
+        verdict = f"α = {alpha:g} > α* ≈ {threshold:.2f}: q is **mode-seeking**, sitting on the first mode."
+    st.markdown(verdict)
+
+
+def playback_for(alpha, sigma, frames) -> Playback:
+    key = (alpha, sigma)
+    if st.session_state.get("modes.playback_key") != key:
+        st.session_state["modes.playback_key"] = key
+        st.session_state["modes.playback"] = Playback(frames)
+    return st.session_state["modes.playback"]
+
+
+def optimisation_panel(alpha, sigma):
+    st.subheader("Watch it optimise")
+    st.caption("Adam (learning rate 10⁻², as in the paper) on the exact, noise-free objective, "
+               f"starting at the first component. One frame = {FRAME_STRIDE} steps.")
+    path = path_for(alpha, sigma)
+    frame_steps = np.arange(0, len(path), FRAME_STRIDE)
+    playback = playback_for(alpha, sigma, frame_steps.size)
+
+    @st.fragment(run_every=TICK_SECONDS if playback.playing else None)
+    def panel():
+        playback.tick()
+        cols = st.columns(4)
+        cols[0].button("Play", icon=":material/play_arrow:", on_click=playback.play, key="modes.play", disabled=playback.playing,
+                       width="stretch")
+        cols[1].button("Pause", icon=":material/pause:", on_click=playback.pause, key="modes.pause",
+                       disabled=not playback.playing, width="stretch")
+        cols[2].button("Step", icon=":material/skip_next:", on_click=lambda: (playback.pause(), playback.step()), key="modes.step",
+                       disabled=playback.at_end, width="stretch")
+        cols[3].button("Reset", icon=":material/replay:", on_click=playback.reset, key="modes.reset", width="stretch")
+        step = int(frame_steps[playback.frame])
+        st.progress(playback.frame / max(frame_steps.size - 1, 1),
+                    text=f"Adam step {step} / {len(path) - 1}")
+        left, right = st.columns(2)
+        mean, std, kl = path.mean[step], path.std[step], path.kl[step]
+        left.plotly_chart(density_chart(alpha, sigma, mean, std, False, f"Step {step}: μ = {mean:.3f}, s = {std:.3f}"),
+                          key="modes.path_density")
+        kl_fig = ui.figure(
+            [ui.line(np.arange(len(path)), path.kl, "KL(q‖p_α)", ui.PALETTE["reverse"], width=2),
+             ui.points([step], [kl], "now", ui.PALETTE["current"], "diamond", 12)],
+            "Adam step", "KL (nats)", "Objective along the way",
+            marks=[ui.hline(modes.LN2, ui.PALETTE["grey"], "ln 2")])
+        right.plotly_chart(kl_fig, key="modes.path_kl")
+        if playback.playing != timer_on:
+            st.rerun()  # start or stop the timer: it is fixed when the fragment is defined
+
+    timer_on = playback.playing
+    panel()
+    ui.csv_download(pd.DataFrame({"step": np.arange(len(path)), "mean": path.mean, "std": path.std,
+                                  "kl": path.kl}),
+                    f"modes_path_alpha{alpha:g}_sigma{sigma:g}.csv", "Path (CSV)", "modes.csv_path")
+
+
+def formulas():
+    with st.expander("The formulas", expanded=False):
+        st.markdown(r"""
+Target: $p_\alpha(x) = \tfrac12\,\mathcal N(x; 0, \sigma^2 I) + \tfrac12\,\mathcal N(x; \alpha e_1, \sigma^2 I)$.
+Fit $q = \mathcal N(\mu, \Sigma)$ by **reverse KL**,
+$\mathrm{KL}(q\,\|\,p_\alpha) = \mathbb E_q[\log q(x) - \log p_\alpha(x)]$, starting from $\mu = 0$, $\Sigma = \sigma^2 I$.
+
+* Orthogonal to $e_1$ the target is $\mathcal N(0, \sigma^2)$, fitted exactly, so only the 1-D problem
+  along $e_1$ matters. With $x = \sigma z$ it depends on $\alpha/\sigma$ alone: $\alpha^* \propto \sigma$.
+* Here the 1-D objective is computed by quadrature on a fine grid (no sampling noise) and
+  minimised by a damped Newton method; the paper's protocol (5000 Monte-Carlo samples, Adam) gives
+  the same curve with noise: `python -m symlab modes --sigma 1 --protocol mc`.
+* $\alpha^{-1}\lVert\mu^*\rVert = 0.5$: midpoint (**interpolation**); $\approx 0$: on one mode. Once $q$
+  covers one component, $\mathrm{KL} \to \ln 2$, the mass of the ignored half.
+* **Forward KL** $\mathrm{KL}(p_\alpha\|q)$ is minimised by moment matching:
+  $\mu = \tfrac{\alpha}{2}e_1$, $\Sigma = \sigma^2 I + \tfrac{\alpha^2}{4} e_1 e_1^\top$, always covering both modes.
+* Why it matters: a network's posterior has many equivalent modes (permutations of hidden units);
+  when they are close relative to their width, mean-field VI sits between them, where the network
+  predicts badly.
+""")
+
+
+def main():
+    st.title("Mode interpolation")
+    st.caption("Fit one Gaussian to two equal modes by reverse KL. Below a threshold α* ≈ 5σ it sits "
+               "between them; above, on one of them (Gelberg et al. 2024, §3).")
+    notices = ui.bind_url_state(PAGE, SPECS)
+    ui.show_notices(notices)
+    controls()
+    values = ui.sync_url(PAGE, SPECS)
+    alpha, sigma, dim, forward = values["alpha"], values["sigma"], values["dim"], values["forward"]
+
+    sweep, forward_sweep = sweep_for(sigma, dim)
+    threshold = threshold_for(sigma)
+    mean, std, kl = optimum_at(alpha, sigma)
+    result_metrics(alpha, sigma, mean, std, kl, threshold)
+
+    left, right = st.columns(2)
+    left.plotly_chart(density_chart(alpha, sigma, mean, std, forward, "Along e₁"), key="modes.density")
+    right.plotly_chart(contour_chart(alpha, sigma, mean, std, forward), key="modes.contour")
+
+    st.subheader("Across mode distances")
+    reverse_style = ("reverse KL", ui.PALETTE["reverse"], "solid")
+    forward_style = ("forward KL", ui.PALETTE["forward"], "dot")
+
+    def curves(rev, fwd):
+        chosen = [(reverse_style[0], rev, *reverse_style[1:])]
+        if forward:
+            chosen.append((forward_style[0], fwd, *forward_style[1:]))
+        return chosen
+
+    a = sweep.alphas
+    c1, c2 = st.columns(2)
+    c1.plotly_chart(sweep_chart(a, curves(sweep.interpolation, forward_sweep.interpolation), alpha, threshold,
+                                "α⁻¹‖μ*‖", "Interpolation"), key="modes.interp")
+    c2.plotly_chart(sweep_chart(a, curves(sweep.det_cov, forward_sweep.det_cov), alpha, threshold,
+                                f"det Σ* (d = {dim})", "Spread of q", log_y=True), key="modes.det")
+    c3, c4 = st.columns(2)
+    kl_title = "Final KL (forward: KL(p‖q))" if forward else "Final KL(q‖p_α)"
+    c3.plotly_chart(sweep_chart(a, curves(sweep.kl, forward_sweep.kl), alpha, threshold, "KL (nats)", kl_title,
+                                asymptote=(modes.LN2, ui.PALETTE["grey"], "ln 2")), key="modes.kl")
+    scaling_fig, scaling_frame = scaling_chart(sigma, threshold)
+    c4.plotly_chart(scaling_fig, key="modes.scaling")
+
+    frame = pd.DataFrame({"alpha": a, "interpolation": sweep.interpolation, "det_cov": sweep.det_cov,
+                          "kl": sweep.kl, "std_e1": sweep.std_e1, "forward_det_cov": forward_sweep.det_cov,
+                          "forward_kl": forward_sweep.kl})
+    d1, d2, _ = st.columns([1, 1, 2])
+    with d1:
+        ui.csv_download(frame, f"modes_sweep_sigma{sigma:g}_d{dim}.csv", "Sweep (CSV)", "modes.csv_sweep")
+    with d2:
+        ui.csv_download(scaling_frame, "modes_thresholds.csv", "Thresholds (CSV)", "modes.csv_thresholds")
+
+    optimisation_panel(alpha, sigma)
+    formulas()
+
+
+main()

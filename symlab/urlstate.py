@@ -1,0 +1,111 @@
+"""Page state <-> URL query parameters, validated: a copied link restores the view.
+
+Each page declares its controls as :class:`Param` specs. :func:`parse_query` turns whatever a
+URL carries into valid values plus human-readable notices (never an exception);
+:func:`encode_query` turns values back into strings for the URL.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+_SHOWN_CHARS = 40
+# Query parameters that Streamlit itself owns; never reported as unknown.
+_RESERVED = ("embed", "embed_options")
+
+
+@dataclass(frozen=True)
+class Param:
+    """One control. ``kind`` is ``float``, ``int``, ``bool`` or ``choice``."""
+
+    name: str
+    kind: str
+    default: Any
+    low: float | None = None
+    high: float | None = None
+    step: float | None = None  # numbers snap to low + k·step, as the slider would
+    choices: tuple[str, ...] = ()
+
+    def __post_init__(self):
+        if self.kind not in ("float", "int", "bool", "choice"):
+            raise ValueError(f"unknown parameter kind {self.kind!r}")
+        if self.kind == "choice" and self.default not in self.choices:
+            raise ValueError(f"default {self.default!r} of {self.name} is not among its choices")
+
+
+def _shown(raw: str) -> str:
+    return raw if len(raw) <= _SHOWN_CHARS else raw[:_SHOWN_CHARS] + "…"
+
+
+def _parse_one(spec: Param, raw: str) -> tuple[Any, str | None]:
+    """(value, notice); the notice is None when ``raw`` was valid as given."""
+    default_note = f"using the default {spec.default!r}"
+    if spec.kind == "bool":
+        lowered = raw.strip().lower()
+        if lowered in ("1", "true", "yes", "on"):
+            return True, None
+        if lowered in ("0", "false", "no", "off"):
+            return False, None
+        return spec.default, f"`{spec.name}={_shown(raw)}` is not true/false: {default_note}."
+    if spec.kind == "choice":
+        if raw in spec.choices:
+            return raw, None
+        return spec.default, (f"`{spec.name}={_shown(raw)}` is not one of {', '.join(spec.choices)}: "
+                              f"{default_note}.")
+    try:
+        number = float(raw)
+    except ValueError:
+        return spec.default, f"`{spec.name}={_shown(raw)}` is not a number: {default_note}."
+    if math.isnan(number):
+        return spec.default, f"`{spec.name}=NaN` is not a number: {default_note}."
+    if spec.kind == "int":
+        if math.isfinite(number) and number != int(number):
+            return spec.default, f"`{spec.name}={_shown(raw)}` is not a whole number: {default_note}."
+    notice = None
+    if spec.low is not None and number < spec.low:
+        number, notice = spec.low, f"`{spec.name}={_shown(raw)}` is below the minimum: clamped to {spec.low:g}."
+    elif spec.high is not None and number > spec.high:
+        number, notice = spec.high, f"`{spec.name}={_shown(raw)}` is above the maximum: clamped to {spec.high:g}."
+    if notice is None and spec.step and math.isfinite(number):
+        origin = spec.low or 0.0
+        snapped = round(origin + round((number - origin) / spec.step) * spec.step, 10)
+        if abs(snapped - number) > 1e-9:
+            number, notice = snapped, f"`{spec.name}={_shown(raw)}` is off the slider's grid: rounded to {snapped:g}."
+    return (int(number) if spec.kind == "int" else float(number)), notice
+
+
+def parse_query(query: Mapping[str, Any], specs: Sequence[Param]) -> tuple[dict, list[str]]:
+    """Values for every spec (defaults where the URL says nothing) and the notices to show."""
+    by_name = {spec.name: spec for spec in specs}
+    values = {spec.name: spec.default for spec in specs}
+    notices = []
+    for name, raw in query.items():
+        if name in _RESERVED:
+            continue
+        if isinstance(raw, (list, tuple)):
+            raw = raw[-1] if raw else ""
+        raw = str(raw)
+        spec = by_name.get(name)
+        if spec is None:
+            notices.append(f"Unknown parameter `{_shown(name)}` ignored.")
+            continue
+        values[name], notice = _parse_one(spec, raw)
+        if notice:
+            notices.append(notice)
+    return values, notices
+
+
+def encode_query(values: Mapping[str, Any], specs: Sequence[Param]) -> dict[str, str]:
+    """The URL form of ``values``: short, exact, and parsed back by :func:`parse_query`."""
+    encoded = {}
+    for spec in specs:
+        value = values[spec.name]
+        if spec.kind == "bool":
+            encoded[spec.name] = "1" if value else "0"
+        elif spec.kind == "float":
+            encoded[spec.name] = repr(round(float(value), 10))
+        else:
+            encoded[spec.name] = str(value)
+    return encoded

@@ -1,0 +1,77 @@
+"""End-to-end in real Chromium: the app as a student uses it."""
+
+import re
+
+import pytest
+
+pytestmark = pytest.mark.browser
+
+ARTIFACTS = __import__("pathlib").Path(__file__).resolve().parents[1] / "tests" / "artifacts"
+
+
+def wait_for_run(page):
+    """Streamlit shows a running indicator while the script runs; wait until it settles."""
+    page.wait_for_selector('[data-testid="stApp"]')
+    page.wait_for_function(
+        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=30_000)
+
+
+def metric_value(page, label):
+    metric = page.locator('[data-testid="stMetric"]', has_text=label).first
+    return metric.locator('[data-testid="stMetricValue"]').inner_text()
+
+
+def first_line_path(page):
+    chart = page.locator('.js-plotly-plot').first
+    return chart.locator('path.js-line').nth(1).get_attribute("d")
+
+
+def test_modes_page_slider_changes_the_chart(page, server_url):
+    page.goto(server_url)
+    page.locator('[data-testid="stSidebarNav"] a', has_text="Mode interpolation").click()
+    page.wait_for_url(re.compile(r"/modes\?"))
+    page.locator('.js-plotly-plot').first.wait_for()
+    wait_for_run(page)
+    assert metric_value(page, "α⁻¹‖μ*‖") == "0.500"
+    before = first_line_path(page)
+
+    slider = page.get_by_role("slider").first
+    slider.focus()
+    page.keyboard.press("End")  # α to its maximum, 20: far beyond α*
+    page.wait_for_url(re.compile(r"alpha=20\.0"))
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('[data-testid=\"stMetricValue\"]')]"
+        ".some(e => e.innerText === '0.000')")
+    wait_for_run(page)
+    assert first_line_path(page) != before
+    assert page.locator('[data-testid="stException"]').count() == 0
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "modes.png"), full_page=True)
+
+
+def test_shared_link_restores_the_view_and_play_animates(page, server_url):
+    page.goto(f"{server_url}/modes?alpha=2.0&sigma=0.5&dim=2&forward=1")
+    page.locator('.js-plotly-plot').first.wait_for()
+    wait_for_run(page)
+    assert metric_value(page, "α⁻¹‖μ*‖") == "0.500"
+    assert page.locator('[data-testid="stSliderThumbValue"]').first.inner_text() == "2.00"
+    assert page.locator("text=q (forward KL)").count() > 0
+
+    progress = page.locator('[data-testid="stProgress"]').first
+    assert "Adam step 0 /" in progress.inner_text()
+    page.get_by_role("button", name="Play", exact=True).click()
+    page.wait_for_function(
+        "() => /Adam step [1-9]\\d* \\//.test(document.querySelector('[data-testid=\"stProgress\"]').innerText)")
+    page.get_by_role("button", name="Pause", exact=True).click()
+    page.get_by_role("button", name="Reset", exact=True).click()
+    page.wait_for_function(
+        "() => /Adam step 0 \\//.test(document.querySelector('[data-testid=\"stProgress\"]').innerText)")
+
+
+def test_malformed_link_shows_a_notice(page, server_url):
+    page.goto(f"{server_url}/modes?alpha=banana&sigma=99")
+    page.locator('.js-plotly-plot').first.wait_for()
+    notice = page.locator('[data-testid="stAlert"]', has_text="adjusted")
+    notice.wait_for()
+    assert "alpha=banana" in notice.inner_text() and "clamped" in notice.inner_text()
+    assert page.locator('[data-testid="stException"]').count() == 0

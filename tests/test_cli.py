@@ -1,0 +1,60 @@
+"""The headless twin, run as a user would: ``python -m symlab ...``."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+
+def run(*args):
+    return subprocess.run([sys.executable, "-m", "symlab", *args], capture_output=True, text=True, timeout=300)
+
+
+def test_help_lists_the_labs():
+    result = run("--help")
+    assert result.returncode == 0 and "modes" in result.stdout
+
+
+def test_modes_json_reports_threshold_near_two_and_a_half():
+    result = run("modes", "--sigma", "0.5", "--json")
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    for key in ("sigma", "alphas", "interpolation", "det_cov", "kl", "threshold"):
+        assert key in report
+    assert len(report["alphas"]) == len(report["interpolation"]) == len(report["kl"]) == 100
+    assert report["threshold"] == pytest.approx(2.5, rel=0.05)
+    assert report["interpolation"][0] is None  # α = 0: undefined, not NaN in JSON
+
+
+def test_modes_table_is_readable():
+    result = run("modes", "--sigma", "1", "--points", "6")
+    assert result.returncode == 0
+    assert "threshold α*" in result.stdout and len(result.stdout.splitlines()) == 9
+
+
+def test_modes_mc_protocol_json():
+    result = run("modes", "--sigma", "1", "--protocol", "mc", "--points", "3", "--alpha-max", "8",
+                 "--samples", "500", "--steps", "300", "--dim", "3", "--json")
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["protocol"] == "mc-diag" and report["dim"] == 3
+    assert report["interpolation"][1] == pytest.approx(0.5, abs=0.05)  # α = 4: between the modes
+    assert report["interpolation"][2] < 0.05  # α = 8: on one mode
+
+
+@pytest.mark.parametrize("args", [
+    ["modes"],
+    ["modes", "--sigma", "abc"],
+    ["modes", "--sigma", "-1"],
+    ["modes", "--sigma", "nan"],
+    ["modes", "--sigma", "1", "--points", "1"],
+    ["modes", "--sigma", "1", "--protocol", "magic"],
+    ["modes", "--sigma", "1", "--alpha-max", "inf"],
+    ["nolab"],
+    [],
+])
+def test_bad_arguments_give_a_message_not_a_traceback(args):
+    result = run(*args)
+    assert result.returncode == 2
+    assert "error" in result.stderr and "Traceback" not in result.stderr

@@ -1,0 +1,153 @@
+"""The mode-interpolation core against known facts (SCIENCE.md §2)."""
+
+import math
+
+import numpy as np
+import pytest
+from scipy import integrate
+
+from symlab import modes
+
+PAPER_THRESHOLDS = {0.25: 1.25, 0.5: 2.5, 1.0: 5.0, 2.0: 10.0}
+
+
+@pytest.mark.parametrize("sigma", sorted(PAPER_THRESHOLDS))
+def test_threshold_is_about_five_sigma(sigma):
+    threshold = modes.exact_threshold(sigma, max(10.0, 10.0 * sigma))
+    assert threshold == pytest.approx(PAPER_THRESHOLDS[sigma], rel=0.05)
+
+
+def test_threshold_from_coarse_sweep_agrees_with_refined_one():
+    sweep = modes.fit_exact(modes.alpha_grid(10, 100), 1.0)
+    assert sweep.threshold() == pytest.approx(modes.exact_threshold(1.0), abs=0.11)
+
+
+def test_small_alpha_sits_at_midpoint_and_is_wider():
+    sweep = modes.fit_exact([0.5, 1.0, 2.0, 3.0, 4.0], 1.0)
+    np.testing.assert_allclose(sweep.interpolation, 0.5, atol=1e-6)
+    assert np.all(sweep.std_e1 > 1.0)
+    assert np.all(np.diff(sweep.std_e1) > 0)
+
+
+def test_large_alpha_sits_on_first_mode_with_kl_ln2():
+    sweep = modes.fit_exact([7.0, 10.0, 15.0], 1.0)
+    assert np.all(sweep.interpolation < 1e-3)
+    np.testing.assert_allclose(sweep.kl, math.log(2), atol=2e-3)
+    np.testing.assert_allclose(sweep.std_e1, 1.0, atol=1e-2)
+
+
+def test_scale_invariance():
+    base = modes.fit_exact([1.0, 3.0, 6.0], 1.0, dim=2)
+    for c in (0.25, 3.0):
+        scaled = modes.fit_exact([c * 1.0, c * 3.0, c * 6.0], c, dim=2)
+        np.testing.assert_allclose(scaled.interpolation, base.interpolation, atol=1e-9)
+        np.testing.assert_allclose(scaled.kl, base.kl, atol=1e-9)
+        np.testing.assert_allclose(scaled.det_cov, c**4 * base.det_cov, rtol=1e-9)
+
+
+def test_quadrature_matches_adaptive_integration():
+    for m, s, a in [(0.0, 1.0, 3.0), (1.5, 1.7, 3.0), (0.2, 0.6, 6.0), (2.0, 2.5, 4.0)]:
+        def integrand(x):
+            log_q = -0.5 * ((x - m) / s) ** 2 - math.log(s) - 0.5 * math.log(2 * math.pi)
+            return math.exp(log_q) * (log_q - modes._standard_log_mixture(np.array(x), a))
+        reference, _ = integrate.quad(integrand, m - 12 * s, m + 12 * s, epsabs=1e-13, limit=200)
+        assert modes.standard_reverse_kl(m, math.log(s), a) == pytest.approx(reference, abs=1e-10)
+
+
+def test_analytic_gradient_and_hessian_match_finite_differences():
+    rng = np.random.default_rng(0)
+    h = 1e-5
+    for _ in range(5):
+        m, ls, a = rng.uniform(-1, 3), rng.uniform(-0.5, 0.8), rng.uniform(0, 6)
+        _, grad, hess = modes._kl_grad_hess(np.array([m]), np.array([ls]), np.array([a]))
+        f = lambda mm, ll: modes.standard_reverse_kl(mm, ll, a)
+        fd = [(f(m + h, ls) - f(m - h, ls)) / (2 * h), (f(m, ls + h) - f(m, ls - h)) / (2 * h)]
+        np.testing.assert_allclose(grad[0], fd, atol=1e-7)
+        g = lambda mm, ll: modes._kl_grad_hess(np.array([mm]), np.array([ll]), np.array([a]))[1][0]
+        fd_hess = np.stack([(g(m + h, ls) - g(m - h, ls)) / (2 * h), (g(m, ls + h) - g(m, ls - h)) / (2 * h)])
+        np.testing.assert_allclose(hess[0], fd_hess, atol=1e-6)
+
+
+def test_newton_optimum_is_a_stationary_minimum():
+    a = np.array([1.0, 3.0, 4.5, 5.5, 8.0])
+    x, _ = modes._newton_from_first_component(a)
+    _, grad, hess = modes._kl_grad_hess(x[:, 0], x[:, 1], a)
+    assert np.abs(grad).max() < 1e-8
+    assert np.all(np.linalg.eigvalsh(hess)[:, 0] > 0)
+
+
+def test_adam_path_ends_at_the_newton_optimum():
+    for alpha in (2.0, 3.5, 6.0):
+        path = modes.optimisation_path(alpha, 1.0, steps=3000)
+        fit = modes.fit_exact([alpha], 1.0)
+        assert path.mean[0] == 0.0 and path.std[0] == pytest.approx(1.0)
+        assert path.mean[-1] == pytest.approx(fit.mean[0], abs=2e-3)
+        assert path.std[-1] == pytest.approx(fit.std_e1[0], abs=2e-3)
+        assert path.kl[-1] <= path.kl[0] + 1e-12
+
+
+def test_exact_and_monte_carlo_protocols_agree():
+    alphas = [1.0, 3.0, 7.0]
+    exact = modes.fit_exact(alphas, 1.0, dim=2)
+    mc = modes.fit_monte_carlo(alphas, 1.0, dim=2, samples=5000, steps=1000, seed=1)
+    # 5000-sample gradients leave the Adam iterate jittering by ~0.01; the KL estimate's
+    # standard error is ~0.005 nats.
+    np.testing.assert_allclose(mc.interpolation, exact.interpolation, atol=0.03)
+    np.testing.assert_allclose(mc.kl, exact.kl, atol=0.02)
+    np.testing.assert_allclose(mc.det_cov, exact.det_cov, rtol=0.1)
+
+
+def test_monte_carlo_full_covariance_and_higher_dimension():
+    exact = modes.fit_exact([2.0, 8.0], 1.0, dim=5)
+    mc = modes.fit_monte_carlo([2.0, 8.0], 1.0, dim=5, covariance="full", samples=2000, steps=600, seed=0)
+    np.testing.assert_allclose(mc.interpolation, exact.interpolation, atol=0.04)
+    np.testing.assert_allclose(mc.kl, exact.kl, atol=0.05)
+
+
+def test_monte_carlo_is_seeded():
+    a = modes.fit_monte_carlo([3.0], 1.0, samples=200, steps=20, seed=5)
+    b = modes.fit_monte_carlo([3.0], 1.0, samples=200, steps=20, seed=5)
+    c = modes.fit_monte_carlo([3.0], 1.0, samples=200, steps=20, seed=6)
+    assert a.mean[0] == b.mean[0] and a.mean[0] != c.mean[0]
+
+
+def test_forward_kl_is_moment_matching():
+    alpha, sigma = 3.0, 0.7
+    fwd = modes.forward_kl_optimum([alpha], sigma, dim=2)
+    assert fwd.interpolation[0] == pytest.approx(0.5)
+    assert fwd.std_e1[0] ** 2 == pytest.approx(sigma**2 + alpha**2 / 4)
+    assert fwd.det_cov[0] == pytest.approx((sigma**2 + alpha**2 / 4) * sigma**2)
+    # KL(p || q*) by direct integration along e1.
+    m, s = alpha / 2, fwd.std_e1[0]
+
+    def integrand(x):
+        log_p = float(modes.log_mixture(x, alpha, sigma))
+        return math.exp(log_p) * (log_p - float(modes.log_normal(x, m, s)))
+
+    reference, _ = integrate.quad(integrand, -10, alpha + 10, epsabs=1e-12)
+    assert fwd.kl[0] == pytest.approx(reference, abs=1e-9)
+
+
+def test_alpha_zero_interpolation_is_undefined_not_an_error():
+    sweep = modes.fit_exact([0.0, 1.0], 1.0)
+    assert math.isnan(sweep.interpolation[0]) and sweep.kl[0] == pytest.approx(0.0, abs=1e-12)
+
+
+def test_threshold_is_none_when_sweep_never_crosses():
+    assert modes.exact_threshold(1.0, alpha_max=3.0, points=10) is None
+
+
+@pytest.mark.parametrize("call", [
+    lambda: modes.fit_exact([1.0], 0.0),
+    lambda: modes.fit_exact([1.0], float("nan")),
+    lambda: modes.fit_exact([-1.0], 1.0),
+    lambda: modes.fit_exact([], 1.0),
+    lambda: modes.fit_exact([1.0], 1.0, dim=0),
+    lambda: modes.alpha_grid(10, 1),
+    lambda: modes.fit_monte_carlo([1.0], 1.0, covariance="banded"),
+    lambda: modes.fit_monte_carlo([1.0], 1.0, lr=-1),
+    lambda: modes.sweep_report(1.0, protocol="magic"),
+])
+def test_invalid_input_raises_clear_value_error(call):
+    with pytest.raises(ValueError, match="must|needs"):
+        call()

@@ -1,0 +1,81 @@
+"""AppTest checks of the pages (fragments are not run by AppTest; see test_playback.py)."""
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+ROOT = Path(__file__).resolve().parents[1]
+MODES_PAGE = str(ROOT / "pages" / "mode_interpolation.py")
+
+
+def modes_page(**query) -> AppTest:
+    at = AppTest.from_file(MODES_PAGE, default_timeout=60)
+    at.query_params.update(query)
+    return at.run()
+
+
+def metrics(at) -> dict:
+    return {m.label: m.value for m in at.metric}
+
+
+def test_home_page_runs_and_names_the_device():
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60).run()
+    assert not at.exception
+    assert any("Compute device" in c.value for c in at.caption)
+
+
+def test_default_view_interpolates():
+    at = modes_page()
+    assert not at.exception
+    values = metrics(at)
+    assert values["α⁻¹‖μ*‖"] == "0.500"
+    assert float(values["threshold α*"]) == pytest.approx(4.82, abs=0.01)
+    assert at.query_params["alpha"] == "3.0"
+
+
+def test_slider_changes_the_outputs_and_the_url():
+    at = modes_page()
+    before = metrics(at)
+    at.slider(key="modes.alpha").set_value(7.0).run()
+    after = metrics(at)
+    assert before["α⁻¹‖μ*‖"] == "0.500" and after["α⁻¹‖μ*‖"] == "0.000"
+    assert float(after["KL(q‖p_α)"]) == pytest.approx(0.693, abs=0.002)
+    assert at.query_params["alpha"] == "7.0"
+
+
+def test_query_parameters_restore_the_state():
+    at = modes_page(alpha="1.5", sigma="0.25", dim="20", forward="1")
+    assert not at.exception and not at.warning
+    assert at.slider(key="modes.alpha").value == 1.5
+    assert at.slider(key="modes.sigma").value == 0.25
+    assert at.number_input(key="modes.dim").value == 20
+    assert at.toggle(key="modes.forward").value is True
+    assert float(metrics(at)["α⁻¹‖μ*‖"]) < 0.01  # 1.5 > α*(0.25) ≈ 1.21: on one mode
+    assert float(metrics(at)["threshold α*"]) == pytest.approx(1.206, abs=0.005)
+
+
+@pytest.mark.parametrize("query", [
+    {"alpha": "abc"}, {"alpha": "nan"}, {"sigma": "-3"}, {"sigma": "1e999"}, {"dim": "2.5"},
+    {"forward": "perhaps"}, {"bogus": "1"}, {"alpha": "9" * 5000},
+])
+def test_bad_parameters_give_a_notice_not_an_exception(query):
+    at = modes_page(**query)
+    assert not at.exception
+    assert len(at.warning) == 1 and "adjusted" in at.warning[0].value
+    assert metrics(at)["α⁻¹‖μ*‖"] in ("0.500", "0.000")
+
+
+def test_notice_disappears_once_the_user_moves_a_control():
+    at = modes_page(alpha="abc")
+    assert at.warning
+    at.slider(key="modes.alpha").set_value(2.0).run()
+    assert not at.warning
+
+
+def test_preset_sets_the_controls():
+    at = modes_page()
+    at.selectbox(key="modes.preset").set_value("Narrow components").run()
+    assert at.slider(key="modes.sigma").value == 0.25 and at.slider(key="modes.alpha").value == 1.5
+    assert at.query_params["sigma"] == "0.25"
+    assert any("scales with σ" in i.value for i in at.info)

@@ -4,8 +4,10 @@ from pathlib import Path
 
 import streamlit as st
 
+from pages import ui
 from symlab.device import describe_device
 
+ui.leave_legacy_multipage_mode()
 st.set_page_config(page_title="SymLab", page_icon=":material/shuffle:", layout="wide")
 st.logo(str(Path(__file__).parent / "assets" / "logo.svg"), size="large")
 
@@ -34,6 +36,6 @@ def home():
                "Under Model Symmetries*; Laurent, Aldea, Franchi (ICLR 2024); Rossi, Singh, Hannagan (NeurIPS 2023).")
 
 
-MODES = st.Page("pages/mode_interpolation.py", title="Mode interpolation", icon=":material/ssid_chart:", url_path="modes")
+MODES = st.Page("pages/modes.py", title="Mode interpolation", icon=":material/ssid_chart:", url_path="modes")
 navigation = st.navigation([st.Page(home, title="Home", icon=":material/home:", default=True), MODES])
 navigation.run()

@@ -6,6 +6,7 @@ from typing import Sequence
 
 import pandas as pd
 import streamlit as st
+from streamlit.runtime.pages_manager import PagesManager
 
 from symlab.urlstate import Param, encode_query, parse_query
 
@@ -21,6 +22,20 @@ PALETTE = {
     "grey": "#999999",
 }
 CHART_HEIGHT = 360
+
+
+def leave_legacy_multipage_mode() -> None:
+    """Call first in app.py and in every page.
+
+    Streamlit treats a `pages/` folder beside the entrypoint as a legacy multipage app and runs
+    the first session after a server start in that mode: it lists every file there as a page
+    and runs the file whose name matches the URL (hence each page file is named after its URL
+    path). This app declares its pages with st.navigation, so leave that mode at once and rerun
+    in the normal one, which keeps the requested page and its query parameters.
+    """
+    if PagesManager.uses_pages_directory:
+        PagesManager.uses_pages_directory = False
+        st.rerun()
 
 
 def widget_key(page: str, name: str) -> str:

@@ -1,5 +1,6 @@
 """Shared fixtures: a live SymLab server for the browser tests."""
 
+import contextlib
 import os
 import socket
 import subprocess
@@ -20,8 +21,9 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-@pytest.fixture(scope="session")
-def server_url():
+@contextlib.contextmanager
+def running_app():
+    """A fresh ``streamlit run app.py`` on a free port; yields its base URL."""
     port = _free_port()
     process = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.port", str(port),
@@ -31,19 +33,27 @@ def server_url():
     )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
-    while True:
-        try:
-            if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok":
-                break
-        except OSError:
-            pass
-        if process.poll() is not None or time.monotonic() > deadline:
-            process.kill()
-            pytest.fail(f"the app did not start:\n{process.stdout.read().decode(errors='replace')}")
-        time.sleep(0.3)
-    yield url
-    process.terminate()
-    process.wait(timeout=20)
+    try:
+        while True:
+            try:
+                if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok":
+                    break
+            except OSError:
+                pass
+            if process.poll() is not None or time.monotonic() > deadline:
+                process.kill()
+                pytest.fail(f"the app did not start:\n{process.stdout.read().decode(errors='replace')}")
+            time.sleep(0.3)
+        yield url
+    finally:
+        process.terminate()
+        process.wait(timeout=20)
+
+
+@pytest.fixture(scope="session")
+def server_url():
+    with running_app() as url:
+        yield url
 
 
 @pytest.fixture(scope="session")

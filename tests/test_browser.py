@@ -4,6 +4,8 @@ import re
 
 import pytest
 
+from conftest import running_app
+
 pytestmark = pytest.mark.browser
 
 ARTIFACTS = __import__("pathlib").Path(__file__).resolve().parents[1] / "tests" / "artifacts"
@@ -75,3 +77,16 @@ def test_malformed_link_shows_a_notice(page, server_url):
     notice.wait_for()
     assert "alpha=banana" in notice.inner_text() and "clamped" in notice.inner_text()
     assert page.locator('[data-testid="stException"]').count() == 0
+
+
+def test_deep_link_on_a_freshly_started_server(page):
+    """The first session after a start is the one Streamlit runs in its legacy pages/ mode."""
+    with running_app() as url:
+        page.goto(f"{url}/modes?alpha=6.0")
+        page.locator('.js-plotly-plot').first.wait_for()
+        wait_for_run(page)
+        assert "/modes" in page.url and "alpha=6.0" in page.url
+        assert page.get_by_text("does not seem to exist").count() == 0
+        links = page.locator('[data-testid="stSidebarNav"] a').all_inner_texts()
+        assert [link.split()[-1] for link in links] == ["Home", "interpolation"]
+        assert float(metric_value(page, "α⁻¹‖μ*‖")) < 0.01  # α = 6 > α*: on one mode

@@ -6,7 +6,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 ROOT = Path(__file__).resolve().parents[1]
-MODES_PAGE = str(ROOT / "pages" / "mode_interpolation.py")
+MODES_PAGE = str(ROOT / "pages" / "modes.py")
 
 
 def modes_page(**query) -> AppTest:

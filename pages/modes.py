@@ -230,6 +230,7 @@ $\mathrm{KL}(q\,\|\,p_\alpha) = \mathbb E_q[\log q(x) - \log p_\alpha(x)]$, star
 
 
 def main():
+    ui.leave_legacy_multipage_mode()
     st.title("Mode interpolation")
     st.caption("Fit one Gaussian to two equal modes by reverse KL. Below a threshold α* ≈ 5σ it sits "
                "between them; above, on one of them (Gelberg et al. 2024, §3).")

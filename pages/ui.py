@@ -139,3 +139,7 @@ def figure(traces, x_title: str, y_title: str, title: str | None = None, marks=(
 def csv_download(frame: pd.DataFrame, filename: str, label: str, key: str) -> None:
     st.download_button(label, frame.to_csv(index=False).encode(), file_name=filename,
                        mime="text/csv", key=key, icon=":material/download:")
+
+
+if __name__ == "__main__":  # Streamlit's legacy pages/ mode ran this helper module as a page
+    leave_legacy_multipage_mode()

@@ -1,0 +1,376 @@
+"""The tractable BNN (Gelberg et al. §5, Fig. 4, Tables 2–3; SCIENCE.md §4).
+
+``f_w(x) = ReLU(w₁x) + ReLU(w₂x)`` with data ``y = α|x| + ε``: two hidden units, no biases,
+output weights fixed to 1. Swapping the units, G = {identity, swap}, leaves f unchanged, so the
+posterior has two equivalent modes, (α, −α) and (−α, α). Here: the exact posterior on a grid,
+and mean-field VI (MFVI) against its symmetrised version (SGM, ELBO + I), many runs trained as
+one batched tensor program.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field, replace
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+_LOG_2PI = math.log(2.0 * math.pi)
+METHODS = ("mfvi", "sgm")
+MI_ESTIMATORS = ("exact", "infonce")
+INPUTS = ("uniform", "normal")
+INITS = ("random", "origin")
+
+
+@dataclass(frozen=True)
+class ToyConfig:
+    """Data, prior and training settings. Defaults show MFVI squeezing between the modes."""
+
+    alpha: float = 1.0          # slope of the true function α|x|
+    noise: float = 0.5          # std dev of ε (known to the model)
+    n_train: int = 30
+    n_test: int = 500
+    input_dist: str = "uniform"  # uniform on [−2, 2], or standard normal
+    prior_scale: float = 1.0    # isotropic Gaussian prior N(0, prior_scale² I)
+    lr: float = 0.02
+    batch_size: int = 30        # ≥ n_train: full batch
+    samples: int = 16           # Monte-Carlo samples M per step (and for prediction)
+    K: int = 2                  # InfoNCE group samples (K − 1 sampled elements + the sample itself)
+    mi: str = "exact"           # "exact": I with G enumerated; "infonce": I_K
+    init: str = "random"        # random means N(0, 0.5²) or the origin; std devs start at 0.5
+    seed: int = 0
+
+    def validate(self) -> "ToyConfig":
+        checks = [
+            (math.isfinite(self.alpha) and 0 <= self.alpha <= 10, "alpha must be in [0, 10]"),
+            (math.isfinite(self.noise) and 0.01 <= self.noise <= 10, "noise must be in [0.01, 10]"),
+            (isinstance(self.n_train, int) and 1 <= self.n_train <= 100_000, "n_train must be an integer in [1, 100000]"),
+            (isinstance(self.n_test, int) and 1 <= self.n_test <= 100_000, "n_test must be an integer in [1, 100000]"),
+            (self.input_dist in INPUTS, f"input_dist must be one of {INPUTS}"),
+            (math.isfinite(self.prior_scale) and 0.05 <= self.prior_scale <= 100, "prior_scale must be in [0.05, 100]"),
+            (math.isfinite(self.lr) and 0 < self.lr <= 1, "lr must be in (0, 1]"),
+            (isinstance(self.batch_size, int) and self.batch_size >= 1, "batch_size must be an integer >= 1"),
+            (isinstance(self.samples, int) and 1 <= self.samples <= 4096, "samples must be an integer in [1, 4096]"),
+            (isinstance(self.K, int) and 2 <= self.K <= 4096, "K must be an integer in [2, 4096]"),
+            (self.mi in MI_ESTIMATORS, f"mi must be one of {MI_ESTIMATORS}"),
+            (self.init in INITS, f"init must be one of {INITS}"),
+            (isinstance(self.seed, int) and 0 <= self.seed < 2**31, "seed must be an integer in [0, 2^31)"),
+        ]
+        for ok, message in checks:
+            if not ok:
+                raise ValueError(message)
+        return self
+
+
+@dataclass(frozen=True)
+class ToyData:
+    x_train: np.ndarray
+    y_train: np.ndarray
+    x_test: np.ndarray
+    y_test: np.ndarray
+
+
+def make_data(config: ToyConfig) -> ToyData:
+    """Seeded draws of x and y = α|x| + ε (train and test from the same distribution)."""
+    config.validate()
+    rng = np.random.default_rng([config.seed, 7919])
+
+    def draw(n):
+        x = rng.uniform(-2.0, 2.0, n) if config.input_dist == "uniform" else rng.standard_normal(n)
+        return x, config.alpha * np.abs(x) + config.noise * rng.standard_normal(n)
+
+    x_train, y_train = draw(config.n_train)
+    x_test, y_test = draw(config.n_test)
+    return ToyData(x_train, y_train, x_test, y_test)
+
+
+def network(w, x):
+    """f_w(x) for weights ``w[..., 2]`` and inputs ``x[n]``: shape ``w.shape[:-1] + (n,)``."""
+    lib = torch if isinstance(w, torch.Tensor) else np
+    relu = torch.relu if lib is torch else (lambda v: np.maximum(v, 0.0))
+    return relu(w[..., 0:1] * x) + relu(w[..., 1:2] * x)
+
+
+# ---------------------------------------------------------------------------------------------
+# Exact posterior on a grid
+# ---------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class GridPosterior:
+    """Normalised log p(w | D) on ``axis × axis`` (index [i, j] ↔ w₁ = axis[i], w₂ = axis[j])."""
+
+    axis: np.ndarray
+    log_density: np.ndarray
+    log_evidence: float
+
+    @property
+    def cell_area(self) -> float:
+        return float((self.axis[1] - self.axis[0]) ** 2)
+
+    def probabilities(self) -> np.ndarray:
+        return np.exp(self.log_density) * self.cell_area
+
+
+def default_bound(data: ToyData, prior_scale: float) -> float:
+    """Half-width of the grid: covers both modes (±slope) and the prior's bulk."""
+    slope = abs(float(np.dot(data.y_train, np.abs(data.x_train)) / max(np.dot(data.x_train, data.x_train), 1e-12)))
+    return max(1.5 * slope + 1.0, min(4.0 * prior_scale, 2.0 * slope + 3.0), 2.0)
+
+
+def exact_posterior(data: ToyData, noise: float, prior_scale: float, grid_size: int = 201,
+                    bound: float | None = None) -> GridPosterior:
+    """Grid posterior and log evidence by a Riemann sum, in float64.
+
+    The sum of squared errors for every grid pair comes from one matrix product: with
+    a_i = ReLU(axis_i x), SSE[i, j] = Σy² + ‖a_i‖² + ‖a_j‖² − 2y·a_i − 2y·a_j + 2 a_i·a_j.
+    """
+    if bound is None:
+        bound = default_bound(data, prior_scale)
+    axis = np.linspace(-bound, bound, grid_size)
+    x, y = data.x_train, data.y_train
+    a = np.maximum(axis[:, None] * x[None, :], 0.0)
+    norms, proj = (a * a).sum(1), a @ y
+    sse = (y @ y) + norms[:, None] + norms[None, :] - 2 * proj[:, None] - 2 * proj[None, :] + 2 * (a @ a.T)
+    n = x.size
+    log_lik = -0.5 * sse / noise**2 - n * (math.log(noise) + 0.5 * _LOG_2PI)
+    log_prior_1d = -0.5 * (axis / prior_scale) ** 2 - math.log(prior_scale) - 0.5 * _LOG_2PI
+    log_joint = log_lik + log_prior_1d[:, None] + log_prior_1d[None, :]
+    cell = (axis[1] - axis[0]) ** 2
+    peak = log_joint.max()
+    log_evidence = float(peak + math.log(np.exp(log_joint - peak).sum() * cell))
+    return GridPosterior(axis, log_joint - log_evidence, log_evidence)
+
+
+def posterior_predictive(post: GridPosterior, x, noise: float):
+    """Mean and std dev (noise included) of y at ``x`` under the grid posterior."""
+    x = np.asarray(x, dtype=np.float64)
+    prob = post.probabilities()
+    pos = np.maximum(post.axis[:, None] * x[None, :], 0.0)  # ReLU(w x) for each grid value
+    marginal_1, marginal_2 = prob.sum(1), prob.sum(0)
+    mean = marginal_1 @ pos + marginal_2 @ pos
+    second = marginal_1 @ pos**2 + marginal_2 @ pos**2 + 2 * np.einsum("in,ij,jn->n", pos, prob, pos)
+    return mean, np.sqrt(np.maximum(second - mean**2, 0.0) + noise**2)
+
+
+# ---------------------------------------------------------------------------------------------
+# Variational families
+# ---------------------------------------------------------------------------------------------
+
+def gaussian_log_density(w, mean, log_std):
+    """log N(w; mean, diag exp(2 log_std)) summed over the last axis."""
+    z = (w - mean) * torch.exp(-log_std)
+    return (-0.5 * z**2 - log_std - 0.5 * _LOG_2PI).sum(-1)
+
+
+def swap_log_ratio(w, mean, log_std):
+    """log q(swap w) − log q(w) for mean-field q; the normalisers cancel."""
+    return gaussian_log_density(w.flip(-1), mean, log_std) - gaussian_log_density(w, mean, log_std)
+
+
+def exact_mutual_information(w, mean, log_std):
+    """Per-sample I = log q(w) − log(½q(w) + ½q(swap w)) = log 2 − softplus(d), d the swap ratio."""
+    return math.log(2.0) - F.softplus(swap_log_ratio(w, mean, log_std))
+
+
+def infonce_mutual_information(w, mean, log_std, K: int, generator=None):
+    """Per-sample I_K = log K − log(1 + Σ_{k<K} q(g_k⁻¹ w)/q(w)), g_k uniform on {id, swap}.
+
+    For G = {id, swap} the ratio is 1 for the identity and e^d for the swap, so only the
+    number of sampled swaps matters; it is drawn per sample as K − 1 fair coins.
+    """
+    d = swap_log_ratio(w, mean, log_std)
+    swaps = torch.bernoulli(torch.full((*d.shape, K - 1), 0.5, dtype=d.dtype, device=d.device),
+                            generator=generator).sum(-1)
+    identities = (K - 1) - swaps
+    # log(1 + identities + swaps·e^d), stably.
+    log_terms = torch.logaddexp(torch.log1p(identities), torch.log(swaps) + d)
+    return math.log(K) - log_terms
+
+
+def kl_to_prior(mean, log_std, prior_scale):
+    """KL(N(mean, diag s²) || N(0, prior_scale² I)) in closed form, summed over the last axis.
+
+    ``prior_scale`` is a float or a column broadcasting against ``mean`` (one per run).
+    """
+    var_ratio = torch.exp(2 * log_std) / prior_scale**2
+    return 0.5 * (var_ratio + mean**2 / prior_scale**2 - 1.0 - torch.log(var_ratio)).sum(-1)
+
+
+# ---------------------------------------------------------------------------------------------
+# Batched trainer: runs = methods × seeds × α, all in one tensor program
+# ---------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class RunSpec:
+    method: str
+    config: ToyConfig
+
+
+@dataclass
+class History:
+    step: list = field(default_factory=list)
+    elbo: list = field(default_factory=list)        # ELBO(θ)
+    elbo_g: list = field(default_factory=list)      # ELBO(θ) + I(θ) (exact I)
+    objective: list = field(default_factory=list)   # what the run maximises (ELBO or ELBO + Î)
+    test_mse: list = field(default_factory=list)
+
+
+class ToyTrainer:
+    """Trains several runs of the tractable BNN at once (Adam is elementwise, so this equals
+    separate runs). Each run has its own data (α, noise, seed), method and hyperparameters.
+    Batch size, sample count, K and estimator must agree across the runs of one trainer.
+    """
+
+    def __init__(self, runs: list[RunSpec], eval_samples: int = 2048):
+        if not runs:
+            raise ValueError("a trainer needs at least one run")
+        for run in runs:
+            if run.method not in METHODS:
+                raise ValueError(f"method must be one of {METHODS}, got {run.method!r}")
+            run.config.validate()
+        shared = {(r.config.samples, r.config.K, r.config.mi, r.config.n_train, r.config.n_test,
+                   min(r.config.batch_size, r.config.n_train)) for r in runs}
+        if len(shared) != 1:
+            raise ValueError("runs trained together must share samples, K, mi, n_train, n_test and batch_size")
+        self.runs = list(runs)
+        first = runs[0].config
+        self.samples, self.K, self.mi = first.samples, first.K, first.mi
+        self.batch_size = min(first.batch_size, first.n_train)
+        self.eval_samples = eval_samples
+        self.data = [make_data(r.config) for r in runs]
+        as_tensor = lambda key: torch.tensor(np.stack([getattr(d, key) for d in self.data]), dtype=torch.float64)
+        self.x_train, self.y_train = as_tensor("x_train"), as_tensor("y_train")
+        self.x_test, self.y_test = as_tensor("x_test"), as_tensor("y_test")
+        column = lambda values: torch.tensor(values, dtype=torch.float64)[:, None]
+        self.noise = column([r.config.noise for r in runs])
+        self.prior_scale = column([r.config.prior_scale for r in runs])
+        self.lr = column([r.config.lr for r in runs])
+        self.symmetrised = torch.tensor([r.method == "sgm" for r in runs])
+        self.generator = torch.Generator().manual_seed(int(first.seed) * 1_000_003 + len(runs))
+        self.initial = self._initial_parameters()
+        self.reset()
+
+    def _initial_parameters(self):
+        means, log_stds = [], []
+        for run in self.runs:
+            g = torch.Generator().manual_seed(run.config.seed)
+            if run.config.init == "random":
+                means.append(0.5 * torch.randn(2, generator=g, dtype=torch.float64))
+            else:
+                means.append(torch.zeros(2, dtype=torch.float64))
+            log_stds.append(torch.full((2,), math.log(0.5), dtype=torch.float64))
+        return torch.stack(means), torch.stack(log_stds)
+
+    def reset(self) -> None:
+        """Back to the same initialisation; the history is cleared."""
+        self.mean = self.initial[0].clone().requires_grad_(True)
+        self.log_std = self.initial[1].clone().requires_grad_(True)
+        # Adam runs with lr = 1 and each run's update is scaled by its own lr afterwards: the
+        # update is lr·m̂/(√v̂ + ε) with state independent of lr, so this is exactly per-run Adam.
+        self.optimiser = torch.optim.Adam([self.mean, self.log_std], lr=1.0)
+        self.steps_done = 0
+        self.history = [History() for _ in self.runs]
+        self.diverged = [False] * len(self.runs)
+        self.generator.manual_seed(int(self.runs[0].config.seed) * 1_000_003 + len(self.runs))
+        self.record()
+
+    # -- objectives ------------------------------------------------------------------------
+
+    def _expected_log_lik(self, w, x, y):
+        """E_q[log p(y|x,w)] per run from samples ``w[R, M, 2]``, scaled to the full data set."""
+        pred = network(w, x[:, None, :])
+        noise = self.noise[:, :, None]
+        log_lik = -0.5 * ((y[:, None, :] - pred) / noise) ** 2 - torch.log(noise) - 0.5 * _LOG_2PI
+        return log_lik.sum(-1).mean(-1) * (self.x_train.shape[1] / x.shape[1])
+
+    def _sample(self, count):
+        eps = torch.randn(len(self.runs), count, 2, dtype=torch.float64, generator=self.generator)
+        return self.mean[:, None, :] + torch.exp(self.log_std)[:, None, :] * eps
+
+    def _mutual_information(self, w):
+        mean, log_std = self.mean[:, None, :], self.log_std[:, None, :]
+        if self.mi == "exact":
+            return exact_mutual_information(w, mean, log_std).mean(-1)
+        return infonce_mutual_information(w, mean, log_std, self.K, self.generator).mean(-1)
+
+    def step(self, count: int = 1) -> None:
+        """``count`` Adam steps on every run (mini-batches drawn without replacement per step)."""
+        n = self.x_train.shape[1]
+        for _ in range(int(count)):
+            if self.batch_size < n:
+                idx = torch.argsort(torch.rand(len(self.runs), n, generator=self.generator), dim=1)[:, : self.batch_size]
+                x, y = self.x_train.gather(1, idx), self.y_train.gather(1, idx)
+            else:
+                x, y = self.x_train, self.y_train
+            w = self._sample(self.samples)
+            elbo = self._expected_log_lik(w, x, y) - kl_to_prior(self.mean, self.log_std, self.prior_scale)
+            objective = elbo + torch.where(self.symmetrised, self._mutual_information(w), torch.zeros_like(elbo))
+            self.optimiser.zero_grad(set_to_none=True)
+            (-objective.sum()).backward()
+            before = (self.mean.detach().clone(), self.log_std.detach().clone())
+            self.optimiser.step()
+            with torch.no_grad():
+                self.mean.copy_(before[0] + self.lr * (self.mean - before[0]))
+                self.log_std.copy_(before[1] + self.lr * (self.log_std - before[1]))
+                self._freeze_diverged()
+            self.steps_done += 1
+
+    def _freeze_diverged(self):
+        bad = ~(torch.isfinite(self.mean).all(-1) & torch.isfinite(self.log_std).all(-1))
+        for i in torch.nonzero(bad).flatten().tolist():
+            self.diverged[i] = True
+        if bad.any():
+            self.mean[bad] = torch.nan
+            self.log_std[bad] = torch.nan
+
+    # -- evaluation --------------------------------------------------------------------------
+
+    @torch.no_grad()
+    def evaluate(self, samples: int | None = None) -> dict:
+        """Full-data ELBO, ELBO + I (exact I), the training objective and test MSE per run."""
+        samples = samples or self.eval_samples
+        w = self._sample(samples)
+        elbo = self._expected_log_lik(w, self.x_train, self.y_train) - kl_to_prior(self.mean, self.log_std, self.prior_scale)
+        mi = exact_mutual_information(w, self.mean[:, None, :], self.log_std[:, None, :]).mean(-1)
+        objective = torch.where(self.symmetrised, elbo + mi, elbo)
+        pred_w = w[:, : max(self.samples, 64)]
+        pred = network(pred_w, self.x_test[:, None, :]).mean(1)
+        test_mse = ((pred - self.y_test) ** 2).mean(-1)
+        return {"elbo": elbo.numpy(), "elbo_g": (elbo + mi).numpy(), "objective": objective.numpy(),
+                "test_mse": test_mse.numpy()}
+
+    def record(self) -> None:
+        metrics = self.evaluate(samples=256)
+        for i, history in enumerate(self.history):
+            history.step.append(self.steps_done)
+            for key in ("elbo", "elbo_g", "objective", "test_mse"):
+                getattr(history, key).append(float(metrics[key][i]))
+
+    def parameters(self) -> tuple[np.ndarray, np.ndarray]:
+        """Means and std devs, each ``[runs, 2]``."""
+        return self.mean.detach().numpy().copy(), np.exp(self.log_std.detach().numpy())
+
+    @torch.no_grad()
+    def predictive(self, x, samples: int = 256):
+        """Mean and std dev (noise included) of y at ``x`` under each run's q (q_G predicts the same)."""
+        x = torch.as_tensor(np.asarray(x, dtype=np.float64))
+        w = self._sample(samples)
+        f = network(w, x)
+        mean = f.mean(1)
+        std = torch.sqrt(f.var(1) + self.noise**2)
+        return mean.numpy(), std.numpy()
+
+
+def variational_density(mean, std, axis, symmetrised: bool) -> np.ndarray:
+    """q(w) (or q_G(w) = ½q(w) + ½q(swap w)) on the grid ``axis × axis``, index [i, j]."""
+    w1, w2 = axis[:, None], axis[None, :]
+
+    def q(m, s):
+        return (np.exp(-0.5 * ((w1 - m[0]) / s[0]) ** 2 - 0.5 * ((w2 - m[1]) / s[1]) ** 2)
+                / (2 * math.pi * s[0] * s[1]))
+
+    density = q(mean, std)
+    if symmetrised:
+        density = 0.5 * density + 0.5 * q(mean[::-1], std[::-1])
+    return density

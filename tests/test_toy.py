@@ -1,0 +1,177 @@
+"""The tractable BNN core against exact facts (SCIENCE.md §4)."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from scipy import integrate
+
+from symlab import toy
+
+CFG = toy.ToyConfig(alpha=0.5, noise=1.0, n_train=10, batch_size=10)
+
+
+@pytest.fixture(scope="module")
+def data():
+    return toy.make_data(CFG)
+
+
+def test_data_are_seeded_and_follow_the_model():
+    a, b = toy.make_data(CFG), toy.make_data(CFG)
+    np.testing.assert_array_equal(a.x_train, b.x_train)
+    c = toy.make_data(toy.ToyConfig(seed=1))
+    assert not np.array_equal(a.x_train[:5], c.x_train[:5])
+    big = toy.make_data(toy.ToyConfig(alpha=2.0, noise=0.1, n_test=20_000))
+    residual = big.y_test - 2.0 * np.abs(big.x_test)
+    assert residual.std() == pytest.approx(0.1, rel=0.05)
+
+
+def test_network_is_swap_invariant():
+    w = np.array([[0.7, -1.3], [-1.3, 0.7]])
+    x = np.linspace(-2, 2, 9)
+    out = toy.network(w, x)
+    np.testing.assert_allclose(out[0], out[1])
+    np.testing.assert_allclose(toy.network(np.array([1.0, -1.0]), x), np.abs(x))
+
+
+def test_grid_posterior_is_normalised_and_swap_symmetric(data):
+    post = toy.exact_posterior(data, CFG.noise, CFG.prior_scale)
+    assert post.probabilities().sum() == pytest.approx(1.0, abs=1e-12)
+    np.testing.assert_allclose(post.log_density, post.log_density.T, atol=1e-9)
+    i, j = np.unravel_index(post.log_density.argmax(), post.log_density.shape)
+    assert post.axis[i] * post.axis[j] < 0  # the modes sit at opposite signs
+
+
+def test_log_evidence_agrees_with_adaptive_quadrature(data):
+    post = toy.exact_posterior(data, CFG.noise, CFG.prior_scale)
+
+    def joint(w2, w1):
+        pred = np.maximum(w1 * data.x_train, 0) + np.maximum(w2 * data.x_train, 0)
+        log_lik = (-0.5 * ((data.y_train - pred) / CFG.noise) ** 2).sum() - data.x_train.size * (
+            math.log(CFG.noise) + 0.5 * math.log(2 * math.pi))
+        log_prior = -0.5 * (w1**2 + w2**2) / CFG.prior_scale**2 - math.log(2 * math.pi * CFG.prior_scale**2)
+        return math.exp(log_lik + log_prior - post.log_evidence)
+
+    b = post.axis[-1]
+    ratio, _ = integrate.dblquad(joint, -b, b, -b, b, epsabs=1e-10, epsrel=1e-8)
+    # The ReLU creases along w₁ = 0 and w₂ = 0 limit the 201-point grid sum to O(h²): ~4e-4 here.
+    assert math.log(ratio) == pytest.approx(0.0, abs=1e-3)
+
+
+def test_posterior_predictive_matches_sampling(data):
+    post = toy.exact_posterior(data, CFG.noise, CFG.prior_scale)
+    x = np.array([-1.5, 0.3, 2.0])
+    mean, std = toy.posterior_predictive(post, x, CFG.noise)
+    rng = np.random.default_rng(0)
+    flat = rng.choice(post.log_density.size, size=200_000, p=post.probabilities().ravel())
+    w = np.stack([post.axis[flat // post.axis.size], post.axis[flat % post.axis.size]], -1)
+    f = toy.network(w, x)
+    np.testing.assert_allclose(mean, f.mean(0), atol=0.01)
+    np.testing.assert_allclose(std, np.sqrt(f.var(0) + CFG.noise**2), atol=0.01)
+
+
+def grid_expectation(values_fn, mean, std, half_width=8.0, points=801):
+    """E_q[values_fn(w)] for mean-field q on a fine grid (deterministic)."""
+    axes = [np.linspace(m - half_width * s, m + half_width * s, points) for m, s in zip(mean, std)]
+    w1, w2 = np.meshgrid(*axes, indexing="ij")
+    w = np.stack([w1, w2], -1)
+    q = np.exp(-0.5 * ((w1 - mean[0]) / std[0]) ** 2 - 0.5 * ((w2 - mean[1]) / std[1]) ** 2) / (2 * np.pi * std[0] * std[1])
+    cell = (axes[0][1] - axes[0][0]) * (axes[1][1] - axes[1][0])
+    return float((q * values_fn(w)).sum() * cell), q, w, cell
+
+
+MEANS = [(0.4, -0.3), (0.05, 0.02), (1.0, -1.0)]
+STDS = [(0.3, 0.25), (0.4, 0.4), (0.2, 0.3)]
+
+
+@pytest.mark.parametrize("mean, std", zip(MEANS, STDS))
+def test_exact_mutual_information_is_entropy_gap(mean, std):
+    m, ls = torch.tensor(mean, dtype=torch.float64), torch.log(torch.tensor(std, dtype=torch.float64))
+    info, q, w, cell = grid_expectation(
+        lambda w: toy.exact_mutual_information(torch.from_numpy(w), m, ls).numpy(), mean, std)
+    # H(q_G) − H(q) with q_G(w) = ½q(w) + ½q(swap w), both by quadrature on the same grid.
+    w_t = torch.from_numpy(w)
+    log_q = toy.gaussian_log_density(w_t, m, ls).numpy()
+    log_q_swap = toy.gaussian_log_density(w_t.flip(-1), m, ls).numpy()
+    log_qg = np.logaddexp(log_q, log_q_swap) - math.log(2)
+    # E_{q_G}[log q_G] = E_q[log q_G] because log q_G is swap-invariant.
+    gap = -float((q * log_qg).sum() * cell) + float((q * log_q).sum() * cell)
+    assert info == pytest.approx(gap, abs=1e-8)
+    assert -1e-12 <= info <= math.log(2) + 1e-12
+
+
+def infonce_expectation(mean, std, K, samples=400_000, seed=0):
+    gen = torch.Generator().manual_seed(seed)
+    m, s = torch.tensor(mean, dtype=torch.float64), torch.tensor(std, dtype=torch.float64)
+    w = m + s * torch.randn(samples, 2, dtype=torch.float64, generator=gen)
+    values = toy.infonce_mutual_information(w, m, torch.log(s), K, gen)
+    return values.mean().item(), values.std().item() / math.sqrt(samples)
+
+
+@pytest.mark.parametrize("mean, std", zip(MEANS, STDS))
+def test_infonce_bounds_and_convergence(mean, std):
+    m, ls = torch.tensor(mean, dtype=torch.float64), torch.log(torch.tensor(std, dtype=torch.float64))
+    exact, *_ = grid_expectation(lambda w: toy.exact_mutual_information(torch.from_numpy(w), m, ls).numpy(), mean, std)
+    estimates = {}
+    for K in (2, 4, 16, 256):
+        value, stderr = infonce_expectation(mean, std, K)
+        tol = 4 * stderr + 1e-6
+        assert value <= min(exact, math.log(K)) + tol
+        estimates[K] = value
+    assert estimates[256] == pytest.approx(exact, abs=0.01 + 4 * stderr)
+    assert estimates[2] <= estimates[16] + 1e-3
+
+
+def test_elbo_g_is_at_least_elbo_at_equal_parameters(data):
+    for method_mean in ([0.3, -0.2], [0.0, 0.0], [1.0, -1.0]):
+        trainer = toy.ToyTrainer([toy.RunSpec("mfvi", CFG), toy.RunSpec("sgm", CFG)], eval_samples=100_000)
+        with torch.no_grad():
+            trainer.mean.copy_(torch.tensor([method_mean, method_mean], dtype=torch.float64))
+        metrics = trainer.evaluate()
+        assert np.all(metrics["elbo_g"] >= metrics["elbo"] - 1e-12)
+        assert metrics["objective"][1] == metrics["elbo_g"][1] and metrics["objective"][0] == metrics["elbo"][0]
+
+
+@pytest.mark.parametrize("mi", ["exact", "infonce"])
+def test_trained_bounds_stay_below_log_evidence(mi):
+    cfg = toy.ToyConfig(alpha=0.5, noise=1.0, n_train=10, batch_size=10, mi=mi, K=4)
+    post = toy.exact_posterior(toy.make_data(cfg), cfg.noise, cfg.prior_scale)
+    trainer = toy.ToyTrainer([toy.RunSpec("mfvi", cfg), toy.RunSpec("sgm", cfg)], eval_samples=50_000)
+    trainer.step(800)
+    metrics = trainer.evaluate()
+    # Monte-Carlo error of a 50 000-sample ELBO estimate here is ~0.005 nats.
+    assert np.all(metrics["elbo"] <= post.log_evidence + 0.02)
+    assert np.all(metrics["elbo_g"] <= post.log_evidence + 0.02)
+    assert metrics["elbo_g"][1] > metrics["elbo"][0]  # the symmetrised bound is tighter
+    assert metrics["elbo"][0] > post.log_evidence - 2.0  # and MFVI learned something
+
+
+def test_reset_keeps_the_initialisation_and_training_moves_it():
+    trainer = toy.ToyTrainer([toy.RunSpec("mfvi", CFG)])
+    start = trainer.parameters()[0]
+    trainer.step(50)
+    assert not np.allclose(trainer.parameters()[0], start)
+    first = trainer.parameters()[0]
+    trainer.reset()
+    np.testing.assert_array_equal(trainer.parameters()[0], start)
+    trainer.step(50)
+    np.testing.assert_array_equal(trainer.parameters()[0], first)  # same seed, same path
+    assert trainer.history[0].step == [0]  # reset recorded the start only
+
+
+def test_divergence_is_contained_to_its_run():
+    bad = toy.ToyConfig(alpha=0.5, noise=1.0, n_train=10, batch_size=10, lr=1.0)
+    trainer = toy.ToyTrainer([toy.RunSpec("mfvi", CFG), toy.RunSpec("mfvi", bad)])
+    with torch.no_grad():
+        trainer.log_std[1] = 800.0  # exp overflows: the second run diverges
+    trainer.step(5)
+    assert trainer.diverged == [False, True]
+    assert np.all(np.isfinite(trainer.parameters()[0][0]))
+
+
+@pytest.mark.parametrize("kwargs", [dict(alpha=-1), dict(noise=0), dict(n_train=0), dict(mi="magic"),
+                                    dict(K=1), dict(lr=float("nan")), dict(init="zeros"), dict(seed=-1)])
+def test_invalid_configuration_is_rejected(kwargs):
+    with pytest.raises(ValueError, match="must"):
+        toy.ToyConfig(**kwargs).validate()

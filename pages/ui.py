@@ -137,9 +137,9 @@ def figure(traces, x_title: str, y_title: str, title: str | None = None, marks=(
 
 
 def csv_download(frame: pd.DataFrame, filename: str, label: str, key: str) -> None:
-    st.download_button(label, frame.to_csv(index=False).encode(), file_name=filename,
-                       mime="text/csv", key=key, icon=":material/download:")
-
+    """A download of the data behind a chart; the CSV is written only when clicked."""
+    st.download_button(label, lambda: frame.to_csv(index=False), file_name=filename, mime="text/csv",
+                       key=key, icon=":material/download:", on_click="ignore")
 
 if __name__ == "__main__":  # Streamlit's legacy pages/ mode ran this helper module as a page
     leave_legacy_multipage_mode()

@@ -47,6 +47,11 @@ def test_modes_page_slider_changes_the_chart(page, server_url):
     wait_for_run(page)
     assert first_line_path(page) != before
     assert page.locator('[data-testid="stException"]').count() == 0
+
+    with page.expect_download() as download_info:
+        page.get_by_role("button", name="Sweep (CSV)").click()
+    csv_text = open(download_info.value.path()).read().splitlines()
+    assert csv_text[0].startswith("alpha,interpolation,det_cov,kl") and len(csv_text) == 101
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "modes.png"), full_page=True)
 

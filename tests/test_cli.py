@@ -58,3 +58,32 @@ def test_bad_arguments_give_a_message_not_a_traceback(args):
     result = run(*args)
     assert result.returncode == 2
     assert "error" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_toy_single_run_json():
+    result = run("toy", "--alpha", "0.5", "--method", "sgm", "--mi", "infonce", "--K", "4", "--seed", "1",
+                 "--steps", "200", "--json")
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    for key in ("elbo", "test_mse", "log_evidence", "mu", "sigma"):
+        assert key in report
+    assert report["method"] == "sgm" and report["config"]["K"] == 4 and len(report["mu"]) == 2
+    assert report["elbo"] <= report["log_evidence"] + 0.05
+
+
+def test_toy_table_json():
+    result = run("toy", "--table", "--alphas", "0.5,1", "--seeds", "2", "--steps", "100", "--json")
+    assert result.returncode == 0, result.stderr
+    rows = json.loads(result.stdout)["table"]
+    assert [(r["alpha"], r["method"]) for r in rows] == [(0.5, "mfvi"), (0.5, "sgm"), (1.0, "mfvi"), (1.0, "sgm")]
+    assert all(r["seeds"] == 2 and r["elbo_std"] >= 0 for r in rows)
+
+
+@pytest.mark.parametrize("args", [
+    ["toy", "--alpha", "-1"], ["toy", "--method", "hmc"], ["toy", "--K", "1"], ["toy", "--alphas", "a,b"],
+    ["toy", "--noise", "0"], ["toy", "--table", "--seeds", "0"],
+])
+def test_toy_bad_arguments(args):
+    result = run(*args, "--steps", "5")
+    assert result.returncode == 2
+    assert "error" in result.stderr and "Traceback" not in result.stderr

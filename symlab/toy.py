@@ -27,14 +27,14 @@ INITS = ("random", "origin")
 class ToyConfig:
     """Data, prior and training settings. Defaults show MFVI squeezing between the modes."""
 
-    alpha: float = 1.0          # slope of the true function α|x|
+    alpha: float = 0.25         # slope of the true function α|x|
     noise: float = 0.5          # std dev of ε (known to the model)
-    n_train: int = 30
+    n_train: int = 10
     n_test: int = 500
     input_dist: str = "uniform"  # uniform on [−2, 2], or standard normal
     prior_scale: float = 1.0    # isotropic Gaussian prior N(0, prior_scale² I)
     lr: float = 0.02
-    batch_size: int = 30        # ≥ n_train: full batch
+    batch_size: int = 10        # ≥ n_train: full batch
     samples: int = 16           # Monte-Carlo samples M per step (and for prediction)
     K: int = 2                  # InfoNCE group samples (K − 1 sampled elements + the sample itself)
     mi: str = "exact"           # "exact": I with G enumerated; "infonce": I_K
@@ -140,6 +140,14 @@ def exact_posterior(data: ToyData, noise: float, prior_scale: float, grid_size: 
     peak = log_joint.max()
     log_evidence = float(peak + math.log(np.exp(log_joint - peak).sum() * cell))
     return GridPosterior(axis, log_joint - log_evidence, log_evidence)
+
+
+def mass_bound(post: GridPosterior, tail: float = 1e-4) -> float:
+    """Smallest symmetric half-width holding all grid cells above ``tail`` × the peak (for drawing)."""
+    keep = post.log_density >= post.log_density.max() + math.log(tail)
+    i, j = np.nonzero(keep)
+    extent = max(np.abs(post.axis[i]).max(), np.abs(post.axis[j]).max())
+    return float(min(extent * 1.15 + 2 * (post.axis[1] - post.axis[0]), post.axis[-1]))
 
 
 def posterior_predictive(post: GridPosterior, x, noise: float):
@@ -334,14 +342,16 @@ class ToyTrainer:
         elbo = self._expected_log_lik(w, self.x_train, self.y_train) - kl_to_prior(self.mean, self.log_std, self.prior_scale)
         mi = exact_mutual_information(w, self.mean[:, None, :], self.log_std[:, None, :]).mean(-1)
         objective = torch.where(self.symmetrised, elbo + mi, elbo)
-        pred_w = w[:, : max(self.samples, 256)]
+        pred_w = w[:, :256]
         pred = network(pred_w, self.x_test[:, None, :]).mean(1)
         test_mse = ((pred - self.y_test) ** 2).mean(-1)
         return {"elbo": elbo.numpy(), "elbo_g": (elbo + mi).numpy(), "objective": objective.numpy(),
                 "test_mse": test_mse.numpy()}
 
     def record(self) -> None:
-        metrics = self.evaluate(samples=256)
+        # 4096 samples keep the ELBO traces' Monte-Carlo error ~0.02 nats, below what the eye sees
+        # against the log-evidence ceiling.
+        metrics = self.evaluate(samples=4096)
         for i, history in enumerate(self.history):
             history.step.append(self.steps_done)
             for key in ("elbo", "elbo_g", "objective", "test_mse"):
@@ -384,11 +394,15 @@ DEFAULT_TABLE_ALPHAS = (0.25, 0.5, 0.75, 1.0)
 DEFAULT_STEPS = 2000
 
 
-def train_runs(runs: list[RunSpec], steps: int = DEFAULT_STEPS, chunk: int = 100, progress=None) -> ToyTrainer:
-    """Train ``runs`` together for ``steps`` Adam steps; ``progress(done, steps)`` after each chunk."""
+def train_runs(runs: list[RunSpec], steps: int = DEFAULT_STEPS, chunk: int = 100, progress=None,
+               eval_samples: int = 16_384) -> ToyTrainer:
+    """Train ``runs`` together for ``steps`` Adam steps; ``progress(done, steps)`` after each chunk.
+
+    Final metrics use ``eval_samples`` Monte-Carlo samples (ELBO standard error ~0.003 nats here).
+    """
     if int(steps) != steps or steps < 0:
         raise ValueError(f"steps must be an integer >= 0, got {steps!r}")
-    trainer = ToyTrainer(runs)
+    trainer = ToyTrainer(runs, eval_samples=eval_samples)
     done = 0
     while done < steps:
         count = min(chunk, steps - done)

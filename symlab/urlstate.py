@@ -18,7 +18,8 @@ _RESERVED = ("embed", "embed_options")
 
 @dataclass(frozen=True)
 class Param:
-    """One control. ``kind`` is ``float``, ``int``, ``bool`` or ``choice``."""
+    """One control. ``kind`` is ``float``, ``int``, ``bool``, ``choice`` or ``floats`` (a
+    comma-separated list of at most ``max_items`` numbers, each within [low, high])."""
 
     name: str
     kind: str
@@ -27,9 +28,10 @@ class Param:
     high: float | None = None
     step: float | None = None  # numbers snap to low + k·step, as the slider would
     choices: tuple[str, ...] = ()
+    max_items: int = 10
 
     def __post_init__(self):
-        if self.kind not in ("float", "int", "bool", "choice"):
+        if self.kind not in ("float", "int", "bool", "choice", "floats"):
             raise ValueError(f"unknown parameter kind {self.kind!r}")
         if self.kind == "choice" and self.default not in self.choices:
             raise ValueError(f"default {self.default!r} of {self.name} is not among its choices")
@@ -49,6 +51,8 @@ def _parse_one(spec: Param, raw: str) -> tuple[Any, str | None]:
         if lowered in ("0", "false", "no", "off"):
             return False, None
         return spec.default, f"`{spec.name}={_shown(raw)}` is not true/false: {default_note}."
+    if spec.kind == "floats":
+        return _parse_floats(spec, raw)
     if spec.kind == "choice":
         if raw in spec.choices:
             return raw, None
@@ -74,6 +78,26 @@ def _parse_one(spec: Param, raw: str) -> tuple[Any, str | None]:
         if abs(snapped - number) > 1e-9:
             number, notice = snapped, f"`{spec.name}={_shown(raw)}` is off the slider's grid: rounded to {snapped:g}."
     return (int(number) if spec.kind == "int" else float(number)), notice
+
+
+def _parse_floats(spec: Param, raw: str) -> tuple[Any, str | None]:
+    try:
+        numbers = [float(part) for part in raw.split(",") if part.strip()]
+    except ValueError:
+        numbers = []
+    if not numbers or not all(math.isfinite(n) for n in numbers):
+        return spec.default, f"`{spec.name}={_shown(raw)}` is not a list of numbers: using the default {spec.default!r}."
+    notice = None
+    if len(numbers) > spec.max_items:
+        numbers, notice = numbers[: spec.max_items], f"`{spec.name}` has more than {spec.max_items} values: kept the first {spec.max_items}."
+    clamped = [min(max(n, spec.low), spec.high) for n in numbers]
+    if clamped != numbers:
+        notice = f"`{spec.name}={_shown(raw)}` has values outside [{spec.low:g}, {spec.high:g}]: clamped."
+    return format_floats(clamped), notice
+
+
+def format_floats(numbers) -> str:
+    return ", ".join(f"{n:g}" for n in numbers)
 
 
 def parse_query(query: Mapping[str, Any], specs: Sequence[Param]) -> tuple[dict, list[str]]:

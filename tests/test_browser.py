@@ -95,3 +95,22 @@ def test_deep_link_on_a_freshly_started_server(page):
         links = page.locator('[data-testid="stSidebarNav"] a').all_inner_texts()
         assert [link.split()[-1] for link in links] == ["Home", "interpolation"]
         assert float(metric_value(page, "α⁻¹‖μ*‖")) < 0.01  # α = 6 > α*: on one mode
+
+
+def test_tractable_bnn_trains_live(page, server_url):
+    page.goto(f"{server_url}/toy?alpha=0.25&seed=3")
+    page.locator('.js-plotly-plot').first.wait_for()
+    wait_for_run(page)
+    progress = page.locator('[data-testid="stProgress"]').first
+    assert "Adam step 0 /" in progress.inner_text()
+    elbo_chart = page.locator('.js-plotly-plot').nth(2)
+    before = elbo_chart.locator('path.js-line').first.get_attribute("d")
+    page.get_by_role("button", name="Play", exact=True).click()
+    page.wait_for_function(
+        "() => { const m = /Adam step (\\d+) \\//.exec(document.querySelector('[data-testid=\"stProgress\"]').innerText);"
+        " return m && Number(m[1]) >= 200; }", timeout=60_000)
+    page.get_by_role("button", name="Pause", exact=True).click()
+    assert elbo_chart.locator('path.js-line').first.get_attribute("d") != before
+    assert page.locator('[data-testid="stException"]').count() == 0
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "toy.png"), full_page=True)

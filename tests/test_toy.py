@@ -175,3 +175,11 @@ def test_divergence_is_contained_to_its_run():
 def test_invalid_configuration_is_rejected(kwargs):
     with pytest.raises(ValueError, match="must"):
         toy.ToyConfig(**kwargs).validate()
+
+
+def test_mass_bound_covers_the_posterior(data):
+    post = toy.exact_posterior(data, CFG.noise, CFG.prior_scale)
+    bound = toy.mass_bound(post)
+    assert bound < post.axis[-1]
+    inside = np.abs(post.axis) <= bound
+    assert post.probabilities()[np.ix_(inside, inside)].sum() > 0.999

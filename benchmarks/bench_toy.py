@@ -1,0 +1,114 @@
+"""Tractable BNN lab: exact posterior, VI step rates (single vs batched), the default table, and
+the server-side cost of one live-training tick. One process; ratios against the single run.
+
+    python benchmarks/bench_toy.py
+
+Targets (issue 3): 201 × 201 posterior with N = 100 ≤ 20 ms; default table (4 α × 2 methods ×
+5 seeds) ≤ 15 s; a live tick well under 200 ms so the page can redraw 5 times a second.
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+import types
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import plotly.graph_objects as go
+import plotly.io as pio
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from symlab import toy  # noqa: E402
+
+
+def median_time(fn, repeats):
+    fn()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def steps_per_second(runs, steps=500):
+    trainer = toy.ToyTrainer(runs)
+    trainer.step(20)
+    start = time.perf_counter()
+    trainer.step(steps)
+    return steps / (time.perf_counter() - start)
+
+
+def page_module():
+    """The toy page's chart builders, without running the page."""
+    source = (ROOT / "pages" / "toy.py").read_text().rsplit("\nmain()", 1)[0]
+    module = types.ModuleType("toy_page")
+    exec(compile(source, "toy_page", "exec"), module.__dict__)
+    return module
+
+
+def live_tick_cost(repeats=20):
+    page = page_module()
+    config = toy.ToyConfig()
+    data = toy.make_data(config)
+    post = toy.exact_posterior(data, config.noise, config.prior_scale)
+    display = toy.exact_posterior(data, config.noise, config.prior_scale, page.GRID, toy.mass_bound(post))
+    x = np.linspace(-2.2, 2.2, 89)
+    mean, std = toy.posterior_predictive(post, x, config.noise)
+    trainer = toy.ToyTrainer([toy.RunSpec("mfvi", config), toy.RunSpec("sgm", config)], eval_samples=512)
+
+    def tick():
+        trainer.step(page.STEPS_PER_TICK)
+        trainer.record()
+        means, stds = trainer.parameters()
+        figures = [page.posterior_chart(display, config, means, stds),
+                   page.predictive_chart(data, x, mean, std, config, trainer),
+                   page.trace_chart(trainer, "bound", "nats", "t", post.log_evidence, "log p(D)"),
+                   page.trace_chart(trainer, "test_mse", "MSE", "t", 0.25, "exact")]
+        # What st.plotly_chart does with a dict: validate, then serialise.
+        return sum(len(pio.to_json(go.Figure(**f).to_dict(), validate=False)) for f in figures)
+
+    size = tick()
+    return median_time(tick, repeats), size
+
+
+def main():
+    big = toy.ToyConfig(n_train=100, batch_size=100)
+    data = toy.make_data(big)
+    posterior_s = median_time(lambda: toy.exact_posterior(data, big.noise, big.prior_scale, 201), 30)
+    print(f"exact posterior 201x201, N = 100       {posterior_s * 1e3:8.2f} ms   (target <= 20 ms)")
+
+    config = toy.ToyConfig()
+    single_mfvi = steps_per_second([toy.RunSpec("mfvi", config)])
+    single_sgm = steps_per_second([toy.RunSpec("sgm", config)])
+    single_infonce = steps_per_second([toy.RunSpec("sgm", replace(config, mi="infonce", K=16))])
+    table_runs = [toy.RunSpec(m, replace(config, alpha=a, seed=s))
+                  for a in toy.DEFAULT_TABLE_ALPHAS for s in range(5) for m in toy.METHODS]
+    batched = steps_per_second(table_runs)
+    print(f"MFVI, one run                          {single_mfvi:8.0f} steps/s")
+    print(f"SGM (exact I), one run                 {single_sgm:8.0f} steps/s   ({single_sgm / single_mfvi:.2f}x MFVI)")
+    print(f"SGM (InfoNCE, K = 16), one run         {single_infonce:8.0f} steps/s   ({single_infonce / single_mfvi:.2f}x MFVI)")
+    print(f"batched, {len(table_runs)} runs (MFVI + SGM)        {batched:8.0f} steps/s = {batched * len(table_runs):.0f} run-steps/s"
+          f"   ({batched * len(table_runs) / single_mfvi:.1f}x one run)")
+
+    start = time.perf_counter()
+    rows = toy.paper_table()
+    table_s = time.perf_counter() - start
+    print(f"default table end to end               {table_s:8.2f} s    (target <= 15 s; "
+          f"{len(toy.DEFAULT_TABLE_ALPHAS)} alpha x 2 methods x 5 seeds, {toy.DEFAULT_STEPS} steps)")
+    for row in rows:
+        print(f"    alpha {row['alpha']:<5g} {row['method']:4s}  test MSE {row['test_mse_mean']:.4f} ± {row['test_mse_std']:.4f}"
+              f"   ELBO {row['elbo_mean']:8.3f} ± {row['elbo_std']:.3f}   log p(D) {row['log_evidence_mean']:.3f}")
+
+    tick_s, size = live_tick_cost()
+    print(f"live tick (train + 4 charts, server)   {tick_s * 1e3:8.1f} ms   ({size / 1024:.0f} KiB of chart JSON;"
+          f" {1 / tick_s:.1f} ticks/s possible)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,299 @@
+"""Tractable BNN lab: exact posterior vs MFVI vs SGM, trained live (Gelberg et al. §5, Fig. 4)."""
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from pages import ui
+from symlab import toy
+from symlab.urlstate import Param, parse_query
+
+PAGE = "toy"
+DEFAULTS = toy.ToyConfig()
+SPECS = (
+    Param("alpha", "float", DEFAULTS.alpha, 0.0, 3.0, step=0.05),
+    Param("noise", "float", DEFAULTS.noise, 0.05, 2.0, step=0.05),
+    Param("n", "int", DEFAULTS.n_train, 2, 500),
+    Param("prior", "float", DEFAULTS.prior_scale, 0.1, 5.0, step=0.1),
+    Param("mi", "choice", DEFAULTS.mi, choices=toy.MI_ESTIMATORS),
+    Param("K", "int", DEFAULTS.K, 2, 64),
+    Param("lr", "float", DEFAULTS.lr, 0.001, 0.2, step=0.001),
+    Param("batch", "int", DEFAULTS.batch_size, 1, 500),
+    Param("init", "choice", DEFAULTS.init, choices=toy.INITS),
+    Param("seed", "int", DEFAULTS.seed, 0, 100_000),
+    Param("alphas", "floats", ", ".join(f"{a:g}" for a in toy.DEFAULT_TABLE_ALPHAS), 0.0, 3.0),
+    Param("seeds", "int", 5, 1, 10),
+)
+PRESETS = {
+    "Close modes (paper default)": (
+        dict(alpha=DEFAULTS.alpha, noise=DEFAULTS.noise, n=DEFAULTS.n_train, mi="exact", init="random"),
+        "The two equivalent modes are close: MFVI settles between them, SGM's mixture sits on both."),
+    "Far-apart modes": (
+        dict(alpha=2.0, noise=0.25, n=30, mi="exact", init="random"),
+        "With the modes far apart MFVI picks one; SGM's bound gains exactly ln 2 and the predictions agree."),
+    "Start at the origin": (
+        dict(alpha=DEFAULTS.alpha, noise=DEFAULTS.noise, n=DEFAULTS.n_train, mi="exact", init="origin"),
+        "Started exactly between the modes, MFVI has no reason to leave; SGM breaks the tie."),
+    "InfoNCE with K = 2": (
+        dict(alpha=DEFAULTS.alpha, noise=DEFAULTS.noise, n=DEFAULTS.n_train, mi="infonce", K=2),
+        "The cheapest estimator, I₂ ≤ min(I, ln 2): still a lower bound, noisier, same picture."),
+    "More data": (
+        dict(alpha=DEFAULTS.alpha, noise=DEFAULTS.noise, n=200, batch=50, mi="exact"),
+        "A sharper posterior separates the modes: watch MFVI commit to one of them."),
+}
+STEPS_PER_TICK = 20
+TICK_SECONDS = 0.2
+MAX_STEPS = 4000
+GRID = 81  # display grid for densities (the evidence uses 201 points); float32 keeps each tick ~100 KiB
+COLOURS = {"mfvi": ui.PALETTE["reverse"], "sgm": ui.PALETTE["forward"], "exact": ui.PALETTE["target"]}
+DASHES = {"mfvi": "dash", "sgm": "dot", "exact": "solid"}
+LABELS = {"mfvi": "MFVI", "sgm": "SGM (q_G)", "exact": "exact posterior"}
+
+
+def config_from(values) -> toy.ToyConfig:
+    return toy.ToyConfig(alpha=values["alpha"], noise=values["noise"], n_train=values["n"],
+                         prior_scale=values["prior"], lr=values["lr"], batch_size=values["batch"],
+                         K=values["K"], mi=values["mi"], init=values["init"], seed=values["seed"]).validate()
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def exact_for(config: toy.ToyConfig):
+    data = toy.make_data(config)
+    post = toy.exact_posterior(data, config.noise, config.prior_scale)
+    x = np.linspace(-2.2, 2.2, 89)
+    mean, std = toy.posterior_predictive(post, x, config.noise)
+    exact_mse = float(np.mean((toy.posterior_predictive(post, data.x_test, config.noise)[0] - data.y_test) ** 2))
+    display = toy.exact_posterior(data, config.noise, config.prior_scale, GRID, toy.mass_bound(post))
+    return data, post.log_evidence, display, x, mean, std, exact_mse
+
+
+def trainer_for(config: toy.ToyConfig) -> toy.ToyTrainer:
+    """This session's trainer for ``config`` (a new one when any setting changes)."""
+    if st.session_state.get("toy.config") != config:
+        st.session_state["toy.config"] = config
+        st.session_state["toy.trainer"] = toy.ToyTrainer([toy.RunSpec("mfvi", config), toy.RunSpec("sgm", config)],
+                                                         eval_samples=512)
+        st.session_state["toy.playing"] = False
+    return st.session_state["toy.trainer"]
+
+
+def apply_preset():
+    name = st.session_state["toy.preset"]
+    if name in PRESETS:
+        ui.apply_values(PAGE, {**{s.name: s.default for s in SPECS if s.name in ("batch", "K", "lr", "prior")},
+                               **PRESETS[name][0]})
+
+
+def new_seed():
+    key = ui.widget_key(PAGE, "seed")
+    st.session_state[key] = (st.session_state[key] + 1) % 100_000
+
+
+def controls():
+    key = lambda name: ui.widget_key(PAGE, name)
+    with st.sidebar:
+        st.subheader("Presets")
+        st.selectbox("Preset", ["—", *PRESETS], key="toy.preset", on_change=apply_preset)
+        if st.session_state.get("toy.preset") in PRESETS:
+            st.info(PRESETS[st.session_state["toy.preset"]][1])
+        st.subheader("Data and prior")
+        st.slider("True slope α (y = α|x| + ε)", 0.0, 3.0, step=0.05, key=key("alpha"))
+        st.slider("Noise std dev", 0.05, 2.0, step=0.05, key=key("noise"))
+        st.number_input("Training points N", 2, 500, step=1, key=key("n"))
+        st.slider("Prior std dev", 0.1, 5.0, step=0.1, key=key("prior"))
+        st.subheader("Training")
+        st.segmented_control("SGM's mutual information", toy.MI_ESTIMATORS, key=key("mi"),
+                             help="exact: G = {id, swap} enumerated; infonce: the I_K estimate")
+        st.number_input("K (InfoNCE)", 2, 64, step=1, key=key("K"), disabled=st.session_state[key("mi")] != "infonce")
+        st.slider("Learning rate (Adam)", 0.001, 0.2, step=0.001, format="%.3f", key=key("lr"))
+        st.number_input("Batch size", 1, 500, step=1, key=key("batch"))
+        st.segmented_control("Initial means", toy.INITS, key=key("init"))
+        st.number_input("Seed", 0, 100_000, step=1, key=key("seed"))
+        st.button("New seed", on_click=new_seed, icon=":material/casino:", key="toy.new_seed", width="stretch",
+                  help="A new draw of the data and the initialisation; Reset keeps the current one.")
+
+
+def grid_contours(axis, density, name, colour, dash, levels=6):
+    top = float(np.nanmax(density))
+    if not np.isfinite(top) or top <= 0:
+        return []
+    return [dict(type="contour", x=axis, y=axis, z=density.T.astype(np.float32), name=name, showscale=False, showlegend=True,
+                 contours=dict(coloring="none", start=top * 0.08, end=top * 0.9, size=top * 0.82 / (levels - 1)),
+                 line=dict(color=colour, dash=dash, width=2), hoverinfo="skip")]
+
+
+def posterior_chart(display, config, means, stds):
+    axis = display.axis
+    traces = [dict(type="heatmap", x=axis, y=axis, z=np.exp(display.log_density).T.astype(np.float32), colorscale="Greys",
+                   showscale=False, name="exact posterior", showlegend=True, hoverinfo="skip", opacity=0.8)]
+    for i, method in enumerate(toy.METHODS):
+        density = toy.variational_density(means[i], stds[i], axis, symmetrised=method == "sgm")
+        traces += grid_contours(axis, density, LABELS[method], COLOURS[method], DASHES[method])
+    a = config.alpha
+    traces.append(ui.points([a, -a], [-a, a], "equivalent modes (α, −α), (−α, α)", ui.PALETTE["current"], "x", 12))
+    return ui.figure(traces, "w₁", "w₂", "Posterior over (w₁, w₂)", equal_axes=True, height=420)
+
+
+def predictive_chart(data, x, exact_mean, exact_std, config, trainer):
+    traces = [ui.points(data.x_train, data.y_train, "training data", ui.PALETTE["grey"], "circle", 7),
+              ui.line(x, config.alpha * np.abs(x), "true α|x|", ui.PALETTE["current"], "solid", width=2)]
+    means, stds = trainer.predictive(x)
+    bands = [("exact", exact_mean, exact_std)] + [(m, means[i], stds[i]) for i, m in enumerate(toy.METHODS)]
+    for method, mean, std in bands:
+        colour = COLOURS[method]
+        traces.append(ui.line(x, mean, f"{LABELS[method]} mean", colour, DASHES[method], width=3))
+        traces.append(dict(type="scatter", x=np.concatenate([x, x[::-1]]),
+                           y=np.concatenate([mean + 2 * std, (mean - 2 * std)[::-1]]), fill="toself",
+                           fillcolor=colour, opacity=0.12, line=dict(width=0), name=f"{LABELS[method]} ±2 sd",
+                           hoverinfo="skip"))
+    return ui.figure(traces, "input x", "output y", "Predictions (mean ± 2 sd, noise included)", height=420)
+
+
+def trace_chart(trainer, key, y_title, title, reference, reference_label):
+    traces = []
+    for i, method in enumerate(toy.METHODS):
+        history = trainer.history[i]
+        values = getattr(history, "elbo_g" if (key == "bound" and method == "sgm") else ("elbo" if key == "bound" else key))
+        name = {"mfvi": "MFVI: ELBO", "sgm": "SGM: ELBO + I"}[method] if key == "bound" else LABELS[method]
+        traces.append(ui.line(history.step, values, name, COLOURS[method], DASHES[method], width=2))
+    return ui.figure(traces, "Adam step", y_title, title, marks=[ui.hline(reference, ui.PALETTE["target"], reference_label)])
+
+
+def live_panel(config):
+    data, log_evidence, display, x, exact_mean, exact_std, exact_mse = exact_for(config)
+    trainer = trainer_for(config)
+    playing = st.session_state.get("toy.playing", False)
+
+    def play():
+        st.session_state["toy.playing"] = trainer.steps_done < MAX_STEPS
+
+    def pause():
+        st.session_state["toy.playing"] = False
+
+    def step():
+        st.session_state["toy.playing"] = False
+        trainer.step(STEPS_PER_TICK)
+        trainer.record()
+
+    def reset():
+        st.session_state["toy.playing"] = False
+        trainer.reset()
+
+    @st.fragment(run_every=TICK_SECONDS if playing else None)
+    def panel():
+        if st.session_state["toy.playing"]:
+            trainer.step(STEPS_PER_TICK)
+            trainer.record()
+            if trainer.steps_done >= MAX_STEPS or all(trainer.diverged):
+                st.session_state["toy.playing"] = False
+        now_playing = st.session_state["toy.playing"]
+        cols = st.columns(4)
+        cols[0].button("Play", icon=":material/play_arrow:", on_click=play, key="toy.play", disabled=now_playing, width="stretch")
+        cols[1].button("Pause", icon=":material/pause:", on_click=pause, key="toy.pause", disabled=not now_playing, width="stretch")
+        cols[2].button("Step", icon=":material/skip_next:", on_click=step, key="toy.step", width="stretch")
+        cols[3].button("Reset", icon=":material/replay:", on_click=reset, key="toy.reset", width="stretch",
+                       help="Back to the same initialisation (same seed).")
+        st.progress(min(trainer.steps_done / MAX_STEPS, 1.0), text=f"Adam step {trainer.steps_done} / {MAX_STEPS}")
+        for i, method in enumerate(toy.METHODS):
+            if trainer.diverged[i]:
+                st.error(f"{LABELS[method]} diverged (NaN parameters): lower the learning rate and press Reset.")
+        means, stds = trainer.parameters()
+        latest = {m: {k: getattr(trainer.history[i], k)[-1] for k in ("elbo", "elbo_g", "test_mse")}
+                  for i, m in enumerate(toy.METHODS)}
+        metric_cols = st.columns(4)
+        metric_cols[0].metric("MFVI: ELBO", f"{latest['mfvi']['elbo']:.3f}")
+        metric_cols[1].metric("SGM: ELBO + I", f"{latest['sgm']['elbo_g']:.3f}")
+        metric_cols[2].metric("log p(D) (exact)", f"{log_evidence:.3f}")
+        metric_cols[3].metric("test MSE: MFVI / SGM", f"{latest['mfvi']['test_mse']:.3f} / {latest['sgm']['test_mse']:.3f}")
+        st.caption(f"MFVI: μ = ({means[0][0]:.2f}, {means[0][1]:.2f}), s = ({stds[0][0]:.2f}, {stds[0][1]:.2f}) · "
+                   f"SGM: μ = ({means[1][0]:.2f}, {means[1][1]:.2f}), s = ({stds[1][0]:.2f}, {stds[1][1]:.2f}) · "
+                   f"exact posterior predictive test MSE {exact_mse:.3f}")
+        left, right = st.columns(2)
+        left.plotly_chart(posterior_chart(display, config, means, stds), key="toy.posterior")
+        right.plotly_chart(predictive_chart(data, x, exact_mean, exact_std, config, trainer), key="toy.predictive")
+        c1, c2 = st.columns(2)
+        c1.plotly_chart(trace_chart(trainer, "bound", "nats", "Lower bounds under the evidence", log_evidence, "log p(D)"),
+                        key="toy.elbo")
+        c2.plotly_chart(trace_chart(trainer, "test_mse", "MSE", "Test MSE", exact_mse, "exact posterior"),
+                        key="toy.mse")
+        if st.session_state["toy.playing"] != playing:
+            st.rerun()  # start or stop the timer: it is fixed when the fragment is defined
+
+    panel()
+    history_frame = pd.DataFrame({
+        "step": trainer.history[0].step,
+        **{f"{m}_{k}": getattr(trainer.history[i], k) for i, m in enumerate(toy.METHODS) for k in ("elbo", "elbo_g", "test_mse")},
+    })
+    ui.csv_download(history_frame, f"toy_traces_alpha{config.alpha:g}_seed{config.seed}.csv", "Traces (CSV)", "toy.csv_traces")
+
+
+def table_panel(values, config):
+    st.markdown("MFVI vs SGM for several α, mean ± std over seeds, all runs trained as one batch "
+                f"({toy.DEFAULT_STEPS} Adam steps; other settings from the sidebar), as in Tables 2–3.")
+    cols = st.columns([3, 1])
+    cols[0].text_input("α values (comma-separated)", key=ui.widget_key(PAGE, "alphas"))
+    cols[1].number_input("Seeds", 1, 10, step=1, key=ui.widget_key(PAGE, "seeds"))
+    parsed, notices = parse_query({"alphas": values["alphas"]}, [s for s in SPECS if s.name == "alphas"])
+    for notice in notices:
+        st.warning(notice)
+    alphas = [float(a) for a in parsed["alphas"].split(",")]
+    if st.button("Run the table", icon=":material/table_chart:", key="toy.run_table", type="primary"):
+        bar = st.progress(0.0, text="Training…")
+        rows = toy.paper_table(alphas, values["seeds"], toy.DEFAULT_STEPS, config,
+                               progress=lambda done, total: bar.progress(done / total, text=f"Adam step {done} / {total}"))
+        bar.empty()
+        st.session_state["toy.table"] = (tuple(alphas), values["seeds"], config, rows)
+    if "toy.table" in st.session_state:
+        t_alphas, t_seeds, t_config, rows = st.session_state["toy.table"]
+        frame = pd.DataFrame(rows)
+        shown = pd.DataFrame({
+            "α": frame["alpha"], "method": frame["method"].map({"mfvi": "MFVI", "sgm": "SGM"}),
+            "test MSE": [f"{m:.4f} ± {s:.4f}" for m, s in zip(frame["test_mse_mean"], frame["test_mse_std"])],
+            "ELBO (SGM: ELBO + I)": [f"{m:.3f} ± {s:.3f}" for m, s in zip(frame["elbo_mean"], frame["elbo_std"])],
+            "log p(D)": frame["log_evidence_mean"].round(3),
+        })
+        st.caption(f"α = {', '.join(f'{a:g}' for a in t_alphas)}, {t_seeds} seeds, noise {t_config.noise:g}, "
+                   f"N = {t_config.n_train}, mutual information: {t_config.mi}")
+        st.dataframe(shown, hide_index=True)
+        ui.csv_download(frame, "toy_table.csv", "Table (CSV)", "toy.csv_table")
+
+
+def formulas():
+    with st.expander("The model and the objectives", expanded=False):
+        st.markdown(r"""
+$f_w(x) = \mathrm{ReLU}(w_1 x) + \mathrm{ReLU}(w_2 x)$, data $y = \alpha|x| + \varepsilon$,
+$\varepsilon \sim \mathcal N(0, \sigma_\varepsilon^2)$, prior $w \sim \mathcal N(0, \sigma_p^2 I)$.
+Swapping the units leaves $f$ unchanged, so the posterior has two equivalent modes,
+$(\alpha, -\alpha)$ and $(-\alpha, \alpha)$, $2\sqrt2\,\alpha$ apart. The exact posterior and
+$\log p(\mathcal D)$ come from a 201 × 201 grid.
+
+* **MFVI**: $q_\theta = \mathcal N(\mu, \mathrm{diag}\, s^2)$, maximise
+  $\mathrm{ELBO}(\theta) = \mathbb E_{q_\theta}[\log p(\mathcal D\mid w)] - \mathrm{KL}(q_\theta\|p)$.
+* **SGM**: $q_G(w) = \tfrac12 q_\theta(w) + \tfrac12 q_\theta(\text{swap}\,w)$, maximise
+  $\mathrm{ELBO}_G = \mathrm{ELBO}(\theta) + I(\omega; g)$ with
+  $I = \mathbb E_{q_\theta}[\log 2 - \mathrm{softplus}(\log q_\theta(\text{swap}\,w) - \log q_\theta(w))]$
+  (exact, $G$ enumerated) or the InfoNCE bound $I_K \le \min(I, \log K)$.
+* Both bounds sit below $\log p(\mathcal D)$; $\mathrm{ELBO}_G \ge \mathrm{ELBO}$ at equal $\theta$.
+  Predictions average $f_w$ over samples of $q_\theta$ (the same for $q_G$, since $f$ is invariant).
+""")
+
+
+def main():
+    ui.leave_legacy_multipage_mode()
+    st.title("Tractable BNN")
+    st.caption("The smallest network with a permutation symmetry, trained live: mean-field VI against its "
+               "symmetrised version and the exact posterior (Gelberg et al. 2024, §5).")
+    notices = ui.bind_url_state(PAGE, SPECS)
+    ui.show_notices(notices)
+    controls()
+    values = ui.sync_url(PAGE, SPECS)
+    config = config_from(values)
+    live, table = st.tabs(["Live training", "Paper tables"])
+    with live:
+        live_panel(config)
+    with table:
+        table_panel(values, config)
+    formulas()
+
+
+main()

@@ -1,0 +1,77 @@
+"""AppTest checks of the Tractable BNN page (its live fragment is covered in test_browser.py)."""
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "toy.py")
+
+
+def toy_page(**query) -> AppTest:
+    at = AppTest.from_file(PAGE, default_timeout=120)
+    at.query_params.update(query)
+    return at.run()
+
+
+def metrics(at):
+    return {m.label: m.value for m in at.metric}
+
+
+def test_default_view_and_url():
+    at = toy_page()
+    assert not at.exception
+    assert float(metrics(at)["log p(D) (exact)"]) < 0
+    assert at.query_params["alpha"] == "0.25" and at.query_params["seed"] == "0"
+
+
+def test_step_trains_and_reset_restores_the_start():
+    at = toy_page()
+    start = metrics(at)["MFVI: ELBO"]
+    at.button(key="toy.step").click().run()
+    assert metrics(at)["MFVI: ELBO"] != start
+    at.button(key="toy.reset").click().run()
+    assert metrics(at)["MFVI: ELBO"] == start
+
+
+def test_slider_changes_the_exact_posterior():
+    at = toy_page()
+    before = metrics(at)["log p(D) (exact)"]
+    at.slider(key="toy.alpha").set_value(1.5).run()
+    assert metrics(at)["log p(D) (exact)"] != before and at.query_params["alpha"] == "1.5"
+
+
+def test_new_seed_is_a_separate_action():
+    at = toy_page(seed="7")
+    assert at.number_input(key="toy.seed").value == 7
+    at.button(key="toy.new_seed").click().run()
+    assert at.number_input(key="toy.seed").value == 8 and at.query_params["seed"] == "8"
+
+
+def test_query_parameters_restore_the_state():
+    at = toy_page(alpha="1.25", noise="0.3", n="40", mi="infonce", K="8", init="origin", alphas="0.5,2", seeds="2")
+    assert not at.exception and not at.warning
+    assert at.slider(key="toy.alpha").value == 1.25 and at.number_input(key="toy.n").value == 40
+    assert at.number_input(key="toy.K").value == 8 and at.text_input(key="toy.alphas").value == "0.5, 2"
+
+
+@pytest.mark.parametrize("query", [{"alpha": "x"}, {"n": "-4"}, {"mi": "magic"}, {"alphas": "1,zz"},
+                                   {"seed": "1e99"}, {"lr": "nan"}, {"K": "2.5"}])
+def test_bad_parameters_give_a_notice(query):
+    at = toy_page(**query)
+    assert not at.exception
+    assert len(at.warning) == 1 and "adjusted" in at.warning[0].value
+
+
+def test_paper_table_runs_and_shows_both_methods():
+    at = toy_page(alphas="0.25,1", seeds="2")
+    at.button(key="toy.run_table").click().run()
+    assert not at.exception
+    table = at.dataframe[0].value
+    assert list(table["method"]) == ["MFVI", "SGM", "MFVI", "SGM"]
+
+
+def test_preset_sets_the_controls():
+    at = toy_page()
+    at.selectbox(key="toy.preset").set_value("Far-apart modes").run()
+    assert at.slider(key="toy.alpha").value == 2.0 and at.query_params["noise"] == "0.25"

@@ -230,14 +230,9 @@ $\mathrm{KL}(q\,\|\,p_\alpha) = \mathbb E_q[\log q(x) - \log p_\alpha(x)]$, star
 
 
 def main():
-    ui.leave_legacy_multipage_mode()
-    st.title("Mode interpolation")
-    st.caption("Fit one Gaussian to two equal modes by reverse KL. Below a threshold α* ≈ 5σ it sits "
-               "between them; above, on one of them (Gelberg et al. 2024, §3).")
-    notices = ui.bind_url_state(PAGE, SPECS)
-    ui.show_notices(notices)
-    controls()
-    values = ui.sync_url(PAGE, SPECS)
+    values = ui.start_page(PAGE, SPECS, "Mode interpolation",
+                           "Fit one Gaussian to two equal modes by reverse KL. Below a threshold α* ≈ 5σ it "
+                           "sits between them; above, on one of them (Gelberg et al. 2024, §3).", controls)
     alpha, sigma, dim, forward = values["alpha"], values["sigma"], values["dim"], values["forward"]
 
     sweep, forward_sweep = sweep_for(sigma, dim)

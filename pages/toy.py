@@ -279,14 +279,9 @@ $\log p(\mathcal D)$ come from a 201 × 201 grid.
 
 
 def main():
-    ui.leave_legacy_multipage_mode()
-    st.title("Tractable BNN")
-    st.caption("The smallest network with a permutation symmetry, trained live: mean-field VI against its "
-               "symmetrised version and the exact posterior (Gelberg et al. 2024, §5).")
-    notices = ui.bind_url_state(PAGE, SPECS)
-    ui.show_notices(notices)
-    controls()
-    values = ui.sync_url(PAGE, SPECS)
+    values = ui.start_page(PAGE, SPECS, "Tractable BNN",
+                           "The smallest network with a permutation symmetry, trained live: mean-field VI against "
+                           "its symmetrised version and the exact posterior (Gelberg et al. 2024, §5).", controls)
     config = config_from(values)
     live, table = st.tabs(["Live training", "Paper tables"])
     with live:

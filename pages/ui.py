@@ -38,6 +38,17 @@ def leave_legacy_multipage_mode() -> None:
         st.rerun()
 
 
+def start_page(page: str, specs: Sequence[Param], title: str, caption: str, controls) -> dict:
+    """The common top of every lab page: title, URL-bound ``controls()``, notices; returns the
+    controls' current values (also written back to the URL)."""
+    leave_legacy_multipage_mode()
+    st.title(title)
+    st.caption(caption)
+    show_notices(bind_url_state(page, specs))
+    controls()
+    return sync_url(page, specs)
+
+
 def widget_key(page: str, name: str) -> str:
     return f"{page}.{name}"
 

@@ -93,7 +93,7 @@ def test_deep_link_on_a_freshly_started_server(page):
         assert "/modes" in page.url and "alpha=6.0" in page.url
         assert page.get_by_text("does not seem to exist").count() == 0
         links = page.locator('[data-testid="stSidebarNav"] a').all_inner_texts()
-        assert [link.split()[-1] for link in links] == ["Home", "interpolation"]
+        assert [link.splitlines()[-1] for link in links] == ["Home", "Mode interpolation", "Tractable BNN"]
         assert float(metric_value(page, "α⁻¹‖μ*‖")) < 0.01  # α = 6 > α*: on one mode
 
 

@@ -220,7 +220,6 @@ class History:
     step: list = field(default_factory=list)
     elbo: list = field(default_factory=list)        # ELBO(θ)
     elbo_g: list = field(default_factory=list)      # ELBO(θ) + I(θ) (exact I)
-    objective: list = field(default_factory=list)   # what the run maximises (ELBO or ELBO + Î)
     test_mse: list = field(default_factory=list)
 
 
@@ -354,7 +353,7 @@ class ToyTrainer:
         metrics = self.evaluate(samples=4096)
         for i, history in enumerate(self.history):
             history.step.append(self.steps_done)
-            for key in ("elbo", "elbo_g", "objective", "test_mse"):
+            for key in ("elbo", "elbo_g", "test_mse"):
                 getattr(history, key).append(float(metrics[key][i]))
 
     def parameters(self) -> tuple[np.ndarray, np.ndarray]:

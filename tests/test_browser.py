@@ -23,9 +23,16 @@ def metric_value(page, label):
     return metric.locator('[data-testid="stMetricValue"]').inner_text()
 
 
+FIRST_LINE_JS = "document.querySelectorAll('.js-plotly-plot')[0].querySelectorAll('path.js-line')[1].getAttribute('d')"
+
+
 def first_line_path(page):
-    chart = page.locator('.js-plotly-plot').first
-    return chart.locator('path.js-line').nth(1).get_attribute("d")
+    return page.evaluate(FIRST_LINE_JS)
+
+
+def wait_for_chart_change(page, before):
+    """Plotly redraws after Streamlit delivers the new figure; poll until it has."""
+    page.wait_for_function(f"before => {FIRST_LINE_JS} !== before", arg=before)
 
 
 def test_modes_page_slider_changes_the_chart(page, server_url):
@@ -45,7 +52,7 @@ def test_modes_page_slider_changes_the_chart(page, server_url):
         "() => [...document.querySelectorAll('[data-testid=\"stMetricValue\"]')]"
         ".some(e => e.innerText === '0.000')")
     wait_for_run(page)
-    assert first_line_path(page) != before
+    wait_for_chart_change(page, before)
     assert page.locator('[data-testid="stException"]').count() == 0
 
     with page.expect_download() as download_info:

@@ -110,14 +110,14 @@ def test_tractable_bnn_trains_live(page, server_url):
     wait_for_run(page)
     progress = page.locator('[data-testid="stProgress"]').first
     assert "Adam step 0 /" in progress.inner_text()
-    elbo_chart = page.locator('.js-plotly-plot').nth(2)
-    before = elbo_chart.locator('path.js-line').first.get_attribute("d")
+    elbo_line_js = "document.querySelectorAll('.js-plotly-plot')[2].querySelector('path.js-line').getAttribute('d')"
+    before = page.evaluate(elbo_line_js)
     page.get_by_role("button", name="Play", exact=True).click()
     page.wait_for_function(
         "() => { const m = /Adam step (\\d+) \\//.exec(document.querySelector('[data-testid=\"stProgress\"]').innerText);"
         " return m && Number(m[1]) >= 200; }", timeout=60_000)
     page.get_by_role("button", name="Pause", exact=True).click()
-    assert elbo_chart.locator('path.js-line').first.get_attribute("d") != before
+    page.wait_for_function(f"before => {elbo_line_js} !== before", arg=before)
     assert page.locator('[data-testid="stException"]').count() == 0
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "toy.png"), full_page=True)

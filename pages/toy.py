@@ -149,13 +149,17 @@ def predictive_chart(data, x, exact_mean, exact_std, config, trainer):
     return ui.figure(traces, "input x", "output y", "Predictions (mean ± 2 sd, noise included)", height=420)
 
 
+# Each method's own lower bound on log p(D): MFVI's ELBO, SGM's ELBO + I.
+BOUNDS = {"mfvi": ("elbo", "MFVI: ELBO"), "sgm": ("elbo_g", "SGM: ELBO + I")}
+
+
 def trace_chart(trainer, key, y_title, title, reference, reference_label):
+    """``key`` is a History field, or "bound" for each method's own bound."""
     traces = []
     for i, method in enumerate(toy.METHODS):
         history = trainer.history[i]
-        values = getattr(history, "elbo_g" if (key == "bound" and method == "sgm") else ("elbo" if key == "bound" else key))
-        name = {"mfvi": "MFVI: ELBO", "sgm": "SGM: ELBO + I"}[method] if key == "bound" else LABELS[method]
-        traces.append(ui.line(history.step, values, name, COLOURS[method], DASHES[method], width=2))
+        field_name, name = BOUNDS[method] if key == "bound" else (key, LABELS[method])
+        traces.append(ui.line(history.step, getattr(history, field_name), name, COLOURS[method], DASHES[method], width=2))
     return ui.figure(traces, "Adam step", y_title, title, marks=[ui.hline(reference, ui.PALETTE["target"], reference_label)])
 
 

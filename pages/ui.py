@@ -152,5 +152,6 @@ def csv_download(frame: pd.DataFrame, filename: str, label: str, key: str) -> No
     st.download_button(label, lambda: frame.to_csv(index=False), file_name=filename, mime="text/csv",
                        key=key, icon=":material/download:", on_click="ignore")
 
+
 if __name__ == "__main__":  # Streamlit's legacy pages/ mode ran this helper module as a page
     leave_legacy_multipage_mode()

@@ -87,8 +87,7 @@ def make_data(config: ToyConfig) -> ToyData:
 
 def network(w, x):
     """f_w(x) for weights ``w[..., 2]`` and inputs ``x[n]``: shape ``w.shape[:-1] + (n,)``."""
-    lib = torch if isinstance(w, torch.Tensor) else np
-    relu = torch.relu if lib is torch else (lambda v: np.maximum(v, 0.0))
+    relu = torch.relu if isinstance(w, torch.Tensor) else (lambda v: np.maximum(v, 0.0))
     return relu(w[..., 0:1] * x) + relu(w[..., 1:2] * x)
 
 
@@ -254,7 +253,9 @@ class ToyTrainer:
         self.prior_scale = column([r.config.prior_scale for r in runs])
         self.lr = column([r.config.lr for r in runs])
         self.symmetrised = torch.tensor([r.method == "sgm" for r in runs])
-        self.generator = torch.Generator().manual_seed(int(first.seed) * 1_000_003 + len(runs))
+        # Sampling noise (ε, mini-batches, InfoNCE draws); reseeded by reset() so a reset replays.
+        self.noise_seed = int(first.seed) * 1_000_003 + len(runs)
+        self.generator = torch.Generator()
         self.initial = self._initial_parameters()
         self.reset()
 
@@ -279,7 +280,7 @@ class ToyTrainer:
         self.steps_done = 0
         self.history = [History() for _ in self.runs]
         self.diverged = [False] * len(self.runs)
-        self.generator.manual_seed(int(self.runs[0].config.seed) * 1_000_003 + len(self.runs))
+        self.generator.manual_seed(self.noise_seed)
         self.record()
 
     # -- objectives ------------------------------------------------------------------------

@@ -3,11 +3,15 @@
 from pathlib import Path
 
 import streamlit as st
+import torch
 
 from pages import ui
 from symlab.device import describe_device
 
 ui.leave_legacy_multipage_mode()
+# The labs' tensors are small: one torch thread is fastest, and it leaves the other cores to the
+# other sessions (several threads per session oversubscribe the CPU and slow every tick ~3×).
+torch.set_num_threads(1)
 st.set_page_config(page_title="SymLab", page_icon=":material/shuffle:", layout="wide")
 st.logo(str(Path(__file__).parent / "assets" / "logo.svg"), size="large")
 

@@ -1,5 +1,6 @@
 """Tractable BNN lab: exact posterior, VI step rates (single vs batched), the default table, and
-the server-side cost of one live-training tick. One process; ratios against the single run.
+the server-side cost of one live-training tick (benchmarks/bench_toy_live.py measures the
+browser side). One process; ratios against the single run.
 
     python benchmarks/bench_toy.py
 
@@ -66,10 +67,8 @@ def live_tick_cost(repeats=20):
         trainer.step(page.STEPS_PER_TICK)
         trainer.record()
         means, stds = trainer.parameters()
-        figures = [page.posterior_chart(display, config, means, stds),
-                   page.predictive_chart(data, x, mean, std, config, trainer),
-                   page.trace_chart(trainer, "bound", "nats", "t", post.log_evidence, "log p(D)"),
-                   page.trace_chart(trainer, "test_mse", "MSE", "t", 0.25, "exact")]
+        figures = [page.live_chart(display, config, means, stds, data, x, mean, std, trainer),
+                   page.curves_chart(trainer, post.log_evidence, 0.25)]
         # What st.plotly_chart does with a dict: validate, then serialise.
         return sum(len(pio.to_json(go.Figure(**f).to_dict(), validate=False)) for f in figures)
 
@@ -106,7 +105,7 @@ def main():
               f"   ELBO {row['elbo_mean']:8.3f} ± {row['elbo_std']:.3f}   log p(D) {row['log_evidence_mean']:.3f}")
 
     tick_s, size = live_tick_cost()
-    print(f"live tick (train + 4 charts, server)   {tick_s * 1e3:8.1f} ms   ({size / 1024:.0f} KiB of chart JSON;"
+    print(f"live tick (train + 2 charts, server)   {tick_s * 1e3:8.1f} ms   ({size / 1024:.0f} KiB of chart JSON;"
           f" {1 / tick_s:.1f} ticks/s possible)")
 
 

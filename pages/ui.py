@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Sequence
 
 import pandas as pd
@@ -22,6 +23,7 @@ PALETTE = {
     "grey": "#999999",
 }
 CHART_HEIGHT = 360
+LEGEND_CHAR_PX, LEGEND_ITEM_PX, LEGEND_ROW_PX, LEGEND_ROW_HEIGHT = 8, 48, 560, 24
 
 
 def leave_legacy_multipage_mode() -> None:
@@ -124,22 +126,27 @@ def vline(x, colour, text, dash="solid", side="left") -> tuple[dict, dict]:
     return shape, label
 
 
-def hline(y, colour, text, dash="dashdot") -> tuple[dict, dict]:
-    shape = dict(type="line", y0=y, y1=y, xref="paper", x0=0, x1=1, line=dict(color=colour, dash=dash, width=2))
-    label = dict(y=y, x=1, xref="paper", text=text, showarrow=False, xanchor="right", yanchor="bottom")
+def hline(y, colour, text, dash="dashdot", yref="y") -> tuple[dict, dict]:
+    shape = dict(type="line", y0=y, y1=y, xref="paper", x0=0, x1=1, yref=yref, line=dict(color=colour, dash=dash, width=2))
+    label = dict(y=y, x=1, xref="paper", yref=yref, text=text, showarrow=False, xanchor="right", yanchor="bottom")
     return shape, label
 
 
 def figure(traces, x_title: str, y_title: str, title: str | None = None, marks=(),
            log_y=False, equal_axes=False, height: int = CHART_HEIGHT) -> dict:
     """A figure dict; ``marks`` are (shape, annotation) pairs from :func:`vline`/:func:`hline`."""
+    # Fixed margins: letting Plotly grow them around the legend and tick labels costs a second
+    # layout pass on every redraw, the bulk of a live chart's drawing time.
+    names = [t.get("name", "") for t in traces if t.get("showlegend", t.get("type", "scatter") == "scatter")]
+    legend_rows = math.ceil(sum(len(n) * LEGEND_CHAR_PX + LEGEND_ITEM_PX for n in names) / LEGEND_ROW_PX)
     layout = dict(
-        title=dict(text=title) if title else None, height=height,
-        margin=dict(l=10, r=10, t=40 if title else 10, b=10),
-        legend=dict(orientation="h", yanchor="top", y=-0.22, x=0),
+        title=dict(text=title) if title else None, height=height + LEGEND_ROW_HEIGHT * legend_rows,
+        margin=dict(l=72, r=16, t=44 if title else 12, b=56 + LEGEND_ROW_HEIGHT * legend_rows, autoexpand=False),
+        legend=dict(orientation="h", yanchor="top", y=-56 / height, x=0),
         font=dict(size=14),
-        xaxis=dict(title=dict(text=x_title), showgrid=True),
-        yaxis=dict(title=dict(text=y_title), showgrid=True, type="log" if log_y else "linear"),
+        xaxis=dict(title=dict(text=x_title), showgrid=True, automargin=False, ticklabeloverflow="allow"),
+        yaxis=dict(title=dict(text=y_title), showgrid=True, type="log" if log_y else "linear", automargin=False,
+                   ticklabeloverflow="allow"),
         shapes=[shape for shape, _ in marks], annotations=[label for _, label in marks],
     )
     if equal_axes:

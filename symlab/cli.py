@@ -162,6 +162,13 @@ def _format_toy(report: dict) -> str:
             lines.append(f"{row['alpha']:6.3g} {row['method']:>6} "
                          f"{_pm(row['test_mse_mean'], row['test_mse_std'], 4):>18} "
                          f"{_pm(row['elbo_mean'], row['elbo_std'], 3):>20} {row['log_evidence_mean']:9.3f}")
+        lines.append("SGM − MFVI on the same seeds (mean ± std):")
+        for row in report["table"]:
+            if row["method"] == "sgm":
+                lines.append(f"{row['alpha']:6.3g}  ELBO {_pm(row['elbo_gain_mean'], row['elbo_gain_std'], 3)}"
+                             f" (higher on {row['seeds_higher_elbo']}/{row['seeds']} seeds)   test MSE "
+                             f"{_pm(row['test_mse_change_mean'], row['test_mse_change_std'], 4)}"
+                             f" (lower on {row['seeds_lower_test_mse']}/{row['seeds']} seeds)")
         return "\n".join(lines)
     mu = ", ".join("nan" if v is None else f"{v:.3f}" for v in report["mu"])
     sd = ", ".join("nan" if v is None else f"{v:.3f}" for v in report["sigma"])

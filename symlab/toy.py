@@ -372,18 +372,22 @@ class ToyTrainer:
         return mean.numpy(), std.numpy()
 
 
-def variational_density(mean, std, axis, symmetrised: bool) -> np.ndarray:
-    """q(w) (or q_G(w) = ½q(w) + ½q(swap w)) on the grid ``axis × axis``, index [i, j]."""
-    w1, w2 = axis[:, None], axis[None, :]
+def gaussian_outlines(mean, std, symmetrised: bool, radii=(1.0, 2.0), points: int = 65):
+    """Level sets of q (or of both components of q_G) at ``radii`` standard deviations.
 
-    def q(m, s):
-        return (np.exp(-0.5 * ((w1 - m[0]) / s[0]) ** 2 - 0.5 * ((w2 - m[1]) / s[1]) ** 2)
-                / (2 * math.pi * s[0] * s[1]))
-
-    density = q(mean, std)
+    For a diagonal Gaussian these are axis-aligned ellipses, so they are drawn exactly and
+    cheaply (no density grid). Returns x and y with NaN between outlines, for one line trace.
+    """
+    angle = np.linspace(0.0, 2.0 * math.pi, points)
+    centres = [(np.asarray(mean, float), np.asarray(std, float))]
     if symmetrised:
-        density = 0.5 * density + 0.5 * q(mean[::-1], std[::-1])
-    return density
+        centres.append((centres[0][0][::-1], centres[0][1][::-1]))
+    xs, ys = [], []
+    for centre, scale in centres:
+        for radius in radii:
+            xs += [centre[0] + radius * scale[0] * np.cos(angle), [np.nan]]
+            ys += [centre[1] + radius * scale[1] * np.sin(angle), [np.nan]]
+    return np.concatenate(xs[:-1]), np.concatenate(ys[:-1])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -457,14 +461,34 @@ def paper_table(alphas=DEFAULT_TABLE_ALPHAS, seeds: int = 5, steps: int = DEFAUL
     evidence = {(c.alpha, c.seed): exact_posterior(make_data(c), c.noise, c.prior_scale).log_evidence for c in configs}
     rows = []
     for alpha in alphas:
+        per_method = {}
         for method in METHODS:
             idx = [i for i, r in enumerate(runs) if r.config.alpha == alpha and r.method == method]
             bound = metrics["elbo_g" if method == "sgm" else "elbo"][idx]
-            mse = metrics["test_mse"][idx]
+            per_method[method] = (bound, metrics["test_mse"][idx])
             log_z = [evidence[(alpha, runs[i].config.seed)] for i in idx]
             rows.append({"alpha": alpha, "method": method, "seeds": len(idx),
                          "elbo_mean": _finite(np.mean(bound)), "elbo_std": _finite(np.std(bound)),
-                         "test_mse_mean": _finite(np.mean(mse)), "test_mse_std": _finite(np.std(mse)),
+                         "test_mse_mean": _finite(np.mean(per_method[method][1])),
+                         "test_mse_std": _finite(np.std(per_method[method][1])),
                          "log_evidence_mean": float(np.mean(log_z)),
                          "diverged": int(sum(trainer.diverged[i] for i in idx))})
+        rows[-1].update(_paired_with_mfvi(per_method))
+    for row in rows:
+        if row["method"] != "sgm":
+            row.update(dict.fromkeys(PAIRED_KEYS))
     return rows
+
+
+PAIRED_KEYS = ("elbo_gain_mean", "elbo_gain_std", "seeds_higher_elbo",
+               "test_mse_change_mean", "test_mse_change_std", "seeds_lower_test_mse")
+
+
+def _paired_with_mfvi(per_method) -> dict:
+    """SGM minus MFVI on the same seeds (same data and initialisation): the differences a table
+    of two means ± std hides, since most of the spread across seeds is the data's, shared by both."""
+    elbo_gain = per_method["sgm"][0] - per_method["mfvi"][0]
+    mse_change = per_method["sgm"][1] - per_method["mfvi"][1]
+    return dict(zip(PAIRED_KEYS, (
+        _finite(np.mean(elbo_gain)), _finite(np.std(elbo_gain)), int(np.sum(elbo_gain > 0)),
+        _finite(np.mean(mse_change)), _finite(np.std(mse_change)), int(np.sum(mse_change < 0)))))

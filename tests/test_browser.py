@@ -110,7 +110,7 @@ def test_tractable_bnn_trains_live(page, server_url):
     wait_for_run(page)
     progress = page.locator('[data-testid="stProgress"]').first
     assert "Adam step 0 /" in progress.inner_text()
-    elbo_line_js = "document.querySelectorAll('.js-plotly-plot')[2].querySelector('path.js-line').getAttribute('d')"
+    elbo_line_js = "document.querySelectorAll('.js-plotly-plot')[1].querySelector('path.js-line').getAttribute('d')"
     before = page.evaluate(elbo_line_js)
     page.get_by_role("button", name="Play", exact=True).click()
     page.wait_for_function(

@@ -69,6 +69,8 @@ def test_paper_table_runs_and_shows_both_methods():
     assert not at.exception
     table = at.dataframe[0].value
     assert list(table["method"]) == ["MFVI", "SGM", "MFVI", "SGM"]
+    paired = at.dataframe[1].value
+    assert list(paired["α"]) == [0.25, 1.0] and all(v.endswith("/ 2") for v in paired["seeds with higher bound"])
 
 
 def test_preset_sets_the_controls():

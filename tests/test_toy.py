@@ -183,3 +183,27 @@ def test_mass_bound_covers_the_posterior(data):
     assert bound < post.axis[-1]
     inside = np.abs(post.axis) <= bound
     assert post.probabilities()[np.ix_(inside, inside)].sum() > 0.999
+
+
+def test_gaussian_outlines_are_the_sd_ellipses_of_q_and_its_swap():
+    mean, std = np.array([0.8, -0.3]), np.array([0.2, 0.5])
+    x, y = toy.gaussian_outlines(mean, std, symmetrised=False, radii=(1.0, 2.0))
+    pieces = np.split(np.stack([x, y], 1), np.flatnonzero(np.isnan(x)))
+    radii = [np.sqrt((((p[~np.isnan(p[:, 0])] - mean) / std) ** 2).sum(1)) for p in pieces]
+    np.testing.assert_allclose(radii[0], 1.0)
+    np.testing.assert_allclose(radii[1], 2.0)
+    xs, ys = toy.gaussian_outlines(mean, std, symmetrised=True, radii=(1.0,))
+    swapped = np.stack([xs, ys], 1)[np.flatnonzero(np.isnan(xs))[0] + 1:]
+    np.testing.assert_allclose(np.sqrt((((swapped - mean[::-1]) / std[::-1]) ** 2).sum(1)), 1.0)
+
+
+def test_paper_table_pairs_sgm_with_mfvi_on_the_same_seeds():
+    rows = toy.paper_table(alphas=(0.5, 1.0), seeds=3, steps=600)
+    assert [(r["alpha"], r["method"]) for r in rows] == [(0.5, "mfvi"), (0.5, "sgm"), (1.0, "mfvi"), (1.0, "sgm")]
+    for mfvi, sgm in zip(rows[::2], rows[1::2]):
+        assert all(mfvi[key] is None for key in toy.PAIRED_KEYS)
+        assert sgm["elbo_gain_mean"] == pytest.approx(sgm["elbo_mean"] - mfvi["elbo_mean"], abs=1e-9)
+        assert sgm["test_mse_change_mean"] == pytest.approx(sgm["test_mse_mean"] - mfvi["test_mse_mean"], abs=1e-9)
+        # Modes 2√2·α apart against a posterior width ~0.2: SGM's bound gains close to ln 2 on every seed.
+        assert sgm["seeds_higher_elbo"] == 3 and 0.3 < sgm["elbo_gain_mean"] < math.log(2) + 0.05
+        assert 0 <= sgm["seeds_lower_test_mse"] <= 3

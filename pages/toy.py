@@ -289,9 +289,9 @@ def table_panel(values, config):
         st.dataframe(pd.DataFrame({
             "α": sgm["alpha"],
             "bound gain": [f"{m:+.3f} ± {s:.3f}" for m, s in zip(sgm["elbo_gain_mean"], sgm["elbo_gain_std"])],
-            "seeds with higher bound": [f"{k} / {n}" for k, n in zip(sgm["seeds_higher_elbo"], sgm["seeds"])],
+            "seeds with higher bound": [f"{k:.0f} / {n}" for k, n in zip(sgm["seeds_higher_elbo"], sgm["seeds"])],
             "test MSE change": [f"{m:+.4f} ± {s:.4f}" for m, s in zip(sgm["test_mse_change_mean"], sgm["test_mse_change_std"])],
-            "seeds with lower MSE": [f"{k} / {n}" for k, n in zip(sgm["seeds_lower_test_mse"], sgm["seeds"])],
+            "seeds with lower MSE": [f"{k:.0f} / {n}" for k, n in zip(sgm["seeds_lower_test_mse"], sgm["seeds"])],
         }), hide_index=True)
         ui.csv_download(frame, "toy_table.csv", "Table (CSV)", "toy.csv_table")
 

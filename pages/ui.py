@@ -142,7 +142,8 @@ def figure(traces, x_title: str, y_title: str, title: str | None = None, marks=(
     layout = dict(
         title=dict(text=title) if title else None, height=height + LEGEND_ROW_HEIGHT * legend_rows,
         margin=dict(l=72, r=16, t=44 if title else 12, b=56 + LEGEND_ROW_HEIGHT * legend_rows, autoexpand=False),
-        legend=dict(orientation="h", yanchor="top", y=-56 / height, x=0),
+        # In the bottom margin, below the x-axis title, whatever the plot area's shape.
+        legend=dict(orientation="h", yref="container", yanchor="bottom", y=0.0, x=0),
         font=dict(size=14),
         xaxis=dict(title=dict(text=x_title), showgrid=True, automargin=False, ticklabeloverflow="allow"),
         yaxis=dict(title=dict(text=y_title), showgrid=True, type="log" if log_y else "linear", automargin=False,

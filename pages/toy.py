@@ -150,14 +150,11 @@ def live_chart(display, config, means, stds, data, x, exact_mean, exact_std, tra
     traces = posterior_traces(display, config, means, stds) + predictive_traces(data, x, exact_mean, exact_std, config, trainer)
     figure = ui.figure(traces, "w₁", "w₂", height=440)
     layout = figure["layout"]
+    layout["xaxis2"] = {**layout["xaxis"], "domain": [0.52, 1.0], "title": dict(text="input x"), "anchor": "y2"}
+    layout["yaxis2"] = {**layout["yaxis"], "title": dict(text="output y (noise included in the bands)"), "anchor": "x2"}
     bound = float(display.axis[-1])
     layout["xaxis"].update(domain=[0.0, 0.42], range=[-bound, bound])
     layout["yaxis"].update(range=[-bound, bound], scaleanchor="x", scaleratio=1, constrain="domain")
-    layout["xaxis2"] = {**layout["xaxis"], "domain": [0.52, 1.0], "title": dict(text="input x"), "anchor": "y2"}
-    layout["yaxis2"] = {**layout["yaxis"], "title": dict(text="output y (noise included in the bands)"), "anchor": "x2"}
-    for key in ("range", "scaleanchor", "scaleratio", "constrain"):
-        layout["xaxis2"].pop(key, None)
-        layout["yaxis2"].pop(key, None)
     layout["annotations"] = [
         dict(text=text, x=x0, y=1.0, xref="paper", yref="paper", xanchor="left", yanchor="bottom", showarrow=False,
              font=dict(size=16))

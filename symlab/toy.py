@@ -465,18 +465,17 @@ def paper_table(alphas=DEFAULT_TABLE_ALPHAS, seeds: int = 5, steps: int = DEFAUL
         for method in METHODS:
             idx = [i for i, r in enumerate(runs) if r.config.alpha == alpha and r.method == method]
             bound = metrics["elbo_g" if method == "sgm" else "elbo"][idx]
-            per_method[method] = (bound, metrics["test_mse"][idx])
+            mse = metrics["test_mse"][idx]
+            per_method[method] = (bound, mse)
             log_z = [evidence[(alpha, runs[i].config.seed)] for i in idx]
             rows.append({"alpha": alpha, "method": method, "seeds": len(idx),
                          "elbo_mean": _finite(np.mean(bound)), "elbo_std": _finite(np.std(bound)),
-                         "test_mse_mean": _finite(np.mean(per_method[method][1])),
-                         "test_mse_std": _finite(np.std(per_method[method][1])),
+                         "test_mse_mean": _finite(np.mean(mse)), "test_mse_std": _finite(np.std(mse)),
                          "log_evidence_mean": float(np.mean(log_z)),
                          "diverged": int(sum(trainer.diverged[i] for i in idx))})
-        rows[-1].update(_paired_with_mfvi(per_method))
-    for row in rows:
-        if row["method"] != "sgm":
-            row.update(dict.fromkeys(PAIRED_KEYS))
+        paired = _paired_with_mfvi(per_method)
+        for row in rows[-len(METHODS):]:
+            row.update(paired if row["method"] == "sgm" else dict.fromkeys(PAIRED_KEYS))
     return rows
 
 

@@ -37,6 +37,8 @@ def home():
                  "where reverse KL stops interpolating (Gelberg et al. 2024, §3).")
     st.page_link(TOY, label="**Tractable BNN**: the two-weight ReLU network trained live; the exact posterior "
                  "against mean-field VI and its symmetrised version, SGM (§5, Fig. 4, Tables 2–3).")
+    st.page_link(MNIST, label="**MNIST**: launch MFVI and SGM runs of Bayesian MLPs, watch them train, and "
+                 "compare accuracy across widths like the paper's Table 1 (§5).")
     st.caption(f"Compute device: {device_text()}")
     st.caption("Papers: Gelberg, van der Ouderaa, van der Wilk, Gal (2024), *Variational Inference Failures "
                "Under Model Symmetries*; Laurent, Aldea, Franchi (ICLR 2024); Rossi, Singh, Hannagan (NeurIPS 2023).")
@@ -44,5 +46,6 @@ def home():
 
 MODES = st.Page("pages/modes.py", title="Mode interpolation", icon=":material/ssid_chart:", url_path="modes")
 TOY = st.Page("pages/toy.py", title="Tractable BNN", icon=":material/hub:", url_path="toy")
-navigation = st.navigation([st.Page(home, title="Home", icon=":material/home:", default=True), MODES, TOY])
+MNIST = st.Page("pages/mnist.py", title="MNIST", icon=":material/grid_on:", url_path="mnist")
+navigation = st.navigation([st.Page(home, title="Home", icon=":material/home:", default=True), MODES, TOY, MNIST])
 navigation.run()

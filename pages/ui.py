@@ -152,7 +152,8 @@ def figure(traces, x_title: str, y_title: str, title: str | None = None, marks=(
     )
     if equal_axes:
         layout["yaxis"].update(scaleanchor="x", scaleratio=1)
-    return dict(data=list(traces), layout=layout)
+    # Plotly refuses a figure without traces: an empty one keeps the axes (e.g. before a run's first epoch).
+    return dict(data=list(traces) or [dict(type="scatter", x=[], y=[], showlegend=False)], layout=layout)
 
 
 def csv_download(frame: pd.DataFrame, filename: str, label: str, key: str) -> None:

@@ -189,7 +189,215 @@ def _num(value):
     return "nan" if value is None else f"{value:.4f}"
 
 
-_FORMATTERS = {"modes": _format_modes, "toy": _format_toy}
+def _int_list(text: str) -> list[int]:
+    try:
+        values = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of whole numbers") from None
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} needs one or more whole numbers >= 1")
+    return values
+
+
+def _add_mnist_options(p, *, sweep: bool) -> None:
+    from .mnist import DEVICES, METHODS, MnistConfig
+
+    defaults = MnistConfig()
+    if sweep:
+        p.add_argument("--hidden", type=_int_list, default=[16, 64, 256, 1024],
+                       help="comma-separated widths (default 16,64,256,1024)")
+        p.add_argument("--methods", default="mfvi,sgm", help="comma-separated methods among mfvi,sgm")
+        p.add_argument("--K", type=_int_list, default=[4, 16], help="SGM's K values, comma-separated")
+        p.add_argument("--seeds", type=_int_at_least(1), default=3, help="seeds 0 .. N-1 for every setting")
+    else:
+        p.add_argument("--hidden", type=_int_at_least(1), default=defaults.hidden, help="units per hidden layer")
+        p.add_argument("--method", choices=METHODS, default=defaults.method)
+        p.add_argument("--K", type=_int_at_least(2), default=defaults.K,
+                       help="SGM: InfoNCE terms (identity + K-1 random permutations)")
+        p.add_argument("--seed", type=_int_at_least(0), default=defaults.seed)
+        p.add_argument("--resume", type=_int_at_least(1), default=None, metavar="RUN_ID",
+                       help="continue an interrupted, cancelled or failed run from its checkpoint")
+    p.add_argument("--depth", type=_int_at_least(1), default=defaults.depth, help="hidden layers")
+    p.add_argument("--epochs", type=_int_at_least(1), default=defaults.epochs)
+    p.add_argument("--batch-size", type=_int_at_least(1), default=defaults.batch_size)
+    p.add_argument("--lr", type=_positive_float, default=defaults.lr, help="Adam learning rate")
+    p.add_argument("--prior-scale", type=_positive_float, default=defaults.prior_scale,
+                   help="std dev of the isotropic Gaussian prior")
+    p.add_argument("--init-sd", type=_positive_float, default=defaults.init_sd,
+                   help="initial posterior std dev of every weight")
+    p.add_argument("--samples", type=_int_at_least(1), default=defaults.samples,
+                   help="weight samples M averaged in test predictions")
+    p.add_argument("--train-subset", type=_int_at_least(0), default=defaults.train_subset,
+                   help="train on a seeded subset of N examples (0: all 60000)")
+    p.add_argument("--device", choices=DEVICES, default=defaults.device,
+                   help="auto: CUDA when torch finds a GPU, else CPU")
+    p.add_argument("--data-dir", default=None,
+                   help="directory with the four MNIST IDX .gz files (default: the copy in assets/mnist)")
+    p.add_argument("--runs-dir", default=None,
+                   help="run registry and checkpoints (default: $SYMLAB_RUNS_DIR or ./runs), shared with the app")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+
+def _add_mnist(subparsers) -> None:
+    p = subparsers.add_parser(
+        "mnist", help="one MNIST run, MFVI or SGM, recorded in the run registry the app shows",
+        description=("Train a Bayesian MLP on MNIST with mean-field VI (mfvi) or its symmetrised version "
+                     "(sgm: ELBO + InfoNCE estimate Î_K over random permutations of the hidden units), in "
+                     "this process, and report the final test accuracy, NLL, calibration error and ELBO. "
+                     "The run is registered like the app's runs; it does not wait in the app's queue."))
+    _add_mnist_options(p, sweep=False)
+    p.set_defaults(run=_run_mnist)
+    s = subparsers.add_parser(
+        "mnist-sweep", help="MFVI vs SGM across widths and seeds: the paper's Table 1",
+        description=("Train every combination of width, method (and K for SGM) and seed one after the "
+                     "other, each registered as a run, then print test accuracy (mean ± std over seeds) by "
+                     "width and method."))
+    _add_mnist_options(s, sweep=True)
+    s.set_defaults(run=_run_mnist_sweep)
+    d = subparsers.add_parser(
+        "mnist-data", help="check the MNIST files, or download them into a directory",
+        description=("Verify the four MNIST IDX files (content checksums) in --data-dir (default: the copy "
+                     "shipped in assets/mnist); with --download, fetch missing or damaged ones from the "
+                     "canonical mirrors, verified."))
+    d.add_argument("--data-dir", default=None)
+    d.add_argument("--download", action="store_true")
+    d.add_argument("--json", action="store_true")
+    d.set_defaults(run=_run_mnist_data)
+
+
+def _mnist_config(args, **overrides):
+    from .mnist import MnistConfig
+
+    values = dict(depth=args.depth, epochs=args.epochs, batch_size=args.batch_size, lr=args.lr,
+                  prior_scale=args.prior_scale, init_sd=args.init_sd, samples=args.samples,
+                  train_subset=args.train_subset, device=args.device)
+    values.update(overrides)
+    return MnistConfig(**values).validate()
+
+
+def _train_registered(registry, config, quiet: bool, resume_id=None) -> dict:
+    """Train one run in this process (new, or resumed from its checkpoint); its summary."""
+    import os
+
+    from . import worker
+    from .mnist import resolve_device
+    from .runs import RESUMABLE, RUNNING
+
+    if resume_id is None:
+        run_id = registry.create(config, resolve_device(config.device).type, status=RUNNING, pid=os.getpid(),
+                                 source="cli")
+    else:
+        run = registry.get(resume_id)
+        if run.status not in RESUMABLE:
+            raise ValueError(f"run #{resume_id} is {run.status}; only {', '.join(RESUMABLE)} runs can be resumed")
+        run_id, config = resume_id, run.config
+        registry.update(run_id, status=RUNNING, cancel_requested=0, finished=None, message="")
+        registry.register_process(run_id, os.getpid())
+
+    def echo(metrics):
+        if not quiet:
+            print(f"  run #{run_id} ({config.label}) epoch {metrics['epoch']}/{config.epochs}: "
+                  f"test acc {metrics['test_acc']:.4f}, NLL {metrics['test_nll']:.4f}, "
+                  f"ELBO {metrics['train_elbo']:.1f} ({metrics['seconds']:.1f} s)", file=sys.stderr, flush=True)
+
+    final = worker.execute(registry, run_id, data_dir=getattr(registry, "data_dir", None), echo=echo)
+    return _run_report(registry, final)
+
+
+def _run_report(registry, run) -> dict:
+    report = {"run_id": run.id, "status": run.status, "message": run.message, "device": run.device,
+              "config": run.config.to_dict()}
+    keys = ("epochs_done", "test_acc", "test_nll", "test_ece", "train_elbo", "train_elbo_sym", "mutual_info",
+            "infonce_active", "train_seconds")
+    report.update({key: (run.result or {}).get(key) for key in keys})
+    report["history"] = registry.metrics([run.id])[run.id]
+    return report
+
+
+def _open_registry(args):
+    from .runs import Registry
+
+    registry = Registry(args.runs_dir)
+    registry.data_dir = args.data_dir
+    return registry
+
+
+def _run_mnist(args) -> dict:
+    config = _mnist_config(args, hidden=args.hidden, method=args.method, K=args.K, seed=args.seed)
+    report = _train_registered(_open_registry(args), config, args.json, resume_id=args.resume)
+    if report["status"] != "finished":
+        raise RuntimeError(f"run #{report['run_id']} {report['status']}: {report['message']}", report)
+    return report
+
+
+def _run_mnist_sweep(args) -> dict:
+    from .runs import results_table
+
+    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    unknown = sorted(set(methods) - {"mfvi", "sgm"})
+    if unknown or not methods:
+        raise ValueError(f"--methods takes mfvi and/or sgm (got {args.methods!r})")
+    variants = [("mfvi", None)] * ("mfvi" in methods) + [("sgm", K) for K in args.K if "sgm" in methods]
+    configs = [_mnist_config(args, hidden=hidden, method=method, seed=seed, **({"K": K} if K else {}))
+               for hidden in args.hidden for method, K in variants for seed in range(args.seeds)]
+    registry = _open_registry(args)
+    reports = []
+    for number, config in enumerate(configs, 1):
+        if not args.json:
+            print(f"[{number}/{len(configs)}] {config.label}", file=sys.stderr, flush=True)
+        reports.append(_train_registered(registry, config, args.json))
+    runs = [registry.get(report["run_id"]) for report in reports]
+    return {"runs": [{k: v for k, v in r.items() if k != "history"} for r in reports],
+            "table": results_table(runs)}
+
+
+def _run_mnist_data(args) -> dict:
+    from . import mnist_data
+
+    directory = args.data_dir
+    downloaded = mnist_data.download_mnist(directory) if (args.download and directory) else []
+    if args.download and not directory:
+        raise ValueError("--download needs --data-dir (the shipped copy is not overwritten)")
+    problems = mnist_data.check_mnist(directory)
+    return {"directory": str(mnist_data.SHIPPED_DIR if directory is None else directory),
+            "ok": not problems, "problems": problems, "downloaded": downloaded}
+
+
+def _format_mnist(report: dict) -> str:
+    lines = [f"run #{report['run_id']}: {report['status']} on {report['device']}"
+             + (f" ({report['message']})" if report["message"] else ""),
+             f"{'epoch':>5} {'test acc':>9} {'NLL':>7} {'ECE':>7} {'train ELBO':>13} {'ELBO + I_K':>13} {'s':>6}"]
+    for m in report["history"]:
+        sym = "" if m["train_elbo_sym"] is None else f"{m['train_elbo_sym']:.1f}"
+        lines.append(f"{m['epoch']:5d} {m['test_acc']:9.4f} {m['test_nll']:7.4f} {m['test_ece']:7.4f} "
+                     f"{m['train_elbo']:13.1f} {sym:>13} {m['seconds']:6.1f}")
+    return "\n".join(lines)
+
+
+def _format_mnist_sweep(report: dict) -> str:
+    lines = ["Test accuracy by width and method (mean ± std over seeds)"]
+    for setting in dict.fromkeys(row["setting"] for row in report["table"]):
+        lines.append(f"  {setting}")
+        lines.append(f"  {'width':>6} {'method':>10} {'seeds':>5} {'test acc':>17} {'NLL':>8} {'ECE':>8} {'train ELBO':>12}")
+        for row in (r for r in report["table"] if r["setting"] == setting):
+            lines.append(f"  {row['hidden']:6d} {row['label']:>10} {row['seeds']:5d} "
+                         f"{_pm(row['test_acc_mean'], row['test_acc_std'], 4):>17} {row['test_nll_mean']:8.4f} "
+                         f"{row['test_ece_mean']:8.4f} {row['train_elbo_mean']:12.1f}")
+    failed = [r for r in report["runs"] if r["status"] != "finished"]
+    for r in failed:
+        lines.append(f"run #{r['run_id']} {r['status']}: {r['message']}")
+    return "\n".join(lines)
+
+
+def _format_mnist_data(report: dict) -> str:
+    lines = [f"MNIST in {report['directory']}: " + ("all four files verified" if report["ok"] else "problems:")]
+    lines += [f"  downloaded {name}" for name in report["downloaded"]]
+    lines += [f"  {problem}" for problem in report["problems"]]
+    return "\n".join(lines)
+
+
+_FORMATTERS = {"modes": _format_modes, "toy": _format_toy, "mnist": _format_mnist,
+               "mnist-sweep": _format_mnist_sweep, "mnist-data": _format_mnist_data}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -201,6 +409,7 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers.required = True
     _add_modes(subparsers)
     _add_toy(subparsers)
+    _add_mnist(subparsers)
     return parser
 
 
@@ -211,6 +420,10 @@ def main(argv=None) -> int:
         result = args.run(args)
     except ValueError as error:
         parser.exit(2, f"{parser.prog} {args.lab}: error: {error}\n")
+    except RuntimeError as error:  # a run that did not finish, or an unusable data/runs directory
+        if len(error.args) > 1 and args.json:
+            print(json.dumps(error.args[1], allow_nan=False))
+        parser.exit(1, f"{parser.prog} {args.lab}: error: {error.args[0]}\n")
     if args.json:
         print(json.dumps(result, allow_nan=False))
     else:

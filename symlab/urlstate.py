@@ -81,6 +81,8 @@ def _parse_one(spec: Param, raw: str) -> tuple[Any, str | None]:
 
 
 def _parse_floats(spec: Param, raw: str) -> tuple[Any, str | None]:
+    if not raw.strip() and spec.default == "":  # an optional list, left empty
+        return "", None
     try:
         numbers = [float(part) for part in raw.split(",") if part.strip()]
     except ValueError:

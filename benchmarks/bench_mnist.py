@@ -1,0 +1,160 @@
+"""MNIST epoch cost: deterministic MLP vs our MFVI vs our SGM (K = 8, 64) vs bayesian-torch.
+
+One training epoch each (60 000 images, hidden 400, batch 128, Adam, the same minibatch order),
+on this machine's CPU unless --device says otherwise; evaluation is not timed. Then MFVI's test
+accuracy over 10 epochs. Each variant runs --rounds times, interleaved; the fastest epoch counts.
+
+    python benchmarks/bench_mnist.py [--rounds 2] [--device cpu|cuda] [--widths 64,256,1024,4096]
+
+bayesian-torch is optional: `pip install --no-deps bayesian-torch` (it imports without torchvision).
+Targets: MFVI ≤ 1.6× deterministic and ≤ 0.5× bayesian-torch; SGM K=8 ≤ 1.25× MFVI, K=64 ≤ 1.6× MFVI;
+MFVI ≥ 97 % test accuracy within 10 epochs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from symlab import mnist, mnist_data  # noqa: E402
+
+HIDDEN, BATCH, LR = 400, 128, 1e-3
+
+
+def minibatches(n: int, device, seed: int = 0):
+    order = torch.randperm(n, generator=torch.Generator(device=device).manual_seed(seed), device=device)
+    return [order[i:i + BATCH] for i in range(0, n, BATCH)]
+
+
+def sync(device):
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+
+
+def deterministic_epoch(tensors, device, hidden) -> float:
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(784, hidden), torch.nn.ReLU(), torch.nn.Linear(hidden, 10)).to(device)
+    optimizer = torch.optim.Adam(net.parameters(), lr=LR, fused=True)
+    batches = minibatches(len(tensors.train_y), device)
+    sync(device)
+    started = time.perf_counter()
+    for batch in batches:
+        loss = F.cross_entropy(net(tensors.train_x[batch]), tensors.train_y[batch])
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+    sync(device)
+    return time.perf_counter() - started
+
+
+def bayesian_torch_epoch(tensors, device, hidden) -> float | None:
+    try:
+        from bayesian_torch.layers import LinearReparameterization
+    except ImportError:
+        return None
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.hidden = LinearReparameterization(784, hidden)
+            self.out = LinearReparameterization(hidden, 10)
+
+        def forward(self, x):
+            h, kl_hidden = self.hidden(x)
+            logits, kl_out = self.out(F.relu(h))
+            return logits, kl_hidden + kl_out
+
+    torch.manual_seed(0)
+    net = Net().to(device)
+    optimizer = torch.optim.Adam(net.parameters(), lr=LR, fused=True)
+    n = len(tensors.train_y)
+    batches = minibatches(n, device)
+    sync(device)
+    started = time.perf_counter()
+    for batch in batches:
+        logits, kl = net(tensors.train_x[batch])
+        loss = F.cross_entropy(logits, tensors.train_y[batch]) + kl / n
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+    sync(device)
+    return time.perf_counter() - started
+
+
+def our_epoch(tensors, device, hidden, method, K=16) -> float:
+    config = mnist.MnistConfig(hidden=hidden, method=method, K=K, epochs=1, batch_size=BATCH, lr=LR, samples=1)
+    trainer = mnist.MnistTrainer(config, tensors, device)
+    trainer.evaluate = lambda generator: {}  # time training only
+    sync(device)
+    return trainer.train_epoch()["seconds"]
+
+
+def epoch_times(tensors, device, hidden, rounds) -> dict[str, float | None]:
+    variants = {
+        "deterministic MLP": lambda: deterministic_epoch(tensors, device, hidden),
+        "our MFVI": lambda: our_epoch(tensors, device, hidden, "mfvi"),
+        "our SGM K=8": lambda: our_epoch(tensors, device, hidden, "sgm", 8),
+        "our SGM K=64": lambda: our_epoch(tensors, device, hidden, "sgm", 64),
+        "bayesian-torch": lambda: bayesian_torch_epoch(tensors, device, hidden),
+    }
+    best: dict[str, float | None] = {name: math.inf for name in variants}
+    for _ in range(rounds):
+        for name, run in variants.items():
+            seconds = run()
+            best[name] = None if seconds is None else min(best[name], seconds)
+    return best
+
+
+def ratio(a, b):
+    return "n/a" if a is None or b is None else f"{a / b:.2f}×"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--device", default="auto")
+    parser.add_argument("--accuracy-epochs", type=int, default=10)
+    parser.add_argument("--widths", default="", help="also time MFVI/SGM epochs at these widths (e.g. on a GPU)")
+    args = parser.parse_args()
+    device = mnist.resolve_device(args.device)
+    data = mnist_data.load_mnist()
+    tensors = mnist.prepare_tensors(data, mnist.MnistConfig(), device)
+    print(f"device {device}, torch {torch.__version__}, {torch.get_num_threads()} threads; "
+          f"hidden {HIDDEN}, batch {BATCH}, {len(tensors.train_y)} images per epoch; best of {args.rounds}")
+
+    times = epoch_times(tensors, device, HIDDEN, args.rounds)
+    for name, seconds in times.items():
+        shown = "not installed (pip install --no-deps bayesian-torch)" if seconds is None else f"{seconds:7.2f} s"
+        print(f"  {name:<18} {shown}")
+    det, ours, bt = times["deterministic MLP"], times["our MFVI"], times["bayesian-torch"]
+    print(f"MFVI / deterministic   {ratio(ours, det):>7}  (target ≤ 1.6×)")
+    print(f"MFVI / bayesian-torch  {ratio(ours, bt):>7}  (target ≤ 0.5×)")
+    print(f"SGM K=8 / MFVI         {ratio(times['our SGM K=8'], ours):>7}  (target ≤ 1.25×)")
+    print(f"SGM K=64 / MFVI        {ratio(times['our SGM K=64'], ours):>7}  (target ≤ 1.6×)")
+
+    if args.accuracy_epochs:
+        config = mnist.MnistConfig(hidden=HIDDEN, method="mfvi", epochs=args.accuracy_epochs)
+        trainer = mnist.MnistTrainer(config, tensors, device)
+        for _ in range(config.epochs):
+            metrics = trainer.train_epoch()
+            print(f"  MFVI epoch {metrics['epoch']:2d}: test accuracy {100 * metrics['test_acc']:.2f} %, "
+                  f"NLL {metrics['test_nll']:.4f}, ECE {metrics['test_ece']:.4f}")
+        print(f"MFVI test accuracy after {config.epochs} epochs: {100 * metrics['test_acc']:.2f} % (target ≥ 97 %)")
+
+    for width in [int(w) for w in args.widths.split(",") if w.strip()]:
+        det = deterministic_epoch(tensors, device, width)
+        mf = our_epoch(tensors, device, width, "mfvi")
+        sg = our_epoch(tensors, device, width, "sgm", 16)
+        print(f"  width {width:5d}: deterministic {det:6.2f} s, MFVI {mf:6.2f} s ({mf / det:.2f}×), "
+              f"SGM K=16 {sg:6.2f} s ({sg / mf:.2f}× MFVI)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,390 @@
+"""MNIST lab: launch MFVI and SGM runs, watch them train, compare widths (Gelberg et al. §5, Table 1)."""
+
+import time
+import uuid
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from pages import ui
+from symlab import mnist_data, runs
+from symlab.mnist import DEVICES, METHODS, MnistConfig, resolve_device
+from symlab.urlstate import Param
+
+PAGE = "mnist"
+LIMITS = runs.RunLimits.from_env()
+DEFAULTS = MnistConfig()
+SPECS = (
+    Param("hidden", "int", DEFAULTS.hidden, 1, LIMITS.max_hidden),
+    Param("depth", "int", DEFAULTS.depth, 1, LIMITS.max_depth),
+    Param("method", "choice", DEFAULTS.method, choices=METHODS),
+    Param("K", "int", DEFAULTS.K, 2, 256),
+    Param("epochs", "int", DEFAULTS.epochs, 1, LIMITS.max_epochs),
+    Param("subset", "int", DEFAULTS.train_subset, 0, 60_000),
+    Param("batch", "int", DEFAULTS.batch_size, 8, 2048),
+    Param("lr", "float", DEFAULTS.lr, 1e-5, 0.1),
+    Param("prior", "float", DEFAULTS.prior_scale, 0.01, 10.0),
+    Param("init_sd", "float", DEFAULTS.init_sd, 1e-5, 1.0),
+    Param("samples", "int", DEFAULTS.samples, 1, 100),
+    Param("seed", "int", DEFAULTS.seed, 0, 100_000),
+    Param("device", "choice", DEFAULTS.device, choices=DEVICES),
+    Param("compare", "floats", "", 1, 1e9, max_items=8),
+)
+PRESETS = {
+    "Tiny (seconds)": (
+        dict(hidden=16, depth=1, epochs=2, subset=2000, samples=10, init_sd=1e-3),
+        "A run takes seconds: launch MFVI and SGM together and watch them move through the queue."),
+    "Quick look (a minute)": (
+        dict(hidden=64, depth=1, epochs=3, subset=10_000, samples=10, init_sd=1e-3),
+        "A small net on 10 000 images: compare the two methods' accuracy and ELBO curves epoch by epoch."),
+    "Paper width 400": (
+        dict(hidden=400, depth=1, epochs=10, subset=0, samples=10, init_sd=1e-3),
+        "The full training set: MFVI passes 97 % test accuracy within 10 epochs (~3 s per epoch on 2 CPU cores)."),
+    "Overlapping copies": (
+        dict(hidden=4, depth=1, epochs=3, subset=5000, samples=10, init_sd=0.3, K=16),
+        "Four hidden units started with wide posteriors: permuted copies overlap, so Î_K < log K and SGM's "
+        "extra term has a gradient (the 'I_K active' column)."),
+}
+REFRESH_SECONDS = 2.0
+METHOD_COLOURS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000")
+DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
+STATUS_ICONS = {runs.QUEUED: "⏳", runs.RUNNING: "▶️", runs.FINISHED: "✅", runs.FAILED: "❌",
+                runs.DIVERGED: "💥", runs.CANCELLED: "⏹️", runs.INTERRUPTED: "⏸️"}
+
+
+@st.cache_resource(show_spinner=False)
+def registry() -> runs.Registry:
+    return runs.Registry()
+
+
+@st.cache_resource(show_spinner="Checking the MNIST files…")
+def data_problems() -> list[str]:
+    return mnist_data.check_mnist(None)
+
+
+def session_id() -> str:
+    if "mnist.session" not in st.session_state:
+        st.session_state["mnist.session"] = uuid.uuid4().hex
+    return st.session_state["mnist.session"]
+
+
+def config_from(values, method=None) -> MnistConfig:
+    return MnistConfig(hidden=values["hidden"], depth=values["depth"], method=method or values["method"],
+                       K=values["K"], epochs=values["epochs"], batch_size=values["batch"], lr=values["lr"],
+                       prior_scale=values["prior"], init_sd=values["init_sd"], samples=values["samples"],
+                       train_subset=values["subset"], seed=values["seed"], device=values["device"]).validate()
+
+
+def compare_ids(values) -> list[int]:
+    text = values["compare"]
+    return [int(float(part)) for part in text.split(",") if part.strip()] if text else []
+
+
+def apply_preset():
+    name = st.session_state["mnist.preset"]
+    if name in PRESETS:
+        ui.apply_values(PAGE, PRESETS[name][0])
+
+
+def new_seed():
+    key = ui.widget_key(PAGE, "seed")
+    st.session_state[key] = (st.session_state[key] + 1) % 100_000
+
+
+def controls():
+    key = lambda name: ui.widget_key(PAGE, name)
+    with st.sidebar:
+        st.subheader("Presets")
+        st.selectbox("Preset", ["—", *PRESETS], key="mnist.preset", on_change=apply_preset)
+        if st.session_state.get("mnist.preset") in PRESETS:
+            st.info(PRESETS[st.session_state["mnist.preset"]][1])
+        st.subheader("Network")
+        st.number_input("Hidden units per layer", 1, LIMITS.max_hidden, step=1, key=key("hidden"))
+        st.number_input("Hidden layers", 1, LIMITS.max_depth, step=1, key=key("depth"))
+        st.segmented_control("Method", METHODS, key=key("method"),
+                             format_func=lambda m: {"mfvi": "MFVI", "sgm": "SGM"}[m])
+        st.number_input("K (SGM's InfoNCE terms)", 2, 256, step=1, key=key("K"),
+                        disabled=st.session_state[key("method")] != "sgm")
+        st.subheader("Training")
+        st.number_input("Epochs", 1, LIMITS.max_epochs, step=1, key=key("epochs"))
+        st.number_input("Training subset (0 = all 60 000)", 0, 60_000, step=1000, key=key("subset"))
+        st.number_input("Batch size", 8, 2048, step=8, key=key("batch"))
+        st.number_input("Learning rate (Adam)", 1e-5, 0.1, step=1e-4, format="%.5f", key=key("lr"))
+        st.number_input("Prior std dev", 0.01, 10.0, step=0.1, key=key("prior"))
+        st.number_input("Initial posterior std dev", 1e-5, 1.0, step=1e-3, format="%.5f", key=key("init_sd"))
+        st.number_input("Prediction samples M", 1, 100, step=1, key=key("samples"))
+        st.number_input("Seed", 0, 100_000, step=1, key=key("seed"))
+        st.button("New seed", on_click=new_seed, icon=":material/casino:", key="mnist.new_seed", width="stretch")
+        st.segmented_control("Device", DEVICES, key=key("device"),
+                             help="auto: the GPU when torch finds one, else the CPU")
+
+
+def explanation():
+    with st.expander("What is being trained", expanded=False):
+        st.markdown(
+            "A Bayesian MLP 784 → h → 10 (ReLU) with an isotropic Gaussian prior N(0, p²I) and a mean-field "
+            "Gaussian posterior q = N(μ, diag σ²). **MFVI** maximises the ELBO; **SGM** maximises the bound of "
+            "the symmetrised posterior q_G = (1/|G|) Σ_g q(g⁻¹ω), G the permutations of the hidden units:")
+        st.latex(r"\mathrm{ELBO}_G = \mathrm{ELBO} + I(\omega; g) \;\ge\; \mathrm{ELBO} + \hat I_K,\qquad "
+                 r"\hat I_K = \log \frac{K\, q(\omega)}{q(\omega) + \sum_{k=1}^{K-1} q(g_k^{-1}\omega)}")
+        st.markdown(
+            "with K − 1 random permutations g_k per step (Thm 4.3; Î_K ≤ min(I, log K)). The K log-densities "
+            "come from a pairwise cost matrix between the sampled units and the mean units, "
+            "C[j, k] = Σ (ω_j − μ_k)² / σ_k², so K costs O(h²d + Kh), not K passes over the weights. "
+            "When every permuted copy is far from the sample (wide, trained nets) Î_K = log K exactly and its "
+            "gradient is 0: SGM then trains exactly like MFVI with the same seed, and its bound is log K higher. "
+            "Per epoch: the train ELBO (running estimate over the epoch's minibatches), test accuracy, NLL and "
+            "expected calibration error (15 bins) of the predictive averaged over M weight samples.")
+
+
+def launch(values, methods) -> None:
+    reg = registry()
+    for method in methods:
+        try:
+            config = config_from(values, method)
+            run_id = runs.submit(reg, config, LIMITS, session=session_id())
+        except (ValueError, runs.RegistryError) as error:
+            st.error(f"Not launched: {error}")
+            return
+        st.toast(f"Run #{run_id} queued: {config.label}", icon=":material/rocket_launch:")
+
+
+def launch_panel(values):
+    st.markdown("Runs train in their own processes: closing the tab or restarting the server does not lose them.")
+    cols = st.columns(2)
+    method_name = "SGM" if values["method"] == "sgm" else "MFVI"
+    if cols[0].button(f"Launch {method_name}", type="primary", icon=":material/rocket_launch:", key="mnist.launch",
+                      width="stretch"):
+        launch(values, [values["method"]])
+    if cols[1].button("Launch MFVI and SGM (same seed)", icon=":material/compare_arrows:", key="mnist.launch_pair",
+                      width="stretch"):
+        launch(values, ["mfvi", "sgm"])
+    st.caption(f"This server: at most {LIMITS.max_concurrent_per_device} run(s) at a time per device (others "
+               f"wait in the queue), width ≤ {LIMITS.max_hidden}, ≤ {LIMITS.max_depth} hidden layers, "
+               f"≤ {LIMITS.max_epochs} epochs, ≤ {LIMITS.max_runs_per_session} runs per session.")
+
+
+def runs_frame(all_runs) -> pd.DataFrame:
+    rows = []
+    for run in reversed(all_runs):
+        result = run.result or {}
+        rows.append({"run": run.id, "status": f"{STATUS_ICONS.get(run.status, '')} {run.status}",
+                     "method": runs.method_label(run.config), "width": run.config.hidden,
+                     "layers": run.config.depth, "seed": run.config.seed,
+                     "epochs": f"{run.epoch}/{run.config.epochs}", "progress": run.progress,
+                     "test acc": result.get("test_acc"), "NLL": result.get("test_nll"), "ECE": result.get("test_ece"),
+                     "I_K active": result.get("infonce_active"), "device": run.device,
+                     "from": run.source, "created": time.strftime("%Y-%m-%d %H:%M", time.localtime(run.created)),
+                     "note": run.message})
+    return pd.DataFrame(rows)
+
+
+def run_controls(all_runs):
+    reg = registry()
+    active = [run for run in all_runs if run.status in runs.ACTIVE]
+    for run in active:
+        cols = st.columns([6, 1])
+        text = (f"#{run.id} {run.config.label}: {run.status}, epoch {run.epoch}/{run.config.epochs}"
+                + (" (cancelling…)" if run.cancel_requested else ""))
+        cols[0].progress(min(max(run.progress, 0.0), 1.0), text=text)
+        if cols[1].button("Cancel", key=f"mnist.cancel.{run.id}", icon=":material/stop:",
+                          disabled=run.cancel_requested):
+            runs.cancel(reg, run.id)
+            st.rerun(scope="fragment")
+    resumable = [run for run in all_runs if run.status in runs.RESUMABLE]
+    if resumable:
+        cols = st.columns([6, 1])
+        chosen = cols[0].selectbox("Resume a stopped run from its last checkpoint", resumable,
+                                   format_func=lambda r: f"{r.label}: {r.status} ({r.message})", key="mnist.resume_pick")
+        if cols[1].button("Resume", key="mnist.resume", icon=":material/play_arrow:"):
+            try:
+                runs.resume(reg, chosen.id, LIMITS)
+            except ValueError as error:
+                st.error(str(error))
+            st.rerun(scope="fragment")
+
+
+def curves_figure(history_by_run, labels, metric, title, y_title):
+    traces = []
+    for i, (run_id, history) in enumerate(history_by_run.items()):
+        if not history:
+            continue
+        traces.append(ui.line([m["epoch"] for m in history], [m[metric] for m in history], labels[run_id],
+                              METHOD_COLOURS[i % len(METHOD_COLOURS)], DASHES[i % len(DASHES)], markers=True))
+    return ui.figure(traces, "epoch", y_title, title=title, height=300)
+
+
+def metrics_frame(history_by_run, labels) -> pd.DataFrame:
+    rows = [{"run": run_id, "label": labels[run_id], **m} for run_id, history in history_by_run.items() for m in history]
+    return pd.DataFrame(rows)
+
+
+def live_runs():
+    reg = registry()
+    try:
+        runs.dispatch(reg, LIMITS)
+        all_runs = reg.runs()
+    except runs.RegistryError as error:
+        st.error(str(error))
+        return
+    if not all_runs:
+        st.info("No runs yet: launch one above (or with `python -m symlab mnist`).")
+        return
+    run_controls(all_runs)
+    frame = runs_frame(all_runs)
+    st.dataframe(frame, hide_index=True, width="stretch",
+                 column_config={"progress": st.column_config.ProgressColumn("progress", min_value=0, max_value=1),
+                                "test acc": st.column_config.NumberColumn(format="%.4f"),
+                                "NLL": st.column_config.NumberColumn(format="%.4f"),
+                                "ECE": st.column_config.NumberColumn(format="%.4f"),
+                                "I_K active": st.column_config.NumberColumn(format="%.2f")})
+    shown = [run for run in all_runs if run.status in runs.ACTIVE][-4:] or all_runs[-2:]
+    history = reg.metrics(run.id for run in shown)
+    labels = {run.id: run.label for run in shown}
+    st.caption("Per-epoch curves of the runs in progress (or the latest two).")
+    cols = st.columns(2)
+    cols[0].plotly_chart(curves_figure(history, labels, "test_acc", "Test accuracy", "accuracy"),
+                         key="mnist.live_acc", config={"displayModeBar": False})
+    cols[1].plotly_chart(curves_figure(history, labels, "train_elbo", "Train ELBO", "ELBO (nats)"),
+                         key="mnist.live_elbo", config={"displayModeBar": False})
+    ui.csv_download(frame, "mnist_runs.csv", "Runs table as CSV", key="mnist.runs_csv")
+
+
+@st.fragment(run_every=REFRESH_SECONDS)
+def live_runs_fragment():
+    live_runs()
+
+
+def table_one(rows) -> pd.DataFrame:
+    """Test accuracy (%) by width (rows) and method (columns), mean ± std (seeds)."""
+    labels = sorted({row["label"] for row in rows}, key=lambda label: (label != "MFVI", len(label), label))
+    table = {}
+    for row in rows:
+        cell = f"{100 * row['test_acc_mean']:.2f} ± {100 * row['test_acc_std']:.2f} ({row['seeds']})"
+        table.setdefault(row["hidden"], {})[row["label"]] = cell
+    return pd.DataFrame([{"width": width, **{label: table[width].get(label, "—") for label in labels}}
+                         for width in sorted(table)])
+
+
+def width_figure(rows, key_mean, key_std, y_title, title, scale=1.0, log_x=True):
+    labels = sorted({row["label"] for row in rows}, key=lambda label: (label != "MFVI", len(label), label))
+    traces = []
+    for i, label in enumerate(labels):
+        mine = sorted((row for row in rows if row["label"] == label and row[key_mean] is not None),
+                      key=lambda row: row["hidden"])
+        trace = ui.line([row["hidden"] for row in mine], [scale * row[key_mean] for row in mine], label,
+                        METHOD_COLOURS[i % len(METHOD_COLOURS)], DASHES[i % len(DASHES)], markers=True)
+        if key_std:
+            trace["error_y"] = dict(type="data", array=[scale * row[key_std] for row in mine], visible=True)
+        traces.append(trace)
+    figure = ui.figure(traces, "hidden units (width)", y_title, title=title, height=320)
+    if log_x:
+        figure["layout"]["xaxis"]["type"] = "log"
+    return figure
+
+
+def bound_gain_rows(rows) -> list[dict]:
+    """SGM's bound (ELBO + Î_K) minus MFVI's ELBO, per width and K, on the same setting."""
+    mfvi = {(row["setting"], row["hidden"]): row for row in rows if row["method"] == "mfvi"}
+    gains = []
+    for row in rows:
+        base = mfvi.get((row["setting"], row["hidden"]))
+        if row["method"] == "sgm" and base and row["train_elbo_sym_mean"] is not None:
+            gains.append({**row, "gain_mean": row["train_elbo_sym_mean"] - base["train_elbo_mean"], "gain_std": None})
+    return gains
+
+
+def results(values):
+    reg = registry()
+    try:
+        all_runs = reg.runs()
+    except runs.RegistryError as error:
+        st.error(str(error))
+        return
+    rows = runs.results_table(all_runs)
+    if not rows:
+        st.info("No finished runs yet. Results appear here as runs finish, including those from "
+                "`python -m symlab mnist-sweep`.")
+    else:
+        settings = list(dict.fromkeys(row["setting"] for row in reversed(rows)))
+        setting = st.selectbox("Setting (runs are compared only when everything but width, method and seed agree)",
+                               settings, key="mnist.setting")
+        chosen = [row for row in rows if row["setting"] == setting]
+        st.markdown("**Test accuracy (%) by width and method**, mean ± std over seeds (number of seeds), "
+                    "laid out like the paper's Table 1")
+        st.dataframe(table_one(chosen), hide_index=True)
+        cols = st.columns(2)
+        cols[0].plotly_chart(width_figure(chosen, "test_acc_mean", "test_acc_std", "test accuracy (%)",
+                                          "Accuracy against width (± std)", scale=100.0), key="mnist.width_acc")
+        gains = bound_gain_rows(chosen)
+        if gains:
+            cols[1].plotly_chart(width_figure(gains, "gain_mean", None, "SGM bound − MFVI ELBO (nats)",
+                                              "ELBO comparison: how much higher SGM's bound is"),
+                                 key="mnist.width_gain")
+            cols[1].caption("The gain is at most log K; it equals log K when no sampled permutation comes near "
+                            "the sample (Î_K = log K).")
+        else:
+            cols[1].plotly_chart(width_figure(chosen, "train_elbo_mean", "train_elbo_std", "train ELBO (nats)",
+                                              "Train ELBO against width"), key="mnist.width_elbo")
+        table = pd.DataFrame([{k: v for k, v in row.items() if k != "run_ids"} for row in chosen])
+        ui.csv_download(table, "mnist_table1.csv", "Table as CSV", key="mnist.table_csv")
+    compare(values, all_runs)
+
+
+def compare(values, all_runs):
+    st.subheader("Compare runs")
+    by_id = {run.id: run for run in all_runs}
+    key = ui.widget_key(PAGE, "compare")
+    picked = [i for i in compare_ids(values) if i in by_id]
+    chosen = st.multiselect("Runs", list(reversed(list(by_id))), default=picked,
+                            format_func=lambda i: f"{by_id[i].label} ({by_id[i].status})", max_selections=8,
+                            key="mnist.compare_pick")
+    text = ", ".join(str(i) for i in chosen)
+    if st.session_state[key] != text:
+        st.session_state[key] = text
+        st.rerun()
+    if not chosen:
+        st.caption("Pick runs to see their per-epoch curves side by side.")
+        return
+    history = registry().metrics(chosen)
+    labels = {i: by_id[i].label for i in chosen}
+    cols = st.columns(3)
+    cols[0].plotly_chart(curves_figure(history, labels, "test_acc", "Test accuracy", "accuracy"), key="mnist.cmp_acc")
+    cols[1].plotly_chart(curves_figure(history, labels, "test_nll", "Test NLL", "NLL (nats per image)"),
+                         key="mnist.cmp_nll")
+    cols[2].plotly_chart(curves_figure(history, labels, "train_elbo", "Train ELBO", "ELBO (nats)"),
+                         key="mnist.cmp_elbo")
+    ui.csv_download(metrics_frame(history, labels), "mnist_epochs.csv", "Per-epoch metrics as CSV",
+                    key="mnist.cmp_csv")
+
+
+def main():
+    values = ui.start_page(PAGE, SPECS, "MNIST: MFVI vs SGM across widths",
+                           "Gelberg et al. 2024, §5 and Table 1: does symmetrising the variational posterior "
+                           "help more as the network gets wider?", controls)
+    problems = data_problems()
+    if problems:
+        st.error("MNIST is not available, so runs would fail:\n\n" + "\n".join(f"- {p}" for p in problems))
+    try:
+        reg = registry()
+    except runs.RegistryError as error:
+        st.error(str(error))
+        st.stop()
+    try:
+        device_text = resolve_device(values["device"]).type
+    except ValueError as error:
+        st.warning(str(error))
+        device_text = "unavailable"
+    st.caption(f"Data: MNIST, 60 000 train / 10 000 test images, verified by checksum. Runs are kept in "
+               f"`{reg.root}`; device for new runs: {device_text}.")
+    explanation()
+    runs_tab, results_tab = st.tabs(["Launch and watch", "Results"])
+    with runs_tab:
+        launch_panel(values)
+        live_runs_fragment()
+    with results_tab:
+        results(values)
+
+
+main()

@@ -1,0 +1,253 @@
+"""Bayesian MLPs with a mean-field Gaussian posterior, and the permutation symmetry of their
+hidden units (SCIENCE.md §1, §4).
+
+All weights live in one flat vector: W₁, b₁, W₂, b₂, … (each W is out × in, row-major).
+A variational posterior is a pair of flat vectors, means ``mu`` and log standard deviations
+``log_sd``; a sample is ``mu + exp(log_sd) · ε``. A permutation g of the hidden units acts on
+such a vector by indexing (:func:`permutation_index`), so it applies alike to weights, means
+and standard deviations.
+
+SGM trains ELBO + Î_K, the InfoNCE estimate of I(ω; g) over K − 1 random permutations
+(Thm 4.3). For one hidden layer the K log-densities come from a pairwise cost matrix between
+sampled and mean units (:func:`unit_cost_matrix`), not from K passes over all parameters.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import cached_property
+
+import torch
+import torch.nn.functional as F
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Layer sizes (d_in, h₁, …, d_out) and where each layer's weights sit in the flat vector."""
+
+    sizes: tuple[int, ...]
+
+    def __post_init__(self):
+        if len(self.sizes) < 3 or min(self.sizes) < 1:
+            raise ValueError(f"an MLP needs an input, at least one hidden layer and an output: {self.sizes}")
+
+    @property
+    def hidden(self) -> tuple[int, ...]:
+        return self.sizes[1:-1]
+
+    @cached_property
+    def offsets(self) -> tuple[tuple[int, int, int], ...]:
+        """(start of W, start of b, end of b) for each layer."""
+        spans, start = [], 0
+        for fan_in, fan_out in zip(self.sizes[:-1], self.sizes[1:]):
+            spans.append((start, start + fan_out * fan_in, start + fan_out * fan_in + fan_out))
+            start = spans[-1][2]
+        return tuple(spans)
+
+    @property
+    def n_params(self) -> int:
+        return self.offsets[-1][2]
+
+    def layers(self, flat: torch.Tensor) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        """(W, b) views into a flat vector."""
+        return [(flat[w0:b0].view(fan_out, fan_in), flat[b0:end])
+                for (w0, b0, end), fan_in, fan_out in zip(self.offsets, self.sizes[:-1], self.sizes[1:])]
+
+
+def forward(x: torch.Tensor, layout: Layout, weights: torch.Tensor) -> torch.Tensor:
+    """Logits of the ReLU MLP with the given flat weights, for inputs x of shape (n, d_in)."""
+    return forward_layers(x, layout.layers(weights))
+
+
+def forward_layers(x: torch.Tensor, layers) -> torch.Tensor:
+    for W, b in layers[:-1]:
+        x = F.relu(F.linear(x, W, b))
+    W, b = layers[-1]
+    return F.linear(x, W, b)
+
+
+def init_posterior(layout: Layout, init_sd: float, generator: torch.Generator, device="cpu"):
+    """Means drawn like torch.nn.Linear's default (U(±1/√fan_in)), standard deviations init_sd."""
+    mu = torch.empty(layout.n_params, device=device)
+    for (w0, b0, end), fan_in in zip(layout.offsets, layout.sizes[:-1]):
+        bound = 1.0 / math.sqrt(fan_in)
+        mu[w0:end].uniform_(-bound, bound, generator=generator)
+    log_sd = torch.full_like(mu, math.log(init_sd))
+    return mu, log_sd
+
+
+def sample_weights(mu, log_sd, generator: torch.Generator, return_noise=False):
+    """One reparameterised draw ω = μ + σ ⊙ ε, ε ~ N(0, I) (differentiable in μ and log σ);
+    with ``return_noise``, (ω, ε)."""
+    noise = torch.randn(mu.shape, generator=generator, device=mu.device, dtype=mu.dtype)
+    w = torch.addcmul(mu, log_sd.exp(), noise)
+    return (w, noise) if return_noise else w
+
+
+def negative_elbo_gradients(grad_w, noise, mu, sd, prior_scale: float, n_train: int):
+    """Gradients of (minibatch NLL) + KL/N w.r.t. μ and log σ, given the NLL's gradient
+    ``grad_w`` at ω = μ + σ ⊙ ε, written out (a few passes over the weights instead of autograd's
+    graph): ∂/∂μ = g + μ/(p²N), ∂/∂log σ = g ⊙ ε ⊙ σ + (σ²/p² − 1)/N."""
+    scale = 1.0 / (prior_scale**2 * n_train)
+    grad_mu = torch.add(grad_w, mu, alpha=scale)
+    grad_log_sd = grad_w.mul(noise).mul_(sd).addcmul_(sd, sd, value=scale).sub_(1.0 / n_train)
+    return grad_mu, grad_log_sd
+
+
+def kl_to_prior(mu, log_sd, prior_scale: float, sd=None) -> torch.Tensor:
+    """KL(N(μ, σ²) ‖ N(0, p²)) summed over all weights, in closed form (``sd``: exp(log σ) if at hand)."""
+    sd = torch.exp(log_sd) if sd is None else sd
+    variance_ratio = torch.dot(sd, sd) / prior_scale**2
+    return 0.5 * (variance_ratio + torch.dot(mu, mu) / prior_scale**2 - mu.numel()) \
+        - log_sd.sum() + mu.numel() * math.log(prior_scale)
+
+
+# ---------------------------------------------------------------------------------------------
+# Permutation symmetry
+
+def random_permutations(layout: Layout, count: int, generator: torch.Generator, device="cpu"):
+    """``count`` independent uniform elements of G = S_{h₁} × …: per hidden layer a (count, h_l)
+    tensor whose row k is element k's permutation of that layer."""
+    return [torch.stack([torch.randperm(h, generator=generator, device=device) for _ in range(count)])
+            if count else torch.empty(0, h, dtype=torch.long, device=device) for h in layout.hidden]
+
+
+def group_element(perms, k: int) -> list[torch.Tensor]:
+    """Element k of a batch from :func:`random_permutations`: one permutation per hidden layer."""
+    return [layer[k] for layer in perms]
+
+
+def permutation_index(layout: Layout, perms) -> torch.Tensor:
+    """Index vector ``idx`` with ``(g·v) = v[idx]`` for any flat vector v: W_l → P_l W_l P_{l−1}ᵀ,
+    b_l → P_l b_l (row i of the new layer is row perms[l][i] of the old)."""
+    device = perms[0].device if len(perms) else "cpu"
+    full = [torch.arange(layout.sizes[0], device=device), *perms, torch.arange(layout.sizes[-1], device=device)]
+    pieces = []
+    for (w0, b0, _), rows, cols, fan_in in zip(layout.offsets, full[1:], full[:-1], layout.sizes[:-1]):
+        pieces.append(w0 + (rows[:, None] * fan_in + cols[None, :]).reshape(-1))
+        pieces.append(b0 + rows)
+    return torch.cat(pieces)
+
+
+def log_density_terms(w, mu, log_sd, index=None) -> torch.Tensor:
+    """log q(g⁻¹ ω) up to the normaliser (which no permutation changes): −½ Σ (ω − gμ)² / (gσ)²,
+    with g given by its permutation index (None: identity)."""
+    if index is not None:
+        mu, log_sd = mu[index], log_sd[index]
+    return -0.5 * (((w - mu) * torch.exp(-log_sd)) ** 2).sum()
+
+
+def unit_vectors(layout: Layout, flat: torch.Tensor) -> torch.Tensor:
+    """One row per hidden unit of a one-hidden-layer MLP: incoming weights, bias, outgoing weights."""
+    (W1, b1), (W2, _) = layout.layers(flat)
+    return torch.cat([W1, b1[:, None], W2.t()], dim=1)
+
+
+def unit_cost_matrix(layout: Layout, w, mu, log_sd) -> torch.Tensor:
+    """C[j, k] = Σ (unit j of ω − mean of unit k)² / variance of unit k, for all pairs, in float64:
+    two matrix products (SCIENCE.md §4). The log-density of permutation π is −½ Σ_j C[j, π(j)]
+    plus terms every permutation shares."""
+    return _cost_matrix(unit_vectors(layout, w), unit_vectors(layout, mu), unit_vectors(layout, log_sd))
+
+
+def _cost_matrix(units, means, log_sd) -> torch.Tensor:
+    # Σ_i (u_ji − m_ki)² p_ki = [u², u, 1]_j · [p, −2mp, Σ m²p]_k: one matrix product.
+    units, means, precision = units.double(), means.double(), torch.exp(-2 * log_sd.double())
+    left = torch.cat([units.square(), units, torch.ones_like(units[:, :1])], 1)
+    right = torch.cat([precision, -2 * means * precision, (means.square() * precision).sum(1, keepdim=True)], 1)
+    return left @ right.t()
+
+
+def permutation_log_densities(layout: Layout, w, mu, log_sd, perms) -> torch.Tensor:
+    """[log q(ω), log q(g₁⁻¹ω), …] up to a shared constant, float64.
+
+    One hidden layer: from the unit cost matrix, O(h²d + Kh). Deeper: one pass over all
+    weights per permutation."""
+    identity = log_density_terms(w, mu, log_sd).double()
+    if len(layout.hidden) == 1:
+        cost = unit_cost_matrix(layout, w, mu, log_sd)
+        if perms[0].shape[0]:
+            targets = perms[0].t().contiguous()  # (h, K − 1): unit j → π_k(j)
+            permuted = cost.gather(1, targets).sum(0)
+        else:
+            permuted = cost.new_zeros(0)
+        # Shift the permuted terms by the identity's cost-matrix value, so the identity term can
+        # be the exact −½ Σ ε² (the expanded squares in the cost matrix lose a few digits).
+        permuted = -0.5 * (permuted - cost.diagonal().sum()) + identity
+    else:
+        permuted = torch.stack([
+            log_density_terms(w, mu, log_sd, permutation_index(layout, group_element(perms, k))).double()
+            for k in range(perms[0].shape[0])]) if perms[0].shape[0] else identity.new_zeros(0)
+    return torch.cat([identity[None], permuted])
+
+
+def infonce_from_log_densities(log_densities: torch.Tensor) -> torch.Tensor:
+    """Î_K = log K + log q(ω) − log(q(ω) + Σ_k q(g_k⁻¹ω)) (Thm 4.3), K = len(log_densities)."""
+    return math.log(log_densities.numel()) + log_densities[0] - torch.logsumexp(log_densities, 0)
+
+
+SCREEN_COORDINATES = 32  # input coordinates per unit in the screening bound
+
+
+def _far_from_identity(layout: Layout, w, noise, mu, log_sd, perms, margin: float) -> bool:
+    """Whether every permutation's log-density is certainly at least ``margin`` below the
+    identity's, for the draw ω = μ + σ ⊙ noise of a one-hidden-layer MLP.
+
+    Σ_j (C[j, π(j)] − C[j, j]) is bounded below by summing C[j, π(j)] over a few coordinates of
+    each unit only (its terms are ≥ 0: the 32 most precise input weights, the bias and the
+    outgoing weights), while C[j, j] = Σ_i noise_ji² is summed in full. Cost O(h² c + Kh) with
+    c ≈ 43 instead of O(h² d); for a trained network it settles the question.
+    """
+    (W1, b1), (W2, _) = layout.layers(w)
+    (M1, c1), (M2, _) = layout.layers(mu)
+    (S1, s1), (S2, _) = layout.layers(log_sd)
+    (E1, e1), (E2, _) = layout.layers(noise)
+    identity_cost = (E1.square().sum(1) + e1.square() + E2.square().sum(0)).double()
+    slack = 1e-5 * float(identity_cost.sum())  # float32 rounding in the sums above, generously
+    chosen = torch.argsort(S1.mean(0))[:SCREEN_COORDINATES]
+    units = torch.cat([W1[:, chosen], b1[:, None], W2.t()], 1)
+    means = torch.cat([M1[:, chosen], c1[:, None], M2.t()], 1)
+    block_log_sd = torch.cat([S1[:, chosen], s1[:, None], S2.t()], 1)
+    targets = perms[0].t().contiguous()  # (h, K − 1): unit j → π_k(j)
+    permuted_cost = _cost_matrix(units, means, block_log_sd).gather(1, targets)
+    bound = (permuted_cost - identity_cost[:, None]).sum(0)
+    return bool((bound >= 2 * margin + slack).all())
+
+
+def infonce(layout: Layout, w, noise, mu, log_sd, K: int, generator: torch.Generator) -> tuple[torch.Tensor, bool]:
+    """(Î_K for the draw ω = μ + σ ⊙ noise and K − 1 random permutations, whether it has a gradient).
+
+    Usually (equivalent modes far apart, as in any trained wide network) every permuted term is
+    below e⁻⁴⁵/K of the identity's: then Î_K = log K to float64 precision and its gradient is 0;
+    for one hidden layer a bound on a few coordinates per unit certifies this cheaply. Otherwise
+    the exact terms are computed, with autograd through ω, μ and log σ."""
+    perms = random_permutations(layout, K - 1, generator, device=mu.device)
+    log_k = torch.tensor(math.log(K), dtype=torch.float64, device=mu.device)
+    with torch.no_grad():
+        margin = 45.0 + math.log(K)
+        if len(layout.hidden) == 1 and _far_from_identity(layout, w, noise, mu, log_sd, perms, margin):
+            return log_k, False
+        weights = torch.softmax(permutation_log_densities(layout, w, mu, log_sd, perms), 0)
+    if not bool((weights[1:] > 0).any()):
+        return log_k, False
+    w = torch.addcmul(mu, log_sd.exp(), noise)  # the same draw, differentiable in μ and log σ
+    return infonce_from_log_densities(permutation_log_densities(layout, w, mu, log_sd, perms)), True
+
+
+def exact_mutual_information(layout: Layout, mu, log_sd, samples: int, generator: torch.Generator):
+    """Monte-Carlo estimate of I = E_ω[log q(ω) − log((1/|G|) Σ_g q(g⁻¹ω))] with all of G
+    enumerated (tiny networks only: |G| = Π h_l!)."""
+    import itertools
+
+    group = [list(p) for p in itertools.product(*[itertools.permutations(range(h)) for h in layout.hidden])]
+    if len(group) > 50_000:
+        raise ValueError(f"|G| = {len(group)} is too large to enumerate")
+    indices = [permutation_index(layout, [torch.tensor(p, device=mu.device) for p in element])
+               for element in group]
+    values = []
+    for _ in range(samples):
+        w = sample_weights(mu, log_sd, generator)
+        terms = torch.stack([log_density_terms(w, mu, log_sd, index).double() for index in indices])
+        values.append(terms[0] - (torch.logsumexp(terms, 0) - math.log(len(indices))))
+    return torch.stack(values).mean().item()

@@ -1,0 +1,297 @@
+"""MNIST lab core: MFVI vs SGM for MLPs (Gelberg et al. §5, Table 1).
+
+A run is a :class:`MnistConfig`; :class:`MnistTrainer` trains it epoch by epoch, reports the
+per-epoch metrics (train ELBO, ELBO + Î_K for SGM, test accuracy, NLL, calibration error) and
+saves/restores checkpoints so that an interrupted run resumes exactly where its last completed
+epoch left it (every epoch draws its randomness from its own seeded generator).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from dataclasses import asdict, dataclass, fields, replace
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from . import bnn
+from .mnist_data import PIXEL_MEAN, PIXEL_STD, Mnist
+
+METHODS = ("mfvi", "sgm")
+DEVICES = ("auto", "cpu", "cuda")
+N_CLASSES, N_PIXELS = 10, 784
+ECE_BINS = 15
+EVAL_BATCH = 2000
+
+
+class TrainingDiverged(RuntimeError):
+    """The loss became NaN or infinite; the parameters from before that step are kept."""
+
+
+class TrainingStopped(Exception):
+    """Training was asked to stop (cancel or shutdown) in the middle of an epoch."""
+
+
+@dataclass(frozen=True)
+class MnistConfig:
+    """One MNIST run. ``hidden`` units in each of ``depth`` hidden layers; ``K`` is SGM's number
+    of InfoNCE terms (the identity and K − 1 random permutations); ``samples`` weight samples
+    average the test predictions; ``train_subset`` (0 = all 60 000) draws a seeded subset."""
+
+    hidden: int = 400
+    depth: int = 1
+    method: str = "mfvi"
+    K: int = 16
+    epochs: int = 10
+    batch_size: int = 128
+    lr: float = 1e-3
+    prior_scale: float = 1.0
+    init_sd: float = 1e-3
+    samples: int = 10
+    train_subset: int = 0
+    seed: int = 0
+    device: str = "auto"
+
+    def validate(self) -> "MnistConfig":
+        problems = []
+        for name in ("hidden", "depth", "epochs", "batch_size", "samples"):
+            if not (isinstance(getattr(self, name), int) and getattr(self, name) >= 1):
+                problems.append(f"{name} must be a whole number >= 1 (got {getattr(self, name)!r})")
+        if not (isinstance(self.K, int) and self.K >= 2):
+            problems.append(f"K must be a whole number >= 2 (got {self.K!r})")
+        if not (isinstance(self.train_subset, int) and 0 <= self.train_subset <= 60_000):
+            problems.append(f"train_subset must be 0 (all) or between 1 and 60000 (got {self.train_subset!r})")
+        if not (isinstance(self.seed, int) and self.seed >= 0):
+            problems.append(f"seed must be a whole number >= 0 (got {self.seed!r})")
+        for name in ("lr", "prior_scale", "init_sd"):
+            value = getattr(self, name)
+            if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+                problems.append(f"{name} must be a finite number > 0 (got {value!r})")
+        if self.method not in METHODS:
+            problems.append(f"method must be one of {', '.join(METHODS)} (got {self.method!r})")
+        if self.device not in DEVICES:
+            problems.append(f"device must be one of {', '.join(DEVICES)} (got {self.device!r})")
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+    @property
+    def layout(self) -> bnn.Layout:
+        return bnn.Layout((N_PIXELS,) + (self.hidden,) * self.depth + (N_CLASSES,))
+
+    @property
+    def label(self) -> str:
+        method = f"SGM K={self.K}" if self.method == "sgm" else "MFVI"
+        width = f"{self.hidden}" if self.depth == 1 else f"{self.depth}×{self.hidden}"
+        return f"{method}, width {width}, seed {self.seed}"
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, values: dict) -> "MnistConfig":
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in values.items() if k in known})
+
+
+def resolve_device(name: str) -> torch.device:
+    """"auto" → CUDA when torch finds a GPU, else CPU; "cuda" without a GPU is an error."""
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise ValueError("device 'cuda' was requested but torch finds no CUDA GPU here; use 'cpu' or 'auto'")
+    return torch.device(name)
+
+
+@dataclass(frozen=True)
+class MnistTensors:
+    train_x: torch.Tensor  # (n, 784) float32, standardised
+    train_y: torch.Tensor  # (n,) int64
+    test_x: torch.Tensor
+    test_y: torch.Tensor
+
+
+def prepare_tensors(mnist: Mnist, config: MnistConfig, device: torch.device) -> MnistTensors:
+    """Standardised float32 tensors on ``device`` (kept there for the whole run: on a GPU no
+    batch crosses the bus); a seeded subset of the training set when ``train_subset`` is set."""
+    train_images, train_labels = mnist.train_images, mnist.train_labels
+    if config.train_subset:
+        chosen = np.random.default_rng(config.seed).permutation(len(train_labels))[:config.train_subset]
+        train_images, train_labels = train_images[np.sort(chosen)], train_labels[np.sort(chosen)]
+
+    def images(array):
+        return ((torch.from_numpy(np.asarray(array, dtype=np.float32)) / 255.0 - PIXEL_MEAN) / PIXEL_STD).to(device)
+
+    def labels(array):
+        return torch.from_numpy(np.asarray(array, dtype=np.int64)).to(device)
+
+    return MnistTensors(images(train_images), labels(train_labels), images(mnist.test_images),
+                        labels(mnist.test_labels))
+
+
+def _seed(*parts: int) -> int:
+    seed = 0
+    for part in parts:
+        seed = (seed * 1_000_003 + part) % 2**60
+    return seed
+
+
+def _generator(device: torch.device, *seed_parts: int) -> torch.Generator:
+    return torch.Generator(device=device).manual_seed(_seed(*seed_parts))
+
+
+class MnistTrainer:
+    """Variational parameters, Adam state and history of one run."""
+
+    def __init__(self, config: MnistConfig, data: MnistTensors, device: torch.device):
+        self.config = config.validate()
+        self.layout = config.layout
+        self.data = data
+        self.device = device
+        self.n_train = data.train_x.shape[0]
+        mu, log_sd = bnn.init_posterior(self.layout, config.init_sd, _generator(device, config.seed, 0), device)
+        self.mu = mu.requires_grad_()
+        self.log_sd = log_sd.requires_grad_()
+        self.optimizer = torch.optim.Adam([self.mu, self.log_sd], lr=config.lr, fused=True)
+        self.epoch = 0  # completed epochs
+        self.history: list[dict] = []
+
+    @property
+    def steps_per_epoch(self) -> int:
+        return math.ceil(self.n_train / self.config.batch_size)
+
+    def step(self, x, y, noise, perm_generator) -> dict:
+        """One Adam step on −(ELBO [+ Î_K]) / N from one minibatch and one weight draw
+        ω = μ + σ ⊙ noise; returns the step's estimates."""
+        config, mu, log_sd = self.config, self.mu, self.log_sd
+        with torch.no_grad():
+            sd = log_sd.exp()
+            w = torch.addcmul(mu, sd, noise).requires_grad_()
+        layers = self.layout.layers(w)
+        nll = F.cross_entropy(bnn.forward_layers(x, layers), y)
+        # Gradients w.r.t. the layer views, so autograd does not scatter them back into ω.
+        grad_w = torch.cat([g.reshape(-1) for g in torch.autograd.grad(nll, [t for layer in layers for t in layer])])
+        with torch.no_grad():
+            kl = bnn.kl_to_prior(mu, log_sd, config.prior_scale, sd=sd)
+            grad_mu, grad_log_sd = bnn.negative_elbo_gradients(grad_w, noise, mu, sd, config.prior_scale,
+                                                               self.n_train)
+        estimates = {"elbo": -self.n_train * nll.item() - kl.item()}
+        if config.method == "sgm":
+            mutual_info, active = bnn.infonce(self.layout, w.detach(), noise, mu, log_sd, config.K, perm_generator)
+            if active:
+                extra_mu, extra_log_sd = torch.autograd.grad(-mutual_info.float() / self.n_train, [mu, log_sd])
+                grad_mu += extra_mu
+                grad_log_sd += extra_log_sd
+            estimates.update(mutual_info=mutual_info.item(), active=active)
+        # One sum is finite exactly when every term is (NaN and ±inf propagate): a cheap check.
+        if not math.isfinite(estimates["elbo"]) or not math.isfinite((grad_mu.sum() + grad_log_sd.sum()).item()):
+            raise TrainingDiverged("the loss became NaN or infinite")
+        mu.grad, log_sd.grad = grad_mu, grad_log_sd
+        self.optimizer.step()
+        return estimates
+
+    def train_epoch(self, on_step=None) -> dict:
+        """Train one epoch and evaluate; ``on_step(step, steps)`` may raise TrainingStopped.
+        Returns the epoch's metrics (also appended to ``history``)."""
+        config, epoch = self.config, self.epoch + 1
+        generator = _generator(self.device, config.seed, epoch)
+        # SGM's permutations have their own stream, so MFVI and SGM runs with the same seed see the
+        # same minibatches and weight noise: their difference is the Î_K term alone.
+        perm_generator = _generator(self.device, config.seed, epoch, 2)
+        order = torch.randperm(self.n_train, generator=generator, device=self.device)
+        totals = {"elbo": 0.0, "mutual_info": 0.0, "active": 0.0}
+        started = time.perf_counter()
+        steps = self.steps_per_epoch
+        for step in range(steps):
+            batch = order[step * config.batch_size:(step + 1) * config.batch_size]
+            noise = torch.randn(self.layout.n_params, generator=generator, device=self.device)
+            try:
+                estimates = self.step(self.data.train_x[batch], self.data.train_y[batch], noise, perm_generator)
+            except TrainingDiverged:
+                raise TrainingDiverged(f"training diverged at epoch {epoch}, step {step + 1}: the loss became "
+                                       f"NaN or infinite (try a lower learning rate than {config.lr:g})") from None
+            for key, value in estimates.items():
+                totals[key] += float(value)
+            if on_step is not None:
+                on_step(step + 1, steps)
+        seconds = time.perf_counter() - started
+        metrics = {"epoch": epoch, "train_elbo": totals["elbo"] / steps, "train_elbo_sym": None,
+                   "mutual_info": None, "infonce_active": None, "seconds": seconds}
+        if config.method == "sgm":
+            metrics.update(train_elbo_sym=(totals["elbo"] + totals["mutual_info"]) / steps,
+                           mutual_info=totals["mutual_info"] / steps, infonce_active=totals["active"] / steps)
+        metrics.update(self.evaluate(_generator(self.device, config.seed, epoch, 1)))
+        self.epoch = epoch
+        self.history.append(metrics)
+        return metrics
+
+    @torch.no_grad()
+    def predictive_log_probs(self, x: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+        """log of the predictive (1/M) Σ_m softmax(f_{ω_m}(x)), M = config.samples."""
+        samples = [bnn.sample_weights(self.mu, self.log_sd, generator) for _ in range(self.config.samples)]
+        outputs = []
+        for start in range(0, x.shape[0], EVAL_BATCH):
+            chunk = x[start:start + EVAL_BATCH]
+            log_probs = torch.stack([F.log_softmax(bnn.forward(chunk, self.layout, w), dim=1) for w in samples])
+            outputs.append(torch.logsumexp(log_probs, 0) - math.log(len(samples)))
+        return torch.cat(outputs)
+
+    def evaluate(self, generator: torch.Generator) -> dict:
+        log_probs = self.predictive_log_probs(self.data.test_x, generator)
+        return classification_metrics(log_probs, self.data.test_y)
+
+    def state_dict(self) -> dict:
+        return {"config": self.config.to_dict(), "epoch": self.epoch, "history": self.history,
+                "mu": self.mu.detach().cpu(), "log_sd": self.log_sd.detach().cpu(),
+                "optimizer": self.optimizer.state_dict()}
+
+    def load_state_dict(self, state: dict) -> None:
+        with torch.no_grad():
+            self.mu.copy_(state["mu"].to(self.device))
+            self.log_sd.copy_(state["log_sd"].to(self.device))
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.epoch, self.history = int(state["epoch"]), list(state["history"])
+
+
+def classification_metrics(log_probs: torch.Tensor, labels: torch.Tensor, bins: int = ECE_BINS) -> dict:
+    """Test accuracy, mean negative log-likelihood, and expected calibration error (equal-width
+    confidence bins: Σ_b (n_b/n) |accuracy_b − confidence_b|)."""
+    log_probs = log_probs.double()
+    confidence, predicted = log_probs.exp().max(dim=1)
+    correct = (predicted == labels).double()
+    nll = -log_probs.gather(1, labels[:, None]).mean()
+    bin_index = torch.clamp((confidence * bins).long(), max=bins - 1)
+    counts = torch.bincount(bin_index, minlength=bins).double()
+    gap = torch.bincount(bin_index, weights=correct - confidence, minlength=bins).abs()
+    ece = gap.sum() / counts.sum()
+    return {"test_acc": correct.mean().item(), "test_nll": nll.item(), "test_ece": ece.item()}
+
+
+def save_checkpoint(trainer: MnistTrainer, path: Path) -> None:
+    """Write atomically: a crash mid-write leaves the previous checkpoint intact."""
+    path = Path(path)
+    partial = path.with_suffix(".partial")
+    torch.save(trainer.state_dict(), partial)
+    os.replace(partial, path)
+
+
+def load_checkpoint(trainer: MnistTrainer, path: Path) -> None:
+    trainer.load_state_dict(torch.load(path, map_location=trainer.device, weights_only=True))
+
+
+def final_summary(trainer: MnistTrainer) -> dict:
+    """The last epoch's metrics with the run's totals (the headless command's JSON keys)."""
+    last = trainer.history[-1] if trainer.history else {}
+    return {"epochs_done": trainer.epoch, "test_acc": last.get("test_acc"), "test_nll": last.get("test_nll"),
+            "test_ece": last.get("test_ece"), "train_elbo": last.get("train_elbo"),
+            "train_elbo_sym": last.get("train_elbo_sym"), "mutual_info": last.get("mutual_info"),
+            "infonce_active": last.get("infonce_active"),
+            "train_seconds": sum(m["seconds"] for m in trainer.history)}
+
+
+def with_overrides(config: MnistConfig, **changes) -> MnistConfig:
+    return replace(config, **changes).validate()

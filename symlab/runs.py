@@ -1,0 +1,442 @@
+"""Registry and manager of MNIST runs: each run trains in its own OS process.
+
+An SQLite file (``registry.sqlite3`` in the runs directory) holds every run's configuration,
+status, timestamps, progress and per-epoch metrics; each run's checkpoint and log sit in its own
+folder beside it. Any process may read it: the app, the command line, the workers.
+
+Life of a run: ``queued`` → ``running`` → ``finished`` | ``diverged`` | ``failed`` |
+``cancelled``. A run whose process disappears (killed, machine restarted) is found by
+:func:`reap` and marked ``interrupted``; :func:`resume` queues it again and it continues from its
+last completed epoch. :func:`dispatch` starts queued runs while fewer than
+``max_concurrent_per_device`` run on their device; every worker calls it when it ends, so the
+queue drains with no browser open.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from contextlib import closing
+from dataclasses import dataclass, fields
+from pathlib import Path
+
+from .mnist import MnistConfig
+
+QUEUED, RUNNING, FINISHED, FAILED, DIVERGED, CANCELLED, INTERRUPTED = (
+    "queued", "running", "finished", "failed", "diverged", "cancelled", "interrupted")
+ACTIVE = (QUEUED, RUNNING)
+RESUMABLE = (INTERRUPTED, CANCELLED, FAILED)
+LAUNCH_GRACE_SECONDS = 60  # a run marked running whose worker never reported in is interrupted
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+class RegistryError(RuntimeError):
+    """The runs directory or its database cannot be used; the message says why."""
+
+
+def default_runs_dir() -> Path:
+    return Path(os.environ.get("SYMLAB_RUNS_DIR") or REPO_ROOT / "runs").expanduser().resolve()
+
+
+@dataclass(frozen=True)
+class RunLimits:
+    """Caps for a shared server. Each can be set by an environment variable of the same name in
+    upper case with a SYMLAB_ prefix (e.g. SYMLAB_MAX_HIDDEN=1024)."""
+
+    max_concurrent_per_device: int = 1
+    max_hidden: int = 4096
+    max_depth: int = 4
+    max_epochs: int = 100
+    max_runs_per_session: int = 40
+
+    @classmethod
+    def from_env(cls, environ=os.environ) -> "RunLimits":
+        values = {}
+        for field in fields(cls):
+            raw = environ.get(f"SYMLAB_{field.name.upper()}")
+            if raw is None:
+                continue
+            try:
+                values[field.name] = int(raw)
+            except ValueError:
+                raise RegistryError(f"SYMLAB_{field.name.upper()}={raw!r} is not a whole number") from None
+            if values[field.name] < 1:
+                raise RegistryError(f"SYMLAB_{field.name.upper()} must be >= 1 (got {raw})")
+        return cls(**values)
+
+    def check(self, config: MnistConfig) -> None:
+        problems = []
+        if config.hidden > self.max_hidden:
+            problems.append(f"width {config.hidden} is above this server's cap of {self.max_hidden}")
+        if config.depth > self.max_depth:
+            problems.append(f"depth {config.depth} is above this server's cap of {self.max_depth}")
+        if config.epochs > self.max_epochs:
+            problems.append(f"{config.epochs} epochs is above this server's cap of {self.max_epochs}")
+        if problems:
+            raise ValueError("; ".join(problems))
+
+
+@dataclass(frozen=True)
+class Run:
+    id: int
+    config: MnistConfig
+    status: str
+    device: str
+    created: float
+    started: float | None
+    finished: float | None
+    heartbeat: float | None
+    pid: int | None
+    epoch: int
+    progress: float  # fraction of the whole run
+    message: str
+    session: str
+    source: str
+    result: dict | None
+    cancel_requested: bool
+
+    @property
+    def label(self) -> str:
+        return f"#{self.id} {self.config.label}"
+
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    config TEXT NOT NULL,
+    status TEXT NOT NULL,
+    device TEXT NOT NULL,
+    created REAL NOT NULL,
+    started REAL,
+    finished REAL,
+    heartbeat REAL,
+    pid INTEGER,
+    pid_started TEXT,
+    epoch INTEGER NOT NULL DEFAULT 0,
+    progress REAL NOT NULL DEFAULT 0,
+    message TEXT NOT NULL DEFAULT '',
+    session TEXT NOT NULL DEFAULT '',
+    source TEXT NOT NULL DEFAULT 'app',
+    result TEXT,
+    cancel_requested INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS metrics (
+    run_id INTEGER NOT NULL REFERENCES runs(id),
+    epoch INTEGER NOT NULL,
+    data TEXT NOT NULL,
+    PRIMARY KEY (run_id, epoch)
+);
+"""
+
+
+class Registry:
+    """The runs directory: ``registry.sqlite3`` plus one folder per run."""
+
+    def __init__(self, runs_dir: str | os.PathLike | None = None):
+        self.root = Path(runs_dir).expanduser().resolve() if runs_dir else default_runs_dir()
+        self.path = self.root / "registry.sqlite3"
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            with closing(self._connect()) as connection, connection:
+                connection.executescript(_SCHEMA)
+        except (OSError, sqlite3.Error) as error:
+            raise RegistryError(f"cannot use the runs directory {self.root}: {error}. Choose a writable "
+                                f"directory with SYMLAB_RUNS_DIR or --runs-dir.") from None
+
+    def _connect(self) -> sqlite3.Connection:
+        connection = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+        connection.row_factory = sqlite3.Row
+        connection.execute("PRAGMA journal_mode=WAL")
+        connection.execute("PRAGMA busy_timeout=30000")
+        return connection
+
+    def _execute(self, sql: str, parameters=(), *, write=False) -> list[sqlite3.Row]:
+        try:
+            with closing(self._connect()) as connection:
+                if write:
+                    connection.execute("BEGIN IMMEDIATE")
+                try:
+                    rows = connection.execute(sql, parameters).fetchall()
+                    if write:
+                        connection.execute("COMMIT")
+                except BaseException:
+                    if write:
+                        connection.execute("ROLLBACK")
+                    raise
+                return rows
+        except sqlite3.Error as error:
+            raise RegistryError(f"the run registry {self.path} failed: {error}") from None
+
+    def run_dir(self, run_id: int) -> Path:
+        return self.root / f"run-{run_id:05d}"
+
+    def checkpoint_path(self, run_id: int) -> Path:
+        return self.run_dir(run_id) / "checkpoint.pt"
+
+    def log_path(self, run_id: int) -> Path:
+        return self.run_dir(run_id) / "worker.log"
+
+    # --- records --------------------------------------------------------------------------
+
+    def create(self, config: MnistConfig, device: str, *, status=QUEUED, session="", source="app",
+               pid=None) -> int:
+        now = time.time()
+        rows = self._execute(
+            "INSERT INTO runs (config, status, device, created, started, heartbeat, pid, pid_started, session, source)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+            (json.dumps(config.to_dict()), status, device, now, now if status == RUNNING else None,
+             now if status == RUNNING else None, pid, _process_start(pid) if pid else None, session, source),
+            write=True)
+        run_id = rows[0]["id"]
+        self.run_dir(run_id).mkdir(parents=True, exist_ok=True)
+        return run_id
+
+    def get(self, run_id: int) -> Run:
+        rows = self._execute("SELECT * FROM runs WHERE id = ?", (run_id,))
+        if not rows:
+            raise KeyError(f"no run #{run_id} in {self.path}")
+        return _to_run(rows[0])
+
+    def runs(self, statuses=None) -> list[Run]:
+        if statuses:
+            marks = ", ".join("?" * len(statuses))
+            rows = self._execute(f"SELECT * FROM runs WHERE status IN ({marks}) ORDER BY id", tuple(statuses))
+        else:
+            rows = self._execute("SELECT * FROM runs ORDER BY id")
+        return [_to_run(row) for row in rows]
+
+    def update(self, run_id: int, **values) -> None:
+        if "result" in values and values["result"] is not None:
+            values["result"] = json.dumps(values["result"])
+        assignments = ", ".join(f"{name} = ?" for name in values)
+        self._execute(f"UPDATE runs SET {assignments} WHERE id = ?", (*values.values(), run_id), write=True)
+
+    def heartbeat(self, run_id: int, epoch: int, progress: float) -> bool:
+        """Record progress; returns whether a cancel was requested."""
+        rows = self._execute("UPDATE runs SET heartbeat = ?, epoch = ?, progress = ? WHERE id = ? "
+                             "RETURNING cancel_requested", (time.time(), epoch, progress, run_id), write=True)
+        return bool(rows and rows[0]["cancel_requested"])
+
+    def add_metrics(self, run_id: int, metrics: dict) -> None:
+        self._execute("INSERT OR REPLACE INTO metrics (run_id, epoch, data) VALUES (?, ?, ?)",
+                      (run_id, metrics["epoch"], json.dumps(metrics)), write=True)
+
+    def metrics(self, run_ids) -> dict[int, list[dict]]:
+        """Per-epoch metrics of the given runs, by run id, in epoch order."""
+        run_ids = list(run_ids)
+        found: dict[int, list[dict]] = {run_id: [] for run_id in run_ids}
+        if not run_ids:
+            return found
+        marks = ", ".join("?" * len(run_ids))
+        for row in self._execute(f"SELECT run_id, data FROM metrics WHERE run_id IN ({marks}) "
+                                 "ORDER BY run_id, epoch", tuple(run_ids)):
+            found[row["run_id"]].append(json.loads(row["data"]))
+        return found
+
+    def drop_metrics_after(self, run_id: int, epoch: int) -> None:
+        self._execute("DELETE FROM metrics WHERE run_id = ? AND epoch > ?", (run_id, epoch), write=True)
+
+    def claim_queued(self, limit_per_device: int) -> list[Run]:
+        """Mark the oldest queued runs running, as many as each device has room for (atomic)."""
+        try:
+            with closing(self._connect()) as connection:
+                connection.execute("BEGIN IMMEDIATE")
+                busy: dict[str, int] = {}
+                for row in connection.execute("SELECT device, COUNT(*) AS n FROM runs WHERE status = ? "
+                                              "GROUP BY device", (RUNNING,)):
+                    busy[row["device"]] = row["n"]
+                claimed = []
+                for row in connection.execute("SELECT * FROM runs WHERE status = ? ORDER BY id", (QUEUED,)).fetchall():
+                    if busy.get(row["device"], 0) >= limit_per_device:
+                        continue
+                    busy[row["device"]] = busy.get(row["device"], 0) + 1
+                    now = time.time()
+                    connection.execute("UPDATE runs SET status = ?, started = COALESCE(started, ?), heartbeat = ?, "
+                                       "pid = NULL, pid_started = NULL, message = 'starting' WHERE id = ?",
+                                       (RUNNING, now, now, row["id"]))
+                    claimed.append(row["id"])
+                connection.execute("COMMIT")
+        except sqlite3.Error as error:
+            raise RegistryError(f"the run registry {self.path} failed: {error}") from None
+        return [self.get(run_id) for run_id in claimed]
+
+    def register_process(self, run_id: int, pid: int) -> None:
+        self.update(run_id, pid=pid, pid_started=_process_start(pid), heartbeat=time.time(), message="")
+
+
+def _to_run(row: sqlite3.Row) -> Run:
+    return Run(id=row["id"], config=MnistConfig.from_dict(json.loads(row["config"])), status=row["status"],
+               device=row["device"], created=row["created"], started=row["started"], finished=row["finished"],
+               heartbeat=row["heartbeat"], pid=row["pid"], epoch=row["epoch"], progress=row["progress"],
+               message=row["message"], session=row["session"], source=row["source"],
+               result=json.loads(row["result"]) if row["result"] else None,
+               cancel_requested=bool(row["cancel_requested"]))
+
+
+# --- processes ------------------------------------------------------------------------------
+
+def _process_start(pid: int) -> str | None:
+    """The process's start time in clock ticks since boot (Linux), to tell it from a later
+    process that reuses its id; None where /proc is not available."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rsplit(")", 1)[1].split()[19]
+
+
+def process_alive(pid: int | None, started: str | None) -> bool:
+    if not pid:
+        return False
+    if Path("/proc/self/stat").exists():
+        try:
+            fields_after_name = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            return False
+        if fields_after_name[0] in ("Z", "X"):  # exited, waiting to be reaped
+            return False
+        return started is None or fields_after_name[19] == started
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def reap(registry: Registry) -> list[int]:
+    """Mark running runs whose process is gone as interrupted; returns their ids."""
+    lost = []
+    now = time.time()
+    for row in registry._execute("SELECT id, pid, pid_started, heartbeat, epoch FROM runs WHERE status = ?", (RUNNING,)):
+        if row["pid"] is None:
+            gone = now - (row["heartbeat"] or 0) > LAUNCH_GRACE_SECONDS
+        else:
+            gone = not process_alive(row["pid"], row["pid_started"])
+        if gone:
+            registry.update(row["id"], status=INTERRUPTED, pid=None,
+                            message=f"the training process stopped unexpectedly during epoch {row['epoch'] + 1}; "
+                                    f"resume continues after epoch {row['epoch']}")
+            lost.append(row["id"])
+    return lost
+
+
+def dispatch(registry: Registry, limits: RunLimits | None = None) -> list[int]:
+    """Reap lost runs, then start queued runs where their device has room; returns started ids."""
+    limits = limits or RunLimits.from_env()
+    reap(registry)
+    started = []
+    for run in registry.claim_queued(limits.max_concurrent_per_device):
+        try:
+            launch_worker(registry, run.id)
+            started.append(run.id)
+        except OSError as error:
+            registry.update(run.id, status=FAILED, message=f"could not start the training process: {error}")
+    return started
+
+
+def launch_worker(registry: Registry, run_id: int) -> None:
+    """Start ``python -m symlab.worker`` for the run, detached: it outlives the caller (a closed
+    tab, a restarted server) and is reaped by init, not by the caller."""
+    log = registry.log_path(run_id)
+    log.parent.mkdir(parents=True, exist_ok=True)
+    subprocess.run([sys.executable, "-m", "symlab.worker", str(run_id), "--runs-dir", str(registry.root),
+                    "--detach"], cwd=REPO_ROOT, check=True, timeout=60,
+                   stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def submit(registry: Registry, config: MnistConfig, limits: RunLimits | None = None, session: str = "",
+           source: str = "app") -> int:
+    """Validate, check the caps, queue, and start it if its device has room; returns the run id."""
+    from .mnist import resolve_device
+
+    limits = limits or RunLimits.from_env()
+    config.validate()
+    limits.check(config)
+    if session:
+        mine = sum(1 for run in registry.runs() if run.session == session)
+        if mine >= limits.max_runs_per_session:
+            raise ValueError(f"this session has launched {mine} runs, the cap on this server "
+                             f"({limits.max_runs_per_session})")
+    device = resolve_device(config.device).type
+    run_id = registry.create(config, device, session=session, source=source)
+    dispatch(registry, limits)
+    return run_id
+
+
+def cancel(registry: Registry, run_id: int) -> None:
+    """Queued: cancelled at once. Running: its worker stops within a second or so, keeping its
+    last checkpoint (so it can be resumed)."""
+    run = registry.get(run_id)
+    if run.status == QUEUED:
+        registry.update(run_id, status=CANCELLED, finished=time.time(), message="cancelled before it started")
+    elif run.status == RUNNING:
+        registry.update(run_id, cancel_requested=1)
+        row = registry._execute("SELECT pid, pid_started FROM runs WHERE id = ?", (run_id,))[0]
+        if process_alive(row["pid"], row["pid_started"]):
+            try:
+                os.kill(row["pid"], signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        elif row["pid"] is not None:
+            registry.update(run_id, status=CANCELLED, finished=time.time(), pid=None, message="cancelled")
+
+
+def resume(registry: Registry, run_id: int, limits: RunLimits | None = None) -> None:
+    """Queue an interrupted, cancelled or failed run again; it continues from its checkpoint."""
+    run = registry.get(run_id)
+    if run.status not in RESUMABLE:
+        raise ValueError(f"run #{run_id} is {run.status}; only {', '.join(RESUMABLE)} runs can be resumed")
+    registry.update(run_id, status=QUEUED, cancel_requested=0, finished=None, message="queued to resume")
+    dispatch(registry, limits)
+
+
+# --- results ----------------------------------------------------------------------------------
+
+SETTING_FIELDS = ("depth", "epochs", "batch_size", "lr", "prior_scale", "init_sd", "samples", "train_subset")
+RESULT_KEYS = ("test_acc", "test_nll", "test_ece", "train_elbo", "train_elbo_sym")
+
+
+def method_label(config: MnistConfig) -> str:
+    return f"SGM K={config.K}" if config.method == "sgm" else "MFVI"
+
+
+def setting_label(config: MnistConfig) -> str:
+    """The settings other than width, method and seed, in words (runs agree on it to be compared)."""
+    subset = f"{config.train_subset} train" if config.train_subset else "all 60000 train"
+    depth = "" if config.depth == 1 else f"{config.depth} hidden layers, "
+    return (f"{depth}{config.epochs} epochs, {subset}, batch {config.batch_size}, lr {config.lr:g}, "
+            f"prior {config.prior_scale:g}, init sd {config.init_sd:g}, M={config.samples}")
+
+
+def results_table(finished_runs) -> list[dict]:
+    """Mean and std (over seeds) of the final metrics of finished runs, one row per setting,
+    width and method (Table 1 of the paper is test accuracy by width and method)."""
+    import numpy as np
+
+    groups: dict[tuple, list[Run]] = {}
+    for run in finished_runs:
+        if run.status != FINISHED or not run.result:
+            continue
+        key = (setting_label(run.config), run.config.hidden, method_label(run.config))
+        groups.setdefault(key, []).append(run)
+    rows = []
+    for (setting, hidden, label), members in sorted(groups.items(), key=lambda item: (item[0][0], item[0][1],
+                                                                                       item[0][2] != "MFVI",
+                                                                                       item[0][2])):
+        config = members[0].config
+        row = {"setting": setting, "hidden": hidden, "method": config.method,
+               "K": config.K if config.method == "sgm" else None, "label": label, "seeds": len(members),
+               "run_ids": [run.id for run in members]}
+        for key in RESULT_KEYS:
+            values = [run.result.get(key) for run in members if run.result.get(key) is not None]
+            row[f"{key}_mean"] = float(np.mean(values)) if values else None
+            row[f"{key}_std"] = float(np.std(values)) if values else None
+        rows.append(row)
+    return rows

@@ -41,21 +41,23 @@ PRESETS = {
     "Paper width 400": (
         dict(hidden=400, depth=1, epochs=10, subset=0, samples=10, init_sd=1e-3),
         "The full training set: MFVI passes 97 % test accuracy within 10 epochs (~3 s per epoch on 2 CPU cores)."),
-    "Overlapping copies": (
-        dict(hidden=4, depth=1, epochs=3, subset=5000, samples=10, init_sd=0.3, K=16),
-        "Four hidden units started with wide posteriors: permuted copies overlap, so Î_K < log K and SGM's "
-        "extra term has a gradient (the 'I_K active' column)."),
+    "Wide (1024 units)": (
+        dict(hidden=1024, depth=1, epochs=3, subset=0, samples=10, init_sd=1e-3),
+        "The width where the paper expects SGM's gain to be largest: check the 'I_K active' column to see "
+        "whether its extra term ever had a gradient."),
 }
 REFRESH_SECONDS = 2.0
 METHOD_COLOURS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000")
 DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
-STATUS_ICONS = {runs.QUEUED: "⏳", runs.RUNNING: "▶️", runs.FINISHED: "✅", runs.FAILED: "❌",
-                runs.DIVERGED: "💥", runs.CANCELLED: "⏹️", runs.INTERRUPTED: "⏸️"}
 
 
 @st.cache_resource(show_spinner=False)
+def _registry_at(path: str) -> runs.Registry:
+    return runs.Registry(path)
+
+
 def registry() -> runs.Registry:
-    return runs.Registry()
+    return _registry_at(str(runs.default_runs_dir()))
 
 
 @st.cache_resource(show_spinner="Checking the MNIST files…")
@@ -81,24 +83,11 @@ def compare_ids(values) -> list[int]:
     return [int(float(part)) for part in text.split(",") if part.strip()] if text else []
 
 
-def apply_preset():
-    name = st.session_state["mnist.preset"]
-    if name in PRESETS:
-        ui.apply_values(PAGE, PRESETS[name][0])
-
-
-def new_seed():
-    key = ui.widget_key(PAGE, "seed")
-    st.session_state[key] = (st.session_state[key] + 1) % 100_000
-
-
 def controls():
     key = lambda name: ui.widget_key(PAGE, name)
     with st.sidebar:
         st.subheader("Presets")
-        st.selectbox("Preset", ["—", *PRESETS], key="mnist.preset", on_change=apply_preset)
-        if st.session_state.get("mnist.preset") in PRESETS:
-            st.info(PRESETS[st.session_state["mnist.preset"]][1])
+        ui.preset_picker(PAGE, PRESETS)
         st.subheader("Network")
         st.number_input("Hidden units per layer", 1, LIMITS.max_hidden, step=1, key=key("hidden"))
         st.number_input("Hidden layers", 1, LIMITS.max_depth, step=1, key=key("depth"))
@@ -115,7 +104,7 @@ def controls():
         st.number_input("Initial posterior std dev", 1e-5, 1.0, step=1e-3, format="%.5f", key=key("init_sd"))
         st.number_input("Prediction samples M", 1, 100, step=1, key=key("samples"))
         st.number_input("Seed", 0, 100_000, step=1, key=key("seed"))
-        st.button("New seed", on_click=new_seed, icon=":material/casino:", key="mnist.new_seed", width="stretch")
+        ui.new_seed_button(PAGE)
         st.segmented_control("Device", DEVICES, key=key("device"),
                              help="auto: the GPU when torch finds one, else the CPU")
 
@@ -169,7 +158,7 @@ def runs_frame(all_runs) -> pd.DataFrame:
     rows = []
     for run in reversed(all_runs):
         result = run.result or {}
-        rows.append({"run": run.id, "status": f"{STATUS_ICONS.get(run.status, '')} {run.status}",
+        rows.append({"run": run.id, "status": run.status,
                      "method": runs.method_label(run.config), "width": run.config.hidden,
                      "layers": run.config.depth, "seed": run.config.seed,
                      "epochs": f"{run.epoch}/{run.config.epochs}", "progress": run.progress,
@@ -228,6 +217,11 @@ def live_runs():
     except runs.RegistryError as error:
         st.error(str(error))
         return
+    settled = tuple((run.id, run.status) for run in all_runs if run.status not in runs.ACTIVE)
+    if st.session_state.setdefault("mnist.settled", settled) != settled:
+        # A run ended (or was stopped): refresh the whole page, so the Results tab includes it.
+        st.session_state["mnist.settled"] = settled
+        st.rerun(scope="app")
     if not all_runs:
         st.info("No runs yet: launch one above (or with `python -m symlab mnist`).")
         return
@@ -258,7 +252,7 @@ def live_runs_fragment():
 
 def table_one(rows) -> pd.DataFrame:
     """Test accuracy (%) by width (rows) and method (columns), mean ± std (seeds)."""
-    labels = sorted({row["label"] for row in rows}, key=lambda label: (label != "MFVI", len(label), label))
+    labels = list(method_styles(rows))
     table = {}
     for row in rows:
         cell = f"{100 * row['test_acc_mean']:.2f} ± {100 * row['test_acc_std']:.2f} ({row['seeds']})"
@@ -267,20 +261,27 @@ def table_one(rows) -> pd.DataFrame:
                          for width in sorted(table)])
 
 
-def width_figure(rows, key_mean, key_std, y_title, title, scale=1.0, log_x=True):
+def method_styles(rows) -> dict[str, tuple[str, str]]:
+    """(colour, dash) per method label, the same in every chart: MFVI first, then SGM by K."""
     labels = sorted({row["label"] for row in rows}, key=lambda label: (label != "MFVI", len(label), label))
+    return {label: (METHOD_COLOURS[i % len(METHOD_COLOURS)], DASHES[i % len(DASHES)]) for i, label in enumerate(labels)}
+
+
+def width_figure(rows, styles, key_mean, key_std, y_title, title, scale=1.0):
     traces = []
-    for i, label in enumerate(labels):
+    for label, (colour, dash) in styles.items():
         mine = sorted((row for row in rows if row["label"] == label and row[key_mean] is not None),
                       key=lambda row: row["hidden"])
-        trace = ui.line([row["hidden"] for row in mine], [scale * row[key_mean] for row in mine], label,
-                        METHOD_COLOURS[i % len(METHOD_COLOURS)], DASHES[i % len(DASHES)], markers=True)
+        if not mine:
+            continue
+        trace = ui.line([row["hidden"] for row in mine], [scale * row[key_mean] for row in mine], label, colour, dash,
+                        markers=True)
         if key_std:
             trace["error_y"] = dict(type="data", array=[scale * row[key_std] for row in mine], visible=True)
         traces.append(trace)
-    figure = ui.figure(traces, "hidden units (width)", y_title, title=title, height=320)
-    if log_x:
-        figure["layout"]["xaxis"]["type"] = "log"
+    figure = ui.figure(traces, "hidden units (width, log scale)", y_title, title=title, height=320)
+    widths = sorted({row["hidden"] for row in rows})
+    figure["layout"]["xaxis"].update(type="log", tickvals=widths, ticktext=[str(w) for w in widths])
     return figure
 
 
@@ -315,17 +316,18 @@ def results(values):
                     "laid out like the paper's Table 1")
         st.dataframe(table_one(chosen), hide_index=True)
         cols = st.columns(2)
-        cols[0].plotly_chart(width_figure(chosen, "test_acc_mean", "test_acc_std", "test accuracy (%)",
+        styles = method_styles(chosen)
+        cols[0].plotly_chart(width_figure(chosen, styles, "test_acc_mean", "test_acc_std", "test accuracy (%)",
                                           "Accuracy against width (± std)", scale=100.0), key="mnist.width_acc")
         gains = bound_gain_rows(chosen)
         if gains:
-            cols[1].plotly_chart(width_figure(gains, "gain_mean", None, "SGM bound − MFVI ELBO (nats)",
+            cols[1].plotly_chart(width_figure(gains, styles, "gain_mean", None, "SGM bound − MFVI ELBO (nats)",
                                               "ELBO comparison: how much higher SGM's bound is"),
                                  key="mnist.width_gain")
             cols[1].caption("The gain is at most log K; it equals log K when no sampled permutation comes near "
                             "the sample (Î_K = log K).")
         else:
-            cols[1].plotly_chart(width_figure(chosen, "train_elbo_mean", "train_elbo_std", "train ELBO (nats)",
+            cols[1].plotly_chart(width_figure(chosen, styles, "train_elbo_mean", "train_elbo_std", "train ELBO (nats)",
                                               "Train ELBO against width"), key="mnist.width_elbo")
         table = pd.DataFrame([{k: v for k, v in row.items() if k != "run_ids"} for row in chosen])
         ui.csv_download(table, "mnist_table1.csv", "Table as CSV", key="mnist.table_csv")

@@ -77,25 +77,11 @@ def trainer_for(config: toy.ToyConfig) -> toy.ToyTrainer:
     return st.session_state["toy.trainer"]
 
 
-def apply_preset():
-    name = st.session_state["toy.preset"]
-    if name in PRESETS:
-        ui.apply_values(PAGE, {**{s.name: s.default for s in SPECS if s.name in ("batch", "K", "lr", "prior")},
-                               **PRESETS[name][0]})
-
-
-def new_seed():
-    key = ui.widget_key(PAGE, "seed")
-    st.session_state[key] = (st.session_state[key] + 1) % 100_000
-
-
 def controls():
     key = lambda name: ui.widget_key(PAGE, name)
     with st.sidebar:
         st.subheader("Presets")
-        st.selectbox("Preset", ["—", *PRESETS], key="toy.preset", on_change=apply_preset)
-        if st.session_state.get("toy.preset") in PRESETS:
-            st.info(PRESETS[st.session_state["toy.preset"]][1])
+        ui.preset_picker(PAGE, PRESETS, {s.name: s.default for s in SPECS if s.name in ("batch", "K", "lr", "prior")})
         st.subheader("Data and prior")
         st.slider("True slope α (y = α|x| + ε)", 0.0, 3.0, step=0.05, key=key("alpha"))
         st.slider("Noise std dev", 0.05, 2.0, step=0.05, key=key("noise"))
@@ -109,8 +95,7 @@ def controls():
         st.number_input("Batch size", 1, 500, step=1, key=key("batch"))
         st.segmented_control("Initial means", toy.INITS, key=key("init"))
         st.number_input("Seed", 0, 100_000, step=1, key=key("seed"))
-        st.button("New seed", on_click=new_seed, icon=":material/casino:", key="toy.new_seed", width="stretch",
-                  help="A new draw of the data and the initialisation; Reset keeps the current one.")
+        ui.new_seed_button(PAGE, help="A new draw of the data and the initialisation; Reset keeps the current one.")
 
 
 def posterior_traces(display, config, means, stds):

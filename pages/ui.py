@@ -97,6 +97,31 @@ def apply_values(page: str, values: dict) -> None:
         st.session_state[widget_key(page, name)] = value
 
 
+def preset_picker(page: str, presets: dict, defaults: dict | None = None) -> None:
+    """The sidebar's preset selector and the chosen preset's one sentence on what to watch.
+    ``presets`` maps a name to (control values, sentence); a choice sets ``defaults`` (controls
+    a preset should reset) and then its own values."""
+    key = f"{page}.preset"
+
+    def apply():
+        if st.session_state[key] in presets:
+            apply_values(page, {**(defaults or {}), **presets[st.session_state[key]][0]})
+
+    st.selectbox("Preset", ["—", *presets], key=key, on_change=apply)
+    if st.session_state.get(key) in presets:
+        st.info(presets[st.session_state[key]][1])
+
+
+def new_seed_button(page: str, help: str | None = None) -> None:
+    """Draw a new seed: a separate action from Reset, which keeps the current one."""
+    def advance():
+        seed_key = widget_key(page, "seed")
+        st.session_state[seed_key] = (st.session_state[seed_key] + 1) % 100_000
+
+    st.button("New seed", on_click=advance, icon=":material/casino:", key=f"{page}.new_seed", width="stretch",
+              help=help)
+
+
 def show_notices(notices: Sequence[str]) -> None:
     if notices:
         st.warning("Some settings in the link were adjusted:\n\n" + "\n".join(f"- {n}" for n in notices),

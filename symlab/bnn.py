@@ -190,9 +190,9 @@ def infonce_from_log_densities(log_densities: torch.Tensor) -> torch.Tensor:
 SCREEN_COORDINATES = 32  # input coordinates per unit in the screening bound
 
 
-def _far_from_identity(layout: Layout, w, noise, mu, log_sd, perms, margin: float) -> bool:
-    """Whether every permutation's log-density is certainly at least ``margin`` below the
-    identity's, for the draw ω = μ + σ ⊙ noise of a one-hidden-layer MLP.
+def _far_from_identity(layout: Layout, w, noise, mu, log_sd, perms, margin: float, skip) -> bool:
+    """Whether every permutation (except those flagged in ``skip``) has a log-density certainly at
+    least ``margin`` below the identity's, for the draw ω = μ + σ ⊙ noise of a one-hidden-layer MLP.
 
     Σ_j (C[j, π(j)] − C[j, j]) is bounded below by summing C[j, π(j)] over a few coordinates of
     each unit only (its terms are ≥ 0: the 32 most precise input weights, the bias and the
@@ -212,25 +212,35 @@ def _far_from_identity(layout: Layout, w, noise, mu, log_sd, perms, margin: floa
     targets = perms[0].t().contiguous()  # (h, K − 1): unit j → π_k(j)
     permuted_cost = _cost_matrix(units, means, block_log_sd).gather(1, targets)
     bound = (permuted_cost - identity_cost[:, None]).sum(0)
-    return bool((bound >= 2 * margin + slack).all())
+    return bool((bound[~skip] >= 2 * margin + slack).all())
+
+
+def identity_draws(perms) -> torch.Tensor:
+    """Which elements of a batch from :func:`random_permutations` are the identity (in small
+    groups a uniform draw often is: its term equals the identity's and has no gradient)."""
+    flags = [(layer == torch.arange(layer.shape[1], device=layer.device)).all(1) for layer in perms]
+    return torch.stack(flags).all(0)
 
 
 def infonce(layout: Layout, w, noise, mu, log_sd, K: int, generator: torch.Generator) -> tuple[torch.Tensor, bool]:
     """(Î_K for the draw ω = μ + σ ⊙ noise and K − 1 random permutations, whether it has a gradient).
 
-    Usually (equivalent modes far apart, as in any trained wide network) every permuted term is
-    below e⁻⁴⁵/K of the identity's: then Î_K = log K to float64 precision and its gradient is 0;
-    for one hidden layer a bound on a few coordinates per unit certifies this cheaply. Otherwise
-    the exact terms are computed, with autograd through ω, μ and log σ."""
+    Usually (equivalent modes far apart, as in any trained wide network) every permuted term
+    other than a drawn identity is below e⁻⁴⁵/K of the identity's: then Î_K = log K − log(1 + n)
+    for n identity draws, to float64 precision, and its gradient is 0; for one hidden layer a
+    bound on a few coordinates per unit certifies this cheaply. Otherwise the exact terms are
+    computed, with autograd through ω, μ and log σ."""
     perms = random_permutations(layout, K - 1, generator, device=mu.device)
-    log_k = torch.tensor(math.log(K), dtype=torch.float64, device=mu.device)
+    identities = identity_draws(perms)
+    trivial = torch.tensor(math.log(K) - math.log1p(int(identities.sum())), dtype=torch.float64, device=mu.device)
     with torch.no_grad():
         margin = 45.0 + math.log(K)
-        if len(layout.hidden) == 1 and _far_from_identity(layout, w, noise, mu, log_sd, perms, margin):
-            return log_k, False
-        weights = torch.softmax(permutation_log_densities(layout, w, mu, log_sd, perms), 0)
-    if not bool((weights[1:] > 0).any()):
-        return log_k, False
+        if len(layout.hidden) == 1 and _far_from_identity(layout, w, noise, mu, log_sd, perms, margin, identities):
+            return trivial, False
+        log_densities = permutation_log_densities(layout, w, mu, log_sd, perms)
+        weights = torch.softmax(log_densities, 0)
+    if not bool((weights[1:][~identities] > 0).any()):
+        return infonce_from_log_densities(log_densities), False
     w = torch.addcmul(mu, log_sd.exp(), noise)  # the same draw, differentiable in μ and log σ
     return infonce_from_log_densities(permutation_log_densities(layout, w, mu, log_sd, perms)), True
 

@@ -275,7 +275,7 @@ def _mnist_config(args, **overrides):
     return MnistConfig(**values).validate()
 
 
-def _train_registered(registry, config, quiet: bool, resume_id=None) -> dict:
+def _train_registered(registry, config, quiet: bool, data_dir=None, resume_id=None) -> dict:
     """Train one run in this process (new, or resumed from its checkpoint); its summary."""
     import os
 
@@ -300,7 +300,7 @@ def _train_registered(registry, config, quiet: bool, resume_id=None) -> dict:
                   f"test acc {metrics['test_acc']:.4f}, NLL {metrics['test_nll']:.4f}, "
                   f"ELBO {metrics['train_elbo']:.1f} ({metrics['seconds']:.1f} s)", file=sys.stderr, flush=True)
 
-    final = worker.execute(registry, run_id, data_dir=getattr(registry, "data_dir", None), echo=echo)
+    final = worker.execute(registry, run_id, data_dir=data_dir, echo=echo)
     return _run_report(registry, final)
 
 
@@ -314,24 +314,18 @@ def _run_report(registry, run) -> dict:
     return report
 
 
-def _open_registry(args):
-    from .runs import Registry
-
-    registry = Registry(args.runs_dir)
-    registry.data_dir = args.data_dir
-    return registry
-
-
 def _run_mnist(args) -> dict:
     config = _mnist_config(args, hidden=args.hidden, method=args.method, K=args.K, seed=args.seed)
-    report = _train_registered(_open_registry(args), config, args.json, resume_id=args.resume)
+    from .runs import Registry
+
+    report = _train_registered(Registry(args.runs_dir), config, args.json, args.data_dir, resume_id=args.resume)
     if report["status"] != "finished":
         raise RuntimeError(f"run #{report['run_id']} {report['status']}: {report['message']}", report)
     return report
 
 
 def _run_mnist_sweep(args) -> dict:
-    from .runs import results_table
+    from .runs import Registry, results_table
 
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
     unknown = sorted(set(methods) - {"mfvi", "sgm"})
@@ -340,12 +334,12 @@ def _run_mnist_sweep(args) -> dict:
     variants = [("mfvi", None)] * ("mfvi" in methods) + [("sgm", K) for K in args.K if "sgm" in methods]
     configs = [_mnist_config(args, hidden=hidden, method=method, seed=seed, **({"K": K} if K else {}))
                for hidden in args.hidden for method, K in variants for seed in range(args.seeds)]
-    registry = _open_registry(args)
+    registry = Registry(args.runs_dir)
     reports = []
     for number, config in enumerate(configs, 1):
         if not args.json:
             print(f"[{number}/{len(configs)}] {config.label}", file=sys.stderr, flush=True)
-        reports.append(_train_registered(registry, config, args.json))
+        reports.append(_train_registered(registry, config, args.json, args.data_dir))
     runs = [registry.get(report["run_id"]) for report in reports]
     return {"runs": [{k: v for k, v in r.items() if k != "history"} for r in reports],
             "table": results_table(runs)}

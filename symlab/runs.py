@@ -331,6 +331,8 @@ def dispatch(registry: Registry, limits: RunLimits | None = None) -> list[int]:
     """Reap lost runs, then start queued runs where their device has room; returns started ids."""
     limits = limits or RunLimits.from_env()
     reap(registry)
+    if not registry._execute("SELECT 1 FROM runs WHERE status = ? LIMIT 1", (QUEUED,)):
+        return []  # the common case, answered without taking the write lock
     started = []
     for run in registry.claim_queued(limits.max_concurrent_per_device):
         try:

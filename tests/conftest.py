@@ -5,6 +5,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from pathlib import Path
@@ -22,14 +23,16 @@ def _free_port() -> int:
 
 
 @contextlib.contextmanager
-def running_app():
-    """A fresh ``streamlit run app.py`` on a free port; yields its base URL."""
+def running_app(runs_dir=None):
+    """A fresh ``streamlit run app.py`` on a free port, keeping MNIST runs in ``runs_dir`` (default:
+    a new temporary directory); yields its base URL."""
     port = _free_port()
+    env = {**os.environ, "SYMLAB_RUNS_DIR": str(runs_dir or tempfile.mkdtemp(prefix="symlab-runs-"))}
     process = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.port", str(port),
          "--server.address", "127.0.0.1", "--server.headless", "true", "--server.fileWatcherType", "none",
          "--browser.gatherUsageStats", "false"],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
     )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
@@ -51,8 +54,13 @@ def running_app():
 
 
 @pytest.fixture(scope="session")
-def server_url():
-    with running_app() as url:
+def server_runs_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("runs")
+
+
+@pytest.fixture(scope="session")
+def server_url(server_runs_dir):
+    with running_app(server_runs_dir) as url:
         yield url
 
 

@@ -100,7 +100,7 @@ def test_deep_link_on_a_freshly_started_server(page):
         assert "/modes" in page.url and "alpha=6.0" in page.url
         assert page.get_by_text("does not seem to exist").count() == 0
         links = page.locator('[data-testid="stSidebarNav"] a').all_inner_texts()
-        assert [link.splitlines()[-1] for link in links] == ["Home", "Mode interpolation", "Tractable BNN"]
+        assert [link.splitlines()[-1] for link in links] == ["Home", "Mode interpolation", "Tractable BNN", "MNIST"]
         assert float(metric_value(page, "α⁻¹‖μ*‖")) < 0.01  # α = 6 > α*: on one mode
 
 
@@ -121,3 +121,28 @@ def test_tractable_bnn_trains_live(page, server_url):
     assert page.locator('[data-testid="stException"]').count() == 0
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "toy.png"), full_page=True)
+
+
+def test_mnist_runs_launched_in_the_browser_survive_a_reload_and_finish(page, server_url, server_runs_dir):
+    from symlab.runs import FINISHED, Registry
+
+    page.goto(f"{server_url}/mnist?hidden=256&epochs=4&subset=20000&samples=2&seed=11")
+    wait_for_run(page)
+    page.get_by_role("button", name="Launch MFVI and SGM (same seed)").click()
+    progress = page.locator('[data-testid="stProgress"]', has_text="seed 11")
+    progress.first.wait_for()
+    assert progress.count() == 2  # one running, one queued behind it
+    page.reload()  # as if the tab were closed and opened again
+    page.locator('[data-testid="stProgress"]', has_text="SGM K=16, width 256, seed 11").wait_for()
+    registry = Registry(server_runs_dir)
+    deadline = __import__("time").monotonic() + 120
+    while not all(run.status == FINISHED for run in registry.runs()):
+        assert __import__("time").monotonic() < deadline, registry.runs()
+        page.wait_for_timeout(1000)
+    page.wait_for_function("() => document.querySelectorAll('[data-testid=\"stProgress\"]').length === 0",
+                           timeout=20_000)  # the live view noticed, without a reload
+    page.get_by_role("tab", name="Results").click()
+    page.get_by_text("Accuracy against width").first.wait_for()
+    assert page.locator('[data-testid="stException"]').count() == 0
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "mnist.png"), full_page=True)

@@ -87,3 +87,37 @@ def test_toy_bad_arguments(args):
     result = run(*args, "--steps", "5")
     assert result.returncode == 2
     assert "error" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_mnist_json_trains_registers_and_reports(tmp_path):
+    result = run("mnist", "--hidden", "16", "--method", "sgm", "--K", "4", "--epochs", "2", "--train-subset", "1000",
+                 "--samples", "2", "--runs-dir", str(tmp_path), "--json")
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    for key in ("run_id", "status", "test_acc", "test_nll", "test_ece", "train_elbo", "train_elbo_sym",
+                "mutual_info", "history", "device"):
+        assert key in report
+    assert report["status"] == "finished" and len(report["history"]) == 2 and report["test_acc"] > 0.3
+    from symlab.runs import Registry
+
+    assert Registry(tmp_path).get(report["run_id"]).source == "cli"  # the app lists it too
+
+
+def test_mnist_sweep_prints_table_one(tmp_path):
+    result = run("mnist-sweep", "--hidden", "8,16", "--methods", "mfvi,sgm", "--K", "4", "--seeds", "2",
+                 "--epochs", "1", "--train-subset", "500", "--samples", "2", "--runs-dir", str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("Test accuracy by width")
+    assert sum(" MFVI " in line or "SGM K=4" in line for line in lines) == 4
+    assert all("±" in line for line in lines if " MFVI " in line or "SGM K=4" in line)
+
+
+def test_mnist_errors_are_messages_not_tracebacks(tmp_path):
+    for args, message in ((("--method", "adam"), "invalid choice"),
+                          (("--hidden", "0"), "must be >= 1"),
+                          (("--data-dir", str(tmp_path / "none"), "--epochs", "1"), "does not exist")):
+        result = run("mnist", *args, "--runs-dir", str(tmp_path / "runs"))
+        assert result.returncode != 0 and message in result.stderr and "Traceback" not in result.stderr
+    result = run("mnist-data")
+    assert result.returncode == 0 and "all four files verified" in result.stdout

@@ -1,0 +1,166 @@
+"""MNIST data (checksums, user directories, downloads) and the trainer (learning, pairing,
+checkpoints, divergence, metrics)."""
+
+import functools
+import gzip
+import http.server
+import math
+import shutil
+import threading
+
+import numpy as np
+import pytest
+import torch
+
+from symlab import mnist, mnist_data
+from symlab.mnist import MnistConfig, MnistTrainer
+
+
+@pytest.fixture(scope="module")
+def data():
+    return mnist_data.load_mnist()
+
+
+def test_shipped_copy_loads_and_is_verified(data):
+    assert data.train_images.shape == (60000, 784) and data.test_images.shape == (10000, 784)
+    assert set(np.unique(data.train_labels)) == set(range(10))
+    assert data.train_images.dtype == np.uint8 and data.train_images.max() == 255
+    assert mnist_data.check_mnist() == []
+
+
+def test_user_directory_missing_and_damaged_files_say_how_to_fix(tmp_path):
+    for spec in mnist_data.FILES.values():
+        shutil.copy(mnist_data.SHIPPED_DIR / spec.name, tmp_path / spec.name)
+    assert mnist_data.load_mnist(tmp_path).test_labels.shape == (10000,)
+
+    labels = tmp_path / mnist_data.FILES["test_labels"].name
+    content = bytearray(gzip.decompress(labels.read_bytes()))
+    content[100] ^= 1
+    labels.write_bytes(gzip.compress(bytes(content)))
+    with pytest.raises(mnist_data.MnistDataError, match="wrong content.*--download"):
+        mnist_data.load_mnist(tmp_path)
+    labels.write_bytes(b"not gzip at all")
+    with pytest.raises(mnist_data.MnistDataError, match="not a readable gzip"):
+        mnist_data.load_mnist(tmp_path)
+    labels.unlink()
+    problems = mnist_data.check_mnist(tmp_path)
+    assert len(problems) == 1 and "missing" in problems[0]
+    with pytest.raises(mnist_data.MnistDataError, match="does not exist"):
+        mnist_data.load_mnist(tmp_path / "nowhere")
+
+
+@pytest.fixture
+def mirror(tmp_path):
+    """A local HTTP mirror serving a copy of the files; yields (url, its directory)."""
+    served = tmp_path / "mirror"
+    served.mkdir()
+    for spec in mnist_data.FILES.values():
+        shutil.copy(mnist_data.SHIPPED_DIR / spec.name, served / spec.name)
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(served))
+    handler.log_message = lambda *args: None
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/", served
+    server.shutdown()
+
+
+def test_download_into_an_empty_directory_verifies_checksums(tmp_path, mirror):
+    url, served = mirror
+    target = tmp_path / "data"
+    unreachable = "http://127.0.0.1:9/"  # the first mirror fails, the next one is used
+    fetched = mnist_data.download_mnist(target, mirrors=(unreachable, url), timeout=5)
+    assert sorted(fetched) == sorted(spec.name for spec in mnist_data.FILES.values())
+    assert mnist_data.check_mnist(target) == []
+    assert mnist_data.download_mnist(target, mirrors=(url,)) == []  # nothing left to fetch
+
+    (served / mnist_data.FILES["train_labels"].name).write_bytes(gzip.compress(b"\0" * 60008))
+    (target / mnist_data.FILES["train_labels"].name).unlink()
+    with pytest.raises(mnist_data.MnistDataError, match="checksum mismatch"):
+        mnist_data.download_mnist(target, mirrors=(url,))
+    assert not list(target.glob("*.part"))  # no half-written file left behind
+
+
+def small_config(**changes):
+    values = dict(hidden=32, epochs=2, train_subset=3000, samples=4, seed=0, device="cpu")
+    values.update(changes)
+    return MnistConfig(**values).validate()
+
+
+def trainer_for(config, data):
+    device = torch.device("cpu")
+    return MnistTrainer(config, mnist.prepare_tensors(data, config, device), device)
+
+
+def test_a_short_run_learns(data):
+    trainer = trainer_for(small_config(hidden=64, train_subset=5000), data)
+    for _ in range(2):
+        metrics = trainer.train_epoch()
+    assert metrics["test_acc"] > 0.8  # chance is 0.1
+    assert metrics["test_nll"] < 0.8 and 0 <= metrics["test_ece"] < 0.2
+    assert metrics["train_elbo"] < 0 and trainer.history[0]["train_elbo"] < metrics["train_elbo"]
+
+
+def test_sgm_with_far_apart_copies_trains_exactly_like_mfvi_and_gains_log_k(data):
+    mfvi = trainer_for(small_config(method="mfvi", epochs=1), data)
+    sgm = trainer_for(small_config(method="sgm", K=8, epochs=1), data)
+    first, second = mfvi.train_epoch(), sgm.train_epoch()
+    assert second["infonce_active"] == 0.0
+    assert torch.equal(mfvi.mu, sgm.mu) and first["test_acc"] == second["test_acc"]
+    assert second["train_elbo_sym"] - second["train_elbo"] == pytest.approx(math.log(8))
+
+
+def test_sgm_term_is_active_when_copies_overlap(data):
+    settings = dict(hidden=3, K=16, init_sd=0.5, epochs=1, train_subset=500)
+    sgm, mfvi = trainer_for(small_config(method="sgm", **settings), data), trainer_for(small_config(**settings), data)
+    metrics = sgm.train_epoch()
+    mfvi.train_epoch()
+    assert metrics["infonce_active"] > 0.5
+    assert metrics["mutual_info"] < math.log(16)
+    assert not torch.equal(sgm.mu, mfvi.mu)  # the extra term moved the parameters
+
+
+def test_resuming_from_a_checkpoint_equals_an_uninterrupted_run(data, tmp_path):
+    straight = trainer_for(small_config(method="sgm", K=4), data)
+    straight.train_epoch()
+    straight.train_epoch()
+    first = trainer_for(small_config(method="sgm", K=4), data)
+    first.train_epoch()
+    mnist.save_checkpoint(first, tmp_path / "checkpoint.pt")
+    resumed = trainer_for(small_config(method="sgm", K=4), data)
+    mnist.load_checkpoint(resumed, tmp_path / "checkpoint.pt")
+    assert resumed.epoch == 1
+    resumed.train_epoch()
+    assert torch.equal(resumed.mu, straight.mu) and torch.equal(resumed.log_sd, straight.log_sd)
+    assert resumed.history == [{**m, "seconds": r["seconds"]} for m, r in zip(straight.history, resumed.history)]
+
+
+def test_divergence_stops_with_a_clear_error_and_keeps_the_last_parameters(data):
+    trainer = trainer_for(small_config(), data)
+    with torch.no_grad():
+        trainer.mu[5] = float("nan")
+    before = trainer.log_sd.detach().clone()
+    with pytest.raises(mnist.TrainingDiverged, match="epoch 1, step 1.*learning rate"):
+        trainer.train_epoch()
+    assert torch.equal(trainer.log_sd, before)
+
+
+def test_calibration_metrics_on_known_predictions():
+    labels = torch.tensor([0, 1, 0, 1])
+    confident_right = torch.log(torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 0.0], [0.0, 1.0]]).clamp_min(1e-30))
+    metrics = mnist.classification_metrics(confident_right, labels)
+    assert metrics["test_acc"] == 1.0 and metrics["test_ece"] == pytest.approx(0.0, abs=1e-12)
+    # Always 90 % sure of class 0: right half the time, so the calibration gap is 0.4.
+    overconfident = torch.log(torch.tensor([[0.9, 0.1]] * 4))
+    metrics = mnist.classification_metrics(overconfident, labels)
+    assert metrics["test_acc"] == 0.5 and metrics["test_ece"] == pytest.approx(0.4)
+    assert metrics["test_nll"] == pytest.approx(-(math.log(0.9) + math.log(0.1)) / 2)
+
+
+def test_invalid_configurations_are_explained():
+    with pytest.raises(ValueError, match="hidden must be.*K must be.*method must be"):
+        MnistConfig(hidden=0, K=1, method="adam").validate()
+    assert mnist.resolve_device("cpu").type == "cpu"
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="no CUDA GPU"):
+            mnist.resolve_device("cuda")

@@ -1,0 +1,68 @@
+"""AppTest checks of the MNIST page (its live fragment's first render included)."""
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from symlab import runs
+from symlab.mnist import MnistConfig
+
+PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "mnist.py")
+
+
+@pytest.fixture
+def registry(tmp_path, monkeypatch):
+    monkeypatch.setenv("SYMLAB_RUNS_DIR", str(tmp_path / "runs"))
+    return runs.Registry()
+
+
+def mnist_page(**query) -> AppTest:
+    at = AppTest.from_file(PAGE, default_timeout=60)
+    at.query_params.update(query)
+    return at.run()
+
+
+def test_default_view_and_url(registry):
+    at = mnist_page()
+    assert not at.exception and not at.error
+    assert at.query_params["hidden"] == "400" and at.query_params["method"] == "mfvi"
+    assert any("No runs yet" in info.value for info in at.info)
+
+
+def test_odd_link_is_clamped_with_a_notice(registry):
+    at = mnist_page(hidden="99999999", epochs="lots", method="adam")
+    assert not at.exception
+    notice = at.warning[0].value
+    assert "hidden" in notice and "epochs" in notice and "method" in notice
+    assert at.number_input(key="mnist.hidden").value == runs.RunLimits().max_hidden
+
+
+def test_launching_a_pair_queues_two_runs_with_the_same_seed(registry):
+    at = mnist_page(hidden="8", epochs="1", subset="500", samples="2", seed="7")
+    at.button(key="mnist.launch_pair").click().run()
+    assert not at.exception and not at.error
+    launched = registry.runs()
+    assert [(r.config.method, r.config.seed, r.config.hidden) for r in launched] == [("mfvi", 7, 8), ("sgm", 7, 8)]
+    assert len(at.get("progress")) >= 1  # the live view shows them right away
+    for run in launched:
+        runs.cancel(registry, run.id)
+
+
+def test_results_table_and_comparison_from_finished_runs(registry):
+    ids = []
+    for method, seed, accuracy in (("mfvi", 0, 0.9), ("mfvi", 1, 0.92), ("sgm", 0, 0.93)):
+        run_id = registry.create(MnistConfig(hidden=32, method=method, K=4, seed=seed), "cpu")
+        registry.update(run_id, status=runs.FINISHED, result={"test_acc": accuracy, "test_nll": 0.3, "test_ece": 0.02,
+                                                              "train_elbo": -100.0, "train_elbo_sym": -98.6
+                                                              if method == "sgm" else None})
+        registry.add_metrics(run_id, {"epoch": 1, "test_acc": accuracy, "test_nll": 0.3, "train_elbo": -100.0})
+        ids.append(run_id)
+    at = mnist_page(compare=f"{ids[0]},{ids[2]}")
+    assert not at.exception
+    table = at.dataframe[-1].value
+    assert list(table.columns) == ["width", "MFVI", "SGM K=4"]
+    assert table.iloc[0]["MFVI"] == "91.00 ± 1.00 (2)" and table.iloc[0]["SGM K=4"] == "93.00 ± 0.00 (1)"
+    assert at.multiselect(key="mnist.compare_pick").value == [ids[0], ids[2]]
+    at.multiselect(key="mnist.compare_pick").unselect(ids[0]).run()
+    assert at.query_params["compare"] == str(ids[2])

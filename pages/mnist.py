@@ -3,7 +3,6 @@
 import time
 import uuid
 
-import numpy as np
 import pandas as pd
 import streamlit as st
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import os
 import time
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 import numpy as np
@@ -133,15 +133,12 @@ def prepare_tensors(mnist: Mnist, config: MnistConfig, device: torch.device) -> 
                         labels(mnist.test_labels))
 
 
-def _seed(*parts: int) -> int:
-    seed = 0
-    for part in parts:
-        seed = (seed * 1_000_003 + part) % 2**60
-    return seed
-
-
 def _generator(device: torch.device, *seed_parts: int) -> torch.Generator:
-    return torch.Generator(device=device).manual_seed(_seed(*seed_parts))
+    """A generator for one purpose of one run (init, an epoch's draws, its permutations, …)."""
+    seed = 0
+    for part in seed_parts:
+        seed = (seed * 1_000_003 + part) % 2**60
+    return torch.Generator(device=device).manual_seed(seed)
 
 
 class MnistTrainer:
@@ -291,7 +288,3 @@ def final_summary(trainer: MnistTrainer) -> dict:
             "train_elbo_sym": last.get("train_elbo_sym"), "mutual_info": last.get("mutual_info"),
             "infonce_active": last.get("infonce_active"),
             "train_seconds": sum(m["seconds"] for m in trainer.history)}
-
-
-def with_overrides(config: MnistConfig, **changes) -> MnistConfig:
-    return replace(config, **changes).validate()

@@ -1,5 +1,6 @@
 """MNIST lab: launch MFVI and SGM runs, watch them train, compare widths (Gelberg et al. §5, Table 1)."""
 
+import math
 import time
 import uuid
 
@@ -200,7 +201,10 @@ def curves_figure(history_by_run, labels, metric, title, y_title):
             continue
         traces.append(ui.line([m["epoch"] for m in history], [m[metric] for m in history], labels[run_id],
                               METHOD_COLOURS[i % len(METHOD_COLOURS)], DASHES[i % len(DASHES)], markers=True))
-    return ui.figure(traces, "epoch", y_title, title=title, height=300)
+    figure = ui.figure(traces, "epoch", y_title, title=title, height=300)
+    last_epoch = max((len(history) for history in history_by_run.values()), default=1)
+    figure["layout"]["xaxis"]["dtick"] = max(1, math.ceil(last_epoch / 10))  # whole epochs only
+    return figure
 
 
 def metrics_frame(history_by_run, labels) -> pd.DataFrame:

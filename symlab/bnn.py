@@ -167,11 +167,7 @@ def permutation_log_densities(layout: Layout, w, mu, log_sd, perms) -> torch.Ten
     identity = log_density_terms(w, mu, log_sd).double()
     if len(layout.hidden) == 1:
         cost = unit_cost_matrix(layout, w, mu, log_sd)
-        if perms[0].shape[0]:
-            targets = perms[0].t().contiguous()  # (h, K − 1): unit j → π_k(j)
-            permuted = cost.gather(1, targets).sum(0)
-        else:
-            permuted = cost.new_zeros(0)
+        permuted = cost.gather(1, perms[0].t().contiguous()).sum(0)  # Σ_j C[j, π_k(j)] for each k
         # Shift the permuted terms by the identity's cost-matrix value, so the identity term can
         # be the exact −½ Σ ε² (the expanded squares in the cost matrix lose a few digits).
         permuted = -0.5 * (permuted - cost.diagonal().sum()) + identity

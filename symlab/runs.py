@@ -92,6 +92,7 @@ class Run:
     finished: float | None
     heartbeat: float | None
     pid: int | None
+    pid_started: str | None  # the process's start time, to tell it from a later one with its id
     epoch: int
     progress: float  # fraction of the whole run
     message: str
@@ -210,6 +211,9 @@ class Registry:
             rows = self._execute("SELECT * FROM runs ORDER BY id")
         return [_to_run(row) for row in rows]
 
+    def has_status(self, status: str) -> bool:
+        return bool(self._execute("SELECT 1 FROM runs WHERE status = ? LIMIT 1", (status,)))
+
     def update(self, run_id: int, **values) -> None:
         if "result" in values and values["result"] is not None:
             values["result"] = json.dumps(values["result"])
@@ -272,7 +276,7 @@ class Registry:
 def _to_run(row: sqlite3.Row) -> Run:
     return Run(id=row["id"], config=MnistConfig.from_dict(json.loads(row["config"])), status=row["status"],
                device=row["device"], created=row["created"], started=row["started"], finished=row["finished"],
-               heartbeat=row["heartbeat"], pid=row["pid"], epoch=row["epoch"], progress=row["progress"],
+               heartbeat=row["heartbeat"], pid=row["pid"], pid_started=row["pid_started"], epoch=row["epoch"], progress=row["progress"],
                message=row["message"], session=row["session"], source=row["source"],
                result=json.loads(row["result"]) if row["result"] else None,
                cancel_requested=bool(row["cancel_requested"]))
@@ -314,16 +318,16 @@ def reap(registry: Registry) -> list[int]:
     """Mark running runs whose process is gone as interrupted; returns their ids."""
     lost = []
     now = time.time()
-    for row in registry._execute("SELECT id, pid, pid_started, heartbeat, epoch FROM runs WHERE status = ?", (RUNNING,)):
-        if row["pid"] is None:
-            gone = now - (row["heartbeat"] or 0) > LAUNCH_GRACE_SECONDS
+    for run in registry.runs([RUNNING]):
+        if run.pid is None:
+            gone = now - (run.heartbeat or 0) > LAUNCH_GRACE_SECONDS
         else:
-            gone = not process_alive(row["pid"], row["pid_started"])
+            gone = not process_alive(run.pid, run.pid_started)
         if gone:
-            registry.update(row["id"], status=INTERRUPTED, pid=None,
-                            message=f"the training process stopped unexpectedly during epoch {row['epoch'] + 1}; "
-                                    f"resume continues after epoch {row['epoch']}")
-            lost.append(row["id"])
+            registry.update(run.id, status=INTERRUPTED, pid=None,
+                            message=f"the training process stopped unexpectedly during epoch {run.epoch + 1}; "
+                                    f"resume continues after epoch {run.epoch}")
+            lost.append(run.id)
     return lost
 
 
@@ -331,7 +335,7 @@ def dispatch(registry: Registry, limits: RunLimits | None = None) -> list[int]:
     """Reap lost runs, then start queued runs where their device has room; returns started ids."""
     limits = limits or RunLimits.from_env()
     reap(registry)
-    if not registry._execute("SELECT 1 FROM runs WHERE status = ? LIMIT 1", (QUEUED,)):
+    if not registry.has_status(QUEUED):
         return []  # the common case, answered without taking the write lock
     started = []
     for run in registry.claim_queued(limits.max_concurrent_per_device):
@@ -380,13 +384,12 @@ def cancel(registry: Registry, run_id: int) -> None:
         registry.update(run_id, status=CANCELLED, finished=time.time(), message="cancelled before it started")
     elif run.status == RUNNING:
         registry.update(run_id, cancel_requested=1)
-        row = registry._execute("SELECT pid, pid_started FROM runs WHERE id = ?", (run_id,))[0]
-        if process_alive(row["pid"], row["pid_started"]):
+        if process_alive(run.pid, run.pid_started):
             try:
-                os.kill(row["pid"], signal.SIGTERM)
+                os.kill(run.pid, signal.SIGTERM)
             except ProcessLookupError:
                 pass
-        elif row["pid"] is not None:
+        elif run.pid is not None:
             registry.update(run_id, status=CANCELLED, finished=time.time(), pid=None, message="cancelled")
 
 

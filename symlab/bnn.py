@@ -138,15 +138,16 @@ def log_density_terms(w, mu, log_sd, index=None) -> torch.Tensor:
     return -0.5 * (((w - mu) * torch.exp(-log_sd)) ** 2).sum()
 
 
-def unit_vectors(layout: Layout, flat: torch.Tensor) -> torch.Tensor:
-    """One row per hidden unit of a one-hidden-layer MLP: incoming weights, bias, outgoing weights."""
+def unit_vectors(layout: Layout, flat: torch.Tensor, inputs=None) -> torch.Tensor:
+    """One row per hidden unit of a one-hidden-layer MLP: incoming weights (only those from
+    ``inputs``, when given), bias, outgoing weights."""
     (W1, b1), (W2, _) = layout.layers(flat)
-    return torch.cat([W1, b1[:, None], W2.t()], dim=1)
+    return torch.cat([W1 if inputs is None else W1[:, inputs], b1[:, None], W2.t()], dim=1)
 
 
 def unit_cost_matrix(layout: Layout, w, mu, log_sd) -> torch.Tensor:
     """C[j, k] = Σ (unit j of ω − mean of unit k)² / variance of unit k, for all pairs, in float64:
-    two matrix products (SCIENCE.md §4). The log-density of permutation π is −½ Σ_j C[j, π(j)]
+    one matrix product (SCIENCE.md §4). The log-density of permutation π is −½ Σ_j C[j, π(j)]
     plus terms every permutation shares."""
     return _cost_matrix(unit_vectors(layout, w), unit_vectors(layout, mu), unit_vectors(layout, log_sd))
 
@@ -195,18 +196,13 @@ def _far_from_identity(layout: Layout, w, noise, mu, log_sd, perms, margin: floa
     outgoing weights), while C[j, j] = Σ_i noise_ji² is summed in full. Cost O(h² c + Kh) with
     c ≈ 43 instead of O(h² d); for a trained network it settles the question.
     """
-    (W1, b1), (W2, _) = layout.layers(w)
-    (M1, c1), (M2, _) = layout.layers(mu)
-    (S1, s1), (S2, _) = layout.layers(log_sd)
     (E1, e1), (E2, _) = layout.layers(noise)
     identity_cost = (E1.square().sum(1) + e1.square() + E2.square().sum(0)).double()
     slack = 1e-5 * float(identity_cost.sum())  # float32 rounding in the sums above, generously
-    chosen = torch.argsort(S1.mean(0))[:SCREEN_COORDINATES]
-    units = torch.cat([W1[:, chosen], b1[:, None], W2.t()], 1)
-    means = torch.cat([M1[:, chosen], c1[:, None], M2.t()], 1)
-    block_log_sd = torch.cat([S1[:, chosen], s1[:, None], S2.t()], 1)
+    chosen = torch.argsort(layout.layers(log_sd)[0][0].mean(0))[:SCREEN_COORDINATES]
+    block = [unit_vectors(layout, flat, chosen) for flat in (w, mu, log_sd)]
     targets = perms[0].t().contiguous()  # (h, K − 1): unit j → π_k(j)
-    permuted_cost = _cost_matrix(units, means, block_log_sd).gather(1, targets)
+    permuted_cost = _cost_matrix(*block).gather(1, targets)
     bound = (permuted_cost - identity_cost[:, None]).sum(0)
     return bool((bound[~skip] >= 2 * margin + slack).all())
 

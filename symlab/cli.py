@@ -349,9 +349,9 @@ def _run_mnist_data(args) -> dict:
     from . import mnist_data
 
     directory = args.data_dir
-    downloaded = mnist_data.download_mnist(directory) if (args.download and directory) else []
     if args.download and not directory:
         raise ValueError("--download needs --data-dir (the shipped copy is not overwritten)")
+    downloaded = mnist_data.download_mnist(directory) if args.download else []
     problems = mnist_data.check_mnist(directory)
     return {"directory": str(mnist_data.SHIPPED_DIR if directory is None else directory),
             "ok": not problems, "problems": problems, "downloaded": downloaded}

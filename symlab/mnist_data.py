@@ -90,9 +90,13 @@ def read_idx(path: Path, spec: IdxFile) -> np.ndarray:
     return data.reshape(spec.count, -1) if spec.magic == 2051 else data
 
 
+def _directory(directory) -> Path:
+    return SHIPPED_DIR if directory is None else Path(directory).expanduser().resolve()
+
+
 def load_mnist(directory: str | os.PathLike | None = None) -> Mnist:
     """The four MNIST arrays from ``directory`` (default: the shipped copy), verified."""
-    directory = SHIPPED_DIR if directory is None else Path(directory).expanduser().resolve()
+    directory = _directory(directory)
     if not directory.is_dir():
         raise MnistDataError(f"MNIST directory {directory} does not exist. {_fix_hint(directory)}")
     return Mnist(**{key: read_idx(directory / spec.name, spec) for key, spec in FILES.items()})
@@ -100,7 +104,7 @@ def load_mnist(directory: str | os.PathLike | None = None) -> Mnist:
 
 def check_mnist(directory: str | os.PathLike | None = None) -> list[str]:
     """Problems with the MNIST files in ``directory`` (an empty list when all four are good)."""
-    directory = SHIPPED_DIR if directory is None else Path(directory).expanduser().resolve()
+    directory = _directory(directory)
     problems = []
     for spec in FILES.values():
         try:

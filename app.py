@@ -9,11 +9,14 @@ from pages import ui
 from symlab.device import describe_device
 
 ui.leave_legacy_multipage_mode()
-# The labs' tensors are small: one torch thread is fastest, and it leaves the other cores to the
-# other sessions (several threads per session oversubscribe the CPU and slow every tick ~3×).
-torch.set_num_threads(1)
 st.set_page_config(page_title="SymLab", page_icon=":material/shuffle:", layout="wide")
 st.logo(str(Path(__file__).parent / "assets" / "logo.svg"), size="large")
+SETTINGS = ui.server_settings(report=True)
+# The labs' tensors are small: one torch thread (the default) is fastest, and it leaves the other
+# cores to the other sessions (several threads per session oversubscribe the CPU and slow every tick ~3×).
+torch.set_num_threads(SETTINGS.live.torch_threads)
+if SETTINGS.hosted:
+    st.sidebar.caption(f"Shared server, caps for everyone: {SETTINGS.describe()}.")
 
 
 @st.cache_resource(show_spinner=False)

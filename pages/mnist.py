@@ -13,7 +13,7 @@ from symlab.mnist import DEVICES, METHODS, MnistConfig, resolve_device
 from symlab.urlstate import Param
 
 PAGE = "mnist"
-LIMITS = runs.RunLimits.from_env()
+LIMITS = ui.server_settings().runs
 DEFAULTS = MnistConfig()
 SPECS = (
     Param("hidden", "int", DEFAULTS.hidden, 1, LIMITS.max_hidden),
@@ -61,8 +61,12 @@ def registry() -> runs.Registry:
 
 
 @st.cache_resource(show_spinner="Checking the MNIST files…")
+def _data_problems_in(directory: str) -> list[str]:
+    return mnist_data.check_mnist(directory)
+
+
 def data_problems() -> list[str]:
-    return mnist_data.check_mnist(None)
+    return _data_problems_in(str(mnist_data.data_directory()))
 
 
 def session_id() -> str:
@@ -149,9 +153,7 @@ def launch_panel(values):
     if cols[1].button("Launch MFVI and SGM (same seed)", icon=":material/compare_arrows:", key="mnist.launch_pair",
                       width="stretch"):
         launch(values, ["mfvi", "sgm"])
-    st.caption(f"This server: at most {LIMITS.max_concurrent_per_device} run(s) at a time per device (others "
-               f"wait in the queue), width ≤ {LIMITS.max_hidden}, ≤ {LIMITS.max_depth} hidden layers, "
-               f"≤ {LIMITS.max_epochs} epochs, ≤ {LIMITS.max_runs_per_session} runs per session.")
+    st.caption(f"This server: {LIMITS.describe()}.")
 
 
 def runs_frame(all_runs) -> pd.DataFrame:

@@ -173,7 +173,9 @@ def optimisation_panel(alpha, sigma):
     frame_steps = np.arange(0, len(path), FRAME_STRIDE)
     playback = playback_for(alpha, sigma, frame_steps.size)
 
-    @st.fragment(run_every=TICK_SECONDS if playback.playing else None)
+    tick_seconds = max(TICK_SECONDS, ui.server_settings().live.min_tick_seconds)
+
+    @st.fragment(run_every=tick_seconds if playback.playing else None)
     def panel():
         playback.tick()
         cols = st.columns(4)

@@ -176,6 +176,9 @@ def live_panel(config):
     data, log_evidence, display, x, exact_mean, exact_std, exact_mse = exact_for(config)
     trainer = trainer_for(config)
     playing = st.session_state.get("toy.playing", False)
+    live = ui.server_settings().live
+    steps_per_tick = min(STEPS_PER_TICK, live.max_steps_per_tick)
+    tick_seconds = max(TICK_SECONDS, live.min_tick_seconds)
 
     def play():
         st.session_state["toy.playing"] = trainer.steps_done < MAX_STEPS
@@ -185,17 +188,17 @@ def live_panel(config):
 
     def step():
         st.session_state["toy.playing"] = False
-        trainer.step(STEPS_PER_TICK)
+        trainer.step(steps_per_tick)
         trainer.record()
 
     def reset():
         st.session_state["toy.playing"] = False
         trainer.reset()
 
-    @st.fragment(run_every=TICK_SECONDS if playing else None)
+    @st.fragment(run_every=tick_seconds if playing else None)
     def panel():
         if st.session_state["toy.playing"]:
-            trainer.step(STEPS_PER_TICK)
+            trainer.step(steps_per_tick)
             trainer.record()
             if trainer.steps_done >= MAX_STEPS or all(trainer.diverged):
                 st.session_state["toy.playing"] = False
@@ -229,6 +232,9 @@ def live_panel(config):
         if st.session_state["toy.playing"] != playing:
             st.rerun()  # start or stop the timer: it is fixed when the fragment is defined
 
+    if (steps_per_tick, tick_seconds) != (STEPS_PER_TICK, TICK_SECONDS):
+        st.caption(f"On this shared server live training advances {steps_per_tick} Adam steps every "
+                   f"{tick_seconds:g} s.")
     panel()
     history_frame = pd.DataFrame({
         "step": trainer.history[0].step,
@@ -247,7 +253,13 @@ def table_panel(values, config):
     for notice in notices:
         st.warning(notice)
     alphas = [float(a) for a in parsed["alphas"].split(",")]
-    if st.button("Run the table", icon=":material/table_chart:", key="toy.run_table", type="primary"):
+    max_runs = ui.server_settings().live.max_table_runs
+    too_many = len(alphas) * values["seeds"] > max_runs
+    if too_many:
+        st.warning(f"{len(alphas)} α values × {values['seeds']} seeds is more than this server's cap of "
+                   f"{max_runs} runs per table: use fewer α values or seeds.")
+    if st.button("Run the table", icon=":material/table_chart:", key="toy.run_table", type="primary",
+                 disabled=too_many):
         bar = st.progress(0.0, text="Training…")
         rows = toy.paper_table(alphas, values["seeds"], toy.DEFAULT_STEPS, config,
                                progress=lambda done, total: bar.progress(done / total, text=f"Adam step {done} / {total}"))

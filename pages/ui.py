@@ -9,6 +9,7 @@ import pandas as pd
 import streamlit as st
 from streamlit.runtime.pages_manager import PagesManager
 
+from symlab.hosting import Hosting, SettingsError, is_hosted
 from symlab.urlstate import Param, encode_query, parse_query
 
 # Okabe–Ito: distinguishable with every common colour-vision deficiency. Lines also differ
@@ -40,15 +41,49 @@ def leave_legacy_multipage_mode() -> None:
         st.rerun()
 
 
+# ?present=1: a projector view of the same state, like TensorFlow Playground's hidden-controls links.
+PRESENT = Param("present", "bool", False)
+PRESENT_CSS = """<style>
+[data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"], [data-testid="stExpandSidebarButton"],
+[data-testid="stHeader"], [data-testid="stDownloadButton"] { display: none !important; }
+html { font-size: 20px; }
+[data-testid="stMainBlockContainer"] { max-width: 100%; padding: 1rem 2rem; }
+</style>"""
+PRESENT_FONT_PX, FONT_PX = 20, 14
+
+
 def start_page(page: str, specs: Sequence[Param], title: str, caption: str, controls) -> dict:
-    """The common top of every lab page: title, URL-bound ``controls()``, notices; returns the
-    controls' current values (also written back to the URL)."""
+    """The common top of every lab page: title, URL-bound ``controls()``, notices, presentation
+    mode; returns the controls' current values (also written back to the URL)."""
     leave_legacy_multipage_mode()
+    specs = (*specs, PRESENT)
+    notices = bind_url_state(page, specs)
+    present = st.session_state[widget_key(page, PRESENT.name)]
+    st.session_state["ui.present"] = present
+    if present:
+        st.html(PRESENT_CSS)
+        st.button("Show the controls", key=f"{page}.leave_present", icon=":material/tune:",
+                  on_click=apply_values, args=(page, {PRESENT.name: False}))
     st.title(title)
     st.caption(caption)
-    show_notices(bind_url_state(page, specs))
+    show_notices(notices)
     controls()
+    with st.sidebar:
+        st.toggle("Presentation mode", key=widget_key(page, PRESENT.name),
+                  help="Hides the controls and enlarges text and charts for a projector; the page's link keeps "
+                       "it, so a shared link opens the same view without controls.")
     return sync_url(page, specs)
+
+
+def server_settings(report: bool = False) -> Hosting:
+    """This server's caps (``SYMLAB_HOSTED`` and ``SYMLAB_*``). With an unusable variable the
+    defaults apply, and ``report`` shows why (app.py does, once per page)."""
+    try:
+        return Hosting.from_env()
+    except SettingsError as error:
+        if report:
+            st.error(f"A server setting is unusable, so the defaults apply: {error}", icon=":material/error:")
+        return Hosting.defaults(is_hosted())
 
 
 def widget_key(page: str, name: str) -> str:
@@ -86,6 +121,8 @@ def sync_url(page: str, specs: Sequence[Param]) -> dict:
     values = current_values(page, specs)
     st.session_state[f"{page}:values"] = values
     encoded = encode_query(values, specs)
+    if not values.get(PRESENT.name, True):
+        del encoded[PRESENT.name]  # the usual view: a shorter link
     if st.query_params.to_dict() != encoded:
         st.query_params.from_dict(encoded)
     return values
@@ -169,7 +206,7 @@ def figure(traces, x_title: str, y_title: str, title: str | None = None, marks=(
         margin=dict(l=72, r=16, t=44 if title else 12, b=56 + LEGEND_ROW_HEIGHT * legend_rows, autoexpand=False),
         # In the bottom margin, below the x-axis title, whatever the plot area's shape.
         legend=dict(orientation="h", yref="container", yanchor="bottom", y=0.0, x=0),
-        font=dict(size=14),
+        font=dict(size=PRESENT_FONT_PX if st.session_state.get("ui.present") else FONT_PX),
         xaxis=dict(title=dict(text=x_title), showgrid=True, automargin=False, ticklabeloverflow="allow"),
         yaxis=dict(title=dict(text=y_title), showgrid=True, type="log" if log_y else "linear", automargin=False,
                    ticklabeloverflow="allow"),

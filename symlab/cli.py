@@ -232,7 +232,8 @@ def _add_mnist_options(p, *, sweep: bool) -> None:
     p.add_argument("--device", choices=DEVICES, default=defaults.device,
                    help="auto: CUDA when torch finds a GPU, else CPU")
     p.add_argument("--data-dir", default=None,
-                   help="directory with the four MNIST IDX .gz files (default: the copy in assets/mnist)")
+                   help="directory with the four MNIST IDX .gz files "
+                        "(default: $SYMLAB_MNIST_DIR, else the copy in assets/mnist)")
     p.add_argument("--runs-dir", default=None,
                    help="run registry and checkpoints (default: $SYMLAB_RUNS_DIR or ./runs), shared with the app")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
@@ -256,8 +257,8 @@ def _add_mnist(subparsers) -> None:
     s.set_defaults(run=_run_mnist_sweep)
     d = subparsers.add_parser(
         "mnist-data", help="check the MNIST files, or download them into a directory",
-        description=("Verify the four MNIST IDX files (content checksums) in --data-dir (default: the copy "
-                     "shipped in assets/mnist); with --download, fetch missing or damaged ones from the "
+        description=("Verify the four MNIST IDX files (content checksums) in --data-dir (default: "
+                     "$SYMLAB_MNIST_DIR, else the copy shipped in assets/mnist); with --download, fetch missing or damaged ones from the "
                      "canonical mirrors, verified."))
     d.add_argument("--data-dir", default=None)
     d.add_argument("--download", action="store_true")

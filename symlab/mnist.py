@@ -267,12 +267,22 @@ def classification_metrics(log_probs: torch.Tensor, labels: torch.Tensor, bins: 
     return {"test_acc": correct.mean().item(), "test_nll": nll.item(), "test_ece": ece.item()}
 
 
+class CheckpointError(RuntimeError):
+    """The checkpoint could not be written (disk full, no permission); the previous one is intact."""
+
+
 def save_checkpoint(trainer: MnistTrainer, path: Path) -> None:
-    """Write atomically: a crash mid-write leaves the previous checkpoint intact."""
+    """Write atomically: a crash or a full disk mid-write leaves the previous checkpoint intact."""
     path = Path(path)
     partial = path.with_suffix(".partial")
-    torch.save(trainer.state_dict(), partial)
-    os.replace(partial, path)
+    try:
+        torch.save(trainer.state_dict(), partial)
+        os.replace(partial, path)
+    except (OSError, RuntimeError) as error:  # torch reports a failed write as a RuntimeError
+        partial.unlink(missing_ok=True)
+        kept = f"epoch {trainer.epoch - 1}'s checkpoint is intact" if path.exists() else "no checkpoint was kept"
+        raise CheckpointError(f"cannot write the checkpoint {path} ({error}): free some space or fix the "
+                              f"permissions there, then resume ({kept})") from None
 
 
 def load_checkpoint(trainer: MnistTrainer, path: Path) -> None:

@@ -90,13 +90,15 @@ def read_idx(path: Path, spec: IdxFile) -> np.ndarray:
     return data.reshape(spec.count, -1) if spec.magic == 2051 else data
 
 
-def _directory(directory) -> Path:
+def data_directory(directory=None) -> Path:
+    """``directory``, else $SYMLAB_MNIST_DIR, else the copy shipped in assets/mnist."""
+    directory = directory or os.environ.get("SYMLAB_MNIST_DIR") or None
     return SHIPPED_DIR if directory is None else Path(directory).expanduser().resolve()
 
 
 def load_mnist(directory: str | os.PathLike | None = None) -> Mnist:
     """The four MNIST arrays from ``directory`` (default: the shipped copy), verified."""
-    directory = _directory(directory)
+    directory = data_directory(directory)
     if not directory.is_dir():
         raise MnistDataError(f"MNIST directory {directory} does not exist. {_fix_hint(directory)}")
     return Mnist(**{key: read_idx(directory / spec.name, spec) for key, spec in FILES.items()})
@@ -104,7 +106,7 @@ def load_mnist(directory: str | os.PathLike | None = None) -> Mnist:
 
 def check_mnist(directory: str | os.PathLike | None = None) -> list[str]:
     """Problems with the MNIST files in ``directory`` (an empty list when all four are good)."""
-    directory = _directory(directory)
+    directory = data_directory(directory)
     problems = []
     for spec in FILES.values():
         try:

@@ -22,9 +22,10 @@ import subprocess
 import sys
 import time
 from contextlib import closing
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 
+from .hosting import RunLimits
 from .mnist import MnistConfig
 
 QUEUED, RUNNING, FINISHED, FAILED, DIVERGED, CANCELLED, INTERRUPTED = (
@@ -41,44 +42,6 @@ class RegistryError(RuntimeError):
 
 def default_runs_dir() -> Path:
     return Path(os.environ.get("SYMLAB_RUNS_DIR") or REPO_ROOT / "runs").expanduser().resolve()
-
-
-@dataclass(frozen=True)
-class RunLimits:
-    """Caps for a shared server. Each can be set by an environment variable of the same name in
-    upper case with a SYMLAB_ prefix (e.g. SYMLAB_MAX_HIDDEN=1024)."""
-
-    max_concurrent_per_device: int = 1
-    max_hidden: int = 4096
-    max_depth: int = 4
-    max_epochs: int = 100
-    max_runs_per_session: int = 40
-
-    @classmethod
-    def from_env(cls, environ=os.environ) -> "RunLimits":
-        values = {}
-        for field in fields(cls):
-            raw = environ.get(f"SYMLAB_{field.name.upper()}")
-            if raw is None:
-                continue
-            try:
-                values[field.name] = int(raw)
-            except ValueError:
-                raise RegistryError(f"SYMLAB_{field.name.upper()}={raw!r} is not a whole number") from None
-            if values[field.name] < 1:
-                raise RegistryError(f"SYMLAB_{field.name.upper()} must be >= 1 (got {raw})")
-        return cls(**values)
-
-    def check(self, config: MnistConfig) -> None:
-        problems = []
-        if config.hidden > self.max_hidden:
-            problems.append(f"width {config.hidden} is above this server's cap of {self.max_hidden}")
-        if config.depth > self.max_depth:
-            problems.append(f"depth {config.depth} is above this server's cap of {self.max_depth}")
-        if config.epochs > self.max_epochs:
-            problems.append(f"{config.epochs} epochs is above this server's cap of {self.max_epochs}")
-        if problems:
-            raise ValueError("; ".join(problems))
 
 
 @dataclass(frozen=True)
@@ -171,7 +134,12 @@ class Registry:
                     raise
                 return rows
         except sqlite3.Error as error:
-            raise RegistryError(f"the run registry {self.path} failed: {error}") from None
+            raise self._failure(error, writing=write) from None
+
+    def _failure(self, error: sqlite3.Error, writing: bool) -> RegistryError:
+        hint = (" Check that its directory is writable and has free space; the runs recorded so far are kept."
+                if writing else "")
+        return RegistryError(f"the run registry {self.path} failed: {error}.{hint}")
 
     def run_dir(self, run_id: int) -> Path:
         return self.root / f"run-{run_id:05d}"
@@ -210,6 +178,11 @@ class Registry:
         else:
             rows = self._execute("SELECT * FROM runs ORDER BY id")
         return [_to_run(row) for row in rows]
+
+    def launched_since(self, since: float, source: str) -> int:
+        """How many runs from ``source`` were created after the time ``since``."""
+        rows = self._execute("SELECT COUNT(*) AS n FROM runs WHERE created > ? AND source = ?", (since, source))
+        return rows[0]["n"]
 
     def has_status(self, status: str) -> bool:
         return bool(self._execute("SELECT 1 FROM runs WHERE status = ? LIMIT 1", (status,)))
@@ -266,7 +239,7 @@ class Registry:
                     claimed.append(row["id"])
                 connection.execute("COMMIT")
         except sqlite3.Error as error:
-            raise RegistryError(f"the run registry {self.path} failed: {error}") from None
+            raise self._failure(error, writing=True) from None
         return [self.get(run_id) for run_id in claimed]
 
     def register_process(self, run_id: int, pid: int) -> None:
@@ -370,6 +343,9 @@ def submit(registry: Registry, config: MnistConfig, limits: RunLimits | None = N
         if mine >= limits.max_runs_per_session:
             raise ValueError(f"this session has launched {mine} runs, the cap on this server "
                              f"({limits.max_runs_per_session})")
+    if source == "app" and registry.launched_since(time.time() - 3600, source) >= limits.max_runs_per_hour:
+        raise ValueError(f"{limits.max_runs_per_hour} runs were launched on this server in the last hour, its cap: "
+                         "try again later")
     device = resolve_device(config.device).type
     run_id = registry.create(config, device, session=session, source=source)
     dispatch(registry, limits)

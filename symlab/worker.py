@@ -63,7 +63,7 @@ def execute(registry, run_id: int, *, data_dir=None, shutdown: _ShutdownFlag | N
     last_beat = 0.0
     try:
         device = mnist.resolve_device(run.device)
-        data = mnist_data.load_mnist(data_dir or os.environ.get("SYMLAB_MNIST_DIR") or None)
+        data = mnist_data.load_mnist(data_dir)
         trainer = mnist.MnistTrainer(config, mnist.prepare_tensors(data, config, device), device)
         if checkpoint.exists():
             mnist.load_checkpoint(trainer, checkpoint)
@@ -91,7 +91,7 @@ def execute(registry, run_id: int, *, data_dir=None, shutdown: _ShutdownFlag | N
     except mnist.TrainingDiverged as error:
         registry.update(run_id, status=DIVERGED, finished=time.time(), pid=None, message=str(error),
                         result=mnist.final_summary(trainer))
-    except (mnist_data.MnistDataError, ValueError, torch.cuda.OutOfMemoryError) as error:
+    except (mnist_data.MnistDataError, mnist.CheckpointError, ValueError, torch.cuda.OutOfMemoryError) as error:
         registry.update(run_id, status=FAILED, finished=time.time(), pid=None, message=str(error))
     except Exception as error:  # recorded, not lost: the log has the traceback
         traceback.print_exc()
@@ -99,6 +99,16 @@ def execute(registry, run_id: int, *, data_dir=None, shutdown: _ShutdownFlag | N
                         message=f"unexpected error: {type(error).__name__}: {error} "
                                 f"(details in {registry.log_path(run_id)})")
     return registry.get(run_id)
+
+
+def _limits():
+    from .hosting import RunLimits, SettingsError
+
+    try:
+        return RunLimits.from_env()
+    except SettingsError as error:  # the server showed it too; train with the defaults
+        print(f"ignoring a setting: {error}", flush=True)
+        return RunLimits()
 
 
 def main(argv=None) -> int:
@@ -121,12 +131,17 @@ def main(argv=None) -> int:
         os.nice(5)  # the web server stays responsive while a run trains
     except OSError:
         pass
+    limits = _limits()
+    if limits.worker_threads:
+        import torch
+
+        torch.set_num_threads(limits.worker_threads)
     shutdown = _ShutdownFlag()
     shutdown.install()
     print(f"run #{args.run_id} started (pid {os.getpid()})", flush=True)
     final = execute(registry, args.run_id, shutdown=shutdown)
     print(f"run #{args.run_id} ended: {final.status} {final.message}", flush=True)
-    dispatch(registry)  # start whatever waits in the queue
+    dispatch(registry, limits)  # start whatever waits in the queue
     return 0
 
 

@@ -10,6 +10,7 @@ import time
 import pytest
 
 from symlab import runs
+from symlab.hosting import SettingsError
 from symlab.mnist import MnistConfig
 
 TINY = dict(hidden=8, epochs=2, train_subset=500, samples=2, device="cpu")
@@ -90,7 +91,7 @@ def test_caps_and_bad_settings_are_refused_with_reasons(registry, monkeypatch):
     with pytest.raises(ValueError, match="launched 1 runs"):
         runs.submit(registry, MnistConfig(**TINY), limits, session="alice")
     monkeypatch.setenv("SYMLAB_MAX_HIDDEN", "lots")
-    with pytest.raises(runs.RegistryError, match="SYMLAB_MAX_HIDDEN"):
+    with pytest.raises(SettingsError, match="SYMLAB_MAX_HIDDEN"):
         runs.RunLimits.from_env()
     monkeypatch.setenv("SYMLAB_MAX_HIDDEN", "512")
     assert runs.RunLimits.from_env().max_hidden == 512

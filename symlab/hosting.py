@@ -1,0 +1,124 @@
+"""Caps for a shared server, read from the environment.
+
+One switch, ``SYMLAB_HOSTED=1``, turns on the classroom defaults (:data:`HOSTED_DEFAULTS`): many
+students on one small server, none able to starve the others. Every cap can also be set on its
+own by an environment variable named after it in upper case with a ``SYMLAB_`` prefix (e.g.
+``SYMLAB_MAX_HIDDEN=1024``), hosted or not; such a variable wins over both defaults.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, fields
+
+from .mnist import MnistConfig
+
+TRUE_WORDS = ("1", "true", "yes", "on")
+
+
+class SettingsError(RuntimeError):
+    """An environment variable holds an unusable value; the message names it."""
+
+
+def is_hosted(environ=os.environ) -> bool:
+    return environ.get("SYMLAB_HOSTED", "").strip().lower() in TRUE_WORDS
+
+
+@dataclass(frozen=True)
+class RunLimits:
+    """MNIST runs: how many train at once, how big, how many a session and the server may start."""
+
+    max_concurrent_per_device: int = 1
+    max_hidden: int = 4096
+    max_depth: int = 4
+    max_epochs: int = 100
+    max_runs_per_session: int = 40
+    max_runs_per_hour: int = 1000  # runs launched from the app, all sessions together
+    worker_threads: int = 0  # torch threads in each training process; 0: torch's default (all cores)
+
+    @classmethod
+    def from_env(cls, environ=os.environ) -> "RunLimits":
+        return _from_env(cls, environ)
+
+    def check(self, config: MnistConfig) -> None:
+        problems = []
+        if config.hidden > self.max_hidden:
+            problems.append(f"width {config.hidden} is above this server's cap of {self.max_hidden}")
+        if config.depth > self.max_depth:
+            problems.append(f"depth {config.depth} is above this server's cap of {self.max_depth}")
+        if config.epochs > self.max_epochs:
+            problems.append(f"{config.epochs} epochs is above this server's cap of {self.max_epochs}")
+        if problems:
+            raise ValueError("; ".join(problems))
+
+    def describe(self) -> str:
+        return (f"at most {self.max_concurrent_per_device} MNIST run(s) at a time per device (others wait in the "
+                f"queue), width ≤ {self.max_hidden}, ≤ {self.max_depth} hidden layers, ≤ {self.max_epochs} epochs, "
+                f"≤ {self.max_runs_per_session} runs per session and {self.max_runs_per_hour} per hour on the server")
+
+
+@dataclass(frozen=True)
+class LiveLimits:
+    """Work the web server does for one session: live training and in-page tables."""
+
+    torch_threads: int = 1  # for the whole server process: every session computes in it
+    max_steps_per_tick: int = 20  # Adam steps per redraw of live training
+    min_tick_seconds: float = 0.1  # time between redraws while playing
+    max_table_runs: int = 100  # α values × seeds in one in-page table
+
+    @classmethod
+    def from_env(cls, environ=os.environ) -> "LiveLimits":
+        return _from_env(cls, environ)
+
+    def describe(self) -> str:
+        return (f"live training: ≤ {self.max_steps_per_tick} steps per redraw, ≥ {self.min_tick_seconds:g} s apart; "
+                f"tables: ≤ {self.max_table_runs} α × seed runs")
+
+
+# The classroom: ~30 students on a 2-core server (benchmarks/load_test.py measures it).
+HOSTED_DEFAULTS = {
+    RunLimits: dict(max_concurrent_per_device=1, max_hidden=1024, max_depth=2, max_epochs=10,
+                    max_runs_per_session=4, max_runs_per_hour=30, worker_threads=1),
+    LiveLimits: dict(torch_threads=1, max_steps_per_tick=10, min_tick_seconds=0.3, max_table_runs=20),
+}
+MINIMUM = {"worker_threads": 0}  # every other cap must be at least 1 (or > 0 for seconds)
+
+
+def _from_env(cls, environ):
+    values = dict(HOSTED_DEFAULTS[cls]) if is_hosted(environ) else {}
+    for field in fields(cls):
+        name = f"SYMLAB_{field.name.upper()}"
+        raw = environ.get(name)
+        if raw is None:
+            continue
+        number_type = float if field.type == "float" else int
+        try:
+            value = number_type(raw)
+        except ValueError:
+            kind = "a number" if number_type is float else "a whole number"
+            raise SettingsError(f"{name}={raw!r} is not {kind}") from None
+        minimum = MINIMUM.get(field.name, 1)
+        if not (value >= minimum if number_type is int else 0 < value < float("inf")):
+            raise SettingsError(f"{name} must be {'>= ' + str(minimum) if number_type is int else '> 0'} (got {raw})")
+        values[field.name] = value
+    return cls(**values)
+
+
+@dataclass(frozen=True)
+class Hosting:
+    hosted: bool
+    runs: RunLimits
+    live: LiveLimits
+
+    @classmethod
+    def from_env(cls, environ=os.environ) -> "Hosting":
+        return cls(is_hosted(environ), RunLimits.from_env(environ), LiveLimits.from_env(environ))
+
+    @classmethod
+    def defaults(cls, hosted: bool) -> "Hosting":
+        """The caps with no variable but the switch: the fallback when a variable is unusable."""
+        environ = {"SYMLAB_HOSTED": "1"} if hosted else {}
+        return cls.from_env(environ)
+
+    def describe(self) -> str:
+        return f"{self.live.describe()}; {self.runs.describe()}"

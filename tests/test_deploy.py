@@ -1,0 +1,78 @@
+"""The Dockerfile's own install and start commands, run in a fresh virtual environment.
+
+No image can be built here (no base image is reachable), so this runs what the image would: its
+``pip`` steps, then its ``CMD`` with its ``ENV``, and checks the app answers its ``HEALTHCHECK``.
+"""
+
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+
+from conftest import ROOT, _free_port
+
+pytestmark = pytest.mark.deploy
+IMAGE_ONLY_STEPS = ("useradd ",)  # the container's user and volume: nothing to install
+
+
+def dockerfile_instructions() -> list[tuple[str, str]]:
+    """(instruction, arguments) pairs, continuation lines joined, comments dropped."""
+    lines = [line for line in (ROOT / "Dockerfile").read_text().splitlines() if not line.lstrip().startswith("#")]
+    joined = re.sub(r"\\\n\s*", " ", "\n".join(lines))
+    return [tuple(line.split(None, 1)) for line in joined.splitlines() if line.strip()]
+
+
+def image_environment(instructions) -> dict:
+    env = {}
+    for instruction, arguments in instructions:
+        if instruction in ("ARG", "ENV"):
+            for word in shlex.split(arguments):
+                name, _, value = word.partition("=")
+                env[name] = value
+    return env
+
+
+def test_the_dockerfile_installs_and_starts_a_healthy_app(tmp_path):
+    instructions = dockerfile_instructions()
+    env = image_environment(instructions)
+    assert env["SYMLAB_HOSTED"] == "1" and "TORCH_INDEX_URL" in env
+    # This machine reaches only its package registry, which serves torch's CPU build: the
+    # documented empty value of the build argument.
+    env["TORCH_INDEX_URL"] = ""
+    env["SYMLAB_RUNS_DIR"] = str(tmp_path / "runs")
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    env = {**os.environ, **env, "PATH": f"{venv / 'bin'}:{os.environ['PATH']}", "VIRTUAL_ENV": str(venv)}
+
+    steps = [arguments for instruction, arguments in instructions if instruction == "RUN"]
+    installs = [step for step in steps if not step.startswith(IMAGE_ONLY_STEPS)]
+    assert installs and all(step.startswith("pip ") for step in installs), steps
+    for step in installs:
+        done = subprocess.run(["bash", "-c", step], cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+        assert done.returncode == 0, f"{step}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    torch_build = subprocess.run(["python", "-c", "import torch; print(torch.__version__)"], env=env,
+                                 capture_output=True, text=True, check=True).stdout
+    assert torch_build.startswith("2.13.0")
+
+    port = str(_free_port())
+    command = json.loads(dict(instructions)["CMD"])
+    command = [word.replace("8501", port) for word in command]
+    health_command = dict(instructions)["HEALTHCHECK"].split(" CMD ", 1)[1].replace("8501", port)
+    server = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 90
+        while subprocess.run(["bash", "-c", health_command], env=env, capture_output=True).returncode != 0:
+            assert server.poll() is None, server.stdout.read().decode(errors="replace")
+            assert time.monotonic() < deadline, "no healthy answer within 90 s"
+            time.sleep(1)
+        assert urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=5).read() == b"ok"
+        assert b"<title>Streamlit</title>" in urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5).read()
+    finally:
+        server.terminate()
+        server.wait(timeout=20)

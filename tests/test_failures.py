@@ -1,0 +1,126 @@
+"""A read-only or full run registry, a full disk under a training run, missing MNIST files:
+clear messages, nothing recorded so far lost."""
+
+import errno
+import sqlite3
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from symlab import cli, mnist, runs
+from symlab.mnist import MnistConfig
+
+ROOT = Path(__file__).resolve().parents[1]
+TINY = MnistConfig(hidden=8, epochs=2, train_subset=500, samples=2, device="cpu")
+
+
+@pytest.fixture
+def registry(tmp_path, monkeypatch):
+    monkeypatch.setenv("SYMLAB_RUNS_DIR", str(tmp_path / "runs"))
+    registry = runs.Registry()
+    registry.create(TINY, "cpu", status=runs.FINISHED)
+    return registry
+
+
+def read_only(monkeypatch):
+    """Every connection can read but not write, as when the file or its directory is read-only
+    (this suite may run as root, for whom permission bits do not stop writes)."""
+    def connect(self):
+        connection = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, timeout=30, isolation_level=None)
+        connection.row_factory = sqlite3.Row
+        return connection
+    monkeypatch.setattr(runs.Registry, "_connect", connect)
+
+
+class FullDisk:
+    """A connection on a full disk: reads work, every write fails as SQLite reports it (SQLITE_FULL)."""
+
+    def __init__(self, connection):
+        self.connection = connection
+
+    def execute(self, sql, *parameters):
+        if sql.lstrip().upper().startswith(("INSERT", "UPDATE", "DELETE")):
+            raise sqlite3.OperationalError("database or disk is full")
+        return self.connection.execute(sql, *parameters)
+
+    def __getattr__(self, name):
+        return getattr(self.connection, name)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        return self.connection.__exit__(*exc_info)
+
+
+def full_disk(monkeypatch):
+    connect = runs.Registry._connect
+    monkeypatch.setattr(runs.Registry, "_connect", lambda self: FullDisk(connect(self)))
+
+
+def mnist_page() -> AppTest:
+    at = AppTest.from_file(str(ROOT / "pages" / "mnist.py"), default_timeout=60)
+    at.query_params.update(hidden="8", epochs="1", subset="500")
+    return at.run()
+
+
+@pytest.mark.parametrize("break_registry, reason", [(read_only, "readonly"), (full_disk, "full")])
+def test_an_unwritable_registry_refuses_new_runs_and_keeps_the_old(registry, monkeypatch, break_registry, reason):
+    break_registry(monkeypatch)
+    with pytest.raises(runs.RegistryError, match=rf"{reason}.*writable and has free space.*kept"):
+        runs.submit(registry, TINY, runs.RunLimits(), session="dave")
+    assert [run.status for run in registry.runs()] == [runs.FINISHED]
+
+    at = mnist_page()
+    assert not at.exception
+    at.button(key="mnist.launch").click().run()
+    assert not at.exception
+    assert any("Not launched" in e.value and reason in e.value for e in at.error)
+    assert [run.status for run in registry.runs()] == [runs.FINISHED]
+
+
+def test_a_full_disk_while_training_fails_the_run_resumably(registry, monkeypatch):
+    saves = []
+    real_save = mnist.torch.save
+
+    def save_until_full(state, path):
+        saves.append(path)
+        if len(saves) == 2:
+            Path(path).write_bytes(b"half a checkpoint")
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real_save(state, path)
+    monkeypatch.setattr(mnist.torch, "save", save_until_full)
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["mnist", "--hidden", "8", "--epochs", "2", "--train-subset", "500", "--samples", "2",
+                  "--device", "cpu", "--json"])
+    assert exit_info.value.code == 1
+    run = registry.runs()[-1]
+    assert run.status == runs.FAILED and run.status in runs.RESUMABLE
+    assert "No space left on device" in run.message and "epoch 1's checkpoint is intact" in run.message
+    assert [m["epoch"] for m in registry.metrics([run.id])[run.id]] == [1]
+    assert not registry.checkpoint_path(run.id).with_suffix(".partial").exists()
+
+    monkeypatch.setattr(mnist.torch, "save", real_save)  # space freed
+    assert cli.main(["mnist", "--resume", str(run.id), "--json"]) == 0
+    finished = registry.get(run.id)
+    assert finished.status == runs.FINISHED and finished.result["epochs_done"] == 2
+
+
+def test_missing_mnist_files_are_named_on_the_page_and_fail_a_run_clearly(registry, tmp_path, monkeypatch, capsys):
+    empty = tmp_path / "no-mnist"
+    empty.mkdir()
+    monkeypatch.setenv("SYMLAB_MNIST_DIR", str(empty))
+    at = mnist_page()
+    assert not at.exception
+    problem = next(e.value for e in at.error if "MNIST is not available" in e.value)
+    assert "train-images-idx3-ubyte.gz" in problem and str(empty) in problem
+
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["mnist", "--hidden", "8", "--epochs", "1", "--train-subset", "500", "--device", "cpu", "--json"])
+    assert exit_info.value.code == 1
+    error = capsys.readouterr().err
+    assert "Traceback" not in error and "train-images-idx3-ubyte.gz" in error
+    failed = registry.runs()[-1]
+    assert failed.status == runs.FAILED and "train-images" in failed.message
+    assert len(registry.runs()) == 2  # the earlier run is still there

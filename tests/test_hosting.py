@@ -1,0 +1,99 @@
+"""Hosted mode: the classroom caps, their variables, and how the pages show and apply them."""
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from symlab import runs
+from symlab.hosting import HOSTED_DEFAULTS, Hosting, LiveLimits, RunLimits, SettingsError
+from symlab.mnist import MnistConfig
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_defaults_the_switch_and_single_variables():
+    assert Hosting.from_env({}) == Hosting(False, RunLimits(), LiveLimits())
+    hosted = Hosting.from_env({"SYMLAB_HOSTED": "1"})
+    assert hosted.hosted and hosted.runs == RunLimits(**HOSTED_DEFAULTS[RunLimits])
+    assert hosted.live == LiveLimits(**HOSTED_DEFAULTS[LiveLimits])
+    assert hosted.runs.max_hidden < RunLimits().max_hidden and hosted.live.max_steps_per_tick < LiveLimits().max_steps_per_tick
+    own = Hosting.from_env({"SYMLAB_HOSTED": "yes", "SYMLAB_MAX_HIDDEN": "64", "SYMLAB_MIN_TICK_SECONDS": "0.5"})
+    assert own.runs.max_hidden == 64 and own.live.min_tick_seconds == 0.5 and own.runs.max_epochs == 10
+    assert not Hosting.from_env({"SYMLAB_HOSTED": "0"}).hosted
+    assert Hosting.from_env({"SYMLAB_WORKER_THREADS": "0"}).runs.worker_threads == 0
+
+
+@pytest.mark.parametrize("name, raw", [
+    ("SYMLAB_MAX_HIDDEN", "lots"), ("SYMLAB_MAX_HIDDEN", "0"), ("SYMLAB_MAX_RUNS_PER_HOUR", "-3"),
+    ("SYMLAB_MAX_EPOCHS", "2.5"), ("SYMLAB_MIN_TICK_SECONDS", "nan"), ("SYMLAB_MIN_TICK_SECONDS", "inf"),
+    ("SYMLAB_MIN_TICK_SECONDS", "0"), ("SYMLAB_WORKER_THREADS", "-1"),
+])
+def test_unusable_variables_are_named(name, raw):
+    with pytest.raises(SettingsError, match=name):
+        Hosting.from_env({name: raw})
+
+
+def test_runs_per_hour_count_the_apps_launches_only(tmp_path):
+    registry = runs.Registry(tmp_path / "runs")
+    limits = RunLimits(max_runs_per_hour=2)
+    config = MnistConfig(hidden=8, epochs=1, train_subset=500, device="cpu")
+    for source in ("app", "app", "cli"):
+        registry.create(config, "cpu", status=runs.FINISHED, source=source)
+    with pytest.raises(ValueError, match="2 runs were launched on this server in the last hour"):
+        runs.submit(registry, config, limits, session="carol")
+    assert len(registry.runs()) == 3  # nothing queued
+    assert registry.launched_since(0, "cli") == 1
+
+
+def app_at(page: str, monkeypatch, env: dict, **query) -> AppTest:
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    at.switch_page(page) if page else None
+    at.query_params.update(query)
+    return at.run()
+
+
+def test_hosted_pages_show_and_apply_the_caps(monkeypatch, tmp_path):
+    env = {"SYMLAB_HOSTED": "1", "SYMLAB_RUNS_DIR": str(tmp_path / "runs")}
+    home = app_at("", monkeypatch, env)
+    assert not home.exception
+    assert any("Shared server" in c.value and "≤ 10 steps per redraw" in c.value for c in home.sidebar.caption)
+
+    toy = app_at("pages/toy.py", monkeypatch, env)
+    assert any("advances 10 Adam steps every 0.3 s" in c.value for c in toy.caption)
+    toy.text_input(key="toy.alphas").set_value("0.25, 0.5, 0.75").run()
+    toy.number_input(key="toy.seeds").set_value(10).run()
+    assert any("cap of 20 runs per table" in w.value for w in toy.warning)
+    assert toy.button(key="toy.run_table").disabled
+
+    mnist = app_at("pages/mnist.py", monkeypatch, env, hidden="4096")
+    assert any("width ≤ 1024" in c.value and "30 per hour" in c.value for c in mnist.caption)
+    assert mnist.query_params["hidden"] == "1024"  # clamped to the hosted cap, with a notice
+    assert any("hidden=4096" in w.value for w in mnist.warning)
+
+
+def test_an_unusable_setting_is_shown_and_the_defaults_apply(monkeypatch):
+    at = app_at("pages/toy.py", monkeypatch, {"SYMLAB_HOSTED": "1", "SYMLAB_MAX_STEPS_PER_TICK": "many"})
+    assert not at.exception
+    assert any("SYMLAB_MAX_STEPS_PER_TICK" in e.value and "defaults apply" in e.value for e in at.error)
+    assert any("advances 10 Adam steps" in c.value for c in at.caption)  # the hosted defaults, not none
+
+
+def test_presentation_mode_hides_the_controls_and_stays_in_the_link(monkeypatch):
+    at = app_at("pages/modes.py", monkeypatch, {}, present="1", alpha="6.0")
+    assert not at.exception
+    assert at.query_params["present"] == "1" and at.query_params["alpha"] == "6.0"
+    assert any("stSidebar" in h.proto.body and "display: none" in h.proto.body for h in at.get("html"))
+    at.button(key="modes.leave_present").click().run()
+    assert "present" not in at.query_params and at.query_params["alpha"] == "6.0"
+    assert not any("stSidebar" in h.proto.body for h in at.get("html"))
+    assert at.toggle(key="modes.present").value is False
+
+
+def test_the_usual_view_keeps_present_out_of_the_link(monkeypatch):
+    at = app_at("pages/toy.py", monkeypatch, {})
+    assert "present" not in at.query_params
+    at.toggle(key="toy.present").set_value(True).run()
+    assert at.query_params["present"] == "1"

@@ -49,6 +49,7 @@ PRESETS = {
 REFRESH_SECONDS = 2.0
 METHOD_COLOURS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000")
 DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
+SYMBOLS = ("circle", "square", "diamond", "triangle-up", "x", "cross", "star")  # a third cue besides colour and dash
 
 
 @st.cache_resource(show_spinner=False)
@@ -202,7 +203,7 @@ def curves_figure(history_by_run, labels, metric, title, y_title):
         if not history:
             continue
         traces.append(ui.line([m["epoch"] for m in history], [m[metric] for m in history], labels[run_id],
-                              METHOD_COLOURS[i % len(METHOD_COLOURS)], DASHES[i % len(DASHES)], markers=True))
+                              *run_style(i), markers=True, symbol=SYMBOLS[i % len(SYMBOLS)]))
     figure = ui.figure(traces, "epoch", y_title, title=title, height=300)
     last_epoch = max((len(history) for history in history_by_run.values()), default=1)
     figure["layout"]["xaxis"]["dtick"] = max(1, math.ceil(last_epoch / 10))  # whole epochs only
@@ -266,21 +267,25 @@ def table_one(rows) -> pd.DataFrame:
                          for width in sorted(table)])
 
 
-def method_styles(rows) -> dict[str, tuple[str, str]]:
-    """(colour, dash) per method label, the same in every chart: MFVI first, then SGM by K."""
+def run_style(i: int) -> tuple[str, str]:
+    return METHOD_COLOURS[i % len(METHOD_COLOURS)], DASHES[i % len(DASHES)]
+
+
+def method_styles(rows) -> dict[str, tuple[str, str, str]]:
+    """(colour, dash, marker) per method label, the same in every chart: MFVI first, then SGM by K."""
     labels = sorted({row["label"] for row in rows}, key=lambda label: (label != "MFVI", len(label), label))
-    return {label: (METHOD_COLOURS[i % len(METHOD_COLOURS)], DASHES[i % len(DASHES)]) for i, label in enumerate(labels)}
+    return {label: (*run_style(i), SYMBOLS[i % len(SYMBOLS)]) for i, label in enumerate(labels)}
 
 
 def width_figure(rows, styles, key_mean, key_std, y_title, title, scale=1.0):
     traces = []
-    for label, (colour, dash) in styles.items():
+    for label, (colour, dash, symbol) in styles.items():
         mine = sorted((row for row in rows if row["label"] == label and row[key_mean] is not None),
                       key=lambda row: row["hidden"])
         if not mine:
             continue
         trace = ui.line([row["hidden"] for row in mine], [scale * row[key_mean] for row in mine], label, colour, dash,
-                        markers=True)
+                        markers=True, symbol=symbol)
         if key_std:
             trace["error_y"] = dict(type="data", array=[scale * row[key_std] for row in mine], visible=True)
         traces.append(trace)

@@ -116,7 +116,7 @@ def posterior_traces(display, config, means, stds):
 def predictive_traces(data, x, exact_mean, exact_std, config, trainer):
     """Data, the true function, and each method's predictive mean with a ±2 sd band."""
     traces = [ui.points(data.x_train, data.y_train, "training data", ui.PALETTE["grey"], "circle", 7),
-              ui.line(x, config.alpha * np.abs(x), "true α|x|", ui.PALETTE["current"], "solid", width=2)]
+              ui.line(x, config.alpha * np.abs(x), "true α|x|", ui.PALETTE["current"], "longdash", width=2)]
     means, stds = trainer.predictive(x)
     bands = [("exact", exact_mean, exact_std)] + [(m, means[i], stds[i]) for i, m in enumerate(toy.METHODS)]
     for method, mean, std in bands:

@@ -168,11 +168,11 @@ def show_notices(notices: Sequence[str]) -> None:
 # Figures are plain plotly dicts: building graph_objects with validation costs 10-20 ms each,
 # a dict about 2 ms (Streamlit still validates it once).
 
-def line(x, y, name, colour, dash="solid", width=3, markers=False, **extra) -> dict:
+def line(x, y, name, colour, dash="solid", width=3, markers=False, symbol="circle", **extra) -> dict:
     trace = dict(type="scatter", x=x, y=y, name=name, mode="lines+markers" if markers else "lines",
                  line=dict(color=colour, dash=dash, width=width), **extra)
     if markers:
-        trace["marker"] = dict(size=5)
+        trace["marker"] = dict(size=7, symbol=symbol)
     return trace
 
 

@@ -199,17 +199,24 @@ def figure(traces, x_title: str, y_title: str, title: str | None = None, marks=(
     """A figure dict; ``marks`` are (shape, annotation) pairs from :func:`vline`/:func:`hline`."""
     # Fixed margins: letting Plotly grow them around the legend and tick labels costs a second
     # layout pass on every redraw, the bulk of a live chart's drawing time.
+    # Presentation mode scales text and the room it needs; Streamlit's chart theme sets axis and
+    # legend fonts itself, so they are given explicitly.
+    scale = PRESENT_FONT_PX / FONT_PX if st.session_state.get("ui.present") else 1.0
+    font = dict(size=round(FONT_PX * scale))
     names = [t.get("name", "") for t in traces if t.get("showlegend", t.get("type", "scatter") == "scatter")]
-    legend_rows = math.ceil(sum(len(n) * LEGEND_CHAR_PX + LEGEND_ITEM_PX for n in names) / LEGEND_ROW_PX)
+    legend_rows = math.ceil(sum(len(n) * LEGEND_CHAR_PX * scale + LEGEND_ITEM_PX for n in names) / LEGEND_ROW_PX)
+    legend_height = round(LEGEND_ROW_HEIGHT * scale) * legend_rows
     layout = dict(
-        title=dict(text=title) if title else None, height=height + LEGEND_ROW_HEIGHT * legend_rows,
-        margin=dict(l=72, r=16, t=44 if title else 12, b=56 + LEGEND_ROW_HEIGHT * legend_rows, autoexpand=False),
+        title=dict(text=title, font=font) if title else None, height=round(height * scale) + legend_height,
+        margin=dict(l=round(72 * scale), r=16, t=round((44 if title else 12) * scale),
+                    b=round(56 * scale) + legend_height, autoexpand=False),
         # In the bottom margin, below the x-axis title, whatever the plot area's shape.
-        legend=dict(orientation="h", yref="container", yanchor="bottom", y=0.0, x=0),
-        font=dict(size=PRESENT_FONT_PX if st.session_state.get("ui.present") else FONT_PX),
-        xaxis=dict(title=dict(text=x_title), showgrid=True, automargin=False, ticklabeloverflow="allow"),
-        yaxis=dict(title=dict(text=y_title), showgrid=True, type="log" if log_y else "linear", automargin=False,
+        legend=dict(orientation="h", yref="container", yanchor="bottom", y=0.0, x=0, font=font),
+        font=font,
+        xaxis=dict(title=dict(text=x_title, font=font), tickfont=font, showgrid=True, automargin=False,
                    ticklabeloverflow="allow"),
+        yaxis=dict(title=dict(text=y_title, font=font), tickfont=font, showgrid=True,
+                   type="log" if log_y else "linear", automargin=False, ticklabeloverflow="allow"),
         shapes=[shape for shape, _ in marks], annotations=[label for _, label in marks],
     )
     if equal_axes:

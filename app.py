@@ -9,8 +9,11 @@ from pages import ui
 from symlab.device import describe_device
 
 ui.leave_legacy_multipage_mode()
-st.set_page_config(page_title="SymLab", page_icon=":material/shuffle:", layout="wide")
-st.logo(str(Path(__file__).parent / "assets" / "logo.svg"), size="large")
+ASSETS = Path(__file__).parent / "assets"
+# A local file: a material-icon favicon would be fetched from fonts.gstatic.com, which a classroom
+# network or an offline laptop may not reach.
+st.set_page_config(page_title="SymLab", page_icon=str(ASSETS / "icon.svg"), layout="wide")
+st.logo(str(ASSETS / "logo.svg"), size="large", icon_image=str(ASSETS / "icon.svg"))
 SETTINGS = ui.server_settings(report=True)
 # The labs' tensors are small: one torch thread (the default) is fastest, and it leaves the other
 # cores to the other sessions (several threads per session oversubscribe the CPU and slow every tick ~3×).

@@ -354,7 +354,12 @@ def compare(values, all_runs):
                             key="mnist.compare_pick")
     text = ", ".join(str(i) for i in chosen)
     if st.session_state[key] != text:
-        st.session_state[key] = text
+        missing = [i for i in compare_ids(values) if i not in by_id]
+        if missing:
+            ui.correct_link_value(PAGE, "compare", text,
+                                  f"`compare`: no run {', '.join(f'#{i}' for i in missing)} here: left out.")
+        else:
+            st.session_state[key] = text
         st.rerun()
     if not chosen:
         st.caption("Pick runs to see their per-epoch curves side by side.")

@@ -128,6 +128,16 @@ def sync_url(page: str, specs: Sequence[Param]) -> dict:
     return values
 
 
+def correct_link_value(page: str, name: str, value, notice: str) -> None:
+    """Replace a value the link carried that the page cannot use (a run that does not exist), as
+    :func:`bind_url_state` does for malformed ones: the link's notices stay, with ``notice`` added."""
+    notices_key = f"{page}:notices"
+    parsed, notices = st.session_state[notices_key]
+    if all(st.session_state.get(widget_key(page, key)) == parsed_value for key, parsed_value in parsed.items()):
+        st.session_state[notices_key] = ({**parsed, name: value}, [*notices, notice])
+    st.session_state[widget_key(page, name)] = value
+
+
 def apply_values(page: str, values: dict) -> None:
     """Set controls programmatically (presets); call from a widget callback."""
     for name, value in values.items():

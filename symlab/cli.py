@@ -10,24 +10,40 @@ import sys
 from . import modes, toy
 
 
+# Larger whole numbers overflow the C integers of numpy, torch and SQLite (tracebacks, not messages),
+# and no count or seed here needs them.
+_MAX_INT = 2**31 - 1
+# Work that a single command may ask for at once: α values × seeds of a toy table, runs of a sweep.
+_MAX_RUNS = 10_000
+# The modes fit squares α/σ: well before 1e154 it overflows into NaN results.
+_MAX_ALPHA_OVER_SIGMA = 1e100
+
+
+def _shown(text: str) -> str:
+    """An argument as quoted in an error message: escaped, and cut short when long."""
+    return repr(text if len(text) <= 40 else text[:40] + "…")
+
+
 def _positive_float(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        raise argparse.ArgumentTypeError(f"{_shown(text)} is not a number") from None
     if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"{text!r} must be a finite number > 0")
+        raise argparse.ArgumentTypeError(f"{_shown(text)} must be a finite number > 0")
     return value
 
 
-def _int_at_least(minimum: int):
+def _int_at_least(minimum: int, maximum: int = _MAX_INT):
     def parse(text: str) -> int:
         try:
             value = int(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+            raise argparse.ArgumentTypeError(f"{_shown(text)} is not a whole number") from None
         if value < minimum:
-            raise argparse.ArgumentTypeError(f"{text!r} must be >= {minimum}")
+            raise argparse.ArgumentTypeError(f"{_shown(text)} must be >= {minimum}")
+        if value > maximum:
+            raise argparse.ArgumentTypeError(f"{_shown(text)} must be <= {maximum}")
         return value
 
     return parse
@@ -63,6 +79,9 @@ def _add_modes(subparsers) -> None:
 
 def _run_modes(args) -> dict:
     alpha_max = args.alpha_max if args.alpha_max is not None else max(10.0, 10.0 * args.sigma)
+    if not alpha_max / args.sigma <= _MAX_ALPHA_OVER_SIGMA:
+        raise ValueError(f"the sweep's largest α/σ is {alpha_max / args.sigma:g}; it must be <= "
+                         f"{_MAX_ALPHA_OVER_SIGMA:g} (choose a larger --sigma or a smaller --alpha-max)")
     if args.protocol != "mc":
         return modes.sweep_report(args.sigma, alpha_max, args.points, "exact", args.dim)
 
@@ -92,9 +111,9 @@ def _float_list(text: str) -> list[float]:
     try:
         values = [float(part) for part in text.split(",") if part.strip()]
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of numbers") from None
+        raise argparse.ArgumentTypeError(f"{_shown(text)} is not a comma-separated list of numbers") from None
     if not values or not all(math.isfinite(v) and v >= 0 for v in values):
-        raise argparse.ArgumentTypeError(f"{text!r} needs one or more finite numbers >= 0")
+        raise argparse.ArgumentTypeError(f"{_shown(text)} needs one or more finite numbers >= 0")
     return values
 
 
@@ -146,6 +165,9 @@ def _run_toy(args) -> dict:
             print(f"  step {done}/{steps}", file=sys.stderr, flush=True)
 
     if args.table:
+        if len(args.alphas) * args.seeds > _MAX_RUNS:
+            raise ValueError(f"a table of {len(args.alphas)} α values × {args.seeds} seeds is too large: "
+                             f"at most {_MAX_RUNS} settings")
         rows = toy.paper_table(args.alphas, args.seeds, args.steps, config, progress=progress)
         return {"table": rows, "steps": args.steps, "config": toy.asdict(config)}
     trainer = toy.train_runs([toy.RunSpec(args.method, config)], args.steps, progress=progress)
@@ -193,9 +215,9 @@ def _int_list(text: str) -> list[int]:
     try:
         values = [int(part) for part in text.split(",") if part.strip()]
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of whole numbers") from None
-    if not values or min(values) < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} needs one or more whole numbers >= 1")
+        raise argparse.ArgumentTypeError(f"{_shown(text)} is not a comma-separated list of whole numbers") from None
+    if not values or min(values) < 1 or max(values) > _MAX_INT:
+        raise argparse.ArgumentTypeError(f"{_shown(text)} needs one or more whole numbers in [1, {_MAX_INT}]")
     return values
 
 
@@ -288,7 +310,10 @@ def _train_registered(registry, config, quiet: bool, data_dir=None, resume_id=No
         run_id = registry.create(config, resolve_device(config.device).type, status=RUNNING, pid=os.getpid(),
                                  source="cli")
     else:
-        run = registry.get(resume_id)
+        try:
+            run = registry.get(resume_id)
+        except KeyError as error:
+            raise ValueError(error.args[0]) from None
         if run.status not in RESUMABLE:
             raise ValueError(f"run #{resume_id} is {run.status}; only {', '.join(RESUMABLE)} runs can be resumed")
         run_id, config = resume_id, run.config
@@ -331,8 +356,11 @@ def _run_mnist_sweep(args) -> dict:
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
     unknown = sorted(set(methods) - {"mfvi", "sgm"})
     if unknown or not methods:
-        raise ValueError(f"--methods takes mfvi and/or sgm (got {args.methods!r})")
+        raise ValueError(f"--methods takes mfvi and/or sgm (got {_shown(args.methods)})")
     variants = [("mfvi", None)] * ("mfvi" in methods) + [("sgm", K) for K in args.K if "sgm" in methods]
+    count = len(args.hidden) * len(variants) * args.seeds
+    if count > _MAX_RUNS:
+        raise ValueError(f"the sweep would train {count} runs; at most {_MAX_RUNS} at once")
     configs = [_mnist_config(args, hidden=hidden, method=method, seed=seed, **({"K": K} if K else {}))
                for hidden in args.hidden for method, K in variants for seed in range(args.seeds)]
     registry = Registry(args.runs_dir)
@@ -411,16 +439,28 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+
+    def fail(status: int, message) -> None:
+        # One line: torch appends C++ stack frames to some of its messages.
+        lines = str(message).strip().splitlines()
+        parser.exit(status, f"{parser.prog} {args.lab}: error: {lines[0] if lines else 'failed'}\n")
+
     try:
         result = args.run(args)
     except ValueError as error:
-        parser.exit(2, f"{parser.prog} {args.lab}: error: {error}\n")
+        fail(2, error)
     except RuntimeError as error:  # a run that did not finish, or an unusable data/runs directory
         if len(error.args) > 1 and args.json:
             print(json.dumps(error.args[1], allow_nan=False))
-        parser.exit(1, f"{parser.prog} {args.lab}: error: {error.args[0]}\n")
+        fail(1, error.args[0] if error.args else error)
+    except OSError as error:  # e.g. a --data-dir that cannot be read
+        fail(1, error)
+    except MemoryError as error:
+        fail(1, f"out of memory ({error})" if str(error) else "out of memory")
     if args.json:
         print(json.dumps(result, allow_nan=False))
     else:
         print(_FORMATTERS[args.lab](result))
+    if args.lab == "mnist-data" and not result["ok"]:
+        fail(1, "the MNIST files are missing or damaged (see above)")
     return 0

@@ -8,12 +8,14 @@ URL carries into valid values plus human-readable notices (never an exception);
 from __future__ import annotations
 
 import math
+import unicodedata
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 _SHOWN_CHARS = 40
 # Query parameters that Streamlit itself owns; never reported as unknown.
 _RESERVED = ("embed", "embed_options")
+_ESCAPED = ("Cc", "Cf", "Zl", "Zp")  # Unicode categories of control, format and line-separator characters
 
 
 @dataclass(frozen=True)
@@ -38,7 +40,12 @@ class Param:
 
 
 def _shown(raw: str) -> str:
-    return raw if len(raw) <= _SHOWN_CHARS else raw[:_SHOWN_CHARS] + "…"
+    """``raw`` as quoted in a notice's `code span`: cut short; a backtick would end the span and let
+    a link inject Markdown (links, headings) into the warning, and control, bidi or line-separator
+    characters would garble it, so those are escaped."""
+    text = raw if len(raw) <= _SHOWN_CHARS else raw[:_SHOWN_CHARS] + "…"
+    return "".join("'" if c == "`" else ascii(c)[1:-1] if unicodedata.category(c) in _ESCAPED else c
+                   for c in text)
 
 
 def _parse_one(spec: Param, raw: str) -> tuple[Any, str | None]:
@@ -72,7 +79,9 @@ def _parse_one(spec: Param, raw: str) -> tuple[Any, str | None]:
         number, notice = spec.low, f"`{spec.name}={_shown(raw)}` is below the minimum: clamped to {spec.low:g}."
     elif spec.high is not None and number > spec.high:
         number, notice = spec.high, f"`{spec.name}={_shown(raw)}` is above the maximum: clamped to {spec.high:g}."
-    if notice is None and spec.step and math.isfinite(number):
+    if not math.isfinite(number):  # ±inf with no bound to clamp to
+        return spec.default, f"`{spec.name}={_shown(raw)}` is not a finite number: {default_note}."
+    if notice is None and spec.step:
         origin = spec.low or 0.0
         snapped = round(origin + round((number - origin) / spec.step) * spec.step, 10)
         if abs(snapped - number) > 1e-9:
@@ -92,9 +101,11 @@ def _parse_floats(spec: Param, raw: str) -> tuple[Any, str | None]:
     notice = None
     if len(numbers) > spec.max_items:
         numbers, notice = numbers[: spec.max_items], f"`{spec.name}` has more than {spec.max_items} values: kept the first {spec.max_items}."
-    clamped = [min(max(n, spec.low), spec.high) for n in numbers]
+    low = -math.inf if spec.low is None else spec.low
+    high = math.inf if spec.high is None else spec.high
+    clamped = [min(max(n, low), high) for n in numbers]
     if clamped != numbers:
-        notice = f"`{spec.name}={_shown(raw)}` has values outside [{spec.low:g}, {spec.high:g}]: clamped."
+        notice = f"`{spec.name}={_shown(raw)}` has values outside [{low:g}, {high:g}]: clamped."
     return format_floats(clamped), notice
 
 

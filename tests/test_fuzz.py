@@ -1,0 +1,382 @@
+"""Hostile input: every page's query parameters and every CLI option, fed garbage.
+
+Nothing may raise. A page renders with valid control values and names each malformed parameter
+in its "adjusted" notice; the CLI exits with a one-line error (argparse's usage error, status 2,
+or its own message, status 1 for runtime errors), never a traceback. The cases are generated from
+each page's ``SPECS`` and from the CLI's parser, so new parameters and options are covered
+without editing this file. Random mixes use fixed seeds: a failure names its seed and reproduces.
+"""
+
+import argparse
+import ast
+import math
+import os
+import random
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from pages import ui
+from symlab import cli, modes, toy, worker
+from symlab.urlstate import Param, encode_query, parse_query
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTICE = "Some settings in the link were adjusted"
+RESERVED = ("embed", "embed_options")  # Streamlit's own query parameters
+BOOL_WORDS = ("1", "true", "yes", "on", "0", "false", "no", "off")
+QUERY_LIMIT = 400_000  # Streamlit ignores a query string over 524 288 characters; stay well below
+
+
+# --- the pages and their parameters -----------------------------------------------------------
+
+class Page:
+    def __init__(self, name: str, path: str | None, title: str, specs: tuple):
+        self.name, self.path, self.title, self.specs = name, path, title, specs
+        self.by_name = {spec.name: spec for spec in specs}
+
+
+def lab_page(path: Path) -> Page | None:
+    """The page's SPECS (its module's top level run up to their definition, not its main()) and
+    the title it passes to ui.start_page; None for a module without SPECS."""
+    tree = ast.parse(path.read_text(), str(path))
+    ends = [i for i, node in enumerate(tree.body) if isinstance(node, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id == "SPECS" for t in node.targets)]
+    if not ends:
+        return None
+    namespace = {"__name__": f"fuzz_{path.stem}"}
+    exec(compile(ast.Module(tree.body[:ends[0] + 1], []), str(path), "exec"), namespace)
+    title = next(node.args[2].value for node in ast.walk(tree) if isinstance(node, ast.Call)
+                 and getattr(node.func, "attr", None) == "start_page" and len(node.args) > 2
+                 and isinstance(node.args[2], ast.Constant))
+    # start_page adds the presentation-mode parameter to every page's own.
+    return Page(path.stem, f"pages/{path.name}", title, (*namespace["SPECS"], ui.PRESENT))
+
+
+LABS = [page for page in map(lab_page, sorted((ROOT / "pages").glob("*.py"))) if page]
+HOME = Page("home", None, "SymLab", ())
+ALL_NAMES = sorted({spec.name for page in LABS for spec in page.specs})
+
+
+def valid_text(spec: Param) -> str:
+    return encode_query({spec.name: spec.default}, [spec])[spec.name]
+
+
+# --- hostile values ---------------------------------------------------------------------------
+
+# kind -> value, or a function of the spec for values that depend on it. A list is the key
+# repeated in the URL (?a=1&a=2): the last one counts.
+HOSTILE = {
+    "nan": "nan", "NaN": "NaN", "inf": "inf", "-inf": "-inf", "1e308": "1e308", "-1e308": "-1e308",
+    "huge-int": "9" * 400, "negative": "-7", "negative-fraction": "-0.5", "empty": "", "blank": "   ",
+    "bool-word": "true", "fraction": "1.5", "number": "3", "hex": "0x10", "list": "1,,nan,2",
+    "unicode": "\u202e\u200bσ💥ﬀe\u0301１２",
+    "control": "\x00\x07\x1b[31m\r\n\t\x7f",
+    "markdown": "`[click](https://example.com)` **x** $\\alpha$ <b>",
+    "repeated-last-bad": lambda spec: [valid_text(spec), "junk"],
+    "repeated-last-good": lambda spec: ["junk", valid_text(spec)],
+}
+LONG = "9" * 100_000
+UNKNOWN = {"bogus": "1", "ALPHA": "2", "x" * 2000: "y", "a\x00b\u202e": "z", "💥": "1", "alpha[]": "1",
+           "embed_options": "show_toolbar"}
+JUNK = ("abcxyzXYZ0123456789.,-+eE _%&=#?/\\`*[]()$<>\"'~|;:!@^{}"
+        "\x00\x01\x1b\t\n\r\x7f\u00a0\u200b\u202e\u2028σ٣１💥ﬀ\u0301")
+
+
+def value_for(kind: str, spec: Param):
+    value = HOSTILE[kind]
+    return value(spec) if callable(value) else value
+
+
+def random_value(rng: random.Random, spec: Param):
+    """A random junk string, number, hostile value, valid value or repetition; None: absent."""
+    roll = rng.random()
+    if roll < 0.25:
+        return "".join(rng.choices(JUNK, k=rng.randint(0, 24)))
+    if roll < 0.45:
+        return f"{rng.uniform(-1, 1) * 10 ** rng.randint(-4, 7):.{rng.randint(0, 4)}f}"
+    if roll < 0.55:
+        return str(rng.randint(-10**6, 10**6))
+    if roll < 0.70:
+        return value_for(rng.choice(list(HOSTILE)), spec)
+    if roll < 0.82:
+        return rng.choice(spec.choices) if spec.kind == "choice" else valid_text(spec)
+    if roll < 0.90:
+        return [str(random_value(rng, spec)) for _ in range(rng.randint(2, 3))]
+    return None
+
+
+def random_query(page: Page, seed: int) -> dict:
+    rng = random.Random(seed)
+    query = {spec.name: random_value(rng, spec) for spec in page.specs}
+    query = {name: value for name, value in query.items() if value is not None}
+    for _ in range(rng.randint(0, 2)):
+        query["".join(rng.choices(JUNK, k=rng.randint(1, 12)))] = "".join(rng.choices(JUNK, k=5))
+    return query
+
+
+def groups(names, size):
+    return [names[i:i + size] for i in range(0, len(names), size)]
+
+
+def page_cases():
+    for page in LABS:
+        for kind in HOSTILE:
+            yield pytest.param(page, {spec.name: value_for(kind, spec) for spec in page.specs},
+                               id=f"{page.name}-{kind}")
+        for i, names in enumerate(groups([spec.name for spec in page.specs], QUERY_LIMIT // len(LONG))):
+            yield pytest.param(page, dict.fromkeys(names, LONG), id=f"{page.name}-100kB-{i}")
+        yield pytest.param(page, UNKNOWN, id=f"{page.name}-unknown-keys")
+        for seed in range(4):
+            yield pytest.param(page, random_query(page, seed), id=f"{page.name}-random-{seed}")
+    # Home reads no parameters: a lab's link pasted there must not hurt either. (The spec given to
+    # value_for only shapes the repeated-key kinds.)
+    for kind in HOSTILE:
+        yield pytest.param(HOME, {name: value_for(kind, Param(name, "bool", False)) for name in ALL_NAMES},
+                           id=f"home-{kind}")
+    yield pytest.param(HOME, {**UNKNOWN, "alpha": LONG}, id="home-unknown-keys-100kB")
+
+
+# --- what a page must make of them ------------------------------------------------------------
+
+def last(raw) -> str:
+    return (raw[-1] if raw else "") if isinstance(raw, list) else raw
+
+
+def malformed(spec: Param, raw) -> bool:
+    """Whether ``raw`` is not a valid value of ``spec`` as given (written independently of the parser)."""
+    raw = last(raw)
+    if spec.kind == "bool":
+        return raw.strip().lower() not in BOOL_WORDS
+    if spec.kind == "choice":
+        return raw not in spec.choices
+    if spec.kind == "floats":
+        if not raw.strip() and spec.default == "":
+            return False
+        try:
+            numbers = [float(part) for part in raw.split(",") if part.strip()]
+        except ValueError:
+            return True
+        return (not numbers or len(numbers) > spec.max_items
+                or not all(math.isfinite(n) and spec.low <= n <= spec.high for n in numbers))
+    try:
+        number = float(raw)
+    except ValueError:
+        return True
+    if not (math.isfinite(number) and spec.low <= number <= spec.high):
+        return True
+    if spec.kind == "int":
+        return number != int(number)
+    steps = (number - spec.low) / spec.step if spec.step else 0.0
+    return abs(steps - round(steps)) * (spec.step or 0.0) > 1e-9
+
+
+def assert_valid_value(spec: Param, value):
+    if spec.kind == "bool":
+        assert isinstance(value, bool), (spec.name, value)
+    elif spec.kind == "choice":
+        assert value in spec.choices, (spec.name, value)
+    elif spec.kind == "floats":
+        assert isinstance(value, str) and parse_query({spec.name: value}, [spec])[1] == [], (spec.name, value)
+    else:
+        assert type(value) is (int if spec.kind == "int" else float), (spec.name, value)
+        assert math.isfinite(value) and spec.low <= value <= spec.high, (spec.name, value)
+
+
+@pytest.fixture(scope="module")
+def runs_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("fuzz-runs")
+
+
+@pytest.mark.parametrize("page, query", page_cases())
+def test_hostile_query_parameters(page, query, runs_dir, monkeypatch):
+    monkeypatch.setenv("SYMLAB_RUNS_DIR", str(runs_dir))
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    if page.path:
+        at.switch_page(page.path)
+    at.query_params.update(query)
+    at.run()
+    assert not at.exception, "\n".join(f"{e.message}\n{''.join(e.stack_trace)}" for e in at.exception)
+    assert page.title in [title.value for title in at.title]
+    notices = [w.value for w in at.warning if NOTICE in w.value]
+    if page is HOME:
+        assert not notices
+        return
+
+    bad = [name for name, raw in query.items() if name in page.by_name and malformed(page.by_name[name], raw)]
+    unknown = [name for name in query if name not in page.by_name and name not in RESERVED]
+    if bad or unknown:
+        assert len(notices) == 1, f"no notice for malformed {bad} / unknown {unknown}"
+        missing = [name for name in bad if f"`{name}=" not in notices[0] and f"`{name}`" not in notices[0]]
+        assert not missing, f"the notice does not name {missing}: {notices[0]}"
+        assert not unknown or "Unknown parameter" in notices[0]
+        # Nothing from the link ends a notice's `code span` (Markdown would follow) or garbles the line.
+        lines = notices[0].split("\n")
+        assert all(line.count("`") == 2 for line in lines if line.startswith("- ")), notices[0]
+        assert not re.search(r"[\x00-\x09\x0b-\x1f\x7f\x85\u2028\u2029\u202e]", notices[0]), notices[0]
+    else:
+        assert not notices
+    for spec in page.specs:
+        assert_valid_value(spec, at.session_state[ui.widget_key(page.name, spec.name)])
+    # The link the page writes back is clean: opening it shows no notice.
+    assert parse_query(at.query_params, page.specs)[1] == []
+
+
+def parser_cases():
+    """Every page parameter against every hostile value and random junk, in the parser alone."""
+    for page in LABS:
+        for spec in page.specs:
+            rng = random.Random(spec.name)
+            values = [value_for(kind, spec) for kind in HOSTILE] + [LONG, "x" * 100_000]
+            values += [random_value(rng, spec) or "" for _ in range(50)]
+            yield pytest.param(spec, values, id=f"{page.name}-{spec.name}")
+
+
+@pytest.mark.parametrize("spec, values", parser_cases())
+def test_parser_alone_fixes_every_value(spec, values):
+    for raw in values:
+        parsed, notices = parse_query({spec.name: raw}, [spec])
+        assert_valid_value(spec, parsed[spec.name])
+        assert bool(notices) == malformed(spec, raw), (raw, notices)
+        assert all(len(notice) < 300 for notice in notices)
+        assert parse_query(encode_query(parsed, [spec]), [spec]) == (parsed, [])
+
+
+@pytest.mark.parametrize("spec", [Param("n", "int", 0), Param("x", "float", 0.0), Param("xs", "floats", ""),
+                                  Param("xs", "floats", "1", 0.0)])
+def test_parameters_without_bounds_still_never_raise(spec):
+    for kind in HOSTILE:
+        raw = value_for(kind, spec)
+        parsed, _ = parse_query({spec.name: raw}, [spec])
+        if spec.kind != "floats":
+            assert math.isfinite(parsed[spec.name]), raw
+        assert parse_query(encode_query(parsed, [spec]), [spec]) == (parsed, [])
+
+
+# --- the CLI ----------------------------------------------------------------------------------
+
+CLI_HOSTILE = {
+    "nan": "nan", "NaN": "NaN", "inf": "inf", "-inf": "-inf", "1e308": "1e308", "-1e308": "-1e308",
+    "huge-int": "9" * 400, "negative": "-7", "negative-fraction": "-0.5", "empty": "", "bool-word": "true",
+    "fraction": "1.5", "number": "3", "100kB": "9" * 100_000, "unicode": "\u202e💥ﬀ١٢",
+    "control": "\x1b[31m\r\n\x07",
+}
+# The hostile values that a kind of option may accept: a run then starts (the sentinel below
+# stops it). All others must be refused with a message.
+MAY_BE_VALID = {"int": {"3"}, "float": {"1e308", "1.5", "3"}, "choice": set(), "text": set(),
+                "path": set(CLI_HOSTILE.values())}
+
+
+class Accepted(Exception):
+    """Raised where a lab would start computing: the arguments were accepted."""
+
+
+def cli_options():
+    parser = cli.build_parser()
+    labs = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    for lab, subparser in labs.choices.items():
+        yield lab, [action for action in subparser._actions if action.option_strings and action.nargs != 0]
+
+
+def option_kind(action) -> str:
+    if action.choices is not None:
+        return "choice"
+    if action.type is None:
+        return "path" if action.dest.endswith("_dir") else "text"
+    return "int" if "int" in getattr(action.type, "__qualname__", "") else "float"
+
+
+def base_args(lab: str, dest: str, runs_dir) -> list[str]:
+    """The other arguments a case needs: required ones, --table for the table's options, and a
+    private runs directory."""
+    args = []
+    if lab == "modes" and dest != "sigma":
+        args += ["--sigma", "1"]
+    if lab == "toy" and dest in ("alphas", "seeds"):
+        args += ["--table"]
+    if lab in ("mnist", "mnist-sweep") and dest != "runs_dir":
+        args += ["--runs-dir", str(runs_dir)]
+    return args
+
+
+def cli_cases():
+    for lab, actions in cli_options():
+        for action in actions:
+            option, kind = action.option_strings[-1], option_kind(action)
+            for name, value in CLI_HOSTILE.items():
+                yield pytest.param(lab, action.dest, [f"{option}={value}"], value in MAY_BE_VALID[kind],
+                                   id=f"{lab}{option}-{name}")
+            yield pytest.param(lab, action.dest, [f"{option}=1", f"{option}=nan"], kind == "path",
+                               id=f"{lab}{option}-repeated")
+            yield pytest.param(lab, action.dest, [option], False, id=f"{lab}{option}-missing-value")
+        for name in ("nan", "-inf", "huge-int", "empty", "control"):  # every option at once
+            args = [f"{a.option_strings[-1]}={CLI_HOSTILE[name]}" for a in actions]
+            may_run = all(CLI_HOSTILE[name] in MAY_BE_VALID[option_kind(a)] for a in actions)
+            yield pytest.param(lab, None, args, may_run, id=f"{lab}-all-{name}")
+        yield pytest.param(lab, None, ["--bogus", "1"], False, id=f"{lab}-unknown-option")
+
+
+@pytest.fixture
+def sentinels(monkeypatch, tmp_path):
+    """Nothing starts computing (Accepted instead), and nothing is written outside tmp_path."""
+    def accepted(*args, **kwargs):
+        raise Accepted()
+
+    for module, name in ((modes, "fit_exact"), (modes, "fit_monte_carlo"), (toy, "train_runs"),
+                         (worker, "execute")):
+        monkeypatch.setattr(module, name, accepted)
+    monkeypatch.setenv("SYMLAB_RUNS_DIR", str(tmp_path / "env-runs"))
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def assert_one_line_error(err: str):
+    assert "Traceback" not in err and "Warning" not in err, err[-2000:]
+    lines = err.strip().splitlines()
+    errors = [line for line in lines if ": error: " in line]
+    assert len(errors) == 1 and lines[-1] == errors[0], err[-2000:]
+    assert re.match(r"python -m symlab( [\w-]+)?: error: \S", errors[0]), errors[0][:300]
+    assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f]", err), "raw control characters on stderr"
+
+
+@pytest.mark.parametrize("lab, dest, args, may_run", cli_cases())
+def test_hostile_cli_arguments(lab, dest, args, may_run, sentinels, capsys):
+    argv = [lab, *base_args(lab, dest, sentinels / "runs"), *args]
+    try:  # any other exception fails the test, with its traceback
+        status = cli.main(argv)
+    except SystemExit as exit_:
+        status = exit_.code
+    except Accepted:
+        assert may_run, f"{args[-1][:60]!r} was accepted: a run would start"
+        return
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out
+    if status == 0:
+        assert may_run, "exit status 0 for a hostile value"
+        return
+    assert status in (1, 2)
+    assert_one_line_error(err)
+
+
+@pytest.mark.parametrize("args", [
+    ["modes", "--sigma", "nan"],
+    ["modes", "--sigma", "1", "--dim", "9" * 400],  # was: OverflowError
+    ["modes", "--sigma", "1e-300"],  # was: RuntimeWarnings and NaN results
+    ["toy", "--steps", "9" * 400, "--json"],  # was: a run of 10^400 steps
+    ["mnist", "--resume", "5"],  # was: KeyError
+    ["mnist-data", "--data-dir", "x" * 5000],  # was: OSError
+    ["mnist-sweep", "--methods", "\x1b[31m"],
+], ids=["modes-sigma-nan", "modes-dim-huge", "modes-sigma-tiny", "toy-steps-huge", "mnist-resume-missing",
+        "mnist-data-long-dir", "mnist-sweep-methods-escape"])
+def test_real_process_prints_no_traceback(args, tmp_path):
+    if args[0].startswith("mnist") and args[0] != "mnist-data":
+        args = [*args, "--runs-dir", str(tmp_path / "runs")]
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "SYMLAB_RUNS_DIR": str(tmp_path / "runs")}
+    result = subprocess.run([sys.executable, "-m", "symlab", *args], capture_output=True, text=True,
+                            timeout=120, cwd=tmp_path, env=env)
+    assert result.returncode in (1, 2), (result.returncode, result.stdout[-500:], result.stderr[-2000:])
+    assert "Traceback" not in result.stdout
+    assert_one_line_error(result.stderr)

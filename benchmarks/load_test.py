@@ -1,0 +1,882 @@
+"""Load test: N students at once, each in a real Chromium session, against one SymLab server.
+
+    python benchmarks/load_test.py --sessions 1,10,30 --seconds 120             # the full measurement
+    python benchmarks/load_test.py --sessions 1,10,30 --seconds 120 --hosted    # server with SYMLAB_HOSTED=1
+    python benchmarks/load_test.py --sessions 1,3 --seconds 30                   # a quick check
+    python benchmarks/load_test.py --url http://127.0.0.1:8501 --sessions 10     # an already running server
+    add --env KEY=VALUE (repeatable) for more server settings, --json [PATH] for machine-readable results.
+
+What it does. First, on a fresh server of its own, one student visits every page (Home, Mode
+interpolation with a few slider moves, Tractable BNN playing a few seconds, MNIST with its Results
+tab; no run is launched): the server's peak memory for that tour is what one session needs, the
+figure to hold against a small host such as Streamlit Community Cloud. Then, on a second fresh
+server, one phase per N in --sessions, one after the other: N browser contexts of one headless
+Chromium (Playwright's async API, all in one thread), started --stagger seconds apart, each active
+for --seconds. Each simulated student opens /modes and moves the α slider with ArrowRight/ArrowLeft,
+pausing 0.5-2 s between moves; after its first block of moves (and later with probability
+--toy-prob after each block of 10-25 s) it goes to /toy through the sidebar, presses Play, watches
+live training for 4-8 s, presses Pause and goes back to /modes.
+
+How it measures, inside the page (performance.now(), one clock, no Python scheduling in between):
+  * input -> chart: a capturing keydown listener stamps the key press; a requestAnimationFrame
+    poll (wait_for_function, polling="raf") waits until the SVG path of the first chart's reverse-KL
+    line differs from its value before the press, and returns the elapsed time. The chart is drawn
+    only from the figure the server sends after rerunning the script, so this spans the whole round
+    trip: the slider's own client-side delay, the websocket message, the script run, the delta, and
+    Plotly's redraw. The time from the key press to the first websocket message sent (the client's
+    share) is reported too ("key->send").
+  * Play -> first update: the same, from the click on Play to the first change of any line of the
+    two live charts.
+  * live training rate: Adam steps per second from the progress text ("Adam step N / 4000") between
+    the first update and 4-8 s later.
+  * errors, by kind: exception (an stException element on the page), pageerror (an uncaught
+    JavaScript error), console (console.error), timeout (an update or a page that did not arrive in
+    --timeout / --nav-timeout seconds; the message says what the page showed instead, e.g. a
+    "Please wait..." that never went away), http (a response >= 400 or a failed request), websocket (the
+    app's websocket closed or failed while the session was on), connection (Streamlit's "Connecting"
+    status appeared after the page had loaded: the app lost its server), external (a request to
+    another host, e.g. an icon from fonts.gstatic.com: the app must work on a classroom network
+    without internet, as tests/conftest.py also checks). 404s of Streamlit's base-path probe
+    (/modes/_stcore/health, streamlit#7074) are ignored. Reported apart, not counted against the
+    targets: harness (the script's own trouble, e.g. the slider lost focus).
+  * memory: a thread samples VmRSS (/proc/PID/status) of the streamlit process and, apart, the sum
+    over its descendants (MNIST workers) every 0.5 s: the peak per phase; VmHWM at the end. It also
+    samples CPU time (cores busy) of the server, of this script's Chromium, and of the whole machine.
+    With --url the server's pid is found from its listening port (or give --server-pid).
+
+Targets (the hosting issue): no errors at N = 30; p95 input -> chart <= 1 s at N = 10, on a 2-core
+machine. Ratios are against N = 1 (or the first phase) measured in the same run. The browser runs
+on the same machine as the server: with 30 Chromium renderers on 2 cores part of the latency is the
+browser's own work, so compare the server's and the browser's CPU columns before blaming the
+server. To separate them, --server-cpus 0 --browser-cpus 1 pins each to its own cores (a
+different question: a 1-core server), or run the browser on another machine with --url (then
+without memory figures). The server's log goes to --server-log (default: a temporary file);
+tracebacks in it are summarised at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import random
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.parse
+import urllib.request
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+
+from conftest import CHROMIUM, _free_port  # noqa: E402
+from playwright.async_api import async_playwright, expect  # noqa: E402
+
+MiB = 1024 * 1024
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+NCPU = os.cpu_count() or 1
+MODES, TOY, MNIST, HOME = "Mode interpolation", "Tractable BNN", "MNIST", "Home"
+PAGE_TITLES = {HOME: "SymLab", MODES: "Mode interpolation", TOY: "Tractable BNN", MNIST: "MNIST"}
+MODES_CHARTS, TOY_CHARTS = 8, 2  # plotly charts on each page once drawn
+APP_ERRORS = ("exception", "pageerror", "console", "timeout", "http", "websocket", "connection", "external")
+TARGET_P95_MS, TARGET_P95_AT, NO_ERRORS_AT = 1000.0, 10, 30
+
+# Installed in every page before the app's own scripts: input stamps, websocket sends, the
+# connection-status watch, and the chart signatures the waits compare.
+INIT_JS = r"""
+(() => {
+  if (window.__lt) return;
+  const s = window.__lt = {armed: false, t0: null, firstSend: null, before: null, conn: false, connArmed: false, sig: {}};
+  const stamp = () => { if (s.armed) { s.armed = false; s.t0 = performance.now(); } };
+  window.addEventListener('keydown', stamp, true);
+  window.addEventListener('click', stamp, true);
+  const send = WebSocket.prototype.send;
+  WebSocket.prototype.send = function (data) {
+    if (s.t0 !== null && s.firstSend === null) s.firstSend = performance.now();
+    return send.call(this, data);
+  };
+  s.sig.modes = () => {
+    const plot = document.querySelectorAll('.js-plotly-plot')[0];
+    const line = plot && plot.querySelectorAll('path.js-line')[1];
+    return line ? line.getAttribute('d') : null;
+  };
+  s.sig.toy = () => {
+    const plots = [...document.querySelectorAll('.js-plotly-plot')].slice(0, 2);
+    if (plots.length < 2) return null;
+    return plots.map(p => [...p.querySelectorAll('path.js-line')].map(l => l.getAttribute('d')).join('|')).join('||');
+  };
+  s.progress = () => {
+    const bar = document.querySelector('[data-testid="stProgress"]');
+    const m = bar && /Adam step (\d+) \/ (\d+)/.exec(bar.innerText);
+    return m ? {step: Number(m[1]), total: Number(m[2]), now: performance.now()} : null;
+  };
+  setInterval(() => {
+    const el = document.querySelector('[data-testid="stConnectionStatus"]');
+    if (el && !s.conn && s.connArmed && window.__ltReport)
+      window.__ltReport('connection', ('status: ' + (el.innerText || '').trim()).slice(0, 200));
+    s.conn = !!el;
+  }, 250);
+})();
+"""
+# Before an input: focus the α slider (the first on /modes; an <input type=range> inside it), remember the chart, arm the input stamp.
+ARM_JS = """name => {
+  const s = window.__lt, slider = document.querySelector('[data-testid="stSlider"] input[type="range"]');
+  if (name === 'modes' && slider) slider.focus();
+  s.before = s.sig[name](); s.t0 = null; s.firstSend = null; s.armed = true;
+  return slider ? Number(slider.value) : null;
+}"""
+CHANGED_JS = """name => {
+  const s = window.__lt;
+  if (s.t0 === null) return false;
+  const d = s.sig[name]();
+  if (d === null || d === s.before) return false;
+  const now = performance.now(), progress = s.progress();
+  return {ms: now - s.t0, send: s.firstSend === null ? null : s.firstSend - s.t0, now,
+          step: progress ? progress.step : null};
+}"""
+READY_JS = """([title, charts]) => {
+  const h = document.querySelector('h1');
+  if (!h || !h.innerText.includes(title)) return false;
+  if (document.querySelector('[data-testid="stStatusWidget"]')) return false;
+  if (document.querySelector('[data-stale="true"]')) return false;
+  return document.querySelectorAll('.js-plotly-plot').length >= charts;
+}"""
+# What a page that did not come shows instead: Streamlit's connection status, its "Please wait..."
+# placeholder, a script still running.
+STATE_JS = """() => {
+  const conn = document.querySelector('[data-testid="stConnectionStatus"]');
+  const h = document.querySelector('h1');
+  return [conn ? 'connection status: ' + conn.innerText.trim() : '',
+          document.body.innerText.includes('Please wait') ? '"Please wait..." shown' : '',
+          document.querySelector('[data-testid="stStatusWidget"]') ? 'script running' : '',
+          'title: ' + (h ? h.innerText.trim().slice(0, 40) : 'none')].filter(Boolean).join('; ');
+}"""
+EXCEPTIONS_JS = "() => [...document.querySelectorAll('[data-testid=\"stException\"]')].map(e => e.innerText.slice(0, 300))"
+
+
+# ------------------------------------------------------------------------------------------ server
+
+
+ALL_CPUS = sorted(os.sched_getaffinity(0))
+
+
+def cpu_list(text: str) -> list[int]:
+    """"0", "0,1" or "0-3" -> the CPUs' numbers."""
+    cpus = set()
+    for part in text.split(","):
+        low, _, high = part.strip().partition("-")
+        cpus.update(range(int(low), int(high or low) + 1))
+    return sorted(cpus)
+
+
+@contextlib.contextmanager
+def app_server(extra_env: dict, log_path: Path, cpus: list[int] | None = None):
+    """``streamlit run app.py`` on a free port, like tests/conftest.py's running_app, but with its
+    output in a file (a load test can log more than a pipe holds, and a full pipe stalls the server),
+    its pid known and, with ``cpus``, pinned to those CPUs; yields (url, pid)."""
+    cpus = cpus or ALL_CPUS  # not this process's affinity, which --browser-cpus may have narrowed
+    port = _free_port()
+    runs_dir = tempfile.mkdtemp(prefix="symlab-load-runs-")
+    env = {**os.environ, "SYMLAB_RUNS_DIR": runs_dir, **extra_env}
+    with open(log_path, "ab") as log:
+        log.write(f"\n===== server on port {port}, extra env {extra_env} =====\n".encode())
+        log.flush()
+        process = subprocess.Popen(
+            [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.port", str(port),
+             "--server.address", "127.0.0.1", "--server.headless", "true", "--server.fileWatcherType", "none",
+             "--browser.gatherUsageStats", "false"],
+            cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=env, preexec_fn=lambda: os.sched_setaffinity(0, cpus),
+        )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok":
+                    break
+            except OSError:
+                pass
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"the app did not start; its log: {log_path}")
+            time.sleep(0.3)
+        yield url, process.pid
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        shutil.rmtree(runs_dir, ignore_errors=True)
+
+
+def pid_listening_on(port: int) -> int | None:
+    """The pid of the process listening on ``port`` (this user's processes only)."""
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with contextlib.suppress(OSError), open(table) as f:
+            for line in list(f)[1:]:
+                fields = line.split()
+                if fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:
+                    inodes.add(f"socket:[{fields[9]}]")
+    for pid in (p for p in os.listdir("/proc") if p.isdigit()):
+        with contextlib.suppress(OSError):
+            for fd in os.listdir(f"/proc/{pid}/fd"):
+                with contextlib.suppress(OSError):
+                    if os.readlink(f"/proc/{pid}/fd/{fd}") in inodes:
+                        return int(pid)
+    return None
+
+
+# ------------------------------------------------------------------------------------ /proc sampling
+
+
+def status_kib(pid: int, *names: str) -> dict:
+    """Fields of /proc/PID/status in KiB (VmRSS, VmHWM, ...); {} once the process is gone."""
+    values = {}
+    with contextlib.suppress(OSError), open(f"/proc/{pid}/status") as f:
+        for line in f:
+            key, _, rest = line.partition(":")
+            if key in names:
+                values[key] = int(rest.split()[0])
+    return values
+
+
+def process_table() -> dict[int, tuple[int, int]]:
+    """{pid: (ppid, CPU ticks)} for every readable process."""
+    table = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        with contextlib.suppress(OSError, ValueError, IndexError), open(f"/proc/{name}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+            table[int(name)] = (int(fields[1]), int(fields[11]) + int(fields[12]))
+    return table
+
+
+def descendants(pid: int, table: dict) -> set[int]:
+    children: dict[int, list[int]] = {}
+    for child, (parent, _) in table.items():
+        children.setdefault(parent, []).append(child)
+    found, todo = set(), [pid]
+    while todo:
+        for child in children.get(todo.pop(), ()):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
+    return found
+
+
+def machine_ticks() -> tuple[int, int]:
+    with open("/proc/stat") as f:
+        values = [int(v) for v in f.readline().split()[1:]]
+    idle = values[3] + values[4]
+    return sum(values) - idle, sum(values)
+
+
+class Sampler(threading.Thread):
+    """Every ``interval`` s: the server's VmRSS, its descendants' summed VmRSS, and the CPU ticks of
+    the server tree, of this script's other descendants (Chromium) and of the machine."""
+
+    def __init__(self, server_pid: int | None, interval: float = 0.5):
+        super().__init__(daemon=True)
+        self.server_pid, self.interval = server_pid, interval
+        self.samples: list[dict] = []
+        self.halt = threading.Event()
+
+    def sample(self) -> dict:
+        table = process_table()
+        server_tree = descendants(self.server_pid, table) if self.server_pid else set()
+        mine = descendants(os.getpid(), table) - server_tree - {self.server_pid}
+        rss = status_kib(self.server_pid, "VmRSS").get("VmRSS") if self.server_pid else None
+        children_rss = sum(status_kib(pid, "VmRSS").get("VmRSS", 0) for pid in server_tree)
+        server_ticks = {pid: table[pid][1] for pid in server_tree | {self.server_pid} if pid in table}
+        return dict(t=time.monotonic(), rss=rss, children_rss=children_rss, children=len(server_tree),
+                    server_ticks=server_ticks, browser_ticks={pid: table[pid][1] for pid in mine if pid in table},
+                    machine=machine_ticks())
+
+    def run(self):
+        while not self.halt.is_set():
+            with contextlib.suppress(Exception):
+                self.samples.append(self.sample())
+            self.halt.wait(self.interval)
+
+    def stop(self):
+        self.halt.set()
+        self.join()
+
+    def window(self, start: float, end: float) -> dict:
+        """Peak memory and CPU (cores busy) between two time.monotonic() instants."""
+        inside = [s for s in self.samples if start <= s["t"] <= end]
+        if len(inside) < 2:
+            return {}
+
+        def cores(key):
+            first, last = {}, {}
+            for s in inside:
+                for pid, ticks in s[key].items():
+                    first.setdefault(pid, ticks)
+                    last[pid] = ticks
+            return sum(last[p] - first[p] for p in last) / CLK_TCK / (inside[-1]["t"] - inside[0]["t"])
+
+        rss = [s["rss"] for s in inside if s["rss"] is not None]
+        (busy0, total0), (busy1, total1) = inside[0]["machine"], inside[-1]["machine"]
+        return dict(rss_start_mib=rss[0] / 1024 if rss else None, rss_peak_mib=max(rss) / 1024 if rss else None,
+                    children_rss_peak_mib=max(s["children_rss"] for s in inside) / 1024,
+                    children_peak=max(s["children"] for s in inside),
+                    server_cpu_cores=cores("server_ticks"), browser_cpu_cores=cores("browser_ticks"),
+                    machine_cpu_cores=(busy1 - busy0) / max(total1 - total0, 1) * NCPU)
+
+
+# ------------------------------------------------------------------------------------------ students
+
+
+class Student:
+    """One browser context: a student with their own Streamlit session."""
+
+    def __init__(self, browser, url: str, args, rng: random.Random, name: str):
+        self.browser, self.url, self.args, self.rng, self.name = browser, url, args, rng, name
+        self.timeout_ms, self.nav_timeout_ms = args.timeout * 1000, args.nav_timeout * 1000
+        self.latencies: list[float] = []  # key press -> chart redrawn, ms
+        self.sends: list[float] = []  # key press -> first websocket message, ms
+        self.play_ms: list[float] = []  # Play -> first chart update, ms
+        self.steps_per_s: list[float] = []
+        self.nav_ms: list[float] = []  # sidebar link -> page drawn, ms
+        self.load_ms: list[float] = []  # first page load, ms
+        self.errors: Counter = Counter()
+        self.messages: dict[str, list[str]] = {}
+        self.seen_exceptions: set = set()
+        self.visit = 0
+        self.quiet = True  # websocket closes are expected (no page yet, reloads, closing)
+        self.context = self.page = None
+
+    def error(self, kind: str, message: str):
+        self.errors[kind] += 1
+        kept = self.messages.setdefault(kind, [])
+        message = message[:400]
+        if len(kept) < 5 and message not in kept:  # a few distinct messages of each kind
+            kept.append(message)
+
+    # -- set-up and hooks
+
+    async def open(self, path: str, page_name: str, charts: int = 0):
+        self.context = await self.browser.new_context(viewport={"width": 1400, "height": 1000})
+        await self.context.add_init_script(INIT_JS)
+        await self.context.expose_binding("__ltReport", lambda source, kind, message: self.error(kind, message))
+        page = self.page = await self.context.new_page()
+        page.set_default_timeout(max(self.nav_timeout_ms, self.timeout_ms))
+        page.on("pageerror", lambda exc: self.error("pageerror", str(exc)))
+        page.on("console", self.on_console)
+        page.on("request", self.on_request)
+        page.on("response", self.on_response)
+        page.on("requestfailed", self.on_request_failed)
+        page.on("websocket", self.on_websocket)
+        start = time.monotonic()
+        await page.goto(self.url + path, wait_until="domcontentloaded", timeout=self.nav_timeout_ms)
+        await self.wait_ready(page_name, charts)
+        self.load_ms.append((time.monotonic() - start) * 1000)
+        await self.armed_connection_watch()
+
+    async def armed_connection_watch(self):
+        self.quiet = False
+        await self.page.evaluate("() => { window.__lt.connArmed = true; }")
+
+    def source(self, url: str) -> str | None:
+        """Whose a resource is: None for the app's, "external" for another host's (an error of its own:
+        the app must work on a classroom network without internet, as tests/conftest.py checks),
+        "probe" for the frontend's base-path probe (opened at /modes it first asks
+        /modes/_stcore/health and /modes/_stcore/host-config, which 404 by design: streamlit#7074)."""
+        parts = urllib.parse.urlsplit(url)
+        if parts.scheme not in ("http", "https", "ws", "wss"):
+            return None
+        if not url.startswith(self.url + "/"):
+            return "external"
+        if parts.path.endswith(("/_stcore/health", "/_stcore/host-config")) and parts.path.count("/") > 2:
+            return "probe"
+        return None
+
+    def on_request(self, request):
+        if self.source(request.url) == "external":
+            self.error("external", f"{request.method} {request.url}")
+
+    def on_console(self, message):
+        if message.type == "error" and self.source((message.location or {}).get("url", "")) is None:
+            self.error("console", message.text)  # (failures of external requests are counted once, above)
+
+    def on_response(self, response):
+        if response.status >= 400 and self.source(response.url) is None:
+            self.error("http", f"{response.status} {response.url}")
+
+    def on_request_failed(self, request):
+        failure = request.failure or ""
+        # ERR_ABORTED: cancelled by a navigation or by closing the page, not the server's doing.
+        if "ERR_ABORTED" not in failure and self.source(request.url) is None:
+            self.error("http", f"{failure} {request.url}")
+
+    def on_websocket(self, websocket):
+        def closed(*_):
+            if not self.quiet:
+                self.error("websocket", f"closed: {websocket.url}")
+
+        websocket.on("close", closed)
+        websocket.on("socketerror", lambda error: None if self.quiet else self.error("websocket", f"error: {error}"))
+
+    async def close(self):
+        self.quiet = True
+        if self.context is not None:
+            with contextlib.suppress(Exception):
+                await self.context.close()
+
+    # -- page helpers
+
+    async def wait_ready(self, page_name: str, charts: int = 0, timeout_ms: float | None = None):
+        await self.page.wait_for_function(READY_JS, arg=[PAGE_TITLES[page_name], charts], polling=100,
+                                          timeout=timeout_ms or self.nav_timeout_ms)
+        self.visit += 1
+
+    async def state(self) -> str:
+        try:
+            return await self.page.evaluate(STATE_JS)
+        except Exception as exc:  # noqa: BLE001
+            return f"page unreadable: {exc!s:.80}"
+
+    def failure(self, exc: Exception, what: str) -> tuple[str, str]:
+        return ("timeout" if "Timeout" in type(exc).__name__ else "harness"), f"{what}: {exc!s:.160}"
+
+    async def check_exceptions(self):
+        with contextlib.suppress(Exception):
+            for text in await self.page.evaluate(EXCEPTIONS_JS):
+                if (self.visit, text) not in self.seen_exceptions:
+                    self.seen_exceptions.add((self.visit, text))
+                    self.error("exception", text.replace("\n", " | "))
+
+    async def navigate(self, page_name: str, charts: int = 0):
+        """Click the page's sidebar link and wait until it is drawn; on a timeout, reload it."""
+        start = time.monotonic()
+        try:
+            await self.page.locator('[data-testid="stSidebarNav"] a', has_text=page_name).first.click(
+                timeout=self.nav_timeout_ms)
+            await self.wait_ready(page_name, charts)
+            self.nav_ms.append((time.monotonic() - start) * 1000)
+        except Exception as exc:  # noqa: BLE001: a page that does not come is an app error
+            kind, message = self.failure(exc, f"going to {page_name}")
+            self.error(kind, f"{message} [{await self.state()}]")
+            await self.reload(page_name, charts)
+        await self.check_exceptions()
+
+    async def reload(self, page_name: str, charts: int):
+        path = {HOME: "/", MODES: "/modes", TOY: "/toy", MNIST: "/mnist"}[page_name]
+        self.quiet = True
+        await self.page.goto(self.url + path, wait_until="domcontentloaded", timeout=self.nav_timeout_ms)
+        await self.wait_ready(page_name, charts, timeout_ms=2 * self.nav_timeout_ms)
+        await self.armed_connection_watch()
+
+    # -- what the student does
+
+    async def move_slider(self) -> None:
+        page = self.page
+        alpha = await page.evaluate(ARM_JS, "modes")
+        # A random walk pulled towards α = 4, around the threshold α* ≈ 5σ.
+        right = 0.5 if alpha is None else min(0.9, max(0.1, 0.5 + (4.0 - alpha) * 0.1))
+        await page.keyboard.press("ArrowRight" if self.rng.random() < right else "ArrowLeft")
+        try:
+            result = await (await page.wait_for_function(CHANGED_JS, arg="modes", polling="raf",
+                                                         timeout=self.timeout_ms)).json_value()
+        except Exception as exc:  # noqa: BLE001
+            pressed = await page.evaluate("() => window.__lt.t0 !== null")
+            if not pressed:
+                self.error("harness", "the key press did not reach the page (the slider lost focus?)")
+            elif "Timeout" in type(exc).__name__:
+                self.error("timeout", f"no chart update {self.args.timeout:g} s after a slider move "
+                                      f"[{await self.state()}]")
+            else:
+                self.error("harness", f"slider: {exc!s:.200}")
+            return
+        self.latencies.append(result["ms"])
+        if result["send"] is not None:
+            self.sends.append(result["send"])
+        await self.check_exceptions()
+
+    async def play_toy(self, seconds: float) -> None:
+        """Play, time the first update and the rate of Adam steps for ``seconds``, Pause."""
+        page = self.page
+        play = page.get_by_role("button", name="Play", exact=True)
+        pause = page.get_by_role("button", name="Pause", exact=True)
+        progress = await page.evaluate("() => window.__lt.progress()")
+        if progress and progress["step"] > progress["total"] - 200 * (seconds + 2):  # no room left: start over
+            await page.get_by_role("button", name="Reset", exact=True).click()
+            await page.wait_for_function("() => { const p = window.__lt.progress(); return p && p.step === 0; }",
+                                         polling=100, timeout=self.timeout_ms)
+        await expect(play).to_be_enabled(timeout=self.timeout_ms)
+        await page.evaluate(ARM_JS, "toy")
+        await play.click()
+        try:
+            first = await (await page.wait_for_function(CHANGED_JS, arg="toy", polling="raf",
+                                                        timeout=self.timeout_ms)).json_value()
+        except Exception as exc:  # noqa: BLE001
+            kind, message = self.failure(exc, f"no live chart update {self.args.timeout:g} s after Play")
+            self.error(kind, f"{message} [{await self.state()}]")
+        else:
+            self.play_ms.append(first["ms"])
+            await asyncio.sleep(seconds)
+            last = await page.evaluate("() => window.__lt.progress()")
+            if last and first["step"] is not None and last["now"] > first["now"]:
+                self.steps_per_s.append((last["step"] - first["step"]) / ((last["now"] - first["now"]) / 1000))
+        await self.check_exceptions()
+        await pause.click()
+        await expect(play).to_be_enabled(timeout=self.timeout_ms)
+        await page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')",
+                                     polling=100, timeout=self.timeout_ms)
+
+    async def toy_visit(self):
+        await self.navigate(TOY, TOY_CHARTS)
+        try:
+            await self.play_toy(self.rng.uniform(4.0, 8.0))
+        except Exception as exc:  # noqa: BLE001
+            kind, message = self.failure(exc, "toy")
+            self.error(kind, f"{message} [{await self.state()}]")
+        await self.navigate(MODES, MODES_CHARTS)
+
+    async def run(self, seconds: float):
+        """A student: slider moves on /modes, now and then a visit to /toy, for ``seconds``."""
+        try:
+            await self.open("/modes", MODES, MODES_CHARTS)
+        except Exception as exc:  # noqa: BLE001
+            kind, message = self.failure(exc, "first load")
+            self.error(kind, f"{message} [{await self.state() if self.page else 'no page'}]")
+            return
+        end, first = time.monotonic() + seconds, True
+        try:
+            while time.monotonic() < end:
+                block_end = min(end, time.monotonic() + (self.rng.uniform(5, 12) if first else self.rng.uniform(10, 25)))
+                while time.monotonic() < block_end:
+                    await self.move_slider()
+                    await asyncio.sleep(self.rng.uniform(0.5, 2.0))
+                if time.monotonic() < end and (first or self.rng.random() < self.args.toy_prob):
+                    await self.toy_visit()
+                first = False
+        except Exception as exc:  # noqa: BLE001: an app that stops answering ends this student
+            kind, message = self.failure(exc, "session ended")
+            self.error(kind, f"{message} [{await self.state()}]")
+
+
+async def tour(browser, url: str, args) -> Student:
+    """One session through every page: Home, modes (slider moves), toy (Play), MNIST + Results."""
+    student = Student(browser, url, args, random.Random(args.seed), "tour")
+    try:
+        await student.open("/", HOME)
+        await student.navigate(MODES, MODES_CHARTS)
+        for _ in range(5):
+            await student.move_slider()
+            await asyncio.sleep(0.5)
+        await student.navigate(TOY, TOY_CHARTS)
+        await student.play_toy(args.tour_play)
+        await student.navigate(MNIST)
+        await student.page.get_by_role("tab", name="Results").click()
+        await student.page.get_by_text("Compare runs").first.wait_for(timeout=student.nav_timeout_ms)
+        await student.page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')",
+                                             polling=100, timeout=student.nav_timeout_ms)
+        await student.check_exceptions()
+        await asyncio.sleep(2)
+    except Exception as exc:  # noqa: BLE001
+        kind, message = student.failure(exc, "tour")
+        student.error(kind, f"{message} [{await student.state() if student.page else 'no page'}]")
+    finally:
+        await student.close()
+    return student
+
+
+# ------------------------------------------------------------------------------------------ phases
+
+
+def percentile(values, q: float):
+    if not values:
+        return None
+    ordered = sorted(values)
+    position = (len(ordered) - 1) * q / 100
+    low = int(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def merge(students: list[Student]) -> dict:
+    errors, seen = Counter(), {}
+    for s in students:
+        errors.update(s.errors)
+        for kind, kept in s.messages.items():
+            for message in kept:
+                seen.setdefault(kind, Counter())[message] += 1
+    # Up to 5 distinct messages of each kind, the most widespread first, with how many sessions saw them.
+    messages = {kind: [f"{m} (in {n} session{'s' * (n > 1)})" for m, n in counter.most_common(5)]
+                for kind, counter in seen.items()}
+    latencies = [v for s in students for v in s.latencies]
+    sends = [v for s in students for v in s.sends]
+    play = [v for s in students for v in s.play_ms]
+    rates = [statistics.median(s.steps_per_s) for s in students if s.steps_per_s]
+    nav = [v for s in students for v in s.nav_ms]
+    load = [v for s in students for v in s.load_ms]
+    return dict(
+        updates=len(latencies), p50_ms=percentile(latencies, 50), p95_ms=percentile(latencies, 95),
+        max_ms=max(latencies, default=None), key_to_send_p50_ms=percentile(sends, 50),
+        toy_plays=len(play), steps_per_s_median=statistics.median(rates) if rates else None,
+        steps_per_s_min=min(rates, default=None),
+        play_p50_ms=percentile(play, 50), play_p95_ms=percentile(play, 95),
+        nav_p50_ms=percentile(nav, 50), nav_p95_ms=percentile(nav, 95),
+        load_p50_ms=percentile(load, 50), load_p95_ms=percentile(load, 95),
+        errors=dict(errors), app_errors=sum(errors[k] for k in APP_ERRORS), error_samples=messages,
+    )
+
+
+async def phase(browser, url: str, n: int, args, sampler: Sampler | None) -> dict:
+    students = [Student(browser, url, args, random.Random(f"{args.seed}-{n}-{i}"), f"N={n} #{i + 1}")
+                for i in range(n)]
+
+    async def one(i, student):
+        await asyncio.sleep(i * args.stagger)
+        try:
+            await student.run(args.seconds)
+        finally:
+            await student.close()
+
+    start = time.monotonic()
+    await asyncio.gather(*(one(i, s) for i, s in enumerate(students)))
+    end = time.monotonic()
+    result = dict(sessions=n, wall_s=end - start, **merge(students))
+    if sampler:
+        time.sleep(args.sample_interval * 2)
+        result.update(sampler.window(start, end))
+    return result
+
+
+# ------------------------------------------------------------------------------------------ report
+
+
+def server_log_summary(path: Path) -> dict:
+    """Tracebacks in the server's log, by their last line, and other error/warning lines."""
+    tracebacks, others = Counter(), Counter()
+    with contextlib.suppress(OSError):
+        lines = path.read_text(errors="replace").splitlines()
+        i = 0
+        while i < len(lines):
+            if lines[i].startswith("Traceback (most recent call last)"):
+                j = i + 1
+                while j < len(lines) and (lines[j].startswith((" ", "\t")) or not lines[j].strip()):
+                    j += 1
+                tracebacks[lines[j].strip()[:300] if j < len(lines) else "?"] += 1
+                i = j + 1
+                continue
+            if re.search(r"error|warning|exception", lines[i], re.IGNORECASE):
+                others[lines[i].strip()[:300]] += 1
+            i += 1
+    return dict(log=str(path), tracebacks=dict(tracebacks), other_lines=dict(others.most_common(10)))
+
+
+def fmt(value, spec="5.0f", none="—"):
+    return none if value is None else format(value, spec)
+
+
+def report(results: dict) -> str:
+    out = []
+    config = results["config"]
+    pinned = "".join(f", {who} on CPUs {','.join(map(str, config[key]))}" for who, key in
+                     (("server", "server_cpus"), ("browser", "browser_cpus")) if config.get(key))
+    out.append(f"SymLab load test — {NCPU} CPUs{pinned}, {config['seconds']:g} s of activity per session, "
+               f"server env {config['server_env'] or '{}'}{', ' + config['url'] if config['url'] else ''}")
+    tour_result = results.get("tour")
+    if tour_result:
+        hwm = tour_result.get("vmhwm_mib")
+        out.append(f"\nOne session visiting every page (Home, modes, toy playing {config['tour_play']:g} s, MNIST + "
+                   f"Results){' on a fresh server' if not config['url'] else ''}:")
+        out.append(f"  server RSS idle {fmt(tour_result.get('rss_start_mib'), '.0f')} MiB → peak "
+                   f"{fmt(tour_result.get('rss_peak_mib'), '.0f')} MiB"
+                   + (f", VmHWM {hwm:.0f} MiB" if hwm else "")
+                   + f"; descendants' peak {fmt(tour_result.get('children_rss_peak_mib'), '.0f')} MiB; "
+                   f"errors {tour_result['errors'] or 'none'}")
+        for kind, kept in sorted(tour_result["error_samples"].items(), key=lambda item: item[0] not in APP_ERRORS):
+            out.extend(f"    {kind}: {m}" for m in kept[:3 if kind in APP_ERRORS else 1])
+    phases = results["phases"]
+    if not phases:
+        return "\n".join(out)
+    base = phases[0]
+    out.append(f"\nInput → chart latency (α slider on /modes); ratios against N = {base['sessions']}:")
+    header = (f"{'N':>3} {'updates':>7} {'p50 ms':>7} {'p95 ms':>7} {'max ms':>7} {'p50×':>5} {'p95×':>5} "
+              f"{'key→send':>8} │ {'plays':>5} {'steps/s':>7} {'Play→upd p50/p95 ms':>20} │ {'nav p95':>7} "
+              f"{'errors':>6} │ {'RSS MiB start→peak':>18} {'+desc.':>6} │ {'CPU srv/browser/all':>19}")
+    out.append(header)
+    out.append("─" * len(header))
+    for p in phases:
+        ratio50 = p["p50_ms"] / base["p50_ms"] if p["p50_ms"] and base["p50_ms"] else None
+        ratio95 = p["p95_ms"] / base["p95_ms"] if p["p95_ms"] and base["p95_ms"] else None
+        rss = f"{fmt(p.get('rss_start_mib'))} → {fmt(p.get('rss_peak_mib'))}"
+        cpu = (f"{fmt(p.get('server_cpu_cores'), '.2f')}/{fmt(p.get('browser_cpu_cores'), '.2f')}/"
+               f"{fmt(p.get('machine_cpu_cores'), '.2f')}")
+        play = f"{fmt(p['play_p50_ms'])} / {fmt(p['play_p95_ms'])}"
+        out.append(f"{p['sessions']:>3} {p['updates']:>7} {fmt(p['p50_ms'], '7.0f')} {fmt(p['p95_ms'], '7.0f')} "
+                   f"{fmt(p['max_ms'], '7.0f')} {fmt(ratio50, '5.2f'):>5} {fmt(ratio95, '5.2f'):>5} "
+                   f"{fmt(p['key_to_send_p50_ms'], '8.0f'):>8} │ {p['toy_plays']:>5} "
+                   f"{fmt(p['steps_per_s_median'], '7.0f'):>7} {play:>20} │ {fmt(p['nav_p95_ms'], '7.0f'):>7} "
+                   f"{p['app_errors']:>6} │ {rss:>18} {fmt(p.get('children_rss_peak_mib'), '6.0f'):>6} │ {cpu:>19}")
+    out.append("steps/s: median over sessions of each one's median rate while playing; nav: sidebar click → page "
+               "drawn; CPU in cores busy (server tree / this script's Chromium / whole machine).")
+    out.append("\nErrors by kind:")
+    for p in phases:
+        counted = ", ".join(f"{k} {v}" for k, v in sorted(p["errors"].items()) if k in APP_ERRORS) or "none"
+        apart = ", ".join(f"{k} {v}" for k, v in sorted(p["errors"].items()) if k not in APP_ERRORS)
+        out.append(f"  N={p['sessions']}: {counted}{f'  (not counted: {apart})' if apart else ''}; "
+                   f"first page load p50/p95 {fmt(p['load_p50_ms'])} / {fmt(p['load_p95_ms'])} ms")
+        for kind, kept in sorted(p["error_samples"].items(), key=lambda item: item[0] not in APP_ERRORS):
+            out.extend(f"      {kind}: {m}" for m in kept[:3 if kind in APP_ERRORS else 1])
+    out.append("\nTargets:")
+    by_n = {p["sessions"]: p for p in phases}
+    if NO_ERRORS_AT in by_n:
+        errors = by_n[NO_ERRORS_AT]["app_errors"]
+        out.append(f"  no errors at N = {NO_ERRORS_AT}: {'PASS' if errors == 0 else 'FAIL'} ({errors} errors)")
+    else:
+        out.append(f"  no errors at N = {NO_ERRORS_AT}: not measured in this run")
+    if TARGET_P95_AT in by_n and by_n[TARGET_P95_AT]["p95_ms"] is not None:
+        p95 = by_n[TARGET_P95_AT]["p95_ms"]
+        out.append(f"  p95 ≤ {TARGET_P95_MS:.0f} ms at N = {TARGET_P95_AT}: {'PASS' if p95 <= TARGET_P95_MS else 'FAIL'} "
+                   f"({p95:.0f} ms, {p95 / TARGET_P95_MS:.2f}× the target)")
+    else:
+        out.append(f"  p95 ≤ {TARGET_P95_MS:.0f} ms at N = {TARGET_P95_AT}: not measured in this run")
+    if results.get("vmhwm_mib"):
+        out.append(f"\nServer VmHWM at the end of the phases: {results['vmhwm_mib']:.0f} MiB")
+    log = results.get("server_log")
+    if log:
+        out.append(f"Server log {log['log']}: "
+                   + (", ".join(f"{n}× {line}" for line, n in log["tracebacks"].items()) or "no tracebacks"))
+        for line, n in log["other_lines"].items():
+            out.append(f"  {n}× {line}")
+    return "\n".join(out)
+
+
+# ------------------------------------------------------------------------------------------ main
+
+
+async def run_all(args, server_env: dict) -> dict:
+    if not Path(CHROMIUM).exists():
+        raise SystemExit(f"Chromium not found at {CHROMIUM} (set SYMLAB_CHROMIUM)")
+    results = dict(config=dict(sessions=args.sessions, seconds=args.seconds, stagger=args.stagger,
+                               toy_prob=args.toy_prob, timeout_s=args.timeout, tour_play=args.tour_play,
+                               server_env=server_env, url=args.url, cpus=NCPU, server_cpus=args.server_cpus,
+                               browser_cpus=args.browser_cpus), phases=[])
+    log_path = Path(args.server_log or tempfile.mkstemp(prefix="symlab-load-", suffix=".log")[1])
+
+    def progress(text):
+        print(text, file=sys.stderr, flush=True)
+
+    async def measure(url, pid, do_tour, do_phases):
+        sampler = Sampler(pid, args.sample_interval) if pid else None
+        if sampler:
+            sampler.start()
+        try:
+            if do_tour:
+                progress(f"tour of every page on {url} …")
+                start = time.monotonic()
+                student = await tour(browser, url, args)
+                time.sleep(args.sample_interval * 2)
+                results["tour"] = dict(errors=dict(student.errors), error_samples=student.messages,
+                                       **(sampler.window(start - 1, time.monotonic()) if sampler else {}))
+                if pid and not args.url:
+                    results["tour"]["vmhwm_mib"] = status_kib(pid, "VmHWM").get("VmHWM", 0) / 1024
+            if do_phases:
+                for n in args.sessions:
+                    progress(f"phase N = {n}: {n} sessions × {args.seconds:g} s …")
+                    results["phases"].append(await phase(browser, url, n, args, sampler))
+                    progress(f"  {results['phases'][-1]['updates']} updates, p95 "
+                             f"{fmt(results['phases'][-1]['p95_ms'])} ms, errors {results['phases'][-1]['errors']}")
+                if pid:
+                    results["vmhwm_mib"] = status_kib(pid, "VmHWM").get("VmHWM", 0) / 1024
+        finally:
+            if sampler:
+                sampler.stop()
+
+    if args.browser_cpus:  # Playwright's driver and Chromium inherit it (and so does this script)
+        os.sched_setaffinity(0, args.browser_cpus)
+    async with async_playwright() as playwright:
+        browser = await playwright.chromium.launch(
+            executable_path=CHROMIUM,
+            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                  "--disable-sync", "--no-first-run"])
+        try:
+            if args.url:
+                pid = args.server_pid or pid_listening_on(urllib.parse.urlsplit(args.url).port or 80)
+                if not pid:
+                    progress("server pid not found: no memory figures (give --server-pid)")
+                await measure(args.url.rstrip("/"), pid, not args.skip_tour, True)
+            else:
+                if not args.skip_tour:
+                    with app_server(server_env, log_path, args.server_cpus) as (url, pid):
+                        await measure(url, pid, True, False)
+                if args.sessions:
+                    with app_server(server_env, log_path, args.server_cpus) as (url, pid):
+                        await measure(url, pid, False, True)
+                results["server_log"] = server_log_summary(log_path)
+        finally:
+            await browser.close()
+    return results
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sessions", default="1,10,30",
+                        type=lambda text: [int(n) for n in text.split(",") if n.strip()],
+                        help="comma-separated N, one phase each, in order (default 1,10,30)")
+    parser.add_argument("--seconds", type=float, default=120.0, help="activity per session in each phase (default 120)")
+    parser.add_argument("--stagger", type=float, default=0.5, help="seconds between session starts (default 0.5)")
+    parser.add_argument("--toy-prob", type=float, default=0.5,
+                        help="chance of a /toy visit after each block of slider moves (the first block always)")
+    parser.add_argument("--timeout", type=float, default=15.0, help="seconds an update may take (default 15)")
+    parser.add_argument("--nav-timeout", type=float, default=30.0, help="seconds a page may take to draw (default 30)")
+    parser.add_argument("--tour-play", type=float, default=5.0, help="seconds of live training in the tour")
+    parser.add_argument("--skip-tour", action="store_true", help="skip the one-session tour of every page")
+    parser.add_argument("--url", help="an already running SymLab server (no server is started)")
+    parser.add_argument("--server-pid", type=int, help="with --url: the server's pid, for memory figures")
+    parser.add_argument("--hosted", action="store_true", help="start the server with SYMLAB_HOSTED=1")
+    parser.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
+                        help="an environment variable for the started server (repeatable)")
+    parser.add_argument("--server-cpus", type=cpu_list, metavar="LIST",
+                        help="pin the started server to these CPUs, e.g. 0 or 0-1 (default: all)")
+    parser.add_argument("--browser-cpus", type=cpu_list, metavar="LIST",
+                        help="pin Chromium (and this script) to these CPUs, e.g. 1 (default: all)")
+    parser.add_argument("--server-log", help="file for the started server's output (default: a temporary file)")
+    parser.add_argument("--sample-interval", type=float, default=0.5, help="seconds between /proc samples")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--json", nargs="?", const="-", metavar="PATH",
+                        help="also the results as JSON: after the table, or into PATH")
+    args = parser.parse_args(argv)
+    server_env = {}
+    for item in args.env:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            parser.error(f"--env wants KEY=VALUE, not {item!r}")
+        server_env[key] = value
+    if args.hosted:
+        server_env["SYMLAB_HOSTED"] = "1"
+    if args.url and (server_env or args.server_cpus):
+        parser.error("--env, --hosted and --server-cpus configure a server this script starts; not with --url")
+    return args, server_env
+
+
+def main(argv=None):
+    args, server_env = parse_args(argv)
+    results = asyncio.run(run_all(args, server_env))
+    print(report(results))
+    if args.json == "-":
+        print(json.dumps(results, indent=2, default=str))
+    elif args.json:
+        Path(args.json).write_text(json.dumps(results, indent=2, default=str) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,6 +1,7 @@
 """End-to-end in real Chromium: the app as a student uses it."""
 
 import re
+from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 
@@ -11,11 +12,18 @@ pytestmark = pytest.mark.browser
 ARTIFACTS = __import__("pathlib").Path(__file__).resolve().parents[1] / "tests" / "artifacts"
 
 
+def save_screenshot(page, name):
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+
+
 def wait_for_run(page):
-    """Streamlit shows a running indicator while the script runs; wait until it settles."""
-    page.wait_for_selector('[data-testid="stApp"]')
+    """Wait until the script has run and is not running: the frontend marks its root with the run's state
+    ("initial" until the first run, then "running", "rerunRequested", ... "notRunning") and shows a
+    running indicator while the script runs."""
     page.wait_for_function(
-        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=30_000)
+        "() => document.querySelector('[data-testid=\"stApp\"][data-test-script-state=\"notRunning\"]')"
+        " && !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=30_000)
 
 
 def metric_value(page, label):
@@ -59,8 +67,7 @@ def test_modes_page_slider_changes_the_chart(page, server_url):
         page.get_by_role("button", name="Sweep (CSV)").click()
     csv_text = open(download_info.value.path()).read().splitlines()
     assert csv_text[0].startswith("alpha,interpolation,det_cov,kl") and len(csv_text) == 101
-    ARTIFACTS.mkdir(exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / "modes.png"), full_page=True)
+    save_screenshot(page, "modes")
 
 
 def test_shared_link_restores_the_view_and_play_animates(page, server_url):
@@ -91,7 +98,7 @@ def test_malformed_link_shows_a_notice(page, server_url):
     assert page.locator('[data-testid="stException"]').count() == 0
 
 
-def test_deep_link_on_a_freshly_started_server(page):
+def test_deep_link_on_a_freshly_started_server(page, browser_errors):
     """The first session after a start is the one Streamlit runs in its legacy pages/ mode."""
     with running_app() as url:
         page.goto(f"{url}/modes?alpha=6.0")
@@ -102,6 +109,8 @@ def test_deep_link_on_a_freshly_started_server(page):
         links = page.locator('[data-testid="stSidebarNav"] a').all_inner_texts()
         assert [link.splitlines()[-1] for link in links] == ["Home", "Mode interpolation", "Tractable BNN", "MNIST"]
         assert float(metric_value(page, "α⁻¹‖μ*‖")) < 0.01  # α = 6 > α*: on one mode
+        browser_errors.wait_for_idle_network(page)
+        page.goto("about:blank")  # before this server stops: its reconnection attempts would fail
 
 
 def test_tractable_bnn_trains_live(page, server_url):
@@ -119,11 +128,11 @@ def test_tractable_bnn_trains_live(page, server_url):
     page.get_by_role("button", name="Pause", exact=True).click()
     page.wait_for_function(f"before => {elbo_line_js} !== before", arg=before)
     assert page.locator('[data-testid="stException"]').count() == 0
-    ARTIFACTS.mkdir(exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / "toy.png"), full_page=True)
+    save_screenshot(page, "toy")
 
 
-def test_mnist_runs_launched_in_the_browser_survive_a_reload_and_finish(page, server_url, server_runs_dir):
+def test_mnist_runs_launched_in_the_browser_survive_a_reload_and_finish(page, server_url, server_runs_dir,
+                                                                           browser_errors):
     from symlab.runs import FINISHED, Registry
 
     page.goto(f"{server_url}/mnist?hidden=256&epochs=4&subset=20000&samples=2&seed=11")
@@ -132,6 +141,7 @@ def test_mnist_runs_launched_in_the_browser_survive_a_reload_and_finish(page, se
     progress = page.locator('[data-testid="stProgress"]', has_text="seed 11")
     progress.first.wait_for()
     assert progress.count() == 2  # one running, one queued behind it
+    browser_errors.wait_for_idle_network(page)
     page.reload()  # as if the tab were closed and opened again
     page.locator('[data-testid="stProgress"]', has_text="SGM K=16, width 256, seed 11").wait_for()
     registry = Registry(server_runs_dir)
@@ -144,5 +154,106 @@ def test_mnist_runs_launched_in_the_browser_survive_a_reload_and_finish(page, se
     page.get_by_role("tab", name="Results").click()
     page.get_by_text("Accuracy against width").first.wait_for()
     assert page.locator('[data-testid="stException"]').count() == 0
-    ARTIFACTS.mkdir(exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / "mnist.png"), full_page=True)
+    save_screenshot(page, "mnist")
+
+
+def test_home_page_links_to_each_lab(page, server_url):
+    page.goto(server_url)
+    page.get_by_role("heading", name="SymLab").wait_for()
+    wait_for_run(page)
+    links = page.locator('[data-testid="stMain"] [data-testid="stPageLink"] a')
+    assert links.count() == 3
+    save_screenshot(page, "home")
+    links.filter(has_text="Tractable BNN").click()
+    page.wait_for_url(re.compile(r"/toy\?"))
+    page.get_by_role("heading", name="Tractable BNN").wait_for()
+    page.locator(".js-plotly-plot").first.wait_for()
+
+
+# Every labelled control, by its label: sliders, number and text inputs, selectboxes and toggles by
+# their input's value, segmented controls by the option that is on.
+CONTROLS_JS = """() => {
+    const values = {};
+    for (const input of document.querySelectorAll('[data-testid="stApp"] input[aria-label]')) {
+        if (!input.closest('[role="radiogroup"]'))
+            values[input.getAttribute('aria-label')] = input.type === 'checkbox' ? String(input.checked) : input.value;
+    }
+    for (const group of document.querySelectorAll('[data-testid="stApp"] [role="radiogroup"][aria-label]')) {
+        values[group.getAttribute('aria-label')] = [...group.querySelectorAll('[aria-checked="true"]')]
+            .map(option => option.innerText.trim()).join(',');
+    }
+    return values;
+}"""
+
+
+def settled_controls(page, expected):
+    """The page's controls once the link's values show and the run that wrote the URL has finished."""
+    page.wait_for_function(f"expected => {{ const values = ({CONTROLS_JS})();"
+                           " return Object.entries(expected).every(([k, v]) => values[k] === v); }", arg=expected)
+    wait_for_run(page)
+    return page.evaluate(CONTROLS_JS)
+
+
+SHARED_LINKS = {  # every URL-bound control, at a value other than its default (MNIST's compare: no runs to pick)
+    "modes": ("alpha=7.5&sigma=0.75&dim=5&forward=1",
+              {"Mode distance α": "7.5", "Component std dev σ": "0.75", "Dimension d (for det Σ*)": "5",
+               "Show the forward-KL fit": "true"}),
+    "toy": ("alpha=1.5&noise=0.3&n=40&prior=2.0&mi=infonce&K=8&lr=0.05&batch=20&init=origin&seed=42"
+            "&alphas=0.5%2C+1.5&seeds=3",
+            {"True slope α (y = α|x| + ε)": "1.5", "Noise std dev": "0.3", "Training points N": "40",
+             "Prior std dev": "2", "SGM's mutual information": "infonce", "K (InfoNCE)": "8",
+             "Learning rate (Adam)": "0.05", "Batch size": "20", "Initial means": "origin", "Seed": "42",
+             "α values (comma-separated)": "0.5, 1.5", "Seeds": "3"}),
+    "mnist": ("hidden=128&depth=2&method=sgm&K=32&epochs=3&subset=5000&batch=64&lr=0.002&prior=0.5&init_sd=0.01"
+              "&samples=5&seed=7&device=cpu",
+              {"Hidden units per layer": "128", "Hidden layers": "2", "Method": "SGM", "K (SGM's InfoNCE terms)": "32",
+               "Epochs": "3", "Training subset (0 = all 60 000)": "5000", "Batch size": "64",
+               "Learning rate (Adam)": "0.00200", "Prior std dev": "0.50", "Initial posterior std dev": "0.01000",
+               "Prediction samples M": "5", "Seed": "7", "Device": "cpu", "Runs": ""}),
+}
+
+
+@pytest.mark.parametrize("lab", SHARED_LINKS)
+def test_shared_link_round_trips(new_page, server_url, lab):
+    """Open a link with non-default values, copy the URL the app settles on, open that in a fresh
+    browser: the same controls, and the URL stays as it was."""
+    query, expected = SHARED_LINKS[lab]
+    page = new_page()
+    page.goto(f"{server_url}/{lab}?{query}")
+    controls = settled_controls(page, expected)
+    shared = page.url
+    assert urlsplit(shared).path == f"/{lab}"
+    assert dict(parse_qsl(query)).items() <= dict(parse_qsl(urlsplit(shared).query)).items(), shared
+
+    fresh = new_page()
+    fresh.goto(shared)
+    assert settled_controls(fresh, expected) == controls
+    assert fresh.url == shared
+
+
+def test_keyboard_moves_the_alpha_slider_and_starts_training(new_page, server_url):
+    page = new_page()
+    page.goto(f"{server_url}/modes")
+    page.locator(".js-plotly-plot").first.wait_for()
+    wait_for_run(page)
+    for _ in range(40):  # from the top of the page, Tab to α's slider
+        page.keyboard.press("Tab")
+        if page.evaluate("document.activeElement.getAttribute('aria-label')") == "Mode distance α":
+            break
+    else:
+        pytest.fail("Tab never reached the α slider")
+    page.keyboard.press("ArrowRight")
+    page.wait_for_url(re.compile(r"alpha=3\.05&"))
+    assert page.locator('[data-testid="stSliderThumbValue"]').first.inner_text() == "3.05"
+
+    page = new_page()
+    page.goto(f"{server_url}/toy")
+    page.locator(".js-plotly-plot").first.wait_for()
+    wait_for_run(page)
+    page.get_by_role("button", name="Play", exact=True).focus()
+    page.keyboard.press("Enter")
+    page.wait_for_function(
+        "() => /Adam step [1-9]\\d* \\//.test(document.querySelector('[data-testid=\"stProgress\"]').innerText)")
+    page.get_by_role("button", name="Pause", exact=True).focus()
+    page.keyboard.press("Space")
+    page.get_by_role("button", name="Play", exact=True).wait_for()

@@ -39,12 +39,16 @@ def home():
         "Every control lives in the page's link, so a copied URL restores exactly what you see."
     )
     st.subheader("The labs")
-    st.page_link(MODES, label="**Mode interpolation**: one Gaussian, two modes, and the threshold α* ≈ 5σ "
-                 "where reverse KL stops interpolating (Gelberg et al. 2024, §3).")
-    st.page_link(TOY, label="**Tractable BNN**: the two-weight ReLU network trained live; the exact posterior "
-                 "against mean-field VI and its symmetrised version, SGM (§5, Fig. 4, Tables 2–3).")
-    st.page_link(MNIST, label="**MNIST**: launch MFVI and SGM runs of Bayesian MLPs, watch them train, and "
-                 "compare accuracy across widths like the paper's Table 1 (§5).")
+    for page, text in (
+        (MODES, "One Gaussian, two modes, and the threshold α* ≈ 5σ where reverse KL stops interpolating "
+                "(Gelberg et al. 2024, §3)."),
+        (TOY, "The two-weight ReLU network trained live: the exact posterior against mean-field VI and its "
+              "symmetrised version, SGM (§5, Fig. 4, Tables 2–3)."),
+        (MNIST, "Launch MFVI and SGM runs of Bayesian MLPs, watch them train, and compare accuracy across widths "
+                "like the paper's Table 1 (§5)."),
+    ):
+        st.page_link(page, label=f"**{page.title}**")
+        st.caption(text)
     st.caption(f"Compute device: {device_text()}")
     st.caption("Papers: Gelberg, van der Ouderaa, van der Wilk, Gal (2024), *Variational Inference Failures "
                "Under Model Symmetries*; Laurent, Aldea, Franchi (ICLR 2024); Rossi, Singh, Hannagan (NeurIPS 2023).")

@@ -65,7 +65,6 @@ import random
 import re
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -78,7 +77,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-from conftest import CHROMIUM, _free_port  # noqa: E402
+from conftest import CHROMIUM, app_process  # noqa: E402
 from playwright.async_api import async_playwright, expect  # noqa: E402
 
 MiB = 1024 * 1024
@@ -180,42 +179,16 @@ def cpu_list(text: str) -> list[int]:
 
 @contextlib.contextmanager
 def app_server(extra_env: dict, log_path: Path, cpus: list[int] | None = None):
-    """``streamlit run app.py`` on a free port, like tests/conftest.py's running_app, but with its
-    output in a file (a load test can log more than a pipe holds, and a full pipe stalls the server),
-    its pid known and, with ``cpus``, pinned to those CPUs; yields (url, pid)."""
-    cpus = cpus or ALL_CPUS  # not this process's affinity, which --browser-cpus may have narrowed
-    port = _free_port()
+    """tests/conftest.py's app server with its output in ``log_path`` and, with ``cpus``, pinned to
+    those CPUs; yields (url, pid)."""
     runs_dir = tempfile.mkdtemp(prefix="symlab-load-runs-")
-    env = {**os.environ, "SYMLAB_RUNS_DIR": runs_dir, **extra_env}
     with open(log_path, "ab") as log:
-        log.write(f"\n===== server on port {port}, extra env {extra_env} =====\n".encode())
-        log.flush()
-        process = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.port", str(port),
-             "--server.address", "127.0.0.1", "--server.headless", "true", "--server.fileWatcherType", "none",
-             "--browser.gatherUsageStats", "false"],
-            cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=env, preexec_fn=lambda: os.sched_setaffinity(0, cpus),
-        )
-    url = f"http://127.0.0.1:{port}"
+        log.write(f"\n===== server, extra env {extra_env} =====\n".encode())
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok":
-                    break
-            except OSError:
-                pass
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"the app did not start; its log: {log_path}")
-            time.sleep(0.3)
-        yield url, process.pid
+        # Not this process's affinity, which --browser-cpus may have narrowed.
+        with app_process({"SYMLAB_RUNS_DIR": runs_dir, **extra_env}, log_path, cpus or ALL_CPUS) as (url, process):
+            yield url, process.pid
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
         shutil.rmtree(runs_dir, ignore_errors=True)
 
 

@@ -25,20 +25,23 @@ def _free_port() -> int:
 
 
 @contextlib.contextmanager
-def running_app(runs_dir=None):
-    """A fresh ``streamlit run app.py`` on a free port, keeping MNIST runs in ``runs_dir`` (default:
-    a new temporary directory); yields its base URL."""
+def app_process(env: dict | None = None, log_path: Path | None = None, cpus: list[int] | None = None):
+    """``streamlit run app.py`` on a free port with ``env`` added to its environment, its output
+    appended to ``log_path`` (default: a temporary file; a pipe nobody reads would stall a chatty
+    server) and, with ``cpus``, pinned to those CPUs; yields (url, process) once it is healthy."""
     port = _free_port()
-    env = {**os.environ, "SYMLAB_RUNS_DIR": str(runs_dir or tempfile.mkdtemp(prefix="symlab-runs-"))}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.port", str(port),
-         "--server.address", "127.0.0.1", "--server.headless", "true", "--server.fileWatcherType", "none",
-         "--browser.gatherUsageStats", "false"],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
-    )
+    log_path = Path(log_path or tempfile.mkstemp(prefix="symlab-server-", suffix=".log")[1])
+    with open(log_path, "ab") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.port", str(port),
+             "--server.address", "127.0.0.1", "--server.headless", "true", "--server.fileWatcherType", "none",
+             "--browser.gatherUsageStats", "false"],
+            cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})},
+            preexec_fn=(lambda: os.sched_setaffinity(0, cpus)) if cpus else None,
+        )
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
     try:
+        deadline = time.monotonic() + 60
         while True:
             try:
                 if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok":
@@ -46,13 +49,30 @@ def running_app(runs_dir=None):
             except OSError:
                 pass
             if process.poll() is not None or time.monotonic() > deadline:
-                process.kill()
-                pytest.fail(f"the app did not start:\n{process.stdout.read().decode(errors='replace')}")
+                raise RuntimeError(f"the app did not start:\n{log_path.read_text(errors='replace')[-5000:]}")
             time.sleep(0.3)
-        yield url
+        yield url, process
     finally:
         process.terminate()
-        process.wait(timeout=20)
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+@contextlib.contextmanager
+def running_app(runs_dir=None):
+    """A fresh ``streamlit run app.py`` on a free port, keeping MNIST runs in ``runs_dir`` (default:
+    a new temporary directory); yields its base URL."""
+    runs_dir = str(runs_dir or tempfile.mkdtemp(prefix="symlab-runs-"))
+    try:
+        with app_process({"SYMLAB_RUNS_DIR": runs_dir}) as (url, _):
+            yield url
+    except RuntimeError as error:
+        if str(error).startswith("the app did not start"):
+            pytest.fail(str(error))
+        raise
 
 
 @pytest.fixture(scope="session")

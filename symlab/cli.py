@@ -280,8 +280,8 @@ def _add_mnist(subparsers) -> None:
     d = subparsers.add_parser(
         "mnist-data", help="check the MNIST files, or download them into a directory",
         description=("Verify the four MNIST IDX files (content checksums) in --data-dir (default: "
-                     "$SYMLAB_MNIST_DIR, else the copy shipped in assets/mnist); with --download, fetch missing or damaged ones from the "
-                     "canonical mirrors, verified."))
+                     "$SYMLAB_MNIST_DIR, else the copy shipped in assets/mnist); with --download, fetch missing "
+                     "or damaged ones from the canonical mirrors, verified."))
     d.add_argument("--data-dir", default=None)
     d.add_argument("--download", action="store_true")
     d.add_argument("--json", action="store_true")

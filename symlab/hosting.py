@@ -8,6 +8,7 @@ own by an environment variable named after it in upper case with a ``SYMLAB_`` p
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, fields
 
@@ -98,8 +99,10 @@ def _from_env(cls, environ):
             kind = "a number" if number_type is float else "a whole number"
             raise SettingsError(f"{name}={raw!r} is not {kind}") from None
         minimum = MINIMUM.get(field.name, 1)
-        if not (value >= minimum if number_type is int else 0 < value < float("inf")):
-            raise SettingsError(f"{name} must be {'>= ' + str(minimum) if number_type is int else '> 0'} (got {raw})")
+        if number_type is int and value < minimum:
+            raise SettingsError(f"{name} must be >= {minimum} (got {raw})")
+        if number_type is float and not (math.isfinite(value) and value > 0):
+            raise SettingsError(f"{name} must be a finite number > 0 (got {raw})")
         values[field.name] = value
     return cls(**values)
 

@@ -24,6 +24,10 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
+class AppDidNotStart(RuntimeError):
+    pass
+
+
 @contextlib.contextmanager
 def app_process(env: dict | None = None, log_path: Path | None = None, cpus: list[int] | None = None):
     """``streamlit run app.py`` on a free port with ``env`` added to its environment, its output
@@ -49,7 +53,7 @@ def app_process(env: dict | None = None, log_path: Path | None = None, cpus: lis
             except OSError:
                 pass
             if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"the app did not start:\n{log_path.read_text(errors='replace')[-5000:]}")
+                raise AppDidNotStart(f"the app did not start:\n{log_path.read_text(errors='replace')[-5000:]}")
             time.sleep(0.3)
         yield url, process
     finally:
@@ -69,10 +73,8 @@ def running_app(runs_dir=None):
     try:
         with app_process({"SYMLAB_RUNS_DIR": runs_dir}) as (url, _):
             yield url
-    except RuntimeError as error:
-        if str(error).startswith("the app did not start"):
-            pytest.fail(str(error))
-        raise
+    except AppDidNotStart as error:
+        pytest.fail(str(error))
 
 
 @pytest.fixture(scope="session")

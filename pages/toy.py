@@ -142,7 +142,7 @@ def live_chart(display, config, means, stds, data, x, exact_mean, exact_std, tra
     layout["yaxis"].update(range=[-bound, bound], scaleanchor="x", scaleratio=1, constrain="domain")
     layout["annotations"] = [
         dict(text=text, x=x0, y=1.0, xref="paper", yref="paper", xanchor="left", yanchor="bottom", showarrow=False,
-             font=dict(size=16))
+             font=dict(size=layout["font"]["size"] + 2))  # scales with presentation mode
         for text, x0 in (("Posterior over (w₁, w₂)", 0.0), ("Predictions", 0.52))]
     layout["margin"]["t"] = 36
     return figure

@@ -109,7 +109,12 @@ def bind_url_state(page: str, specs: Sequence[Param]) -> list[str]:
             st.session_state[key] = store[spec.name]
     parsed_values, notices = st.session_state[notices_key]
     # The notices describe the link as opened; once the user moves a control they are stale.
-    return notices if current_values(page, specs) == parsed_values else []
+    return notices if link_untouched(page, parsed_values) else []
+
+
+def link_untouched(page: str, parsed_values: dict) -> bool:
+    """Whether every control still holds the value parsed from the link."""
+    return all(st.session_state.get(widget_key(page, name)) == value for name, value in parsed_values.items())
 
 
 def current_values(page: str, specs: Sequence[Param]) -> dict:
@@ -133,7 +138,7 @@ def correct_link_value(page: str, name: str, value, notice: str) -> None:
     :func:`bind_url_state` does for malformed ones: the link's notices stay, with ``notice`` added."""
     notices_key = f"{page}:notices"
     parsed, notices = st.session_state[notices_key]
-    if all(st.session_state.get(widget_key(page, key)) == parsed_value for key, parsed_value in parsed.items()):
+    if link_untouched(page, parsed):
         st.session_state[notices_key] = ({**parsed, name: value}, [*notices, notice])
     st.session_state[widget_key(page, name)] = value
 

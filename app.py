@@ -46,6 +46,9 @@ def home():
               "symmetrised version, SGM (§5, Fig. 4, Tables 2–3)."),
         (MNIST, "Launch MFVI and SGM runs of Bayesian MLPs, watch them train, and compare accuracy across widths "
                 "like the paper's Table 1 (§5)."),
+        (SYMMETRY, "Take the symmetries out: the doubled mode of Laurent et al.'s Fig. 1 and its removal, min-mass "
+                   "rescaling, how close equivalent modes are as width grows (Thm 3.1), MMD to the exact posterior, "
+                   "and whether units change places during training."),
     ):
         st.page_link(page, label=f"**{page.title}**")
         st.caption(text)
@@ -57,5 +60,7 @@ def home():
 MODES = st.Page("pages/modes.py", title="Mode interpolation", icon=":material/ssid_chart:", url_path="modes")
 TOY = st.Page("pages/toy.py", title="Tractable BNN", icon=":material/hub:", url_path="toy")
 MNIST = st.Page("pages/mnist.py", title="MNIST", icon=":material/grid_on:", url_path="mnist")
-navigation = st.navigation([st.Page(home, title="Home", icon=":material/home:", default=True), MODES, TOY, MNIST])
+SYMMETRY = st.Page("pages/symmetry.py", title="Symmetry explorer", icon=":material/flip:", url_path="symmetry")
+navigation = st.navigation([st.Page(home, title="Home", icon=":material/home:", default=True), MODES, TOY, MNIST,
+                            SYMMETRY])
 navigation.run()

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import math
-from typing import Sequence
+import threading
+from collections import OrderedDict
+from typing import Callable, Hashable, Sequence
 
 import pandas as pd
 import streamlit as st
@@ -238,6 +240,28 @@ def figure(traces, x_title: str, y_title: str, title: str | None = None, marks=(
         layout["yaxis"].update(scaleanchor="x", scaleratio=1)
     # Plotly refuses a figure without traces: an empty one keeps the axes (e.g. before a run's first epoch).
     return dict(data=list(traces) or [dict(type="scatter", x=[], y=[], showlegend=False)], layout=layout)
+
+
+@st.cache_resource(show_spinner=False)
+def _shared_results() -> tuple[OrderedDict, threading.Lock]:
+    return OrderedDict(), threading.Lock()
+
+
+def shared_result(key: Hashable, compute: Callable, capacity: int = 24):
+    """``compute()``'s result, kept for every session (a class opening the same link computes it
+    once); the least recently used of ``capacity`` results is dropped. Results must be treated as
+    read-only. Unlike st.cache_data, ``compute`` may draw its own progress bar."""
+    store, lock = _shared_results()
+    with lock:
+        if key in store:
+            store.move_to_end(key)
+            return store[key]
+    value = compute()  # outside the lock: one slow computation must not stall other sessions
+    with lock:
+        store[key] = value
+        while len(store) > capacity:
+            store.popitem(last=False)
+    return value
 
 
 def csv_download(frame: pd.DataFrame, filename: str, label: str, key: str) -> None:

@@ -1,0 +1,475 @@
+"""Symmetry explorer: the posterior modulo its symmetries, and how close equivalent modes are
+(Laurent et al. 2024; Gelberg et al. 2024, Thm 3.1)."""
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from pages import ui
+from symlab import symmetry, symmetry_lab, toy
+from symlab.mnist_data import load_mnist
+from symlab.playback import Playback
+from symlab.urlstate import Param
+
+PAGE = "symmetry"
+PARTS = {
+    "fig1": "The doubled mode (Fig. 1)",
+    "mass": "Min-mass",
+    "proximity": "Mode proximity",
+    "quality": "Posterior quality (MMD)",
+    "training": "Permutations in training",
+}
+PERCEPTRON = symmetry_lab.PerceptronConfig()
+MLP = symmetry_lab.MlpConfig()
+PROXIMITY = symmetry_lab.ProximityConfig()
+TOY = toy.ToyConfig()
+SPECS = (
+    Param("part", "choice", "fig1", choices=tuple(PARTS)),
+    Param("nets", "int", PERCEPTRON.nets, 100, 10_000),
+    Param("epochs", "int", PERCEPTRON.epochs, 1, 30),
+    Param("lr", "float", PERCEPTRON.lr, 0.1, 5.0, step=0.1),
+    Param("sep", "float", PERCEPTRON.separation, 1.0, 4.0, step=0.25),
+    Param("max_width", "choice", "4096", choices=tuple(str(2**k) for k in range(3, 14))),
+    Param("d_in", "int", PROXIMITY.d_in, 1, 16),
+    Param("d_out", "int", PROXIMITY.d_out, 1, 4),
+    Param("weights", "choice", PROXIMITY.weights, choices=symmetry_lab.PROXIMITY_WEIGHTS),
+    Param("alpha", "float", TOY.alpha, 0.0, 3.0, step=0.05),
+    Param("n", "int", TOY.n_train, 2, 500),
+    Param("width", "int", MLP.width, 2, 256),
+    Param("depth", "int", MLP.depth, 1, 3),
+    Param("sgd_lr", "float", MLP.lr, 0.005, 1.0, step=0.005),
+    Param("steps", "int", MLP.steps, 100, 3000),
+    Param("schedule", "choice", MLP.schedule, choices=symmetry_lab.SCHEDULES),
+    Param("key", "choice", MLP.sort_key, choices=symmetry.SORT_KEYS),
+    Param("seed", "int", 0, 0, 100_000),
+)
+PRESETS = {
+    "Fig. 1: the doubled mode": (
+        dict(part="fig1"),
+        "Raw, the output weights have two mirror-image modes; sorting the units folds them into one."),
+    "Fig. 1 with the paper's 10,000 nets": (
+        dict(part="fig1", nets=10_000),
+        "Five times the nets, the same picture: the second mode is the first, with the units swapped."),
+    "Min-mass": (
+        dict(part="mass", depth=2),
+        "Every trained net can be rescaled to a lighter one that computes the same function."),
+    "Wide nets: modes crowd together": (
+        dict(part="proximity", weights="random", d_in=1, d_out=1, max_width="4096"),
+        "The nearest permuted copy gets closer, relative to ‖w‖, as the width grows: below Thm 3.1's bound."),
+    "Trained nets, 2-D inputs": (
+        dict(part="proximity", weights="trained", d_in=2, d_out=1, max_width="2048"),
+        "Training does not keep the copies apart: the trend of random weights holds."),
+    "Posterior quality: close modes": (
+        dict(part="quality", alpha=0.25, n=10),
+        "MFVI sits between the two close modes, far from the posterior raw and sorted; SGM's mixture is nearest both ways."),
+    "Posterior quality: far modes, more data": (
+        dict(part="quality", alpha=1.0, n=100),
+        "MFVI picks one mode: far from the posterior raw, close once the units are sorted (the copy it missed is the same net)."),
+    "Permutations in training": (
+        dict(part="training", schedule="linear", key="max_in"),
+        "Units swap places often early on; as the learning rate decays to zero the order freezes (τ → 1)."),
+    "Constant learning rate": (
+        dict(part="training", schedule="constant", key="max_in"),
+        "Without the decay the noisy steps keep reordering units to the end."),
+}
+PRESET_DEFAULTS = {spec.name: spec.default for spec in SPECS if spec.name not in ("seed",)}
+STAGE_STYLE = {"raw": ("#0072B2", "solid"), "scaled": ("#D55E00", "dash"), "sorted": ("#009E73", "dot")}
+METHOD_STYLE = {"exact": ("#999999", "circle", "exact posterior"), "mfvi": ("#0072B2", "x", "MFVI"),
+                "sgm": ("#D55E00", "triangle-up", "SGM"), "ensemble": ("#CC79A7", "square", "ensemble"),
+                "noise_floor": ("#000000", "diamond", "exact vs exact")}
+EPOCH_TICK_SECONDS = 0.7
+
+
+# ---------------------------------------------------------------------------------------------
+# Computation, shared by every session (results are read-only)
+# ---------------------------------------------------------------------------------------------
+
+def with_progress(text: str, compute):
+    """Run ``compute(progress)`` under a progress bar that it advances; ``progress(done, total[, what])``."""
+    bar = st.progress(0.0, text=text)
+
+    def progress(done, total, what=text):
+        bar.progress(min(done / max(total, 1), 1.0), text=f"{what} {done} / {total}")
+
+    result = compute(progress)
+    bar.empty()
+    return result
+
+
+def perceptrons(config: symmetry_lab.PerceptronConfig):
+    return ui.shared_result(("perceptrons", config), lambda: with_progress(
+        f"Training {config.nets} perceptrons: epoch", lambda p: symmetry_lab.train_perceptrons(config, p)))
+
+
+def perceptron_views(config: symmetry_lab.PerceptronConfig):
+    def compute():
+        run = perceptrons(config)
+        stages = [symmetry_lab.removal_stages(run.epoch_layers(epoch)) for epoch in range(config.epochs + 1)]
+        return run, stages, symmetry_lab.perceptron_report(run)
+
+    return ui.shared_result(("perceptron_views", config), compute)
+
+
+@st.cache_resource(show_spinner="Reading MNIST…")
+def mnist():
+    return load_mnist()
+
+
+def trained_mlps(config: symmetry_lab.MlpConfig):
+    return ui.shared_result(("mlps", config), lambda: with_progress(
+        f"Training {config.instances} MLPs on MNIST: SGD step", lambda p: symmetry_lab.train_mlps(config, mnist(), p)))
+
+
+def proximity(config: symmetry_lab.ProximityConfig):
+    return ui.shared_result(("proximity", config), lambda: with_progress(
+        "Nearest equivalent modes: width", lambda p: symmetry_lab.mode_proximity(config, p)))
+
+
+def quality(config: symmetry_lab.QualityConfig):
+    return ui.shared_result(("quality", config), lambda: with_progress(
+        "Training MFVI and SGM", lambda p: symmetry_lab.posterior_quality(config, p)))
+
+
+# ---------------------------------------------------------------------------------------------
+# Controls
+# ---------------------------------------------------------------------------------------------
+
+def key(name: str) -> str:
+    return ui.widget_key(PAGE, name)
+
+
+def controls():
+    part = st.session_state[key("part")]
+    with st.sidebar:
+        st.subheader("Presets")
+        ui.preset_picker(PAGE, PRESETS, PRESET_DEFAULTS)
+        st.subheader("Part")
+        st.radio("Part", list(PARTS), format_func=PARTS.get, key=key("part"), label_visibility="collapsed")
+        st.subheader("Settings")
+        if part in ("fig1", "mass"):
+            st.number_input("Perceptrons trained at once", 100, 10_000, step=100, key=key("nets"))
+            st.slider("Epochs", 1, 30, key=key("epochs"))
+            st.slider("SGD learning rate (perceptrons)", 0.1, 5.0, step=0.1, key=key("lr"))
+            st.slider("Class separation s (means ±(s, s))", 1.0, 4.0, step=0.25, key=key("sep"))
+        if part == "proximity":
+            st.select_slider("Largest width", [str(2**k) for k in range(3, 14)], key=key("max_width"))
+            st.number_input("Inputs d_in", 1, 16, step=1, key=key("d_in"))
+            st.number_input("Outputs d_out", 1, 4, step=1, key=key("d_out"))
+            st.radio("Weights", symmetry_lab.PROXIMITY_WEIGHTS, key=key("weights"), horizontal=True,
+                     help="random: PyTorch's initialisation; trained: 300 Adam steps on a random teacher network.")
+        if part == "quality":
+            st.slider("Slope α of y = α|x| + ε", 0.0, 3.0, step=0.05, key=key("alpha"))
+            st.number_input("Training points", 2, 500, step=1, key=key("n"))
+        if part in ("mass", "training"):
+            st.caption("MLPs on MNIST" + (" (the same nets as in *Permutations in training*)" if part == "mass" else ""))
+            st.slider("Hidden width", 2, 256, key=key("width"))
+            st.slider("Hidden layers", 1, 3, key=key("depth"))
+            st.slider("SGD learning rate (MLPs)", 0.005, 1.0, step=0.005, key=key("sgd_lr"))
+            st.slider("SGD steps", 100, 3000, step=100, key=key("steps"))
+            st.radio("Learning-rate schedule", symmetry_lab.SCHEDULES, key=key("schedule"), horizontal=True,
+                     help="linear: decays to 0 at the last step.")
+            st.selectbox("Sort units by", symmetry.SORT_KEYS, key=key("key"),
+                         format_func={"first_in": "weight from the first pixel", "max_in": "largest incoming weight",
+                                      "first_out": "weight to the first next unit"}.get)
+        st.number_input("Seed", 0, 100_000, step=1, key=key("seed"))
+        ui.new_seed_button(PAGE, help="Another initialisation and data draw; Reset replays the current one.")
+
+
+def configs(values) -> dict:
+    return {
+        "perceptron": symmetry_lab.PerceptronConfig(nets=values["nets"], epochs=values["epochs"], lr=values["lr"],
+                                                    separation=values["sep"], seed=values["seed"]).validate(),
+        "mlp": symmetry_lab.MlpConfig(width=values["width"], depth=values["depth"], lr=values["sgd_lr"],
+                                      steps=values["steps"], schedule=values["schedule"], sort_key=values["key"],
+                                      seed=values["seed"]).validate(),
+        "proximity": symmetry_lab.ProximityConfig(
+            widths=tuple(w for w in symmetry_lab.DEFAULT_WIDTHS + (8192,) if w <= int(values["max_width"])),
+            d_in=values["d_in"], d_out=values["d_out"], weights=values["weights"], seed=values["seed"]).validate(),
+        "quality": symmetry_lab.QualityConfig(toy=toy.ToyConfig(alpha=values["alpha"], n_train=values["n"],
+                                                                seed=values["seed"])).validate(),
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# Charts
+# ---------------------------------------------------------------------------------------------
+
+def density_chart(weights: np.ndarray, extent, title: str) -> dict:
+    centres, density = symmetry_lab.density_grid(weights, extent)
+    heat = dict(type="heatmap", x=centres, y=centres, z=density, colorscale="Viridis", showscale=False,
+                name="density", hovertemplate="v₁ %{x:.2f}<br>v₂ %{y:.2f}<br>density %{z:.3g}<extra></extra>")
+    diagonal = ui.line(list(extent), list(extent), "v₁ = v₂", "#FFFFFF", "dash", width=2)
+    return ui.figure([heat, diagonal], "v₁ (output weight of hidden unit 1)", "v₂ (of hidden unit 2)", title,
+                     equal_axes=True, height=400)
+
+
+def marginal_chart(weights: np.ndarray, extent) -> dict:
+    edges = np.linspace(extent[0], extent[1], 81)
+    centres = 0.5 * (edges[1:] + edges[:-1])
+    traces = []
+    for index, (colour, dash) in enumerate((("#0072B2", "solid"), ("#D55E00", "dash"))):
+        counts, _ = np.histogram(weights[:, index], edges, density=True)
+        traces.append(ui.line(centres, counts, f"v{'₁₂'[index]}", colour, dash))
+    return ui.figure(traces, "output weight", "density", "The two units' marginals, raw")
+
+
+def fig1_panel(config: symmetry_lab.PerceptronConfig):
+    run, stages, report = perceptron_views(config)
+    final = {name: symmetry_lab.last_layer_weights(layers) for name, layers in stages[-1].items()}
+    extents = {name: symmetry_lab.density_extent(weights) for name, weights in final.items()}
+    cols = st.columns(4)
+    cols[0].metric("nets kept", f"{report['kept']} / {report['nets']}",
+                   help=f"Final training loss ≤ {report['loss_cutoff']:.3g}; the rest did not train (the paper drops "
+                        "< 1 %).")
+    cols[1].metric("trained per second", f"{report['nets_per_second']:,.0f}",
+                   help="All nets in one batched tensor program on the CPU.")
+    raw = report["stages"]["raw"]
+    cols[2].metric("share with v₁ > v₂, raw", f"{raw['share_v1_above_v2']:.3f}",
+                   help="½ when the density is symmetric under swapping the units.")
+    changed = max(stage["max_output_change"] for stage in report["stages"].values())
+    cols[3].metric("largest output change", f"{changed:.1e}", help="Over all nets and 256 random inputs: the "
+                   "removals keep every function, up to rounding.")
+    peaks = raw["peaks"][:2]
+    if len(peaks) == 2:
+        st.markdown(f"Raw, the two highest density peaks sit at ({peaks[0][0]:.2f}, {peaks[0][1]:.2f}) and "
+                    f"({peaks[1][0]:.2f}, {peaks[1][1]:.2f}): mirror images across v₁ = v₂. After both removals "
+                    f"{len(report['stages']['sorted']['peaks'])} peak(s) remain, all with v₁ ≤ v₂.")
+    epoch_player(run, stages, extents, config)
+    left, right = st.columns([1, 1])
+    left.plotly_chart(marginal_chart(final["raw"], extents["raw"]), key="symmetry.marginals")
+    with right:
+        st.markdown(r"""
+**Why the mode doubles.** Swapping the two hidden units (rows of $W_1$, $b_1$ and the entries of
+$v = W_2$) gives the same function, the same likelihood and, under an isotropic prior, the same
+posterior density. SGD is equivariant too: a swapped initialisation trains into the swapped net. So every
+mode $(a, b)$ has a twin $(b, a)$ of exactly the same weight, and the density is symmetric about $v_1 = v_2$.
+
+**Why the marginals look alike.** The posterior is a uniform mixture over the permuted copies, so each
+unit is equally likely to be any of them: $v_1$ and $v_2$ have the same marginal (left), and so do all units of a layer.
+
+**Scaling.** ReLU is positively homogeneous: multiplying a unit's incoming weights and bias by λ > 0 and
+its outgoing weight by 1/λ keeps the function. Giving each unit unit-norm incoming weights removes that freedom
+and regroups the points; sorting the units by $v$ then removes the swap, keeping $v_1 \le v_2$.
+""")
+    frame = pd.DataFrame({f"{stage}_v{i + 1}": final[stage][:, i] for stage in symmetry_lab.REMOVAL_STAGES
+                          for i in range(2)})
+    ui.csv_download(frame, f"perceptrons_seed{config.seed}.csv", "Output weights (CSV)", "symmetry.csv_fig1")
+
+
+def epoch_player(run, stages, extents, config):
+    frames = len(stages)
+    state_key = ("symmetry.epochs", config)
+    if st.session_state.get("symmetry.playback_key") != state_key:
+        st.session_state["symmetry.playback_key"] = state_key
+        st.session_state["symmetry.playback"] = Playback(frames, frame=frames - 1)
+    playback = st.session_state["symmetry.playback"]
+    tick = max(EPOCH_TICK_SECONDS, ui.server_settings().live.min_tick_seconds)
+
+    @st.fragment(run_every=tick if playback.playing else None)
+    def panel():
+        playback.tick()
+        cols = st.columns(4)
+        cols[0].button("Play", icon=":material/play_arrow:", on_click=playback.play, key="symmetry.play",
+                       disabled=playback.playing, width="stretch", help="Replay training epoch by epoch.")
+        cols[1].button("Pause", icon=":material/pause:", on_click=playback.pause, key="symmetry.pause",
+                       disabled=not playback.playing, width="stretch")
+        cols[2].button("Step", icon=":material/skip_next:", on_click=lambda: (playback.pause(), playback.step()),
+                       key="symmetry.step", disabled=playback.at_end, width="stretch")
+        cols[3].button("Reset", icon=":material/replay:", on_click=playback.reset, key="symmetry.reset",
+                       width="stretch", help="Back to the initialisation (same seed).")
+        epoch = playback.frame
+        st.progress(epoch / max(frames - 1, 1), text=f"Epoch {epoch} / {frames - 1}")
+        chart_config = {"displayModeBar": False} if playback.playing else {}
+        for column, name in zip(st.columns(3), symmetry_lab.REMOVAL_STAGES):
+            weights = symmetry_lab.last_layer_weights(stages[epoch][name])
+            column.plotly_chart(density_chart(weights, extents[name], symmetry_lab.STAGE_TITLES[name].capitalize()),
+                                key=f"symmetry.density_{name}", config=chart_config)
+        if playback.playing != timer_on:
+            st.rerun()  # start or stop the timer: it is fixed when the fragment is defined
+
+    timer_on = playback.playing
+    panel()
+
+
+def mass_panel(cfg):
+    _, _, report = perceptron_views(cfg["perceptron"])
+    result = report["mass"]["_result"]
+    st.markdown(r"""The **mass** is the squared L2 norm of the weights (biases excluded). Rescaling hidden unit $i$ of
+layer $l$ by $e^{\lambda_i^{l}}$ keeps the function; the **min-mass problem** minimises
+$\sum_l \sum_{ij} (W^{l}_{ij})^2\, e^{2(\lambda^{l}_i - \lambda^{l-1}_j)}$ over the log-scales λ
+(inputs and outputs fixed at 0). It is strictly convex in λ: Newton's method reaches the unique optimum in a
+few steps, checked by the gradient. With one hidden layer it has a closed form:
+each unit contributes $2\,\lVert w^{\text{in}}_i\rVert\,\lVert w^{\text{out}}_i\rVert$.""")
+    mlps = trained_mlps(cfg["mlp"])
+    mlp_report = symmetry_lab.mass_report(mlps.layers)
+    rows = []
+    for name, rep in (("2-2-1 perceptrons", report["mass"]), (f"MNIST MLPs (784-{cfg['mlp'].width}×"
+                                                              f"{cfg['mlp'].depth}-10)", mlp_report)):
+        rows.append({"nets": name, "count": rep["nets"], "median mass before": rep["mass_before_median"],
+                     "median mass after": rep["mass_after_median"], "median ratio": rep["ratio_median"],
+                     "smallest ratio": rep["ratio_min"], "converged": f"{rep['converged']} / {rep['nets']}",
+                     "Newton steps": rep["iterations"], "largest output change": f"{rep['max_output_change']:.1e}"})
+    st.dataframe(pd.DataFrame(rows), hide_index=True)
+    left, right = st.columns(2)
+    before, after = result.mass_before, result.mass_after
+    scatter = ui.figure(
+        [ui.points(before, after, "perceptrons", "#0072B2", "circle", 5),
+         ui.line([before.min(), before.max()], [before.min(), before.max()], "no change (after = before)",
+                 "#999999", "dash", width=2)],
+        "mass before", "mass after min-mass", "2-2-1 perceptrons: every net gets lighter")
+    scatter["layout"]["xaxis"]["type"] = "log"
+    scatter["layout"]["yaxis"]["type"] = "log"
+    left.plotly_chart(scatter, key="symmetry.mass_scatter")
+    right.plotly_chart(layer_mass_chart(mlps.layers, mlp_report["_result"].layers), key="symmetry.mass_layers")
+    st.caption("Min-mass moves mass between layers: the layers with fewer weights tend to get larger ones "
+               "(Laurent et al. §3.6). Trained nets are not at their minimum mass, even though rescaling is free.")
+    frame = pd.DataFrame({"mass_before": before, "mass_after": after})
+    ui.csv_download(frame, "perceptron_mass.csv", "Perceptron masses (CSV)", "symmetry.csv_mass")
+
+
+def layer_mass_chart(before_layers, after_layers) -> dict:
+    names = [f"layer {i + 1}" for i in range(len(before_layers))]
+    bars = []
+    for label, layers, colour, pattern in (("before", before_layers, "#0072B2", ""),
+                                           ("after min-mass", after_layers, "#D55E00", "/")):
+        masses = [float(np.mean(np.sum(W**2, axis=(-2, -1)))) for W, _ in layers]
+        bars.append(dict(type="bar", x=names, y=masses, name=label, marker=dict(color=colour, pattern=dict(shape=pattern))))
+    figure = ui.figure(bars, "layer", "mass (mean over the nets)", "MNIST MLPs: mass per layer")
+    figure["layout"]["barmode"] = "group"
+    return figure
+
+
+def proximity_panel(config: symmetry_lab.ProximityConfig):
+    rows = proximity(config)
+    frame = pd.DataFrame(rows)
+    widest = rows[-1]
+    cols = st.columns(3)
+    cols[0].metric(f"‖gw − w‖ / ‖w‖ at width {widest['width']}", f"{widest['relative_distance']:.2e}")
+    cols[1].metric("Thm 3.1 bound there", f"{widest['bound']:.3f}")
+    cols[2].metric("widths below the bound", f"{int(frame['below_bound'].sum())} / {len(rows)}")
+    traces = [ui.line(frame["width"], frame["relative_distance"], "nearest copy: ‖gw − w‖ / ‖w‖", "#0072B2",
+                      width=2, markers=True),
+              ui.line(frame["width"], frame["bound"], "Thm 3.1 bound 2D / log n!", "#D55E00", "dash", width=2,
+                      markers=True, symbol="square")]
+    figure = ui.figure(traces, "hidden width n", "distance relative to ‖w‖", "Equivalent modes crowd together",
+                       marks=[ui.hline(2.0, "#999999", "trivial bound 2")], log_y=True, height=420)
+    figure["layout"]["xaxis"]["type"] = "log"
+    st.plotly_chart(figure, key="symmetry.proximity")
+    st.markdown(rf"""For a one-hidden-layer net of width $n$ with $D$ parameters, **Thm 3.1** (Gelberg et al.) guarantees a
+non-trivial permutation $g$ with $\lVert g w - w\rVert \le \frac{{2D}}{{\log n!}}\lVert w\rVert$: the $n!$ copies of $w$ must
+fit in a ball of radius about $\lVert w\rVert$, so some two are close. With $d_\text{{in}}$, $d_\text{{out}}$ fixed,
+$D/\log n! = O(1/\log n) \to 0$. Here the exact nearest copy: $\lVert gw - w\rVert^2$ sums over the cycles of $g$ and every
+step of a cycle joins two different units, so the best $g$ swaps the two closest units
+(checked against all $n!$ permutations in the tests). Measured distances fall much faster than the bound, which
+only drops below the trivial 2 once $\log n! > D$ (here {config.d_in} input(s), {config.d_out} output(s)).
+Close copies are what a single Gaussian straddles, as in the *Mode interpolation* lab.""")
+    ui.csv_download(frame.drop(columns=["pair"]), f"proximity_{config.weights}.csv", "Distances (CSV)",
+                    "symmetry.csv_proximity")
+
+
+def samples_chart(samples: dict, removed: bool) -> dict:
+    traces = []
+    for method in ("exact", *symmetry_lab.QUALITY_METHODS):
+        points = samples[method]
+        if removed:
+            points = symmetry_lab.remove_toy_symmetry(points)
+        colour, symbol, label = METHOD_STYLE[method]
+        shown = points[:400]
+        exact, ensemble = method == "exact", method == "ensemble"
+        traces.append(dict(type="scatter", mode="markers", x=shown[:, 0], y=shown[:, 1], name=label,
+                           marker=dict(color=colour, symbol=symbol, size=5 if exact else 11 if ensemble else 7,
+                                       opacity=0.35 if exact else 1.0 if ensemble else 0.7,
+                                       line=dict(color="#000000", width=1) if ensemble else None)))
+    title = "Units sorted (w₁ ≤ w₂)" if removed else "Raw samples"
+    return ui.figure(traces, "w₁", "w₂", title, equal_axes=True, height=420)
+
+
+def quality_panel(config: symmetry_lab.QualityConfig):
+    report = quality(config)
+    frame = pd.DataFrame(report["rows"])
+    st.markdown(r"""The tractable BNN $f_w(x) = \mathrm{ReLU}(w_1x) + \mathrm{ReLU}(w_2x)$ has two equivalent modes. Each
+method's samples are compared with samples of the exact (grid) posterior by the **MMD** (maximum mean discrepancy):
+$\mathrm{MMD}^2 = \mathbb E[k(x,x')] + \mathbb E[k(y,y')] - 2\,\mathbb E[k(x,y)]$, unbiased, for 10 Gaussian
+($e^{-\lVert x-y\rVert_2^2/h^2}$) and 10 Laplace ($e^{-\lVert x-y\rVert_1/h}$) kernels with bandwidths spanning the
+samples' distances; the median over the 20 (Laurent et al. §4.1). *Units sorted*: both sets with permutation symmetry
+removed first, which folds the two modes into one. A method that found one mode well is penalised raw and not
+once sorted; a method that sits between the modes is penalised both ways.""")
+    bars = []
+    for column, label, colour, pattern in (("mmd2_raw", "raw", "#0072B2", ""),
+                                           ("mmd2_removed", "units sorted", "#D55E00", "/")):
+        bars.append(dict(type="bar", x=[METHOD_STYLE[m][2] for m in frame["method"]], y=frame[column], name=label,
+                         marker=dict(color=colour, pattern=dict(shape=pattern))))
+    figure = ui.figure(bars, "method", "median MMD² to the exact posterior", "Lower is closer to the posterior")
+    figure["layout"]["barmode"] = "group"
+    left, right = st.columns(2)
+    left.plotly_chart(figure, key="symmetry.mmd")
+    with right:
+        shown = frame.assign(method=[METHOD_STYLE[m][2] for m in frame["method"]])
+        st.dataframe(shown.rename(columns={"mmd2_raw": "MMD² raw", "mmd2_removed": "MMD² units sorted"}),
+                     hide_index=True)
+        st.caption("MFVI: 200 samples of the fitted mean-field Gaussian. SGM: samples of q_θ, each swapped with "
+                   "probability ½. Deep ensemble: 200 MAP fits from random starts (points, no spread). "
+                   "“exact vs exact”: a second exact sample set, the value a perfect method would get.")
+    samples = report["_samples"]
+    c1, c2 = st.columns(2)
+    c1.plotly_chart(samples_chart(samples, False), key="symmetry.samples_raw")
+    c2.plotly_chart(samples_chart(samples, True), key="symmetry.samples_sorted")
+    long = pd.concat([pd.DataFrame({"method": m, "w1": s[:, 0], "w2": s[:, 1]}) for m, s in samples.items()])
+    d1, d2, _ = st.columns([1, 1, 2])
+    with d1:
+        ui.csv_download(frame, "mmd.csv", "MMD (CSV)", "symmetry.csv_mmd")
+    with d2:
+        ui.csv_download(long, "samples.csv", "Samples (CSV)", "symmetry.csv_samples")
+
+
+def training_panel(config: symmetry_lab.MlpConfig):
+    run = trained_mlps(config)
+    report = symmetry_lab.training_report(run)
+    cols = st.columns(4)
+    cols[0].metric("mean Kendall τ", f"{report['tau_mean']:.3f}", help="1: the units kept their order.")
+    cols[1].metric("steps with a swap, first half", f"{report['share_steps_with_permutation_first_half']:.0%}")
+    cols[2].metric("… second half", f"{report['share_steps_with_permutation_second_half']:.0%}")
+    cols[3].metric("test accuracy", f"{report['test_accuracy_mean']:.3f}", help="Mean over the nets, 2000 test images.")
+    if report["diverged"]:
+        st.warning(f"{report['diverged']} of {config.instances} nets diverged (NaN loss) and stopped: lower the "
+                   "learning rate.")
+    steps = np.arange(1, config.steps + 1)
+    tau = np.asarray(report["tau_per_step"])
+    window = max(1, config.steps // 50)
+    smooth = pd.Series(tau).rolling(window, min_periods=1).mean()
+    loss = pd.Series(run.loss.mean(1)).rolling(window, min_periods=1).mean()
+    left, right = st.columns(2)
+    left.plotly_chart(ui.figure(
+        [ui.line(steps, tau, "τ per step", "#999999", width=1),
+         ui.line(steps, smooth, f"mean of {window} steps", "#0072B2", width=3, dash="dash")],
+        "SGD step", "Kendall τ (successive sorts)", "Do the units change places?"), key="symmetry.tau")
+    right.plotly_chart(ui.figure([ui.line(steps, loss, f"training loss (mean of {window} steps)", "#D55E00")],
+                                 "SGD step", "cross-entropy (nats)", "Training loss"), key="symmetry.loss")
+    st.markdown(rf"""Laurent et al.'s protocol (§5.2): after every SGD step, sort each hidden layer's units
+({'by their largest incoming weight' if config.sort_key == 'max_in' else config.sort_key.replace('_', ' ')}) and compare
+the sorting permutation with the previous step's by **Kendall's τ** (1: same order; −1: reversed). Units change
+places while the steps are large and noisy; with a decaying learning rate the order freezes at the end, so a trained
+net sits in one permutation copy. Sorting by the weight from the first pixel never changes anything: that pixel
+is black in every MNIST image, so its weights never move.""")
+    frame = pd.DataFrame({"step": steps, "tau_mean": tau, "loss_mean": run.loss.mean(1)})
+    ui.csv_download(frame, f"permutations_seed{config.seed}.csv", "τ and loss per step (CSV)", "symmetry.csv_tau")
+
+
+def main():
+    values = ui.start_page(PAGE, SPECS, "Symmetry explorer",
+                           "Take the permutation and scaling symmetries out of trained networks, and measure how close "
+                           "a network's equivalent copies are (Laurent et al. 2024; Gelberg et al. 2024, Thm 3.1).",
+                           controls)
+    cfg = configs(values)
+    part = values["part"]
+    st.header(PARTS[part])
+    panels = {"fig1": lambda: fig1_panel(cfg["perceptron"]), "mass": lambda: mass_panel(cfg),
+              "proximity": lambda: proximity_panel(cfg["proximity"]), "quality": lambda: quality_panel(cfg["quality"]),
+              "training": lambda: training_panel(cfg["mlp"])}
+    try:
+        panels[part]()
+    except RuntimeError as error:  # diverged training, unreadable MNIST: say so, keep the controls
+        st.error(str(error), icon=":material/error:")
+
+
+main()

@@ -1,0 +1,369 @@
+"""Weight-space symmetries of ReLU MLPs, taken out and measured (SCIENCE.md §1, §3, §5).
+
+A network is a list of layers ``[(W₁, b₁), …, (W_L, b_L)]`` of float64 arrays, ``W_l`` of shape
+``(..., d_l, d_{l−1})`` and ``b_l`` of shape ``(..., d_l)``: leading dimensions are a batch of
+networks, so thousands of small nets are handled at once.
+
+- Permutation removal: sort each hidden layer's units by a key, moving the next layer's columns.
+- Scaling removal: unit-norm incoming weights, or the min-mass problem (Laurent et al. §3.6):
+  minimise the mass Σ_l Σ_ij W_ij² exp(2(λ_i^l − λ_j^{l−1})) over hidden units' log-scales λ,
+  strictly convex in λ, solved by Newton's method.
+- Nearest equivalent mode of a one-hidden-layer net and Gelberg's Thm 3.1 bound.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.optimize import linear_sum_assignment
+from scipy.stats import kendalltau
+
+SORT_KEYS = ("first_in", "max_in", "first_out")
+
+
+def as_layers(layers) -> list[tuple[np.ndarray, np.ndarray]]:
+    """A float64 copy of ``layers``, checked for matching shapes."""
+    out = [(np.array(W, dtype=np.float64), np.array(b, dtype=np.float64)) for W, b in layers]
+    if not out:
+        raise ValueError("a network needs at least one layer")
+    for index, (W, b) in enumerate(out):
+        if W.ndim < 2 or b.shape != W.shape[:-1]:
+            raise ValueError(f"layer {index}: W must be (..., out, in) and b (..., out); got {W.shape} and {b.shape}")
+        if index and W.shape[-1] != out[index - 1][0].shape[-2]:
+            raise ValueError(f"layer {index} takes {W.shape[-1]} inputs but layer {index - 1} has "
+                             f"{out[index - 1][0].shape[-2]} units")
+        if not (np.all(np.isfinite(W)) and np.all(np.isfinite(b))):
+            raise ValueError(f"layer {index} has non-finite weights")
+    return out
+
+
+def forward(layers, x: np.ndarray) -> np.ndarray:
+    """The ReLU MLP on inputs ``x[n, d_0]``: outputs ``(..., n, d_L)``."""
+    h = np.asarray(x, dtype=np.float64)
+    for index, (W, b) in enumerate(layers):
+        h = h @ np.swapaxes(W, -1, -2) + b[..., None, :]
+        if index < len(layers) - 1:
+            h = np.maximum(h, 0.0)
+    return h
+
+
+def mass(layers) -> np.ndarray:
+    """Σ of squared weights, biases excluded (Laurent's "mass"), per network."""
+    return sum(np.sum(W**2, axis=(-2, -1)) for W, _ in layers)
+
+
+def flat_norm(layers) -> np.ndarray:
+    """‖w‖ over all parameters, biases included, per network."""
+    return np.sqrt(sum(np.sum(W**2, axis=(-2, -1)) + np.sum(b**2, axis=-1) for W, b in layers))
+
+
+def n_parameters(layers) -> int:
+    return sum(W.shape[-2] * W.shape[-1] + b.shape[-1] for W, b in layers)
+
+
+# ---------------------------------------------------------------------------------------------
+# Permutations
+# ---------------------------------------------------------------------------------------------
+
+def permute_units(layers, index: int, perm: np.ndarray) -> list:
+    """Reorder hidden layer ``index``'s units by ``perm[..., d]`` (new unit k = old unit perm[k])."""
+    out = list(layers)
+    W, b = out[index]
+    W_next, b_next = out[index + 1]
+    out[index] = (np.take_along_axis(W, perm[..., :, None], axis=-2), np.take_along_axis(b, perm, axis=-1))
+    out[index + 1] = (np.take_along_axis(W_next, perm[..., None, :], axis=-1), b_next)
+    return out
+
+
+def sort_key(layers, index: int, key: str) -> np.ndarray:
+    """The per-unit value hidden layer ``index`` is sorted by."""
+    if key == "first_in":   # the weight from the first input (Laurent et al. App. C.2)
+        return layers[index][0][..., :, 0]
+    if key == "max_in":     # the largest incoming weight (their §5.2: the most stable in training)
+        return layers[index][0].max(axis=-1)
+    if key == "first_out":  # the weight to the next layer's first unit (their Fig. 1)
+        return layers[index + 1][0][..., 0, :]
+    raise ValueError(f"sort key must be one of {SORT_KEYS}, got {key!r}")
+
+
+def sorting_permutations(layers, key: str = "first_in") -> tuple[list, list[np.ndarray]]:
+    """Permutation removal: every hidden layer's units in ascending order of ``key``.
+
+    Input-side keys go from the first hidden layer up (a layer's key depends on the order of the
+    one below); ``first_out`` goes down from the last. Stable sorting makes this idempotent.
+    Returns the sorted network and each hidden layer's permutation.
+    """
+    if key not in SORT_KEYS:
+        raise ValueError(f"sort key must be one of {SORT_KEYS}, got {key!r}")
+    layers = as_layers(layers)
+    hidden = range(len(layers) - 1)
+    order = reversed(hidden) if key == "first_out" else hidden
+    perms = [None] * (len(layers) - 1)
+    for index in order:
+        perm = np.argsort(sort_key(layers, index, key), axis=-1, kind="stable")
+        layers = permute_units(layers, index, perm)
+        perms[index] = perm
+    return layers, perms
+
+
+def sort_units(layers, key: str = "first_in") -> list:
+    return sorting_permutations(layers, key)[0]
+
+
+# ---------------------------------------------------------------------------------------------
+# Scalings
+# ---------------------------------------------------------------------------------------------
+
+def scale_units(layers, log_scales) -> list:
+    """Multiply hidden layer l's unit i by e^{λ_i^l}: incoming weights and bias times e^{λ}, outgoing
+    weights times e^{−λ}. ReLU is positively homogeneous, so the function is unchanged."""
+    layers = as_layers(layers)
+    if len(log_scales) != len(layers) - 1:
+        raise ValueError(f"need log-scales for {len(layers) - 1} hidden layers, got {len(log_scales)}")
+    out = []
+    below = None
+    for index, (W, b) in enumerate(layers):
+        above = np.asarray(log_scales[index], dtype=np.float64) if index < len(layers) - 1 else None
+        factor = np.ones(W.shape)
+        if above is not None:
+            factor = factor * np.exp(above)[..., :, None]
+            b = b * np.exp(above)
+        if below is not None:
+            factor = factor * np.exp(-below)[..., None, :]
+        out.append((W * factor, b))
+        below = above
+    return out
+
+
+def normalise_units(layers, norm: float = 1.0) -> list:
+    """Scaling removal by normalisation: every hidden unit's incoming weights (bias excluded) get
+    norm ``norm`` (Neyshabur et al. 2015, Laurent et al. App. C.2); units with no incoming weight
+    are left alone. Layer by layer from the input, as each scaling changes the next layer's rows."""
+    if not (math.isfinite(norm) and norm > 0):
+        raise ValueError(f"norm must be a finite number > 0, got {norm!r}")
+    layers = as_layers(layers)
+    for index in range(len(layers) - 1):
+        row_norm = np.linalg.norm(layers[index][0], axis=-1)
+        log_scale = np.where(row_norm > 0, np.log(norm) - np.log(np.where(row_norm > 0, row_norm, 1.0)), 0.0)
+        scales = [np.zeros(W.shape[:-1]) for W, _ in layers[:-1]]
+        scales[index] = log_scale
+        layers = scale_units(layers, scales)
+    return layers
+
+
+@dataclass(frozen=True)
+class MinMass:
+    layers: list              # the rescaled networks
+    log_scales: list          # λ per hidden layer, shape (..., d_l)
+    mass_before: np.ndarray   # per network
+    mass_after: np.ndarray
+    iterations: int
+    converged: np.ndarray     # per network: relative gradient below the tolerance
+    gradient: np.ndarray      # per network: max |∂mass/∂λ| / mass at the end
+    degenerate_units: int     # units with no incoming or no outgoing weight, kept at scale 1
+
+
+def _mass_terms(squares, log_scales):
+    """E_l = W_l² exp(2(λ_l[i] − λ_{l−1}[j])) for every layer (λ of inputs and outputs are 0)."""
+    terms, below = [], None
+    for index, sq in enumerate(squares):
+        exponent = np.zeros(sq.shape)
+        if index < len(squares) - 1:
+            exponent = exponent + 2 * log_scales[index][..., :, None]
+        if below is not None:
+            exponent = exponent - 2 * below[..., None, :]
+        terms.append(sq * np.exp(exponent))
+        below = log_scales[index] if index < len(squares) - 1 else None
+    return terms
+
+
+def _mass_derivatives(terms, sizes):
+    """Gradient (B, H) and Hessian (B, H, H) of the mass in the flat λ, H = Σ hidden widths."""
+    batch = terms[0].shape[0]
+    total = sum(sizes)
+    offsets = np.concatenate([[0], np.cumsum(sizes)])
+    grad = np.zeros((batch, total))
+    hess = np.zeros((batch, total, total))
+    diag = np.zeros((batch, total))
+    for index, width in enumerate(sizes):
+        span = slice(offsets[index], offsets[index + 1])
+        incoming, outgoing = terms[index].sum(-1), terms[index + 1].sum(-2)
+        grad[:, span] = 2 * (incoming - outgoing)
+        diag[:, span] = 4 * (incoming + outgoing)
+        if index + 1 < len(sizes):  # λ_l and λ_{l+1} meet in E_{l+1}
+            nxt = slice(offsets[index + 1], offsets[index + 2])
+            hess[:, nxt, span] = -4 * terms[index + 1]
+            hess[:, span, nxt] = -4 * np.swapaxes(terms[index + 1], -1, -2)
+    hess[:, np.arange(total), np.arange(total)] = diag
+    return grad, hess
+
+
+def min_mass(layers, tol: float = 1e-10, max_iter: int = 100) -> MinMass:
+    """Solve the min-mass problem for each network by damped Newton in the log-scales.
+
+    The mass is a sum of exponentials of affine functions of λ: smooth and strictly convex when
+    every unit has incoming and outgoing weight, so Newton with backtracking converges to the
+    unique optimum. Converged means max|∂mass/∂λ| ≤ ``tol``·mass. Units whose incoming or outgoing
+    weights are all zero have no optimum (the mass falls forever as the scale runs off), so
+    they keep scale 1; the rest is solved exactly.
+    """
+    layers = as_layers(layers)
+    if len(layers) < 2:
+        raise ValueError("min-mass needs at least one hidden layer")
+    batch_shape = layers[0][0].shape[:-2]
+    flat = [(W.reshape(-1, *W.shape[-2:]), b.reshape(-1, b.shape[-1])) for W, b in layers]
+    squares = [W**2 for W, _ in flat]
+    sizes = [W.shape[-2] for W, _ in flat[:-1]]
+    offsets = np.concatenate([[0], np.cumsum(sizes)])
+    batch, total = squares[0].shape[0], sum(sizes)
+    free = np.concatenate([(squares[i].sum(-1) > 0) & (squares[i + 1].sum(-2) > 0) for i in range(len(sizes))], axis=1)
+
+    def unflatten(lam):
+        return [lam[:, offsets[i]:offsets[i + 1]] for i in range(len(sizes))]
+
+    def objective(lam, rows=slice(None)):
+        return sum(t.sum((-2, -1)) for t in _mass_terms([sq[rows] for sq in squares], unflatten(lam)))
+
+    lam = np.zeros((batch, total))
+    value = objective(lam)
+    before = value.copy()
+    iterations = 0
+    for iterations in range(1, max_iter + 1):
+        grad, hess = _mass_derivatives(_mass_terms(squares, unflatten(lam)), sizes)
+        grad = np.where(free, grad, 0.0)
+        relative = np.abs(grad).max(-1) / np.maximum(value, np.finfo(float).tiny)
+        active = relative > tol
+        if not active.any():
+            iterations -= 1
+            break
+        # Fixed units: identity rows keep their step at zero.
+        hess = np.where(free[:, :, None] & free[:, None, :], hess, 0.0)
+        hess[:, np.arange(total), np.arange(total)] += ~free
+        step = -np.linalg.solve(hess[active], grad[active][..., None])[..., 0]
+        rows = np.flatnonzero(active)
+        lam[rows] = _backtrack(lam[rows], step, value[rows], grad[rows], lambda trial, subset: objective(trial, rows[subset]))
+        value = objective(lam)
+    grad, _ = _mass_derivatives(_mass_terms(squares, unflatten(lam)), sizes)
+    relative = np.abs(np.where(free, grad, 0.0)).max(-1) / np.maximum(value, np.finfo(float).tiny)
+    log_scales = [s.reshape(*batch_shape, width) for s, width in zip(unflatten(lam), sizes)]
+    result_layers = scale_units(layers, log_scales)
+    return MinMass(result_layers, log_scales, before.reshape(batch_shape), value.reshape(batch_shape), iterations,
+                   (relative <= tol).reshape(batch_shape), relative.reshape(batch_shape), int((~free).sum()))
+
+
+def _backtrack(lam, step, value, grad, objective, shrink=0.5, armijo=1e-4, tries=60):
+    """Per network, the largest t in 1, ½, ¼, … with sufficient decrease (Armijo);
+    ``objective(λ, mask)`` evaluates the networks selected by ``mask``."""
+    t = np.ones(lam.shape[0])
+    slope = np.sum(grad * step, axis=-1)
+    pending = np.ones(lam.shape[0], dtype=bool)
+    for _ in range(tries):
+        trial = lam[pending] + t[pending, None] * step[pending]
+        with np.errstate(over="ignore"):
+            # The slack lets a full Newton step through near the optimum, where the decrease it
+            # brings is smaller than the rounding of the mass itself.
+            slack = 8 * np.finfo(float).eps * np.abs(value[pending])
+            accepted = objective(trial, pending) <= value[pending] + armijo * t[pending] * slope[pending] + slack
+        index = np.flatnonzero(pending)
+        pending[index[accepted]] = False
+        if not pending.any():
+            break
+        t[pending] *= shrink
+    t[pending] = 0.0  # no decrease found: stay (the gradient test then reports no convergence)
+    return lam + t[:, None] * step
+
+
+# ---------------------------------------------------------------------------------------------
+# Equivalent modes of a one-hidden-layer network (Gelberg Thm 3.1)
+# ---------------------------------------------------------------------------------------------
+
+def unit_vectors(layers) -> np.ndarray:
+    """Each hidden unit of a one-hidden-layer net as one row: incoming weights, bias, outgoing
+    weights. Permuting units permutes these rows; the output bias is untouched."""
+    layers = as_layers(layers)
+    if len(layers) != 2:
+        raise ValueError(f"expected a one-hidden-layer network (2 layers), got {len(layers)} layers")
+    (W1, b1), (W2, _) = layers
+    return np.concatenate([W1, b1[..., None], np.swapaxes(W2, -1, -2)], axis=-1)
+
+
+@dataclass(frozen=True)
+class NearestMode:
+    distance: float          # ‖g w − w‖ for the nearest non-trivial g
+    relative: float          # distance / ‖w‖
+    bound: float             # Thm 3.1: 2D / log n!, relative to ‖w‖
+    pair: tuple[int, int]    # the transposition g
+    width: int
+    n_parameters: int
+
+
+def theorem_bound(width: int, n_params: int) -> float:
+    """Gelberg Thm 3.1: some non-trivial permutation moves w by at most (2D / log n!)‖w‖."""
+    if width < 2:
+        return math.inf  # no non-trivial permutation
+    return 2.0 * n_params / math.lgamma(width + 1)
+
+
+def nearest_equivalent_mode(layers, chunk: int = 1024) -> NearestMode:
+    """The permuted copy of a one-hidden-layer net nearest to it.
+
+    ‖πw − w‖² = Σ_j ‖u_{π(j)} − u_j‖² sums over π's cycles, fixed points cost nothing, and every
+    step of a cycle joins two distinct units, so a cycle of length m ≥ 2 costs at least m·d²_min:
+    the best non-trivial π is the transposition of the two closest units (distance √2·d_min).
+    Pairwise distances in row blocks keep memory at ``chunk`` × width.
+    """
+    layers = as_layers(layers)
+    units = unit_vectors(layers)
+    if units.ndim != 2:
+        raise ValueError("nearest_equivalent_mode takes one network, not a batch")
+    width = units.shape[0]
+    n_params = n_parameters(layers)
+    norm = float(flat_norm(layers))
+    if width < 2:
+        return NearestMode(math.inf, math.inf, math.inf, (0, 0), width, n_params)
+    squared = np.sum(units**2, axis=1)
+    best, pair = math.inf, (0, 1)
+    for start in range(0, width, chunk):
+        rows = slice(start, min(start + chunk, width))
+        gap = squared[rows, None] + squared[None, :] - 2 * units[rows] @ units.T
+        gap[np.arange(gap.shape[0]), np.arange(start, rows.stop)] = np.inf
+        i, j = np.unravel_index(np.argmin(gap), gap.shape)
+        if gap[i, j] < best:
+            best, pair = gap[i, j], (start + int(i), int(j))
+    # Recompute the winner directly: the expanded form above loses digits to cancellation.
+    distance = math.sqrt(2.0) * float(np.linalg.norm(units[pair[0]] - units[pair[1]]))
+    relative = distance / norm if norm > 0 else math.inf
+    return NearestMode(distance, relative, theorem_bound(width, n_params), tuple(sorted(pair)), width, n_params)
+
+
+def permutation_distance(layers_a, layers_b) -> tuple[float, np.ndarray]:
+    """min over π of ‖π·w_b − w_a‖ for two one-hidden-layer nets of the same shape, a linear
+    assignment over hidden units; returns the distance and π (unit k of a ↔ unit π[k] of b)."""
+    units_a, units_b = unit_vectors(layers_a), unit_vectors(layers_b)
+    if units_a.shape != units_b.shape or units_a.ndim != 2:
+        raise ValueError(f"two single networks of the same shape needed, got {units_a.shape} and {units_b.shape}")
+    cost = np.sum((units_a[:, None, :] - units_b[None, :, :]) ** 2, axis=-1)
+    rows, cols = linear_sum_assignment(cost)
+    output_bias = np.sum((as_layers(layers_a)[1][1] - as_layers(layers_b)[1][1]) ** 2)
+    return math.sqrt(float(cost[rows, cols].sum() + output_bias)), cols
+
+
+# ---------------------------------------------------------------------------------------------
+# Do networks permute while training? (Laurent et al. §5.2)
+# ---------------------------------------------------------------------------------------------
+
+def successive_kendall_tau(perms: np.ndarray) -> np.ndarray:
+    """Kendall's τ between each sorting permutation and the next: ``perms[T, d]`` → ``[T − 1]``
+    (1 when the order of the units did not change)."""
+    perms = np.asarray(perms)
+    if perms.ndim != 2 or perms.shape[0] < 2:
+        raise ValueError("need at least two permutations, as rows of a 2-D array")
+    if perms.shape[1] < 2:
+        return np.ones(perms.shape[0] - 1)
+    taus = np.ones(perms.shape[0] - 1)
+    changed = np.flatnonzero(np.any(perms[1:] != perms[:-1], axis=1))
+    for t in changed:  # scipy only where something moved: most steps change nothing
+        taus[t] = kendalltau(perms[t], perms[t + 1]).statistic
+    return taus

@@ -1,6 +1,8 @@
 """Symmetry explorer: the posterior modulo its symmetries, and how close equivalent modes are
 (Laurent et al. 2024; Gelberg et al. 2024, Thm 3.1)."""
 
+import time
+
 import numpy as np
 import pandas as pd
 import streamlit as st
@@ -267,7 +269,11 @@ def epoch_player(run, stages, extents, config):
 
     @st.fragment(run_every=tick if playback.playing else None)
     def panel():
-        playback.tick()
+        # Advance on the timer's runs only: pressing Play also reruns (the button, then the timer's start).
+        now = time.monotonic()
+        if playback.playing and now - st.session_state.get("symmetry.last_tick", 0.0) >= 0.9 * tick:
+            playback.tick()
+            st.session_state["symmetry.last_tick"] = now
         cols = st.columns(4)
         cols[0].button("Play", icon=":material/play_arrow:", on_click=playback.play, key="symmetry.play",
                        disabled=playback.playing, width="stretch", help="Replay training epoch by epoch.")
@@ -354,6 +360,7 @@ def proximity_panel(config: symmetry_lab.ProximityConfig):
     figure = ui.figure(traces, "hidden width n", "distance relative to ‖w‖", "Equivalent modes crowd together",
                        marks=[ui.hline(2.0, "#999999", "trivial bound 2")], log_y=True, height=420)
     figure["layout"]["xaxis"]["type"] = "log"
+    figure["layout"]["yaxis"]["exponentformat"] = "power"
     st.plotly_chart(figure, key="symmetry.proximity")
     st.markdown(rf"""For a one-hidden-layer net of width $n$ with $D$ parameters, **Thm 3.1** (Gelberg et al.) guarantees a
 non-trivial permutation $g$ with $\lVert g w - w\rVert \le \frac{{2D}}{{\log n!}}\lVert w\rVert$: the $n!$ copies of $w$ must
@@ -429,7 +436,9 @@ def training_panel(config: symmetry_lab.MlpConfig):
     cols[0].metric("mean Kendall τ", f"{report['tau_mean']:.3f}", help="1: the units kept their order.")
     cols[1].metric("steps with a swap, first half", f"{report['share_steps_with_permutation_first_half']:.0%}")
     cols[2].metric("… second half", f"{report['share_steps_with_permutation_second_half']:.0%}")
-    cols[3].metric("test accuracy", f"{report['test_accuracy_mean']:.3f}", help="Mean over the nets, 2000 test images.")
+    accuracy = report["test_accuracy_mean"]
+    cols[3].metric("test accuracy", "—" if accuracy is None else f"{accuracy:.3f}",
+                   help="Mean over the nets that did not diverge, 2000 test images.")
     if report["diverged"]:
         st.warning(f"{report['diverged']} of {config.instances} nets diverged (NaN loss) and stopped: lower the "
                    "learning rate.")

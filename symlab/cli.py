@@ -432,7 +432,7 @@ def _width_list(text: str) -> list[int]:
 
 def _add_perceptron_options(p) -> None:
     defaults = symmetry_lab.PerceptronConfig()
-    p.add_argument("--nets", type=_int_at_least(1, 100_000), default=defaults.nets, help="perceptrons trained at once")
+    p.add_argument("--nets", type=_int_at_least(10, 100_000), default=defaults.nets, help="perceptrons trained at once")
     p.add_argument("--epochs", type=_int_at_least(1, 100), default=defaults.epochs)
     p.add_argument("--lr", type=_positive_float, default=defaults.lr, help="SGD learning rate")
     p.add_argument("--separation", type=_positive_float, default=defaults.separation,
@@ -549,9 +549,10 @@ def _load_mnist(directory):
 
 
 def _run_mass(args) -> dict:
-    perceptrons = symmetry_lab.train_perceptrons(_perceptron_config(args), _stderr_progress(args, "epoch"))
     config = symmetry_lab.MlpConfig(width=args.mlp_width, depth=args.mlp_depth, steps=args.mlp_steps, seed=args.seed)
-    mlps = symmetry_lab.train_mlps(config, _load_mnist(args.data_dir), _stderr_progress(args, "MLP step"))
+    mnist = _load_mnist(args.data_dir)  # a bad --data-dir fails before any training
+    perceptrons = symmetry_lab.train_perceptrons(_perceptron_config(args), _stderr_progress(args, "epoch"))
+    mlps = symmetry_lab.train_mlps(config, mnist, _stderr_progress(args, "MLP step"))
     return {"perceptrons": symmetry_lab.public(symmetry_lab.mass_report(perceptrons.epoch_layers(args.epochs))),
             "mlps": {"config": symmetry_lab.asdict(config), **symmetry_lab.public(symmetry_lab.mass_report(mlps.layers))}}
 
@@ -593,10 +594,10 @@ def _format_symmetry(report: dict) -> str:
         lines = [f"{report['nets']} perceptrons trained in {report['seconds']:.2f} s "
                  f"({report['nets_per_second']:.0f} nets/s); {report['kept']} kept (final loss ≤ "
                  f"{report['loss_cutoff']:.3g})",
-                 f"{'stage':>8} {'density peaks of (v1, v2), highest first':<52} {'v1 > v2':>8} {'swap MMD²':>10} "
+                 f"{'stage':>8} {'highest density peaks of (v1, v2)':<52} {'v1 > v2':>8} {'swap MMD²':>10} "
                  f"{'max |Δf|':>10}"]
         for name, stage in report["stages"].items():
-            peaks = "  ".join(f"({a:.2f}, {b:.2f})" for a, b in stage["peaks"][:4])
+            peaks = "  ".join(f"({a:.2f}, {b:.2f})" for a, b in stage["peaks"][:3])
             lines.append(f"{name:>8} {peaks:<52} {stage['share_v1_above_v2']:>8.3f} "
                          f"{stage['swap_asymmetry_mmd2']:>10.2e} {stage['max_output_change']:>10.2e}")
         lines += ["min-mass:", _MASS_HEADER, _format_mass_line("perceptrons", report["mass"])]
@@ -621,11 +622,16 @@ def _format_symmetry(report: dict) -> str:
         return "\n".join(lines)
     return (f"{report['config']['instances']} MLPs, width {report['config']['width']} × {report['config']['depth']}, "
             f"{report['config']['steps']} SGD steps ({report['config']['schedule']} lr) in {report['seconds']:.1f} s\n"
-            f"  test accuracy {report['test_accuracy_mean']:.3f}, final loss {report['final_loss_mean']:.3f}, "
+            f"  test accuracy {_or_na(report['test_accuracy_mean'], '.3f')}, final loss "
+            f"{_or_na(report['final_loss_mean'], '.3f')}, "
             f"diverged {report['diverged']}\n"
             f"  Kendall τ between successive sorting permutations: mean {report['tau_mean']:.3f}, min {report['tau_min']:.3f}\n"
-            f"  steps where some unit changed place: {report['share_steps_with_permutation_first_half']:.0%} of the first "
-            f"half, {report['share_steps_with_permutation_second_half']:.0%} of the second")
+            f"  steps where some unit changed place: {_or_na(report['share_steps_with_permutation_first_half'], '.0%')} "
+            f"of the first half, {_or_na(report['share_steps_with_permutation_second_half'], '.0%')} of the second")
+
+
+def _or_na(value, spec: str) -> str:
+    return "n/a" if value is None else format(value, spec)
 
 
 
@@ -654,7 +660,10 @@ def main(argv=None) -> int:
     def fail(status: int, message) -> None:
         # One line: torch appends C++ stack frames to some of its messages.
         lines = str(message).strip().splitlines()
-        parser.exit(status, f"{parser.prog} {args.lab}: error: {lines[0] if lines else 'failed'}\n")
+        line = lines[0] if lines else "failed"
+        # Escaped: a message may quote user input (a directory name) holding terminal control codes.
+        line = "".join(c if c.isprintable() else ascii(c)[1:-1] for c in line)
+        parser.exit(status, f"{parser.prog} {args.lab}: error: {line}\n")
 
     try:
         result = args.run(args)

@@ -241,7 +241,10 @@ def min_mass(layers, tol: float = 1e-10, max_iter: int = 100) -> MinMass:
         # Fixed units: identity rows keep their step at zero.
         hess = np.where(free[:, :, None] & free[:, None, :], hess, 0.0)
         hess[:, np.arange(total), np.arange(total)] += ~free
-        step = -np.linalg.solve(hess[active], grad[active][..., None])[..., 0]
+        if len(sizes) == 1:  # one hidden layer: the units decouple and the Hessian is diagonal
+            step = -grad[active] / np.diagonal(hess[active], axis1=-2, axis2=-1)
+        else:
+            step = -np.linalg.solve(hess[active], grad[active][..., None])[..., 0]
         rows = np.flatnonzero(active)
         lam[rows] = _backtrack(lam[rows], step, value[rows], grad[rows], lambda trial, subset: objective(trial, rows[subset]))
         value = objective(lam)
@@ -323,11 +326,14 @@ def nearest_equivalent_mode(layers, chunk: int = 1024) -> NearestMode:
     norm = float(flat_norm(layers))
     if width < 2:
         return NearestMode(math.inf, math.inf, math.inf, (0, 0), width, n_params)
-    squared = np.sum(units**2, axis=1)
+    # Centred: distances are unchanged, and a component shared by all units (a large common bias,
+    # say) no longer swamps the differences in the expanded form below.
+    centred = units - units.mean(axis=0)
+    squared = np.sum(centred**2, axis=1)
     best, pair = math.inf, (0, 1)
     for start in range(0, width, chunk):
         rows = slice(start, min(start + chunk, width))
-        gap = squared[rows, None] + squared[None, :] - 2 * units[rows] @ units.T
+        gap = squared[rows, None] + squared[None, :] - 2 * centred[rows] @ centred.T
         gap[np.arange(gap.shape[0]), np.arange(start, rows.stop)] = np.inf
         i, j = np.unravel_index(np.argmin(gap), gap.shape)
         if gap[i, j] < best:
@@ -364,6 +370,10 @@ def successive_kendall_tau(perms: np.ndarray) -> np.ndarray:
         return np.ones(perms.shape[0] - 1)
     taus = np.ones(perms.shape[0] - 1)
     changed = np.flatnonzero(np.any(perms[1:] != perms[:-1], axis=1))
+    # τ over units, of each unit's place in the order (the inverse permutation): over places, of the
+    # labels found there, it would depend on the arbitrary labels (one swap of neighbours could
+    # give τ < 0).
+    ranks = np.argsort(perms, axis=1)
     for t in changed:  # scipy only where something moved: most steps change nothing
-        taus[t] = kendalltau(perms[t], perms[t + 1]).statistic
+        taus[t] = kendalltau(ranks[t], ranks[t + 1]).statistic
     return taus

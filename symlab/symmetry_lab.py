@@ -79,7 +79,7 @@ class PerceptronConfig:
 
     def validate(self) -> "PerceptronConfig":
         _check([
-            (_is_int(self.nets, 1, 100_000), "nets must be an integer in [1, 100000]"),
+            (_is_int(self.nets, 10, 100_000), "nets must be an integer in [10, 100000]"),
             (_is_int(self.epochs, 1, 100), "epochs must be an integer in [1, 100]"),
             (_is_float(self.lr, 1e-6, 100), "lr must be in [1e-6, 100]"),
             (_is_int(self.batch, 1, 10_000), "batch must be an integer in [1, 10000]"),
@@ -163,7 +163,7 @@ def train_perceptrons(config: PerceptronConfig = PerceptronConfig(), progress=No
         loss = F.binary_cross_entropy_with_logits(logits, y.expand(n, -1), reduction="none").mean(1)
     final = torch.nan_to_num(loss, nan=math.inf).double().numpy()
     run = PerceptronRun(config, x_np, y_np, snapshots, final, time.perf_counter() - start)
-    if run.kept.sum() < 2:
+    if run.kept.sum() < 4:  # too few to estimate a density (or an MMD) from
         raise RuntimeError(f"training diverged: {int(np.sum(~np.isfinite(final)))} of {n} nets ended with a "
                            "non-finite loss; lower the learning rate")
     return run
@@ -392,20 +392,33 @@ def _sorting_permutations(params, key: str) -> np.ndarray:
     return np.stack(perms, axis=1)
 
 
+def _finite_or_none(value) -> float | None:
+    value = float(value)
+    return value if math.isfinite(value) else None
+
+
 def training_report(run: MlpTraining) -> dict:
+    """JSON-ready: means over the nets that did not diverge; None where nothing is defined (every
+    net diverged, or a half of a one-step run)."""
+    alive = ~run.diverged
     tau = run.tau.mean(axis=(1, 2))
     moved = np.any(run.tau < 1, axis=(1, 2))
+    half = len(moved) // 2
+
+    def share(part):
+        return float(part.mean()) if part.size else None
+
     return {
         "config": asdict(run.config),
         "seconds": run.seconds,
-        "final_loss_mean": float(np.mean(run.loss[-1])),
-        "test_accuracy_mean": float(np.mean(run.accuracy)),
+        "final_loss_mean": _finite_or_none(np.mean(run.loss[-1][alive])) if alive.any() else None,
+        "test_accuracy_mean": float(np.mean(run.accuracy[alive])) if alive.any() else None,
         "diverged": int(run.diverged.sum()),
         "tau_mean": float(tau.mean()),
         "tau_min": float(run.tau.min()),
         "steps_with_permutation": int(moved.sum()),
-        "share_steps_with_permutation_first_half": float(moved[: len(moved) // 2].mean()),
-        "share_steps_with_permutation_second_half": float(moved[len(moved) // 2:].mean()),
+        "share_steps_with_permutation_first_half": share(moved[:half]),
+        "share_steps_with_permutation_second_half": share(moved[half:]),
         "tau_per_step": [float(v) for v in tau],
     }
 

@@ -121,3 +121,109 @@ def test_mnist_errors_are_messages_not_tracebacks(tmp_path):
         assert result.returncode != 0 and message in result.stderr and "Traceback" not in result.stderr
     result = run("mnist-data")
     assert result.returncode == 0 and "all four files verified" in result.stdout
+
+
+# --- the symmetry explorer ------------------------------------------------------------------------
+
+def symmetry_json(*args):
+    result = run("symmetry", *args, "--json")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stderr == ""  # --json: no progress lines either
+    return json.loads(result.stdout)
+
+
+def test_symmetry_help_lists_the_parts():
+    result = run("symmetry", "--help")
+    assert result.returncode == 0
+    for part in ("perceptrons", "mass", "proximity", "quality", "training"):
+        assert part in result.stdout
+
+
+def test_symmetry_perceptrons_json():
+    report = symmetry_json("perceptrons", "--nets", "300")
+    assert report["nets"] == 300 and report["config"]["nets"] == 300 and report["kept"] >= 290
+    assert list(report["stages"]) == ["raw", "scaled", "sorted"]
+    raw, sorted_ = report["stages"]["raw"], report["stages"]["sorted"]
+    assert 0.4 <= raw["share_v1_above_v2"] <= 0.6 and sorted_["share_v1_above_v2"] == 0
+    (a1, b1), (a2, b2) = raw["peaks"][:2]  # the doubled mode: mirror images
+    assert abs(a1 - b2) < 0.5 and abs(b1 - a2) < 0.5 and abs(a1 - b1) > 1
+    assert sorted_["swap_asymmetry_mmd2"] > 0.1 > abs(raw["swap_asymmetry_mmd2"])
+    assert report["mass"]["converged"] == report["kept"] and "_result" not in report["mass"]
+
+
+def test_symmetry_mass_json():
+    report = symmetry_json("mass", "--nets", "200", "--mlp-steps", "20", "--mlp-width", "8")
+    for name in ("perceptrons", "mlps"):
+        part = report[name]
+        for key in ("nets", "diverged", "mass_before_median", "mass_after_median", "ratio_median", "ratio_min",
+                    "ratio_max", "converged", "iterations", "degenerate_units", "max_output_change", "seconds"):
+            assert key in part, (name, key)
+        assert part["converged"] == part["nets"] > 0 and part["ratio_min"] <= part["ratio_median"] <= part["ratio_max"] <= 1
+        assert part["mass_after_median"] <= part["mass_before_median"]
+    assert report["perceptrons"]["nets"] <= 200 and report["mlps"]["nets"] == 4
+    assert report["mlps"]["config"]["width"] == 8 and report["mlps"]["config"]["steps"] == 20
+
+
+def test_symmetry_proximity_json():
+    report = symmetry_json("proximity", "--widths", "2,8,64")
+    assert report["config"]["widths"] == [2, 8, 64]
+    rows = report["rows"]
+    assert [row["width"] for row in rows] == [2, 8, 64]
+    assert all(row["below_bound"] and row["relative_distance"] < row["bound"] for row in rows)
+    assert rows[2]["relative_distance"] < rows[1]["relative_distance"] < rows[0]["relative_distance"]
+    assert rows[0]["pair"] == [0, 1] and rows[2]["n_parameters"] == 3 * 64 + 1
+
+
+def test_symmetry_quality_json():
+    report = symmetry_json("quality", "--samples", "50", "--members", "20", "--steps", "200")
+    rows = {row["method"]: row for row in report["rows"]}
+    assert list(rows) == ["mfvi", "sgm", "ensemble", "noise_floor"]
+    assert all(set(row) == {"method", "mmd2_raw", "mmd2_removed"} for row in rows.values())
+    assert rows["sgm"]["mmd2_raw"] < rows["mfvi"]["mmd2_raw"] and abs(rows["noise_floor"]["mmd2_raw"]) < 0.01
+    assert report["config"]["samples"] == 50 and report["config"]["toy"]["alpha"] == 0.25
+    assert "_samples" not in report
+
+
+def test_symmetry_training_json():
+    report = symmetry_json("training", "--steps", "50", "--instances", "2", "--width", "16")
+    assert report["config"]["steps"] == 50 and report["config"]["instances"] == 2 and report["diverged"] == 0
+    assert len(report["tau_per_step"]) == 50 and all(-1 <= t <= 1 for t in report["tau_per_step"])
+    assert -1 <= report["tau_min"] <= report["tau_mean"] <= 1
+    assert report["test_accuracy_mean"] > 0.3  # 50 SGD steps already learn something
+    assert 0 <= report["steps_with_permutation"] <= 50
+
+
+@pytest.mark.parametrize("args, first_line", [
+    (["perceptrons", "--nets", "300"], "300 perceptrons trained in"),
+    (["mass", "--nets", "200", "--mlp-steps", "20", "--mlp-width", "8"], "min-mass (median masses"),
+    (["proximity", "--widths", "2,8,64"], "nearest equivalent mode, random weights"),
+    (["quality", "--samples", "50", "--members", "20", "--steps", "200"], "median MMD² to the exact posterior"),
+    (["training", "--steps", "50", "--instances", "2", "--width", "16"], "2 MLPs, width 16 × 1, 50 SGD steps"),
+], ids=["perceptrons", "mass", "proximity", "quality", "training"])
+def test_symmetry_tables_are_readable(args, first_line, capsys):
+    # In this process: the same code as `python -m symlab` (the JSON tests above run that), faster.
+    from symlab import cli
+
+    assert cli.main(["symmetry", *args]) == 0
+    out, err = capsys.readouterr()
+    lines = out.splitlines()
+    assert lines[0].startswith(first_line), out
+    assert len(lines) >= 4 and "{" not in out and "nan" not in out
+    assert "Traceback" not in err and "Warning" not in err
+
+
+@pytest.mark.parametrize("args, message", [
+    (["symmetry"], "the following arguments are required: <part>"),
+    (["symmetry", "bogus"], "invalid choice: 'bogus'"),
+    (["symmetry", "perceptrons", "--nets", "0"], "must be >= 1"),
+    (["symmetry", "proximity", "--widths", "1,8"], "widths must be in [2, 16384]"),
+    (["symmetry", "training", "--lr", "50", "--steps", "1"], "lr must be in [1e-6, 10]"),
+])
+def test_symmetry_bad_arguments_give_a_message(args, message, capsys):
+    from symlab import cli
+
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(args)
+    out, err = capsys.readouterr()
+    assert exit_.value.code == 2 and message in err, err[-2000:]
+    assert "Traceback" not in err and out == ""

@@ -23,6 +23,9 @@ def test_home_page_runs_and_names_the_device():
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60).run()
     assert not at.exception
     assert any("Compute device" in c.value for c in at.caption)
+    links = at.get("page_link")
+    assert [link.proto.page for link in links] == ["modes", "toy", "mnist", "symmetry"]
+    assert links[-1].proto.label == "**Symmetry explorer**"
 
 
 def test_default_view_interpolates():

@@ -107,7 +107,7 @@ def perceptron_views(config: symmetry_lab.PerceptronConfig):
     def compute():
         run = perceptrons(config)
         stages = [symmetry_lab.removal_stages(run.epoch_layers(epoch)) for epoch in range(config.epochs + 1)]
-        return run, stages, symmetry_lab.perceptron_report(run)
+        return run, stages, symmetry_lab.perceptron_report(run, stages[-1])
 
     return ui.shared_result(("perceptron_views", config), compute)
 
@@ -307,7 +307,7 @@ $\sum_l \sum_{ij} (W^{l}_{ij})^2\, e^{2(\lambda^{l}_i - \lambda^{l-1}_j)}$ over 
 few steps, checked by the gradient. With one hidden layer it has a closed form:
 each unit contributes $2\,\lVert w^{\text{in}}_i\rVert\,\lVert w^{\text{out}}_i\rVert$.""")
     mlps = trained_mlps(cfg["mlp"])
-    mlp_report = symmetry_lab.mass_report(mlps.layers)
+    mlp_report = ui.shared_result(("mlp_mass", cfg["mlp"]), lambda: symmetry_lab.mass_report(mlps.layers))
     rows = []
     for name, rep in (("2-2-1 perceptrons", report["mass"]), (f"MNIST MLPs (784-{cfg['mlp'].width}×"
                                                               f"{cfg['mlp'].depth}-10)", mlp_report)):

@@ -179,25 +179,31 @@ def _mass_terms(squares, log_scales):
     return terms
 
 
-def _mass_derivatives(terms, sizes):
-    """Gradient (B, H) and Hessian (B, H, H) of the mass in the flat λ, H = Σ hidden widths."""
-    batch = terms[0].shape[0]
-    total = sum(sizes)
+def _mass_gradient(terms, sizes) -> np.ndarray:
+    """∂mass/∂λ, (B, H) in the flat λ, H = Σ hidden widths: each unit's incoming minus outgoing terms."""
+    return np.concatenate([2 * (terms[i].sum(-1) - terms[i + 1].sum(-2)) for i in range(len(sizes))], axis=1)
+
+
+def _newton_step(terms, sizes, grad, free) -> np.ndarray:
+    """−H⁻¹g per network; units that are not free have g = 0 and keep a zero step.
+
+    The Hessian's diagonal is 4(incoming + outgoing terms), and λ_l, λ_{l+1} also meet in E_{l+1}.
+    With one hidden layer nothing meets, the Hessian is diagonal, and no matrix is built.
+    """
+    diag = np.concatenate([4 * (terms[i].sum(-1) + terms[i + 1].sum(-2)) for i in range(len(sizes))], axis=1)
+    diag = np.where(free, diag, 1.0)
+    if len(sizes) == 1:
+        return -grad / diag
+    batch, total = grad.shape
     offsets = np.concatenate([[0], np.cumsum(sizes)])
-    grad = np.zeros((batch, total))
     hess = np.zeros((batch, total, total))
-    diag = np.zeros((batch, total))
-    for index, width in enumerate(sizes):
-        span = slice(offsets[index], offsets[index + 1])
-        incoming, outgoing = terms[index].sum(-1), terms[index + 1].sum(-2)
-        grad[:, span] = 2 * (incoming - outgoing)
-        diag[:, span] = 4 * (incoming + outgoing)
-        if index + 1 < len(sizes):  # λ_l and λ_{l+1} meet in E_{l+1}
-            nxt = slice(offsets[index + 1], offsets[index + 2])
-            hess[:, nxt, span] = -4 * terms[index + 1]
-            hess[:, span, nxt] = -4 * np.swapaxes(terms[index + 1], -1, -2)
+    for index in range(len(sizes) - 1):
+        span, nxt = slice(offsets[index], offsets[index + 1]), slice(offsets[index + 1], offsets[index + 2])
+        hess[:, nxt, span] = -4 * terms[index + 1]
+        hess[:, span, nxt] = -4 * np.swapaxes(terms[index + 1], -1, -2)
+    hess = np.where(free[:, :, None] & free[:, None, :], hess, 0.0)
     hess[:, np.arange(total), np.arange(total)] = diag
-    return grad, hess
+    return -np.linalg.solve(hess, grad[..., None])[..., 0]
 
 
 def min_mass(layers, tol: float = 1e-10, max_iter: int = 100) -> MinMass:
@@ -231,24 +237,18 @@ def min_mass(layers, tol: float = 1e-10, max_iter: int = 100) -> MinMass:
     before = value.copy()
     iterations = 0
     for iterations in range(1, max_iter + 1):
-        grad, hess = _mass_derivatives(_mass_terms(squares, unflatten(lam)), sizes)
-        grad = np.where(free, grad, 0.0)
+        terms = _mass_terms(squares, unflatten(lam))
+        grad = np.where(free, _mass_gradient(terms, sizes), 0.0)
         relative = np.abs(grad).max(-1) / np.maximum(value, np.finfo(float).tiny)
         active = relative > tol
         if not active.any():
             iterations -= 1
             break
-        # Fixed units: identity rows keep their step at zero.
-        hess = np.where(free[:, :, None] & free[:, None, :], hess, 0.0)
-        hess[:, np.arange(total), np.arange(total)] += ~free
-        if len(sizes) == 1:  # one hidden layer: the units decouple and the Hessian is diagonal
-            step = -grad[active] / np.diagonal(hess[active], axis1=-2, axis2=-1)
-        else:
-            step = -np.linalg.solve(hess[active], grad[active][..., None])[..., 0]
         rows = np.flatnonzero(active)
+        step = _newton_step([t[rows] for t in terms], sizes, grad[rows], free[rows])
         lam[rows] = _backtrack(lam[rows], step, value[rows], grad[rows], lambda trial, subset: objective(trial, rows[subset]))
         value = objective(lam)
-    grad, _ = _mass_derivatives(_mass_terms(squares, unflatten(lam)), sizes)
+    grad = _mass_gradient(_mass_terms(squares, unflatten(lam)), sizes)
     relative = np.abs(np.where(free, grad, 0.0)).max(-1) / np.maximum(value, np.finfo(float).tiny)
     log_scales = [s.reshape(*batch_shape, width) for s, width in zip(unflatten(lam), sizes)]
     result_layers = scale_units(layers, log_scales)

@@ -227,10 +227,11 @@ def swap_asymmetry(points: np.ndarray, seed: int = 0, limit: int = 1000) -> floa
     return mmd_aggregate(points[:half], points[half:, ::-1], seed=seed).median
 
 
-def perceptron_report(run: PerceptronRun) -> dict:
-    """What the headless twin reports for the Fig. 1 experiment (JSON-ready)."""
+def perceptron_report(run: PerceptronRun, stages: dict | None = None) -> dict:
+    """What the headless twin reports for the Fig. 1 experiment (JSON-ready); ``stages`` are the
+    final nets' :func:`removal_stages`, when the caller has them already."""
     final = run.epoch_layers(run.config.epochs)
-    stages = removal_stages(final)
+    stages = stages or removal_stages(final)
     inputs = np.random.default_rng(1).standard_normal((256, 2)) * 3
     report = {"config": asdict(run.config), "nets": int(run.config.nets), "kept": int(run.kept.sum()),
               "loss_cutoff": float(run.final_loss[run.kept].max()),
@@ -392,11 +393,6 @@ def _sorting_permutations(params, key: str) -> np.ndarray:
     return np.stack(perms, axis=1)
 
 
-def _finite_or_none(value) -> float | None:
-    value = float(value)
-    return value if math.isfinite(value) else None
-
-
 def training_report(run: MlpTraining) -> dict:
     """JSON-ready: means over the nets that did not diverge; None where nothing is defined (every
     net diverged, or a half of a one-step run)."""
@@ -411,7 +407,7 @@ def training_report(run: MlpTraining) -> dict:
     return {
         "config": asdict(run.config),
         "seconds": run.seconds,
-        "final_loss_mean": _finite_or_none(np.mean(run.loss[-1][alive])) if alive.any() else None,
+        "final_loss_mean": toy.finite_or_none(np.mean(run.loss[-1][alive])) if alive.any() else None,
         "test_accuracy_mean": float(np.mean(run.accuracy[alive])) if alive.any() else None,
         "diverged": int(run.diverged.sum()),
         "tau_mean": float(tau.mean()),

@@ -429,18 +429,19 @@ def run_summary(trainer: ToyTrainer, index: int, posterior: GridPosterior) -> di
         "config": asdict(run.config),
         "steps": trainer.steps_done,
         "diverged": trainer.diverged[index],
-        "elbo": _finite(own_bound),
-        "elbo_mf": _finite(metrics["elbo"][index]),
-        "elbo_g": _finite(metrics["elbo_g"][index]),
-        "mutual_information": _finite(metrics["elbo_g"][index] - metrics["elbo"][index]),
+        "elbo": finite_or_none(own_bound),
+        "elbo_mf": finite_or_none(metrics["elbo"][index]),
+        "elbo_g": finite_or_none(metrics["elbo_g"][index]),
+        "mutual_information": finite_or_none(metrics["elbo_g"][index] - metrics["elbo"][index]),
         "log_evidence": posterior.log_evidence,
-        "test_mse": _finite(metrics["test_mse"][index]),
-        "mu": [_finite(v) for v in mean[index]],
-        "sigma": [_finite(v) for v in std[index]],
+        "test_mse": finite_or_none(metrics["test_mse"][index]),
+        "mu": [finite_or_none(v) for v in mean[index]],
+        "sigma": [finite_or_none(v) for v in std[index]],
     }
 
 
-def _finite(value):
+def finite_or_none(value) -> float | None:
+    """``value`` as a float, or None when it is not finite (JSON has no NaN)."""
     value = float(value)
     return value if math.isfinite(value) else None
 
@@ -469,8 +470,8 @@ def paper_table(alphas=DEFAULT_TABLE_ALPHAS, seeds: int = 5, steps: int = DEFAUL
             per_method[method] = (bound, mse)
             log_z = [evidence[(alpha, runs[i].config.seed)] for i in idx]
             rows.append({"alpha": alpha, "method": method, "seeds": len(idx),
-                         "elbo_mean": _finite(np.mean(bound)), "elbo_std": _finite(np.std(bound)),
-                         "test_mse_mean": _finite(np.mean(mse)), "test_mse_std": _finite(np.std(mse)),
+                         "elbo_mean": finite_or_none(np.mean(bound)), "elbo_std": finite_or_none(np.std(bound)),
+                         "test_mse_mean": finite_or_none(np.mean(mse)), "test_mse_std": finite_or_none(np.std(mse)),
                          "log_evidence_mean": float(np.mean(log_z)),
                          "diverged": int(sum(trainer.diverged[i] for i in idx))})
         paired = _paired_with_mfvi(per_method)
@@ -489,5 +490,5 @@ def _paired_with_mfvi(per_method) -> dict:
     elbo_gain = per_method["sgm"][0] - per_method["mfvi"][0]
     mse_change = per_method["sgm"][1] - per_method["mfvi"][1]
     return dict(zip(PAIRED_KEYS, (
-        _finite(np.mean(elbo_gain)), _finite(np.std(elbo_gain)), int(np.sum(elbo_gain > 0)),
-        _finite(np.mean(mse_change)), _finite(np.std(mse_change)), int(np.sum(mse_change < 0)))))
+        finite_or_none(np.mean(elbo_gain)), finite_or_none(np.std(elbo_gain)), int(np.sum(elbo_gain > 0)),
+        finite_or_none(np.mean(mse_change)), finite_or_none(np.std(mse_change)), int(np.sum(mse_change < 0)))))

@@ -49,6 +49,8 @@ def home():
         (SYMMETRY, "Take the symmetries out: the doubled mode of Laurent et al.'s Fig. 1 and its removal, min-mass "
                    "rescaling, how close equivalent modes are as width grows (Thm 3.1), MMD to the exact posterior, "
                    "and whether units change places during training."),
+        (ALIGN, "Two mean-field posteriors from different seeds, matched across permutations: the loss barrier on "
+                "the path between them before and after alignment (Rossi et al. 2023)."),
     ):
         st.page_link(page, label=f"**{page.title}**")
         st.caption(text)
@@ -61,6 +63,7 @@ MODES = st.Page("pages/modes.py", title="Mode interpolation", icon=":material/ss
 TOY = st.Page("pages/toy.py", title="Tractable BNN", icon=":material/hub:", url_path="toy")
 MNIST = st.Page("pages/mnist.py", title="MNIST", icon=":material/grid_on:", url_path="mnist")
 SYMMETRY = st.Page("pages/symmetry.py", title="Symmetry explorer", icon=":material/flip:", url_path="symmetry")
+ALIGN = st.Page("pages/align.py", title="Alignment", icon=":material/compare_arrows:", url_path="align")
 navigation = st.navigation([st.Page(home, title="Home", icon=":material/home:", default=True), MODES, TOY, MNIST,
-                            SYMMETRY])
+                            SYMMETRY, ALIGN])
 navigation.run()

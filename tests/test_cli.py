@@ -227,3 +227,62 @@ def test_symmetry_bad_arguments_give_a_message(args, message, capsys):
     out, err = capsys.readouterr()
     assert exit_.value.code == 2 and message in err, err[-2000:]
     assert "Traceback" not in err and out == ""
+
+
+# --- the alignment lab ------------------------------------------------------------------------------
+
+def test_align_json_has_the_barriers_and_distances():
+    result = run("align", "--width", "16", "--steps", "300", "--samples", "8", "--path-points", "11", "--json")
+    assert result.returncode == 0, result.stderr[-2000:]
+    report = json.loads(result.stdout)
+    for key in ("barrier_before", "barrier_after", "w2_before", "w2_after"):
+        assert isinstance(report[key], float) and report[key] >= 0
+    assert report["w2_after"] <= report["w2_before"]
+    assert report["sizes"] == [2, 16, 16, 2] and len(report["paths"]["w2"]["loss"]) == 11
+    assert sorted(report["permutations"][0]) == list(range(16))
+    assert result.stderr == ""  # no progress lines with --json
+
+
+def test_align_table_is_readable(capsys):
+    from symlab import cli
+
+    assert cli.main(["align", "--width", "8", "--depth", "1", "--steps", "100", "--samples", "4"]) == 0
+    out, err = capsys.readouterr()
+    lines = out.splitlines()
+    assert lines[0].startswith("moons: two MFVI posteriors of a 2-8-2 MLP, 100 Adam steps")
+    assert [line.split()[0] for line in lines[3:]] == ["unaligned", "weight", "W₂"]
+    assert "{" not in out and "nan" not in out
+    assert "Adam step 100/100" in err and len(err.splitlines()) <= 11
+
+
+@pytest.mark.parametrize("args, message", [
+    (["align", "--task", "cifar"], "invalid choice: 'cifar'"),
+    (["align", "--noise", "2"], "must be between 0 and 1"),
+    (["align", "--width", "1"], "must be >= 2"),
+    (["align", "--path-points", "2"], "must be >= 3"),
+    (["align", "--lr", "5"], "lr must be a number in [1e-6, 1]"),
+])
+def test_align_bad_arguments_give_a_message(args, message, capsys):
+    from symlab import cli
+
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(args)
+    out, err = capsys.readouterr()
+    assert exit_.value.code == 2 and message in err, err[-2000:]
+    assert "Traceback" not in err and out == ""
+
+
+def test_align_reports_diverged_training(capsys, monkeypatch):
+    from symlab import align_lab, cli
+
+    real_load = align_lab.load_task
+
+    def nan_inputs(config, mnist=None):  # the surest way to a NaN ELBO
+        data = real_load(config, mnist)
+        return align_lab.Dataset(data.x_train * float("nan"), data.y_train, data.x_test, data.y_test)
+
+    monkeypatch.setattr(align_lab, "load_task", nan_inputs)
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["align", "--width", "8", "--depth", "1", "--steps", "50", "--json"])
+    _, err = capsys.readouterr()
+    assert exit_.value.code == 1 and "diverged" in err, err

@@ -22,7 +22,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from pages import ui
-from symlab import cli, mnist_data, modes, symmetry_lab, toy, worker
+from symlab import align_lab, cli, mnist_data, modes, symmetry_lab, toy, worker
 from symlab.urlstate import Param, encode_query, parse_query
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -353,6 +353,7 @@ def sentinels(monkeypatch, tmp_path):
         monkeypatch.setattr(module, name, accepted)
     for name in ("train_perceptrons", "train_mlps", "mode_proximity", "posterior_quality"):
         monkeypatch.setattr(symmetry_lab, name, validated_then_accepted)
+    monkeypatch.setattr(align_lab, "train_pair", validated_then_accepted)
     monkeypatch.setattr(mnist_data, "load_mnist", _load_mnist)
     monkeypatch.setenv("SYMLAB_RUNS_DIR", str(tmp_path / "env-runs"))
     monkeypatch.chdir(tmp_path)

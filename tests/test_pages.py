@@ -24,8 +24,8 @@ def test_home_page_runs_and_names_the_device():
     assert not at.exception
     assert any("Compute device" in c.value for c in at.caption)
     links = at.get("page_link")
-    assert [link.proto.page for link in links] == ["modes", "toy", "mnist", "symmetry"]
-    assert links[-1].proto.label == "**Symmetry explorer**"
+    assert [link.proto.page for link in links] == ["modes", "toy", "mnist", "symmetry", "align"]
+    assert links[-1].proto.label == "**Alignment**"
 
 
 def test_default_view_interpolates():

@@ -1,0 +1,359 @@
+"""Alignment lab: two mean-field posteriors of one MLP, matched across permutations, and the loss
+barrier between them before and after (Rossi et al. 2023)."""
+
+import time
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from pages import ui
+from symlab import align, align_lab
+from symlab.mnist_data import data_directory, load_mnist
+from symlab.playback import Playback
+from symlab.urlstate import Param
+
+PAGE = "align"
+DEFAULT = align_lab.AlignConfig()
+ORDERS = {"own": "in its own order", "aligned": "in the aligned order"}
+SPECS = (
+    Param("task", "choice", DEFAULT.task, choices=align_lab.TASKS),
+    Param("width", "int", DEFAULT.width, 2, 128),
+    Param("depth", "int", DEFAULT.depth, 1, 3),
+    Param("train", "int", DEFAULT.train_size, 50, 20_000),
+    Param("noise", "float", DEFAULT.noise, 0.0, 0.5, step=0.05),
+    Param("steps", "int", DEFAULT.steps, 100, 3000),
+    Param("lr", "float", DEFAULT.lr, 0.001, 0.05, step=0.001),
+    Param("prior", "float", DEFAULT.prior_scale, 0.1, 3.0, step=0.1),
+    Param("samples", "int", DEFAULT.samples, 4, 64),
+    Param("order", "choice", "own", choices=tuple(ORDERS)),
+    Param("seed", "int", 0, 0, 100_000),
+)
+PRESETS = {
+    "Half moons, two hidden layers": (
+        {},
+        "Before alignment the middle of the path forgets the task (its loss rises ~0.4 nats); after, the path is flat."),
+    "Narrow layers (8 units)": (
+        dict(width=8),
+        "With few units each permutation copy is coarse: alignment lowers the barrier but can leave a bump."),
+    "One hidden layer": (
+        dict(depth=1, width=16),
+        "One layer, one linear assignment: the descent is exact, and the barrier is gone."),
+    "Three hidden layers": (
+        dict(depth=3),
+        "Three assignments solved in turn, a few sweeps: the barrier still collapses."),
+    "Little data, wide posteriors": (
+        dict(train=100),
+        "With 100 points the standard deviations are large: W₂ alignment and weight matching can pick different units."),
+    "MNIST subset": (
+        dict(task="mnist", width=64, depth=2, train=10_000, steps=1500, lr=0.003, samples=16),
+        "Digits instead of moons: the unaligned midpoint's loss rises ~0.9 nats, the aligned path stays flat."),
+}
+PRESET_DEFAULTS = {spec.name: spec.default for spec in SPECS if spec.name not in ("seed", "order")}
+PATH_STYLE = {"before": ("#D55E00", "solid", "circle"), "weights": ("#009E73", "dot", "square"),
+              "w2": ("#0072B2", "dash", "diamond")}
+PERSON_COLOURS = {"A": "#0072B2", "B": "#E69F00"}
+T_TICK_SECONDS = 0.6
+
+
+# ---------------------------------------------------------------------------------------------
+# Computation, shared by every session (results are read-only)
+# ---------------------------------------------------------------------------------------------
+
+@st.cache_resource(show_spinner="Reading MNIST…")
+def mnist(directory: str):
+    return load_mnist(directory)
+
+
+def dataset(config: align_lab.AlignConfig) -> align_lab.Dataset:
+    directory = str(data_directory()) if config.task == "mnist" else None
+    return ui.shared_result(("align_data", config.task, config.train_size, config.noise, config.seed, directory),
+                            lambda: align_lab.load_task(config, directory and mnist(directory)))
+
+
+def elbo_chart(steps, elbo, total_steps: int) -> dict:
+    traces = [ui.line(steps, elbo[:, i], f"q_{name} (seed {name})", PERSON_COLOURS[name], dash, width=2)
+              for i, (name, dash) in enumerate((("A", "solid"), ("B", "dash")))]
+    figure = ui.figure(traces, "Adam step", "ELBO per training point (nats)", "Training both posteriors", height=300)
+    figure["layout"]["xaxis"]["range"] = [0, total_steps]
+    return figure
+
+
+def trained_pair(config: align_lab.AlignConfig) -> align_lab.PosteriorPair:
+    """Both posteriors; trained live (progress bar and ELBO curves) the first time any session asks."""
+    def train():
+        bar = st.progress(0.0, text="Training q_A and q_B")
+        chart = st.empty()
+
+        def progress(step, steps, elbo_steps, elbo):
+            bar.progress(step / steps, text=f"Training q_A and q_B: Adam step {step} / {steps}")
+            chart.plotly_chart(elbo_chart(elbo_steps, elbo, steps), config={"displayModeBar": False})
+
+        pair = align_lab.train_pair(config, dataset(config), progress)
+        bar.empty()
+        chart.empty()
+        return pair
+
+    return ui.shared_result(("align_pair", config), train)
+
+
+def report(config: align_lab.AlignConfig) -> dict:
+    pair = trained_pair(config)
+    return ui.shared_result(("align_report", config), lambda: align_lab.alignment_report(pair, dataset(config)))
+
+
+def predictive_map(config: align_lab.AlignConfig, path: str, frame: int):
+    def compute():
+        rep = report(config)
+        t = rep["paths"][path]["t"][frame]
+        q = align.interpolate(trained_pair(config).qa, rep["_ends"][path], t)
+        return align_lab.predictive_grid(q, rep["_noise"], align_lab.moons_extent(dataset(config)))
+
+    return ui.shared_result(("align_map", config, path, frame), compute, capacity=256)
+
+
+# ---------------------------------------------------------------------------------------------
+# Controls
+# ---------------------------------------------------------------------------------------------
+
+def key(name: str) -> str:
+    return ui.widget_key(PAGE, name)
+
+
+def controls():
+    with st.sidebar:
+        st.subheader("Presets")
+        ui.preset_picker(PAGE, PRESETS, PRESET_DEFAULTS)
+        st.subheader("Task and network")
+        st.radio("Task", align_lab.TASKS, key=key("task"), horizontal=True,
+                 format_func={"moons": "half moons (2-D)", "mnist": "MNIST subset"}.get)
+        st.slider("Hidden units per layer", 2, 128, key=key("width"))
+        st.slider("Hidden layers", 1, 3, key=key("depth"))
+        st.number_input("Training points", 50, 20_000, step=50, key=key("train"),
+                        help="Moons: drawn from the seed. MNIST: the first images of the training set.")
+        if st.session_state[key("task")] == "moons":
+            st.slider("Noise on the moons", 0.0, 0.5, step=0.05, key=key("noise"))
+        st.subheader("Variational inference")
+        st.slider("Adam steps", 100, 3000, step=100, key=key("steps"))
+        st.slider("Learning rate", 0.001, 0.05, step=0.001, format="%.3f", key=key("lr"))
+        st.slider("Prior scale p (N(0, p²) on every weight)", 0.1, 3.0, step=0.1, key=key("prior"))
+        st.slider("Posterior samples per point of the path", 4, 64, key=key("samples"))
+        st.number_input("Seed", 0, 100_000, step=1, key=key("seed"),
+                        help="The data and both initialisations (q_A and q_B get different seeds derived from it).")
+        ui.new_seed_button(PAGE, help="Other data and initialisations; Reset replays the path from t = 0.")
+
+
+def config_from(values) -> align_lab.AlignConfig:
+    return align_lab.AlignConfig(
+        task=values["task"], width=values["width"], depth=values["depth"], train_size=values["train"],
+        noise=values["noise"], steps=values["steps"], lr=values["lr"], prior_scale=values["prior"],
+        samples=values["samples"], seed=values["seed"]).validate()
+
+
+# ---------------------------------------------------------------------------------------------
+# Panels
+# ---------------------------------------------------------------------------------------------
+
+def path_chart(rep: dict, metric: str, t: float) -> dict:
+    traces = []
+    for name, (colour, dash, symbol) in PATH_STYLE.items():
+        data = rep["paths"][name]
+        traces.append(ui.line(data["t"], data[metric], align_lab.PATH_TITLES[name], colour, dash, width=3,
+                              markers=True, symbol=symbol))
+    y_title = "test NLL of the predictive (nats)" if metric == "loss" else "test accuracy of the predictive"
+    title = "Loss along the path" if metric == "loss" else "Accuracy along the path"
+    return ui.figure(traces, "t (0: q_A, 1: q_B)", y_title, title,
+                     marks=[ui.vline(t, "#999999", f"t = {t:.2f}", dash="dot")], height=340)
+
+
+def map_chart(config, rep, path: str, frame: int, data: align_lab.Dataset) -> dict:
+    xs, ys, probability = predictive_map(config, path, frame)
+    heat = dict(type="heatmap", x=xs, y=ys, z=probability, zmin=0, zmax=1, colorscale="RdBu", reversescale=True,
+                showscale=path == "w2", colorbar=dict(title=dict(text="P(class 1)")), name="P(class 1)",
+                hovertemplate="x₁ %{x:.2f}<br>x₂ %{y:.2f}<br>P(class 1) %{z:.2f}<extra></extra>")
+    shown = slice(0, 300)
+    x, y = data.x_test[shown].numpy(), data.y_test[shown].numpy()
+    points = [dict(type="scatter", mode="markers", x=x[y == c, 0], y=x[y == c, 1], name=f"class {c}",
+                   marker=dict(color="#FFFFFF" if c == 0 else "#000000", symbol=symbol, size=6,
+                               line=dict(color="#000000", width=1)), showlegend=path == "before")
+              for c, symbol in ((0, "circle"), (1, "x"))]
+    t = rep["paths"][path]["t"][frame]
+    loss = rep["paths"][path]["loss"][frame]
+    figure = ui.figure([heat, *points], "x₁", "x₂", f"{align_lab.PATH_TITLES[path].capitalize()}: t = {t:.2f}, "
+                       f"loss {loss:.3f}", height=340)
+    figure["layout"]["xaxis"]["range"] = [float(xs[0]), float(xs[-1])]
+    figure["layout"]["yaxis"]["range"] = [float(ys[0]), float(ys[-1])]
+    return figure
+
+
+def path_player(config, rep: dict, data: align_lab.Dataset) -> None:
+    frames = config.path_points
+    state_key = ("align.path", config)
+    if st.session_state.get("align.playback_key") != state_key:
+        st.session_state["align.playback_key"] = state_key
+        st.session_state["align.playback"] = Playback(frames, frame=frames // 2)
+    playback = st.session_state["align.playback"]
+    tick = max(T_TICK_SECONDS, ui.server_settings().live.min_tick_seconds)
+
+    @st.fragment(run_every=tick if playback.playing else None)
+    def panel():
+        # Advance on the timer's runs only: pressing Play also reruns (the button, then the timer's start).
+        now = time.monotonic()
+        if playback.playing and now - st.session_state.get("align.last_tick", 0.0) >= 0.9 * tick:
+            playback.tick()
+            st.session_state["align.last_tick"] = now
+        cols = st.columns(4)
+        cols[0].button("Play", icon=":material/play_arrow:", on_click=playback.play, key="align.play",
+                       disabled=playback.playing, width="stretch", help="Walk from q_A (t = 0) to q_B (t = 1).")
+        cols[1].button("Pause", icon=":material/pause:", on_click=playback.pause, key="align.pause",
+                       disabled=not playback.playing, width="stretch")
+        cols[2].button("Step", icon=":material/skip_next:", on_click=lambda: (playback.pause(), playback.step()),
+                       key="align.step", disabled=playback.at_end, width="stretch")
+        cols[3].button("Reset", icon=":material/replay:", on_click=playback.reset, key="align.reset",
+                       width="stretch", help="Back to t = 0 (q_A); the same posteriors.")
+        frame = playback.frame
+        t = rep["paths"]["before"]["t"][frame]
+        st.progress(frame / max(frames - 1, 1), text=f"t = {t:.2f}  (point {frame} of {frames - 1})")
+        chart_config = {"displayModeBar": False} if playback.playing else {}
+        left, right = st.columns(2)
+        left.plotly_chart(path_chart(rep, "loss", t), key="align.loss_path", config=chart_config)
+        right.plotly_chart(path_chart(rep, "accuracy", t), key="align.accuracy_path", config=chart_config)
+        if config.task == "moons":
+            for column, path in zip(st.columns(2), ("before", "w2")):
+                column.plotly_chart(map_chart(config, rep, path, frame, data), key=f"align.map_{path}",
+                                    config=chart_config)
+            st.caption(f"The predictive P(class 1) of the interpolated posterior at t (the average over "
+                       f"{config.samples} samples), with test points. Unaligned, the middle of the path averages "
+                       "units that do different jobs.")
+        if playback.playing != timer_on:
+            st.rerun()  # start or stop the timer: it is fixed when the fragment is defined
+
+    timer_on = playback.playing
+    panel()
+
+
+def headline(rep: dict) -> None:
+    cols = st.columns(4)
+    cols[0].metric("loss barrier before", f"{rep['barrier_before']:.3f}",
+                   help="max over t of the loss above the straight line between the endpoints' losses (nats).")
+    cols[1].metric("loss barrier after (W₂)", f"{rep['barrier_after']:.3f}",
+                   delta=f"{rep['barrier_after'] - rep['barrier_before']:.3f}", delta_color="inverse")
+    cols[2].metric("W₂(q_A, q_B) before", f"{rep['w2_before']:.2f}")
+    cols[3].metric("W₂ after alignment", f"{rep['w2_after']:.2f}",
+                   delta=f"{rep['w2_after'] - rep['w2_before']:.2f}", delta_color="inverse")
+
+
+def summary_frame(rep: dict) -> pd.DataFrame:
+    rows = []
+    for name, title in align_lab.PATH_TITLES.items():
+        row = rep["summary"][name]
+        rows.append({"path": title, "W₂ distance": row["w2"], "‖μ_A − μ_B‖": row["mean_distance"],
+                     "loss barrier (nats)": row["barrier"], "accuracy drop": row["accuracy_barrier"],
+                     "units moved": " / ".join(map(str, row["units_moved"]))})
+    return pd.DataFrame(rows)
+
+
+def distance_chart(rep: dict) -> dict:
+    layers = [f"layer {i + 1}" for i in range(len(rep["sizes"]) - 1)]
+    bars = []
+    for name, (colour, _, _) in PATH_STYLE.items():
+        pattern = {"before": "", "weights": ".", "w2": "/"}[name]
+        bars.append(dict(type="bar", x=layers, y=rep["summary"][name]["layer_w2"], name=align_lab.PATH_TITLES[name],
+                         marker=dict(color=colour, pattern=dict(shape=pattern))))
+    figure = ui.figure(bars, "weight layer", "W₂ distance of the layer's weights", "Distance per layer", height=320)
+    figure["layout"]["barmode"] = "group"
+    return figure
+
+
+def assignment_chart(config, rep, index: int, order: str) -> dict:
+    pair = trained_pair(config)
+    perm = rep["_alignments"]["w2"].perms[index]
+    # Distances to q_B as the other layers' alignment leaves it, so that only this layer's order is in question.
+    others = [p if i != index else np.arange(len(p)) for i, p in enumerate(rep["_alignments"]["w2"].perms)]
+    cost = align.unit_distances(pair.qa, align.permute(pair.qb, others), index, "w2")
+    columns = perm if order == "aligned" else np.arange(len(perm))
+    shown = np.sqrt(np.maximum(cost[:, columns], 0.0))
+    width = len(perm)
+    heat = dict(type="heatmap", z=shown, x=np.arange(width), y=np.arange(width), colorscale="Viridis",
+                reversescale=True, colorbar=dict(title=dict(text="distance")), name="distance",
+                customdata=np.broadcast_to(columns, shown.shape),
+                hovertemplate="unit %{y} of q_A<br>unit %{customdata} of q_B<br>distance %{z:.3g}<extra></extra>")
+    matched_x = np.arange(width) if order == "aligned" else perm
+    marks = ui.points(matched_x, np.arange(width), "assigned pair", "#D55E00", "x", size=7 if width <= 64 else 4)
+    x_title = "unit of q_B" + (" (aligned order)" if order == "aligned" else "")
+    figure = ui.figure([heat, marks], x_title, "unit of q_A", f"Hidden layer {index + 1}: assignment", height=360)
+    figure["layout"]["yaxis"]["autorange"] = "reversed"
+    return figure
+
+
+def explanation() -> None:
+    st.markdown(r"""Two runs of mean-field VI from different seeds give $q_A = \mathcal N(\mu_A, \mathrm{diag}\, s_A^2)$
+and $q_B$. Permuting a hidden layer's units (rows of $W_l$, $b_l$ and the columns of $W_{l+1}$) gives the same
+function, so $q_B$ may simply sit in another permutation copy. **Alignment** picks per-layer permutation
+matrices $P_l$ minimising the squared 2-Wasserstein distance between the diagonal Gaussians,
+$$W_2^2 = \textstyle\sum_l \lVert \mu_A^l - P_l\, \mu_B^l P_{l-1}^\top\rVert^2 + \lVert s_A^l - P_l\, s_B^l P_{l-1}^\top\rVert^2,$$
+by coordinate descent: with the other layers fixed, the best $P_l$ is a **linear assignment** between the
+units of layer $l$ (Hungarian method on unit-to-unit distances; incoming weights, bias and outgoing
+weights, means and standard deviations). *Weight matching* is the same on the means alone.
+The **path** interpolates means and standard deviations, $q_t = \mathcal N((1-t)\mu_A + t\mu_B,\ ((1-t)s_A + ts_B)^2)$;
+its loss is the test NLL of the marginal predictive $\frac1S\sum_s p(y \mid x, w_s)$, $w_s \sim q_t$, and the
+**barrier** is $\max_t\, [L(t) - ((1-t)L(0) + tL(1))]$ (Rossi et al. 2023).""")
+
+
+def main():
+    values = ui.start_page(PAGE, SPECS, "Alignment",
+                           "Match two mean-field posteriors across permutations of their hidden units and watch the "
+                           "loss barrier between them disappear (Rossi, Singh, Hannagan 2023).", controls)
+    config = config_from(values)
+    try:
+        data = dataset(config)
+        rep = report(config)
+    except RuntimeError as error:  # diverged training, unreadable MNIST: say so, keep the controls
+        st.error(str(error), icon=":material/error:")
+        return
+    headline(rep)
+    sizes = "-".join(map(str, rep["sizes"]))
+    st.caption(f"{sizes} MLP, {config.steps} Adam steps ({rep['train_seconds']:.1f} s for both); test loss "
+               f"q_A {rep['loss_a']:.3f}, q_B {rep['loss_b']:.3f}; accuracy {rep['accuracy_a']:.3f} / "
+               f"{rep['accuracy_b']:.3f}. Alignment: {rep['sweeps']} sweep(s) of coordinate descent, "
+               f"{'converged' if rep['converged'] else 'stopped before converging'}, "
+               f"{rep['align_seconds'] * 1000:.0f} ms for both objectives.")
+    path_player(config, rep, data)
+    explanation()
+    st.subheader("Distances")
+    left, right = st.columns([1, 1])
+    left.plotly_chart(distance_chart(rep), key="align.distances")
+    with right:
+        summary = summary_frame(rep)
+        st.dataframe(summary, hide_index=True)
+        st.caption("W₂ alignment minimises the first column, weight matching the second. “units moved”: units "
+                   "per hidden layer that the permutation sends elsewhere. The endpoints' losses differ a little "
+                   "between paths: the same sampled ε lands on other units once q_B is permuted.")
+    with st.expander("Training curves"):
+        pair = trained_pair(config)
+        st.plotly_chart(elbo_chart(pair.elbo_steps, pair.elbo, config.steps), key="align.elbo")
+        elbo = pd.DataFrame({"step": pair.elbo_steps, "elbo_a": pair.elbo[:, 0], "elbo_b": pair.elbo[:, 1]})
+        ui.csv_download(elbo, f"align_elbo_seed{config.seed}.csv", "ELBO (CSV)", "align.csv_elbo")
+    st.subheader("Assignments")
+    st.radio("Units of q_B", list(ORDERS), format_func=ORDERS.get, key=key("order"), horizontal=True)
+    st.caption("Distance between each unit of q_A and each unit of q_B (W₂ terms of the unit's incoming weights, "
+               "bias and outgoing weights); × marks the pair the alignment matched. In the aligned order the "
+               "matches run down the diagonal: the permutation matrix P_l.")
+    for column, index in zip(st.columns(config.depth), range(config.depth)):
+        column.plotly_chart(assignment_chart(config, rep, index, values["order"]), key=f"align.assignment_{index}")
+    path_rows = pd.DataFrame({"t": rep["paths"]["before"]["t"],
+                              **{f"{metric}_{name}": rep["paths"][name][metric]
+                                 for name in align_lab.PATHS for metric in ("loss", "accuracy")}})
+    perms = pd.DataFrame({f"layer_{i + 1}": p for i, p in enumerate(rep["permutations"])}) \
+        if len(set(map(len, rep["permutations"]))) == 1 else pd.DataFrame()
+    d1, d2, d3, _ = st.columns([1, 1, 1, 1])
+    with d1:
+        ui.csv_download(path_rows, f"align_path_seed{config.seed}.csv", "Paths (CSV)", "align.csv_path")
+    with d2:
+        ui.csv_download(summary, f"align_summary_seed{config.seed}.csv", "Distances (CSV)", "align.csv_summary")
+    with d3:
+        ui.csv_download(perms.rename_axis("unit_of_a").reset_index(), f"align_permutations_seed{config.seed}.csv",
+                        "Permutations (CSV)", "align.csv_perms")
+
+
+main()

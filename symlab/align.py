@@ -1,0 +1,266 @@
+"""Aligning two mean-field Gaussian posteriors of an MLP across hidden-unit permutations, and the
+loss barrier between them (Rossi et al. 2023, SCIENCE.md §6).
+
+A posterior is a :class:`DiagonalGaussian`: means and standard deviations, each a list of layers
+``[(W₁, b₁), …]`` of float64 arrays laid out as in :mod:`symlab.symmetry`. q_B is aligned to q_A by
+per-layer permutations P_l minimising the squared 2-Wasserstein distance between the diagonal Gaussians,
+
+    W₂²(q_A, P·q_B) = Σ_l ‖μ_A^l − P_l μ_B^l P_{l−1}ᵀ‖² + ‖s_A^l − P_l s_B^l P_{l−1}ᵀ‖²,
+
+by coordinate descent over hidden layers: with the others fixed, the best P_l is a linear
+assignment between the units of layer l. Weight matching (Ainsworth et al.) is the same descent on
+the means alone.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from scipy.optimize import linear_sum_assignment
+
+from . import symmetry
+
+OBJECTIVES = ("w2", "means")  # W₂ between the Gaussians; weight matching on the means
+
+
+@dataclass(frozen=True)
+class DiagonalGaussian:
+    """q(w) = Π N(w_i; μ_i, s_i²) over an MLP's weights and biases, layer by layer."""
+
+    means: list
+    sds: list
+
+    def __post_init__(self):
+        means, sds = symmetry.as_layers(self.means), symmetry.as_layers(self.sds)
+        if [W.shape for W, _ in means] != [W.shape for W, _ in sds]:
+            raise ValueError("means and standard deviations must have the same layer shapes")
+        if means[0][0].ndim != 2:
+            raise ValueError("a DiagonalGaussian holds one network, not a batch")
+        if any(np.any(W < 0) or np.any(b < 0) for W, b in sds):
+            raise ValueError("standard deviations must be >= 0")
+        object.__setattr__(self, "means", means)
+        object.__setattr__(self, "sds", sds)
+
+    @property
+    def sizes(self) -> tuple[int, ...]:
+        return (self.means[0][0].shape[1], *(W.shape[0] for W, _ in self.means))
+
+    @property
+    def hidden(self) -> tuple[int, ...]:
+        return self.sizes[1:-1]
+
+
+def identity_permutations(q: DiagonalGaussian) -> list[np.ndarray]:
+    return [np.arange(h) for h in q.hidden]
+
+
+def permute(q: DiagonalGaussian, perms) -> DiagonalGaussian:
+    """q with hidden layer l's units reordered by ``perms[l]`` (new unit k = old unit perms[l][k]),
+    means and standard deviations alike: the same distribution over functions."""
+    means, sds = q.means, q.sds
+    for index, perm in enumerate(perms):
+        perm = np.asarray(perm)
+        means = symmetry.permute_units(means, index, perm)
+        sds = symmetry.permute_units(sds, index, perm)
+    return DiagonalGaussian(means, sds)
+
+
+def layer_distances(qa: DiagonalGaussian, qb: DiagonalGaussian, objective: str = "w2") -> np.ndarray:
+    """Squared distance per layer: ‖μ_A − μ_B‖² (+ ‖s_A − s_B‖² for ``"w2"``)."""
+    _check_pair(qa, qb, objective)
+    parts = [qa.means, qb.means] + ([qa.sds, qb.sds] if objective == "w2" else [])
+    totals = np.zeros(len(qa.means))
+    for a, b in zip(parts[::2], parts[1::2]):
+        totals += [np.sum((Wa - Wb) ** 2) + np.sum((ba - bb) ** 2) for (Wa, ba), (Wb, bb) in zip(a, b)]
+    return totals
+
+
+def w2_distance(qa: DiagonalGaussian, qb: DiagonalGaussian) -> float:
+    """The 2-Wasserstein distance between two diagonal Gaussians: √(‖μ_A − μ_B‖² + ‖s_A − s_B‖²)."""
+    return math.sqrt(float(layer_distances(qa, qb, "w2").sum()))
+
+
+def mean_distance(qa: DiagonalGaussian, qb: DiagonalGaussian) -> float:
+    """‖μ_A − μ_B‖, the distance weight matching minimises."""
+    return math.sqrt(float(layer_distances(qa, qb, "means").sum()))
+
+
+def _check_pair(qa: DiagonalGaussian, qb: DiagonalGaussian, objective: str) -> None:
+    if qa.sizes != qb.sizes:
+        raise ValueError(f"the posteriors are of different networks: {qa.sizes} and {qb.sizes}")
+    if objective not in OBJECTIVES:
+        raise ValueError(f"objective must be one of {OBJECTIVES} (got {objective!r})")
+
+
+def unit_features(layers, index: int, incoming: bool = True, outgoing: bool = True) -> np.ndarray:
+    """Each unit of hidden layer ``index`` as one row: its incoming weights and bias, then its
+    outgoing weights. Permuting the layer permutes the rows; permuting a neighbouring layer
+    permutes the columns alike in both networks, so inner products of rows stay comparable."""
+    W_in, b_in = layers[index]
+    pieces = [W_in, b_in[:, None]] if incoming else []
+    if outgoing:
+        pieces.append(layers[index + 1][0].T)
+    return np.concatenate(pieces, axis=1)
+
+
+def unit_similarity(qa: DiagonalGaussian, qb: DiagonalGaussian, index: int, objective: str = "w2",
+                    incoming: bool = True, outgoing: bool = True) -> np.ndarray:
+    """S[i, j] = ⟨unit i of q_A, unit j of q_B⟩ over means (and standard deviations for ``"w2"``).
+    Over permutations P of layer ``index``, Σ_i S[i, P(i)] is the distance up to a constant."""
+    sets = [(qa.means, qb.means)] + ([(qa.sds, qb.sds)] if objective == "w2" else [])
+    return sum(unit_features(a, index, incoming, outgoing) @ unit_features(b, index, incoming, outgoing).T
+               for a, b in sets)
+
+
+def unit_distances(qa: DiagonalGaussian, qb: DiagonalGaussian, index: int, objective: str = "w2") -> np.ndarray:
+    """D[i, j] = squared distance between unit i of q_A and unit j of q_B (incoming weights, bias
+    and outgoing weights; means, and standard deviations for ``"w2"``): the assignment's cost matrix."""
+    sets = [(qa.means, qb.means)] + ([(qa.sds, qb.sds)] if objective == "w2" else [])
+    total = 0.0
+    for a, b in sets:
+        fa, fb = unit_features(a, index), unit_features(b, index)
+        total = total + np.sum((fa[:, None, :] - fb[None, :, :]) ** 2, axis=-1)
+    return total
+
+
+@dataclass(frozen=True)
+class Alignment:
+    perms: list            # per hidden layer: aligned unit k of q_B = unit perms[l][k] of q_B
+    objective: str
+    sweeps: int            # full passes of coordinate descent over the layers
+    converged: bool        # the last pass changed no permutation
+    history: list          # squared distance after initialisation and after each pass
+    start: str             # the start it descended from: "identity", "incoming" or "outgoing"
+
+
+def _assign(similarity: np.ndarray) -> np.ndarray:
+    _, cols = linear_sum_assignment(similarity, maximize=True)
+    return cols
+
+
+def _squared_distance(qa, qb, perms, objective) -> float:
+    return float(layer_distances(qa, permute(qb, perms), objective).sum())
+
+
+def incoming_matching(qa: DiagonalGaussian, qb: DiagonalGaussian, objective: str = "w2") -> list[np.ndarray]:
+    """One forward pass: each layer's permutation from its incoming weights alone, given the layers
+    before it. The inputs are never permuted, so a permuted copy of q_A is recovered exactly."""
+    perms = identity_permutations(qb)
+    for index in range(len(perms)):
+        aligned = permute(qb, perms)
+        perms[index] = perms[index][_assign(unit_similarity(qa, aligned, index, objective, outgoing=False))]
+    return perms
+
+
+def outgoing_matching(qa: DiagonalGaussian, qb: DiagonalGaussian, objective: str = "w2") -> list[np.ndarray]:
+    """The same pass backwards: each layer's permutation from its outgoing weights alone, given the
+    layers after it (the outputs are never permuted either)."""
+    perms = identity_permutations(qb)
+    for index in reversed(range(len(perms))):
+        aligned = permute(qb, perms)
+        perms[index] = perms[index][_assign(unit_similarity(qa, aligned, index, objective, incoming=False))]
+    return perms
+
+
+def align(qa: DiagonalGaussian, qb: DiagonalGaussian, objective: str = "w2", max_sweeps: int = 100) -> Alignment:
+    """Permutations of q_B's hidden units bringing it closest to q_A, by coordinate descent.
+
+    Each sweep passes over the hidden layers; each step solves one layer's linear assignment
+    exactly with the other layers fixed, so the distance never increases. A sweep that changes
+    nothing ends it (a fixed point: no single layer can improve). Coordinate descent finds a local
+    minimum, so it runs from three starts: the identity (the result is never farther than the
+    unaligned q_B), :func:`incoming_matching` and :func:`outgoing_matching` (each recovers a
+    permuted copy of q_A exactly), and keeps the closest result."""
+    _check_pair(qa, qb, objective)
+    if not (isinstance(max_sweeps, int) and max_sweeps >= 1):
+        raise ValueError(f"max_sweeps must be a whole number >= 1 (got {max_sweeps!r})")
+    starts = {"identity": identity_permutations(qb), "incoming": incoming_matching(qa, qb, objective),
+              "outgoing": outgoing_matching(qa, qb, objective)}
+    results = [_descend(qa, qb, perms, objective, max_sweeps, name) for name, perms in starts.items()]
+    return min(results, key=lambda result: result.history[-1])
+
+
+def _descend(qa, qb, perms, objective, max_sweeps, start) -> Alignment:
+    history = [_squared_distance(qa, qb, perms, objective)]
+    converged, sweeps = False, 0
+    while sweeps < max_sweeps and not converged:
+        sweeps += 1
+        converged = True
+        for index in range(len(perms)):
+            aligned = permute(qb, perms)
+            step = _assign(unit_similarity(qa, aligned, index, objective))
+            if not np.array_equal(step, np.arange(len(step))):
+                # Ties (equal units, e.g. all pruned to the prior) could make the solver swap them
+                # back and forth: accept a change only when it strictly lowers the distance.
+                candidate = list(perms)
+                candidate[index] = perms[index][step]
+                if _squared_distance(qa, qb, candidate, objective) < _squared_distance(qa, qb, perms, objective):
+                    perms, converged = candidate, False
+        history.append(_squared_distance(qa, qb, perms, objective))
+    return Alignment(perms, objective, sweeps, converged, history, start)
+
+
+# ---------------------------------------------------------------------------------------------
+# The path between two posteriors
+# ---------------------------------------------------------------------------------------------
+
+def interpolate(qa: DiagonalGaussian, qb: DiagonalGaussian, t: float) -> DiagonalGaussian:
+    """(1 − t)·q_A + t·q_B on means and on standard deviations (t = 0: q_A, t = 1: q_B, exactly)."""
+    _check_pair(qa, qb, "w2")
+
+    def mix(a, b):
+        return [((1 - t) * Wa + t * Wb, (1 - t) * ba + t * bb) for (Wa, ba), (Wb, bb) in zip(a, b)]
+
+    return DiagonalGaussian(mix(qa.means, qb.means), mix(qa.sds, qb.sds))
+
+
+def standard_noise(sizes, samples: int, seed: int) -> list:
+    """ε for ``samples`` draws of every weight: one list of (E_W[S, out, in], e_b[S, out]) float32
+    tensors, reused at every point of a path (common random numbers: smooth curves)."""
+    g = torch.Generator().manual_seed(seed)
+    return [(torch.randn(samples, o, i, generator=g), torch.randn(samples, o, generator=g))
+            for i, o in zip(sizes[:-1], sizes[1:])]
+
+
+def predictive_log_probs(q: DiagonalGaussian, noise, x: torch.Tensor) -> torch.Tensor:
+    """log of the marginal predictive (1/S) Σ_s softmax(f(x; μ + s ⊙ ε_s)), ``[n, classes]``. The
+    forward pass runs in float32 (it is only an evaluation); q itself stays float64."""
+    h = x.to(torch.float32)
+    last = len(q.means) - 1
+    for index, ((mW, mb), (sW, sb), (eW, eb)) in enumerate(zip(q.means, q.sds, noise)):
+        W = torch.from_numpy(mW).float() + torch.from_numpy(sW).float() * eW
+        b = torch.from_numpy(mb).float() + torch.from_numpy(sb).float() * eb
+        h = torch.matmul(h, W.transpose(-1, -2)) + b[:, None, :]
+        if index < last:
+            h = torch.relu(h)
+    log_probs = torch.log_softmax(h, dim=-1)
+    return torch.logsumexp(log_probs, dim=0) - math.log(log_probs.shape[0])
+
+
+def evaluate(q: DiagonalGaussian, noise, x: torch.Tensor, y: torch.Tensor) -> tuple[float, float]:
+    """(NLL of the marginal predictive in nats per point, its accuracy) on (x, y)."""
+    with torch.no_grad():
+        log_probs = predictive_log_probs(q, noise, x)
+    nll = -log_probs.gather(1, y[:, None]).mean()
+    accuracy = (log_probs.argmax(1) == y).float().mean()
+    return float(nll), float(accuracy)
+
+
+def path(qa: DiagonalGaussian, qb: DiagonalGaussian, ts, noise, x, y) -> dict:
+    """Loss and accuracy of the marginal predictive along (1 − t)q_A + t q_B for each t in ``ts``."""
+    rows = [evaluate(interpolate(qa, qb, float(t)), noise, x, y) for t in ts]
+    return {"t": [float(t) for t in ts], "loss": [r[0] for r in rows], "accuracy": [r[1] for r in rows]}
+
+
+def barrier(ts, values, higher_is_worse: bool = True) -> float:
+    """Height of the barrier along a path: max_t [v(t) − ((1 − t)v(0) + t·v(1))] for a loss (for an
+    accuracy, the largest drop below the straight line). 0 when the path never rises above it."""
+    ts, values = np.asarray(ts, dtype=np.float64), np.asarray(values, dtype=np.float64)
+    if ts.ndim != 1 or ts.shape != values.shape or ts.size < 2 or ts[0] != 0 or ts[-1] != 1:
+        raise ValueError("a barrier needs values at points t from 0 to 1 (first 0, last 1)")
+    straight = (1 - ts) * values[0] + ts * values[-1]
+    gap = values - straight if higher_is_worse else straight - values
+    return float(max(gap.max(), 0.0))

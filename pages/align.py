@@ -47,13 +47,14 @@ PRESETS = {
         "With 100 points the standard deviations are large: W₂ alignment and weight matching can pick different units."),
     "MNIST subset": (
         dict(task="mnist", width=64, depth=2, train=10_000, steps=1500, lr=0.003, samples=16),
-        "Digits instead of moons: the unaligned midpoint's loss rises ~0.9 nats, the aligned path stays flat."),
+        "Digits instead of moons: the unaligned path rises 0.7–0.9 nats above its ends, the aligned one stays flat."),
 }
 PRESET_DEFAULTS = {spec.name: spec.default for spec in SPECS if spec.name not in ("seed", "order")}
 PATH_STYLE = {"before": ("#D55E00", "solid", "circle"), "weights": ("#009E73", "dot", "square"),
               "w2": ("#0072B2", "dash", "diamond")}
 PERSON_COLOURS = {"A": "#0072B2", "B": "#E69F00"}
 T_TICK_SECONDS = 0.6
+COLOUR_BAR_MARGIN = 110  # px right of a heatmap for its colour bar (ui.figure's margins are fixed)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -72,7 +73,7 @@ def dataset(config: align_lab.AlignConfig) -> align_lab.Dataset:
 
 
 def elbo_chart(steps, elbo, total_steps: int) -> dict:
-    traces = [ui.line(steps, elbo[:, i], f"q_{name} (seed {name})", PERSON_COLOURS[name], dash, width=2)
+    traces = [ui.line(steps, elbo[:, i], f"q_{name}", PERSON_COLOURS[name], dash, width=2)
               for i, (name, dash) in enumerate((("A", "solid"), ("B", "dash")))]
     figure = ui.figure(traces, "Adam step", "ELBO per training point (nats)", "Training both posteriors", height=300)
     figure["layout"]["xaxis"]["range"] = [0, total_steps]
@@ -163,7 +164,7 @@ def path_chart(rep: dict, metric: str, t: float) -> dict:
     y_title = "test NLL of the predictive (nats)" if metric == "loss" else "test accuracy of the predictive"
     title = "Loss along the path" if metric == "loss" else "Accuracy along the path"
     return ui.figure(traces, "t (0: q_A, 1: q_B)", y_title, title,
-                     marks=[ui.vline(t, "#999999", f"t = {t:.2f}", dash="dot")], height=340)
+                     marks=[ui.vline(t, "#999999", "", dash="dot")], height=340)  # t is in the bar above
 
 
 def map_chart(config, rep, path: str, frame: int, data: align_lab.Dataset) -> dict:
@@ -181,6 +182,7 @@ def map_chart(config, rep, path: str, frame: int, data: align_lab.Dataset) -> di
     loss = rep["paths"][path]["loss"][frame]
     figure = ui.figure([heat, *points], "x₁", "x₂", f"{align_lab.PATH_TITLES[path].capitalize()}: t = {t:.2f}, "
                        f"loss {loss:.3f}", height=340)
+    figure["layout"]["margin"]["r"] = COLOUR_BAR_MARGIN
     figure["layout"]["xaxis"]["range"] = [float(xs[0]), float(xs[-1])]
     figure["layout"]["yaxis"]["range"] = [float(ys[0]), float(ys[-1])]
     return figure
@@ -247,20 +249,25 @@ def summary_frame(rep: dict) -> pd.DataFrame:
     rows = []
     for name, title in align_lab.PATH_TITLES.items():
         row = rep["summary"][name]
-        rows.append({"path": title, "W₂ distance": row["w2"], "‖μ_A − μ_B‖": row["mean_distance"],
-                     "loss barrier (nats)": row["barrier"], "accuracy drop": row["accuracy_barrier"],
-                     "units moved": " / ".join(map(str, row["units_moved"]))})
+        rows.append({"path": title, "W₂": row["w2"], "‖μ_A − μ_B‖": row["mean_distance"],
+                     "barrier (nats)": row["barrier"], "acc. drop": row["accuracy_barrier"],
+                     "moved": " / ".join(map(str, row["units_moved"]))})
     return pd.DataFrame(rows)
 
 
+SUMMARY_COLUMNS = {name: st.column_config.NumberColumn(format="%.3f")
+                   for name in ("W₂", "‖μ_A − μ_B‖", "barrier (nats)", "acc. drop")}
+
+
 def distance_chart(rep: dict) -> dict:
-    layers = [f"layer {i + 1}" for i in range(len(rep["sizes"]) - 1)]
+    depth = len(rep["sizes"]) - 2
+    layers = [f"into hidden {i + 1}" for i in range(depth)] + ["into the output"]
     bars = []
     for name, (colour, _, _) in PATH_STYLE.items():
         pattern = {"before": "", "weights": ".", "w2": "/"}[name]
         bars.append(dict(type="bar", x=layers, y=rep["summary"][name]["layer_w2"], name=align_lab.PATH_TITLES[name],
-                         marker=dict(color=colour, pattern=dict(shape=pattern))))
-    figure = ui.figure(bars, "weight layer", "W₂ distance of the layer's weights", "Distance per layer", height=320)
+                         marker=dict(color=colour, pattern=dict(shape=pattern)), showlegend=True))
+    figure = ui.figure(bars, "", "W₂ distance of the layer", "Distance per layer (weights and biases)", height=320)
     figure["layout"]["barmode"] = "group"
     return figure
 
@@ -272,17 +279,22 @@ def assignment_chart(config, rep, index: int, order: str) -> dict:
     others = [p if i != index else np.arange(len(p)) for i, p in enumerate(rep["_alignments"]["w2"].perms)]
     cost = align.unit_distances(pair.qa, align.permute(pair.qb, others), index, "w2")
     columns = perm if order == "aligned" else np.arange(len(perm))
-    shown = np.sqrt(np.maximum(cost[:, columns], 0.0))
+    distance = np.sqrt(np.maximum(cost[:, columns], 0.0))
+    # Relative to each row's nearest unit of q_B: some units are far from everything (large weights),
+    # and raw distances would paint whole rows and columns.
+    shown = distance - distance.min(axis=1, keepdims=True)
     width = len(perm)
     heat = dict(type="heatmap", z=shown, x=np.arange(width), y=np.arange(width), colorscale="Viridis",
-                reversescale=True, colorbar=dict(title=dict(text="distance")), name="distance",
-                customdata=np.broadcast_to(columns, shown.shape),
-                hovertemplate="unit %{y} of q_A<br>unit %{customdata} of q_B<br>distance %{z:.3g}<extra></extra>")
+                reversescale=True, colorbar=dict(title=dict(text="− row min")), name="distance",
+                customdata=np.stack([np.broadcast_to(columns, shown.shape), distance], axis=-1),
+                hovertemplate="unit %{y} of q_A<br>unit %{customdata[0]} of q_B<br>distance %{customdata[1]:.3g}"
+                              "<br>above the row's nearest %{z:.3g}<extra></extra>")
     matched_x = np.arange(width) if order == "aligned" else perm
     marks = ui.points(matched_x, np.arange(width), "assigned pair", "#D55E00", "x", size=7 if width <= 64 else 4)
     x_title = "unit of q_B" + (" (aligned order)" if order == "aligned" else "")
     figure = ui.figure([heat, marks], x_title, "unit of q_A", f"Hidden layer {index + 1}: assignment", height=360)
     figure["layout"]["yaxis"]["autorange"] = "reversed"
+    figure["layout"]["margin"]["r"] = COLOUR_BAR_MARGIN
     return figure
 
 
@@ -315,7 +327,8 @@ def main():
     sizes = "-".join(map(str, rep["sizes"]))
     st.caption(f"{sizes} MLP, {config.steps} Adam steps ({rep['train_seconds']:.1f} s for both); test loss "
                f"q_A {rep['loss_a']:.3f}, q_B {rep['loss_b']:.3f}; accuracy {rep['accuracy_a']:.3f} / "
-               f"{rep['accuracy_b']:.3f}. Alignment: {rep['sweeps']} sweep(s) of coordinate descent, "
+               f"{rep['accuracy_b']:.3f}. Alignment: {rep['sweeps']} sweep{'s' if rep['sweeps'] != 1 else ''} "
+               "of coordinate descent, "
                f"{'converged' if rep['converged'] else 'stopped before converging'}, "
                f"{rep['align_seconds'] * 1000:.0f} ms for both objectives.")
     path_player(config, rep, data)
@@ -323,12 +336,14 @@ def main():
     st.subheader("Distances")
     left, right = st.columns([1, 1])
     left.plotly_chart(distance_chart(rep), key="align.distances")
+    summary = summary_frame(rep)
     with right:
-        summary = summary_frame(rep)
-        st.dataframe(summary, hide_index=True)
-        st.caption("W₂ alignment minimises the first column, weight matching the second. “units moved”: units "
-                   "per hidden layer that the permutation sends elsewhere. The endpoints' losses differ a little "
-                   "between paths: the same sampled ε lands on other units once q_B is permuted.")
+        st.dataframe(summary, hide_index=True, column_config=SUMMARY_COLUMNS, width="stretch")
+        st.caption("W₂ alignment minimises the W₂ column, weight matching the ‖μ_A − μ_B‖ column; where both pick "
+                   "the same permutations their lines on the path charts coincide. “acc. drop”: the accuracy's largest "
+                   "fall below the straight line. “moved”: units per hidden layer that the permutation sends "
+                   "elsewhere. The endpoints' losses differ a little between "
+                   "paths: the same sampled ε lands on other units once q_B is permuted.")
     with st.expander("Training curves"):
         pair = trained_pair(config)
         st.plotly_chart(elbo_chart(pair.elbo_steps, pair.elbo, config.steps), key="align.elbo")
@@ -337,8 +352,9 @@ def main():
     st.subheader("Assignments")
     st.radio("Units of q_B", list(ORDERS), format_func=ORDERS.get, key=key("order"), horizontal=True)
     st.caption("Distance between each unit of q_A and each unit of q_B (W₂ terms of the unit's incoming weights, "
-               "bias and outgoing weights); × marks the pair the alignment matched. In the aligned order the "
-               "matches run down the diagonal: the permutation matrix P_l.")
+               "bias and outgoing weights), minus the row's smallest: 0 marks each unit of q_A's nearest unit of "
+               "q_B. × marks the pair the alignment matched (one per row and column, so not always the nearest). "
+               "In the aligned order the matches run down the diagonal: the permutation matrix P_l.")
     for column, index in zip(st.columns(config.depth), range(config.depth)):
         column.plotly_chart(assignment_chart(config, rep, index, values["order"]), key=f"align.assignment_{index}")
     path_rows = pd.DataFrame({"t": rep["paths"]["before"]["t"],

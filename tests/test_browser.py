@@ -108,7 +108,7 @@ def test_deep_link_on_a_freshly_started_server(page, browser_errors):
         assert page.get_by_text("does not seem to exist").count() == 0
         links = page.locator('[data-testid="stSidebarNav"] a').all_inner_texts()
         assert [link.splitlines()[-1] for link in links] == ["Home", "Mode interpolation", "Tractable BNN", "MNIST",
-                                                             "Symmetry explorer"]
+                                                             "Symmetry explorer", "Alignment"]
         assert float(metric_value(page, "α⁻¹‖μ*‖")) < 0.01  # α = 6 > α*: on one mode
         browser_errors.wait_for_idle_network(page)
         page.goto("about:blank")  # before this server stops: its reconnection attempts would fail
@@ -163,9 +163,9 @@ def test_home_page_links_to_each_lab(page, server_url):
     page.get_by_role("heading", name="SymLab").wait_for()
     wait_for_run(page)
     links = page.locator('[data-testid="stMain"] [data-testid="stPageLink"] a')
-    assert links.count() == 4
+    assert links.count() == 5
     assert [text.splitlines()[-1] for text in links.all_inner_texts()] == [
-        "Mode interpolation", "Tractable BNN", "MNIST", "Symmetry explorer"]
+        "Mode interpolation", "Tractable BNN", "MNIST", "Symmetry explorer", "Alignment"]
     save_screenshot(page, "home")
     links.filter(has_text="Tractable BNN").click()
     page.wait_for_url(re.compile(r"/toy\?"))
@@ -219,6 +219,12 @@ SHARED_LINKS = {  # every URL-bound control, at a value other than its default (
                  {"Part": "Permutations in training", "Hidden width": "64", "Hidden layers": "2",
                   "SGD learning rate (MLPs)": "0.05", "SGD steps": "500", "Learning-rate schedule": "constant",
                   "Sort units by": "weight to the first next unit", "Seed": "3"}),
+    # Half moons still (MNIST hides the noise slider and reads the digits); small and short, so it trains in ~2 s.
+    "align": ("width=16&depth=1&train=200&noise=0.2&steps=300&lr=0.02&prior=0.5&samples=8&order=aligned&seed=3",
+              {"Task": "half moons (2-D)", "Hidden units per layer": "16", "Hidden layers": "1",
+               "Training points": "200", "Noise on the moons": "0.2", "Adam steps": "300", "Learning rate": "0.02",
+               "Prior scale p (N(0, p²) on every weight)": "0.5", "Posterior samples per point of the path": "8",
+               "Seed": "3", "Units of q_B": "in the aligned order"}),
 }
 
 
@@ -343,3 +349,116 @@ def test_symmetry_explorer_doubles_and_removes_the_mode_and_modes_crowd_with_wid
     assert distance["y"][-1] < distance["y"][0] / 100  # the nearest copy closes in as the width grows
     assert all(0 < d < b for d, b in zip(distance["y"], bound["y"]))
     save_screenshot(page, "symmetry_proximity")
+
+
+# The alignment lab: its plots by title (Streamlit's theme wraps titles in <b>), each trace's plotted data.
+# A fragment run that ends in st.rerun() (the players' Play and Pause: the timer is fixed when the fragment is
+# defined) leaves its output on the page, marked stale, until the app's run finishes: for a moment the player and
+# its charts show twice. Read and click only the current run's elements.
+FRESH = '[data-testid="stElementContainer"][data-stale="false"]'
+ALIGN_PLOT_JS = """title => { const plot = [...document.querySelectorAll('.js-plotly-plot')]
+    .find(p => !p.closest('[data-stale="true"]') && p.layout && p.layout.title
+               && p.layout.title.text.replace(/<[^>]+>/g, '') === title);
+    return plot && {traces: plot._fullData.map(trace => ({name: trace.name, x: Array.from(trace.x || []),
+                                                          y: Array.from(trace.y || [])})),
+                    x_title: plot.layout.xaxis.title.text, marks: (plot.layout.shapes || []).map(s => s.x0)}; }"""
+ALIGN_T_JS = """() => { const bar = [...document.querySelectorAll('[data-testid="stProgress"]')]
+    .find(e => !e.closest('[data-stale="true"]') && e.innerText.startsWith('t = '));
+    const m = bar && /^t = ([\\d.]+)\\s+\\(point (\\d+) of 20\\)/.exec(bar.innerText);
+    return m ? {t: m[1], point: Number(m[2])} : null; }"""
+
+
+def fresh_button(page, name):
+    return page.locator(FRESH).get_by_role("button", name=name, exact=True)
+
+
+def align_t(page):
+    return page.evaluate(ALIGN_T_JS)
+
+
+def wait_for_align_point(page, point, timeout_ms=30_000):
+    page.wait_for_function(f"point => {{ const now = ({ALIGN_T_JS})(); return now && now.point === point; }}",
+                           arg=point, timeout=timeout_ms)
+
+
+def barrier(ts, losses):
+    """max over t of the loss above the straight line between the endpoints' losses (symlab.align.barrier)."""
+    return max(loss - ((1 - t) * losses[0] + t * losses[-1]) for t, loss in zip(ts, losses))
+
+
+def test_alignment_collapses_the_loss_barrier_and_the_path_plays(page, server_url):
+    # Tall: Streamlit scrolls inside its own container, so a screenshot shows the viewport only.
+    page.set_viewport_size({"width": 1500, "height": 4200})
+    page.goto(f"{server_url}/align")
+    # The first session to open the default link trains both posteriors live (~5-10 s): progress and ELBO.
+    page.locator('[data-testid="stProgress"]', has_text="Training q_A and q_B: Adam step").wait_for(timeout=60_000)
+    page.wait_for_function(f"() => ({ALIGN_PLOT_JS})('Training both posteriors')", timeout=60_000)
+    page.locator('[data-testid="stMetric"]', has_text="loss barrier before").wait_for(timeout=180_000)
+    wait_for_run(page, timeout_ms=180_000)
+    assert page.url.startswith(f"{server_url}/align?task=moons&width=64&depth=2&")
+    assert "order=own" in page.url and "seed=0" in page.url
+    assert page.locator('[data-testid="stProgress"]', has_text="Training q_A").count() == 0
+
+    # Seed 0 computes about 0.40 and 0.001: the barrier collapses; W₂ between the posteriors shrinks.
+    before, after = float(metric_value(page, "loss barrier before")), float(metric_value(page, "loss barrier after"))
+    assert before > 0.2 and after < 0.05, (before, after)
+    assert float(metric_value(page, "W₂ after alignment")) < float(metric_value(page, "W₂(q_A, q_B) before"))
+
+    loss = page.evaluate(ALIGN_PLOT_JS, "Loss along the path")
+    assert loss["x_title"] == "t (0: q_A, 1: q_B)" and loss["marks"] == [0.5]
+    paths = {trace["name"]: trace for trace in loss["traces"]}
+    assert list(paths) == ["unaligned", "weight matching", "W₂ alignment"]
+    for trace in paths.values():
+        assert len(trace["x"]) == len(trace["y"]) == 21 and trace["x"][0] == 0 and trace["x"][-1] == 1
+    unaligned, aligned = paths["unaligned"]["y"], paths["W₂ alignment"]["y"]
+    assert max(unaligned) > max(unaligned[0], unaligned[-1]) + 0.2  # the middle of the path forgets the task
+    ts = paths["W₂ alignment"]["x"]
+    assert all(abs(y - ((1 - t) * aligned[0] + t * aligned[-1])) < 0.05 for t, y in zip(ts, aligned))
+    # The headline numbers are those of the plotted paths.
+    assert abs(barrier(paths["unaligned"]["x"], unaligned) - before) < 0.001
+    assert abs(barrier(ts, aligned) - after) < 0.001
+    assert page.evaluate(ALIGN_PLOT_JS, "Accuracy along the path") is not None
+    assert page.evaluate("() => document.querySelectorAll('.js-plotly-plot .hm image').length") == 4  # 2 maps, 2 layers
+
+    with page.expect_download() as download_info:
+        page.get_by_role("button", name="Paths (CSV)").click()
+    csv_text = open(download_info.value.path()).read().splitlines()
+    assert csv_text[0] == "t,loss_before,accuracy_before,loss_weights,accuracy_weights,loss_w2,accuracy_w2"
+    assert len(csv_text) == 22
+
+    # The player: Step, Reset, Play, Pause.
+    assert align_t(page) == {"t": "0.50", "point": 10}
+    fresh_button(page, "Step").click()
+    wait_for_align_point(page, 11)
+    assert align_t(page) == {"t": "0.55", "point": 11}
+    page.wait_for_function(f"() => ({ALIGN_PLOT_JS})('Loss along the path')?.marks[0] === 0.55")
+    fresh_button(page, "Reset").click()
+    wait_for_align_point(page, 0)
+    assert align_t(page) == {"t": "0.00", "point": 0}
+    wait_for_run(page)
+    fresh_button(page, "Play").click()
+    page.wait_for_function(f"() => {{ const now = ({ALIGN_T_JS})(); return now && now.point >= 2; }}",
+                           timeout=30_000)  # 0.6 s a point
+    fresh_button(page, "Pause").click()
+    fresh_button(page, "Play").and_(page.locator(":enabled")).wait_for()
+    wait_for_run(page)
+    paused = align_t(page)
+    assert 2 <= paused["point"] < 20, paused
+    page.wait_for_timeout(2000)  # three ticks' time: it stays where it was paused
+    assert align_t(page) == paused
+    assert page.evaluate(ALIGN_PLOT_JS, "Loss along the path")["marks"] == [float(paused["t"])]
+    assert page.locator('[data-testid="stException"]').count() == 0
+
+    # Units of q_B in the aligned order: in the URL, and the matched pairs run down the diagonal.
+    page.get_by_role("radiogroup", name="Units of q_B").get_by_text("in the aligned order", exact=True).click()
+    page.wait_for_url(re.compile(r"[?&]order=aligned(&|$)"))
+    page.wait_for_function(
+        f"() => ({ALIGN_PLOT_JS})('Hidden layer 1: assignment')?.x_title === 'unit of q_B (aligned order)'")
+    wait_for_run(page)
+    for layer in (1, 2):
+        assignment = page.evaluate(ALIGN_PLOT_JS, f"Hidden layer {layer}: assignment")
+        pairs = next(trace for trace in assignment["traces"] if trace["name"] == "assigned pair")
+        assert pairs["x"] == pairs["y"] == list(range(64))
+    assert page.locator('[data-testid="stException"]').count() == 0
+    page.mouse.move(0, 0)  # no tooltip over the page
+    save_screenshot(page, "align")

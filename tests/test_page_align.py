@@ -72,7 +72,7 @@ def test_default_link_shows_the_barrier_collapse():
     assert len(titled(at, "Hidden layer")) == 2
     summary = at.dataframe[0].value
     assert list(summary["path"]) == ["unaligned", "weight matching", "W₂ alignment"]
-    assert summary["loss barrier (nats)"].iloc[0] > summary["loss barrier (nats)"].iloc[2]
+    assert summary["barrier (nats)"].iloc[0] > summary["barrier (nats)"].iloc[2]
     assert len(at.get("download_button")) == 4
     assert dict(at.query_params) == {"task": "moons", "width": "64", "depth": "2", "train": "1000",
                                      "noise": "0.15", "steps": "2000", "lr": "0.01", "prior": "1.0",

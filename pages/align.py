@@ -1,8 +1,6 @@
 """Alignment lab: two mean-field posteriors of one MLP, matched across permutations, and the loss
 barrier between them before and after (Rossi et al. 2023)."""
 
-import time
-
 import numpy as np
 import pandas as pd
 import streamlit as st
@@ -10,7 +8,6 @@ import streamlit as st
 from pages import ui
 from symlab import align, align_lab
 from symlab.mnist_data import data_directory, load_mnist
-from symlab.playback import Playback
 from symlab.urlstate import Param
 
 PAGE = "align"
@@ -189,37 +186,12 @@ def map_chart(config, rep, path: str, frame: int, data: align_lab.Dataset) -> di
 
 
 def path_player(config, rep: dict, data: align_lab.Dataset) -> None:
-    frames = config.path_points
-    state_key = ("align.path", config)
-    if st.session_state.get("align.playback_key") != state_key:
-        st.session_state["align.playback_key"] = state_key
-        st.session_state["align.playback"] = Playback(frames, frame=frames // 2)
-    playback = st.session_state["align.playback"]
-    tick = max(T_TICK_SECONDS, ui.server_settings().live.min_tick_seconds)
+    ts = rep["paths"]["before"]["t"]
 
-    @st.fragment(run_every=tick if playback.playing else None)
-    def panel():
-        # Advance on the timer's runs only: pressing Play also reruns (the button, then the timer's start).
-        now = time.monotonic()
-        if playback.playing and now - st.session_state.get("align.last_tick", 0.0) >= 0.9 * tick:
-            playback.tick()
-            st.session_state["align.last_tick"] = now
-        cols = st.columns(4)
-        cols[0].button("Play", icon=":material/play_arrow:", on_click=playback.play, key="align.play",
-                       disabled=playback.playing, width="stretch", help="Walk from q_A (t = 0) to q_B (t = 1).")
-        cols[1].button("Pause", icon=":material/pause:", on_click=playback.pause, key="align.pause",
-                       disabled=not playback.playing, width="stretch")
-        cols[2].button("Step", icon=":material/skip_next:", on_click=lambda: (playback.pause(), playback.step()),
-                       key="align.step", disabled=playback.at_end, width="stretch")
-        cols[3].button("Reset", icon=":material/replay:", on_click=playback.reset, key="align.reset",
-                       width="stretch", help="Back to t = 0 (q_A); the same posteriors.")
-        frame = playback.frame
-        t = rep["paths"]["before"]["t"][frame]
-        st.progress(frame / max(frames - 1, 1), text=f"t = {t:.2f}  (point {frame} of {frames - 1})")
-        chart_config = {"displayModeBar": False} if playback.playing else {}
+    def draw(frame, chart_config):
         left, right = st.columns(2)
-        left.plotly_chart(path_chart(rep, "loss", t), key="align.loss_path", config=chart_config)
-        right.plotly_chart(path_chart(rep, "accuracy", t), key="align.accuracy_path", config=chart_config)
+        left.plotly_chart(path_chart(rep, "loss", ts[frame]), key="align.loss_path", config=chart_config)
+        right.plotly_chart(path_chart(rep, "accuracy", ts[frame]), key="align.accuracy_path", config=chart_config)
         if config.task == "moons":
             for column, path in zip(st.columns(2), ("before", "w2")):
                 column.plotly_chart(map_chart(config, rep, path, frame, data), key=f"align.map_{path}",
@@ -227,11 +199,12 @@ def path_player(config, rep: dict, data: align_lab.Dataset) -> None:
             st.caption(f"The predictive P(class 1) of the interpolated posterior at t (the average over "
                        f"{config.samples} samples), with test points. Unaligned, the middle of the path averages "
                        "units that do different jobs.")
-        if playback.playing != timer_on:
-            st.rerun()  # start or stop the timer: it is fixed when the fragment is defined
 
-    timer_on = playback.playing
-    panel()
+    frames = len(ts)
+    ui.frame_player("align", ("align.path", config), frames, frames // 2, T_TICK_SECONDS,
+                    lambda frame: f"t = {ts[frame]:.2f}  (point {frame} of {frames - 1})", draw,
+                    play_help="Walk from q_A (t = 0) to q_B (t = 1).",
+                    reset_help="Back to t = 0 (q_A); the same posteriors.")
 
 
 def headline(rep: dict) -> None:

@@ -1,8 +1,6 @@
 """Symmetry explorer: the posterior modulo its symmetries, and how close equivalent modes are
 (Laurent et al. 2024; Gelberg et al. 2024, Thm 3.1)."""
 
-import time
-
 import numpy as np
 import pandas as pd
 import streamlit as st
@@ -10,7 +8,6 @@ import streamlit as st
 from pages import ui
 from symlab import symmetry, symmetry_lab, toy
 from symlab.mnist_data import load_mnist
-from symlab.playback import Playback
 from symlab.urlstate import Param
 
 PAGE = "symmetry"
@@ -259,42 +256,16 @@ and regroups the points; sorting the units by $v$ then removes the swap, keeping
 
 
 def epoch_player(run, stages, extents, config):
-    frames = len(stages)
-    state_key = ("symmetry.epochs", config)
-    if st.session_state.get("symmetry.playback_key") != state_key:
-        st.session_state["symmetry.playback_key"] = state_key
-        st.session_state["symmetry.playback"] = Playback(frames, frame=frames - 1)
-    playback = st.session_state["symmetry.playback"]
-    tick = max(EPOCH_TICK_SECONDS, ui.server_settings().live.min_tick_seconds)
-
-    @st.fragment(run_every=tick if playback.playing else None)
-    def panel():
-        # Advance on the timer's runs only: pressing Play also reruns (the button, then the timer's start).
-        now = time.monotonic()
-        if playback.playing and now - st.session_state.get("symmetry.last_tick", 0.0) >= 0.9 * tick:
-            playback.tick()
-            st.session_state["symmetry.last_tick"] = now
-        cols = st.columns(4)
-        cols[0].button("Play", icon=":material/play_arrow:", on_click=playback.play, key="symmetry.play",
-                       disabled=playback.playing, width="stretch", help="Replay training epoch by epoch.")
-        cols[1].button("Pause", icon=":material/pause:", on_click=playback.pause, key="symmetry.pause",
-                       disabled=not playback.playing, width="stretch")
-        cols[2].button("Step", icon=":material/skip_next:", on_click=lambda: (playback.pause(), playback.step()),
-                       key="symmetry.step", disabled=playback.at_end, width="stretch")
-        cols[3].button("Reset", icon=":material/replay:", on_click=playback.reset, key="symmetry.reset",
-                       width="stretch", help="Back to the initialisation (same seed).")
-        epoch = playback.frame
-        st.progress(epoch / max(frames - 1, 1), text=f"Epoch {epoch} / {frames - 1}")
-        chart_config = {"displayModeBar": False} if playback.playing else {}
+    def draw(epoch, chart_config):
         for column, name in zip(st.columns(3), symmetry_lab.REMOVAL_STAGES):
             weights = symmetry_lab.last_layer_weights(stages[epoch][name])
             column.plotly_chart(density_chart(weights, extents[name], symmetry_lab.STAGE_TITLES[name].capitalize()),
                                 key=f"symmetry.density_{name}", config=chart_config)
-        if playback.playing != timer_on:
-            st.rerun()  # start or stop the timer: it is fixed when the fragment is defined
 
-    timer_on = playback.playing
-    panel()
+    frames = len(stages)
+    ui.frame_player("symmetry", ("symmetry.epochs", config), frames, frames - 1, EPOCH_TICK_SECONDS,
+                    lambda epoch: f"Epoch {epoch} / {frames - 1}", draw, play_help="Replay training epoch by epoch.",
+                    reset_help="Back to the initialisation (same seed).")
 
 
 def mass_panel(cfg):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import threading
+import time
 from collections import OrderedDict
 from typing import Callable, Hashable, Sequence
 
@@ -12,6 +13,7 @@ import streamlit as st
 from streamlit.runtime.pages_manager import PagesManager
 
 from symlab.hosting import Hosting, SettingsError, is_hosted
+from symlab.playback import Playback
 from symlab.urlstate import Param, encode_query, parse_query
 
 # Okabe–Ito: distinguishable with every common colour-vision deficiency. Lines also differ
@@ -262,6 +264,44 @@ def shared_result(key: Hashable, compute: Callable, capacity: int = 24):
         while len(store) > capacity:
             store.popitem(last=False)
     return value
+
+
+def frame_player(name: str, state_key: Hashable, frames: int, start: int, tick_seconds: float,
+                 label: Callable[[int], str], draw: Callable[[int, dict], None], play_help: str,
+                 reset_help: str) -> None:
+    """Play / pause / step / reset over ``frames`` precomputed frames, in a fragment that ticks
+    every ``tick_seconds`` (at least the server's minimum) while playing: the buttons, a progress
+    bar captioned ``label(frame)``, then ``draw(frame, chart_config)``. The position is kept per
+    session and starts over at ``start`` when ``state_key`` changes (other settings)."""
+    if st.session_state.get(f"{name}.playback_key") != state_key:
+        st.session_state[f"{name}.playback_key"] = state_key
+        st.session_state[f"{name}.playback"] = Playback(frames, frame=start)
+    playback = st.session_state[f"{name}.playback"]
+    tick = max(tick_seconds, server_settings().live.min_tick_seconds)
+
+    @st.fragment(run_every=tick if playback.playing else None)
+    def panel():
+        # Advance on the timer's runs only: pressing Play also reruns (the button, then the timer's start).
+        now = time.monotonic()
+        if playback.playing and now - st.session_state.get(f"{name}.last_tick", 0.0) >= 0.9 * tick:
+            playback.tick()
+            st.session_state[f"{name}.last_tick"] = now
+        cols = st.columns(4)
+        cols[0].button("Play", icon=":material/play_arrow:", on_click=playback.play, key=f"{name}.play",
+                       disabled=playback.playing, width="stretch", help=play_help)
+        cols[1].button("Pause", icon=":material/pause:", on_click=playback.pause, key=f"{name}.pause",
+                       disabled=not playback.playing, width="stretch")
+        cols[2].button("Step", icon=":material/skip_next:", on_click=lambda: (playback.pause(), playback.step()),
+                       key=f"{name}.step", disabled=playback.at_end, width="stretch")
+        cols[3].button("Reset", icon=":material/replay:", on_click=playback.reset, key=f"{name}.reset",
+                       width="stretch", help=reset_help)
+        st.progress(playback.frame / max(frames - 1, 1), text=label(playback.frame))
+        draw(playback.frame, {"displayModeBar": False} if playback.playing else {})
+        if playback.playing != timer_on:
+            st.rerun()  # start or stop the timer: it is fixed when the fragment is defined
+
+    timer_on = playback.playing
+    panel()
 
 
 def csv_download(frame: pd.DataFrame, filename: str, label: str, key: str) -> None:

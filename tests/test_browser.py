@@ -191,9 +191,12 @@ CONTROLS_JS = """() => {
 
 
 def settled_controls(page, expected):
-    """The page's controls once the link's values show and the run that wrote the URL has finished."""
+    """The page's controls once the link's values show and the run that wrote the URL has finished.
+    "Presentation mode" is every lab's last control: until it shows, the sidebar is still being drawn
+    (a run with cached results can look finished between its first and last widgets)."""
     page.wait_for_function(f"expected => {{ const values = ({CONTROLS_JS})();"
-                           " return Object.entries(expected).every(([k, v]) => values[k] === v); }", arg=expected)
+                           " return Object.entries(expected).every(([k, v]) => values[k] === v)"
+                           " && 'Presentation mode' in values; }", arg=expected)
     wait_for_run(page)
     return page.evaluate(CONTROLS_JS)
 

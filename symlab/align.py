@@ -184,7 +184,8 @@ def align(qa: DiagonalGaussian, qb: DiagonalGaussian, objective: str = "w2", max
 
 
 def _descend(qa, qb, perms, objective, max_sweeps, start) -> Alignment:
-    history = [_squared_distance(qa, qb, perms, objective)]
+    current = _squared_distance(qa, qb, perms, objective)
+    history = [current]
     converged, sweeps = False, 0
     while sweeps < max_sweeps and not converged:
         sweeps += 1
@@ -197,9 +198,10 @@ def _descend(qa, qb, perms, objective, max_sweeps, start) -> Alignment:
                 # back and forth: accept a change only when it strictly lowers the distance.
                 candidate = list(perms)
                 candidate[index] = perms[index][step]
-                if _squared_distance(qa, qb, candidate, objective) < _squared_distance(qa, qb, perms, objective):
-                    perms, converged = candidate, False
-        history.append(_squared_distance(qa, qb, perms, objective))
+                distance = _squared_distance(qa, qb, candidate, objective)
+                if distance < current:
+                    perms, current, converged = candidate, distance, False
+        history.append(current)
     return Alignment(perms, objective, sweeps, converged, history, start)
 
 

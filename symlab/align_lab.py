@@ -19,27 +19,13 @@ import torch.nn.functional as F
 
 from . import align
 from .align import DiagonalGaussian
+from .checks import check, is_float, is_int
 
 TASKS = ("moons", "mnist")
 MNIST_TEST = 1000
 MOONS_TEST = 1000
 PATHS = ("before", "weights", "w2")  # unaligned; aligned by weight matching; aligned by W₂
 PATH_TITLES = {"before": "unaligned", "weights": "weight matching", "w2": "W₂ alignment"}
-
-
-def _check(checks) -> None:
-    problems = [message for ok, message in checks if not ok]
-    if problems:
-        raise ValueError("; ".join(problems))
-
-
-def _is_int(value, low, high) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
-
-
-def _is_float(value, low, high) -> bool:
-    return (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-            and low <= value <= high)
 
 
 @dataclass(frozen=True)
@@ -63,23 +49,23 @@ class AlignConfig:
     seed: int = 0
 
     def validate(self) -> "AlignConfig":
-        _check([
+        check([
             (self.task in TASKS, f"task must be one of {', '.join(TASKS)} (got {self.task!r})"),
-            (_is_int(self.width, 2, 512), f"width must be a whole number in [2, 512] (got {self.width!r})"),
-            (_is_int(self.depth, 1, 4), f"depth must be a whole number in [1, 4] (got {self.depth!r})"),
-            (_is_int(self.train_size, 10, 60_000),
+            (is_int(self.width, 2, 512), f"width must be a whole number in [2, 512] (got {self.width!r})"),
+            (is_int(self.depth, 1, 4), f"depth must be a whole number in [1, 4] (got {self.depth!r})"),
+            (is_int(self.train_size, 10, 60_000),
              f"train_size must be a whole number in [10, 60000] (got {self.train_size!r})"),
-            (_is_float(self.noise, 0.0, 1.0), f"noise must be a number in [0, 1] (got {self.noise!r})"),
-            (_is_int(self.steps, 1, 100_000), f"steps must be a whole number in [1, 100000] (got {self.steps!r})"),
-            (_is_int(self.batch, 1, 60_000), f"batch must be a whole number in [1, 60000] (got {self.batch!r})"),
-            (_is_float(self.lr, 1e-6, 1.0), f"lr must be a number in [1e-6, 1] (got {self.lr!r})"),
-            (_is_float(self.prior_scale, 1e-3, 100.0),
+            (is_float(self.noise, 0.0, 1.0), f"noise must be a number in [0, 1] (got {self.noise!r})"),
+            (is_int(self.steps, 1, 100_000), f"steps must be a whole number in [1, 100000] (got {self.steps!r})"),
+            (is_int(self.batch, 1, 60_000), f"batch must be a whole number in [1, 60000] (got {self.batch!r})"),
+            (is_float(self.lr, 1e-6, 1.0), f"lr must be a number in [1e-6, 1] (got {self.lr!r})"),
+            (is_float(self.prior_scale, 1e-3, 100.0),
              f"prior_scale must be a number in [0.001, 100] (got {self.prior_scale!r})"),
-            (_is_float(self.init_sd, 1e-6, 1.0), f"init_sd must be a number in [1e-6, 1] (got {self.init_sd!r})"),
-            (_is_int(self.samples, 1, 1000), f"samples must be a whole number in [1, 1000] (got {self.samples!r})"),
-            (_is_int(self.path_points, 3, 201),
+            (is_float(self.init_sd, 1e-6, 1.0), f"init_sd must be a number in [1e-6, 1] (got {self.init_sd!r})"),
+            (is_int(self.samples, 1, 1000), f"samples must be a whole number in [1, 1000] (got {self.samples!r})"),
+            (is_int(self.path_points, 3, 201),
              f"path_points must be a whole number in [3, 201] (got {self.path_points!r})"),
-            (_is_int(self.seed, 0, 2**31 - 1), f"seed must be a whole number in [0, 2^31) (got {self.seed!r})"),
+            (is_int(self.seed, 0, 2**31 - 1), f"seed must be a whole number in [0, 2^31) (got {self.seed!r})"),
         ])
         return self
 
@@ -93,6 +79,10 @@ class AlignConfig:
 # Data
 # ---------------------------------------------------------------------------------------------
 
+MOONS_CENTRE = np.array([0.5, 0.25])
+MOONS_SCALE = np.array([0.87, 0.5])  # the noise-free moons' standard deviation per axis, rounded
+
+
 def make_moons(points: int, noise: float, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """Two interleaved half circles (scikit-learn's recipe), centred and scaled to unit spread per axis."""
     upper = points // 2
@@ -104,9 +94,6 @@ def make_moons(points: int, noise: float, rng: np.random.Generator) -> tuple[np.
     order = rng.permutation(points)
     return ((xy - MOONS_CENTRE) / MOONS_SCALE)[order], labels[order]
 
-
-MOONS_CENTRE = np.array([0.5, 0.25])
-MOONS_SCALE = np.array([0.87, 0.5])  # the noise-free moons' standard deviation per axis, rounded
 
 
 @dataclass(frozen=True)
@@ -293,11 +280,6 @@ def alignment_report(pair: PosteriorPair, data: Dataset, progress=None) -> dict:
         "_ends": ends,
         "_noise": noise,
     }
-
-
-def public(report: dict) -> dict:
-    """The report without its objects (the ``_``-keys)."""
-    return {k: v for k, v in report.items() if not k.startswith("_")}
 
 
 def run(config: AlignConfig, mnist=None, progress=None) -> dict:

@@ -8,6 +8,7 @@ import math
 import sys
 
 from . import align_lab, modes, symmetry, symmetry_lab, toy
+from .checks import public
 
 
 # Larger whole numbers overflow the C integers of numpy, torch and SQLite (tracebacks, not messages),
@@ -539,7 +540,7 @@ def _perceptron_config(args) -> symmetry_lab.PerceptronConfig:
 
 def _run_perceptrons(args) -> dict:
     run = symmetry_lab.train_perceptrons(_perceptron_config(args), _stderr_progress(args, "epoch"))
-    return symmetry_lab.public(symmetry_lab.perceptron_report(run))
+    return public(symmetry_lab.perceptron_report(run))
 
 
 def _load_mnist(directory):
@@ -553,8 +554,8 @@ def _run_mass(args) -> dict:
     mnist = _load_mnist(args.data_dir)  # a bad --data-dir fails before any training
     perceptrons = symmetry_lab.train_perceptrons(_perceptron_config(args), _stderr_progress(args, "epoch"))
     mlps = symmetry_lab.train_mlps(config, mnist, _stderr_progress(args, "MLP step"))
-    return {"perceptrons": symmetry_lab.public(symmetry_lab.mass_report(perceptrons.epoch_layers(args.epochs))),
-            "mlps": {"config": symmetry_lab.asdict(config), **symmetry_lab.public(symmetry_lab.mass_report(mlps.layers))}}
+    return {"perceptrons": public(symmetry_lab.mass_report(perceptrons.epoch_layers(args.epochs))),
+            "mlps": {"config": symmetry_lab.asdict(config), **public(symmetry_lab.mass_report(mlps.layers))}}
 
 
 def _run_proximity(args) -> dict:
@@ -568,7 +569,7 @@ def _run_quality(args) -> dict:
     config = symmetry_lab.QualityConfig(
         toy=toy.ToyConfig(alpha=args.alpha, noise=args.noise, n_train=args.n_train, seed=args.seed),
         samples=args.samples, members=args.members, steps=args.steps)
-    return symmetry_lab.public(symmetry_lab.posterior_quality(config, _stderr_progress(args)))
+    return public(symmetry_lab.posterior_quality(config, _stderr_progress(args)))
 
 
 def _run_training(args) -> dict:
@@ -694,7 +695,7 @@ def _run_align(args) -> dict:
             tenths_shown.add(done * 10 // total)
             progress(done, total)
 
-    return align_lab.public(align_lab.run(config, mnist, by_tenths))
+    return public(align_lab.run(config, mnist, by_tenths))
 
 
 def _format_align(report: dict) -> str:

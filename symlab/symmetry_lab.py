@@ -22,21 +22,8 @@ import torch.nn.functional as F
 from scipy import ndimage
 
 from . import symmetry, toy
+from .checks import check, is_float, is_int
 from .mmd import mmd_aggregate
-
-
-def _check(checks) -> None:
-    for ok, message in checks:
-        if not ok:
-            raise ValueError(message)
-
-
-def _is_int(value, low, high) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
-
-
-def _is_float(value, low, high) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and low <= value <= high
 
 
 def _torch_init(generator, shape, fan_in, dtype=torch.float32):
@@ -78,15 +65,15 @@ class PerceptronConfig:
     seed: int = 0
 
     def validate(self) -> "PerceptronConfig":
-        _check([
-            (_is_int(self.nets, 10, 100_000), "nets must be an integer in [10, 100000]"),
-            (_is_int(self.epochs, 1, 100), "epochs must be an integer in [1, 100]"),
-            (_is_float(self.lr, 1e-6, 100), "lr must be in [1e-6, 100]"),
-            (_is_int(self.batch, 1, 10_000), "batch must be an integer in [1, 10000]"),
-            (_is_int(self.points, 2, 10_000), "points must be an integer in [2, 10000]"),
-            (_is_float(self.separation, 0.5, 10), "separation must be in [0.5, 10]"),
-            (_is_float(self.max_loss, 0, 100), "max_loss must be in [0, 100]"),
-            (_is_int(self.seed, 0, 2**31 - 1), "seed must be an integer in [0, 2^31)"),
+        check([
+            (is_int(self.nets, 10, 100_000), "nets must be an integer in [10, 100000]"),
+            (is_int(self.epochs, 1, 100), "epochs must be an integer in [1, 100]"),
+            (is_float(self.lr, 1e-6, 100), "lr must be in [1e-6, 100]"),
+            (is_int(self.batch, 1, 10_000), "batch must be an integer in [1, 10000]"),
+            (is_int(self.points, 2, 10_000), "points must be an integer in [2, 10000]"),
+            (is_float(self.separation, 0.5, 10), "separation must be in [0.5, 10]"),
+            (is_float(self.max_loss, 0, 100), "max_loss must be in [0, 100]"),
+            (is_int(self.seed, 0, 2**31 - 1), "seed must be an integer in [0, 2^31)"),
         ])
         return self
 
@@ -284,11 +271,6 @@ def mass_report(layers, inputs: np.ndarray | None = None) -> dict:
     }
 
 
-def public(report: dict) -> dict:
-    """A report without its private (non-JSON) entries, the keys starting with ``_``."""
-    return {k: public(v) if isinstance(v, dict) else v for k, v in report.items() if not k.startswith("_")}
-
-
 # ---------------------------------------------------------------------------------------------
 # MLPs trained on MNIST (mass, permutations during training)
 # ---------------------------------------------------------------------------------------------
@@ -312,17 +294,17 @@ class MlpConfig:
     seed: int = 0
 
     def validate(self) -> "MlpConfig":
-        _check([
-            (_is_int(self.width, 2, 1024), "width must be an integer in [2, 1024]"),
-            (_is_int(self.depth, 1, 3), "depth must be an integer in [1, 3]"),
-            (_is_int(self.instances, 1, 64), "instances must be an integer in [1, 64]"),
-            (_is_int(self.steps, 1, 20_000), "steps must be an integer in [1, 20000]"),
-            (_is_float(self.lr, 1e-6, 10), "lr must be in [1e-6, 10]"),
+        check([
+            (is_int(self.width, 2, 1024), "width must be an integer in [2, 1024]"),
+            (is_int(self.depth, 1, 3), "depth must be an integer in [1, 3]"),
+            (is_int(self.instances, 1, 64), "instances must be an integer in [1, 64]"),
+            (is_int(self.steps, 1, 20_000), "steps must be an integer in [1, 20000]"),
+            (is_float(self.lr, 1e-6, 10), "lr must be in [1e-6, 10]"),
             (self.schedule in SCHEDULES, f"schedule must be one of {SCHEDULES}"),
-            (_is_int(self.batch, 1, 4096), "batch must be an integer in [1, 4096]"),
-            (_is_int(self.train_size, 100, 60_000), "train_size must be an integer in [100, 60000]"),
+            (is_int(self.batch, 1, 4096), "batch must be an integer in [1, 4096]"),
+            (is_int(self.train_size, 100, 60_000), "train_size must be an integer in [100, 60000]"),
             (self.sort_key in symmetry.SORT_KEYS, f"sort_key must be one of {symmetry.SORT_KEYS}"),
-            (_is_int(self.seed, 0, 2**31 - 1), "seed must be an integer in [0, 2^31)"),
+            (is_int(self.seed, 0, 2**31 - 1), "seed must be an integer in [0, 2^31)"),
         ])
         return self
 
@@ -437,14 +419,14 @@ class ProximityConfig:
     seed: int = 0
 
     def validate(self) -> "ProximityConfig":
-        _check([
-            (len(self.widths) >= 1 and all(_is_int(w, 2, 16_384) for w in self.widths),
+        check([
+            (len(self.widths) >= 1 and all(is_int(w, 2, 16_384) for w in self.widths),
              "widths must be integers in [2, 16384]"),
-            (_is_int(self.d_in, 1, 64), "d_in must be an integer in [1, 64]"),
-            (_is_int(self.d_out, 1, 16), "d_out must be an integer in [1, 16]"),
+            (is_int(self.d_in, 1, 64), "d_in must be an integer in [1, 64]"),
+            (is_int(self.d_out, 1, 16), "d_out must be an integer in [1, 16]"),
             (self.weights in PROXIMITY_WEIGHTS, f"weights must be one of {PROXIMITY_WEIGHTS}"),
-            (_is_int(self.steps, 1, 10_000), "steps must be an integer in [1, 10000]"),
-            (_is_int(self.seed, 0, 2**31 - 1), "seed must be an integer in [0, 2^31)"),
+            (is_int(self.steps, 1, 10_000), "steps must be an integer in [1, 10000]"),
+            (is_int(self.seed, 0, 2**31 - 1), "seed must be an integer in [0, 2^31)"),
         ])
         return self
 
@@ -507,11 +489,11 @@ class QualityConfig:
 
     def validate(self) -> "QualityConfig":
         self.toy.validate()
-        _check([
-            (_is_int(self.samples, 10, 5000), "samples must be an integer in [10, 5000]"),
-            (_is_int(self.reference, 10, 20_000), "reference must be an integer in [10, 20000]"),
-            (_is_int(self.members, 2, 5000), "members must be an integer in [2, 5000]"),
-            (_is_int(self.steps, 1, 20_000), "steps must be an integer in [1, 20000]"),
+        check([
+            (is_int(self.samples, 10, 5000), "samples must be an integer in [10, 5000]"),
+            (is_int(self.reference, 10, 20_000), "reference must be an integer in [10, 20000]"),
+            (is_int(self.members, 2, 5000), "members must be an integer in [2, 5000]"),
+            (is_int(self.steps, 1, 20_000), "steps must be an integer in [1, 20000]"),
         ])
         return self
 

@@ -203,3 +203,15 @@ def new_page(browser, server_url, browser_errors):
 @pytest.fixture
 def page(new_page):
     return new_page()
+
+
+@pytest.fixture(scope="module")
+def one_torch_thread():
+    """As app.py sets for the server (SYMLAB live.torch_threads = 1), which AppTest does not run: with two
+    threads on this 2-core machine the batched perceptron training is now and then ~30× slower."""
+    import torch  # here, not at the top: the browser tests' servers and helpers never need it
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)

@@ -11,7 +11,7 @@ import torch.nn.functional as F
 from scipy.optimize import linear_sum_assignment
 from scipy.stats import norm
 
-from symlab import align, align_lab, symmetry
+from symlab import align, align_lab, checks, symmetry
 from symlab.align import DiagonalGaussian
 
 
@@ -324,7 +324,7 @@ def test_training_is_reproducible():
 
 def test_report_keys_and_consistency(small_run):
     _, pair, report = small_run
-    public = align_lab.public(report)
+    public = checks.public(report)
     for key in ("barrier_before", "barrier_after", "w2_before", "w2_after", "barrier_weight_matching",
                 "w2_weight_matching", "paths", "permutations", "summary"):
         assert key in public

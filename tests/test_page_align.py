@@ -10,7 +10,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
 from streamlit.testing.v1 import AppTest
 
 from symlab import align_lab
@@ -20,13 +19,7 @@ SMALL = {"width": "16", "depth": "1", "steps": "200", "samples": "8"}
 METRICS = {"loss barrier before", "loss barrier after (W₂)", "W₂(q_A, q_B) before", "W₂ after alignment"}
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_torch_thread():
-    """As app.py sets for the server, which AppTest does not run."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # tests/conftest.py
 
 
 def align_page(**query) -> AppTest:

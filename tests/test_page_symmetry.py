@@ -9,20 +9,12 @@ their speed; parts whose defaults are slow are opened with smaller settings.
 from pathlib import Path
 
 import pytest
-import torch
 from streamlit.testing.v1 import AppTest
 
 PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "symmetry.py")
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_torch_thread():
-    """As app.py sets for the server (SYMLAB live.torch_threads = 1), which AppTest does not run: with two
-    threads on this 2-core machine the batched perceptron training is now and then ~30× slower."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # tests/conftest.py
 
 
 def symmetry_page(**query) -> AppTest:

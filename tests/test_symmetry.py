@@ -10,7 +10,7 @@ import pytest
 from scipy import optimize
 from scipy.stats import kendalltau
 
-from symlab import symmetry, symmetry_lab, toy
+from symlab import checks, symmetry, symmetry_lab, toy
 from symlab.mmd import layerwise_mmd, mmd_aggregate
 from symlab.mnist_data import load_mnist
 
@@ -483,7 +483,7 @@ def test_mass_report_leaves_out_diverged_nets():
     report = symmetry_lab.mass_report(layers)
     assert report["nets"] == 8 and report["diverged"] == 2 and report["converged"] == 8
     assert report["ratio_max"] <= 1 + 1e-12 and report["ratio_min"] < report["ratio_median"]
-    assert "_result" not in symmetry_lab.public(report)
+    assert "_result" not in checks.public(report)
     bad = [(np.full_like(W, np.nan), b) for W, b in layers]
     with pytest.raises(RuntimeError, match="diverged"):
         symmetry_lab.mass_report(bad)

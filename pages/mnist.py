@@ -9,7 +9,8 @@ import streamlit as st
 
 from pages import ui
 from symlab import mnist_data, runs
-from symlab.mnist import DEVICES, METHODS, MnistConfig, resolve_device
+from symlab.blocks import PRIOR_KL_PER_PARAMETER
+from symlab.mnist import DEVICES, MAX_BLOCK_SIZE, METHODS, MI_ESTIMATORS, MnistConfig, resolve_device
 from symlab.urlstate import Param
 
 PAGE = "mnist"
@@ -19,7 +20,10 @@ SPECS = (
     Param("hidden", "int", DEFAULTS.hidden, 1, LIMITS.max_hidden),
     Param("depth", "int", DEFAULTS.depth, 1, LIMITS.max_depth),
     Param("method", "choice", DEFAULTS.method, choices=METHODS),
+    Param("mi", "choice", DEFAULTS.mi, choices=MI_ESTIMATORS),
     Param("K", "int", DEFAULTS.K, 2, 256),
+    Param("block", "int", DEFAULTS.block_size, 2, MAX_BLOCK_SIZE),
+    Param("rebuild", "int", DEFAULTS.rebuild_every, 1, 10_000),
     Param("epochs", "int", DEFAULTS.epochs, 1, LIMITS.max_epochs),
     Param("subset", "int", DEFAULTS.train_subset, 0, 60_000),
     Param("batch", "int", DEFAULTS.batch_size, 8, 2048),
@@ -78,7 +82,8 @@ def session_id() -> str:
 
 def config_from(values, method=None) -> MnistConfig:
     return MnistConfig(hidden=values["hidden"], depth=values["depth"], method=method or values["method"],
-                       K=values["K"], epochs=values["epochs"], batch_size=values["batch"], lr=values["lr"],
+                       K=values["K"], mi=values["mi"], block_size=values["block"],
+                       rebuild_every=values["rebuild"], epochs=values["epochs"], batch_size=values["batch"], lr=values["lr"],
                        prior_scale=values["prior"], init_sd=values["init_sd"], samples=values["samples"],
                        train_subset=values["subset"], seed=values["seed"], device=values["device"]).validate()
 
@@ -98,8 +103,17 @@ def controls():
         st.number_input("Hidden layers", 1, LIMITS.max_depth, step=1, key=key("depth"))
         st.segmented_control("Method", METHODS, key=key("method"),
                              format_func=lambda m: {"mfvi": "MFVI", "sgm": "SGM"}[m])
-        st.number_input("K (SGM's InfoNCE terms)", 2, 256, step=1, key=key("K"),
-                        disabled=st.session_state[key("method")] != "sgm")
+        sgm = st.session_state[key("method")] == "sgm"
+        st.segmented_control("SGM's estimate of I", MI_ESTIMATORS, key=key("mi"), disabled=not sgm,
+                             format_func=lambda m: {"infonce": "InfoNCE Î_K", "blocks": "Blocks I_H"}[m],
+                             help="InfoNCE: K − 1 random permutations per step. Blocks: the exact I of the subgroup "
+                                  "that permutes blocks of close units.")
+        infonce = st.session_state[key("mi")] == "infonce"
+        st.number_input("K (SGM's InfoNCE terms)", 2, 256, step=1, key=key("K"), disabled=not (sgm and infonce))
+        st.number_input("Block size B (units per block)", 2, MAX_BLOCK_SIZE, step=1, key=key("block"),
+                        disabled=not (sgm and not infonce))
+        st.number_input("Rebuild blocks every N steps", 1, 10_000, step=10, key=key("rebuild"),
+                        disabled=not (sgm and not infonce))
         st.subheader("Training")
         st.number_input("Epochs", 1, LIMITS.max_epochs, step=1, key=key("epochs"))
         st.number_input("Training subset (0 = all 60 000)", 0, 60_000, step=1000, key=key("subset"))
@@ -147,7 +161,8 @@ def launch(values, methods) -> None:
 def launch_panel(values):
     st.markdown("Runs train in their own processes: closing the tab or restarting the server does not lose them.")
     cols = st.columns(2)
-    method_name = "SGM" if values["method"] == "sgm" else "MFVI"
+    method_name = (("SGM blocks" if values["mi"] == "blocks" else "SGM InfoNCE") if values["method"] == "sgm"
+                   else "MFVI")
     if cols[0].button(f"Launch {method_name}", type="primary", icon=":material/rocket_launch:", key="mnist.launch",
                       width="stretch"):
         launch(values, [values["method"]])
@@ -166,7 +181,9 @@ def runs_frame(all_runs) -> pd.DataFrame:
                      "layers": run.config.depth, "seed": run.config.seed,
                      "epochs": f"{run.epoch}/{run.config.epochs}", "progress": run.progress,
                      "test acc": result.get("test_acc"), "NLL": result.get("test_nll"), "ECE": result.get("test_ece"),
-                     "I_K active": result.get("infonce_active"), "device": run.device,
+                     "I active": result.get("mi_active", result.get("infonce_active")),
+                     "J min": result.get("nearest_unit_kl_min"), "at prior": result.get("units_at_prior"),
+                     "device": run.device,
                      "from": run.source, "created": time.strftime("%Y-%m-%d %H:%M", time.localtime(run.created)),
                      "note": run.message})
     return pd.DataFrame(rows)
@@ -197,14 +214,16 @@ def run_controls(all_runs):
             st.rerun(scope="fragment")
 
 
-def curves_figure(history_by_run, labels, metric, title, y_title):
+def curves_figure(history_by_run, labels, metric, title, y_title, log_y=False, transform=None):
     traces = []
     for i, (run_id, history) in enumerate(history_by_run.items()):
-        if not history:
+        points = [(m["epoch"], transform(m) if transform else m.get(metric)) for m in history]
+        points = [(epoch, value) for epoch, value in points if value is not None]
+        if not points:
             continue
-        traces.append(ui.line([m["epoch"] for m in history], [m[metric] for m in history], labels[run_id],
+        traces.append(ui.line([epoch for epoch, _ in points], [value for _, value in points], labels[run_id],
                               *run_style(i), markers=True, symbol=SYMBOLS[i % len(SYMBOLS)]))
-    figure = ui.figure(traces, "epoch", y_title, title=title, height=300)
+    figure = ui.figure(traces, "epoch", y_title, title=title, height=300, log_y=log_y)
     last_epoch = max((len(history) for history in history_by_run.values()), default=1)
     figure["layout"]["xaxis"]["dtick"] = max(1, math.ceil(last_epoch / 10))  # whole epochs only
     return figure
@@ -238,7 +257,15 @@ def live_runs():
                                 "test acc": st.column_config.NumberColumn(format="%.4f"),
                                 "NLL": st.column_config.NumberColumn(format="%.4f"),
                                 "ECE": st.column_config.NumberColumn(format="%.4f"),
-                                "I_K active": st.column_config.NumberColumn(format="%.2f")})
+                                "I active": st.column_config.NumberColumn(
+                                    format="%.2f", help="fraction of SGM's steps in which Î had a gradient; for MFVI "
+                                                        "the fraction of end-of-epoch draws in which I_H would have"),
+                                "J min": st.column_config.NumberColumn(
+                                    format="%.4g", help="Jeffreys divergence (nats) between the two closest units' "
+                                                        "factors of q"),
+                                "at prior": st.column_config.NumberColumn(
+                                    format="%d", help="hidden units within "
+                                                      f"{PRIOR_KL_PER_PARAMETER:g} nats per parameter of the prior")})
     shown = [run for run in all_runs if run.status in runs.ACTIVE][-4:] or all_runs[-2:]
     history = reg.metrics(run.id for run in shown)
     labels = {run.id: run.label for run in shown}
@@ -248,7 +275,33 @@ def live_runs():
                          key="mnist.live_acc", config={"displayModeBar": False})
     cols[1].plotly_chart(curves_figure(history, labels, "train_elbo", "Train ELBO", "ELBO (nats)"),
                          key="mnist.live_elbo", config={"displayModeBar": False})
+    diagnostic_curves(history, labels, "mnist.live", config={"displayModeBar": False})
     ui.csv_download(frame, "mnist_runs.csv", "Runs table as CSV", key="mnist.runs_csv")
+    ui.csv_download(metrics_frame(history, labels), "mnist_live_epochs.csv", "Per-epoch metrics of these runs as CSV",
+                    key="mnist.live_csv")
+
+
+def block_mi_fraction(m) -> float | None:
+    """I_H / log|H| measured on q: 1 when every block's copies are apart, 0 when q is H-invariant."""
+    if m.get("block_mi") is None or not m.get("block_log_group_size"):
+        return None
+    return m["block_mi"] / m["block_log_group_size"]
+
+
+def diagnostic_curves(history, labels, key: str, **chart_options) -> None:
+    """How close q's units are, epoch by epoch: nearest-unit divergence, I_H / log|H|, units at the prior."""
+    cols = st.columns(3)
+    cols[0].plotly_chart(curves_figure(history, labels, "nearest_unit_kl_min", "Closest two units",
+                                       "Jeffreys divergence (nats, log)", log_y=True),
+                         key=f"{key}_nearest", **chart_options)
+    cols[1].plotly_chart(curves_figure(history, labels, None, "Block MI on q: I_H / log|H|", "fraction of log|H|",
+                                       transform=block_mi_fraction), key=f"{key}_block_mi", **chart_options)
+    cols[2].plotly_chart(curves_figure(history, labels, "units_at_prior", "Units at the prior", "hidden units"),
+                         key=f"{key}_prior", **chart_options)
+    st.caption("Closest two units: the Jeffreys divergence KL(q_j‖q_k) + KL(q_k‖q_j) between the two closest "
+               "hidden units' factors of q; a swap of units this far apart changes log q by about that much, so "
+               "below ~30 nats symmetrisation has a gradient. Block MI: I_H over greedy pairs (or blocks of B) of "
+               "close units, measured on q at the end of each epoch (8 draws), whether or not the run trains on it.")
 
 
 @st.fragment(run_every=REFRESH_SECONDS)
@@ -277,7 +330,7 @@ def method_styles(rows) -> dict[str, tuple[str, str, str]]:
     return {label: (*run_style(i), SYMBOLS[i % len(SYMBOLS)]) for i, label in enumerate(labels)}
 
 
-def width_figure(rows, styles, key_mean, key_std, y_title, title, scale=1.0):
+def width_figure(rows, styles, key_mean, key_std, y_title, title, scale=1.0, log_y=False):
     traces = []
     for label, (colour, dash, symbol) in styles.items():
         mine = sorted((row for row in rows if row["label"] == label and row[key_mean] is not None),
@@ -289,7 +342,7 @@ def width_figure(rows, styles, key_mean, key_std, y_title, title, scale=1.0):
         if key_std:
             trace["error_y"] = dict(type="data", array=[scale * row[key_std] for row in mine], visible=True)
         traces.append(trace)
-    figure = ui.figure(traces, "hidden units (width, log scale)", y_title, title=title, height=320)
+    figure = ui.figure(traces, "hidden units (width, log scale)", y_title, title=title, height=320, log_y=log_y)
     widths = sorted({row["hidden"] for row in rows})
     figure["layout"]["xaxis"].update(type="log", tickvals=widths, ticktext=[str(w) for w in widths])
     return figure
@@ -339,6 +392,15 @@ def results(values):
         else:
             cols[1].plotly_chart(width_figure(chosen, styles, "train_elbo_mean", "train_elbo_std", "train ELBO (nats)",
                                               "Train ELBO against width"), key="mnist.width_elbo")
+        cols = st.columns(2)
+        cols[0].plotly_chart(width_figure(chosen, styles, "nearest_unit_kl_min_mean", "nearest_unit_kl_min_std",
+                                          "Jeffreys divergence (nats, log)", "Closest two units against width",
+                                          log_y=True), key="mnist.width_nearest")
+        cols[1].plotly_chart(width_figure(chosen, styles, "units_at_prior_mean", "units_at_prior_std",
+                                          "hidden units", "Units at the prior against width"),
+                             key="mnist.width_prior")
+        st.caption("The measured counterpart of Thm 3.1: the closest pair of units in posterior units (nats), not "
+                   "relative to ‖w‖. Symmetrisation can only act where this is small (below ~30 nats).")
         table = pd.DataFrame([{k: v for k, v in row.items() if k != "run_ids"} for row in chosen])
         ui.csv_download(table, "mnist_table1.csv", "Table as CSV", key="mnist.table_csv")
     compare(values, all_runs)
@@ -372,6 +434,7 @@ def compare(values, all_runs):
                          key="mnist.cmp_nll")
     cols[2].plotly_chart(curves_figure(history, labels, "train_elbo", "Train ELBO", "ELBO (nats)"),
                          key="mnist.cmp_elbo")
+    diagnostic_curves(history, labels, "mnist.cmp")
     ui.csv_download(metrics_frame(history, labels), "mnist_epochs.csv", "Per-epoch metrics as CSV",
                     key="mnist.cmp_csv")
 

@@ -223,7 +223,7 @@ def _int_list(text: str) -> list[int]:
 
 
 def _add_mnist_options(p, *, sweep: bool) -> None:
-    from .mnist import DEVICES, METHODS, MnistConfig
+    from .mnist import DEVICES, MAX_BLOCK_SIZE, METHODS, MI_ESTIMATORS, MnistConfig
 
     defaults = MnistConfig()
     if sweep:
@@ -240,6 +240,13 @@ def _add_mnist_options(p, *, sweep: bool) -> None:
         p.add_argument("--seed", type=_int_at_least(0), default=defaults.seed)
         p.add_argument("--resume", type=_int_at_least(1), default=None, metavar="RUN_ID",
                        help="continue an interrupted, cancelled or failed run from its checkpoint")
+    p.add_argument("--mi", choices=MI_ESTIMATORS, default=defaults.mi,
+                   help="SGM's estimate of I: infonce (K random permutations, Thm 4.3) or blocks (exact I_H over "
+                        "blocks of close units, a subgroup H of the permutations)")
+    p.add_argument("--block-size", type=_int_at_least(2, MAX_BLOCK_SIZE), default=defaults.block_size,
+                   help=f"SGM blocks: units per block, 2 to {MAX_BLOCK_SIZE} (H = product of S_B)")
+    p.add_argument("--rebuild-every", type=_int_at_least(1), default=defaults.rebuild_every,
+                   help="SGM blocks: steps between rebuilds of the blocks from the current posterior")
     p.add_argument("--depth", type=_int_at_least(1), default=defaults.depth, help="hidden layers")
     p.add_argument("--epochs", type=_int_at_least(1), default=defaults.epochs)
     p.add_argument("--batch-size", type=_int_at_least(1), default=defaults.batch_size)
@@ -266,8 +273,11 @@ def _add_mnist(subparsers) -> None:
     p = subparsers.add_parser(
         "mnist", help="one MNIST run, MFVI or SGM, recorded in the run registry the app shows",
         description=("Train a Bayesian MLP on MNIST with mean-field VI (mfvi) or its symmetrised version "
-                     "(sgm: ELBO + InfoNCE estimate Î_K over random permutations of the hidden units), in "
-                     "this process, and report the final test accuracy, NLL, calibration error and ELBO. "
+                     "(sgm: ELBO + an estimate of I: InfoNCE Î_K over random permutations of the hidden units, "
+                     "or the exact I_H of a subgroup H that permutes blocks of close units), in this process, and "
+                     "report the final test accuracy, NLL, calibration error, ELBO, and per epoch how close q's "
+                     "units are (nearest-unit Jeffreys divergence, units at the prior) with the block estimate of "
+                     "I_H on q. "
                      "The run is registered like the app's runs; it does not wait in the app's queue."))
     _add_mnist_options(p, sweep=False)
     p.set_defaults(run=_run_mnist)
@@ -292,7 +302,8 @@ def _add_mnist(subparsers) -> None:
 def _mnist_config(args, **overrides):
     from .mnist import MnistConfig
 
-    values = dict(depth=args.depth, epochs=args.epochs, batch_size=args.batch_size, lr=args.lr,
+    values = dict(mi=args.mi, block_size=args.block_size, rebuild_every=args.rebuild_every,
+                  depth=args.depth, epochs=args.epochs, batch_size=args.batch_size, lr=args.lr,
                   prior_scale=args.prior_scale, init_sd=args.init_sd, samples=args.samples,
                   train_subset=args.train_subset, device=args.device)
     values.update(overrides)
@@ -334,8 +345,10 @@ def _train_registered(registry, config, quiet: bool, data_dir=None, resume_id=No
 def _run_report(registry, run) -> dict:
     report = {"run_id": run.id, "status": run.status, "message": run.message, "device": run.device,
               "config": run.config.to_dict()}
-    keys = ("epochs_done", "test_acc", "test_nll", "test_ece", "train_elbo", "train_elbo_sym", "mutual_info",
-            "infonce_active", "train_seconds")
+    keys = ("epochs_done", "test_acc", "test_nll", "test_ece", "train_elbo", "train_elbo_sym", "mi_estimator",
+            "mi_trained", "mutual_info", "log_group_size", "mi_active", "nearest_unit_kl_min",
+            "nearest_unit_kl_median", "units_at_prior", "block_mi", "block_log_group_size", "block_mi_active",
+            "sd_median", "train_seconds")
     report.update({key: (run.result or {}).get(key) for key in keys})
     report["history"] = registry.metrics([run.id])[run.id]
     return report
@@ -388,14 +401,28 @@ def _run_mnist_data(args) -> dict:
 
 
 def _format_mnist(report: dict) -> str:
+    estimator = (f"I estimated by {report['mi_estimator']} ("
+                 + ("trained on" if report["mi_trained"] else "measured on q, not trained on") + ")"
+                 if report.get("mi_estimator") else "")
     lines = [f"run #{report['run_id']}: {report['status']} on {report['device']}"
              + (f" ({report['message']})" if report["message"] else ""),
-             f"{'epoch':>5} {'test acc':>9} {'NLL':>7} {'ECE':>7} {'train ELBO':>13} {'ELBO + I_K':>13} {'s':>6}"]
+             estimator,
+             f"{'epoch':>5} {'test acc':>9} {'NLL':>7} {'ECE':>7} {'train ELBO':>13} {'ELBO + Î':>13} "
+             f"{'J min':>9} {'J median':>9} {'prior':>5} {'I_H':>8} {'log|H|':>8} {'s':>6}"]
     for m in report["history"]:
         sym = "" if m["train_elbo_sym"] is None else f"{m['train_elbo_sym']:.1f}"
         lines.append(f"{m['epoch']:5d} {m['test_acc']:9.4f} {m['test_nll']:7.4f} {m['test_ece']:7.4f} "
-                     f"{m['train_elbo']:13.1f} {sym:>13} {m['seconds']:6.1f}")
-    return "\n".join(lines)
+                     f"{m['train_elbo']:13.1f} {sym:>13} {_number(m.get('nearest_unit_kl_min')):>9} "
+                     f"{_number(m.get('nearest_unit_kl_median')):>9} {_number(m.get('units_at_prior')):>5} "
+                     f"{_number(m.get('block_mi')):>8} {_number(m.get('block_log_group_size')):>8} "
+                     f"{m['seconds']:6.1f}")
+    lines.append("J: Jeffreys divergence (nats) from a unit's factor of q to its nearest other unit's; prior: units "
+                 "at the prior; I_H: block estimate of the mutual information on q, at most log|H|.")
+    return "\n".join(line for line in lines if line)
+
+
+def _number(value) -> str:
+    return "—" if value is None else f"{value:.4g}"
 
 
 def _format_mnist_sweep(report: dict) -> str:

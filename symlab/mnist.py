@@ -18,10 +18,13 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from . import bnn
+from . import blocks, bnn
 from .mnist_data import PIXEL_MEAN, PIXEL_STD, Mnist
 
 METHODS = ("mfvi", "sgm")
+MI_ESTIMATORS = ("infonce", "blocks")
+MAX_BLOCK_SIZE = 5  # 5! = 120 permutations per block
+DIAGNOSTIC_DRAWS = 8  # draws of q for the end-of-epoch estimate of I_H
 DEVICES = ("auto", "cpu", "cuda")
 N_CLASSES, N_PIXELS = 10, 784
 ECE_BINS = 15
@@ -38,14 +41,19 @@ class TrainingStopped(Exception):
 
 @dataclass(frozen=True)
 class MnistConfig:
-    """One MNIST run. ``hidden`` units in each of ``depth`` hidden layers; ``K`` is SGM's number
-    of InfoNCE terms (the identity and K − 1 random permutations); ``samples`` weight samples
-    average the test predictions; ``train_subset`` (0 = all 60 000) draws a seeded subset."""
+    """One MNIST run. ``hidden`` units in each of ``depth`` hidden layers. SGM estimates I with
+    ``mi``: "infonce" (``K`` terms: the identity and K − 1 random permutations) or "blocks" (exact
+    I_H over blocks of up to ``block_size`` close units, rebuilt every ``rebuild_every`` steps).
+    ``samples`` weight samples average the test predictions; ``train_subset`` (0 = all 60 000)
+    draws a seeded subset."""
 
     hidden: int = 400
     depth: int = 1
     method: str = "mfvi"
     K: int = 16
+    mi: str = "infonce"
+    block_size: int = 2
+    rebuild_every: int = 100
     epochs: int = 10
     batch_size: int = 128
     lr: float = 1e-3
@@ -58,11 +66,15 @@ class MnistConfig:
 
     def validate(self) -> "MnistConfig":
         problems = []
-        for name in ("hidden", "depth", "epochs", "batch_size", "samples"):
+        for name in ("hidden", "depth", "epochs", "batch_size", "samples", "rebuild_every"):
             if not (isinstance(getattr(self, name), int) and getattr(self, name) >= 1):
                 problems.append(f"{name} must be a whole number >= 1 (got {getattr(self, name)!r})")
         if not (isinstance(self.K, int) and self.K >= 2):
             problems.append(f"K must be a whole number >= 2 (got {self.K!r})")
+        if not (isinstance(self.block_size, int) and 2 <= self.block_size <= MAX_BLOCK_SIZE):
+            problems.append(f"block_size must be a whole number from 2 to {MAX_BLOCK_SIZE} (got {self.block_size!r})")
+        if self.mi not in MI_ESTIMATORS:
+            problems.append(f"mi must be one of {', '.join(MI_ESTIMATORS)} (got {self.mi!r})")
         if not (isinstance(self.train_subset, int) and 0 <= self.train_subset <= 60_000):
             problems.append(f"train_subset must be 0 (all) or between 1 and 60000 (got {self.train_subset!r})")
         if not (isinstance(self.seed, int) and self.seed >= 0):
@@ -84,8 +96,14 @@ class MnistConfig:
         return bnn.Layout((N_PIXELS,) + (self.hidden,) * self.depth + (N_CLASSES,))
 
     @property
+    def method_label(self) -> str:
+        if self.method == "mfvi":
+            return "MFVI"
+        return f"SGM K={self.K}" if self.mi == "infonce" else f"SGM blocks B={self.block_size}"
+
+    @property
     def label(self) -> str:
-        method = f"SGM K={self.K}" if self.method == "sgm" else "MFVI"
+        method = self.method_label
         width = f"{self.hidden}" if self.depth == 1 else f"{self.depth}×{self.hidden}"
         return f"{method}, width {width}, seed {self.seed}"
 
@@ -156,14 +174,16 @@ class MnistTrainer:
         self.optimizer = torch.optim.Adam([self.mu, self.log_sd], lr=config.lr, fused=True)
         self.epoch = 0  # completed epochs
         self.history: list[dict] = []
+        self.block_plan: blocks.BlockPlan | None = None  # H(θ) for SGM with mi="blocks"
 
     @property
     def steps_per_epoch(self) -> int:
         return math.ceil(self.n_train / self.config.batch_size)
 
     def step(self, x, y, noise, perm_generator) -> dict:
-        """One Adam step on −(ELBO [+ Î_K]) / N from one minibatch and one weight draw
-        ω = μ + σ ⊙ noise; returns the step's estimates."""
+        """One Adam step on −(ELBO [+ Î]) / N from one minibatch and one weight draw
+        ω = μ + σ ⊙ noise; returns the step's estimates. SGM's Î is Î_K (InfoNCE) or Î_H over
+        ``block_plan``."""
         config, mu, log_sd = self.config, self.mu, self.log_sd
         with torch.no_grad():
             sd = log_sd.exp()
@@ -178,12 +198,19 @@ class MnistTrainer:
                                                                self.n_train)
         estimates = {"elbo": -self.n_train * nll.item() - kl.item()}
         if config.method == "sgm":
-            mutual_info, active = bnn.infonce(self.layout, w.detach(), noise, mu, log_sd, config.K, perm_generator)
+            if config.mi == "blocks":
+                mutual_info, active = blocks.block_mutual_info(self.layout, w.detach(), noise, mu, log_sd,
+                                                               self.block_plan)
+                log_group_size = self.block_plan.log_group_size
+            else:
+                mutual_info, active = bnn.infonce(self.layout, w.detach(), noise, mu, log_sd, config.K,
+                                                  perm_generator)
+                log_group_size = math.log(config.K)
             if active:
                 extra_mu, extra_log_sd = torch.autograd.grad(-mutual_info.float() / self.n_train, [mu, log_sd])
                 grad_mu += extra_mu
                 grad_log_sd += extra_log_sd
-            estimates.update(mutual_info=mutual_info.item(), active=active)
+            estimates.update(mutual_info=mutual_info.item(), active=active, log_group_size=log_group_size)
         # One sum is finite exactly when every term is (NaN and ±inf propagate): a cheap check.
         if not math.isfinite(estimates["elbo"]) or not math.isfinite((grad_mu.sum() + grad_log_sd.sum()).item()):
             raise TrainingDiverged("the loss became NaN or infinite")
@@ -200,10 +227,12 @@ class MnistTrainer:
         # same minibatches and weight noise: their difference is the Î_K term alone.
         perm_generator = _generator(self.device, config.seed, epoch, 2)
         order = torch.randperm(self.n_train, generator=generator, device=self.device)
-        totals = {"elbo": 0.0, "mutual_info": 0.0, "active": 0.0}
+        totals = {"elbo": 0.0, "mutual_info": 0.0, "active": 0.0, "log_group_size": 0.0}
         started = time.perf_counter()
         steps = self.steps_per_epoch
         for step in range(steps):
+            if config.method == "sgm" and config.mi == "blocks" and step % config.rebuild_every == 0:
+                self.block_plan = self._plan_blocks(epoch, step)
             batch = order[step * config.batch_size:(step + 1) * config.batch_size]
             noise = torch.randn(self.layout.n_params, generator=generator, device=self.device)
             try:
@@ -217,14 +246,40 @@ class MnistTrainer:
                 on_step(step + 1, steps)
         seconds = time.perf_counter() - started
         metrics = {"epoch": epoch, "train_elbo": totals["elbo"] / steps, "train_elbo_sym": None,
-                   "mutual_info": None, "infonce_active": None, "seconds": seconds}
+                   "mutual_info": None, "log_group_size": None, "mi_active": None, "seconds": seconds}
         if config.method == "sgm":
             metrics.update(train_elbo_sym=(totals["elbo"] + totals["mutual_info"]) / steps,
-                           mutual_info=totals["mutual_info"] / steps, infonce_active=totals["active"] / steps)
+                           mutual_info=totals["mutual_info"] / steps, mi_active=totals["active"] / steps,
+                           log_group_size=totals["log_group_size"] / steps)
         metrics.update(self.evaluate(_generator(self.device, config.seed, epoch, 1)))
+        metrics.update(self.diagnose(_generator(self.device, config.seed, epoch, 3)))
         self.epoch = epoch
         self.history.append(metrics)
         return metrics
+
+    def _plan_blocks(self, epoch: int, step: int) -> blocks.BlockPlan:
+        """H(θ) from the current q. Deeper nets alternate between the odd and even hidden layers
+        at each rebuild (blocks in adjacent layers would not factorise). A function of the step
+        and the parameters only, so a resumed run rebuilds the same blocks."""
+        rebuilds_per_epoch = math.ceil(self.steps_per_epoch / self.config.rebuild_every)
+        parity = ((epoch - 1) * rebuilds_per_epoch + step // self.config.rebuild_every) % 2
+        return blocks.plan_blocks(self.layout, self.mu.detach(), self.log_sd.detach(), self.config.block_size,
+                                  parity)
+
+    def diagnose(self, generator: torch.Generator) -> dict:
+        """How close q's units are (nearest-unit Jeffreys divergence, units at the prior) and the
+        block estimate of I_H on q as it is now (greedy blocks of ``block_size`` in the first,
+        third, … hidden layers), for every run: MFVI's too, where nothing trains on it."""
+        mu, log_sd = self.mu.detach(), self.log_sd.detach()
+        units = blocks.unit_diagnostics(self.layout, mu, log_sd, self.config.prior_scale)
+        plan = blocks.plan_blocks(self.layout, mu, log_sd, self.config.block_size)
+        estimate = blocks.block_mutual_info_estimate(self.layout, mu, log_sd, plan, DIAGNOSTIC_DRAWS, generator)
+        return {"nearest_unit_kl_min": units["nearest_unit_kl_min"],
+                "nearest_unit_kl_median": units["nearest_unit_kl_median"],
+                "units_at_prior": units["units_at_prior"], "unit_layers": units["by_layer"],
+                "block_mi": estimate["mutual_info"], "block_mi_se": estimate["mutual_info_se"],
+                "block_log_group_size": estimate["log_group_size"], "block_mi_active": estimate["active"],
+                "sd_median": float(log_sd.median().exp())}
 
     @torch.no_grad()
     def predictive_log_probs(self, x: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
@@ -289,11 +344,26 @@ def load_checkpoint(trainer: MnistTrainer, path: Path) -> None:
     trainer.load_state_dict(torch.load(path, map_location=trainer.device, weights_only=True))
 
 
+DIAGNOSTIC_KEYS = ("nearest_unit_kl_min", "nearest_unit_kl_median", "units_at_prior", "block_mi",
+                   "block_log_group_size", "block_mi_active", "sd_median")
+
+
 def final_summary(trainer: MnistTrainer) -> dict:
-    """The last epoch's metrics with the run's totals (the headless command's JSON keys)."""
+    """The last epoch's metrics with the run's totals (the headless command's JSON keys).
+
+    ``mutual_info``, ``log_group_size`` and ``mi_active`` describe the run's estimator of I: for
+    SGM the one it trains on (averaged over the last epoch's steps; ``mi_trained`` true); for MFVI
+    the block estimate measured on q at the end of the last epoch (``mi_trained`` false)."""
+    config = trainer.config
     last = trainer.history[-1] if trainer.history else {}
-    return {"epochs_done": trainer.epoch, "test_acc": last.get("test_acc"), "test_nll": last.get("test_nll"),
-            "test_ece": last.get("test_ece"), "train_elbo": last.get("train_elbo"),
-            "train_elbo_sym": last.get("train_elbo_sym"), "mutual_info": last.get("mutual_info"),
-            "infonce_active": last.get("infonce_active"),
-            "train_seconds": sum(m["seconds"] for m in trainer.history)}
+    trained = config.method == "sgm"
+    summary = {"epochs_done": trainer.epoch, "test_acc": last.get("test_acc"), "test_nll": last.get("test_nll"),
+               "test_ece": last.get("test_ece"), "train_elbo": last.get("train_elbo"),
+               "train_elbo_sym": last.get("train_elbo_sym"),
+               "mi_estimator": config.mi if trained else "blocks", "mi_trained": trained,
+               "mutual_info": last.get("mutual_info" if trained else "block_mi"),
+               "log_group_size": last.get("log_group_size" if trained else "block_log_group_size"),
+               "mi_active": last.get("mi_active" if trained else "block_mi_active"),
+               "train_seconds": sum(m["seconds"] for m in trainer.history)}
+    summary.update({key: last.get(key) for key in DIAGNOSTIC_KEYS})
+    return summary

@@ -381,11 +381,12 @@ def resume(registry: Registry, run_id: int, limits: RunLimits | None = None) -> 
 # --- results ----------------------------------------------------------------------------------
 
 SETTING_FIELDS = ("depth", "epochs", "batch_size", "lr", "prior_scale", "init_sd", "samples", "train_subset")
-RESULT_KEYS = ("test_acc", "test_nll", "test_ece", "train_elbo", "train_elbo_sym")
+RESULT_KEYS = ("test_acc", "test_nll", "test_ece", "train_elbo", "train_elbo_sym", "mutual_info", "log_group_size",
+               "mi_active", "nearest_unit_kl_min", "nearest_unit_kl_median", "units_at_prior")
 
 
 def method_label(config: MnistConfig) -> str:
-    return f"SGM K={config.K}" if config.method == "sgm" else "MFVI"
+    return config.method_label
 
 
 def setting_label(config: MnistConfig) -> str:
@@ -413,7 +414,8 @@ def results_table(finished_runs) -> list[dict]:
                                                                                        item[0][2])):
         config = members[0].config
         row = {"setting": setting, "hidden": hidden, "method": config.method,
-               "K": config.K if config.method == "sgm" else None, "label": label, "seeds": len(members),
+               "K": config.K if config.method == "sgm" and config.mi == "infonce" else None,
+               "mi": config.mi if config.method == "sgm" else None, "label": label, "seeds": len(members),
                "run_ids": [run.id for run in members]}
         for key in RESULT_KEYS:
             values = [run.result.get(key) for run in members if run.result.get(key) is not None]

@@ -1,6 +1,7 @@
 """The headless twin, run as a user would: ``python -m symlab ...``."""
 
 import json
+import math
 import subprocess
 import sys
 
@@ -103,6 +104,22 @@ def test_mnist_json_trains_registers_and_reports(tmp_path):
     assert Registry(tmp_path).get(report["run_id"]).source == "cli"  # the app lists it too
 
 
+def test_mnist_blocks_json_has_the_symmetrisation_keys(tmp_path):
+    result = run("mnist", "--hidden", "8", "--method", "sgm", "--mi", "blocks", "--block-size", "4", "--epochs", "2",
+                 "--train-subset", "500", "--samples", "2", "--init-sd", "0.5", "--runs-dir", str(tmp_path), "--json")
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["mi_estimator"] == "blocks" and report["mi_trained"] is True
+    assert report["log_group_size"] == pytest.approx(2 * math.log(24))  # two blocks of 4
+    assert 0 <= report["mutual_info"] <= report["log_group_size"] and 0 <= report["mi_active"] <= 1
+    assert 0 < report["nearest_unit_kl_min"] <= report["nearest_unit_kl_median"]
+    assert isinstance(report["units_at_prior"], int)
+    assert all("nearest_unit_kl_min" in epoch and "block_mi" in epoch for epoch in report["history"])
+    table = run("mnist", "--hidden", "8", "--epochs", "1", "--train-subset", "300", "--samples", "2",
+                "--runs-dir", str(tmp_path))
+    assert table.returncode == 0 and "J min" in table.stdout and "measured on q, not trained on" in table.stdout
+
+
 def test_mnist_sweep_prints_table_one(tmp_path):
     result = run("mnist-sweep", "--hidden", "8,16", "--methods", "mfvi,sgm", "--K", "4", "--seeds", "2",
                  "--epochs", "1", "--train-subset", "500", "--samples", "2", "--runs-dir", str(tmp_path))
@@ -116,6 +133,8 @@ def test_mnist_sweep_prints_table_one(tmp_path):
 def test_mnist_errors_are_messages_not_tracebacks(tmp_path):
     for args, message in ((("--method", "adam"), "invalid choice"),
                           (("--hidden", "0"), "must be >= 1"),
+                          (("--block-size", "6"), "must be <= 5"),
+                          (("--mi", "exact"), "invalid choice"),
                           (("--data-dir", str(tmp_path / "none"), "--epochs", "1"), "does not exist")):
         result = run("mnist", *args, "--runs-dir", str(tmp_path / "runs"))
         assert result.returncode != 0 and message in result.stderr and "Traceback" not in result.stderr

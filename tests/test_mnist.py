@@ -105,7 +105,7 @@ def test_sgm_with_far_apart_copies_trains_exactly_like_mfvi_and_gains_log_k(data
     mfvi = trainer_for(small_config(method="mfvi", epochs=1), data)
     sgm = trainer_for(small_config(method="sgm", K=8, epochs=1), data)
     first, second = mfvi.train_epoch(), sgm.train_epoch()
-    assert second["infonce_active"] == 0.0
+    assert second["mi_active"] == 0.0
     assert torch.equal(mfvi.mu, sgm.mu) and first["test_acc"] == second["test_acc"]
     assert second["train_elbo_sym"] - second["train_elbo"] == pytest.approx(math.log(8))
 
@@ -115,9 +115,61 @@ def test_sgm_term_is_active_when_copies_overlap(data):
     sgm, mfvi = trainer_for(small_config(method="sgm", **settings), data), trainer_for(small_config(**settings), data)
     metrics = sgm.train_epoch()
     mfvi.train_epoch()
-    assert metrics["infonce_active"] > 0.5
+    assert metrics["mi_active"] > 0.5
     assert metrics["mutual_info"] < math.log(16)
     assert not torch.equal(sgm.mu, mfvi.mu)  # the extra term moved the parameters
+
+
+def test_sgm_blocks_with_far_apart_units_trains_exactly_like_mfvi_and_gains_log_h(data):
+    mfvi = trainer_for(small_config(method="mfvi", epochs=1), data)
+    sgm = trainer_for(small_config(method="sgm", mi="blocks", block_size=2, epochs=1), data)
+    first, second = mfvi.train_epoch(), sgm.train_epoch()
+    assert second["mi_active"] == 0.0
+    assert second["log_group_size"] == pytest.approx(16 * math.log(2))  # 32 units in 16 pairs
+    assert torch.equal(mfvi.mu, sgm.mu) and first["test_acc"] == second["test_acc"]
+    assert second["train_elbo_sym"] - second["train_elbo"] == pytest.approx(16 * math.log(2))
+
+
+@pytest.mark.parametrize("block_size", [2, 3])
+def test_sgm_blocks_act_on_close_units(data, block_size):
+    settings = dict(hidden=6, init_sd=0.5, epochs=1, train_subset=500, block_size=block_size, rebuild_every=5)
+    sgm = trainer_for(small_config(method="sgm", mi="blocks", **settings), data)
+    mfvi = trainer_for(small_config(**settings), data)
+    metrics, baseline = sgm.train_epoch(), mfvi.train_epoch()
+    assert metrics["mi_active"] > 0.5
+    assert 0 < metrics["mutual_info"] < metrics["log_group_size"] == pytest.approx(2 * math.log(math.factorial(3))
+                                                                                     if block_size == 3
+                                                                                     else 3 * math.log(2))
+    assert not torch.equal(sgm.mu, mfvi.mu)  # the extra term moved the parameters
+    assert baseline["mi_active"] is None and baseline["block_mi_active"] > 0  # MFVI: measured, not trained
+
+
+def test_every_epoch_reports_how_close_the_units_are(data):
+    trainer = trainer_for(small_config(hidden=8, depth=2, epochs=1), data)
+    metrics = trainer.train_epoch()
+    assert len(metrics["unit_layers"]) == 2
+    assert metrics["nearest_unit_kl_min"] == min(layer["nearest_unit_kl_min"] for layer in metrics["unit_layers"])
+    assert metrics["nearest_unit_kl_min"] <= metrics["nearest_unit_kl_median"]
+    assert metrics["units_at_prior"] == 0  # σ 10⁻³: far from the prior N(0, 1)
+    assert metrics["block_log_group_size"] == pytest.approx(4 * math.log(2))  # first hidden layer, 4 pairs
+    assert metrics["block_mi"] == pytest.approx(metrics["block_log_group_size"])  # a near point mass: saturated
+    summary = mnist.final_summary(trainer)
+    assert summary["mi_estimator"] == "blocks" and summary["mi_trained"] is False
+    assert summary["mutual_info"] == metrics["block_mi"] and summary["units_at_prior"] == 0
+
+
+def test_resuming_sgm_blocks_rebuilds_the_same_blocks(data, tmp_path):
+    config = small_config(method="sgm", mi="blocks", hidden=6, init_sd=0.5, rebuild_every=3, train_subset=600)
+    straight = trainer_for(config, data)
+    straight.train_epoch()
+    straight.train_epoch()
+    first = trainer_for(config, data)
+    first.train_epoch()
+    mnist.save_checkpoint(first, tmp_path / "checkpoint.pt")
+    resumed = trainer_for(config, data)
+    mnist.load_checkpoint(resumed, tmp_path / "checkpoint.pt")
+    resumed.train_epoch()
+    assert torch.equal(resumed.mu, straight.mu) and torch.equal(resumed.log_sd, straight.log_sd)
 
 
 def test_resuming_from_a_checkpoint_equals_an_uninterrupted_run(data, tmp_path):

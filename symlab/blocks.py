@@ -281,6 +281,36 @@ def _identity_costs(layout: Layout, noise: torch.Tensor, layers) -> dict[int, to
     return costs
 
 
+def _unit_parts(layout: Layout, flat: torch.Tensor, layer: int, units: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """The parameters of ``units`` (a flat index tensor) in hidden layer ``layer``, as whole rows:
+    incoming weights (u, fan_in), biases (u,), outgoing weights (fan_out, u)."""
+    layers = layout.layers(flat)
+    (W_in, b), (W_out, _) = layers[layer], layers[layer + 1]
+    return W_in.index_select(0, units), b.index_select(0, units), W_out.index_select(1, units)
+
+
+def _exact_costs(layout: Layout, group: BlockGroup, w, mu, log_sd, identity_cost) -> torch.Tensor:
+    """The blocks' cost matrices C (n, b, b). Off-diagonal entries C[j, (j + s) mod b] come from the
+    rows of the units and of their partners s places on in the block; the diagonal C[j, j] =
+    Σ_i ε_ji² does not depend on θ once ω = μ + σ ⊙ ε (so it is exact for the gradient too)."""
+    units = group.units.reshape(-1)
+    sampled = _unit_parts(layout, w, group.layer, units)
+    size = group.size
+    blocks_at = torch.arange(group.units.shape[0], device=w.device)[:, None]
+    positions = torch.arange(size, device=w.device)[None, :]
+    cost = torch.diag_embed(identity_cost[group.layer][group.units])  # (n, b, b), float64
+    for shift in range(1, size):
+        partners = group.units.roll(-shift, 1).reshape(-1)
+        means = _unit_parts(layout, mu, group.layer, partners)
+        log_sds = _unit_parts(layout, log_sd, group.layer, partners)
+        incoming, bias, outgoing = ((x - m).square() * torch.exp(-2 * l)
+                                    for x, m, l in zip(sampled, means, log_sds))
+        entries = incoming.sum(1) + bias + outgoing.sum(0)
+        cost = cost.index_put((blocks_at, positions, (positions + shift) % size),
+                              entries.view(-1, size).double())
+    return cost
+
+
 def block_mutual_info(layout: Layout, w, noise, mu, log_sd, plan: BlockPlan) -> tuple[torch.Tensor, bool]:
     """(Î_H for the draw ω = μ + σ ⊙ noise, whether it has a gradient), float64.
 
@@ -292,22 +322,22 @@ def block_mutual_info(layout: Layout, w, noise, mu, log_sd, plan: BlockPlan) -> 
     with torch.no_grad():
         identity_cost = _identity_costs(layout, noise, plan.layers)
         for group in plan.groups:
-            saturated = _certified_saturated(group, w, mu, log_sd, identity_cost)
-            uncertain = group.subset(~saturated)
+            certified = _certified_saturated(group, w, mu, log_sd, identity_cost)
+            saturated = int(certified.sum())
+            uncertain = group.subset(~certified)
             if uncertain.units.shape[0]:
-                log_terms = block_log_terms(_costs(w, mu, log_sd, uncertain.index))
+                log_terms = block_log_terms(_exact_costs(layout, uncertain, w, mu, log_sd, identity_cost))
                 exact = (log_terms[:, 1:] < -SATURATION_MARGIN).all(1)
-                saturated = int(saturated.sum()) + int(exact.sum())
+                saturated += int(exact.sum())
                 if not bool(exact.all()):
                     pending.append(uncertain.subset(~exact))
-            else:
-                saturated = int(saturated.sum())
             total += saturated * math.lgamma(group.size + 1)
     if not pending:
         return total, False
     w = torch.addcmul(mu, log_sd.exp(), noise)  # the same draw, differentiable in μ and log σ
     for group in pending:
-        total = total + block_information(block_log_terms(_costs(w, mu, log_sd, group.index)))
+        total = total + block_information(block_log_terms(_exact_costs(layout, group, w, mu, log_sd,
+                                                                       identity_cost)))
     return total, True
 
 

@@ -66,3 +66,54 @@ def test_results_table_and_comparison_from_finished_runs(registry):
     assert at.multiselect(key="mnist.compare_pick").value == [ids[0], ids[2]]
     at.multiselect(key="mnist.compare_pick").unselect(ids[0]).run()
     assert at.query_params["compare"] == str(ids[2])
+
+
+def test_block_estimator_from_a_link_launches_with_its_settings(registry):
+    at = mnist_page(method="sgm", mi="blocks", block="4", rebuild="50", hidden="8", epochs="1", subset="500",
+                    samples="2")
+    assert not at.exception and not at.error
+    assert at.button(key="mnist.launch").label == "Launch SGM blocks"
+    at.button(key="mnist.launch").click().run()
+    [run] = registry.runs()
+    assert (run.config.method, run.config.mi, run.config.block_size, run.config.rebuild_every) == \
+        ("sgm", "blocks", 4, 50)
+    assert run.config.label.startswith("SGM blocks B=4")
+    runs.cancel(registry, run.id)
+
+
+def test_block_size_out_of_range_is_clamped_with_a_notice(registry):
+    at = mnist_page(block="9", mi="exact")
+    assert not at.exception
+    notice = at.warning[0].value
+    assert "block" in notice and "mi" in notice
+    assert at.number_input(key="mnist.block").value == 5 and at.query_params["mi"] == "infonce"
+
+
+def test_diagnostics_are_charted_per_epoch_and_against_width(registry):
+    """Runs recorded before the diagnostics existed sit beside new ones without breaking a chart."""
+    ids = []
+    for hidden, nearest in ((16, 850.0), (64, 318.0)):
+        for method in ("mfvi", "sgm"):
+            run_id = registry.create(MnistConfig(hidden=hidden, method=method, mi="blocks"), "cpu")
+            result = {"test_acc": 0.9, "test_nll": 0.3, "test_ece": 0.02, "train_elbo": -100.0,
+                      "train_elbo_sym": -90.0 if method == "sgm" else None, "nearest_unit_kl_min": nearest,
+                      "units_at_prior": 1, "mi_active": 0.25}
+            registry.update(run_id, status=runs.FINISHED, result=result)
+            registry.add_metrics(run_id, {"epoch": 1, "test_acc": 0.9, "test_nll": 0.3, "train_elbo": -100.0,
+                                          "nearest_unit_kl_min": nearest, "units_at_prior": 1, "block_mi": 5.0,
+                                          "block_log_group_size": 5.5})
+            ids.append(run_id)
+    old = registry.create(MnistConfig(hidden=64), "cpu")
+    registry.update(old, status=runs.FINISHED, result={"test_acc": 0.9, "test_nll": 0.3, "test_ece": 0.02,
+                                                       "train_elbo": -100.0, "infonce_active": 0.0})
+    registry.add_metrics(old, {"epoch": 1, "test_acc": 0.9, "test_nll": 0.3, "train_elbo": -100.0})
+    at = mnist_page(compare=f"{ids[0]},{old}")
+    assert not at.exception and not at.error
+    charts = {chart.proto.id for chart in at.get("plotly_chart")}
+    assert charts  # rendered
+    titles = " ".join(chart.proto.spec for chart in at.get("plotly_chart"))
+    for title in ("Closest two units against width", "Units at the prior against width", "Closest two units",
+                  "Block MI on q"):
+        assert title in titles
+    runs_table = at.dataframe[0].value
+    assert {"I active", "J min", "at prior"} <= set(runs_table.columns)

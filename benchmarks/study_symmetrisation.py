@@ -8,7 +8,7 @@ estimator had a gradient. Results go to a JSON-lines file as runs finish (an int
 resumes where it stopped); ``--summary`` prints the table from that file.
 
     python benchmarks/study_symmetrisation.py [--widths 16,64,256,1024] [--init-sds 0.001,0.05,0.2]
-        [--seeds 3] [--epochs 15] [--subset 10000] [--jobs 2] [--out FILE] [--summary] [--json]
+        [--seeds 3] [--epochs 10] [--subset 20000] [--lr 0.001] [--jobs 2] [--out FILE] [--summary] [--json]
 
 σ counts as settled when the median σ moved by less than 5 % over the last three epochs.
 """
@@ -69,7 +69,7 @@ def run_job(job_and_settings) -> dict:
     job, settings = job_and_settings
     config = mnist.MnistConfig(hidden=job["hidden"], init_sd=job["init_sd"], seed=job["seed"], device="cpu",
                                K=settings["K"], block_size=settings["block_size"], epochs=settings["epochs"],
-                               train_subset=settings["subset"], samples=settings["samples"],
+                               train_subset=settings["subset"], samples=settings["samples"], lr=settings["lr"],
                                **VARIANTS[job["variant"]]).validate()
     device = torch.device("cpu")
     trainer = mnist.MnistTrainer(config, mnist.prepare_tensors(_DATA, config, device), device)
@@ -100,7 +100,7 @@ def run_study(args) -> None:
     done = load(args.out)
     jobs = [job for job in make_jobs(args) if job_key(job) not in done]
     settings = dict(K=args.K, block_size=args.block_size, epochs=args.epochs, subset=args.subset,
-                    samples=args.samples)
+                    samples=args.samples, lr=args.lr)
     print(f"{len(done)} runs done, {len(jobs)} to go", file=sys.stderr, flush=True)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     context = multiprocessing.get_context("spawn")
@@ -215,9 +215,10 @@ def main(argv=None) -> int:
     parser.add_argument("--init-sds", type=_floats, default=[1e-3, 0.05, 0.2])
     parser.add_argument("--variants", type=lambda t: [v for v in t.split(",") if v], default=list(VARIANTS))
     parser.add_argument("--seeds", type=int, default=3)
-    parser.add_argument("--epochs", type=int, default=15)
-    parser.add_argument("--subset", type=int, default=10_000, help="training images (0: all 60 000)")
+    parser.add_argument("--epochs", type=int, default=10)
+    parser.add_argument("--subset", type=int, default=20_000, help="training images (0: all 60 000)")
     parser.add_argument("--samples", type=int, default=5, help="weight samples in test predictions")
+    parser.add_argument("--lr", type=float, default=1e-3, help="Adam learning rate")
     parser.add_argument("--K", type=int, default=16)
     parser.add_argument("--block-size", type=int, default=2)
     parser.add_argument("--jobs", type=int, default=2, help="runs trained at once, each in its own process")

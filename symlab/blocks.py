@@ -131,12 +131,11 @@ def _row_index(layout: Layout, layer: int) -> torch.Tensor:
 
 @dataclass(frozen=True)
 class BlockGroup:
-    """The blocks of one size in one hidden layer: their units (n, b), the flat indices of those
-    units' parameters (n, b, d), and a few coordinates of each block (n, b, c) for the screen."""
+    """The blocks of one size in one hidden layer: their units (n, b), and the flat indices of a few
+    coordinates of each block's units (n, b, c) for the screen."""
 
     layer: int
     units: torch.Tensor
-    index: torch.Tensor
     screen_index: torch.Tensor
 
     @property
@@ -144,7 +143,7 @@ class BlockGroup:
         return self.units.shape[1]
 
     def subset(self, keep: torch.Tensor) -> "BlockGroup":
-        return BlockGroup(self.layer, self.units[keep], self.index[keep], self.screen_index[keep])
+        return BlockGroup(self.layer, self.units[keep], self.screen_index[keep])
 
 
 @dataclass(frozen=True)
@@ -206,8 +205,7 @@ def plan_from_blocks(layout: Layout, blocks_by_layer: dict[int, list[list[int]]]
         for size in sorted({len(block) for block in blocks_by_layer[layer] if len(block) >= 2}):
             members = torch.tensor([b for b in blocks_by_layer[layer] if len(b) == size], dtype=torch.long,
                                    device=mu.device)
-            index = rows[members]
-            groups.append(BlockGroup(layer, members, index, _screen_index(index, mu, log_sd)))
+            groups.append(BlockGroup(layer, members, _screen_index(rows[members], mu, log_sd)))
     return BlockPlan(layers, tuple(groups))
 
 
@@ -234,8 +232,9 @@ def _permutations(size: int) -> torch.Tensor:
 def _costs(w, mu, log_sd, index: torch.Tensor) -> torch.Tensor:
     """C[n, j, k] = Σ_i (ω of unit j − μ of unit k)² / σ² of unit k over the coordinates ``index``
     (n, b, c) of each block, formed from differences (no expanded squares lose digits)."""
-    units_w, units_mu = w[index], mu[index]
-    precision = torch.exp(-2 * log_sd[index])
+    flat = index.reshape(-1)
+    units_w, units_mu, units_log_sd = (t.index_select(0, flat).view(index.shape) for t in (w, mu, log_sd))
+    precision = torch.exp(-2 * units_log_sd)
     return ((units_w[:, :, None, :] - units_mu[:, None, :, :]).square() * precision[:, None, :, :]).sum(-1)
 
 

@@ -102,8 +102,8 @@ def test_a_short_run_learns(data):
 
 
 def test_sgm_with_far_apart_copies_trains_exactly_like_mfvi_and_gains_log_k(data):
-    mfvi = trainer_for(small_config(method="mfvi", epochs=1), data)
-    sgm = trainer_for(small_config(method="sgm", K=8, epochs=1), data)
+    mfvi = trainer_for(small_config(method="mfvi", epochs=1, init_sd=1e-3), data)
+    sgm = trainer_for(small_config(method="sgm", K=8, epochs=1, init_sd=1e-3), data)
     first, second = mfvi.train_epoch(), sgm.train_epoch()
     assert second["mi_active"] == 0.0
     assert torch.equal(mfvi.mu, sgm.mu) and first["test_acc"] == second["test_acc"]
@@ -121,8 +121,8 @@ def test_sgm_term_is_active_when_copies_overlap(data):
 
 
 def test_sgm_blocks_with_far_apart_units_trains_exactly_like_mfvi_and_gains_log_h(data):
-    mfvi = trainer_for(small_config(method="mfvi", epochs=1), data)
-    sgm = trainer_for(small_config(method="sgm", mi="blocks", block_size=2, epochs=1), data)
+    mfvi = trainer_for(small_config(method="mfvi", epochs=1, init_sd=1e-3), data)
+    sgm = trainer_for(small_config(method="sgm", mi="blocks", block_size=2, epochs=1, init_sd=1e-3), data)
     first, second = mfvi.train_epoch(), sgm.train_epoch()
     assert second["mi_active"] == 0.0
     assert second["log_group_size"] == pytest.approx(16 * math.log(2))  # 32 units in 16 pairs
@@ -145,7 +145,7 @@ def test_sgm_blocks_act_on_close_units(data, block_size):
 
 
 def test_every_epoch_reports_how_close_the_units_are(data):
-    trainer = trainer_for(small_config(hidden=8, depth=2, epochs=1), data)
+    trainer = trainer_for(small_config(hidden=8, depth=2, epochs=1, init_sd=1e-3), data)
     metrics = trainer.train_epoch()
     assert len(metrics["unit_layers"]) == 2
     assert metrics["nearest_unit_kl_min"] == min(layer["nearest_unit_kl_min"] for layer in metrics["unit_layers"])

@@ -37,18 +37,24 @@ SPECS = (
 )
 PRESETS = {
     "Tiny (seconds)": (
-        dict(hidden=16, depth=1, epochs=2, subset=2000, samples=10, init_sd=1e-3),
+        dict(hidden=16, depth=1, epochs=2, subset=2000, samples=10, init_sd=0.05),
         "A run takes seconds: launch MFVI and SGM together and watch them move through the queue."),
     "Quick look (a minute)": (
-        dict(hidden=64, depth=1, epochs=3, subset=10_000, samples=10, init_sd=1e-3),
+        dict(hidden=64, depth=1, epochs=3, subset=10_000, samples=10, init_sd=0.05),
         "A small net on 10 000 images: compare the two methods' accuracy and ELBO curves epoch by epoch."),
     "Paper width 400": (
-        dict(hidden=400, depth=1, epochs=10, subset=0, samples=10, init_sd=1e-3),
-        "The full training set: MFVI passes 97 % test accuracy within 10 epochs (~3 s per epoch on 2 CPU cores)."),
+        dict(hidden=400, depth=1, epochs=10, subset=0, samples=10, init_sd=0.05),
+        "The full training set, about 4 s per epoch on 2 CPU cores: watch the closest two units draw nearer "
+        "(in nats) as σ grows, epoch after epoch."),
     "Wide (1024 units)": (
-        dict(hidden=1024, depth=1, epochs=3, subset=0, samples=10, init_sd=1e-3),
-        "The width where the paper expects SGM's gain to be largest: check the 'I_K active' column to see "
+        dict(hidden=1024, depth=1, epochs=3, subset=0, samples=10, init_sd=0.05),
+        "The width where the paper expects SGM's gain to be largest: check the 'I active' column to see "
         "whether its extra term ever had a gradient."),
+    "Where symmetrisation acts (σ₀ 0.2)": (
+        dict(hidden=256, depth=1, epochs=5, subset=20_000, samples=10, init_sd=0.2, method="sgm", mi="blocks",
+             block=2),
+        "A wide initial σ puts the closest units ~15 nats apart: the block term has a gradient at every step, yet "
+        "I_H stays within 1 % of log|H|; launch the MFVI/SGM pair and compare their accuracy."),
 }
 REFRESH_SECONDS = 2.0
 METHOD_COLOURS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000")
@@ -151,6 +157,7 @@ def explanation():
         st.latex(r"\mathrm{ELBO} + I_H \;\le\; \mathrm{ELBO}_G \;\le\; \log p(\mathcal D),\qquad "
                  r"\hat I_H(\omega) = \sum_{b}\Big[\log B_b! - \log\!\sum_{\pi \in S(B_b)} "
                  r"e^{\ell_\pi - \ell_{\mathrm{id}}}\Big],\quad \ell_\pi = -\tfrac12 \sum_{j \in B_b} C[j, \pi(j)]")
+        st.markdown(WHAT_TO_EXPECT)
         st.markdown(
             "A block's term is log B! (no gradient) when its units are far apart, and 0 when q is invariant on it "
             "(identical units): its gradient pushes close units apart, exactly where q would sit between "
@@ -161,6 +168,26 @@ def explanation():
             "run how close q's units are: the Jeffreys divergence KL(q_j‖q_k) + KL(q_k‖q_j) from each unit to its "
             "nearest other unit (min and median), the units at the prior (mean KL to the prior below "
             f"{PRIOR_KL_PER_PARAMETER:g} nats per parameter), and I_H of greedy blocks measured on q.")
+
+
+WHAT_TO_EXPECT = """
+**What to expect** (measured: `benchmarks/study_symmetrisation.py`, 20 000 images, 10 epochs, batch 128,
+Adam 10⁻³, 3 seeds, paired on the same minibatches and noise):
+
+- **SGM-InfoNCE never acts in wide nets.** A uniform permutation moves almost every unit, so from width 256 up
+  its K − 1 terms are e^(−hundreds) at every step and Î_K = log K with no gradient: SGM equals MFVI to the last
+  digit. It acted only at width 16–64 with initial σ 0.2 (84 % and 47 % of steps).
+- **Equivalent copies do get closer with width** (Thm 3.1, in posterior units): the closest two units are
+  1 490 / 258 / 48 / 39 nats apart at widths 16 / 64 / 256 / 1024 (initial σ 0.05), and 214 000 / 42 700 /
+  1 980 / 523 nats with σ₀ 10⁻³, where q is a near point mass.
+- **The block estimator acts where they are close** (34 % of steps at width 1024, σ₀ 0.05; every step with
+  σ₀ 0.2), but changes nothing measurable: paired accuracy differences between −0.06 and +0.10 points, each
+  within its spread over seeds. Its term is at most log|H| (355 nats at width 1024, against an ELBO of
+  −0.9 to −4 million nats there), and I_H stayed within 0.7 % of log|H|: q's units are close on the weight
+  space's scale but still far apart on q's own.
+- **σ had not settled**: Adam moves log σ by at most about its learning rate per step, and σ was still rising
+  ~10 % per epoch from σ₀ 0.05. No unit reached the prior in these runs.
+"""
 
 
 def launch(values, methods) -> None:

@@ -136,7 +136,7 @@ def test_mnist_runs_launched_in_the_browser_survive_a_reload_and_finish(page, se
                                                                            browser_errors):
     from symlab.runs import FINISHED, Registry
 
-    page.goto(f"{server_url}/mnist?hidden=256&epochs=4&subset=20000&samples=2&seed=11")
+    page.goto(f"{server_url}/mnist?hidden=256&epochs=4&subset=20000&samples=2&seed=11&init_sd=0.001")
     wait_for_run(page)
     page.get_by_role("button", name="Launch MFVI and SGM (same seed)").click()
     progress = page.locator('[data-testid="stProgress"]', has_text="seed 11")
@@ -172,21 +172,24 @@ def test_mnist_block_estimator_run_shows_its_diagnostics_per_epoch(page, server_
         page.wait_for_timeout(1000)
     [run] = [run for run in registry.runs() if run.config.mi == "blocks"]
     epochs = registry.metrics([run.id])[run.id]
-    # The live panel shows the latest runs: each diagnostic chart has one point per epoch of this run.
-    points_js = ("title => { for (const plot of document.querySelectorAll('.js-plotly-plot')) {"
-                 " if ((plot.layout.title && plot.layout.title.text || '').startsWith(title)) {"
-                 " const trace = plot.data.find(t => t.name.startsWith('#' + %d));"
-                 " return trace ? trace.y : null; } } return null; }" % run.id)
-    for title, key in (("Closest two units", "nearest_unit_kl_min"), ("Units at the prior", "units_at_prior")):
-        page.wait_for_function(f"title => ({points_js})(title) !== null && ({points_js})(title).length === 3",
-                               arg=title, timeout=20_000)
-        shown = page.evaluate(f"title => ({points_js})(title)", title)
-        assert shown == pytest.approx([epoch[key] for epoch in epochs])
-    fraction = page.evaluate(f"title => ({points_js})(title)", "Block MI on q")
-    assert fraction == pytest.approx([e["block_mi"] / e["block_log_group_size"] for e in epochs])
     assert run.result["mi_active"] > 0  # σ 0.3 on 16 units: close pairs, the term acts
+    # Compared runs get the per-epoch diagnostic charts: one point per epoch of this run.
+    page.goto(f"{server_url}/mnist?compare={run.id}")
+    wait_for_run(page)
     page.get_by_role("tab", name="Results").click()
     page.get_by_text("Closest two units against width").first.wait_for()
+    points_js = ("title => { for (const plot of document.querySelectorAll('.js-plotly-plot')) {"
+                 " const text = plot.layout && plot.layout.title && plot.layout.title.text || '';"
+                 " const trace = text.includes(title) && (plot.data || []).find("
+                 " t => (t.name || '').startsWith('#%d '));"
+                 " if (trace) return Array.from(trace.y); } return null; }" % run.id)
+    for title, key in (("Closest two units", "nearest_unit_kl_min"), ("Units at the prior", "units_at_prior")):
+        page.wait_for_function(f"title => {{ const y = ({points_js})(title); return y && y.length === 3; }}",
+                               arg=title, timeout=20_000)
+        assert page.evaluate(f"title => ({points_js})(title)", title) == \
+            pytest.approx([epoch[key] for epoch in epochs])
+    fraction = page.evaluate(f"title => ({points_js})(title)", "Block MI on q")
+    assert fraction == pytest.approx([e["block_mi"] / e["block_log_group_size"] for e in epochs])
     assert page.locator('[data-testid="stException"]').count() == 0
     save_screenshot(page, "mnist_blocks")
 

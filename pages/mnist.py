@@ -186,9 +186,9 @@ Adam 10⁻³, 3 seeds, paired on the same minibatches and noise):
   −0.9 to −4 million nats there), and I_H stayed within 0.7 % of log|H|: q's units are close on the weight
   space's scale but still far apart on q's own.
 - **σ had not settled**: Adam moves log σ by at most about its learning rate per step, and σ was still rising
-  ~10 % per epoch from σ₀ 0.05. Four times longer (width 256, 40 epochs, 2 seeds), σ kept rising (median
-  0.11 → 0.48), the closest units came to 13–16 nats and the block term acted in 72–79 % of steps; the paired
-  accuracy differences were −0.03 and +0.08 points. No unit reached the prior in any run.
+  ~10 % per epoch from σ₀ 0.05. Four times longer (width 256, 40 epochs, 3 seeds), σ kept rising (median
+  0.11 → 0.48), the closest units came to 13–16 nats and the block term acted in 76 % of steps; the paired
+  accuracy difference was +0.01 ± 0.06 points. No unit reached the prior in any run.
 """
 
 

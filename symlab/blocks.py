@@ -28,6 +28,7 @@ import numpy as np
 import torch
 
 from .bnn import Layout
+from .toy import kl_to_prior
 
 # A permuted term this far (in nats) below the identity's changes Î_B by less than e⁻⁴⁵·b!:
 # below float64's resolution of the sum, so the block is saturated (Î_B = log b!) with no gradient.
@@ -73,9 +74,7 @@ def nearest_unit_divergences(mu_units, log_sd_units) -> torch.Tensor:
 
 def unit_kl_to_prior(mu_units, log_sd_units, prior_scale: float) -> torch.Tensor:
     """KL(q_j ‖ N(0, p²I)) for each unit j, summed over the parameters it owns."""
-    mu, log_sd = mu_units.double(), log_sd_units.double()
-    log_ratio = 2 * (log_sd - math.log(prior_scale))
-    return 0.5 * (log_ratio.exp() + mu.square() / prior_scale**2 - 1.0 - log_ratio).sum(1)
+    return kl_to_prior(mu_units.double(), log_sd_units.double(), prior_scale)
 
 
 # ---------------------------------------------------------------------------------------------

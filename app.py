@@ -7,6 +7,7 @@ import torch
 
 from pages import ui
 from symlab.device import describe_device
+from symlab.labs import LABS
 
 ui.leave_legacy_multipage_mode()
 ASSETS = Path(__file__).parent / "assets"
@@ -39,31 +40,14 @@ def home():
         "Every control lives in the page's link, so a copied URL restores exactly what you see."
     )
     st.subheader("The labs")
-    for page, text in (
-        (MODES, "One Gaussian, two modes, and the threshold α* ≈ 5σ where reverse KL stops interpolating "
-                "(Gelberg et al. 2024, §3)."),
-        (TOY, "The two-weight ReLU network trained live: the exact posterior against mean-field VI and its "
-              "symmetrised version, SGM (§5, Fig. 4, Tables 2–3)."),
-        (MNIST, "Launch MFVI and SGM runs of Bayesian MLPs, watch them train, and compare accuracy across widths "
-                "like the paper's Table 1 (§5)."),
-        (SYMMETRY, "Take the symmetries out: the doubled mode of Laurent et al.'s Fig. 1 and its removal, min-mass "
-                   "rescaling, how close equivalent modes are as width grows (Thm 3.1), MMD to the exact posterior, "
-                   "and whether units change places during training."),
-        (ALIGN, "Two mean-field posteriors from different seeds, matched across permutations: the loss barrier on "
-                "the path between them before and after alignment (Rossi et al. 2023)."),
-    ):
-        st.page_link(page, label=f"**{page.title}**")
-        st.caption(text)
+    for lab, page in zip(LABS, LAB_PAGES):
+        st.page_link(page, label=f"**{lab.title}**")
+        st.caption(lab.blurb)
     st.caption(f"Compute device: {device_text()}")
     st.caption("Papers: Gelberg, van der Ouderaa, van der Wilk, Gal (2024), *Variational Inference Failures "
                "Under Model Symmetries*; Laurent, Aldea, Franchi (ICLR 2024); Rossi, Singh, Hannagan (NeurIPS 2023).")
 
 
-MODES = st.Page("pages/modes.py", title="Mode interpolation", icon=":material/ssid_chart:", url_path="modes")
-TOY = st.Page("pages/toy.py", title="Tractable BNN", icon=":material/hub:", url_path="toy")
-MNIST = st.Page("pages/mnist.py", title="MNIST", icon=":material/grid_on:", url_path="mnist")
-SYMMETRY = st.Page("pages/symmetry.py", title="Symmetry explorer", icon=":material/flip:", url_path="symmetry")
-ALIGN = st.Page("pages/align.py", title="Alignment", icon=":material/compare_arrows:", url_path="align")
-navigation = st.navigation([st.Page(home, title="Home", icon=":material/home:", default=True), MODES, TOY, MNIST,
-                            SYMMETRY, ALIGN])
+LAB_PAGES = [st.Page(lab.page, title=lab.title, icon=lab.icon, url_path=lab.name) for lab in LABS]
+navigation = st.navigation([st.Page(home, title="Home", icon=":material/home:", default=True), *LAB_PAGES])
 navigation.run()

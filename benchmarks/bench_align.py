@@ -31,8 +31,8 @@ import numpy as np  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from symlab import align  # noqa: E402
-from symlab.align import DiagonalGaussian  # noqa: E402
+from symlab.lib import align  # noqa: E402
+from symlab.lib.align import DiagonalGaussian  # noqa: E402
 
 
 def posterior_pair(width: int, depth: int, seed: int = 0) -> tuple[DiagonalGaussian, DiagonalGaussian]:

@@ -24,7 +24,8 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from symlab import mnist, mnist_data  # noqa: E402
+from symlab.labs.mnist import experiment as mnist
+from symlab.lib import mnist_data  # noqa: E402
 
 WIDTH, BATCH = 400, 128
 VARIANTS = {"mfvi": dict(method="mfvi"), "blocks_b2": dict(method="sgm", mi="blocks", block_size=2),

@@ -23,7 +23,8 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from symlab import mnist, mnist_data  # noqa: E402
+from symlab.labs.mnist import experiment as mnist
+from symlab.lib import mnist_data  # noqa: E402
 
 HIDDEN, BATCH, LR = 400, 128, 1e-3
 

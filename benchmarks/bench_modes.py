@@ -22,7 +22,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from symlab import modes  # noqa: E402
+from symlab.labs.modes import experiment as modes  # noqa: E402
 
 
 def reference_threshold(sigma: float, lo: float = 4.5, hi: float = 5.2, tol: float = 1e-5) -> float:

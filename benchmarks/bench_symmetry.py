@@ -30,7 +30,8 @@ from scipy import optimize
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from symlab import symmetry, symmetry_lab  # noqa: E402
+from symlab.lib import symmetry
+from symlab.labs.symmetry import experiment as symmetry_lab  # noqa: E402
 
 TOL = 1e-10  # min_mass's default: max |gradient| ≤ TOL · mass
 

@@ -24,7 +24,7 @@ import plotly.io as pio
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from symlab import toy  # noqa: E402
+from symlab.labs.toy import experiment as toy  # noqa: E402
 
 
 def median_time(fn, repeats):

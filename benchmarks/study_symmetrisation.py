@@ -54,7 +54,7 @@ _DATA = None
 def _init_worker(threads: int) -> None:
     import torch
 
-    from symlab import mnist_data
+    from symlab.lib import mnist_data
 
     global _DATA
     torch.set_num_threads(threads)
@@ -64,7 +64,7 @@ def _init_worker(threads: int) -> None:
 def run_job(job_and_settings) -> dict:
     import torch
 
-    from symlab import mnist
+    from symlab.labs.mnist import experiment as mnist
 
     job, settings = job_and_settings
     config = mnist.MnistConfig(hidden=job["hidden"], init_sd=job["init_sd"], seed=job["seed"], device="cpu",

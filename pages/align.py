@@ -6,26 +6,16 @@ import pandas as pd
 import streamlit as st
 
 from pages import ui
-from symlab import align, align_lab
-from symlab.mnist_data import data_directory, load_mnist
+from symlab.labs.align import LAB
+from symlab.labs.align.params import ORDERS
+from symlab.lib import align
+from symlab.labs.align import experiment as align_lab
+from symlab.lib.mnist_data import data_directory, load_mnist
 from symlab.urlstate import Param
 
 PAGE = "align"
 DEFAULT = align_lab.AlignConfig()
-ORDERS = {"own": "in its own order", "aligned": "in the aligned order"}
-SPECS = (
-    Param("task", "choice", DEFAULT.task, choices=align_lab.TASKS),
-    Param("width", "int", DEFAULT.width, 2, 128),
-    Param("depth", "int", DEFAULT.depth, 1, 3),
-    Param("train", "int", DEFAULT.train_size, 50, 20_000),
-    Param("noise", "float", DEFAULT.noise, 0.0, 0.5, step=0.05),
-    Param("steps", "int", DEFAULT.steps, 100, 3000),
-    Param("lr", "float", DEFAULT.lr, 0.001, 0.05, step=0.001),
-    Param("prior", "float", DEFAULT.prior_scale, 0.1, 3.0, step=0.1),
-    Param("samples", "int", DEFAULT.samples, 4, 64),
-    Param("order", "choice", "own", choices=tuple(ORDERS)),
-    Param("seed", "int", 0, 0, 100_000),
-)
+SPECS = LAB.page_params(ui.server_settings())
 PRESETS = {
     "Half moons, two hidden layers": (
         {},

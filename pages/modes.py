@@ -5,17 +5,13 @@ import pandas as pd
 import streamlit as st
 
 from pages import ui
-from symlab import modes
+from symlab.labs.modes import LAB
+from symlab.labs.modes import experiment as modes
 from symlab.playback import Playback
 from symlab.urlstate import Param
 
 PAGE = "modes"
-SPECS = (
-    Param("alpha", "float", 3.0, 0.0, 20.0, step=0.05),
-    Param("sigma", "float", 1.0, 0.1, 2.0, step=0.05),
-    Param("dim", "int", 2, 1, 50),
-    Param("forward", "bool", False),
-)
+SPECS = LAB.page_params(ui.server_settings())
 PRESETS = {
     "Close modes": (dict(alpha=2.0, sigma=1.0, forward=False),
                     "The modes overlap: q sits exactly at the midpoint, wider than either component."),

@@ -5,25 +5,13 @@ import pandas as pd
 import streamlit as st
 
 from pages import ui
-from symlab import toy
+from symlab.labs.toy import LAB
+from symlab.labs.toy import experiment as toy
 from symlab.urlstate import Param, parse_query
 
 PAGE = "toy"
 DEFAULTS = toy.ToyConfig()
-SPECS = (
-    Param("alpha", "float", DEFAULTS.alpha, 0.0, 3.0, step=0.05),
-    Param("noise", "float", DEFAULTS.noise, 0.05, 2.0, step=0.05),
-    Param("n", "int", DEFAULTS.n_train, 2, 500),
-    Param("prior", "float", DEFAULTS.prior_scale, 0.1, 5.0, step=0.1),
-    Param("mi", "choice", DEFAULTS.mi, choices=toy.MI_ESTIMATORS),
-    Param("K", "int", DEFAULTS.K, 2, 64),
-    Param("lr", "float", DEFAULTS.lr, 0.001, 0.2, step=0.001),
-    Param("batch", "int", DEFAULTS.batch_size, 1, 500),
-    Param("init", "choice", DEFAULTS.init, choices=toy.INITS),
-    Param("seed", "int", DEFAULTS.seed, 0, 100_000),
-    Param("alphas", "floats", ", ".join(f"{a:g}" for a in toy.DEFAULT_TABLE_ALPHAS), 0.0, 3.0),
-    Param("seeds", "int", 5, 1, 10),
-)
+SPECS = LAB.page_params(ui.server_settings())
 PRESETS = {
     "Close modes (paper default)": (
         dict(alpha=DEFAULTS.alpha, noise=DEFAULTS.noise, n=DEFAULTS.n_train, mi="exact", init="random"),

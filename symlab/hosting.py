@@ -12,7 +12,7 @@ import math
 import os
 from dataclasses import dataclass, fields
 
-from .mnist import MnistConfig
+from symlab.labs.mnist.experiment import MnistConfig
 
 TRUE_WORDS = ("1", "true", "yes", "on")
 

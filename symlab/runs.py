@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .hosting import RunLimits
-from .mnist import MnistConfig
+from symlab.labs.mnist.experiment import MnistConfig
 
 QUEUED, RUNNING, FINISHED, FAILED, DIVERGED, CANCELLED, INTERRUPTED = (
     "queued", "running", "finished", "failed", "diverged", "cancelled", "interrupted")
@@ -333,7 +333,7 @@ def launch_worker(registry: Registry, run_id: int) -> None:
 def submit(registry: Registry, config: MnistConfig, limits: RunLimits | None = None, session: str = "",
            source: str = "app") -> int:
     """Validate, check the caps, queue, and start it if its device has room; returns the run id."""
-    from .mnist import resolve_device
+    from symlab.labs.mnist.experiment import resolve_device
 
     limits = limits or RunLimits.from_env()
     config.validate()

@@ -36,7 +36,8 @@ def execute(registry, run_id: int, *, data_dir=None, shutdown: _ShutdownFlag | N
     $SYMLAB_MNIST_DIR, else the shipped copy. Returns the final record."""
     import torch
 
-    from . import mnist, mnist_data
+    from symlab.labs.mnist import experiment as mnist
+    from symlab.lib import mnist_data
     from .runs import CANCELLED, DIVERGED, FAILED, FINISHED, INTERRUPTED
 
     run = registry.get(run_id)

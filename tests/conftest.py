@@ -14,6 +14,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from symlab.labs import LABS
+
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = os.environ.get("SYMLAB_CHROMIUM", "/usr/bin/chromium")
 
@@ -106,7 +108,7 @@ def browser():
 
 # Browser console and network errors: every page a browser test opens is watched, and the test fails
 # at teardown on anything unexpected (see BrowserErrors).
-LAB_PATHS = ("modes", "toy", "mnist", "symmetry", "align")  # app.py's url_paths
+LAB_PATHS = tuple(lab.name for lab in LABS)  # the url_paths app.py gives the labs' pages
 # The one allowed error, precisely: Streamlit's frontend does not know where the server's endpoints
 # live, so on a page opened directly at /<page> it probes that path before the root
 # (`getPossibleBaseUris` in its connection manager: /modes/_stcore/health and /modes/_stcore/host-config,

@@ -11,8 +11,11 @@ import torch.nn.functional as F
 from scipy.optimize import linear_sum_assignment
 from scipy.stats import norm
 
-from symlab import align, align_lab, checks, symmetry
-from symlab.align import DiagonalGaussian
+from symlab import checks
+from symlab.lib import align
+from symlab.labs.align import experiment as align_lab
+from symlab.lib import symmetry
+from symlab.lib.align import DiagonalGaussian
 
 
 def random_posterior(sizes, seed, sd_scale=0.1) -> DiagonalGaussian:

@@ -7,7 +7,9 @@ import numpy as np
 import pytest
 import torch
 
-from symlab import blocks, bnn, toy
+from symlab.lib import blocks
+from symlab.lib import bnn
+from symlab.labs.toy import experiment as toy
 
 
 def posterior(sizes, seed, init_sd=0.3, spread=0.3, mean_scale=1.0):

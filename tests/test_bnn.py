@@ -6,7 +6,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from symlab import bnn
+from symlab.lib import bnn
 
 
 def random_posterior(layout, seed, mean_scale=1.0, sd=0.5):

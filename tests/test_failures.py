@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from symlab import cli, mnist, runs
-from symlab.mnist import MnistConfig
+from symlab import cli, runs
+from symlab.labs.mnist import experiment as mnist
+from symlab.labs.mnist.experiment import MnistConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = MnistConfig(hidden=8, epochs=2, train_subset=500, samples=2, device="cpu")

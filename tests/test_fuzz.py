@@ -22,7 +22,12 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from pages import ui
-from symlab import align_lab, cli, mnist_data, modes, symmetry_lab, toy, worker
+from symlab import cli, worker
+from symlab.labs.align import experiment as align_lab
+from symlab.lib import mnist_data
+from symlab.labs.modes import experiment as modes
+from symlab.labs.symmetry import experiment as symmetry_lab
+from symlab.labs.toy import experiment as toy
 from symlab.urlstate import Param, encode_query, parse_query
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -7,7 +7,7 @@ from streamlit.testing.v1 import AppTest
 
 from symlab import runs
 from symlab.hosting import HOSTED_DEFAULTS, Hosting, LiveLimits, RunLimits, SettingsError
-from symlab.mnist import MnistConfig
+from symlab.labs.mnist.experiment import MnistConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 

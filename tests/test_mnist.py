@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 import torch
 
-from symlab import mnist, mnist_data
-from symlab.mnist import MnistConfig, MnistTrainer
+from symlab.labs.mnist import experiment as mnist
+from symlab.lib import mnist_data
+from symlab.labs.mnist.experiment import MnistConfig, MnistTrainer
 
 
 @pytest.fixture(scope="module")

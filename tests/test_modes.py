@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import integrate
 
-from symlab import modes
+from symlab.labs.modes import experiment as modes
 
 PAPER_THRESHOLDS = {0.25: 1.25, 0.5: 2.5, 1.0: 5.0, 2.0: 10.0}
 

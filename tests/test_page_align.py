@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from symlab import align_lab
+from symlab.labs.align import experiment as align_lab
 
 PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "align.py")
 SMALL = {"width": "16", "depth": "1", "steps": "200", "samples": "8"}

@@ -6,7 +6,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from symlab import runs
-from symlab.mnist import MnistConfig
+from symlab.labs.mnist.experiment import MnistConfig
 
 PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "mnist.py")
 

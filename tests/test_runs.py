@@ -11,7 +11,7 @@ import pytest
 
 from symlab import runs
 from symlab.hosting import SettingsError
-from symlab.mnist import MnistConfig
+from symlab.labs.mnist.experiment import MnistConfig
 
 TINY = dict(hidden=8, epochs=2, train_subset=500, samples=2, init_sd=1e-3, device="cpu")  # σ₀ small: learns in 8 steps
 LONG = dict(hidden=256, epochs=8, train_subset=20000, samples=2, init_sd=1e-3, device="cpu")  # ~0.4 s per epoch here

@@ -10,9 +10,12 @@ import pytest
 from scipy import optimize
 from scipy.stats import kendalltau
 
-from symlab import checks, symmetry, symmetry_lab, toy
-from symlab.mmd import layerwise_mmd, mmd_aggregate
-from symlab.mnist_data import load_mnist
+from symlab import checks
+from symlab.lib import symmetry
+from symlab.labs.symmetry import experiment as symmetry_lab
+from symlab.labs.toy import experiment as toy
+from symlab.lib.mmd import layerwise_mmd, mmd_aggregate
+from symlab.lib.mnist_data import load_mnist
 
 # (layer sizes d_0 … d_L, batch shape): depth 1 to 3, single nets and batches of one and two axes.
 NETS = [((3, 5, 2), ()), ((2, 6, 1), (8,)), ((4, 6, 5, 3), (5,)), ((2, 4, 3, 5, 1), (2, 3)), ((3, 7, 7, 7, 2), ())]

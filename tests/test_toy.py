@@ -7,7 +7,7 @@ import pytest
 import torch
 from scipy import integrate
 
-from symlab import toy
+from symlab.labs.toy import experiment as toy
 
 CFG = toy.ToyConfig(alpha=0.5, noise=1.0, n_train=10, batch_size=10)
 

@@ -21,9 +21,10 @@ import torch
 import torch.nn.functional as F
 from scipy import ndimage
 
-from . import symmetry, toy
-from .checks import check, is_float, is_int
-from .mmd import mmd_aggregate
+from symlab.lib import symmetry
+from symlab.labs.toy import experiment as toy
+from symlab.checks import check, is_float, is_int
+from symlab.lib.mmd import mmd_aggregate
 
 
 def _torch_init(generator, shape, fan_in, dtype=torch.float32):

@@ -27,8 +27,8 @@ from functools import lru_cache
 import numpy as np
 import torch
 
-from .bnn import Layout
-from .toy import kl_to_prior
+from symlab.lib.bnn import Layout
+from symlab.labs.toy.experiment import kl_to_prior
 
 # A permuted term this far (in nats) below the identity's changes Î_B by less than e⁻⁴⁵·b!:
 # below float64's resolution of the sum, so the block is saturated (Î_B = log b!) with no gradient.

@@ -21,7 +21,7 @@ import numpy as np
 import torch
 from scipy.optimize import linear_sum_assignment
 
-from . import symmetry
+from symlab.lib import symmetry
 
 OBJECTIVES = ("w2", "means")  # W₂ between the Gaussians; weight matching on the means
 

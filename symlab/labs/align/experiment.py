@@ -17,9 +17,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from . import align
-from .align import DiagonalGaussian
-from .checks import check, is_float, is_int
+from symlab.lib import align
+from symlab.lib.align import DiagonalGaussian
+from symlab.checks import check, is_float, is_int
 
 TASKS = ("moons", "mnist")
 MNIST_TEST = 1000

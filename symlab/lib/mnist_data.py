@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-SHIPPED_DIR = Path(__file__).resolve().parent.parent / "assets" / "mnist"
+SHIPPED_DIR = Path(__file__).resolve().parents[2] / "assets" / "mnist"
 
 
 @dataclass(frozen=True)

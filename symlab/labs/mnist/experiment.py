@@ -18,8 +18,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from . import blocks, bnn
-from .mnist_data import PIXEL_MEAN, PIXEL_STD, Mnist
+from symlab.lib import blocks
+from symlab.lib import bnn
+from symlab.lib.mnist_data import PIXEL_MEAN, PIXEL_STD, Mnist
 
 METHODS = ("mfvi", "sgm")
 MI_ESTIMATORS = ("infonce", "blocks")

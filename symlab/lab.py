@@ -1,0 +1,18 @@
+"""What the app, the command line and the tests need to know of a lab: one :class:`Lab` per lab
+package, listed in :data:`symlab.labs.LABS`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+
+@dataclass(frozen=True)
+class Lab:
+    name: str  # the page's URL path and the command line's first subcommand
+    title: str
+    icon: str  # a Material icon, ":material/<name>:"
+    blurb: str  # one sentence or two for the home page
+    page: str  # the page file, relative to the repository root
+    register: Callable  # register(subparsers): adds the lab's subcommands, each with run= and format=
+    page_params: Callable  # page_params(hosting) -> the page's URL parameters (urlstate.Param), in order

@@ -1,0 +1,226 @@
+"""The mnist lab on the command line: ``python -m symlab mnist ...``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from symlab import cli
+
+
+def _add_mnist_options(p, *, sweep: bool) -> None:
+    from symlab.labs.mnist.experiment import DEVICES, MAX_BLOCK_SIZE, METHODS, MI_ESTIMATORS, MnistConfig
+
+    defaults = MnistConfig()
+    if sweep:
+        p.add_argument("--hidden", type=cli.int_list, default=[16, 64, 256, 1024],
+                       help="comma-separated widths (default 16,64,256,1024)")
+        p.add_argument("--methods", default="mfvi,sgm", help="comma-separated methods among mfvi,sgm")
+        p.add_argument("--K", type=cli.int_list, default=[4, 16], help="SGM's K values, comma-separated")
+        p.add_argument("--seeds", type=cli.int_at_least(1), default=3, help="seeds 0 .. N-1 for every setting")
+    else:
+        p.add_argument("--hidden", type=cli.int_at_least(1), default=defaults.hidden, help="units per hidden layer")
+        p.add_argument("--method", choices=METHODS, default=defaults.method)
+        p.add_argument("--K", type=cli.int_at_least(2), default=defaults.K,
+                       help="SGM: InfoNCE terms (identity + K-1 random permutations)")
+        p.add_argument("--seed", type=cli.int_at_least(0), default=defaults.seed)
+        p.add_argument("--resume", type=cli.int_at_least(1), default=None, metavar="RUN_ID",
+                       help="continue an interrupted, cancelled or failed run from its checkpoint")
+    p.add_argument("--mi", choices=MI_ESTIMATORS, default=defaults.mi,
+                   help="SGM's estimate of I: infonce (K random permutations, Thm 4.3) or blocks (exact I_H over "
+                        "blocks of close units, a subgroup H of the permutations)")
+    p.add_argument("--block-size", type=cli.int_at_least(2, MAX_BLOCK_SIZE), default=defaults.block_size,
+                   help=f"SGM blocks: units per block, 2 to {MAX_BLOCK_SIZE} (H = product of S_B)")
+    p.add_argument("--rebuild-every", type=cli.int_at_least(1), default=defaults.rebuild_every,
+                   help="SGM blocks: steps between rebuilds of the blocks from the current posterior")
+    p.add_argument("--depth", type=cli.int_at_least(1), default=defaults.depth, help="hidden layers")
+    p.add_argument("--epochs", type=cli.int_at_least(1), default=defaults.epochs)
+    p.add_argument("--batch-size", type=cli.int_at_least(1), default=defaults.batch_size)
+    p.add_argument("--lr", type=cli.positive_float, default=defaults.lr, help="Adam learning rate")
+    p.add_argument("--prior-scale", type=cli.positive_float, default=defaults.prior_scale,
+                   help="std dev of the isotropic Gaussian prior")
+    p.add_argument("--init-sd", type=cli.positive_float, default=defaults.init_sd,
+                   help="initial posterior std dev of every weight")
+    p.add_argument("--samples", type=cli.int_at_least(1), default=defaults.samples,
+                   help="weight samples M averaged in test predictions")
+    p.add_argument("--train-subset", type=cli.int_at_least(0), default=defaults.train_subset,
+                   help="train on a seeded subset of N examples (0: all 60000)")
+    p.add_argument("--device", choices=DEVICES, default=defaults.device,
+                   help="auto: CUDA when torch finds a GPU, else CPU")
+    p.add_argument("--data-dir", default=None,
+                   help="directory with the four MNIST IDX .gz files "
+                        "(default: $SYMLAB_MNIST_DIR, else the copy in assets/mnist)")
+    p.add_argument("--runs-dir", default=None,
+                   help="run registry and checkpoints (default: $SYMLAB_RUNS_DIR or ./runs), shared with the app")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "mnist", help="one MNIST run, MFVI or SGM, recorded in the run registry the app shows",
+        description=("Train a Bayesian MLP on MNIST with mean-field VI (mfvi) or its symmetrised version "
+                     "(sgm: ELBO + an estimate of I: InfoNCE Î_K over random permutations of the hidden units, "
+                     "or the exact I_H of a subgroup H that permutes blocks of close units), in this process, and "
+                     "report the final test accuracy, NLL, calibration error, ELBO, and per epoch how close q's "
+                     "units are (nearest-unit Jeffreys divergence, units at the prior) with the block estimate of "
+                     "I_H on q. "
+                     "The run is registered like the app's runs; it does not wait in the app's queue."))
+    _add_mnist_options(p, sweep=False)
+    p.set_defaults(run=_run_mnist, format=_format_mnist)
+    s = subparsers.add_parser(
+        "mnist-sweep", help="MFVI vs SGM across widths and seeds: the paper's Table 1",
+        description=("Train every combination of width, method (and K for SGM) and seed one after the "
+                     "other, each registered as a run, then print test accuracy (mean ± std over seeds) by "
+                     "width and method."))
+    _add_mnist_options(s, sweep=True)
+    s.set_defaults(run=_run_mnist_sweep, format=_format_mnist_sweep)
+    d = subparsers.add_parser(
+        "mnist-data", help="check the MNIST files, or download them into a directory",
+        description=("Verify the four MNIST IDX files (content checksums) in --data-dir (default: "
+                     "$SYMLAB_MNIST_DIR, else the copy shipped in assets/mnist); with --download, fetch missing "
+                     "or damaged ones from the canonical mirrors, verified."))
+    d.add_argument("--data-dir", default=None)
+    d.add_argument("--download", action="store_true")
+    d.add_argument("--json", action="store_true")
+    d.set_defaults(run=_run_mnist_data, format=_format_mnist_data, failure=_data_failure)
+
+def _mnist_config(args, **overrides):
+    from symlab.labs.mnist.experiment import MnistConfig
+
+    values = dict(mi=args.mi, block_size=args.block_size, rebuild_every=args.rebuild_every,
+                  depth=args.depth, epochs=args.epochs, batch_size=args.batch_size, lr=args.lr,
+                  prior_scale=args.prior_scale, init_sd=args.init_sd, samples=args.samples,
+                  train_subset=args.train_subset, device=args.device)
+    values.update(overrides)
+    return MnistConfig(**values).validate()
+
+def _train_registered(registry, config, quiet: bool, data_dir=None, resume_id=None) -> dict:
+    """Train one run in this process (new, or resumed from its checkpoint); its summary."""
+    import os
+
+    from symlab import worker
+    from symlab.labs.mnist.experiment import resolve_device
+    from symlab.runs import RESUMABLE, RUNNING
+
+    if resume_id is None:
+        run_id = registry.create(config, resolve_device(config.device).type, status=RUNNING, pid=os.getpid(),
+                                 source="cli")
+    else:
+        try:
+            run = registry.get(resume_id)
+        except KeyError as error:
+            raise ValueError(error.args[0]) from None
+        if run.status not in RESUMABLE:
+            raise ValueError(f"run #{resume_id} is {run.status}; only {', '.join(RESUMABLE)} runs can be resumed")
+        run_id, config = resume_id, run.config
+        registry.update(run_id, status=RUNNING, cancel_requested=0, finished=None, message="")
+        registry.register_process(run_id, os.getpid())
+
+    def echo(metrics):
+        if not quiet:
+            print(f"  run #{run_id} ({config.label}) epoch {metrics['epoch']}/{config.epochs}: "
+                  f"test acc {metrics['test_acc']:.4f}, NLL {metrics['test_nll']:.4f}, "
+                  f"ELBO {metrics['train_elbo']:.1f} ({metrics['seconds']:.1f} s)", file=sys.stderr, flush=True)
+
+    final = worker.execute(registry, run_id, data_dir=data_dir, echo=echo)
+    return _run_report(registry, final)
+
+def _run_report(registry, run) -> dict:
+    report = {"run_id": run.id, "status": run.status, "message": run.message, "device": run.device,
+              "config": run.config.to_dict()}
+    keys = ("epochs_done", "test_acc", "test_nll", "test_ece", "train_elbo", "train_elbo_sym", "mi_estimator",
+            "mi_trained", "mutual_info", "log_group_size", "mi_active", "nearest_unit_kl_min",
+            "nearest_unit_kl_median", "units_at_prior", "block_mi", "block_log_group_size", "block_mi_active",
+            "sd_median", "train_seconds")
+    report.update({key: (run.result or {}).get(key) for key in keys})
+    report["history"] = registry.metrics([run.id])[run.id]
+    return report
+
+def _run_mnist(args) -> dict:
+    config = _mnist_config(args, hidden=args.hidden, method=args.method, K=args.K, seed=args.seed)
+    from symlab.runs import Registry
+
+    report = _train_registered(Registry(args.runs_dir), config, args.json, args.data_dir, resume_id=args.resume)
+    if report["status"] != "finished":
+        raise RuntimeError(f"run #{report['run_id']} {report['status']}: {report['message']}", report)
+    return report
+
+def _run_mnist_sweep(args) -> dict:
+    from symlab.runs import Registry, results_table
+
+    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    unknown = sorted(set(methods) - {"mfvi", "sgm"})
+    if unknown or not methods:
+        raise ValueError(f"--methods takes mfvi and/or sgm (got {cli.shown(args.methods)})")
+    variants = [("mfvi", None)] * ("mfvi" in methods) + [("sgm", K) for K in args.K if "sgm" in methods]
+    count = len(args.hidden) * len(variants) * args.seeds
+    if count > cli.MAX_RUNS:
+        raise ValueError(f"the sweep would train {count} runs; at most {cli.MAX_RUNS} at once")
+    configs = [_mnist_config(args, hidden=hidden, method=method, seed=seed, **({"K": K} if K else {}))
+               for hidden in args.hidden for method, K in variants for seed in range(args.seeds)]
+    registry = Registry(args.runs_dir)
+    reports = []
+    for number, config in enumerate(configs, 1):
+        if not args.json:
+            print(f"[{number}/{len(configs)}] {config.label}", file=sys.stderr, flush=True)
+        reports.append(_train_registered(registry, config, args.json, args.data_dir))
+    runs = [registry.get(report["run_id"]) for report in reports]
+    return {"runs": [{k: v for k, v in r.items() if k != "history"} for r in reports],
+            "table": results_table(runs)}
+
+def _run_mnist_data(args) -> dict:
+    from symlab.lib import mnist_data
+
+    directory = args.data_dir
+    if args.download and not directory:
+        raise ValueError("--download needs --data-dir (the shipped copy is not overwritten)")
+    downloaded = mnist_data.download_mnist(directory) if args.download else []
+    problems = mnist_data.check_mnist(directory)
+    return {"directory": str(mnist_data.SHIPPED_DIR if directory is None else directory),
+            "ok": not problems, "problems": problems, "downloaded": downloaded}
+
+def _format_mnist(report: dict) -> str:
+    estimator = (f"I estimated by {report['mi_estimator']} ("
+                 + ("trained on" if report["mi_trained"] else "measured on q, not trained on") + ")"
+                 if report.get("mi_estimator") else "")
+    lines = [f"run #{report['run_id']}: {report['status']} on {report['device']}"
+             + (f" ({report['message']})" if report["message"] else ""),
+             estimator,
+             f"{'epoch':>5} {'test acc':>9} {'NLL':>7} {'ECE':>7} {'train ELBO':>13} {'ELBO + Î':>13} "
+             f"{'J min':>9} {'J median':>9} {'prior':>5} {'I_H':>8} {'log|H|':>8} {'s':>6}"]
+    for m in report["history"]:
+        sym = "" if m["train_elbo_sym"] is None else f"{m['train_elbo_sym']:.1f}"
+        lines.append(f"{m['epoch']:5d} {m['test_acc']:9.4f} {m['test_nll']:7.4f} {m['test_ece']:7.4f} "
+                     f"{m['train_elbo']:13.1f} {sym:>13} {_number(m.get('nearest_unit_kl_min')):>9} "
+                     f"{_number(m.get('nearest_unit_kl_median')):>9} {_number(m.get('units_at_prior')):>5} "
+                     f"{_number(m.get('block_mi')):>8} {_number(m.get('block_log_group_size')):>8} "
+                     f"{m['seconds']:6.1f}")
+    lines.append("J: Jeffreys divergence (nats) from a unit's factor of q to its nearest other unit's; prior: units "
+                 "at the prior; I_H: block estimate of the mutual information on q, at most log|H|.")
+    return "\n".join(line for line in lines if line)
+
+def _number(value) -> str:
+    return "—" if value is None else f"{value:.4g}"
+
+def _format_mnist_sweep(report: dict) -> str:
+    lines = ["Test accuracy by width and method (mean ± std over seeds)"]
+    for setting in dict.fromkeys(row["setting"] for row in report["table"]):
+        lines.append(f"  {setting}")
+        lines.append(f"  {'width':>6} {'method':>10} {'seeds':>5} {'test acc':>17} {'NLL':>8} {'ECE':>8} {'train ELBO':>12}")
+        for row in (r for r in report["table"] if r["setting"] == setting):
+            lines.append(f"  {row['hidden']:6d} {row['label']:>10} {row['seeds']:5d} "
+                         f"{cli.pm(row['test_acc_mean'], row['test_acc_std'], 4):>17} {row['test_nll_mean']:8.4f} "
+                         f"{row['test_ece_mean']:8.4f} {row['train_elbo_mean']:12.1f}")
+    failed = [r for r in report["runs"] if r["status"] != "finished"]
+    for r in failed:
+        lines.append(f"run #{r['run_id']} {r['status']}: {r['message']}")
+    return "\n".join(lines)
+
+def _data_failure(report: dict) -> str | None:
+    return None if report["ok"] else "the MNIST files are missing or damaged (see above)"
+
+
+def _format_mnist_data(report: dict) -> str:
+    lines = [f"MNIST in {report['directory']}: " + ("all four files verified" if report["ok"] else "problems:")]
+    lines += [f"  downloaded {name}" for name in report["downloaded"]]
+    lines += [f"  {problem}" for problem in report["problems"]]
+    return "\n".join(lines)

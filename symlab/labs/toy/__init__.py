@@ -1,0 +1,15 @@
+"""Exact posterior vs MFVI vs SGM on the two-weight ReLU network (Gelberg et al. §5, Fig. 4)."""
+
+from symlab.lab import Lab
+
+from . import cli, params
+
+LAB = Lab(
+    name="toy",
+    title="Tractable BNN",
+    icon=":material/hub:",
+    blurb=("The two-weight ReLU network trained live: the exact posterior against mean-field VI and its symmetrised version, SGM (§5, Fig. 4, Tables 2–3)."),
+    page="pages/toy.py",
+    register=cli.register,
+    page_params=params.page_params,
+)

@@ -43,24 +43,24 @@ def int_at_least(minimum: int, maximum: int = MAX_INT):
     return parse
 
 
-def float_list(text: str) -> list[float]:
+def number_list(text: str, number, what: str, ok, requirement: str) -> list:
+    """A comma-separated list of ``number``s (``what``: "numbers"), each satisfying ``ok``."""
     try:
-        values = [float(part) for part in text.split(",") if part.strip()]
+        values = [number(part) for part in text.split(",") if part.strip()]
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{shown(text)} is not a comma-separated list of numbers") from None
-    if not values or not all(math.isfinite(v) and v >= 0 for v in values):
-        raise argparse.ArgumentTypeError(f"{shown(text)} needs one or more finite numbers >= 0")
+        raise argparse.ArgumentTypeError(f"{shown(text)} is not a comma-separated list of {what}") from None
+    if not values or not all(ok(v) for v in values):
+        raise argparse.ArgumentTypeError(f"{shown(text)} needs {requirement}")
     return values
+
+
+def float_list(text: str) -> list[float]:
+    return number_list(text, float, "numbers", lambda v: math.isfinite(v) and v >= 0, "one or more finite numbers >= 0")
 
 
 def int_list(text: str) -> list[int]:
-    try:
-        values = [int(part) for part in text.split(",") if part.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{shown(text)} is not a comma-separated list of whole numbers") from None
-    if not values or min(values) < 1 or max(values) > MAX_INT:
-        raise argparse.ArgumentTypeError(f"{shown(text)} needs one or more whole numbers in [1, {MAX_INT}]")
-    return values
+    return number_list(text, int, "whole numbers", lambda v: 1 <= v <= MAX_INT,
+                       f"one or more whole numbers in [1, {MAX_INT}]")
 
 
 def stderr_progress(args, what: str = ""):

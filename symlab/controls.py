@@ -19,7 +19,7 @@ from typing import Any, Iterable, Mapping
 from .urlstate import Param
 
 KINDS = ("float", "int", "bool", "choice")
-WIDGETS = ("slider", "number", "select", "radio", "toggle", "select_slider")
+WIDGETS = ("slider", "number", "select", "radio", "segmented", "toggle")
 # Larger whole numbers overflow the C integers of numpy, torch and SQLite (tracebacks, not messages),
 # and no count or seed here needs them.
 MAX_INT = 2**31 - 1
@@ -199,6 +199,7 @@ def number_parser(spec: Control):
             raise argparse.ArgumentTypeError(f"{shown(text)} must be {dataclasses.replace(spec, high=high).describe_range()}")
         return value
 
+    parse.kind = spec.kind  # what the hostile-input tests read to know which values may be valid
     return parse
 
 

@@ -12,7 +12,11 @@ class Lab:
     name: str  # the page's URL path and the command line's first subcommand
     title: str
     icon: str  # a Material icon, ":material/<name>:"
-    blurb: str  # one sentence or two for the home page
-    page: str  # the page file, relative to the repository root
     register: Callable  # register(subparsers): adds the lab's subcommands, each with run= and format=
     page_params: Callable  # page_params(hosting) -> the page's URL parameters (urlstate.Param), in order
+    blurb: str  # one sentence or two for the home page
+    page: str = ""  # the page file, relative to app.py; default pages/<name>.py
+
+    def __post_init__(self):
+        if not self.page:
+            object.__setattr__(self, "page", f"pages/{self.name}.py")

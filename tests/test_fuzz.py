@@ -3,12 +3,12 @@
 Nothing may raise. A page renders with valid control values and names each malformed parameter
 in its "adjusted" notice; the CLI exits with a one-line error (argparse's usage error, status 2,
 or its own message, status 1 for runtime errors), never a traceback. The cases are generated from
-each page's ``SPECS`` and from the CLI's parser, so new parameters and options are covered
+each lab's URL parameters as the registry (``symlab.labs.LABS``) derives them from the
+labs' declarations, and from the CLI's parser, so new parameters and options are covered
 without editing this file. Random mixes use fixed seeds: a failure names its seed and reproduces.
 """
 
 import argparse
-import ast
 import functools
 import math
 import os
@@ -23,6 +23,7 @@ from streamlit.testing.v1 import AppTest
 
 from pages import ui
 from symlab import cli, worker
+from symlab.labs import LABS as REGISTRY
 from symlab.labs.align import experiment as align_lab
 from symlab.lib import mnist_data
 from symlab.labs.modes import experiment as modes
@@ -45,24 +46,13 @@ class Page:
         self.by_name = {spec.name: spec for spec in specs}
 
 
-def lab_page(path: Path) -> Page | None:
-    """The page's SPECS (its module's top level run up to their definition, not its main()) and
-    the title it passes to ui.start_page; None for a module without SPECS."""
-    tree = ast.parse(path.read_text(), str(path))
-    ends = [i for i, node in enumerate(tree.body) if isinstance(node, ast.Assign)
-            and any(isinstance(t, ast.Name) and t.id == "SPECS" for t in node.targets)]
-    if not ends:
-        return None
-    namespace = {"__name__": f"fuzz_{path.stem}"}
-    exec(compile(ast.Module(tree.body[:ends[0] + 1], []), str(path), "exec"), namespace)
-    title = next(node.args[2].value for node in ast.walk(tree) if isinstance(node, ast.Call)
-                 and getattr(node.func, "attr", None) == "start_page" and len(node.args) > 2
-                 and isinstance(node.args[2], ast.Constant))
-    # start_page adds the presentation-mode parameter to every page's own.
-    return Page(path.stem, f"pages/{path.name}", title, (*namespace["SPECS"], ui.PRESENT))
+def lab_page(lab) -> Page:
+    """A lab's page as the registry declares it: its URL parameters derived from the lab's declarations, with
+    this server's caps, plus the presentation-mode parameter that ui.start_page adds to every page."""
+    return Page(lab.name, lab.page, lab.title, (*lab.page_params(ui.server_settings()), ui.PRESENT))
 
 
-LABS = [page for page in map(lab_page, sorted((ROOT / "pages").glob("*.py"))) if page]
+LABS = [lab_page(lab) for lab in REGISTRY]
 HOME = Page("home", None, "SymLab", ())
 ALL_NAMES = sorted({spec.name for page in LABS for spec in page.specs})
 
@@ -206,7 +196,7 @@ def test_hostile_query_parameters(page, query, runs_dir, monkeypatch):
     at.query_params.update(query)
     at.run()
     assert not at.exception, "\n".join(f"{e.message}\n{''.join(e.stack_trace)}" for e in at.exception)
-    assert page.title in [title.value for title in at.title]
+    assert any(title.value.startswith(page.title) for title in at.title), [title.value for title in at.title]
     notices = [w.value for w in at.warning if NOTICE in w.value]
     if page is HOME:
         assert not notices
@@ -301,6 +291,9 @@ def option_kind(action) -> str:
         return "choice"
     if action.type is None:
         return "path" if action.dest.endswith("_dir") else "text"
+    declared = getattr(action.type, "kind", None)  # a flag derived from a declaration (symlab.controls)
+    if declared:
+        return declared
     return "int" if "int" in getattr(action.type, "__qualname__", "") else "float"
 
 

@@ -4,12 +4,6 @@ from symlab.lab import Lab
 
 from . import cli, params
 
-LAB = Lab(
-    name="align",
-    title="Alignment",
-    icon=":material/compare_arrows:",
-    blurb=("Two mean-field posteriors from different seeds, matched across permutations: the loss barrier on the path between them before and after alignment (Rossi et al. 2023)."),
-    page="pages/align.py",
-    register=cli.register,
-    page_params=params.page_params,
-)
+LAB = Lab("align", "Alignment", ":material/compare_arrows:", cli.register, params.page_params,
+          blurb=("Two mean-field posteriors from different seeds, matched across permutations: the loss barrier on the"
+                 " path between them before and after alignment (Rossi et al. 2023)."))

@@ -4,12 +4,6 @@ from symlab.lab import Lab
 
 from . import cli, params
 
-LAB = Lab(
-    name="mnist",
-    title="MNIST",
-    icon=":material/grid_on:",
-    blurb=("Launch MFVI and SGM runs of Bayesian MLPs, watch them train, and compare accuracy across widths like the paper's Table 1 (§5)."),
-    page="pages/mnist.py",
-    register=cli.register,
-    page_params=params.page_params,
-)
+LAB = Lab("mnist", "MNIST", ":material/grid_on:", cli.register, params.page_params,
+          blurb=("Launch MFVI and SGM runs of Bayesian MLPs, watch them train, and compare accuracy across widths like"
+                 " the paper's Table 1 (§5)."))

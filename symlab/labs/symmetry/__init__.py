@@ -1,15 +1,11 @@
-"""The posterior modulo its symmetries, and how close equivalent modes are (Laurent et al. 2024; Gelberg et al. 2024, Thm 3.1)."""
+"""The posterior modulo its symmetries, and how close equivalent modes are (Laurent et al. 2024;
+Gelberg et al. 2024, Thm 3.1)."""
 
 from symlab.lab import Lab
 
 from . import cli, params
 
-LAB = Lab(
-    name="symmetry",
-    title="Symmetry explorer",
-    icon=":material/flip:",
-    blurb=("Take the symmetries out: the doubled mode of Laurent et al.'s Fig. 1 and its removal, min-mass rescaling, how close equivalent modes are as width grows (Thm 3.1), MMD to the exact posterior, and whether units change places during training."),
-    page="pages/symmetry.py",
-    register=cli.register,
-    page_params=params.page_params,
-)
+LAB = Lab("symmetry", "Symmetry explorer", ":material/flip:", cli.register, params.page_params,
+          blurb=("Take the symmetries out: the doubled mode of Laurent et al.'s Fig. 1 and its removal, min-mass "
+                 "rescaling, how close equivalent modes are as width grows (Thm 3.1), MMD to the exact posterior, and "
+                 "whether units change places during training."))

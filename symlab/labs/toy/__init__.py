@@ -4,12 +4,6 @@ from symlab.lab import Lab
 
 from . import cli, params
 
-LAB = Lab(
-    name="toy",
-    title="Tractable BNN",
-    icon=":material/hub:",
-    blurb=("The two-weight ReLU network trained live: the exact posterior against mean-field VI and its symmetrised version, SGM (§5, Fig. 4, Tables 2–3)."),
-    page="pages/toy.py",
-    register=cli.register,
-    page_params=params.page_params,
-)
+LAB = Lab("toy", "Tractable BNN", ":material/hub:", cli.register, params.page_params,
+          blurb=("The two-weight ReLU network trained live: the exact posterior against mean-field VI and its "
+                 "symmetrised version, SGM (§5, Fig. 4, Tables 2–3)."))

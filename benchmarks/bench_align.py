@@ -1,4 +1,4 @@
-"""Alignment lab: time to align two mean-field posteriors (symlab.align.align, W₂ objective) against
+"""Alignment lab: time to align two mean-field posteriors (symlab.lib.align.align, W₂ objective) against
 width and depth, for MNIST-shaped MLPs 784-w×depth-10. One process; ratios against (a) the smallest
 network, and (b) the same coordinate descent with its cost matrices built from pairwise unit
 differences (a broadcast over h × h × features) instead of one matrix product of unit features.
@@ -31,8 +31,8 @@ import numpy as np  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from symlab.lib import align  # noqa: E402
-from symlab.lib.align import DiagonalGaussian  # noqa: E402
+from symlab.lib import align, mlp  # noqa: E402
+from symlab.lib.gaussian import DiagonalGaussian  # noqa: E402
 
 
 def posterior_pair(width: int, depth: int, seed: int = 0) -> tuple[DiagonalGaussian, DiagonalGaussian]:
@@ -43,14 +43,14 @@ def posterior_pair(width: int, depth: int, seed: int = 0) -> tuple[DiagonalGauss
         bound = 1 / math.sqrt(fan_in)
         means.append((rng.uniform(-bound, bound, (fan_out, fan_in)), rng.uniform(-bound, bound, fan_out)))
         sds.append((rng.uniform(0.01, 0.1, (fan_out, fan_in)), rng.uniform(0.01, 0.1, fan_out)))
-    qa = DiagonalGaussian(means, sds)
+    qa = DiagonalGaussian.from_layers(means, sds)
     moved = align.permute(qa, [rng.permutation(h) for h in sizes[1:-1]])
 
     def jitter(layers, scale_of):
         return [(W + 0.5 * scale_of(W) * rng.standard_normal(W.shape), b + 0.5 * scale_of(b) * rng.standard_normal(b.shape))
                 for W, b in layers]
 
-    qb = DiagonalGaussian(jitter(moved.means, lambda a: 1 / math.sqrt(a.shape[-1]) if a.ndim == 2 else 0.0),
+    qb = DiagonalGaussian.from_layers(jitter(moved.means, lambda a: 1 / math.sqrt(a.shape[-1]) if a.ndim == 2 else 0.0),
                           [(np.abs(W), np.abs(b)) for W, b in jitter(moved.sds, lambda a: 0.05)])
     return qa, qb
 
@@ -60,8 +60,8 @@ def pairwise_similarity(qa, qb, index, objective="w2", incoming=True, outgoing=T
     sets = [(qa.means, qb.means)] + ([(qa.sds, qb.sds)] if objective == "w2" else [])
     total = 0.0
     for a, b in sets:
-        fa = align.unit_features(a, index, incoming, outgoing)
-        fb = align.unit_features(b, index, incoming, outgoing)
+        fa = mlp.unit_rows(a, index, incoming, outgoing)
+        fb = mlp.unit_rows(b, index, incoming, outgoing)
         total = total - np.sum((fa[:, None, :] - fb[None, :, :]) ** 2, axis=-1)
     return total
 

@@ -90,11 +90,12 @@ def time_slider_change(values=(3.05, 3.4, 4.1, 5.5, 6.25, 7.0, 8.8, 2.2)):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sigma", type=float, default=1.0)
-    parser.add_argument("--mc-steps", type=int, default=modes.PAPER_PROTOCOL["steps"])
-    parser.add_argument("--mc-samples", type=int, default=modes.PAPER_PROTOCOL["samples"])
+    paper = modes.SweepConfig()  # the paper's protocol
+    parser.add_argument("--mc-steps", type=int, default=paper.steps)
+    parser.add_argument("--mc-samples", type=int, default=paper.samples)
     args = parser.parse_args()
     sigma = args.sigma
-    alphas = modes.alpha_grid(10.0 * max(sigma, 1.0), 100)
+    alphas = modes.SweepConfig(sigma=sigma).alphas()
 
     exact_sweep_s, exact_threshold_s, exact_threshold = time_exact(alphas, sigma)
     start = time.perf_counter()

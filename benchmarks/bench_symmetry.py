@@ -1,6 +1,6 @@
 """Symmetry explorer: (a) Laurent's Fig. 1 perceptrons trained as one batched tensor program
 against a plain Python loop training the same 2-2-1 nets one at a time with torch; (b) the min-mass
-solve (batched damped Newton, symlab.symmetry.min_mass) against scipy's L-BFGS-B on the same
+solve (batched damped Newton, symlab.lib.symmetry.min_mass) against scipy's L-BFGS-B on the same
 objective, for one- and two-hidden-layer MNIST-shaped nets. One process; ratios against the
 baselines.
 
@@ -30,8 +30,8 @@ from scipy import optimize
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from symlab.lib import symmetry
 from symlab.labs.symmetry import experiment as symmetry_lab  # noqa: E402
+from symlab.lib import mlp, symmetry  # noqa: E402
 
 TOL = 1e-10  # min_mass's default: max |gradient| ≤ TOL · mass
 
@@ -54,14 +54,12 @@ def loop_rate(count: int) -> dict:
     x_np, y_np = symmetry_lab.make_blobs(config.points, config.separation, config.seed)
     x, y = torch.tensor(x_np, dtype=torch.float32), torch.tensor(y_np, dtype=torch.float32)
     g = torch.Generator().manual_seed(config.seed)
+    layout = mlp.Layout((2, 2, 1))
     n = x.shape[0]
     losses = []
     start = time.perf_counter()
     for _ in range(count):
-        params = [symmetry_lab._torch_init(g, (2, 2), 2), symmetry_lab._torch_init(g, (2,), 2),
-                  symmetry_lab._torch_init(g, (1, 2), 2), symmetry_lab._torch_init(g, (1,), 2)]
-        for p in params:
-            p.requires_grad_()
+        params = [p.clone().requires_grad_() for layer in layout.layers(mlp.init_parameters(layout, g)) for p in layer]
         W1, b1, W2, b2 = params
         for _ in range(config.epochs):
             order = torch.randperm(n, generator=g)

@@ -65,6 +65,7 @@ def run_job(job_and_settings) -> dict:
     import torch
 
     from symlab.labs.mnist import experiment as mnist
+    from symlab.results import TrainingDiverged
 
     job, settings = job_and_settings
     config = mnist.MnistConfig(hidden=job["hidden"], init_sd=job["init_sd"], seed=job["seed"], device="cpu",
@@ -78,7 +79,7 @@ def run_job(job_and_settings) -> dict:
     try:
         for _ in range(config.epochs):
             trainer.train_epoch()
-    except mnist.TrainingDiverged as error:
+    except TrainingDiverged as error:
         status = f"diverged: {error}"
     history = [{key: m.get(key) for key in EPOCH_KEYS} for m in trainer.history]
     return {**job, "key": job_key(job), "status": status, "config": config.to_dict(),

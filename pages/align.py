@@ -6,15 +6,14 @@ import pandas as pd
 import streamlit as st
 
 from pages import ui
+from symlab.controls import config_values
 from symlab.labs.align import LAB
-from symlab.labs.align.params import ORDERS
-from symlab.lib import align
 from symlab.labs.align import experiment as align_lab
+from symlab.labs.align.params import CAPS, FIELDS, ORDERS
+from symlab.lib import align
 from symlab.lib.mnist_data import data_directory, load_mnist
-from symlab.urlstate import Param
 
 PAGE = "align"
-DEFAULT = align_lab.AlignConfig()
 SPECS = LAB.page_params(ui.server_settings())
 PRESETS = {
     "Half moons, two hidden layers": (
@@ -85,7 +84,7 @@ def trained_pair(config: align_lab.AlignConfig) -> align_lab.PosteriorPair:
     return ui.shared_result(("align_pair", config), train)
 
 
-def report(config: align_lab.AlignConfig) -> dict:
+def report(config: align_lab.AlignConfig) -> align_lab.AlignmentReport:
     pair = trained_pair(config)
     return ui.shared_result(("align_report", config), lambda: align_lab.alignment_report(pair, dataset(config)))
 
@@ -93,9 +92,9 @@ def report(config: align_lab.AlignConfig) -> dict:
 def predictive_map(config: align_lab.AlignConfig, path: str, frame: int):
     def compute():
         rep = report(config)
-        t = rep["paths"][path]["t"][frame]
-        q = align.interpolate(trained_pair(config).qa, rep["_ends"][path], t)
-        return align_lab.predictive_grid(q, rep["_noise"], align_lab.moons_extent(dataset(config)))
+        t = rep.paths[path]["t"][frame]
+        q = align.interpolate(trained_pair(config).qa, rep.ends[path], t)
+        return align_lab.predictive_grid(q, rep.noise, align_lab.moons_extent(dataset(config)))
 
     return ui.shared_result(("align_map", config, path, frame), compute, capacity=256)
 
@@ -108,44 +107,38 @@ def key(name: str) -> str:
     return ui.widget_key(PAGE, name)
 
 
+def widget(name: str, **options):
+    return ui.control_widget(PAGE, align_lab.AlignConfig, name, cap=CAPS.get(name), **options)
+
+
 def controls():
     with st.sidebar:
         st.subheader("Presets")
         ui.preset_picker(PAGE, PRESETS, PRESET_DEFAULTS)
         st.subheader("Task and network")
-        st.radio("Task", align_lab.TASKS, key=key("task"), horizontal=True,
-                 format_func={"moons": "half moons (2-D)", "mnist": "MNIST subset"}.get)
-        st.slider("Hidden units per layer", 2, 128, key=key("width"))
-        st.slider("Hidden layers", 1, 3, key=key("depth"))
-        st.number_input("Training points", 50, 20_000, step=50, key=key("train"),
-                        help="Moons: drawn from the seed. MNIST: the first images of the training set.")
+        widget("task", horizontal=True, format_func={"moons": "half moons (2-D)", "mnist": "MNIST subset"}.get)
+        for name in ("width", "depth", "train_size"):
+            widget(name)
         if st.session_state[key("task")] == "moons":
-            st.slider("Noise on the moons", 0.0, 0.5, step=0.05, key=key("noise"))
+            widget("noise")
         st.subheader("Variational inference")
-        st.slider("Adam steps", 100, 3000, step=100, key=key("steps"))
-        st.slider("Learning rate", 0.001, 0.05, step=0.001, format="%.3f", key=key("lr"))
-        st.slider("Prior scale p (N(0, p²) on every weight)", 0.1, 3.0, step=0.1, key=key("prior"))
-        st.slider("Posterior samples per point of the path", 4, 64, key=key("samples"))
-        st.number_input("Seed", 0, 100_000, step=1, key=key("seed"),
-                        help="The data and both initialisations (q_A and q_B get different seeds derived from it).")
+        for name in ("steps", "lr", "prior_scale", "samples", "seed"):
+            widget(name)
         ui.new_seed_button(PAGE, help="Other data and initialisations; Reset replays the path from t = 0.")
 
 
 def config_from(values) -> align_lab.AlignConfig:
-    return align_lab.AlignConfig(
-        task=values["task"], width=values["width"], depth=values["depth"], train_size=values["train"],
-        noise=values["noise"], steps=values["steps"], lr=values["lr"], prior_scale=values["prior"],
-        samples=values["samples"], seed=values["seed"]).validate()
+    return align_lab.AlignConfig(**config_values(align_lab.AlignConfig, values, (*FIELDS, "seed"))).validate()
 
 
 # ---------------------------------------------------------------------------------------------
 # Panels
 # ---------------------------------------------------------------------------------------------
 
-def path_chart(rep: dict, metric: str, t: float) -> dict:
+def path_chart(rep: align_lab.AlignmentReport, metric: str, t: float) -> dict:
     traces = []
     for name, (colour, dash, symbol) in PATH_STYLE.items():
-        data = rep["paths"][name]
+        data = rep.paths[name]
         traces.append(ui.line(data["t"], data[metric], align_lab.PATH_TITLES[name], colour, dash, width=3,
                               markers=True, symbol=symbol))
     y_title = "test NLL of the predictive (nats)" if metric == "loss" else "test accuracy of the predictive"
@@ -165,8 +158,8 @@ def map_chart(config, rep, path: str, frame: int, data: align_lab.Dataset) -> di
                    marker=dict(color="#FFFFFF" if c == 0 else "#000000", symbol=symbol, size=6,
                                line=dict(color="#000000", width=1)), showlegend=path == "before")
               for c, symbol in ((0, "circle"), (1, "x"))]
-    t = rep["paths"][path]["t"][frame]
-    loss = rep["paths"][path]["loss"][frame]
+    t = rep.paths[path]["t"][frame]
+    loss = rep.paths[path]["loss"][frame]
     figure = ui.figure([heat, *points], "x₁", "x₂", f"{align_lab.PATH_TITLES[path].capitalize()}: t = {t:.2f}, "
                        f"loss {loss:.3f}", height=340)
     figure["layout"]["margin"]["r"] = COLOUR_BAR_MARGIN
@@ -175,8 +168,8 @@ def map_chart(config, rep, path: str, frame: int, data: align_lab.Dataset) -> di
     return figure
 
 
-def path_player(config, rep: dict, data: align_lab.Dataset) -> None:
-    ts = rep["paths"]["before"]["t"]
+def path_player(config, rep: align_lab.AlignmentReport, data: align_lab.Dataset) -> None:
+    ts = rep.paths["before"]["t"]
 
     def draw(frame, chart_config):
         left, right = st.columns(2)
@@ -197,21 +190,21 @@ def path_player(config, rep: dict, data: align_lab.Dataset) -> None:
                     reset_help="Back to t = 0 (q_A); the same posteriors.")
 
 
-def headline(rep: dict) -> None:
+def headline(rep: align_lab.AlignmentReport) -> None:
     cols = st.columns(4)
-    cols[0].metric("loss barrier before", f"{rep['barrier_before']:.3f}",
+    cols[0].metric("loss barrier before", f"{rep.barrier_before:.3f}",
                    help="max over t of the loss above the straight line between the endpoints' losses (nats).")
-    cols[1].metric("loss barrier after (W₂)", f"{rep['barrier_after']:.3f}",
-                   delta=f"{rep['barrier_after'] - rep['barrier_before']:.3f}", delta_color="inverse")
-    cols[2].metric("W₂(q_A, q_B) before", f"{rep['w2_before']:.2f}")
-    cols[3].metric("W₂ after alignment", f"{rep['w2_after']:.2f}",
-                   delta=f"{rep['w2_after'] - rep['w2_before']:.2f}", delta_color="inverse")
+    cols[1].metric("loss barrier after (W₂)", f"{rep.barrier_after:.3f}",
+                   delta=f"{rep.barrier_after - rep.barrier_before:.3f}", delta_color="inverse")
+    cols[2].metric("W₂(q_A, q_B) before", f"{rep.w2_before:.2f}")
+    cols[3].metric("W₂ after alignment", f"{rep.w2_after:.2f}",
+                   delta=f"{rep.w2_after - rep.w2_before:.2f}", delta_color="inverse")
 
 
-def summary_frame(rep: dict) -> pd.DataFrame:
+def summary_frame(rep: align_lab.AlignmentReport) -> pd.DataFrame:
     rows = []
     for name, title in align_lab.PATH_TITLES.items():
-        row = rep["summary"][name]
+        row = rep.summary[name]
         rows.append({"path": title, "W₂": row["w2"], "‖μ_A − μ_B‖": row["mean_distance"],
                      "barrier (nats)": row["barrier"], "acc. drop": row["accuracy_barrier"],
                      "moved": " / ".join(map(str, row["units_moved"]))})
@@ -222,13 +215,13 @@ SUMMARY_COLUMNS = {name: st.column_config.NumberColumn(format="%.3f")
                    for name in ("W₂", "‖μ_A − μ_B‖", "barrier (nats)", "acc. drop")}
 
 
-def distance_chart(rep: dict) -> dict:
-    depth = len(rep["sizes"]) - 2
+def distance_chart(rep: align_lab.AlignmentReport) -> dict:
+    depth = len(rep.sizes) - 2
     layers = [f"into hidden {i + 1}" for i in range(depth)] + ["into the output"]
     bars = []
     for name, (colour, _, _) in PATH_STYLE.items():
         pattern = {"before": "", "weights": ".", "w2": "/"}[name]
-        bars.append(dict(type="bar", x=layers, y=rep["summary"][name]["layer_w2"], name=align_lab.PATH_TITLES[name],
+        bars.append(dict(type="bar", x=layers, y=rep.summary[name]["layer_w2"], name=align_lab.PATH_TITLES[name],
                          marker=dict(color=colour, pattern=dict(shape=pattern)), showlegend=True))
     figure = ui.figure(bars, "", "W₂ distance of the layer", "Distance per layer (weights and biases)", height=320)
     figure["layout"]["barmode"] = "group"
@@ -237,9 +230,9 @@ def distance_chart(rep: dict) -> dict:
 
 def assignment_chart(config, rep, index: int, order: str) -> dict:
     pair = trained_pair(config)
-    perm = rep["_alignments"]["w2"].perms[index]
+    perm = rep.alignments["w2"].perms[index]
     # Distances to q_B as the other layers' alignment leaves it, so that only this layer's order is in question.
-    others = [p if i != index else np.arange(len(p)) for i, p in enumerate(rep["_alignments"]["w2"].perms)]
+    others = [p if i != index else np.arange(len(p)) for i, p in enumerate(rep.alignments["w2"].perms)]
     cost = align.unit_distances(pair.qa, align.permute(pair.qb, others), index, "w2")
     columns = perm if order == "aligned" else np.arange(len(perm))
     distance = np.sqrt(np.maximum(cost[:, columns], 0.0))
@@ -287,13 +280,13 @@ def main():
         st.error(str(error), icon=":material/error:")
         return
     headline(rep)
-    sizes = "-".join(map(str, rep["sizes"]))
-    st.caption(f"{sizes} MLP, {config.steps} Adam steps ({rep['train_seconds']:.1f} s for both); test loss "
-               f"q_A {rep['loss_a']:.3f}, q_B {rep['loss_b']:.3f}; accuracy {rep['accuracy_a']:.3f} / "
-               f"{rep['accuracy_b']:.3f}. Alignment: {rep['sweeps']} sweep{'s' if rep['sweeps'] != 1 else ''} "
+    sizes = "-".join(map(str, rep.sizes))
+    st.caption(f"{sizes} MLP, {config.steps} Adam steps ({rep.train_seconds:.1f} s for both); test loss "
+               f"q_A {rep.loss_a:.3f}, q_B {rep.loss_b:.3f}; accuracy {rep.accuracy_a:.3f} / "
+               f"{rep.accuracy_b:.3f}. Alignment: {rep.sweeps} sweep{'s' if rep.sweeps != 1 else ''} "
                "of coordinate descent, "
-               f"{'converged' if rep['converged'] else 'stopped before converging'}, "
-               f"{rep['align_seconds'] * 1000:.0f} ms for both objectives.")
+               f"{'converged' if rep.converged else 'stopped before converging'}, "
+               f"{rep.align_seconds * 1000:.0f} ms for both objectives.")
     path_player(config, rep, data)
     explanation()
     st.subheader("Distances")
@@ -320,11 +313,11 @@ def main():
                "In the aligned order the matches run down the diagonal: the permutation matrix P_l.")
     for column, index in zip(st.columns(config.depth), range(config.depth)):
         column.plotly_chart(assignment_chart(config, rep, index, values["order"]), key=f"align.assignment_{index}")
-    path_rows = pd.DataFrame({"t": rep["paths"]["before"]["t"],
-                              **{f"{metric}_{name}": rep["paths"][name][metric]
+    path_rows = pd.DataFrame({"t": rep.paths["before"]["t"],
+                              **{f"{metric}_{name}": rep.paths[name][metric]
                                  for name in align_lab.PATHS for metric in ("loss", "accuracy")}})
-    perms = pd.DataFrame({f"layer_{i + 1}": p for i, p in enumerate(rep["permutations"])}) \
-        if len(set(map(len, rep["permutations"]))) == 1 else pd.DataFrame()
+    perms = pd.DataFrame({f"layer_{i + 1}": p for i, p in enumerate(rep.permutations)}) \
+        if len(set(map(len, rep.permutations))) == 1 else pd.DataFrame()
     d1, d2, d3, _ = st.columns([1, 1, 1, 1])
     with d1:
         ui.csv_download(path_rows, f"align_path_seed{config.seed}.csv", "Paths (CSV)", "align.csv_path")

@@ -1,5 +1,6 @@
 """MNIST lab: launch MFVI and SGM runs, watch them train, compare widths (Gelberg et al. §5, Table 1)."""
 
+import functools
 import math
 import time
 import uuid
@@ -8,16 +9,15 @@ import pandas as pd
 import streamlit as st
 
 from pages import ui
-from symlab.labs.mnist import LAB
-from symlab import runs
+from symlab import controls, runs
+from symlab.labs.mnist import LAB, params
+from symlab.labs.mnist.experiment import MnistConfig, resolve_device
+from symlab.labs.mnist.table import results_table
 from symlab.lib import mnist_data
 from symlab.lib.blocks import PRIOR_KL_PER_PARAMETER
-from symlab.labs.mnist.experiment import DEVICES, MAX_BLOCK_SIZE, METHODS, MI_ESTIMATORS, MnistConfig, resolve_device
-from symlab.urlstate import Param
 
-PAGE = "mnist"
+PAGE = LAB.name
 LIMITS = ui.server_settings().runs
-DEFAULTS = MnistConfig()
 SPECS = LAB.page_params(ui.server_settings())
 PRESETS = {
     "Tiny (seconds)": (
@@ -71,11 +71,8 @@ def session_id() -> str:
 
 
 def config_from(values, method=None) -> MnistConfig:
-    return MnistConfig(hidden=values["hidden"], depth=values["depth"], method=method or values["method"],
-                       K=values["K"], mi=values["mi"], block_size=values["block"],
-                       rebuild_every=values["rebuild"], epochs=values["epochs"], batch_size=values["batch"], lr=values["lr"],
-                       prior_scale=values["prior"], init_sd=values["init_sd"], samples=values["samples"],
-                       train_subset=values["subset"], seed=values["seed"], device=values["device"]).validate()
+    fields = controls.config_values(MnistConfig, values, params.PAGE_FIELDS)
+    return MnistConfig(**{**fields, "method": method or fields["method"]}).validate()
 
 
 def compare_ids(values) -> list[int]:
@@ -83,39 +80,27 @@ def compare_ids(values) -> list[int]:
     return [int(float(part)) for part in text.split(",") if part.strip()] if text else []
 
 
-def controls():
-    key = lambda name: ui.widget_key(PAGE, name)
+def controls_panel():
+    widget = functools.partial(ui.control_widget, PAGE, MnistConfig)
+    caps = params.caps(LIMITS)
     with st.sidebar:
         st.subheader("Presets")
         ui.preset_picker(PAGE, PRESETS)
         st.subheader("Network")
-        st.number_input("Hidden units per layer", 1, LIMITS.max_hidden, step=1, key=key("hidden"))
-        st.number_input("Hidden layers", 1, LIMITS.max_depth, step=1, key=key("depth"))
-        st.segmented_control("Method", METHODS, key=key("method"),
-                             format_func=lambda m: {"mfvi": "MFVI", "sgm": "SGM"}[m])
-        sgm = st.session_state[key("method")] == "sgm"
-        st.segmented_control("SGM's estimate of I", MI_ESTIMATORS, key=key("mi"), disabled=not sgm,
-                             format_func=lambda m: {"infonce": "InfoNCE Î_K", "blocks": "Blocks I_H"}[m],
-                             help="InfoNCE: K − 1 random permutations per step. Blocks: the exact I of the subgroup "
-                                  "that permutes blocks of close units.")
-        infonce = st.session_state[key("mi")] == "infonce"
-        st.number_input("K (SGM's InfoNCE terms)", 2, 256, step=1, key=key("K"), disabled=not (sgm and infonce))
-        st.number_input("Block size B (units per block)", 2, MAX_BLOCK_SIZE, step=1, key=key("block"),
-                        disabled=not (sgm and not infonce))
-        st.number_input("Rebuild blocks every N steps", 1, 10_000, step=10, key=key("rebuild"),
-                        disabled=not (sgm and not infonce))
+        widget("hidden", cap=caps["hidden"])
+        widget("depth", cap=caps["depth"])
+        sgm = widget("method", required=True, format_func=lambda m: {"mfvi": "MFVI", "sgm": "SGM"}[m]) == "sgm"
+        infonce = widget("mi", required=True, disabled=not sgm,
+                         format_func=lambda m: {"infonce": "InfoNCE Î_K", "blocks": "Blocks I_H"}[m]) == "infonce"
+        widget("K", disabled=not (sgm and infonce))
+        widget("block_size", disabled=not (sgm and not infonce))
+        widget("rebuild_every", disabled=not (sgm and not infonce))
         st.subheader("Training")
-        st.number_input("Epochs", 1, LIMITS.max_epochs, step=1, key=key("epochs"))
-        st.number_input("Training subset (0 = all 60 000)", 0, 60_000, step=1000, key=key("subset"))
-        st.number_input("Batch size", 8, 2048, step=8, key=key("batch"))
-        st.number_input("Learning rate (Adam)", 1e-5, 0.1, step=1e-4, format="%.5f", key=key("lr"))
-        st.number_input("Prior std dev", 0.01, 10.0, step=0.1, key=key("prior"))
-        st.number_input("Initial posterior std dev", 1e-5, 1.0, step=1e-3, format="%.5f", key=key("init_sd"))
-        st.number_input("Prediction samples M", 1, 100, step=1, key=key("samples"))
-        st.number_input("Seed", 0, 100_000, step=1, key=key("seed"))
+        widget("epochs", cap=caps["epochs"])
+        for name in ("train_subset", "batch_size", "lr", "prior_scale", "init_sd", "samples", "seed"):
+            widget(name)
         ui.new_seed_button(PAGE)
-        st.segmented_control("Device", DEVICES, key=key("device"),
-                             help="auto: the GPU when torch finds one, else the CPU")
+        widget("device", required=True)
 
 
 def explanation():
@@ -207,7 +192,7 @@ def runs_frame(all_runs) -> pd.DataFrame:
     for run in reversed(all_runs):
         result = run.result or {}
         rows.append({"run": run.id, "status": run.status,
-                     "method": runs.method_label(run.config), "width": run.config.hidden,
+                     "method": run.config.method_label, "width": run.config.hidden,
                      "layers": run.config.depth, "seed": run.config.seed,
                      "epochs": f"{run.epoch}/{run.config.epochs}", "progress": run.progress,
                      "test acc": result.get("test_acc"), "NLL": result.get("test_nll"), "ECE": result.get("test_ece"),
@@ -268,7 +253,7 @@ def live_runs():
     reg = registry()
     try:
         runs.dispatch(reg, LIMITS)
-        all_runs = reg.runs()
+        all_runs = reg.runs(lab=LAB.name)
     except runs.RegistryError as error:
         st.error(str(error))
         return
@@ -392,11 +377,11 @@ def bound_gain_rows(rows) -> list[dict]:
 def results(values):
     reg = registry()
     try:
-        all_runs = reg.runs()
+        all_runs = reg.runs(lab=LAB.name)
     except runs.RegistryError as error:
         st.error(str(error))
         return
-    rows = runs.results_table(all_runs)
+    rows = results_table(all_runs)
     if not rows:
         st.info("No finished runs yet. Results appear here as runs finish, including those from "
                 "`python -m symlab mnist-sweep`.")
@@ -472,7 +457,7 @@ def compare(values, all_runs):
 def main():
     values = ui.start_page(PAGE, SPECS, "MNIST: MFVI vs SGM across widths",
                            "Gelberg et al. 2024, §5 and Table 1: does symmetrising the variational posterior "
-                           "help more as the network gets wider?", controls)
+                           "help more as the network gets wider?", controls_panel)
     problems = data_problems()
     if problems:
         st.error("MNIST is not available, so runs would fail:\n\n" + "\n".join(f"- {p}" for p in problems))

@@ -5,10 +5,8 @@ import pandas as pd
 import streamlit as st
 
 from pages import ui
-from symlab.labs.modes import LAB
+from symlab.labs.modes import LAB, params
 from symlab.labs.modes import experiment as modes
-from symlab.playback import Playback
-from symlab.urlstate import Param
 
 PAGE = "modes"
 SPECS = LAB.page_params(ui.server_settings())
@@ -33,14 +31,14 @@ TICK_SECONDS = 0.1
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
-def sweep_for(sigma: float, dim: int):
-    alphas = modes.alpha_grid(max(10.0, 10.0 * sigma), 100)
-    return modes.fit_exact(alphas, sigma, dim), modes.forward_kl_optimum(alphas, sigma, dim)
+def sweep_for(config: modes.SweepConfig):
+    alphas = config.alphas()
+    return modes.fit_exact(alphas, config.sigma, config.dim), modes.forward_kl_optimum(alphas, config.sigma, config.dim)
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
 def threshold_for(sigma: float) -> float:
-    return modes.exact_threshold(sigma, max(10.0, 10.0 * sigma))
+    return modes.exact_threshold(sigma, modes.SweepConfig(sigma=sigma).largest_alpha)
 
 
 @st.cache_data(max_entries=256, show_spinner=False)
@@ -69,9 +67,10 @@ def controls():
         if chosen in PRESETS:
             st.info(PRESETS[chosen][1])
         st.subheader("Target")
-        st.slider("Mode distance α", 0.0, 20.0, step=0.05, key=ui.widget_key(PAGE, "alpha"))
-        st.slider("Component std dev σ", 0.1, 2.0, step=0.05, key=ui.widget_key(PAGE, "sigma"))
-        st.number_input("Dimension d (for det Σ*)", 1, 50, step=1, key=ui.widget_key(PAGE, "dim"))
+        st.slider("Mode distance α", params.ALPHA.low, params.ALPHA.high, step=params.ALPHA.step,
+                  key=ui.widget_key(PAGE, "alpha"))
+        ui.control_widget(PAGE, modes.SweepConfig, "sigma", cap=params.CAPS["sigma"])
+        ui.control_widget(PAGE, modes.SweepConfig, "dim")
         st.toggle("Show the forward-KL fit", key=ui.widget_key(PAGE, "forward"))
 
 
@@ -153,53 +152,28 @@ def result_metrics(alpha, sigma, mean, std, kl, threshold):
     st.markdown(verdict)
 
 
-def playback_for(alpha, sigma, frames) -> Playback:
-    key = (alpha, sigma)
-    if st.session_state.get("modes.playback_key") != key:
-        st.session_state["modes.playback_key"] = key
-        st.session_state["modes.playback"] = Playback(frames)
-    return st.session_state["modes.playback"]
-
-
 def optimisation_panel(alpha, sigma):
     st.subheader("Watch it optimise")
     st.caption("Adam (learning rate 10⁻², as in the paper) on the exact, noise-free objective, "
                f"starting at the first component. One frame = {FRAME_STRIDE} steps.")
     path = path_for(alpha, sigma)
     frame_steps = np.arange(0, len(path), FRAME_STRIDE)
-    playback = playback_for(alpha, sigma, frame_steps.size)
 
-    tick_seconds = max(TICK_SECONDS, ui.server_settings().live.min_tick_seconds)
-
-    @st.fragment(run_every=tick_seconds if playback.playing else None)
-    def panel():
-        playback.tick()
-        cols = st.columns(4)
-        cols[0].button("Play", icon=":material/play_arrow:", on_click=playback.play, key="modes.play", disabled=playback.playing,
-                       width="stretch")
-        cols[1].button("Pause", icon=":material/pause:", on_click=playback.pause, key="modes.pause",
-                       disabled=not playback.playing, width="stretch")
-        cols[2].button("Step", icon=":material/skip_next:", on_click=lambda: (playback.pause(), playback.step()), key="modes.step",
-                       disabled=playback.at_end, width="stretch")
-        cols[3].button("Reset", icon=":material/replay:", on_click=playback.reset, key="modes.reset", width="stretch")
-        step = int(frame_steps[playback.frame])
-        st.progress(playback.frame / max(frame_steps.size - 1, 1),
-                    text=f"Adam step {step} / {len(path) - 1}")
+    def draw(frame: int, chart_config: dict):
+        step = int(frame_steps[frame])
         left, right = st.columns(2)
         mean, std, kl = path.mean[step], path.std[step], path.kl[step]
         left.plotly_chart(density_chart(alpha, sigma, mean, std, False, f"Step {step}: μ = {mean:.3f}, s = {std:.3f}"),
-                          key="modes.path_density")
+                          key="modes.path_density", config=chart_config)
         kl_fig = ui.figure(
             [ui.line(np.arange(len(path)), path.kl, "KL(q‖p_α)", ui.PALETTE["reverse"], width=2),
              ui.points([step], [kl], "now", ui.PALETTE["current"], "diamond", 12)],
             "Adam step", "KL (nats)", "Objective along the way",
             marks=[ui.hline(modes.LN2, ui.PALETTE["grey"], "ln 2")])
-        right.plotly_chart(kl_fig, key="modes.path_kl")
-        if playback.playing != timer_on:
-            st.rerun()  # start or stop the timer: it is fixed when the fragment is defined
+        right.plotly_chart(kl_fig, key="modes.path_kl", config=chart_config)
 
-    timer_on = playback.playing
-    panel()
+    ui.frame_player("modes", ("modes.path", alpha, sigma), frame_steps.size, 0, TICK_SECONDS,
+                    lambda frame: f"Adam step {frame_steps[frame]} / {len(path) - 1}", draw)
     ui.csv_download(pd.DataFrame({"step": np.arange(len(path)), "mean": path.mean, "std": path.std,
                                   "kl": path.kl}),
                     f"modes_path_alpha{alpha:g}_sigma{sigma:g}.csv", "Path (CSV)", "modes.csv_path")
@@ -233,7 +207,7 @@ def main():
                            "sits between them; above, on one of them (Gelberg et al. 2024, §3).", controls)
     alpha, sigma, dim, forward = values["alpha"], values["sigma"], values["dim"], values["forward"]
 
-    sweep, forward_sweep = sweep_for(sigma, dim)
+    sweep, forward_sweep = sweep_for(modes.SweepConfig(sigma=sigma, dim=dim).validate())
     threshold = threshold_for(sigma)
     mean, std, kl = optimum_at(alpha, sigma)
     result_metrics(alpha, sigma, mean, std, kl, threshold)

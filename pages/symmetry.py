@@ -6,19 +6,14 @@ import pandas as pd
 import streamlit as st
 
 from pages import ui
+from symlab.controls import config_values
 from symlab.labs.symmetry import LAB
-from symlab.labs.symmetry.params import PARTS
-from symlab.lib import symmetry
 from symlab.labs.symmetry import experiment as symmetry_lab
+from symlab.labs.symmetry.params import CAPS, FIELDS, MAX_WIDTHS, PARTS, SEED_FROM
 from symlab.labs.toy import experiment as toy
 from symlab.lib.mnist_data import load_mnist
-from symlab.urlstate import Param
 
 PAGE = "symmetry"
-PERCEPTRON = symmetry_lab.PerceptronConfig()
-MLP = symmetry_lab.MlpConfig()
-PROXIMITY = symmetry_lab.ProximityConfig()
-TOY = toy.ToyConfig()
 SPECS = LAB.page_params(ui.server_settings())
 PRESETS = {
     "Fig. 1: the doubled mode": (
@@ -55,6 +50,13 @@ METHOD_STYLE = {"exact": ("#999999", "circle", "exact posterior"), "mfvi": ("#00
                 "sgm": ("#D55E00", "triangle-up", "SGM"), "ensemble": ("#CC79A7", "square", "ensemble"),
                 "noise_floor": ("#000000", "diamond", "exact vs exact")}
 EPOCH_TICK_SECONDS = 0.7
+SORT_KEY_NAMES = {"first_in": "weight from the first pixel", "max_in": "largest incoming weight",
+                  "first_out": "weight to the first next unit"}
+WIDGET_OPTIONS = {
+    (symmetry_lab.ProximityConfig, "weights"): dict(horizontal=True),
+    (symmetry_lab.MlpConfig, "schedule"): dict(horizontal=True),
+    (symmetry_lab.MlpConfig, "sort_key"): dict(format_func=SORT_KEY_NAMES.get),
+}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -115,6 +117,15 @@ def key(name: str) -> str:
     return ui.widget_key(PAGE, name)
 
 
+def widget(config_type, name: str, **options):
+    return ui.control_widget(PAGE, config_type, name, cap=CAPS.get(config_type, {}).get(name), **options)
+
+
+def widgets(config_type) -> None:
+    for name in FIELDS[config_type]:
+        widget(config_type, name, **WIDGET_OPTIONS.get((config_type, name), {}))
+
+
 def controls():
     part = st.session_state[key("part")]
     with st.sidebar:
@@ -124,46 +135,32 @@ def controls():
         st.radio("Part", list(PARTS), format_func=PARTS.get, key=key("part"), label_visibility="collapsed")
         st.subheader("Settings")
         if part in ("fig1", "mass"):
-            st.number_input("Perceptrons trained at once", 100, 10_000, step=100, key=key("nets"))
-            st.slider("Epochs", 1, 30, key=key("epochs"))
-            st.slider("SGD learning rate (perceptrons)", 0.1, 5.0, step=0.1, key=key("lr"))
-            st.slider("Class separation s (means ±(s, s))", 1.0, 4.0, step=0.25, key=key("sep"))
+            widgets(symmetry_lab.PerceptronConfig)
         if part == "proximity":
-            st.select_slider("Largest width", [str(2**k) for k in range(3, 14)], key=key("max_width"))
-            st.number_input("Inputs d_in", 1, 16, step=1, key=key("d_in"))
-            st.number_input("Outputs d_out", 1, 4, step=1, key=key("d_out"))
-            st.radio("Weights", symmetry_lab.PROXIMITY_WEIGHTS, key=key("weights"), horizontal=True,
-                     help="random: PyTorch's initialisation; trained: 300 Adam steps on a random teacher network.")
+            st.select_slider("Largest width", MAX_WIDTHS, key=key("max_width"))
+            widgets(symmetry_lab.ProximityConfig)
         if part == "quality":
-            st.slider("Slope α of y = α|x| + ε", 0.0, 3.0, step=0.05, key=key("alpha"))
-            st.number_input("Training points", 2, 500, step=1, key=key("n"))
+            widgets(toy.ToyConfig)
         if part in ("mass", "training"):
             st.caption("MLPs on MNIST" + (" (the same nets as in *Permutations in training*)" if part == "mass" else ""))
-            st.slider("Hidden width", 2, 256, key=key("width"))
-            st.slider("Hidden layers", 1, 3, key=key("depth"))
-            st.slider("SGD learning rate (MLPs)", 0.005, 1.0, step=0.005, key=key("sgd_lr"))
-            st.slider("SGD steps", 100, 3000, step=100, key=key("steps"))
-            st.radio("Learning-rate schedule", symmetry_lab.SCHEDULES, key=key("schedule"), horizontal=True,
-                     help="linear: decays to 0 at the last step.")
-            st.selectbox("Sort units by", symmetry.SORT_KEYS, key=key("key"),
-                         format_func={"first_in": "weight from the first pixel", "max_in": "largest incoming weight",
-                                      "first_out": "weight to the first next unit"}.get)
-        st.number_input("Seed", 0, 100_000, step=1, key=key("seed"))
+            widgets(symmetry_lab.MlpConfig)
+        widget(SEED_FROM, "seed")
         ui.new_seed_button(PAGE, help="Another initialisation and data draw; Reset replays the current one.")
 
 
+def page_config(config_type, values, **fixed):
+    """``config_type`` from the page's values of its fields and the shared seed, validated."""
+    fields = config_values(config_type, values, (*FIELDS[config_type], "seed"))
+    return config_type(**fields, **fixed).validate()
+
+
 def configs(values) -> dict:
+    widths = tuple(w for w in symmetry_lab.DEFAULT_WIDTHS + (8192,) if w <= int(values["max_width"]))
     return {
-        "perceptron": symmetry_lab.PerceptronConfig(nets=values["nets"], epochs=values["epochs"], lr=values["lr"],
-                                                    separation=values["sep"], seed=values["seed"]).validate(),
-        "mlp": symmetry_lab.MlpConfig(width=values["width"], depth=values["depth"], lr=values["sgd_lr"],
-                                      steps=values["steps"], schedule=values["schedule"], sort_key=values["key"],
-                                      seed=values["seed"]).validate(),
-        "proximity": symmetry_lab.ProximityConfig(
-            widths=tuple(w for w in symmetry_lab.DEFAULT_WIDTHS + (8192,) if w <= int(values["max_width"])),
-            d_in=values["d_in"], d_out=values["d_out"], weights=values["weights"], seed=values["seed"]).validate(),
-        "quality": symmetry_lab.QualityConfig(toy=toy.ToyConfig(alpha=values["alpha"], n_train=values["n"],
-                                                                seed=values["seed"])).validate(),
+        "perceptron": page_config(symmetry_lab.PerceptronConfig, values),
+        "mlp": page_config(symmetry_lab.MlpConfig, values),
+        "proximity": page_config(symmetry_lab.ProximityConfig, values, widths=widths),
+        "quality": symmetry_lab.QualityConfig(toy=page_config(toy.ToyConfig, values)).validate(),
     }
 
 
@@ -195,22 +192,22 @@ def fig1_panel(config: symmetry_lab.PerceptronConfig):
     final = {name: symmetry_lab.last_layer_weights(layers) for name, layers in stages[-1].items()}
     extents = {name: symmetry_lab.density_extent(weights) for name, weights in final.items()}
     cols = st.columns(4)
-    cols[0].metric("nets kept", f"{report['kept']} / {report['nets']}",
-                   help=f"Final training loss ≤ {report['loss_cutoff']:.3g}; the rest did not train (the paper drops "
+    cols[0].metric("nets kept", f"{report.kept} / {report.nets}",
+                   help=f"Final training loss ≤ {report.loss_cutoff:.3g}; the rest did not train (the paper drops "
                         "< 1 %).")
-    cols[1].metric("trained per second", f"{report['nets_per_second']:,.0f}",
+    cols[1].metric("trained per second", f"{report.nets_per_second:,.0f}",
                    help="All nets in one batched tensor program on the CPU.")
-    raw = report["stages"]["raw"]
+    raw = report.stages["raw"]
     cols[2].metric("share with v₁ > v₂, raw", f"{raw['share_v1_above_v2']:.3f}",
                    help="½ when the density is symmetric under swapping the units.")
-    changed = max(stage["max_output_change"] for stage in report["stages"].values())
+    changed = max(stage["max_output_change"] for stage in report.stages.values())
     cols[3].metric("largest output change", f"{changed:.1e}", help="Over all nets and 256 random inputs: the "
                    "removals keep every function, up to rounding.")
     peaks = raw["peaks"][:2]
     if len(peaks) == 2:
         st.markdown(f"Raw, the two highest density peaks sit at ({peaks[0][0]:.2f}, {peaks[0][1]:.2f}) and "
                     f"({peaks[1][0]:.2f}, {peaks[1][1]:.2f}): mirror images across v₁ = v₂. After both removals "
-                    f"{len(report['stages']['sorted']['peaks'])} peak(s) remain, all with v₁ ≤ v₂.")
+                    f"{len(report.stages['sorted']['peaks'])} peak(s) remain, all with v₁ ≤ v₂.")
     epoch_player(run, stages, extents, config)
     left, right = st.columns([1, 1])
     left.plotly_chart(marginal_chart(final["raw"], extents["raw"]), key="symmetry.marginals")
@@ -248,7 +245,7 @@ def epoch_player(run, stages, extents, config):
 
 def mass_panel(cfg):
     _, _, report = perceptron_views(cfg["perceptron"])
-    result = report["mass"]["_result"]
+    result = report.mass.result
     st.markdown(r"""The **mass** is the squared L2 norm of the weights (biases excluded). Rescaling hidden unit $i$ of
 layer $l$ by $e^{\lambda_i^{l}}$ keeps the function; the **min-mass problem** minimises
 $\sum_l \sum_{ij} (W^{l}_{ij})^2\, e^{2(\lambda^{l}_i - \lambda^{l-1}_j)}$ over the log-scales λ
@@ -258,12 +255,12 @@ each unit contributes $2\,\lVert w^{\text{in}}_i\rVert\,\lVert w^{\text{out}}_i\
     mlps = trained_mlps(cfg["mlp"])
     mlp_report = ui.shared_result(("mlp_mass", cfg["mlp"]), lambda: symmetry_lab.mass_report(mlps.layers))
     rows = []
-    for name, rep in (("2-2-1 perceptrons", report["mass"]), (f"MNIST MLPs (784-{cfg['mlp'].width}×"
+    for name, rep in (("2-2-1 perceptrons", report.mass), (f"MNIST MLPs (784-{cfg['mlp'].width}×"
                                                               f"{cfg['mlp'].depth}-10)", mlp_report)):
-        rows.append({"nets": name, "count": rep["nets"], "median mass before": rep["mass_before_median"],
-                     "median mass after": rep["mass_after_median"], "median ratio": rep["ratio_median"],
-                     "smallest ratio": rep["ratio_min"], "converged": f"{rep['converged']} / {rep['nets']}",
-                     "Newton steps": rep["iterations"], "largest output change": f"{rep['max_output_change']:.1e}"})
+        rows.append({"nets": name, "count": rep.nets, "median mass before": rep.mass_before_median,
+                     "median mass after": rep.mass_after_median, "median ratio": rep.ratio_median,
+                     "smallest ratio": rep.ratio_min, "converged": f"{rep.converged} / {rep.nets}",
+                     "Newton steps": rep.iterations, "largest output change": f"{rep.max_output_change:.1e}"})
     st.dataframe(pd.DataFrame(rows), hide_index=True)
     left, right = st.columns(2)
     before, after = result.mass_before, result.mass_after
@@ -275,7 +272,7 @@ each unit contributes $2\,\lVert w^{\text{in}}_i\rVert\,\lVert w^{\text{out}}_i\
     scatter["layout"]["xaxis"]["type"] = "log"
     scatter["layout"]["yaxis"]["type"] = "log"
     left.plotly_chart(scatter, key="symmetry.mass_scatter")
-    right.plotly_chart(layer_mass_chart(mlps.layers, mlp_report["_result"].layers), key="symmetry.mass_layers")
+    right.plotly_chart(layer_mass_chart(mlps.layers, mlp_report.result.layers), key="symmetry.mass_layers")
     st.caption("Min-mass moves mass between layers: the layers with fewer weights tend to get larger ones "
                "(Laurent et al. §3.6). Trained nets are not at their minimum mass, even though rescaling is free.")
     frame = pd.DataFrame({"mass_before": before, "mass_after": after})
@@ -342,7 +339,7 @@ def samples_chart(samples: dict, removed: bool) -> dict:
 
 def quality_panel(config: symmetry_lab.QualityConfig):
     report = quality(config)
-    frame = pd.DataFrame(report["rows"])
+    frame = pd.DataFrame(report.rows)
     st.markdown(r"""The tractable BNN $f_w(x) = \mathrm{ReLU}(w_1x) + \mathrm{ReLU}(w_2x)$ has two equivalent modes. Each
 method's samples are compared with samples of the exact (grid) posterior by the **MMD** (maximum mean discrepancy):
 $\mathrm{MMD}^2 = \mathbb E[k(x,x')] + \mathbb E[k(y,y')] - 2\,\mathbb E[k(x,y)]$, unbiased, for 10 Gaussian
@@ -366,7 +363,7 @@ once sorted; a method that sits between the modes is penalised both ways.""")
         st.caption("MFVI: 200 samples of the fitted mean-field Gaussian. SGM: samples of q_θ, each swapped with "
                    "probability ½. Deep ensemble: 200 MAP fits from random starts (points, no spread). "
                    "“exact vs exact”: a second exact sample set, the value a perfect method would get.")
-    samples = report["_samples"]
+    samples = report.samples
     c1, c2 = st.columns(2)
     c1.plotly_chart(samples_chart(samples, False), key="symmetry.samples_raw")
     c2.plotly_chart(samples_chart(samples, True), key="symmetry.samples_sorted")
@@ -382,17 +379,17 @@ def training_panel(config: symmetry_lab.MlpConfig):
     run = trained_mlps(config)
     report = symmetry_lab.training_report(run)
     cols = st.columns(4)
-    cols[0].metric("mean Kendall τ", f"{report['tau_mean']:.3f}", help="1: the units kept their order.")
-    cols[1].metric("steps with a swap, first half", f"{report['share_steps_with_permutation_first_half']:.0%}")
-    cols[2].metric("… second half", f"{report['share_steps_with_permutation_second_half']:.0%}")
-    accuracy = report["test_accuracy_mean"]
+    cols[0].metric("mean Kendall τ", f"{report.tau_mean:.3f}", help="1: the units kept their order.")
+    cols[1].metric("steps with a swap, first half", f"{report.share_steps_with_permutation_first_half:.0%}")
+    cols[2].metric("… second half", f"{report.share_steps_with_permutation_second_half:.0%}")
+    accuracy = report.test_accuracy_mean
     cols[3].metric("test accuracy", "—" if accuracy is None else f"{accuracy:.3f}",
                    help="Mean over the nets that did not diverge, 2000 test images.")
-    if report["diverged"]:
-        st.warning(f"{report['diverged']} of {config.instances} nets diverged (NaN loss) and stopped: lower the "
+    if report.diverged:
+        st.warning(f"{report.diverged} of {config.instances} nets diverged (NaN loss) and stopped: lower the "
                    "learning rate.")
     steps = np.arange(1, config.steps + 1)
-    tau = np.asarray(report["tau_per_step"])
+    tau = np.asarray(report.tau_per_step)
     window = max(1, config.steps // 50)
     smooth = pd.Series(tau).rolling(window, min_periods=1).mean()
     loss = pd.Series(run.loss.mean(1)).rolling(window, min_periods=1).mean()

@@ -1,13 +1,16 @@
 """Tractable BNN lab: exact posterior vs MFVI vs SGM, trained live (Gelberg et al. §5, Fig. 4)."""
 
+import math
+
 import numpy as np
 import pandas as pd
 import streamlit as st
 
 from pages import ui
-from symlab.labs.toy import LAB
+from symlab import controls
+from symlab.labs.toy import LAB, params
 from symlab.labs.toy import experiment as toy
-from symlab.urlstate import Param, parse_query
+from symlab.urlstate import parse_query
 
 PAGE = "toy"
 DEFAULTS = toy.ToyConfig()
@@ -39,9 +42,7 @@ LABELS = {"mfvi": "MFVI", "sgm": "SGM (q_G)", "exact": "exact posterior"}
 
 
 def config_from(values) -> toy.ToyConfig:
-    return toy.ToyConfig(alpha=values["alpha"], noise=values["noise"], n_train=values["n"],
-                         prior_scale=values["prior"], lr=values["lr"], batch_size=values["batch"],
-                         K=values["K"], mi=values["mi"], init=values["init"], seed=values["seed"]).validate()
+    return toy.ToyConfig(**controls.config_values(toy.ToyConfig, values, params.FIELDS)).validate()
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
@@ -61,28 +62,27 @@ def trainer_for(config: toy.ToyConfig) -> toy.ToyTrainer:
         st.session_state["toy.config"] = config
         st.session_state["toy.trainer"] = toy.ToyTrainer([toy.RunSpec("mfvi", config), toy.RunSpec("sgm", config)],
                                                          eval_samples=512)
-        st.session_state["toy.playing"] = False
     return st.session_state["toy.trainer"]
 
 
-def controls():
-    key = lambda name: ui.widget_key(PAGE, name)
+def widget(name: str, **options):
+    return ui.control_widget(PAGE, toy.ToyConfig, name, cap=params.CAPS.get(name), **options)
+
+
+def controls_panel():
     with st.sidebar:
         st.subheader("Presets")
         ui.preset_picker(PAGE, PRESETS, {s.name: s.default for s in SPECS if s.name in ("batch", "K", "lr", "prior")})
         st.subheader("Data and prior")
-        st.slider("True slope α (y = α|x| + ε)", 0.0, 3.0, step=0.05, key=key("alpha"))
-        st.slider("Noise std dev", 0.05, 2.0, step=0.05, key=key("noise"))
-        st.number_input("Training points N", 2, 500, step=1, key=key("n"))
-        st.slider("Prior std dev", 0.1, 5.0, step=0.1, key=key("prior"))
+        for name in ("alpha", "noise", "n_train", "prior_scale"):
+            widget(name)
         st.subheader("Training")
-        st.segmented_control("SGM's mutual information", toy.MI_ESTIMATORS, key=key("mi"),
-                             help="exact: G = {id, swap} enumerated; infonce: the I_K estimate")
-        st.number_input("K (InfoNCE)", 2, 64, step=1, key=key("K"), disabled=st.session_state[key("mi")] != "infonce")
-        st.slider("Learning rate (Adam)", 0.001, 0.2, step=0.001, format="%.3f", key=key("lr"))
-        st.number_input("Batch size", 1, 500, step=1, key=key("batch"))
-        st.segmented_control("Initial means", toy.INITS, key=key("init"))
-        st.number_input("Seed", 0, 100_000, step=1, key=key("seed"))
+        widget("mi", required=True)
+        widget("K", disabled=st.session_state[ui.widget_key(PAGE, "mi")] != "infonce")
+        widget("lr")
+        widget("batch_size")
+        widget("init", required=True)
+        widget("seed")
         ui.new_seed_button(PAGE, help="A new draw of the data and the initialisation; Reset keeps the current one.")
 
 
@@ -163,41 +163,16 @@ def curves_chart(trainer, log_evidence, exact_mse):
 def live_panel(config):
     data, log_evidence, display, x, exact_mean, exact_std, exact_mse = exact_for(config)
     trainer = trainer_for(config)
-    playing = st.session_state.get("toy.playing", False)
     live = ui.server_settings().live
     steps_per_tick = min(STEPS_PER_TICK, live.max_steps_per_tick)
     tick_seconds = max(TICK_SECONDS, live.min_tick_seconds)
 
-    def play():
-        st.session_state["toy.playing"] = trainer.steps_done < MAX_STEPS
+    def follow(frame: int) -> bool:
+        """Train up to the frame's step (a reset trains from the start again); go on while a run is alive."""
+        trainer.train_to(frame * steps_per_tick, steps_per_tick)
+        return not all(trainer.diverged)
 
-    def pause():
-        st.session_state["toy.playing"] = False
-
-    def step():
-        st.session_state["toy.playing"] = False
-        trainer.step(steps_per_tick)
-        trainer.record()
-
-    def reset():
-        st.session_state["toy.playing"] = False
-        trainer.reset()
-
-    @st.fragment(run_every=tick_seconds if playing else None)
-    def panel():
-        if st.session_state["toy.playing"]:
-            trainer.step(steps_per_tick)
-            trainer.record()
-            if trainer.steps_done >= MAX_STEPS or all(trainer.diverged):
-                st.session_state["toy.playing"] = False
-        now_playing = st.session_state["toy.playing"]
-        cols = st.columns(4)
-        cols[0].button("Play", icon=":material/play_arrow:", on_click=play, key="toy.play", disabled=now_playing, width="stretch")
-        cols[1].button("Pause", icon=":material/pause:", on_click=pause, key="toy.pause", disabled=not now_playing, width="stretch")
-        cols[2].button("Step", icon=":material/skip_next:", on_click=step, key="toy.step", width="stretch")
-        cols[3].button("Reset", icon=":material/replay:", on_click=reset, key="toy.reset", width="stretch",
-                       help="Back to the same initialisation (same seed).")
-        st.progress(min(trainer.steps_done / MAX_STEPS, 1.0), text=f"Adam step {trainer.steps_done} / {MAX_STEPS}")
+    def draw(frame: int, chart_config: dict):
         for i, method in enumerate(toy.METHODS):
             if trainer.diverged[i]:
                 st.error(f"{LABELS[method]} diverged (NaN parameters): lower the learning rate and press Reset.")
@@ -212,18 +187,18 @@ def live_panel(config):
         st.caption(f"MFVI: μ = ({means[0][0]:.2f}, {means[0][1]:.2f}), s = ({stds[0][0]:.2f}, {stds[0][1]:.2f}) · "
                    f"SGM: μ = ({means[1][0]:.2f}, {means[1][1]:.2f}), s = ({stds[1][0]:.2f}, {stds[1][1]:.2f}) · "
                    f"exact posterior predictive test MSE {exact_mse:.3f}")
-        # While playing, no mode bar: every update redraws the charts from scratch.
-        chart_config = {"displayModeBar": False} if now_playing else {}
         st.plotly_chart(live_chart(display, config, means, stds, data, x, exact_mean, exact_std, trainer),
                         key="toy.live", config=chart_config)
         st.plotly_chart(curves_chart(trainer, log_evidence, exact_mse), key="toy.curves", config=chart_config)
-        if st.session_state["toy.playing"] != playing:
-            st.rerun()  # start or stop the timer: it is fixed when the fragment is defined
 
     if (steps_per_tick, tick_seconds) != (STEPS_PER_TICK, TICK_SECONDS):
         st.caption(f"On this shared server live training advances {steps_per_tick} Adam steps every "
                    f"{tick_seconds:g} s.")
-    panel()
+    ticks = math.ceil(MAX_STEPS / steps_per_tick)
+    ui.frame_player("toy", ("toy.live", config), ticks + 1, 0, tick_seconds,
+                    lambda frame: f"Adam step {frame * steps_per_tick} / {MAX_STEPS}", draw,
+                    play_help=f"Train both methods live, {steps_per_tick} Adam steps a tick.",
+                    reset_help="Back to the same initialisation (same seed).", follow=follow)
     history_frame = pd.DataFrame({
         "step": trainer.history[0].step,
         **{f"{m}_{k}": getattr(trainer.history[i], k) for i, m in enumerate(toy.METHODS) for k in ("elbo", "elbo_g", "test_mse")},
@@ -236,8 +211,8 @@ def table_panel(values, config):
                 f"({toy.DEFAULT_STEPS} Adam steps; other settings from the sidebar), as in Tables 2–3.")
     cols = st.columns([3, 1])
     cols[0].text_input("α values (comma-separated)", key=ui.widget_key(PAGE, "alphas"))
-    cols[1].number_input("Seeds", 1, 10, step=1, key=ui.widget_key(PAGE, "seeds"))
-    parsed, notices = parse_query({"alphas": values["alphas"]}, [s for s in SPECS if s.name == "alphas"])
+    cols[1].number_input("Seeds", params.SEEDS.low, params.SEEDS.high, step=1, key=ui.widget_key(PAGE, "seeds"))
+    parsed, notices = parse_query({"alphas": values["alphas"]}, [params.ALPHAS])
     for notice in notices:
         st.warning(notice)
     alphas = [float(a) for a in parsed["alphas"].split(",")]
@@ -301,7 +276,7 @@ $\log p(\mathcal D)$ come from a 201 × 201 grid.
 def main():
     values = ui.start_page(PAGE, SPECS, "Tractable BNN",
                            "The smallest network with a permutation symmetry, trained live: mean-field VI against "
-                           "its symmetrised version and the exact posterior (Gelberg et al. 2024, §5).", controls)
+                           "its symmetrised version and the exact posterior (Gelberg et al. 2024, §5).", controls_panel)
     config = config_from(values)
     live, table = st.tabs(["Live training", "Paper tables"])
     with live:

@@ -12,6 +12,7 @@ import pandas as pd
 import streamlit as st
 from streamlit.runtime.pages_manager import PagesManager
 
+from symlab import controls
 from symlab.hosting import Hosting, SettingsError, is_hosted
 from symlab.playback import Playback
 from symlab.urlstate import Param, encode_query, parse_query
@@ -77,6 +78,39 @@ def start_page(page: str, specs: Sequence[Param], title: str, caption: str, cont
                   help="Hides the controls and enlarges text and charts for a projector; the page's link keeps "
                        "it, so a shared link opens the same view without controls.")
     return sync_url(page, specs)
+
+
+def control_widget(page: str, config_type, name: str, *, cap: float | None = None, **options):
+    """The widget of a declared config field (:mod:`symlab.controls`): its label, help, range (lowered to
+    the page's ``cap``, which the help then states beside the declared range), step and format come from
+    the declaration; ``options`` (``disabled``, ``format_func``, ``horizontal``...) pass through to Streamlit."""
+    declared = controls.declaration(config_type, name)
+    spec = controls.capped(declared, cap)
+    key = widget_key(page, spec.url or name)
+    text = spec.help or None
+    if spec.high != declared.high:
+        beyond = ("has no such cap" if declared.high is None
+                  else f"goes up to {declared.shown(declared.high)}")
+        text = f"{text or ''} This page allows at most {spec.shown(cap)}; the command line (`python -m symlab`) {beyond}."
+        text = text.strip()
+    common = dict(key=key, help=text, **options)
+    kind = spec.widget_kind
+    if kind in ("slider", "number"):
+        number = int if spec.kind == "int" else float
+        bounds = [None if bound is None else number(bound) for bound in (spec.low, spec.high)]
+        step = number(spec.step or spec.nudge) if (spec.step or spec.nudge) else (1 if spec.kind == "int" else None)
+        if spec.format:
+            common["format"] = spec.format
+        widget = st.slider if kind == "slider" else st.number_input
+        return widget(spec.label, *bounds, step=step, **common)
+    if kind == "toggle":
+        return st.toggle(spec.label, **common)
+    choices = list(spec.choices)
+    if kind == "radio":
+        return st.radio(spec.label, choices, **common)
+    if kind == "segmented":
+        return st.segmented_control(spec.label, choices, **common)
+    return st.selectbox(spec.label, choices, **common)
 
 
 def server_settings(report: bool = False) -> Hosting:
@@ -267,12 +301,14 @@ def shared_result(key: Hashable, compute: Callable, capacity: int = 24):
 
 
 def frame_player(name: str, state_key: Hashable, frames: int, start: int, tick_seconds: float,
-                 label: Callable[[int], str], draw: Callable[[int, dict], None], play_help: str,
-                 reset_help: str) -> None:
-    """Play / pause / step / reset over ``frames`` precomputed frames, in a fragment that ticks
-    every ``tick_seconds`` (at least the server's minimum) while playing: the buttons, a progress
-    bar captioned ``label(frame)``, then ``draw(frame, chart_config)``. The position is kept per
-    session and starts over at ``start`` when ``state_key`` changes (other settings)."""
+                 label: Callable[[int], str], draw: Callable[[int, dict], None], play_help: str | None = None,
+                 reset_help: str | None = None, follow: Callable[[int], bool] | None = None) -> None:
+    """Play / pause / step / reset over ``frames`` frames, in a fragment that ticks every ``tick_seconds`` (at
+    least the server's minimum) while playing: the buttons (keys ``{name}.play``, ``.pause``, ``.step``,
+    ``.reset``), a progress bar captioned ``label(frame)``, then ``draw(frame, chart_config)``. Frames are
+    precomputed, or computed as they come by ``follow(frame)``, called first on every run (live training:
+    train up to the frame); it returns False when playing cannot go on. The position is kept per session and
+    starts over at ``start`` when ``state_key`` changes (other settings)."""
     if st.session_state.get(f"{name}.playback_key") != state_key:
         st.session_state[f"{name}.playback_key"] = state_key
         st.session_state[f"{name}.playback"] = Playback(frames, frame=start)
@@ -281,20 +317,10 @@ def frame_player(name: str, state_key: Hashable, frames: int, start: int, tick_s
 
     @st.fragment(run_every=tick if playback.playing else None)
     def panel():
-        # Advance on the timer's runs only: pressing Play also reruns (the button, then the timer's start).
-        now = time.monotonic()
-        if playback.playing and now - st.session_state.get(f"{name}.last_tick", 0.0) >= 0.9 * tick:
-            playback.tick()
-            st.session_state[f"{name}.last_tick"] = now
-        cols = st.columns(4)
-        cols[0].button("Play", icon=":material/play_arrow:", on_click=playback.play, key=f"{name}.play",
-                       disabled=playback.playing, width="stretch", help=play_help)
-        cols[1].button("Pause", icon=":material/pause:", on_click=playback.pause, key=f"{name}.pause",
-                       disabled=not playback.playing, width="stretch")
-        cols[2].button("Step", icon=":material/skip_next:", on_click=lambda: (playback.pause(), playback.step()),
-                       key=f"{name}.step", disabled=playback.at_end, width="stretch")
-        cols[3].button("Reset", icon=":material/replay:", on_click=playback.reset, key=f"{name}.reset",
-                       width="stretch", help=reset_help)
+        playback.timer_run(time.monotonic(), tick)
+        if follow is not None and not follow(playback.frame):
+            playback.pause()
+        player_buttons(name, playback, play_help, reset_help)
         st.progress(playback.frame / max(frames - 1, 1), text=label(playback.frame))
         draw(playback.frame, {"displayModeBar": False} if playback.playing else {})
         if playback.playing != timer_on:
@@ -302,6 +328,18 @@ def frame_player(name: str, state_key: Hashable, frames: int, start: int, tick_s
 
     timer_on = playback.playing
     panel()
+
+
+def player_buttons(name: str, playback: Playback, play_help: str | None, reset_help: str | None) -> None:
+    cols = st.columns(4)
+    cols[0].button("Play", icon=":material/play_arrow:", on_click=playback.play, key=f"{name}.play",
+                   disabled=playback.playing, width="stretch", help=play_help)
+    cols[1].button("Pause", icon=":material/pause:", on_click=playback.pause, key=f"{name}.pause",
+                   disabled=not playback.playing, width="stretch")
+    cols[2].button("Step", icon=":material/skip_next:", on_click=playback.step_paused, key=f"{name}.step",
+                   disabled=playback.at_end, width="stretch")
+    cols[3].button("Reset", icon=":material/replay:", on_click=playback.reset, key=f"{name}.reset",
+                   width="stretch", help=reset_help)
 
 
 def csv_download(frame: pd.DataFrame, filename: str, label: str, key: str) -> None:

@@ -34,6 +34,7 @@ class Control:
     low: float | None = None
     high: float | None = None
     step: float | None = None  # the slider's grid; URL values snap to it
+    nudge: float | None = None  # a number box's +/- step, which (unlike ``step``) rounds nothing
     choices: tuple = ()
     label: str = ""
     help: str = ""
@@ -67,9 +68,15 @@ class Control:
             return False
         if self.kind == "int" and not isinstance(value, int):
             return False
-        if not math.isfinite(value):
+        if isinstance(value, float) and not math.isfinite(value):  # math.isfinite overflows on a huge int
             return False
         return (self.low is None or value >= self.low) and (self.high is None or value <= self.high)
+
+    def shown(self, number) -> str:
+        """A bound or default as text: whole numbers exactly, others in short form."""
+        if number is None:
+            return ""
+        return str(int(number)) if self.kind == "int" else f"{number:g}"
 
     def describe_range(self) -> str:
         if self.kind == "bool":
@@ -77,13 +84,14 @@ class Control:
         if self.kind == "choice":
             return "one of " + ", ".join(map(str, self.choices))
         whole = "a whole number" if self.kind == "int" else "a finite number"
+        low, high = self.shown(self.low), self.shown(self.high)
         if self.low is not None and self.high is not None:
-            return f"{whole} in [{self.low:g}, {self.high:g}]"
+            return f"{whole} in [{low}, {high}]"
         parts = []
         if self.low is not None:
-            parts.append(f">= {self.low:g}")
+            parts.append(f">= {low}")
         if self.high is not None:
-            parts.append(f"<= {self.high:g}")
+            parts.append(f"<= {high}")
         return whole + (" " + " and ".join(parts) if parts else "")
 
 
@@ -137,6 +145,16 @@ def field_checks(config) -> list[tuple[bool, str]]:
     """One ``(ok, message)`` per declared field of ``config``: within its declared range."""
     return [(spec.accepts(getattr(config, name)), f"{name} must be {spec.describe_range()} "
              f"(got {getattr(config, name)!r})") for name, (spec, _) in declared(type(config)).items()]
+
+
+def nested_checks(name: str, config) -> list[tuple[bool, str]]:
+    """``config.validate()`` as ``(ok, message)`` pairs, for a config held in another: the enclosing
+    config's one error names the inner one's problems too."""
+    try:
+        config.validate()
+    except ValueError as error:
+        return [(False, f"{name}: {error}")]
+    return []
 
 
 def validate(config, extra: Iterable[tuple[bool, str]] = ()):
@@ -219,7 +237,8 @@ def add_flags(parser, config_type, names: Iterable[str] | None = None, *, defaul
             parser.add_argument(flag, dest=name, choices=spec.choices, default=default, help=text)
         else:
             parser.add_argument(flag, dest=name, type=number_parser(spec), default=default,
-                                help=f"{text} ({spec.describe_range()}; default {default:g})".lstrip())
+                                help=f"{text} ({spec.describe_range()}"
+                                     f"{'' if default is None else '; default ' + spec.shown(default)})".lstrip())
 
 
 def from_args(config_type, args, names: Iterable[str] | None = None, **overrides):

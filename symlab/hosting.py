@@ -12,7 +12,7 @@ import math
 import os
 from dataclasses import dataclass, fields
 
-from symlab.labs.mnist.experiment import MnistConfig
+from symlab import controls
 
 TRUE_WORDS = ("1", "true", "yes", "on")
 
@@ -26,8 +26,18 @@ def is_hosted(environ=os.environ) -> bool:
 
 
 @dataclass(frozen=True)
+class Work:
+    """What one background run asks of the server, in the terms of its caps."""
+
+    width: int  # units per hidden layer
+    depth: int  # hidden layers
+    epochs: int
+
+
+@dataclass(frozen=True)
 class RunLimits:
-    """MNIST runs: how many train at once, how big, how many a session and the server may start."""
+    """Background training runs (:mod:`symlab.runs`): how many train at once, how big, how many a
+    session and the server may start."""
 
     max_concurrent_per_device: int = 1
     max_hidden: int = 4096
@@ -41,21 +51,24 @@ class RunLimits:
     def from_env(cls, environ=os.environ) -> "RunLimits":
         return _from_env(cls, environ)
 
-    def check(self, config: MnistConfig) -> None:
-        problems = []
-        if config.hidden > self.max_hidden:
-            problems.append(f"width {config.hidden} is above this server's cap of {self.max_hidden}")
-        if config.depth > self.max_depth:
-            problems.append(f"depth {config.depth} is above this server's cap of {self.max_depth}")
-        if config.epochs > self.max_epochs:
-            problems.append(f"{config.epochs} epochs is above this server's cap of {self.max_epochs}")
-        if problems:
-            raise ValueError("; ".join(problems))
+    def most_work(self) -> Work:
+        """The most one run may ask for."""
+        return Work(width=self.max_hidden, depth=self.max_depth, epochs=self.max_epochs)
+
+    def check(self, work: Work) -> None:
+        """One ValueError naming every cap that ``work`` is above."""
+        most = self.most_work()
+        controls.check([
+            (work.width <= most.width, f"width {work.width} is above this server's cap of {most.width}"),
+            (work.depth <= most.depth, f"depth {work.depth} is above this server's cap of {most.depth}"),
+            (work.epochs <= most.epochs, f"{work.epochs} epochs is above this server's cap of {most.epochs}"),
+        ])
 
     def describe(self) -> str:
-        return (f"at most {self.max_concurrent_per_device} MNIST run(s) at a time per device (others wait in the "
-                f"queue), width ≤ {self.max_hidden}, ≤ {self.max_depth} hidden layers, ≤ {self.max_epochs} epochs, "
-                f"≤ {self.max_runs_per_session} runs per session and {self.max_runs_per_hour} per hour on the server")
+        return (f"at most {self.max_concurrent_per_device} training run(s) at a time per device (others wait in "
+                f"the queue), width ≤ {self.max_hidden}, ≤ {self.max_depth} hidden layers, "
+                f"≤ {self.max_epochs} epochs, ≤ {self.max_runs_per_session} runs per session and "
+                f"{self.max_runs_per_hour} per hour on the server")
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,9 @@ class Lab:
     page_params: Callable  # page_params(hosting) -> the page's URL parameters (urlstate.Param), in order
     blurb: str  # one sentence or two for the home page
     page: str = ""  # the page file, relative to app.py; default pages/<name>.py
+    # For a lab whose work runs in worker processes (symlab.runs): the module whose ``KIND`` is its
+    # runs.RunKind, imported only when one of its runs is read.
+    runs: str = ""
 
     def __post_init__(self):
         if not self.page:

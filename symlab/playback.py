@@ -1,12 +1,16 @@
-"""Play / pause / step / reset over a fixed sequence of precomputed frames.
+"""Play / pause / step / reset over a fixed number of frames (precomputed, or computed as they come).
 
 Kept apart from drawing and from Streamlit so that the animation logic is testable directly
-(Streamlit's AppTest does not run fragments).
+(Streamlit's AppTest does not run a fragment's timer).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+
+# Timers jitter: a run this close to a whole tick after the last advance is the timer's.
+TICK_SLACK = 0.9
 
 
 @dataclass
@@ -14,6 +18,7 @@ class Playback:
     frames: int
     frame: int = 0
     playing: bool = False
+    last_tick: float = -math.inf  # when a timer run last advanced (time.monotonic())
 
     def __post_init__(self):
         if self.frames < 1:
@@ -39,10 +44,26 @@ class Playback:
         if self.at_end:
             self.playing = False
 
+    def step_paused(self) -> None:
+        """The Step button: pause, then one frame further."""
+        self.pause()
+        self.step()
+
     def tick(self, count: int = 1) -> None:
         """One timer tick: advances only while playing."""
         if self.playing:
             self.step(count)
+
+    def timer_run(self, now: float, interval: float) -> bool:
+        """A run of the playing panel at time ``now``, its timer set to ``interval`` seconds: one tick when a
+        tick is due. Besides the timer's, the panel runs when Play is clicked (it advances at once), again to
+        start the timer, and whenever another control moves: runs within a tick of the last advance do not
+        advance, so no tick counts twice."""
+        if not self.playing or now - self.last_tick < TICK_SLACK * interval:
+            return False
+        self.last_tick = now
+        self.tick()
+        return True
 
     def reset(self) -> None:
         """Back to the first frame, the same start as before."""

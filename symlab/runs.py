@@ -1,8 +1,13 @@
-"""Registry and manager of MNIST runs: each run trains in its own OS process.
+"""Registry and manager of background training runs: each run trains in its own OS process.
 
-An SQLite file (``registry.sqlite3`` in the runs directory) holds every run's configuration,
+An SQLite file (``registry.sqlite3`` in the runs directory) holds every run's lab, configuration,
 status, timestamps, progress and per-epoch metrics; each run's checkpoint and log sit in its own
 folder beside it. Any process may read it: the app, the command line, the workers.
+
+What a run is belongs to its lab: a :class:`RunKind` (the lab's config type, the device a config
+trains on, how its training starts), found by the lab's name in the lab registry (``Lab.runs``). The registry
+stores a run's config as a dict and hands it back as the lab's config type; the worker
+(:mod:`symlab.worker`) drives the lab's :class:`Training` epoch by epoch.
 
 Life of a run: ``queued`` → ``running`` → ``finished`` | ``diverged`` | ``failed`` |
 ``cancelled``. A run whose process disappears (killed, machine restarted) is found by
@@ -14,6 +19,7 @@ queue drains with no browser open.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import signal
@@ -24,9 +30,9 @@ import time
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Callable, Protocol
 
 from .hosting import RunLimits
-from symlab.labs.mnist.experiment import MnistConfig
 
 QUEUED, RUNNING, FINISHED, FAILED, DIVERGED, CANCELLED, INTERRUPTED = (
     "queued", "running", "finished", "failed", "diverged", "cancelled", "interrupted")
@@ -44,10 +50,67 @@ def default_runs_dir() -> Path:
     return Path(os.environ.get("SYMLAB_RUNS_DIR") or REPO_ROOT / "runs").expanduser().resolve()
 
 
+class Training(Protocol):
+    """One run's training as the worker drives it: epoch by epoch, checkpointed after each."""
+
+    epoch: int  # completed epochs
+    epochs: int  # epochs to train
+
+    def train_epoch(self, on_step: Callable[[int, int], None]) -> dict:
+        """Train one epoch; its metrics, with "epoch". ``on_step(step, steps)`` may raise to stop."""
+
+    def save(self, path: Path) -> None:
+        """Write a checkpoint that :meth:`load` resumes from exactly."""
+
+    def load(self, path: Path) -> None:
+        """Continue from a checkpoint that :meth:`save` wrote."""
+
+    def summary(self) -> dict:
+        """The run's result: JSON-ready, recorded when it finishes or diverges."""
+
+
+@dataclass(frozen=True)
+class RunKind:
+    """One lab's runs. ``config_type`` is a dataclass with ``to_dict()``, ``from_dict(values)``,
+    ``validate()``, a ``label`` and ``work()`` (a :class:`~symlab.hosting.Work` for the server's caps)."""
+
+    config_type: type
+    device: Callable[[Any], str]  # the device type a config trains on ("cpu", "cuda"): the queue it waits in
+    start: Callable[..., Training]  # start(config, device, data_dir): its training at epoch 0
+    failures: tuple[type[BaseException], ...] = ()  # expected errors, recorded by their message alone
+
+
+# Registries written before runs recorded their lab hold MNIST runs only.
+LEGACY_LAB = "mnist"
+
+
+def run_kinds() -> dict[str, str]:
+    """Lab name -> the module whose ``KIND`` is that lab's RunKind, for the registry's labs that keep runs."""
+    from .labs import LABS  # here: a lab's run module imports this one
+
+    return {lab.name: lab.runs for lab in LABS if lab.runs}
+
+
+def run_kind(lab: str) -> RunKind:
+    kinds = run_kinds()
+    if lab not in kinds:
+        raise RegistryError(f"the registry holds runs of the lab {lab!r}, which keeps no runs here")
+    return importlib.import_module(kinds[lab]).KIND
+
+
+def lab_of(config) -> str:
+    """The lab whose runs have ``config``'s type."""
+    for lab in run_kinds():
+        if isinstance(config, run_kind(lab).config_type):
+            return lab
+    raise TypeError(f"{type(config).__name__} is not the config of a lab that keeps runs")
+
+
 @dataclass(frozen=True)
 class Run:
     id: int
-    config: MnistConfig
+    lab: str
+    config: Any  # the lab's config type
     status: str
     device: str
     created: float
@@ -69,7 +132,7 @@ class Run:
         return f"#{self.id} {self.config.label}"
 
 
-_SCHEMA = """
+_SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS runs (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     config TEXT NOT NULL,
@@ -87,7 +150,8 @@ CREATE TABLE IF NOT EXISTS runs (
     session TEXT NOT NULL DEFAULT '',
     source TEXT NOT NULL DEFAULT 'app',
     result TEXT,
-    cancel_requested INTEGER NOT NULL DEFAULT 0
+    cancel_requested INTEGER NOT NULL DEFAULT 0,
+    lab TEXT NOT NULL DEFAULT '{LEGACY_LAB}'
 );
 CREATE TABLE IF NOT EXISTS metrics (
     run_id INTEGER NOT NULL REFERENCES runs(id),
@@ -108,6 +172,7 @@ class Registry:
             self.root.mkdir(parents=True, exist_ok=True)
             with closing(self._connect()) as connection, connection:
                 connection.executescript(_SCHEMA)
+                _add_lab_column(connection)
         except (OSError, sqlite3.Error) as error:
             raise RegistryError(f"cannot use the runs directory {self.root}: {error}. Choose a writable "
                                 f"directory with SYMLAB_RUNS_DIR or --runs-dir.") from None
@@ -152,13 +217,13 @@ class Registry:
 
     # --- records --------------------------------------------------------------------------
 
-    def create(self, config: MnistConfig, device: str, *, status=QUEUED, session="", source="app",
-               pid=None) -> int:
+    def create(self, config, device: str, *, status=QUEUED, session="", source="app", pid=None) -> int:
+        """Record a run of ``config`` (a config of a lab that keeps runs) on ``device``."""
         now = time.time()
         rows = self._execute(
-            "INSERT INTO runs (config, status, device, created, started, heartbeat, pid, pid_started, session, source)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
-            (json.dumps(config.to_dict()), status, device, now, now if status == RUNNING else None,
+            "INSERT INTO runs (lab, config, status, device, created, started, heartbeat, pid, pid_started, session,"
+            " source) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+            (lab_of(config), json.dumps(config.to_dict()), status, device, now, now if status == RUNNING else None,
              now if status == RUNNING else None, pid, _process_start(pid) if pid else None, session, source),
             write=True)
         run_id = rows[0]["id"]
@@ -171,13 +236,17 @@ class Registry:
             raise KeyError(f"no run #{run_id} in {self.path}")
         return _to_run(rows[0])
 
-    def runs(self, statuses=None) -> list[Run]:
+    def runs(self, statuses=None, lab: str | None = None) -> list[Run]:
+        """The runs (of every lab, or of ``lab``) with any of ``statuses`` (default: all), oldest first."""
+        conditions, parameters = [], []
         if statuses:
-            marks = ", ".join("?" * len(statuses))
-            rows = self._execute(f"SELECT * FROM runs WHERE status IN ({marks}) ORDER BY id", tuple(statuses))
-        else:
-            rows = self._execute("SELECT * FROM runs ORDER BY id")
-        return [_to_run(row) for row in rows]
+            conditions.append(f"status IN ({', '.join('?' * len(statuses))})")
+            parameters.extend(statuses)
+        if lab:
+            conditions.append("lab = ?")
+            parameters.append(lab)
+        where = f" WHERE {' AND '.join(conditions)}" if conditions else ""
+        return [_to_run(row) for row in self._execute(f"SELECT * FROM runs{where} ORDER BY id", tuple(parameters))]
 
     def launched_since(self, since: float, source: str) -> int:
         """How many runs from ``source`` were created after the time ``since``."""
@@ -246,8 +315,26 @@ class Registry:
         self.update(run_id, pid=pid, pid_started=_process_start(pid), heartbeat=time.time(), message="")
 
 
+def _add_lab_column(connection: sqlite3.Connection) -> None:
+    """Give a registry written before runs recorded their lab its ``lab`` column (its runs: MNIST's)."""
+    def has_lab() -> bool:
+        return any(column["name"] == "lab" for column in connection.execute("PRAGMA table_info(runs)"))
+
+    if has_lab():
+        return
+    connection.execute("BEGIN IMMEDIATE")  # another process may be adding it too
+    try:
+        if not has_lab():
+            connection.execute(f"ALTER TABLE runs ADD COLUMN lab TEXT NOT NULL DEFAULT '{LEGACY_LAB}'")
+        connection.execute("COMMIT")
+    except BaseException:
+        connection.execute("ROLLBACK")
+        raise
+
+
 def _to_run(row: sqlite3.Row) -> Run:
-    return Run(id=row["id"], config=MnistConfig.from_dict(json.loads(row["config"])), status=row["status"],
+    config = run_kind(row["lab"]).config_type.from_dict(json.loads(row["config"]))
+    return Run(id=row["id"], lab=row["lab"], config=config, status=row["status"],
                device=row["device"], created=row["created"], started=row["started"], finished=row["finished"],
                heartbeat=row["heartbeat"], pid=row["pid"], pid_started=row["pid_started"], epoch=row["epoch"], progress=row["progress"],
                message=row["message"], session=row["session"], source=row["source"],
@@ -330,14 +417,14 @@ def launch_worker(registry: Registry, run_id: int) -> None:
                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
-def submit(registry: Registry, config: MnistConfig, limits: RunLimits | None = None, session: str = "",
+def submit(registry: Registry, config, limits: RunLimits | None = None, session: str = "",
            source: str = "app") -> int:
-    """Validate, check the caps, queue, and start it if its device has room; returns the run id."""
-    from symlab.labs.mnist.experiment import resolve_device
-
+    """Validate ``config`` (a lab's), check the caps, queue, and start it if its device has room;
+    returns the run id."""
+    kind = run_kind(lab_of(config))
     limits = limits or RunLimits.from_env()
     config.validate()
-    limits.check(config)
+    limits.check(config.work())
     if session:
         mine = sum(1 for run in registry.runs() if run.session == session)
         if mine >= limits.max_runs_per_session:
@@ -346,8 +433,7 @@ def submit(registry: Registry, config: MnistConfig, limits: RunLimits | None = N
     if source == "app" and registry.launched_since(time.time() - 3600, source) >= limits.max_runs_per_hour:
         raise ValueError(f"{limits.max_runs_per_hour} runs were launched on this server in the last hour, its cap: "
                          "try again later")
-    device = resolve_device(config.device).type
-    run_id = registry.create(config, device, session=session, source=source)
+    run_id = registry.create(config, kind.device(config), session=session, source=source)
     dispatch(registry, limits)
     return run_id
 
@@ -376,50 +462,3 @@ def resume(registry: Registry, run_id: int, limits: RunLimits | None = None) -> 
         raise ValueError(f"run #{run_id} is {run.status}; only {', '.join(RESUMABLE)} runs can be resumed")
     registry.update(run_id, status=QUEUED, cancel_requested=0, finished=None, message="queued to resume")
     dispatch(registry, limits)
-
-
-# --- results ----------------------------------------------------------------------------------
-
-SETTING_FIELDS = ("depth", "epochs", "batch_size", "lr", "prior_scale", "init_sd", "samples", "train_subset")
-RESULT_KEYS = ("test_acc", "test_nll", "test_ece", "train_elbo", "train_elbo_sym", "mutual_info", "log_group_size",
-               "mi_active", "nearest_unit_kl_min", "nearest_unit_kl_median", "units_at_prior")
-
-
-def method_label(config: MnistConfig) -> str:
-    return config.method_label
-
-
-def setting_label(config: MnistConfig) -> str:
-    """The settings other than width, method and seed, in words (runs agree on it to be compared)."""
-    subset = f"{config.train_subset} train" if config.train_subset else "all 60000 train"
-    depth = "" if config.depth == 1 else f"{config.depth} hidden layers, "
-    return (f"{depth}{config.epochs} epochs, {subset}, batch {config.batch_size}, lr {config.lr:g}, "
-            f"prior {config.prior_scale:g}, init sd {config.init_sd:g}, M={config.samples}")
-
-
-def results_table(finished_runs) -> list[dict]:
-    """Mean and std (over seeds) of the final metrics of finished runs, one row per setting,
-    width and method (Table 1 of the paper is test accuracy by width and method)."""
-    import numpy as np
-
-    groups: dict[tuple, list[Run]] = {}
-    for run in finished_runs:
-        if run.status != FINISHED or not run.result:
-            continue
-        key = (setting_label(run.config), run.config.hidden, method_label(run.config))
-        groups.setdefault(key, []).append(run)
-    rows = []
-    for (setting, hidden, label), members in sorted(groups.items(), key=lambda item: (item[0][0], item[0][1],
-                                                                                       item[0][2] != "MFVI",
-                                                                                       item[0][2])):
-        config = members[0].config
-        row = {"setting": setting, "hidden": hidden, "method": config.method,
-               "K": config.K if config.method == "sgm" and config.mi == "infonce" else None,
-               "mi": config.mi if config.method == "sgm" else None, "label": label, "seeds": len(members),
-               "run_ids": [run.id for run in members]}
-        for key in RESULT_KEYS:
-            values = [run.result.get(key) for run in members if run.result.get(key) is not None]
-            row[f"{key}_mean"] = float(np.mean(values)) if values else None
-            row[f"{key}_std"] = float(np.std(values)) if values else None
-        rows.append(row)
-    return rows

@@ -1,4 +1,4 @@
-"""The process that trains one registered MNIST run.
+"""The process that trains one registered run, of whichever lab the run names.
 
 ``python -m symlab.worker RUN_ID [--runs-dir DIR] [--detach]``; the run manager starts it with
 ``--detach`` (it then re-launches itself in a new session and returns at once). The command line
@@ -15,7 +15,13 @@ import sys
 import time
 import traceback
 
+from .results import TrainingDiverged
+
 HEARTBEAT_SECONDS = 1.0
+
+
+class TrainingStopped(Exception):
+    """Training was asked to stop (cancel or shutdown) in the middle of an epoch."""
 
 
 class _ShutdownFlag:
@@ -32,53 +38,48 @@ class _ShutdownFlag:
 
 def execute(registry, run_id: int, *, data_dir=None, shutdown: _ShutdownFlag | None = None, echo=None):
     """Train the run to its last epoch in this process, from its checkpoint if it has one, and
-    record progress, metrics and the outcome in the registry. MNIST comes from ``data_dir``, else
-    $SYMLAB_MNIST_DIR, else the shipped copy. Returns the final record."""
-    import torch
-
-    from symlab.labs.mnist import experiment as mnist
-    from symlab.lib import mnist_data
-    from .runs import CANCELLED, DIVERGED, FAILED, FINISHED, INTERRUPTED
+    record progress, metrics and the outcome in the registry. The run's lab reads its data from
+    ``data_dir`` (None: the lab's default); ``echo(metrics)`` hears of every epoch. Returns the
+    final record."""
+    from .runs import CANCELLED, DIVERGED, FAILED, FINISHED, INTERRUPTED, run_kind
 
     run = registry.get(run_id)
-    config = run.config
+    kind = run_kind(run.lab)
     checkpoint = registry.checkpoint_path(run_id)
     checkpoint.parent.mkdir(parents=True, exist_ok=True)
-    trainer = None
+    training = None
 
     def on_step(step, steps):
         nonlocal last_beat
         now = time.monotonic()
         if now - last_beat >= HEARTBEAT_SECONDS:
             last_beat = now
-            progress = (trainer.epoch + step / steps) / config.epochs
-            if registry.heartbeat(run_id, trainer.epoch, progress):
-                raise mnist.TrainingStopped("cancel requested")
+            progress = (training.epoch + step / steps) / training.epochs
+            if registry.heartbeat(run_id, training.epoch, progress):
+                raise TrainingStopped("cancel requested")
         if shutdown is not None and shutdown.requested:
-            raise mnist.TrainingStopped("shutdown signal")
+            raise TrainingStopped("shutdown signal")
 
     def stopped_after() -> str:
-        done = trainer.epoch if trainer else 0
-        return f"after epoch {done} of {config.epochs}" if done else "before its first epoch ended"
+        done = training.epoch if training else 0
+        return f"after epoch {done} of {training.epochs}" if done else "before its first epoch ended"
 
     last_beat = 0.0
     try:
-        device = mnist.resolve_device(run.device)
-        data = mnist_data.load_mnist(data_dir)
-        trainer = mnist.MnistTrainer(config, mnist.prepare_tensors(data, config, device), device)
+        training = kind.start(run.config, run.device, data_dir)
         if checkpoint.exists():
-            mnist.load_checkpoint(trainer, checkpoint)
-        registry.drop_metrics_after(run_id, trainer.epoch)  # metrics of a half-finished epoch
-        while trainer.epoch < config.epochs:
-            metrics = trainer.train_epoch(on_step)
-            mnist.save_checkpoint(trainer, checkpoint)
+            training.load(checkpoint)
+        registry.drop_metrics_after(run_id, training.epoch)  # metrics of a half-finished epoch
+        while training.epoch < training.epochs:
+            metrics = training.train_epoch(on_step)
+            training.save(checkpoint)
             registry.add_metrics(run_id, metrics)
-            registry.heartbeat(run_id, trainer.epoch, trainer.epoch / config.epochs)
+            registry.heartbeat(run_id, training.epoch, training.epoch / training.epochs)
             if echo:
                 echo(metrics)
         registry.update(run_id, status=FINISHED, finished=time.time(), pid=None, progress=1.0, message="",
-                        result=mnist.final_summary(trainer))
-    except mnist.TrainingStopped:
+                        result=training.summary())
+    except TrainingStopped:
         if registry.get(run_id).cancel_requested:
             registry.update(run_id, status=CANCELLED, finished=time.time(), pid=None,
                             message=f"cancelled {stopped_after()}; resume continues from there")
@@ -89,10 +90,10 @@ def execute(registry, run_id: int, *, data_dir=None, shutdown: _ShutdownFlag | N
         registry.update(run_id, status=INTERRUPTED, pid=None,
                         message=f"interrupted {stopped_after()}; resume continues from there")
         raise
-    except mnist.TrainingDiverged as error:
+    except TrainingDiverged as error:
         registry.update(run_id, status=DIVERGED, finished=time.time(), pid=None, message=str(error),
-                        result=mnist.final_summary(trainer))
-    except (mnist_data.MnistDataError, mnist.CheckpointError, ValueError, torch.cuda.OutOfMemoryError) as error:
+                        result=training.summary())
+    except (ValueError, *kind.failures) as error:  # bad settings, missing data, a full disk: the message says it
         registry.update(run_id, status=FAILED, finished=time.time(), pid=None, message=str(error))
     except Exception as error:  # recorded, not lost: the log has the traceback
         traceback.print_exc()

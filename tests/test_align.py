@@ -1,5 +1,5 @@
 """Alignment of mean-field posteriors across permutations, the interpolation path and the barrier
-(symlab.align), and the lab's experiment (symlab.align_lab)."""
+(symlab.lib.align), and the lab's experiment (symlab.labs.align.experiment)."""
 
 import itertools
 import math
@@ -11,11 +11,10 @@ import torch.nn.functional as F
 from scipy.optimize import linear_sum_assignment
 from scipy.stats import norm
 
-from symlab import checks
-from symlab.lib import align
+from symlab import results
 from symlab.labs.align import experiment as align_lab
-from symlab.lib import symmetry
-from symlab.lib.align import DiagonalGaussian
+from symlab.lib import align, mlp, symmetry
+from symlab.lib.gaussian import DiagonalGaussian
 
 
 def random_posterior(sizes, seed, sd_scale=0.1) -> DiagonalGaussian:
@@ -23,7 +22,7 @@ def random_posterior(sizes, seed, sd_scale=0.1) -> DiagonalGaussian:
     shapes = list(zip(sizes[:-1], sizes[1:]))
     means = [(rng.standard_normal((o, i)), rng.standard_normal(o)) for i, o in shapes]
     sds = [(sd_scale * rng.uniform(0.1, 1.0, (o, i)), sd_scale * rng.uniform(0.1, 1.0, o)) for i, o in shapes]
-    return DiagonalGaussian(means, sds)
+    return DiagonalGaussian.from_layers(means, sds)
 
 
 def random_perms(sizes, seed) -> list[np.ndarray]:
@@ -41,17 +40,17 @@ def test_permute_keeps_the_function_of_every_sample():
     perms = random_perms((3, 6, 5, 2), 1)
     moved = align.permute(q, perms)
     x = np.random.default_rng(2).standard_normal((20, 3))
-    noise = align.standard_noise(q.sizes, 4, seed=3)
+    noise = q.layout.layers(align.standard_noise(q.sizes, 4, seed=3).numpy())
     # A sample of the permuted q with the noise permuted alike is the permuted sample: same outputs.
-    noise_moved = [[(eW.numpy(), eb.numpy()) for eW, eb in noise]]
+    noise_moved = [noise]
     for index, perm in enumerate(perms):
         noise_moved = [symmetry.permute_units(noise_moved[0], index, np.broadcast_to(perm, (4, len(perm))))]
     for s in range(4):
-        sample = [(mW + sW * eW[s].numpy(), mb + sb * eb[s].numpy())
+        sample = [(mW + sW * eW[s], mb + sb * eb[s])
                   for (mW, mb), (sW, sb), (eW, eb) in zip(q.means, q.sds, noise)]
         sample_moved = [(mW + sW * eW[s], mb + sb * eb[s])
                         for (mW, mb), (sW, sb), (eW, eb) in zip(moved.means, moved.sds, noise_moved[0])]
-        np.testing.assert_allclose(symmetry.forward(sample_moved, x), symmetry.forward(sample, x), atol=1e-12)
+        np.testing.assert_allclose(mlp.forward(sample_moved, x), mlp.forward(sample, x), atol=1e-12)
     assert align.w2_distance(q, moved) > 1.0  # a different point of weight space
 
 
@@ -84,11 +83,11 @@ def _flat(layers):
 def test_invalid_posteriors_and_pairs_are_refused():
     q = random_posterior((2, 3, 1), 0)
     with pytest.raises(ValueError, match=">= 0"):
-        DiagonalGaussian(q.means, [(-W, b) for W, b in q.sds])
+        DiagonalGaussian.from_layers(q.means, [(-W, b) for W, b in q.sds])
     with pytest.raises(ValueError, match="same layer shapes"):
-        DiagonalGaussian(q.means, random_posterior((2, 4, 1), 0).sds)
+        DiagonalGaussian.from_layers(q.means, random_posterior((2, 4, 1), 0).sds)
     with pytest.raises(ValueError, match="non-finite"):
-        DiagonalGaussian([(W * np.nan, b) for W, b in q.means], q.sds)
+        DiagonalGaussian.from_layers([(W * np.nan, b) for W, b in q.means], q.sds)
     with pytest.raises(ValueError, match="different networks"):
         align.align(q, random_posterior((2, 4, 1), 0))
     with pytest.raises(ValueError, match="objective"):
@@ -197,7 +196,7 @@ def test_weight_matching_ignores_the_standard_deviations():
     qa = random_posterior(sizes, 0)
     # q_B: the same means, its standard deviations those of a permuted q_A.
     perm = random_perms(sizes, 1)
-    qb = DiagonalGaussian(qa.means, align.permute(qa, perm).sds)
+    qb = DiagonalGaussian.from_layers(qa.means, align.permute(qa, perm).sds)
     np.testing.assert_array_equal(align.align(qa, qb, "means").perms[0], np.arange(6))
     assert align.mean_distance(qa, qb) == 0.0 and align.w2_distance(qa, qb) > 0
 
@@ -220,11 +219,11 @@ def test_interpolation_endpoints_are_the_posteriors_exactly():
 def test_predictive_with_zero_spread_is_the_mean_network():
     sizes = (4, 6, 3)
     q = random_posterior(sizes, 0)
-    point = DiagonalGaussian(q.means, [(np.zeros_like(W), np.zeros_like(b)) for W, b in q.sds])
+    point = DiagonalGaussian.from_layers(q.means, [(np.zeros_like(W), np.zeros_like(b)) for W, b in q.sds])
     x = torch.randn(50, 4, generator=torch.Generator().manual_seed(0))
     y = torch.randint(0, 3, (50,), generator=torch.Generator().manual_seed(1))
     loss, accuracy = align.evaluate(point, align.standard_noise(sizes, 5, 0), x, y)
-    logits = torch.tensor(symmetry.forward(q.means, x.double().numpy()))
+    logits = torch.tensor(mlp.forward(q.means, x.double().numpy()))
     assert loss == pytest.approx(float(F.cross_entropy(logits, y)), rel=1e-5)
     assert accuracy == pytest.approx(float((logits.argmax(1) == y).double().mean()))
 
@@ -237,9 +236,9 @@ def test_predictive_averages_probabilities_not_logits():
     log_probs = align.predictive_log_probs(q, noise, x)
     by_hand = []
     for s in range(3):
-        sample = [(mW + sW * eW[s].double().numpy(), mb + sb * eb[s].double().numpy())
-                  for (mW, mb), (sW, sb), (eW, eb) in zip(q.means, q.sds, noise)]
-        by_hand.append(torch.softmax(torch.tensor(symmetry.forward(sample, x.double().numpy())), -1))
+        sample = [(mW + sW * eW, mb + sb * eb)
+                  for (mW, mb), (sW, sb), (eW, eb) in zip(q.means, q.sds, q.layout.layers(noise[s].double().numpy()))]
+        by_hand.append(torch.softmax(torch.tensor(mlp.forward(sample, x.double().numpy())), -1))
     np.testing.assert_allclose(log_probs.exp().numpy(), torch.stack(by_hand).mean(0).numpy(), rtol=1e-5)
 
 
@@ -294,6 +293,12 @@ def test_invalid_configs_are_refused(field, value, message):
         align_lab.AlignConfig(**{field: value}).validate()
 
 
+def test_every_bad_field_is_named_at_once():
+    with pytest.raises(ValueError) as error:
+        align_lab.AlignConfig(task="cifar", width=1, lr=0.0).validate()
+    assert all(f"{name} must be" in str(error.value) for name in ("task", "width", "lr"))
+
+
 def test_mnist_task_needs_its_data():
     with pytest.raises(ValueError, match="MNIST"):
         align_lab.load_task(align_lab.AlignConfig(task="mnist"))
@@ -314,7 +319,7 @@ def test_training_raises_the_elbo_and_gives_two_different_posteriors(small_run):
     assert pair.elbo.shape == (50, 2) and pair.elbo_steps[-1] == SMALL.steps
     assert np.all(pair.elbo[-1] > pair.elbo[0] + 0.3)
     assert align.w2_distance(pair.qa, pair.qb) > 1.0
-    assert report["accuracy_a"] > 0.85 and report["accuracy_b"] > 0.85
+    assert report.accuracy_a > 0.85 and report.accuracy_b > 0.85
 
 
 def test_training_is_reproducible():
@@ -327,38 +332,40 @@ def test_training_is_reproducible():
 
 def test_report_keys_and_consistency(small_run):
     _, pair, report = small_run
-    public = checks.public(report)
+    public = results.to_json(report)
     for key in ("barrier_before", "barrier_after", "w2_before", "w2_after", "barrier_weight_matching",
                 "w2_weight_matching", "paths", "permutations", "summary"):
         assert key in public
     assert not any(key.startswith("_") for key in public)
-    assert report["w2_after"] <= report["w2_before"]
-    assert report["w2_before"] == pytest.approx(align.w2_distance(pair.qa, pair.qb))
-    assert report["w2_after"] == pytest.approx(align.w2_distance(pair.qa, align.permute(pair.qb, [
-        np.array(p) for p in report["permutations"]])))
+    assert not {"alignments", "ends", "noise"} & set(public)  # in memory only: for the page
+    assert public["config"] == results.to_json(SMALL) and public["w2_after"] == report.w2_after
+    assert report.w2_after <= report.w2_before
+    assert report.w2_before == pytest.approx(align.w2_distance(pair.qa, pair.qb))
+    assert report.w2_after == pytest.approx(align.w2_distance(pair.qa, align.permute(pair.qb, [
+        np.array(p) for p in report.permutations])))
     # Every path starts at q_A with the same noise: the same loss at t = 0.
-    starts = {name: path["loss"][0] for name, path in report["paths"].items()}
+    starts = {name: path["loss"][0] for name, path in report.paths.items()}
     assert len(set(starts.values())) == 1
-    assert report["paths"]["before"]["t"] == list(np.linspace(0, 1, 11))
-    for name, row in report["summary"].items():
-        assert row["barrier"] == align.barrier(report["paths"][name]["t"], report["paths"][name]["loss"])
+    assert report.paths["before"]["t"] == list(np.linspace(0, 1, 11))
+    for name, row in report.summary.items():
+        assert row["barrier"] == align.barrier(report.paths[name]["t"], report.paths[name]["loss"])
         assert len(row["layer_w2"]) == 3 and len(row["units_moved"]) == 2
 
 
 def test_the_barrier_collapses_after_alignment_on_the_default_task():
     """The lab's claim on its default settings (seed 0: 0.400 → 0.001 nats; seeds 0-9: 0.37-0.61 → ≤ 0.034)."""
     report = align_lab.run(align_lab.AlignConfig())
-    assert report["barrier_before"] > 0.2
-    assert report["barrier_after"] < 0.05
-    assert report["barrier_weight_matching"] < 0.05
-    assert report["w2_after"] < 0.6 * report["w2_before"]
+    assert report.barrier_before > 0.2
+    assert report.barrier_after < 0.05
+    assert report.barrier_weight_matching < 0.05
+    assert report.w2_after < 0.6 * report.w2_before
 
 
 def test_diverged_training_is_reported_not_returned():
     config = align_lab.AlignConfig(width=4, depth=1, steps=10, seed=0)
     data = align_lab.load_task(config)
     broken = align_lab.Dataset(data.x_train * float("nan"), data.y_train, data.x_test, data.y_test)
-    with pytest.raises(align_lab.TrainingDiverged, match="diverged at step 1"):
+    with pytest.raises(results.TrainingDiverged, match="diverged at step 1"):
         align_lab.train_pair(config, broken)
 
 
@@ -374,7 +381,7 @@ def test_progress_is_reported_with_the_elbo_so_far():
 def test_predictive_grid_is_a_probability_map(small_run):
     data, pair, report = small_run
     extent = align_lab.moons_extent(data)
-    xs, ys, p = align_lab.predictive_grid(pair.qa, report["_noise"], extent, resolution=20)
+    xs, ys, p = align_lab.predictive_grid(pair.qa, report.noise, extent, resolution=20)
     assert p.shape == (20, 20) and np.all((p >= 0) & (p <= 1))
     assert xs[0] == extent[0][0] and ys[-1] == extent[1][1]
     assert p.min() < 0.1 and p.max() > 0.9  # both classes somewhere

@@ -7,18 +7,17 @@ import numpy as np
 import pytest
 import torch
 
-from symlab.lib import blocks
-from symlab.lib import bnn
 from symlab.labs.toy import experiment as toy
+from symlab.lib import blocks, bnn, gaussian, mlp
 
 
 def posterior(sizes, seed, init_sd=0.3, spread=0.3, mean_scale=1.0):
     """A float64 mean-field posterior with unequal standard deviations."""
-    layout = bnn.Layout(sizes)
+    layout = mlp.Layout(sizes)
     generator = torch.Generator().manual_seed(seed)
-    mu, log_sd = bnn.init_posterior(layout, init_sd, generator)
-    log_sd = log_sd + spread * torch.randn(log_sd.shape, generator=generator)
-    return layout, (mean_scale * mu).double(), log_sd.double(), generator
+    q = gaussian.init_posterior(layout, init_sd, generator)
+    log_sd = q.log_sd + spread * torch.randn(q.log_sd.shape, generator=generator)
+    return layout, (mean_scale * q.mean).double(), log_sd.double(), generator
 
 
 def draw(mu, log_sd, generator):
@@ -49,7 +48,7 @@ def group_elements(layout, blocks_by_layer):
 
 def brute_force_information(layout, w, mu, log_sd, elements):
     """log q(ω) − log((1/|H|) Σ_h q(h⁻¹ω)) by one pass over all weights per group element."""
-    terms = torch.stack([bnn.log_density_terms(w, mu, log_sd, bnn.permutation_index(layout, element))
+    terms = torch.stack([bnn.log_density_terms(w, mu, log_sd, mlp.permutation_index(layout, element))
                          for element in elements])
     identity = bnn.log_density_terms(w, mu, log_sd)
     return float(identity - (torch.logsumexp(terms, 0) - math.log(len(elements))))
@@ -133,7 +132,7 @@ def test_elbo_plus_block_information_is_below_the_exact_evidence_on_the_tractabl
 def test_relabelling_the_units_leaves_the_estimate_and_the_blocks_unchanged():
     layout, mu, log_sd, generator = posterior((3, 6, 2), seed=2, mean_scale=0.3)
     perm = torch.tensor([4, 2, 5, 0, 3, 1])
-    index = bnn.permutation_index(layout, [perm])
+    index = mlp.permutation_index(layout, [perm])
     plan = blocks.plan_blocks(layout, mu, log_sd, 2)
     moved_plan = blocks.plan_blocks(layout, mu[index], log_sd[index], 2)
     relabel = {int(old): new for new, old in enumerate(perm)}  # unit perm[i] of q is unit i of g·q
@@ -172,7 +171,8 @@ def test_the_gradient_of_i_h_pushes_close_units_apart():
     plan = blocks.plan_from_blocks(layout, {0: [[0, 1]]}, mu, log_sd)
 
     def pair_divergence(m, s):
-        return float(blocks.jeffreys_matrix(blocks.unit_rows(layout, m, 0), blocks.unit_rows(layout, s, 0))[0, 1])
+        units = [mlp.unit_rows(layout.layers(flat), 0) for flat in (m, s)]
+        return float(blocks.jeffreys_matrix(*units)[0, 1])
 
     mu_, log_sd_ = mu.clone().requires_grad_(), log_sd.clone().requires_grad_()
     total = 0
@@ -196,8 +196,8 @@ def test_nearest_unit_divergence_and_prior_count_match_brute_force():
     report = blocks.unit_diagnostics(layout, mu, log_sd, prior_scale)
     nearest_all = []
     for layer, width in enumerate(layout.hidden):
-        factors = [torch.distributions.Normal(blocks.unit_rows(layout, mu, layer)[j],
-                                              blocks.unit_rows(layout, log_sd, layer)[j].exp()) for j in range(width)]
+        mu_rows, log_sd_rows = (mlp.unit_rows(layout.layers(flat), layer) for flat in (mu, log_sd))
+        factors = [torch.distributions.Normal(mu_rows[j], log_sd_rows[j].exp()) for j in range(width)]
         nearest = [min(float(torch.distributions.kl_divergence(factors[j], factors[k]).sum()
                              + torch.distributions.kl_divergence(factors[k], factors[j]).sum())
                        for k in range(width) if k != j) for j in range(width)]
@@ -224,10 +224,10 @@ def test_greedy_blocks_pair_the_closest_units_first():
 
 
 def test_adjacent_layers_are_refused_and_deeper_nets_alternate_layers():
-    layout = bnn.Layout((3, 4, 4, 4, 2))
+    layout = mlp.Layout((3, 4, 4, 4, 2))
     mu, log_sd = torch.zeros(layout.n_params), torch.zeros(layout.n_params)
     with pytest.raises(ValueError, match="adjacent"):
         blocks.plan_from_blocks(layout, {0: [[0, 1]], 1: [[0, 1]]}, mu, log_sd)
     assert blocks.block_layers(layout, 0) == (0, 2)
     assert blocks.block_layers(layout, 1) == (1,)
-    assert blocks.block_layers(bnn.Layout((3, 4, 2)), 1) == (0,)
+    assert blocks.block_layers(mlp.Layout((3, 4, 2)), 1) == (0,)

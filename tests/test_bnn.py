@@ -1,12 +1,14 @@
-"""Bayesian MLP core: permutation symmetry, the cost-matrix form, InfoNCE bounds, gradients."""
+"""Bayesian MLP core: the flat-vector MLP and its forward pass, the mean-field Gaussian's KL,
+permutation symmetry, the cost-matrix form, InfoNCE bounds, gradients."""
 
 import math
 
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
 
-from symlab.lib import bnn
+from symlab.lib import bnn, gaussian, mlp, symmetry
 
 
 def random_posterior(layout, seed, mean_scale=1.0, sd=0.5):
@@ -16,36 +18,174 @@ def random_posterior(layout, seed, mean_scale=1.0, sd=0.5):
     return mu, log_sd, generator
 
 
+# --- the MLP: one flat vector, one forward pass ----------------------------------------------------
+
+BATCHES = [(), (3,), (2, 3)]
+
+
+def random_array(shape, backend, seed=0):
+    values = np.random.default_rng(seed).standard_normal(shape)
+    return torch.tensor(values) if backend == "torch" else values
+
+
+def naive_forward(layout, flat, x):
+    """One network, one input, one unit at a time, straight from the flat vector's layout."""
+    h = list(x)
+    for index, ((w0, b0, _), fan_in, fan_out) in enumerate(zip(layout.offsets, layout.sizes[:-1], layout.sizes[1:])):
+        h = [sum(float(flat[w0 + i * fan_in + j]) * h[j] for j in range(fan_in)) + float(flat[b0 + i])
+             for i in range(fan_out)]
+        if index < len(layout.sizes) - 2:
+            h = [max(v, 0.0) for v in h]
+    return h
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+@pytest.mark.parametrize("batch", BATCHES, ids=str)
+@pytest.mark.parametrize("sizes", [(3, 5, 2), (4, 6, 5, 3)])
+def test_forward_equals_a_naive_loop(sizes, batch, backend):
+    layout = mlp.Layout(sizes)
+    flat = random_array((*batch, layout.n_params), backend)
+    shared, own = random_array((7, sizes[0]), backend, 1), random_array((*batch, 7, sizes[0]), backend, 2)
+    for x, per_net in ((shared, False), (own, True)):
+        out = mlp.forward(layout.layers(flat), x)
+        assert type(out) is type(flat) and tuple(out.shape) == (*batch, 7, sizes[-1])
+        for net in np.ndindex(*batch):
+            for row in range(7):
+                inputs = x[(*net, row)] if per_net else x[row]
+                np.testing.assert_allclose(np.asarray(out[(*net, row)]), naive_forward(layout, flat[net], inputs),
+                                           rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+@pytest.mark.parametrize("batch", BATCHES, ids=str)
+def test_layers_are_views_that_flatten_inverts(batch, backend):
+    layout = mlp.Layout((3, 4, 5, 2))
+    flat = random_array((*batch, layout.n_params), backend)
+    layers = layout.layers(flat)
+    assert [tuple(W.shape) for W, _ in layers] == [(*batch, 4, 3), (*batch, 5, 4), (*batch, 2, 5)]
+    assert [tuple(b.shape) for _, b in layers] == [(*batch, 4), (*batch, 5), (*batch, 2)]
+    again, copy = mlp.flatten(layers)
+    assert again == layout
+    np.testing.assert_array_equal(np.asarray(copy), np.asarray(flat))
+    layers[1][0][..., 2, 3] = 7.0  # W₂[2, 3] sits after W₁ (12), b₁ (4) and two rows of W₂ (8)
+    assert np.all(np.asarray(flat[..., 12 + 4 + 2 * 4 + 3]) == 7.0)
+    with pytest.raises(ValueError, match="parameters"):
+        layout.layers(flat[..., 1:])
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+def test_a_permutation_index_permutes_the_layers(backend):
+    layout = mlp.Layout((3, 4, 5, 2))
+    flat = random_array(layout.n_params, backend)
+    rng = np.random.default_rng(3)
+    perms = [rng.permutation(h) for h in layout.hidden]
+    index = mlp.permutation_index(layout, [torch.tensor(p) for p in perms] if backend == "torch" else perms)
+    moved = layout.layers(flat[index])
+    by_layers = layout.layers(np.asarray(flat))
+    for layer, perm in enumerate(perms):
+        by_layers = symmetry.permute_units(by_layers, layer, perm)
+    for (W, b), (W0, b0) in zip(moved, by_layers):
+        np.testing.assert_array_equal(np.asarray(W), W0)
+        np.testing.assert_array_equal(np.asarray(b), b0)
+    # One hidden layer: each unit owns its row, so permuting units permutes the rows.
+    layout = mlp.Layout((3, 4, 2))
+    flat = random_array(layout.n_params, backend)
+    perm = torch.tensor(perms[0]) if backend == "torch" else perms[0]
+    rows = mlp.unit_rows(layout.layers(flat[mlp.permutation_index(layout, [perm])]), 0)
+    np.testing.assert_array_equal(np.asarray(rows), np.asarray(mlp.unit_rows(layout.layers(flat), 0))[perms[0]])
+
+
+def test_initialisation_is_torch_linear_default_drawn_layer_by_layer():
+    layout = mlp.Layout((30, 20, 10))
+    flat = mlp.init_parameters(layout, torch.Generator().manual_seed(0), (4,))
+    generator = torch.Generator().manual_seed(0)
+    expected = []
+    for fan_in, fan_out in ((30, 20), (20, 10)):
+        bound = 1 / math.sqrt(fan_in)
+        W = (torch.rand(4, fan_out, fan_in, generator=generator) * 2 - 1) * bound
+        b = (torch.rand(4, fan_out, generator=generator) * 2 - 1) * bound
+        expected.append((W, b))
+    for (W, b), (W0, b0) in zip(layout.layers(flat), expected):
+        torch.testing.assert_close(W, W0, rtol=0, atol=0)
+        torch.testing.assert_close(b, b0, rtol=0, atol=0)
+    # One network: each layer is one draw, the same numbers as its weights then its biases.
+    one = mlp.init_parameters(layout, torch.Generator().manual_seed(1))
+    generator = torch.Generator().manual_seed(1)
+    pieces = [torch.empty(size).uniform_(-1 / math.sqrt(fan_in), 1 / math.sqrt(fan_in), generator=generator)
+              for fan_in, fan_out in ((30, 20), (20, 10)) for size in (fan_out * fan_in, fan_out)]
+    torch.testing.assert_close(one, torch.cat(pieces), rtol=0, atol=0)
+
+
+# --- the mean-field Gaussian ------------------------------------------------------------------------
+
+def test_kl_of_a_batch_matches_torch_distributions_coordinate_by_coordinate():
+    generator = torch.Generator().manual_seed(9)
+    mean = 2 * torch.randn(3, 50, generator=generator, dtype=torch.float64)
+    log_sd = 3 * torch.randn(3, 50, generator=generator, dtype=torch.float64)
+    log_sd[0, :3] = torch.tensor([-400.0, -40.0, 12.0])  # σ far below and above the prior's
+    prior_scale = torch.tensor([[0.1], [1.0], [7.5]], dtype=torch.float64)  # one per posterior
+    expected = torch.distributions.kl_divergence(torch.distributions.Normal(mean, log_sd.exp()),
+                                                 torch.distributions.Normal(0.0, prior_scale.expand(3, 50)))
+    kl = gaussian.kl_to_prior(mean, log_sd, prior_scale)
+    assert kl.shape == (3,) and torch.isfinite(kl).all()
+    finite = torch.isfinite(expected).all(1)  # torch's form takes log(σ²) of an underflowed 0 at σ = e⁻⁴⁰⁰
+    assert not finite[0]
+    torch.testing.assert_close(kl[finite], expected.sum(1)[finite], rtol=1e-12, atol=0)
+    by_hand = 0.5 * (torch.exp(2 * log_sd[0] - 2 * math.log(0.1)) + (mean[0] / 0.1) ** 2 - 1) \
+        - (log_sd[0] - math.log(0.1))
+    assert kl[0].item() == pytest.approx(by_hand.sum().item(), rel=1e-12)
+    layout = mlp.Layout((4, 5, 2))
+    q = gaussian.DiagonalGaussian(layout, mean[:, :layout.n_params], log_sd[:, :layout.n_params])
+    torch.testing.assert_close(q.kl_to_prior(2.0), gaussian.kl_to_prior(q.mean, q.log_sd, 2.0), rtol=0, atol=0)
+
+
+def test_a_gaussian_keeps_the_standard_deviations_it_was_given():
+    layout = mlp.Layout((2, 3, 1))
+    rng = np.random.default_rng(4)
+    mean, sd = rng.standard_normal(layout.n_params), rng.uniform(0.01, 2.0, layout.n_params)
+    sd[0] = 0.0  # a point mass in one coordinate
+    q = gaussian.DiagonalGaussian.from_sd(layout, mean, sd)
+    assert q.sd is sd and q.log_sd[0] == -np.inf
+    np.testing.assert_allclose(np.exp(q.log_sd), sd, rtol=1e-15)
+    index = rng.permutation(layout.n_params)
+    moved = q.take(index)
+    np.testing.assert_array_equal(moved.sd, sd[index])
+    np.testing.assert_array_equal(moved.mean, mean[index])
+    assert [W.shape for W, _ in q.sds] == [(3, 2), (1, 3)]
+    with pytest.raises(ValueError, match="must both be"):
+        gaussian.DiagonalGaussian(layout, mean, sd[:-1])
+
+
 @pytest.mark.parametrize("sizes", [(6, 5, 3), (4, 5, 3, 2)])
 def test_network_is_unchanged_by_permuting_weights_means_and_sds_alike(sizes):
-    layout = bnn.Layout(sizes)
+    layout = mlp.Layout(sizes)
     mu, log_sd, generator = random_posterior(layout, 0)
     w = bnn.sample_weights(mu, log_sd, generator)
     x = torch.randn(20, sizes[0], generator=generator, dtype=torch.float64)
     perms = bnn.random_permutations(layout, 5, generator)
     for k in range(5):
-        index = bnn.permutation_index(layout, bnn.group_element(perms, k))
+        index = mlp.permutation_index(layout, bnn.group_element(perms, k))
         assert not torch.equal(index, torch.arange(layout.n_params))
-        torch.testing.assert_close(bnn.forward(x, layout, w[index]), bnn.forward(x, layout, w))
+        torch.testing.assert_close(mlp.forward(layout.layers(w[index]), x), mlp.forward(layout.layers(w), x))
         # q(gω; gμ, gσ) = q(ω; μ, σ): the density is invariant when g acts on all three.
         torch.testing.assert_close(bnn.log_density_terms(w[index], mu[index], log_sd[index]),
                                    bnn.log_density_terms(w, mu, log_sd))
 
 
 def test_cost_matrix_form_equals_the_direct_computation():
-    layout = bnn.Layout((7, 6, 3))
+    layout = mlp.Layout((7, 6, 3))
     mu, log_sd, generator = random_posterior(layout, 1, mean_scale=0.3)
     w = bnn.sample_weights(mu, log_sd, generator)
     perms = bnn.random_permutations(layout, 20, generator)
     fast = bnn.permutation_log_densities(layout, w, mu, log_sd, perms)
     direct = [bnn.log_density_terms(w, mu, log_sd)] + [
-        bnn.log_density_terms(w, mu, log_sd, bnn.permutation_index(layout, bnn.group_element(perms, k)))
+        bnn.log_density_terms(w, mu, log_sd, mlp.permutation_index(layout, bnn.group_element(perms, k)))
         for k in range(20)]
     torch.testing.assert_close(fast, torch.stack(direct), rtol=1e-10, atol=1e-9)
     # ... and the cost matrix itself, entry by entry.
     cost = bnn.unit_cost_matrix(layout, w, mu, log_sd)
-    units, means = bnn.unit_vectors(layout, w), bnn.unit_vectors(layout, mu)
-    variances = bnn.unit_vectors(layout, torch.exp(2 * log_sd))
+    units, means = mlp.unit_rows(layout.layers(w), 0), mlp.unit_rows(layout.layers(mu), 0)
+    variances = mlp.unit_rows(layout.layers(torch.exp(2 * log_sd)), 0)
     for j in range(6):
         for k in range(6):
             assert cost[j, k].item() == pytest.approx(((units[j] - means[k]) ** 2 / variances[k]).sum().item(),
@@ -55,7 +195,7 @@ def test_cost_matrix_form_equals_the_direct_computation():
 def test_infonce_is_below_min_of_exact_mi_and_log_k_and_approaches_it():
     # Four hidden units with close means and wide posteriors: the 24 permuted copies overlap,
     # so 0 < I < log 24 and the bound is not trivial.
-    layout = bnn.Layout((2, 4, 1))
+    layout = mlp.Layout((2, 4, 1))
     mu, log_sd, _ = random_posterior(layout, 2, mean_scale=0.6, sd=0.7)
     generator = torch.Generator().manual_seed(3)
     exact = bnn.exact_mutual_information(layout, mu, log_sd, 3000, generator)
@@ -75,7 +215,7 @@ def test_infonce_is_below_min_of_exact_mi_and_log_k_and_approaches_it():
 
 
 def test_screening_certifies_only_far_permutations():
-    layout = bnn.Layout((30, 40, 10))
+    layout = mlp.Layout((30, 40, 10))
     far_mu, far_log_sd, generator = random_posterior(layout, 4, mean_scale=0.5, sd=0.01)
     w, noise = bnn.sample_weights(far_mu, far_log_sd, generator, return_noise=True)
     perms = bnn.random_permutations(layout, 15, generator)
@@ -101,15 +241,15 @@ def test_screening_certifies_only_far_permutations():
 
 
 def test_kl_matches_torch_distributions():
-    layout = bnn.Layout((5, 4, 3))
+    layout = mlp.Layout((5, 4, 3))
     mu, log_sd, _ = random_posterior(layout, 5)
     expected = torch.distributions.kl_divergence(torch.distributions.Normal(mu, log_sd.exp()),
                                                  torch.distributions.Normal(torch.zeros_like(mu), torch.full_like(mu, 1.7))).sum()
-    assert bnn.kl_to_prior(mu, log_sd, 1.7).item() == pytest.approx(expected.item(), rel=1e-12)
+    assert gaussian.kl_to_prior(mu, log_sd, 1.7).item() == pytest.approx(expected.item(), rel=1e-12)
 
 
 def test_written_out_gradients_match_autograd():
-    layout = bnn.Layout((6, 5, 3))
+    layout = mlp.Layout((6, 5, 3))
     mu, log_sd, generator = random_posterior(layout, 6)
     mu.requires_grad_()
     log_sd.requires_grad_()
@@ -117,10 +257,10 @@ def test_written_out_gradients_match_autograd():
     y = torch.randint(0, 3, (8,), generator=generator)
     noise = torch.randn(layout.n_params, generator=generator, dtype=torch.float64)
     w = torch.addcmul(mu, log_sd.exp(), noise)
-    loss = F.cross_entropy(bnn.forward(x, layout, w), y) + bnn.kl_to_prior(mu, log_sd, 0.8) / 100
+    loss = F.cross_entropy(mlp.forward(layout.layers(w), x), y) + gaussian.kl_to_prior(mu, log_sd, 0.8) / 100
     expected_mu, expected_log_sd = torch.autograd.grad(loss, [mu, log_sd])
     w_leaf = w.detach().requires_grad_()
-    (grad_w,) = torch.autograd.grad(F.cross_entropy(bnn.forward(x, layout, w_leaf), y), [w_leaf])
+    (grad_w,) = torch.autograd.grad(F.cross_entropy(mlp.forward(layout.layers(w_leaf), x), y), [w_leaf])
     grad_mu, grad_log_sd = bnn.negative_elbo_gradients(grad_w, noise, mu.detach(), log_sd.detach().exp(), 0.8, 100)
     torch.testing.assert_close(grad_mu, expected_mu)
     torch.testing.assert_close(grad_log_sd, expected_log_sd)
@@ -128,7 +268,7 @@ def test_written_out_gradients_match_autograd():
 
 def test_drawn_identities_count_but_carry_no_gradient():
     # Two hidden units: G = {id, swap}; about half the draws are the identity.
-    layout = bnn.Layout((30, 2, 3))
+    layout = mlp.Layout((30, 2, 3))
     mu, log_sd, generator = random_posterior(layout, 7, mean_scale=0.5, sd=0.01)
     mu.requires_grad_()
     w, noise = bnn.sample_weights(mu.detach(), log_sd, generator, return_noise=True)

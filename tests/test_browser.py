@@ -4,7 +4,6 @@ import re
 from urllib.parse import parse_qsl, urlsplit
 
 import pytest
-
 from conftest import running_app
 
 pytestmark = pytest.mark.browser
@@ -421,7 +420,7 @@ def wait_for_align_point(page, point, timeout_ms=30_000):
 
 
 def barrier(ts, losses):
-    """max over t of the loss above the straight line between the endpoints' losses (symlab.align.barrier)."""
+    """max over t of the loss above the straight line between the endpoints' losses (symlab.lib.align.barrier)."""
     return max(loss - ((1 - t) * losses[0] + t * losses[-1]) for t, loss in zip(ts, losses))
 
 

@@ -14,7 +14,6 @@ import time
 import urllib.request
 
 import pytest
-
 from conftest import ROOT, _free_port
 
 pytestmark = pytest.mark.deploy

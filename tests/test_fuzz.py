@@ -25,10 +25,10 @@ from pages import ui
 from symlab import cli, worker
 from symlab.labs import LABS as REGISTRY
 from symlab.labs.align import experiment as align_lab
-from symlab.lib import mnist_data
 from symlab.labs.modes import experiment as modes
 from symlab.labs.symmetry import experiment as symmetry_lab
 from symlab.labs.toy import experiment as toy
+from symlab.lib import mnist_data
 from symlab.urlstate import Param, encode_query, parse_query
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -13,8 +13,9 @@ import pytest
 import torch
 
 from symlab.labs.mnist import experiment as mnist
-from symlab.lib import mnist_data
 from symlab.labs.mnist.experiment import MnistConfig, MnistTrainer
+from symlab.lib import mnist_data
+from symlab.results import TrainingDiverged
 
 
 @pytest.fixture(scope="module")
@@ -193,7 +194,7 @@ def test_divergence_stops_with_a_clear_error_and_keeps_the_last_parameters(data)
     with torch.no_grad():
         trainer.mu[5] = float("nan")
     before = trainer.log_sd.detach().clone()
-    with pytest.raises(mnist.TrainingDiverged, match="epoch 1, step 1.*learning rate"):
+    with pytest.raises(TrainingDiverged, match="epoch 1, step 1.*learning rate"):
         trainer.train_epoch()
     assert torch.equal(trainer.log_sd, before)
 

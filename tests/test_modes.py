@@ -1,4 +1,4 @@
-"""The mode-interpolation core against known facts (SCIENCE.md §2)."""
+"""The mode-interpolation core against known facts (docs/science.md, § Reverse KL between two modes)."""
 
 import math
 
@@ -6,6 +6,8 @@ import numpy as np
 import pytest
 from scipy import integrate
 
+from symlab import cli, controls
+from symlab.labs.modes import LAB, params
 from symlab.labs.modes import experiment as modes
 
 PAPER_THRESHOLDS = {0.25: 1.25, 0.5: 2.5, 1.0: 5.0, 2.0: 10.0}
@@ -146,8 +148,86 @@ def test_threshold_is_none_when_sweep_never_crosses():
     lambda: modes.alpha_grid(10, 1),
     lambda: modes.fit_monte_carlo([1.0], 1.0, covariance="banded"),
     lambda: modes.fit_monte_carlo([1.0], 1.0, lr=-1),
-    lambda: modes.sweep_report(1.0, protocol="magic"),
+    lambda: modes.sweep_report(modes.SweepConfig(sigma=1.0, protocol="magic")),
 ])
 def test_invalid_input_raises_clear_value_error(call):
     with pytest.raises(ValueError, match="must|needs"):
         call()
+
+
+def test_sweep_config_names_every_bad_field_at_once():
+    with pytest.raises(ValueError) as error:
+        modes.SweepConfig(sigma=0.0, dim=0, points=1, protocol="magic", lr=float("nan")).validate()
+    for name in ("sigma", "dim", "points", "protocol", "lr"):
+        assert f"{name} must be" in str(error.value)
+
+
+def test_sweep_too_wide_for_sigma_is_rejected():
+    with pytest.raises(ValueError, match="largest α/σ"):
+        modes.SweepConfig(sigma=0.1, alpha_max=1e200).validate()
+    modes.SweepConfig(sigma=0.1, alpha_max=1e10).validate()
+
+
+def test_default_sweep_reaches_ten_sigma():
+    assert modes.SweepConfig(sigma=0.5).largest_alpha == 10.0
+    assert modes.SweepConfig(sigma=2.0).largest_alpha == 20.0
+    assert modes.SweepConfig(sigma=2.0, alpha_max=3.0).alphas()[-1] == 3.0
+
+
+@pytest.mark.parametrize("sigma, dim", [(0.1, 100), (20.0, 100)])
+def test_declared_ranges_keep_det_cov_finite_and_nonzero(sigma, dim):
+    """The declared σ and d ranges' corners: det Σ* neither overflows nor underflows, forward KL included."""
+    config = modes.SweepConfig(sigma=sigma, dim=dim).validate()
+    for sweep in (modes.fit_exact(config.alphas(), sigma, dim), modes.forward_kl_optimum(config.alphas(), sigma, dim)):
+        assert np.all(np.isfinite(sweep.det_cov)) and np.all(sweep.det_cov > 0)
+
+
+# --- one declaration per control: the command line and the page derive theirs from SweepConfig's -----------
+
+def parse(*argv):
+    return cli.build_parser().parse_args(["modes", *argv])
+
+
+def ends_and_beyond(spec):
+    """A declared number's ends, and values just outside them (no upper end: none above)."""
+    number = int if spec.kind == "int" else float
+    ends = [number(spec.low)] + ([] if spec.high is None else [number(spec.high)])
+    beyond = [number(spec.low - (spec.step or 1) if spec.low >= 1 else -1)]
+    return ends, beyond + ([] if spec.high is None else [number(spec.high + 1)])
+
+
+@pytest.mark.parametrize("name", list(controls.declared(modes.SweepConfig)))
+def test_cli_flag_takes_the_declared_range_and_rejects_the_rest_in_one_line(name, capsys):
+    spec = controls.declaration(modes.SweepConfig, name)
+    flag = controls.flag_name(modes.SweepConfig, name)
+    sigma = [] if name == "sigma" else ["--sigma", "1"]
+    inside, beyond = (spec.choices, ["magic"]) if spec.choices else ends_and_beyond(spec)
+    for value in inside:
+        assert getattr(parse(*sigma, flag, str(value)), name) == value
+    for value in map(str, beyond):
+        with pytest.raises(SystemExit) as exit_:
+            parse(*sigma, flag, value)
+        error = capsys.readouterr().err.strip().splitlines()[-1]
+        assert exit_.value.code == 2 and error.startswith(f"python -m symlab modes: error: argument {flag}:")
+
+
+def test_cli_defaults_are_the_paper_protocol_and_the_config_defaults():
+    args = parse("--sigma", "1")
+    assert controls.from_args(modes.SweepConfig, args) == modes.SweepConfig()
+    assert (args.samples, args.steps, args.lr, args.points) == (5000, 1000, 1e-2, 100)
+
+
+def test_page_parameters_are_the_declarations_with_the_page_cap():
+    by_name = {param.name: param for param in LAB.page_params(None)}
+    assert list(by_name) == ["alpha", "sigma", "dim", "forward"]
+    for name in params.FIELDS:
+        spec, default = controls.declared(modes.SweepConfig)[name]
+        param = by_name[controls.url_name(modes.SweepConfig, name)]
+        cap = params.CAPS.get(name)
+        assert cap is None or cap < spec.high  # a cap lowers the declared range; it never widens it
+        assert (param.kind, param.low, param.high, param.step, param.default) == (
+            spec.kind, spec.low, cap or spec.high, spec.step, default)
+    # The page's α reaches the default sweep's end at its largest σ: both sides of α* ≈ 5σ.
+    largest = modes.SweepConfig(sigma=by_name["sigma"].high)
+    assert by_name["alpha"].high == largest.largest_alpha
+    assert modes.exact_threshold(largest.sigma, largest.largest_alpha) < largest.largest_alpha

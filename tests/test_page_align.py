@@ -6,15 +6,14 @@ the tests do not depend on that for their outcome. Links other than the default 
 
 import base64
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
-from streamlit.testing.v1 import AppTest
+from pagetest import metrics, open_page
 
+from symlab import results
 from symlab.labs.align import experiment as align_lab
 
-PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "align.py")
 SMALL = {"width": "16", "depth": "1", "steps": "200", "samples": "8"}
 METRICS = {"loss barrier before", "loss barrier after (W₂)", "W₂(q_A, q_B) before", "W₂ after alignment"}
 
@@ -22,14 +21,8 @@ METRICS = {"loss barrier before", "loss barrier after (W₂)", "W₂(q_A, q_B) b
 pytestmark = pytest.mark.usefixtures("one_torch_thread")  # tests/conftest.py
 
 
-def align_page(**query) -> AppTest:
-    at = AppTest.from_file(PAGE, default_timeout=180)
-    at.query_params.update(query)
-    return at.run()
-
-
-def metrics(at) -> dict:
-    return {m.label: m.value for m in at.metric}
+def align_page(**query):
+    return open_page("align", **query)
 
 
 def chart_specs(at) -> list[dict]:
@@ -132,6 +125,17 @@ def test_malformed_link_gives_one_notice_and_the_defaults():
     assert at.query_params["order"] == "own"
 
 
+def test_the_server_caps_are_stated_and_the_declared_ranges_hold_below_them():
+    at = align_page(**{**SMALL, "depth": "4", "noise": "0.8"})
+    assert not at.exception and not at.warning  # both in AlignConfig's declared ranges, which the page keeps
+    shown = {widget.key: widget for kind in ("slider", "number_input") for widget in at.get(kind)}
+    for name, cap in {"width": 128, "train": 20_000, "steps": 3000, "samples": 64}.items():
+        widget = shown[f"align.{name}"]
+        assert widget.max == cap and f"This page allows at most {cap:g}; the command line" in widget.help, name
+    assert shown["align.depth"].max == 4 and shown["align.noise"].max == 1.0
+    assert len(titled(at, "Hidden layer")) == 4
+
+
 def test_unreadable_mnist_is_an_error_not_a_traceback(tmp_path, monkeypatch):
     monkeypatch.setenv("SYMLAB_MNIST_DIR", str(tmp_path))
     at = align_page(task="mnist", width="16", depth="1", steps="100", train="777")
@@ -142,8 +146,8 @@ def test_unreadable_mnist_is_an_error_not_a_traceback(tmp_path, monkeypatch):
 
 def test_diverged_training_is_an_error_not_a_traceback(monkeypatch):
     def diverge(config, data, progress=None):
-        raise align_lab.TrainingDiverged("training diverged at step 7 (posterior A: the ELBO is not finite); "
-                                         "lower the learning rate")
+        raise results.TrainingDiverged("training diverged at step 7 (posterior A: the ELBO is not finite); "
+                                       "lower the learning rate")
 
     monkeypatch.setattr(align_lab, "train_pair", diverge)
     at = align_page(**SMALL, seed="4242")

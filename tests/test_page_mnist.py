@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from symlab import runs
+from symlab import controls, runs
 from symlab.labs.mnist.experiment import MnistConfig
 
 PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "mnist.py")
@@ -28,6 +28,21 @@ def test_default_view_and_url(registry):
     assert not at.exception and not at.error
     assert at.query_params["hidden"] == "400" and at.query_params["method"] == "mfvi"
     assert any("No runs yet" in info.value for info in at.info)
+
+
+def test_widgets_follow_the_declarations_and_state_the_server_caps(registry):
+    at = mnist_page()
+    limits = runs.RunLimits()
+    for name, (spec, _) in controls.declared(MnistConfig).items():
+        if spec.widget_kind != "number":
+            continue
+        widget = at.number_input(key=f"mnist.{spec.url or name}")
+        cap = {"hidden": limits.max_hidden, "depth": limits.max_depth, "epochs": limits.max_epochs}.get(name)
+        assert (widget.label, widget.min, widget.step) == (spec.label, spec.low, spec.nudge or spec.step or 1), name
+        assert widget.max == (cap if cap is not None else spec.high), name
+        assert ("This page allows at most" in (widget.help or "")) == (cap is not None), name
+        assert cap is None or widget.help.endswith(f"at most {cap}; the command line (`python -m symlab`) has no such cap."), name
+    assert at.number_input(key="mnist.batch").step == 8 and at.number_input(key="mnist.lr").step == 1e-4
 
 
 def test_odd_link_is_clamped_with_a_notice(registry):

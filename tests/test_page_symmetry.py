@@ -6,25 +6,17 @@ run takes seconds, a repeat milliseconds). The tests do not depend on that for t
 their speed; parts whose defaults are slow are opened with smaller settings.
 """
 
-from pathlib import Path
-
 import pytest
-from streamlit.testing.v1 import AppTest
+from pagetest import metrics, open_page
 
-PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "symmetry.py")
-
+from symlab import controls
+from symlab.labs.symmetry import LAB, params
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")  # tests/conftest.py
 
 
-def symmetry_page(**query) -> AppTest:
-    at = AppTest.from_file(PAGE, default_timeout=180)
-    at.query_params.update(query)
-    return at.run()
-
-
-def metrics(at) -> dict:
-    return {m.label: m.value for m in at.metric}
+def symmetry_page(**query):
+    return open_page("symmetry", **query)
 
 
 def charts(at) -> int:
@@ -122,3 +114,33 @@ def test_new_seed_changes_the_seed_in_the_url():
     assert at.number_input(key="symmetry.seed").value == 6 and at.query_params["seed"] == "6"
     assert at.query_params["part"] == "proximity"
     assert metrics(at)["‖gw − w‖ / ‖w‖ at width 4096"] != before  # another initialisation
+
+
+def test_the_one_seed_fits_every_part_and_no_other_url_name_is_shared():
+    """Each part's config reads the page's values by URL name: a name two configs share must be one parameter
+    whose whole range each of them accepts. Only the seed is shared; the MLPs' learning rate is ``sgd_lr``."""
+    page = {spec.name: spec for spec in LAB.page_params()}
+    assert len(page) == len(LAB.page_params())
+    readers = {}
+    for config_type, names in params.FIELDS.items():
+        for name in (*names, "seed"):
+            readers.setdefault(controls.url_name(config_type, name), []).append(controls.declaration(config_type, name))
+    assert [url for url, declared in readers.items() if len(declared) > 1] == ["seed"]
+    for url, declared in readers.items():
+        spec = page[url]
+        extremes = [spec.low, spec.high] if spec.kind in ("int", "float") else list(spec.choices)
+        for control in declared:
+            assert control.kind == spec.kind and all(map(control.accepts, [spec.default, *extremes])), url
+
+
+@pytest.mark.parametrize("query, widgets", [
+    ({}, {"nets": 10_000, "epochs": 30}),
+    ({"part": "training", "steps": "200"}, {"width": 256, "steps": 3000, "sgd_lr": 1.0}),
+])
+def test_the_server_caps_are_stated_on_their_widgets(query, widgets):
+    at = symmetry_page(**query)
+    shown = {widget.key: widget for kind in ("slider", "number_input") for widget in at.get(kind)}
+    for name, cap in widgets.items():
+        widget = shown[f"symmetry.{name}"]
+        assert widget.max == cap and f"This page allows at most {cap:g}; the command line" in widget.help, name
+    assert not shown["symmetry.seed"].help  # not capped: the declared range

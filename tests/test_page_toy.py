@@ -1,9 +1,13 @@
-"""AppTest checks of the Tractable BNN page (its live fragment is covered in test_browser.py)."""
+"""AppTest checks of the Tractable BNN page (its player's timer is covered in test_browser.py)."""
 
 from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
+
+from symlab import controls
+from symlab.labs.toy import LAB, params
+from symlab.labs.toy import experiment as toy
 
 PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "toy.py")
 
@@ -77,3 +81,37 @@ def test_preset_sets_the_controls():
     at = toy_page()
     at.selectbox(key="toy.preset").set_value("Far-apart modes").run()
     assert at.slider(key="toy.alpha").value == 2.0 and at.query_params["noise"] == "0.25"
+
+
+def test_widgets_show_the_url_parameters_ranges_and_state_the_caps():
+    """Each sidebar widget's range is its URL parameter's, which is the declared one or the page's cap."""
+    at = toy_page()
+    by_name = {param.name: param for param in LAB.page_params(None)}
+    for name in params.FIELDS:
+        spec = controls.declaration(toy.ToyConfig, name)
+        key = f"toy.{controls.url_name(toy.ToyConfig, name)}"
+        param = by_name[controls.url_name(toy.ToyConfig, name)]
+        if spec.choices:
+            widget = next(w for w in at.get("button_group") if w.key == key)
+            assert [option.content for option in widget.proto.options] == list(spec.choices)
+            continue
+        widget = at.slider(key=key) if spec.widget_kind == "slider" else at.number_input(key=key)
+        assert (widget.label, widget.min, widget.max) == (spec.label, param.low, param.high)
+        assert ("This page allows at most" in (widget.help or "")) == (name in params.CAPS)
+
+
+def test_play_at_the_end_replays_training_from_the_start():
+    at = toy_page(lr="0.05")
+    playback = at.session_state["toy.playback"]
+    playback.frame = playback.frames - 1
+    at.run()
+    assert at.button(key="toy.step").disabled  # the last frame: nothing further to step to
+    assert at.get("progress")[0].proto.text == "Adam step 4000 / 4000"
+    at.button(key="toy.play").click().run()  # from the end, Play starts over: the same run again
+    trainer, frame = at.session_state["toy.trainer"], at.session_state["toy.playback"].frame
+    # Play's click advances one tick; the rerun that starts the timer, if it came a tick later, another.
+    assert 1 <= frame <= 2 and trainer.history[0].step == list(range(0, 20 * frame + 1, 20))
+    fresh = toy.ToyTrainer([toy.RunSpec("mfvi", trainer.runs[0].config), toy.RunSpec("sgm", trainer.runs[0].config)],
+                           eval_samples=512)
+    fresh.train_to(20 * frame, 20)
+    assert trainer.history[0].elbo == fresh.history[0].elbo and trainer.history[1].elbo_g == fresh.history[1].elbo_g

@@ -1,22 +1,20 @@
-"""AppTest checks of the pages (fragments are not run by AppTest; see test_playback.py)."""
+"""AppTest checks of the pages (a fragment's timer is not run by AppTest; see test_playback.py)."""
 
 from pathlib import Path
 
 import pytest
+from pagetest import metrics, open_page
 from streamlit.testing.v1 import AppTest
 
+from symlab import controls
+from symlab.labs.modes import experiment as modes
+from symlab.labs.modes import params
+
 ROOT = Path(__file__).resolve().parents[1]
-MODES_PAGE = str(ROOT / "pages" / "modes.py")
 
 
 def modes_page(**query) -> AppTest:
-    at = AppTest.from_file(MODES_PAGE, default_timeout=60)
-    at.query_params.update(query)
-    return at.run()
-
-
-def metrics(at) -> dict:
-    return {m.label: m.value for m in at.metric}
+    return open_page("modes", timeout=60, **query)
 
 
 def test_home_page_runs_and_names_the_device():
@@ -82,3 +80,25 @@ def test_preset_sets_the_controls():
     assert at.slider(key="modes.sigma").value == 0.25 and at.slider(key="modes.alpha").value == 1.5
     assert at.query_params["sigma"] == "0.25"
     assert any("scales with σ" in i.value for i in at.info)
+
+
+def test_widgets_take_the_declared_ranges_and_state_the_cap():
+    at = modes_page()
+    sigma, dim, alpha = at.slider(key="modes.sigma"), at.number_input(key="modes.dim"), at.slider(key="modes.alpha")
+    declared = controls.declaration(modes.SweepConfig, "sigma")
+    assert (sigma.label, sigma.min, sigma.max, sigma.step) == (declared.label, declared.low, params.SIGMA_CAP,
+                                                               declared.step)
+    assert f"This page allows at most {params.SIGMA_CAP:g}; the command line" in sigma.help
+    declared = controls.declaration(modes.SweepConfig, "dim")
+    assert (dim.label, dim.min, dim.max) == (declared.label, declared.low, declared.high)
+    assert (alpha.min, alpha.max, alpha.step) == (params.ALPHA.low, params.ALPHA.high, params.ALPHA.step)
+
+
+def test_the_optimisation_player_steps_and_resets():
+    at = modes_page()
+    progress = lambda: at.get("progress")[0].proto.text
+    assert progress() == "Adam step 0 / 1000" and at.button(key="modes.pause").disabled
+    at.button(key="modes.step").click().run()
+    assert progress() == "Adam step 10 / 1000"
+    at.button(key="modes.reset").click().run()
+    assert progress() == "Adam step 0 / 1000"

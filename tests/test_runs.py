@@ -3,15 +3,21 @@
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
+import types
+from dataclasses import asdict, dataclass
 
 import pytest
 
-from symlab import runs
-from symlab.hosting import SettingsError
+from symlab import labs, runs, worker
+from symlab.hosting import SettingsError, Work
+from symlab.lab import Lab
 from symlab.labs.mnist.experiment import MnistConfig
+from symlab.labs.mnist.table import results_table
+from symlab.results import TrainingDiverged
 
 TINY = dict(hidden=8, epochs=2, train_subset=500, samples=2, init_sd=1e-3, device="cpu")  # σ₀ small: learns in 8 steps
 LONG = dict(hidden=256, epochs=8, train_subset=20000, samples=2, init_sd=1e-3, device="cpu")  # ~0.4 s per epoch here
@@ -74,7 +80,7 @@ def test_a_killed_worker_is_marked_interrupted_and_resumes(registry):
 
 def test_runs_outlive_the_process_that_launched_them(registry, tmp_path):
     launcher = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time; from symlab import runs; from symlab.mnist import MnistConfig; "
+        [sys.executable, "-c", "import sys, time; from symlab import runs; from symlab.labs.mnist.experiment import MnistConfig; "
          f"print(runs.submit(runs.Registry(), MnistConfig(**{TINY!r})), flush=True); time.sleep(600)"],
         stdout=subprocess.PIPE, text=True, env=os.environ)
     run_id = int(launcher.stdout.readline())
@@ -114,7 +120,115 @@ def test_results_table_gives_mean_and_std_over_seeds(registry):
     registry.update(other, status=runs.FINISHED, result={"test_acc": 0.95, "train_elbo": -6.0,
                                                          "train_elbo_sym": -4.6})
     registry.create(MnistConfig(hidden=16, seed=2), "cpu")  # still queued: not in the table
-    rows = runs.results_table(registry.runs())
+    rows = results_table(registry.runs())
     assert [(row["label"], row["seeds"]) for row in rows] == [("MFVI", 2), ("SGM K=4", 1)]
     assert rows[0]["test_acc_mean"] == pytest.approx(0.91) and rows[0]["test_acc_std"] == pytest.approx(0.01)
     assert json.dumps(rows)  # plain data, ready for --json and CSV
+
+
+# The registry's schema before runs recorded their lab.
+OLD_SCHEMA = """
+CREATE TABLE runs (id INTEGER PRIMARY KEY AUTOINCREMENT, config TEXT NOT NULL, status TEXT NOT NULL,
+    device TEXT NOT NULL, created REAL NOT NULL, started REAL, finished REAL, heartbeat REAL, pid INTEGER,
+    pid_started TEXT, epoch INTEGER NOT NULL DEFAULT 0, progress REAL NOT NULL DEFAULT 0,
+    message TEXT NOT NULL DEFAULT '', session TEXT NOT NULL DEFAULT '', source TEXT NOT NULL DEFAULT 'app',
+    result TEXT, cancel_requested INTEGER NOT NULL DEFAULT 0);
+CREATE TABLE metrics (run_id INTEGER NOT NULL REFERENCES runs(id), epoch INTEGER NOT NULL, data TEXT NOT NULL,
+    PRIMARY KEY (run_id, epoch));
+"""
+
+
+def test_a_registry_written_before_runs_recorded_their_lab_still_opens(tmp_path):
+    root = tmp_path / "old-runs"
+    root.mkdir()
+    with sqlite3.connect(root / "registry.sqlite3") as connection:
+        connection.executescript(OLD_SCHEMA)
+        old_config = {**MnistConfig(hidden=32, seed=1).to_dict(), "retired_option": 3}  # unknown keys are skipped
+        connection.execute("INSERT INTO runs (config, status, device, created, epoch, progress, result) "
+                           "VALUES (?, 'finished', 'cpu', 1.0, 2, 1.0, ?)",
+                           (json.dumps(old_config), json.dumps({"test_acc": 0.9, "infonce_active": 0.0})))
+        connection.execute("INSERT INTO metrics VALUES (1, 1, ?), (1, 2, ?)",
+                           (json.dumps({"epoch": 1, "test_acc": 0.8}), json.dumps({"epoch": 2, "test_acc": 0.9})))
+    for _ in range(2):  # the column is added once; opening again changes nothing
+        registry = runs.Registry(root)
+        [old] = registry.runs(lab="mnist")
+        assert (old.lab, old.config, old.status, old.epoch) == ("mnist", MnistConfig(hidden=32, seed=1),
+                                                                runs.FINISHED, 2)
+        assert old.result == {"test_acc": 0.9, "infonce_active": 0.0}
+        assert registry.metrics([old.id])[old.id] == [{"epoch": 1, "test_acc": 0.8}, {"epoch": 2, "test_acc": 0.9}]
+    new = registry.create(MnistConfig(**TINY), "cpu")
+    assert [(run.id, run.lab) for run in registry.runs()] == [(old.id, "mnist"), (new, "mnist")]
+
+
+@dataclass(frozen=True)
+class CountConfig:
+    """A lab's run that is not MNIST's: counts to ``epochs``; epoch ``diverge_in`` diverges (0: none)."""
+
+    epochs: int = 3
+    diverge_in: int = 0
+
+    def to_dict(self):
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, values):
+        return cls(**values)
+
+    def validate(self):
+        return self
+
+    def work(self):
+        return Work(width=1, depth=1, epochs=self.epochs)
+
+    @property
+    def label(self):
+        return f"count to {self.epochs}"
+
+
+class Counting:
+    def __init__(self, config, device, data_dir):
+        self.config, self.epochs, self.epoch = config, config.epochs, 0
+
+    def train_epoch(self, on_step):
+        on_step(1, 1)
+        if self.epoch + 1 == self.config.diverge_in:
+            raise TrainingDiverged(f"diverged in epoch {self.epoch + 1}")
+        self.epoch += 1
+        return {"epoch": self.epoch, "count": self.epoch}
+
+    def save(self, path):
+        path.write_text(str(self.epoch))
+
+    def load(self, path):
+        self.epoch = int(path.read_text())
+
+    def summary(self):
+        return {"counted": self.epoch}
+
+
+@pytest.fixture
+def counting_lab(monkeypatch):
+    module = types.ModuleType("counting_lab")
+    module.KIND = runs.RunKind(config_type=CountConfig, device=lambda config: "cpu", start=Counting)
+    monkeypatch.setitem(sys.modules, "counting_lab", module)
+    counting = Lab("counting", "Counting", ":material/add:", lambda subparsers: None, lambda hosting: (),
+                   blurb="Counts.", runs="counting_lab")
+    monkeypatch.setattr(labs, "LABS", (*labs.LABS, counting))
+
+
+def test_the_registry_and_the_worker_run_any_lab_that_declares_its_runs(registry, counting_lab):
+    mnist_run = registry.create(MnistConfig(**TINY), "cpu", status=runs.FINISHED)
+    counted = registry.create(CountConfig(epochs=3), "cpu", status=runs.RUNNING)
+    assert worker.execute(registry, counted).result == {"counted": 3}
+    assert [m["count"] for m in registry.metrics([counted])[counted]] == [1, 2, 3]
+    assert [run.id for run in registry.runs(lab="counting")] == [counted]
+    assert [run.id for run in registry.runs(lab="mnist")] == [mnist_run]
+
+    diverging = registry.create(CountConfig(epochs=3, diverge_in=3), "cpu", status=runs.RUNNING)
+    diverged = worker.execute(registry, diverging)
+    assert (diverged.status, diverged.message) == (runs.DIVERGED, "diverged in epoch 3")
+    assert diverged.result == {"counted": 2}  # the summary of the epochs before it
+    assert registry.get(diverging).config == CountConfig(epochs=3, diverge_in=3)
+
+    with pytest.raises(ValueError, match="5 epochs is above this server's cap of 4"):
+        runs.submit(registry, CountConfig(epochs=5), runs.RunLimits(max_epochs=4))

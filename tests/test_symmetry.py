@@ -1,4 +1,4 @@
-"""Weight-space symmetries (SCIENCE.md §1, §3, §5): removal keeps the function, min-mass against closed
+"""Weight-space symmetries (docs/science.md, § Symmetry removal to § MMD): removal keeps the function, min-mass against closed
 forms and a generic optimiser, the nearest equivalent mode against brute force, the MMD against known
 answers, and small runs of the symmetry explorer's experiments."""
 
@@ -10,10 +10,10 @@ import pytest
 from scipy import optimize
 from scipy.stats import kendalltau
 
-from symlab import checks
-from symlab.lib import symmetry
+from symlab import results
 from symlab.labs.symmetry import experiment as symmetry_lab
 from symlab.labs.toy import experiment as toy
+from symlab.lib import mlp, symmetry
 from symlab.lib.mmd import layerwise_mmd, mmd_aggregate
 from symlab.lib.mnist_data import load_mnist
 
@@ -32,7 +32,7 @@ def random_net(rng, sizes, batch=(), spread=0.0):
 
 
 def relative_change(a, b, x):
-    fa, fb = symmetry.forward(a, x), symmetry.forward(b, x)
+    fa, fb = mlp.forward(a, x), mlp.forward(b, x)
     return np.max(np.abs(fa - fb)) / np.max(np.abs(fa))
 
 
@@ -67,7 +67,7 @@ def test_every_removal_keeps_the_function(sizes, batch):
         assert relative_change(layers, other, x) < 1e-10, name
         assert [W.shape for W, _ in other] == [W.shape for W, _ in layers], name
     # The outputs are not all zero, so "unchanged" means something.
-    assert np.std(symmetry.forward(layers, x)) > 0.1
+    assert np.std(mlp.forward(layers, x)) > 0.1
 
 
 @pytest.mark.parametrize("sizes, batch", NETS, ids=NET_IDS)
@@ -451,14 +451,14 @@ def test_perceptron_run_shapes_and_kept_nets(perceptrons):
     run, report = perceptrons
     assert len(run.snapshots) == run.config.epochs + 1
     assert [W.shape for W, _ in run.snapshots[-1]] == [(300, 2, 2), (300, 1, 2)]
-    assert report["nets"] == 300 and 290 <= report["kept"] <= 300
-    assert report["loss_cutoff"] <= run.config.max_loss  # 10 epochs: the kept nets fit the blobs
-    assert report["nets_per_second"] > 0
+    assert report.nets == 300 and 290 <= report.kept <= 300
+    assert report.loss_cutoff <= run.config.max_loss  # 10 epochs: the kept nets fit the blobs
+    assert report.nets_per_second > 0
 
 
 def test_perceptrons_show_the_doubled_mode_until_sorted(perceptrons):
     run, report = perceptrons
-    raw, sorted_ = report["stages"]["raw"], report["stages"]["sorted"]
+    raw, sorted_ = report.stages["raw"], report.stages["sorted"]
     # Two highest density peaks of (v₁, v₂) are mirror images across v₁ = v₂, to two grid cells.
     extent = symmetry_lab.density_extent(symmetry_lab.last_layer_weights(run.epoch_layers(run.config.epochs)))
     cell = (extent[1] - extent[0]) / 60
@@ -471,11 +471,11 @@ def test_perceptrons_show_the_doubled_mode_until_sorted(perceptrons):
     assert sorted_["swap_asymmetry_mmd2"] > 10 * max(abs(raw["swap_asymmetry_mmd2"]), SAME_DISTRIBUTION_TOLERANCE)
     # The stages change the weights, never the functions (outputs are logits of size ~100).
     final = run.epoch_layers(run.config.epochs)
-    scale = np.max(np.abs(symmetry.forward(final, np.random.default_rng(1).standard_normal((256, 2)) * 3)))
-    for name, stage in report["stages"].items():
+    scale = np.max(np.abs(mlp.forward(final, np.random.default_rng(1).standard_normal((256, 2)) * 3)))
+    for name, stage in report.stages.items():
         assert stage["max_output_change"] <= 1e-10 * scale, name
-    mass = report["mass"]
-    assert mass["converged"] == mass["nets"] == report["kept"] and mass["ratio_max"] <= 1 + 1e-12
+    mass = report.mass
+    assert mass.converged == mass.nets == report.kept and mass.ratio_max <= 1 + 1e-12
 
 
 def test_mass_report_leaves_out_diverged_nets():
@@ -484,11 +484,11 @@ def test_mass_report_leaves_out_diverged_nets():
     layers[0][0][3, 0, 0] = np.nan
     layers[1][1][7, 0] = np.inf
     report = symmetry_lab.mass_report(layers)
-    assert report["nets"] == 8 and report["diverged"] == 2 and report["converged"] == 8
-    assert report["ratio_max"] <= 1 + 1e-12 and report["ratio_min"] < report["ratio_median"]
-    assert "_result" not in checks.public(report)
+    assert report.nets == 8 and report.diverged == 2 and report.converged == 8
+    assert report.ratio_max <= 1 + 1e-12 and report.ratio_min < report.ratio_median
+    assert "result" not in results.to_json(report) and report.result.converged.all()  # in memory only: for the page
     bad = [(np.full_like(W, np.nan), b) for W, b in layers]
-    with pytest.raises(RuntimeError, match="diverged"):
+    with pytest.raises(results.TrainingDiverged, match="diverged"):
         symmetry_lab.mass_report(bad)
 
 
@@ -509,13 +509,13 @@ def test_trained_mode_proximity_is_below_the_bound():
 def test_posterior_quality_sgm_beats_mfvi_and_the_floor_is_near_zero():
     # Measured for toy seeds 0-3 at these sizes: |noise floor| ≤ 0.005, SGM ≤ 0.003, MFVI ≥ 0.0077.
     report = symmetry_lab.posterior_quality(symmetry_lab.QualityConfig(samples=50, members=20, steps=200))
-    rows = {row["method"]: row for row in report["rows"]}
+    rows = {row["method"]: row for row in report.rows}
     assert list(rows) == ["mfvi", "sgm", "ensemble", "noise_floor"]
     assert abs(rows["noise_floor"]["mmd2_raw"]) < SAME_DISTRIBUTION_TOLERANCE
     assert abs(rows["noise_floor"]["mmd2_removed"]) < SAME_DISTRIBUTION_TOLERANCE
     assert rows["sgm"]["mmd2_raw"] < rows["mfvi"]["mmd2_raw"]
     assert rows["mfvi"]["mmd2_raw"] < rows["ensemble"]["mmd2_raw"]  # MAP points have no spread
-    samples = report["_samples"]
+    samples = report.samples
     assert samples["exact"].shape == (1000, 2) and samples["ensemble"].shape == (20, 2)
     assert all(samples[m].shape == (50, 2) for m in ("mfvi", "sgm"))
     assert np.all(np.diff(symmetry_lab.remove_toy_symmetry(samples["sgm"]), axis=1) >= 0)
@@ -535,8 +535,8 @@ def test_train_mlps_records_taus_and_losses(mnist, depth, key):
     assert np.all((run.tau >= -1) & (run.tau <= 1)) and not run.diverged.any()
     assert np.all(np.isfinite(run.loss)) and run.loss[-5:].mean() < run.loss[:5].mean()
     report = symmetry_lab.training_report(run)
-    assert len(report["tau_per_step"]) == 40 and -1 <= report["tau_min"] <= report["tau_mean"] <= 1
-    assert 0 <= report["steps_with_permutation"] <= 40
+    assert len(report.tau_per_step) == 40 and -1 <= report.tau_min <= report.tau_mean <= 1
+    assert 0 <= report.steps_with_permutation <= 40
 
 
 def test_train_mlps_marks_divergence_without_raising(mnist):
@@ -566,6 +566,13 @@ def test_train_mlps_marks_divergence_without_raising(mnist):
 def test_configs_refuse_bad_values(config):
     with pytest.raises(ValueError):
         config.validate()
+
+
+def test_one_error_names_every_bad_field_the_toy_configs_too():
+    with pytest.raises(ValueError) as error:
+        symmetry_lab.QualityConfig(samples=5, members=1, toy=toy.ToyConfig(alpha=math.nan)).validate()
+    message = str(error.value)
+    assert "samples must be" in message and "members must be" in message and "toy: alpha must be" in message
 
 
 def test_default_configs_are_valid():

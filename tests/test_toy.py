@@ -1,4 +1,4 @@
-"""The tractable BNN core against exact facts (SCIENCE.md §4)."""
+"""The tractable BNN core against exact facts (docs/science.md, § Tractable BNN)."""
 
 import math
 
@@ -7,6 +7,9 @@ import pytest
 import torch
 from scipy import integrate
 
+from symlab import cli, controls
+from symlab.labs.toy import LAB, params
+from symlab.labs.toy import cli as toy_cli
 from symlab.labs.toy import experiment as toy
 
 CFG = toy.ToyConfig(alpha=0.5, noise=1.0, n_train=10, batch_size=10)
@@ -177,6 +180,30 @@ def test_invalid_configuration_is_rejected(kwargs):
         toy.ToyConfig(**kwargs).validate()
 
 
+def test_validation_names_every_bad_field_at_once():
+    bad = dict(alpha=-1, noise=0, n_train=0, mi="magic", K=1, lr=float("nan"), init="zeros", seed=-1)
+    with pytest.raises(ValueError) as error:
+        toy.ToyConfig(**bad).validate()
+    for name in bad:
+        assert f"{name} must be" in str(error.value)
+
+
+def test_train_to_continues_and_replays_from_the_start():
+    config = toy.ToyConfig(alpha=0.5, seed=4)
+    reference = toy.train_runs([toy.RunSpec("sgm", config)], steps=60, chunk=20)
+    trainer = toy.ToyTrainer([toy.RunSpec("sgm", config)], eval_samples=16_384)
+    seen = []
+    trainer.train_to(20, 20)
+    trainer.train_to(60, 20, progress=lambda done, steps: seen.append((done, steps)))
+    assert seen == [(40, 60), (60, 60)] and trainer.history[0].step == [0, 20, 40, 60]
+    np.testing.assert_array_equal(trainer.parameters()[0], reference.parameters()[0])
+    trainer.train_to(20, 20)  # back: a replay from the initialisation
+    assert trainer.history[0].step == [0, 20]
+    trainer.train_to(60, 20)
+    np.testing.assert_array_equal(trainer.parameters()[0], reference.parameters()[0])
+    assert trainer.history[0].elbo == reference.history[0].elbo
+
+
 def test_mass_bound_covers_the_posterior(data):
     post = toy.exact_posterior(data, CFG.noise, CFG.prior_scale)
     bound = toy.mass_bound(post)
@@ -207,3 +234,75 @@ def test_paper_table_pairs_sgm_with_mfvi_on_the_same_seeds():
         # Modes 2√2·α apart against a posterior width ~0.2: SGM's bound gains close to ln 2 on every seed.
         assert sgm["seeds_higher_elbo"] == 3 and 0.3 < sgm["elbo_gain_mean"] < math.log(2) + 0.05
         assert 0 <= sgm["seeds_lower_test_mse"] <= 3
+
+
+# --- one declaration per control: the command line and the page derive theirs from ToyConfig's -----------
+
+def parse(*argv):
+    return cli.build_parser().parse_args(["toy", *argv])
+
+
+def ends_and_beyond(spec):
+    """A declared number's two ends, and values just outside them."""
+    number = int if spec.kind == "int" else float
+    return [number(spec.low), number(spec.high)], [number(spec.low - (spec.step or 1)), number(spec.high + 1)]
+
+
+@pytest.mark.parametrize("name", toy_cli.FLAGS)
+def test_cli_flag_takes_the_declared_range_and_rejects_the_rest_in_one_line(name, capsys):
+    spec = controls.declaration(toy.ToyConfig, name)
+    flag = controls.flag_name(toy.ToyConfig, name)
+    inside, beyond = (spec.choices, ["magic"]) if spec.choices else ends_and_beyond(spec)
+    for value in inside:
+        assert getattr(parse(flag, str(value)), name) == value
+    for value in map(str, beyond):
+        with pytest.raises(SystemExit) as exit_:
+            parse(flag, value)
+        error = capsys.readouterr().err.strip().splitlines()[-1]
+        assert exit_.value.code == 2 and error.startswith(f"python -m symlab toy: error: argument {flag}:")
+
+
+def test_cli_defaults_are_the_config_defaults():
+    assert controls.from_args(toy.ToyConfig, parse(), toy_cli.FLAGS) == toy.ToyConfig()
+
+
+def test_table_flags_take_the_page_parameters_ranges(capsys):
+    args = parse("--alphas", "0,10", "--seeds", str(params.SEEDS.high))
+    assert args.alphas == [0.0, 10.0] and args.seeds == params.SEEDS.high
+    too_many = ",".join(["1"] * (params.ALPHAS.max_items + 1))
+    for argv in (["--alphas", f"{params.ALPHAS.high + 1:g}"], ["--alphas", too_many],
+                 ["--seeds", str(params.SEEDS.high + 1)], ["--seeds", "0"]):
+        with pytest.raises(SystemExit):
+            parse(*argv)
+        assert "must be" in capsys.readouterr().err.strip().splitlines()[-1]
+    # The table's α values have α's declared range (no posterior is drawn for them, so no page cap).
+    alpha = controls.declaration(toy.ToyConfig, "alpha")
+    assert (params.ALPHAS.low, params.ALPHAS.high) == (alpha.low, alpha.high)
+
+
+def test_page_parameters_are_the_declarations_with_the_page_caps():
+    by_name = {param.name: param for param in LAB.page_params(None)}
+    assert list(by_name) == [controls.url_name(toy.ToyConfig, name) for name in params.FIELDS] + ["alphas", "seeds"]
+    for name in params.FIELDS:
+        spec, default = controls.declared(toy.ToyConfig)[name]
+        param = by_name[controls.url_name(toy.ToyConfig, name)]
+        if spec.choices:
+            assert param.choices == spec.choices and param.default == default
+            continue
+        cap = params.CAPS.get(name)
+        assert cap is None or cap < spec.high  # a cap lowers the declared range; it never widens it
+        assert (param.kind, param.low, param.high, param.step) == (spec.kind, spec.low, cap or spec.high, spec.step)
+        assert param.default == default
+
+
+def test_drawing_predictions_leaves_the_training_path_alone():
+    """The live page draws predictions on every redraw: they must not change what training does next."""
+    runs = [toy.RunSpec("mfvi", CFG), toy.RunSpec("sgm", CFG)]
+    drawn, undrawn = toy.ToyTrainer(runs), toy.ToyTrainer(runs)
+    for _ in range(3):
+        first = drawn.predictive(np.linspace(-2, 2, 5))
+        np.testing.assert_array_equal(first[0], drawn.predictive(np.linspace(-2, 2, 5))[0])
+        drawn.train_to(drawn.steps_done + 10, 10)
+        undrawn.train_to(undrawn.steps_done + 10, 10)
+    np.testing.assert_array_equal(drawn.parameters()[0], undrawn.parameters()[0])
+    assert drawn.history[0].elbo == undrawn.history[0].elbo

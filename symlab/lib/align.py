@@ -1,8 +1,8 @@
 """Aligning two mean-field Gaussian posteriors of an MLP across hidden-unit permutations, and the
-loss barrier between them (Rossi et al. 2023, SCIENCE.md §6).
+loss barrier between them (Rossi et al. 2023; docs/science.md, § W2 alignment, § Loss barrier).
 
-A posterior is a :class:`DiagonalGaussian`: means and standard deviations, each a list of layers
-``[(W₁, b₁), …]`` of float64 arrays laid out as in :mod:`symlab.symmetry`. q_B is aligned to q_A by
+A posterior is a :class:`symlab.lib.gaussian.DiagonalGaussian` of one network, in float64 numpy:
+its means and standard deviations as (W, b) layers are ``q.means`` and ``q.sds``. q_B is aligned to q_A by
 per-layer permutations P_l minimising the squared 2-Wasserstein distance between the diagonal Gaussians,
 
     W₂²(q_A, P·q_B) = Σ_l ‖μ_A^l − P_l μ_B^l P_{l−1}ᵀ‖² + ‖s_A^l − P_l s_B^l P_{l−1}ᵀ‖²,
@@ -21,36 +21,10 @@ import numpy as np
 import torch
 from scipy.optimize import linear_sum_assignment
 
-from symlab.lib import symmetry
+from symlab.lib import mlp
+from symlab.lib.gaussian import DiagonalGaussian
 
 OBJECTIVES = ("w2", "means")  # W₂ between the Gaussians; weight matching on the means
-
-
-@dataclass(frozen=True)
-class DiagonalGaussian:
-    """q(w) = Π N(w_i; μ_i, s_i²) over an MLP's weights and biases, layer by layer."""
-
-    means: list
-    sds: list
-
-    def __post_init__(self):
-        means, sds = symmetry.as_layers(self.means), symmetry.as_layers(self.sds)
-        if [W.shape for W, _ in means] != [W.shape for W, _ in sds]:
-            raise ValueError("means and standard deviations must have the same layer shapes")
-        if means[0][0].ndim != 2:
-            raise ValueError("a DiagonalGaussian holds one network, not a batch")
-        if any(np.any(W < 0) or np.any(b < 0) for W, b in sds):
-            raise ValueError("standard deviations must be >= 0")
-        object.__setattr__(self, "means", means)
-        object.__setattr__(self, "sds", sds)
-
-    @property
-    def sizes(self) -> tuple[int, ...]:
-        return (self.means[0][0].shape[1], *(W.shape[0] for W, _ in self.means))
-
-    @property
-    def hidden(self) -> tuple[int, ...]:
-        return self.sizes[1:-1]
 
 
 def identity_permutations(q: DiagonalGaussian) -> list[np.ndarray]:
@@ -60,12 +34,7 @@ def identity_permutations(q: DiagonalGaussian) -> list[np.ndarray]:
 def permute(q: DiagonalGaussian, perms) -> DiagonalGaussian:
     """q with hidden layer l's units reordered by ``perms[l]`` (new unit k = old unit perms[l][k]),
     means and standard deviations alike: the same distribution over functions."""
-    means, sds = q.means, q.sds
-    for index, perm in enumerate(perms):
-        perm = np.asarray(perm)
-        means = symmetry.permute_units(means, index, perm)
-        sds = symmetry.permute_units(sds, index, perm)
-    return DiagonalGaussian(means, sds)
+    return q.take(mlp.permutation_index(q.layout, perms))
 
 
 def layer_distances(qa: DiagonalGaussian, qb: DiagonalGaussian, objective: str = "w2") -> np.ndarray:
@@ -91,19 +60,10 @@ def mean_distance(qa: DiagonalGaussian, qb: DiagonalGaussian) -> float:
 def _check_pair(qa: DiagonalGaussian, qb: DiagonalGaussian, objective: str) -> None:
     if qa.sizes != qb.sizes:
         raise ValueError(f"the posteriors are of different networks: {qa.sizes} and {qb.sizes}")
+    if qa.mean.ndim != 1 or qb.mean.ndim != 1:
+        raise ValueError("align takes one network per posterior, not a batch")
     if objective not in OBJECTIVES:
         raise ValueError(f"objective must be one of {OBJECTIVES} (got {objective!r})")
-
-
-def unit_features(layers, index: int, incoming: bool = True, outgoing: bool = True) -> np.ndarray:
-    """Each unit of hidden layer ``index`` as one row: its incoming weights and bias, then its
-    outgoing weights. Permuting the layer permutes the rows; permuting a neighbouring layer
-    permutes the columns alike in both networks, so inner products of rows stay comparable."""
-    W_in, b_in = layers[index]
-    pieces = [W_in, b_in[:, None]] if incoming else []
-    if outgoing:
-        pieces.append(layers[index + 1][0].T)
-    return np.concatenate(pieces, axis=1)
 
 
 def unit_similarity(qa: DiagonalGaussian, qb: DiagonalGaussian, index: int, objective: str = "w2",
@@ -111,7 +71,7 @@ def unit_similarity(qa: DiagonalGaussian, qb: DiagonalGaussian, index: int, obje
     """S[i, j] = ⟨unit i of q_A, unit j of q_B⟩ over means (and standard deviations for ``"w2"``).
     Over permutations P of layer ``index``, Σ_i S[i, P(i)] is the distance up to a constant."""
     sets = [(qa.means, qb.means)] + ([(qa.sds, qb.sds)] if objective == "w2" else [])
-    return sum(unit_features(a, index, incoming, outgoing) @ unit_features(b, index, incoming, outgoing).T
+    return sum(mlp.unit_rows(a, index, incoming, outgoing) @ mlp.unit_rows(b, index, incoming, outgoing).T
                for a, b in sets)
 
 
@@ -121,7 +81,7 @@ def unit_distances(qa: DiagonalGaussian, qb: DiagonalGaussian, index: int, objec
     sets = [(qa.means, qb.means)] + ([(qa.sds, qb.sds)] if objective == "w2" else [])
     total = 0.0
     for a, b in sets:
-        fa, fb = unit_features(a, index), unit_features(b, index)
+        fa, fb = mlp.unit_rows(a, index), mlp.unit_rows(b, index)
         total = total + np.sum((fa[:, None, :] - fb[None, :, :]) ** 2, axis=-1)
     return total
 
@@ -213,32 +173,21 @@ def interpolate(qa: DiagonalGaussian, qb: DiagonalGaussian, t: float) -> Diagona
     """(1 − t)·q_A + t·q_B on means and on standard deviations (t = 0: q_A, t = 1: q_B, exactly)."""
     _check_pair(qa, qb, "w2")
 
-    def mix(a, b):
-        return [((1 - t) * Wa + t * Wb, (1 - t) * ba + t * bb) for (Wa, ba), (Wb, bb) in zip(a, b)]
-
-    return DiagonalGaussian(mix(qa.means, qb.means), mix(qa.sds, qb.sds))
+    return DiagonalGaussian.from_sd(qa.layout, (1 - t) * qa.mean + t * qb.mean, (1 - t) * qa.sd + t * qb.sd)
 
 
-def standard_noise(sizes, samples: int, seed: int) -> list:
-    """ε for ``samples`` draws of every weight: one list of (E_W[S, out, in], e_b[S, out]) float32
-    tensors, reused at every point of a path (common random numbers: smooth curves)."""
+def standard_noise(sizes, samples: int, seed: int) -> torch.Tensor:
+    """ε for ``samples`` draws of every weight: flat float32 parameters ``[S, n_params]`` of the MLP
+    ``sizes``, reused at every point of a path (common random numbers: smooth curves)."""
     g = torch.Generator().manual_seed(seed)
-    return [(torch.randn(samples, o, i, generator=g), torch.randn(samples, o, generator=g))
-            for i, o in zip(sizes[:-1], sizes[1:])]
+    return mlp.draw_parameters(mlp.Layout(sizes), lambda shape, _: torch.randn(shape, generator=g), (samples,))
 
 
 def predictive_log_probs(q: DiagonalGaussian, noise, x: torch.Tensor) -> torch.Tensor:
     """log of the marginal predictive (1/S) Σ_s softmax(f(x; μ + s ⊙ ε_s)), ``[n, classes]``. The
     forward pass runs in float32 (it is only an evaluation); q itself stays float64."""
-    h = x.to(torch.float32)
-    last = len(q.means) - 1
-    for index, ((mW, mb), (sW, sb), (eW, eb)) in enumerate(zip(q.means, q.sds, noise)):
-        W = torch.from_numpy(mW).float() + torch.from_numpy(sW).float() * eW
-        b = torch.from_numpy(mb).float() + torch.from_numpy(sb).float() * eb
-        h = torch.matmul(h, W.transpose(-1, -2)) + b[:, None, :]
-        if index < last:
-            h = torch.relu(h)
-    log_probs = torch.log_softmax(h, dim=-1)
+    w = torch.from_numpy(q.mean).float() + torch.from_numpy(q.sd).float() * noise
+    log_probs = torch.log_softmax(mlp.forward(q.layout.layers(w), x.to(torch.float32)), dim=-1)
     return torch.logsumexp(log_probs, dim=0) - math.log(log_probs.shape[0])
 
 

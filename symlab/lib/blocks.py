@@ -1,5 +1,5 @@
 """Symmetrising over a subgroup of blocks of close units: an exact estimator of I_H, and the
-closeness of a mean-field posterior's units (SCIENCE.md §4, "Beyond the paper").
+closeness of a mean-field posterior's units (docs/science.md, § Block subgroup estimator, § Unit diagnostics).
 
 For any subgroup H ≤ G, ELBO + I_H(θ) = ELBO_H(θ) ≤ ELBO_G(θ) ≤ log p(D), at every θ, so H may be
 chosen from θ. Here H = Π_b S(B_b) permutes units only within disjoint blocks B_b of one hidden
@@ -27,28 +27,20 @@ from functools import lru_cache
 import numpy as np
 import torch
 
-from symlab.lib.bnn import Layout
-from symlab.labs.toy.experiment import kl_to_prior
+from symlab.lib.gaussian import kl_to_prior
+from symlab.lib.mlp import Layout, unit_rows
 
 # A permuted term this far (in nats) below the identity's changes Î_B by less than e⁻⁴⁵·b!:
 # below float64's resolution of the sum, so the block is saturated (Î_B = log b!) with no gradient.
 SATURATION_MARGIN = 45.0
 # A unit whose factors are on average within this KL (nats per parameter) of the prior carries no
-# information from the data: "at the prior". 0.05 nats is, for instance, σ = 0.73 p at μ = 0, or
+# information from the data: "at the prior". 0.05 nats is, for instance, σ = 0.785 p (or 1.23 p) at μ = 0, or
 # |μ| = 0.32 p at σ = p.
 PRIOR_KL_PER_PARAMETER = 0.05
 
 
 # ---------------------------------------------------------------------------------------------
-# Units of a hidden layer
-
-def unit_rows(layout: Layout, flat: torch.Tensor, layer: int) -> torch.Tensor:
-    """One row per unit of hidden layer ``layer`` (0-based): its incoming weights, bias and
-    outgoing weights, the parameters it alone owns."""
-    layers = layout.layers(flat)
-    (W_in, b), (W_out, _) = layers[layer], layers[layer + 1]
-    return torch.cat([W_in, b[:, None], W_out.t()], dim=1)
-
+# Units of a hidden layer (rows from :func:`symlab.lib.mlp.unit_rows`)
 
 def jeffreys_matrix(mu_units: torch.Tensor, log_sd_units: torch.Tensor) -> torch.Tensor:
     """J[j, k] = KL(q_j ‖ q_k) + KL(q_k ‖ q_j) between the units' mean-field factors, in nats
@@ -70,11 +62,6 @@ def nearest_unit_divergences(mu_units, log_sd_units) -> torch.Tensor:
     matrix = jeffreys_matrix(mu_units, log_sd_units)
     matrix.fill_diagonal_(math.inf)
     return matrix.min(1).values
-
-
-def unit_kl_to_prior(mu_units, log_sd_units, prior_scale: float) -> torch.Tensor:
-    """KL(q_j ‖ N(0, p²I)) for each unit j, summed over the parameters it owns."""
-    return kl_to_prior(mu_units.double(), log_sd_units.double(), prior_scale)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -118,8 +105,8 @@ SCREEN_COORDINATES = 32  # coordinates per block in the certified screen
 
 @lru_cache(maxsize=64)
 def _row_index(layout: Layout, layer: int) -> torch.Tensor:
-    """Flat indices of :func:`unit_rows`: ``flat[_row_index(layout, l)]`` equals
-    ``unit_rows(layout, flat, l)`` without copying the other layers."""
+    """Flat indices of the unit rows: ``flat[_row_index(layout, l)]`` equals
+    ``unit_rows(layout.layers(flat), l)`` without copying the other layers."""
     (w0, b0, _), (w0_out, _, _) = layout.offsets[layer], layout.offsets[layer + 1]
     fan_in, units = layout.sizes[layer], layout.sizes[layer + 1]
     rows = torch.arange(units)[:, None]
@@ -184,7 +171,8 @@ def plan_blocks(layout: Layout, mu: torch.Tensor, log_sd: torch.Tensor, size: in
     chosen = {}
     with torch.no_grad():
         for layer in block_layers(layout, parity):
-            divergence = jeffreys_matrix(unit_rows(layout, mu, layer), unit_rows(layout, log_sd, layer))
+            divergence = jeffreys_matrix(unit_rows(layout.layers(mu), layer),
+                                         unit_rows(layout.layers(log_sd), layer))
             chosen[layer] = greedy_blocks(divergence.cpu().numpy(), size)
     return plan_from_blocks(layout, chosen, mu, log_sd)
 
@@ -366,8 +354,9 @@ def unit_diagnostics(layout: Layout, mu, log_sd, prior_scale: float) -> dict:
     by_layer, nearest_all, at_prior = [], [], 0
     with torch.no_grad():
         for layer in range(len(layout.hidden)):
-            mu_units, log_sd_units = unit_rows(layout, mu, layer), unit_rows(layout, log_sd, layer)
-            prior_kl = unit_kl_to_prior(mu_units, log_sd_units, prior_scale)
+            mu_units, log_sd_units = unit_rows(layout.layers(mu), layer), unit_rows(layout.layers(log_sd), layer)
+            # KL(q_j ‖ N(0, p²I)) for each unit j, summed over the parameters it owns
+            prior_kl = kl_to_prior(mu_units.double(), log_sd_units.double(), prior_scale)
             count = int((prior_kl <= PRIOR_KL_PER_PARAMETER * mu_units.shape[1]).sum())
             nearest = (nearest_unit_divergences(mu_units, log_sd_units).cpu().numpy()
                        if mu_units.shape[0] > 1 else np.empty(0))

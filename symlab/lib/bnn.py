@@ -1,11 +1,12 @@
 """Bayesian MLPs with a mean-field Gaussian posterior, and the permutation symmetry of their
-hidden units (SCIENCE.md §1, §4).
+hidden units (docs/science.md, § Weight-space symmetries, § MNIST Bayesian MLP, § InfoNCE over permutations).
 
-All weights live in one flat vector: W₁, b₁, W₂, b₂, … (each W is out × in, row-major).
-A variational posterior is a pair of flat vectors, means ``mu`` and log standard deviations
-``log_sd``; a sample is ``mu + exp(log_sd) · ε``. A permutation g of the hidden units acts on
-such a vector by indexing (:func:`permutation_index`), so it applies alike to weights, means
-and standard deviations.
+All weights live in one flat vector laid out by :class:`symlab.lib.mlp.Layout`. A variational
+posterior is a pair of flat vectors, means ``mu`` and log standard deviations ``log_sd`` (those
+of a :class:`symlab.lib.gaussian.DiagonalGaussian`); a sample is ``mu + exp(log_sd) · ε``. A
+permutation g of the hidden units acts on such a vector by indexing
+(:func:`symlab.lib.mlp.permutation_index`), so it applies alike to weights, means and standard
+deviations.
 
 SGM trains ELBO + Î_K, the InfoNCE estimate of I(ω; g) over K − 1 random permutations
 (Thm 4.3). For one hidden layer the K log-densities come from a pairwise cost matrix between
@@ -15,66 +16,10 @@ sampled and mean units (:func:`unit_cost_matrix`), not from K passes over all pa
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from functools import cached_property
 
 import torch
-import torch.nn.functional as F
 
-
-@dataclass(frozen=True)
-class Layout:
-    """Layer sizes (d_in, h₁, …, d_out) and where each layer's weights sit in the flat vector."""
-
-    sizes: tuple[int, ...]
-
-    def __post_init__(self):
-        if len(self.sizes) < 3 or min(self.sizes) < 1:
-            raise ValueError(f"an MLP needs an input, at least one hidden layer and an output: {self.sizes}")
-
-    @property
-    def hidden(self) -> tuple[int, ...]:
-        return self.sizes[1:-1]
-
-    @cached_property
-    def offsets(self) -> tuple[tuple[int, int, int], ...]:
-        """(start of W, start of b, end of b) for each layer."""
-        spans, start = [], 0
-        for fan_in, fan_out in zip(self.sizes[:-1], self.sizes[1:]):
-            spans.append((start, start + fan_out * fan_in, start + fan_out * fan_in + fan_out))
-            start = spans[-1][2]
-        return tuple(spans)
-
-    @property
-    def n_params(self) -> int:
-        return self.offsets[-1][2]
-
-    def layers(self, flat: torch.Tensor) -> list[tuple[torch.Tensor, torch.Tensor]]:
-        """(W, b) views into a flat vector."""
-        return [(flat[w0:b0].view(fan_out, fan_in), flat[b0:end])
-                for (w0, b0, end), fan_in, fan_out in zip(self.offsets, self.sizes[:-1], self.sizes[1:])]
-
-
-def forward(x: torch.Tensor, layout: Layout, weights: torch.Tensor) -> torch.Tensor:
-    """Logits of the ReLU MLP with the given flat weights, for inputs x of shape (n, d_in)."""
-    return forward_layers(x, layout.layers(weights))
-
-
-def forward_layers(x: torch.Tensor, layers) -> torch.Tensor:
-    for W, b in layers[:-1]:
-        x = F.relu(F.linear(x, W, b))
-    W, b = layers[-1]
-    return F.linear(x, W, b)
-
-
-def init_posterior(layout: Layout, init_sd: float, generator: torch.Generator, device="cpu"):
-    """Means drawn like torch.nn.Linear's default (U(±1/√fan_in)), standard deviations init_sd."""
-    mu = torch.empty(layout.n_params, device=device)
-    for (w0, b0, end), fan_in in zip(layout.offsets, layout.sizes[:-1]):
-        bound = 1.0 / math.sqrt(fan_in)
-        mu[w0:end].uniform_(-bound, bound, generator=generator)
-    log_sd = torch.full_like(mu, math.log(init_sd))
-    return mu, log_sd
+from symlab.lib.mlp import Layout, permutation_index, unit_rows
 
 
 def sample_weights(mu, log_sd, generator: torch.Generator, return_noise=False):
@@ -95,14 +40,6 @@ def negative_elbo_gradients(grad_w, noise, mu, sd, prior_scale: float, n_train: 
     return grad_mu, grad_log_sd
 
 
-def kl_to_prior(mu, log_sd, prior_scale: float, sd=None) -> torch.Tensor:
-    """KL(N(μ, σ²) ‖ N(0, p²)) summed over all weights, in closed form (``sd``: exp(log σ) if at hand)."""
-    sd = torch.exp(log_sd) if sd is None else sd
-    variance_ratio = torch.dot(sd, sd) / prior_scale**2
-    return 0.5 * (variance_ratio + torch.dot(mu, mu) / prior_scale**2 - mu.numel()) \
-        - log_sd.sum() + mu.numel() * math.log(prior_scale)
-
-
 # ---------------------------------------------------------------------------------------------
 # Permutation symmetry
 
@@ -118,18 +55,6 @@ def group_element(perms, k: int) -> list[torch.Tensor]:
     return [layer[k] for layer in perms]
 
 
-def permutation_index(layout: Layout, perms) -> torch.Tensor:
-    """Index vector ``idx`` with ``(g·v) = v[idx]`` for any flat vector v: W_l → P_l W_l P_{l−1}ᵀ,
-    b_l → P_l b_l (row i of the new layer is row perms[l][i] of the old)."""
-    device = perms[0].device if len(perms) else "cpu"
-    full = [torch.arange(layout.sizes[0], device=device), *perms, torch.arange(layout.sizes[-1], device=device)]
-    pieces = []
-    for (w0, b0, _), rows, cols, fan_in in zip(layout.offsets, full[1:], full[:-1], layout.sizes[:-1]):
-        pieces.append(w0 + (rows[:, None] * fan_in + cols[None, :]).reshape(-1))
-        pieces.append(b0 + rows)
-    return torch.cat(pieces)
-
-
 def log_density_terms(w, mu, log_sd, index=None) -> torch.Tensor:
     """log q(g⁻¹ ω) up to the normaliser (which no permutation changes): −½ Σ (ω − gμ)² / (gσ)²,
     with g given by its permutation index (None: identity)."""
@@ -138,18 +63,11 @@ def log_density_terms(w, mu, log_sd, index=None) -> torch.Tensor:
     return -0.5 * (((w - mu) * torch.exp(-log_sd)) ** 2).sum()
 
 
-def unit_vectors(layout: Layout, flat: torch.Tensor, inputs=None) -> torch.Tensor:
-    """One row per hidden unit of a one-hidden-layer MLP: incoming weights (only those from
-    ``inputs``, when given), bias, outgoing weights."""
-    (W1, b1), (W2, _) = layout.layers(flat)
-    return torch.cat([W1 if inputs is None else W1[:, inputs], b1[:, None], W2.t()], dim=1)
-
-
 def unit_cost_matrix(layout: Layout, w, mu, log_sd) -> torch.Tensor:
     """C[j, k] = Σ (unit j of ω − mean of unit k)² / variance of unit k, for all pairs, in float64:
-    one matrix product (SCIENCE.md §4). The log-density of permutation π is −½ Σ_j C[j, π(j)]
+    one matrix product (docs/science.md, § InfoNCE over permutations). The log-density of permutation π is −½ Σ_j C[j, π(j)]
     plus terms every permutation shares."""
-    return _cost_matrix(unit_vectors(layout, w), unit_vectors(layout, mu), unit_vectors(layout, log_sd))
+    return _cost_matrix(*(unit_rows(layout.layers(flat), 0) for flat in (w, mu, log_sd)))
 
 
 def _cost_matrix(units, means, log_sd) -> torch.Tensor:
@@ -200,11 +118,17 @@ def _far_from_identity(layout: Layout, w, noise, mu, log_sd, perms, margin: floa
     identity_cost = (E1.square().sum(1) + e1.square() + E2.square().sum(0)).double()
     slack = 1e-5 * float(identity_cost.sum())  # float32 rounding in the sums above, generously
     chosen = torch.argsort(layout.layers(log_sd)[0][0].mean(0))[:SCREEN_COORDINATES]
-    block = [unit_vectors(layout, flat, chosen) for flat in (w, mu, log_sd)]
+    block = [_screened_rows(layout, flat, chosen) for flat in (w, mu, log_sd)]
     targets = perms[0].t().contiguous()  # (h, K − 1): unit j → π_k(j)
     permuted_cost = _cost_matrix(*block).gather(1, targets)
     bound = (permuted_cost - identity_cost[:, None]).sum(0)
     return bool((bound[~skip] >= 2 * margin + slack).all())
+
+
+def _screened_rows(layout: Layout, flat, inputs) -> torch.Tensor:
+    """The unit rows of a one-hidden-layer MLP with only the incoming weights from ``inputs``."""
+    (W1, b1), output = layout.layers(flat)
+    return unit_rows([(W1[:, inputs], b1), output], 0)
 
 
 def identity_draws(perms) -> torch.Tensor:

@@ -1,4 +1,4 @@
-"""Maximum mean discrepancy between two sets of weight samples (Laurent et al. §4.1, SCIENCE.md §5).
+"""Maximum mean discrepancy between two sets of weight samples (Laurent et al. §4.1; docs/science.md, § MMD).
 
 An aggregate of kernels, as in MMDAgg (Schrab et al. 2023): Gaussian kernels exp(−‖x − y‖₂²/h²)
 and Laplace kernels exp(−‖x − y‖₁/h), each family on a geometric grid of bandwidths spanning the

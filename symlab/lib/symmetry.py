@@ -1,8 +1,9 @@
-"""Weight-space symmetries of ReLU MLPs, taken out and measured (SCIENCE.md §1, §3, §5).
+"""Weight-space symmetries of ReLU MLPs, taken out and measured (docs/science.md, § Symmetry removal, § Nearest equivalent mode).
 
 A network is a list of layers ``[(W₁, b₁), …, (W_L, b_L)]`` of float64 arrays, ``W_l`` of shape
-``(..., d_l, d_{l−1})`` and ``b_l`` of shape ``(..., d_l)``: leading dimensions are a batch of
-networks, so thousands of small nets are handled at once.
+``(..., d_l, d_{l−1})`` and ``b_l`` of shape ``(..., d_l)`` (the views :class:`symlab.lib.mlp.Layout`
+gives of a flat parameter vector; :func:`symlab.lib.mlp.forward` runs it): leading dimensions are a
+batch of networks, so thousands of small nets are handled at once.
 
 - Permutation removal: sort each hidden layer's units by a key, moving the next layer's columns.
 - Scaling removal: unit-norm incoming weights, or the min-mass problem (Laurent et al. §3.6):
@@ -19,6 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 from scipy.stats import kendalltau
+
+from symlab.lib.mlp import unit_rows
 
 SORT_KEYS = ("first_in", "max_in", "first_out")
 
@@ -37,16 +40,6 @@ def as_layers(layers) -> list[tuple[np.ndarray, np.ndarray]]:
         if not (np.all(np.isfinite(W)) and np.all(np.isfinite(b))):
             raise ValueError(f"layer {index} has non-finite weights")
     return out
-
-
-def forward(layers, x: np.ndarray) -> np.ndarray:
-    """The ReLU MLP on inputs ``x[n, d_0]``: outputs ``(..., n, d_L)``."""
-    h = np.asarray(x, dtype=np.float64)
-    for index, (W, b) in enumerate(layers):
-        h = h @ np.swapaxes(W, -1, -2) + b[..., None, :]
-        if index < len(layers) - 1:
-            h = np.maximum(h, 0.0)
-    return h
 
 
 def mass(layers) -> np.ndarray:
@@ -288,8 +281,7 @@ def unit_vectors(layers) -> np.ndarray:
     layers = as_layers(layers)
     if len(layers) != 2:
         raise ValueError(f"expected a one-hidden-layer network (2 layers), got {len(layers)} layers")
-    (W1, b1), (W2, _) = layers
-    return np.concatenate([W1, b1[..., None], np.swapaxes(W2, -1, -2)], axis=-1)
+    return unit_rows(layers, 0)
 
 
 @dataclass(frozen=True)

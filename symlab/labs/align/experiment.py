@@ -1,4 +1,4 @@
-"""The alignment lab's experiment (Rossi et al. 2023, SCIENCE.md §6): train two mean-field
+"""The alignment lab's experiment (Rossi et al. 2023; docs/science.md, § Alignment lab): train two mean-field
 posteriors of the same MLP from different seeds, align the second to the first, and compare the
 loss along the interpolation path before and after.
 
@@ -11,15 +11,17 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
-from symlab.lib import align
-from symlab.lib.align import DiagonalGaussian
-from symlab.checks import check, is_float, is_int
+from symlab import controls
+from symlab.controls import MAX_INT, control
+from symlab.lib import align, gaussian, mlp
+from symlab.lib.gaussian import DiagonalGaussian
+from symlab.results import TrainingDiverged, in_memory
 
 TASKS = ("moons", "mnist")
 MNIST_TEST = 1000
@@ -34,40 +36,29 @@ class AlignConfig:
     Adam on the ELBO (one weight sample per step, minibatches of ``batch``) from seeds derived from
     ``seed``; the path is evaluated at ``path_points`` values of t with ``samples`` posterior draws."""
 
-    task: str = "moons"
-    width: int = 64
-    depth: int = 2
-    train_size: int = 1000     # moons: points drawn; MNIST: the first images of the training set
-    noise: float = 0.15        # moons only: Gaussian noise on the points
-    steps: int = 2000
-    batch: int = 128
-    lr: float = 0.01
-    prior_scale: float = 1.0
-    init_sd: float = 0.001
-    samples: int = 32
-    path_points: int = 21
-    seed: int = 0
+    task: str = control("moons", choices=TASKS, label="Task", widget="radio",
+                        help="moons: two interleaved half moons (2-D); mnist: a subset of MNIST.")
+    width: int = control(64, low=2, high=512, label="Hidden units per layer", widget="slider")
+    depth: int = control(2, low=1, high=4, label="Hidden layers", widget="slider")
+    train_size: int = control(1000, low=10, high=60_000, step=10, label="Training points", url="train",
+                              widget="number",
+                              help="Moons: drawn from the seed. MNIST: the first images of the training set.")
+    noise: float = control(0.15, low=0.0, high=1.0, step=0.05, label="Noise on the moons",
+                           help="Moons only: the standard deviation of the Gaussian noise on the points.")
+    steps: int = control(2000, low=1, high=100_000, label="Adam steps", widget="slider")
+    batch: int = control(128, low=1, high=60_000, label="Minibatch size", flag="--batch-size")
+    lr: float = control(0.01, low=1e-4, high=0.1, step=1e-4, label="Learning rate", format="%.4f",
+                        help="Adam's learning rate.")
+    prior_scale: float = control(1.0, low=0.05, high=10.0, step=0.05, label="Prior scale p (N(0, p²) on every weight)",
+                                 url="prior")
+    init_sd: float = control(0.001, low=1e-6, high=1.0, label="Initial posterior standard deviation")
+    samples: int = control(32, low=1, high=1000, label="Posterior samples per point of the path", widget="slider")
+    path_points: int = control(21, low=3, high=201, label="Points of the path", help="Values of t from 0 to 1.")
+    seed: int = control(0, low=0, high=MAX_INT, label="Seed",
+                        help="The data and both initialisations (q_A and q_B get different seeds derived from it).")
 
     def validate(self) -> "AlignConfig":
-        check([
-            (self.task in TASKS, f"task must be one of {', '.join(TASKS)} (got {self.task!r})"),
-            (is_int(self.width, 2, 512), f"width must be a whole number in [2, 512] (got {self.width!r})"),
-            (is_int(self.depth, 1, 4), f"depth must be a whole number in [1, 4] (got {self.depth!r})"),
-            (is_int(self.train_size, 10, 60_000),
-             f"train_size must be a whole number in [10, 60000] (got {self.train_size!r})"),
-            (is_float(self.noise, 0.0, 1.0), f"noise must be a number in [0, 1] (got {self.noise!r})"),
-            (is_int(self.steps, 1, 100_000), f"steps must be a whole number in [1, 100000] (got {self.steps!r})"),
-            (is_int(self.batch, 1, 60_000), f"batch must be a whole number in [1, 60000] (got {self.batch!r})"),
-            (is_float(self.lr, 1e-6, 1.0), f"lr must be a number in [1e-6, 1] (got {self.lr!r})"),
-            (is_float(self.prior_scale, 1e-3, 100.0),
-             f"prior_scale must be a number in [0.001, 100] (got {self.prior_scale!r})"),
-            (is_float(self.init_sd, 1e-6, 1.0), f"init_sd must be a number in [1e-6, 1] (got {self.init_sd!r})"),
-            (is_int(self.samples, 1, 1000), f"samples must be a whole number in [1, 1000] (got {self.samples!r})"),
-            (is_int(self.path_points, 3, 201),
-             f"path_points must be a whole number in [3, 201] (got {self.path_points!r})"),
-            (is_int(self.seed, 0, 2**31 - 1), f"seed must be a whole number in [0, 2^31) (got {self.seed!r})"),
-        ])
-        return self
+        return controls.validate(self)
 
     @property
     def sizes(self) -> tuple[int, ...]:
@@ -106,7 +97,7 @@ class Dataset:
 
 def load_task(config: AlignConfig, mnist=None) -> Dataset:
     """The training and test sets: fresh moons from the seed, or MNIST (``mnist``: a loaded
-    :class:`symlab.mnist_data.Mnist`) pixels scaled to [0, 1], its first ``MNIST_TEST`` test images."""
+    :class:`symlab.lib.mnist_data.Mnist`) pixels scaled to [0, 1], its first ``MNIST_TEST`` test images."""
     if config.task == "moons":
         rng = np.random.default_rng([config.seed, 0])
         train, test = make_moons(config.train_size, config.noise, rng), make_moons(MOONS_TEST, config.noise, rng)
@@ -124,10 +115,6 @@ def load_task(config: AlignConfig, mnist=None) -> Dataset:
 # Two MFVI posteriors, trained together
 # ---------------------------------------------------------------------------------------------
 
-class TrainingDiverged(RuntimeError):
-    """A posterior's ELBO became NaN or infinite."""
-
-
 @dataclass
 class PosteriorPair:
     config: AlignConfig
@@ -138,49 +125,26 @@ class PosteriorPair:
     seconds: float
 
 
-def _init_pair(sizes, init_sd: float, seeds) -> list:
-    """Means like torch.nn.Linear (U(±1/√fan_in)), one initialisation per seed, stacked: per layer
-    [mean W[2, out, in], mean b[2, out], log-sd W, log-sd b]."""
-    gens = [torch.Generator().manual_seed(s) for s in seeds]
-    layers = []
-    for fan_in, fan_out in zip(sizes[:-1], sizes[1:]):
-        bound = 1.0 / math.sqrt(fan_in)
-        mean_W = torch.stack([(torch.rand(fan_out, fan_in, generator=g) * 2 - 1) * bound for g in gens])
-        mean_b = torch.stack([(torch.rand(fan_out, generator=g) * 2 - 1) * bound for g in gens])
-        layers.append([mean_W, mean_b, torch.full_like(mean_W, math.log(init_sd)),
-                       torch.full_like(mean_b, math.log(init_sd))])
-    return layers
+def _init_pair(sizes, init_sd: float, seeds) -> DiagonalGaussian:
+    """Means like torch.nn.Linear (U(±1/√fan_in)), one initialisation per seed, stacked: a batch of
+    two posteriors, means and log-sds ``[2, n_params]``."""
+    layout = mlp.Layout(sizes)
+    pair = [gaussian.init_posterior(layout, init_sd, torch.Generator().manual_seed(s)) for s in seeds]
+    return DiagonalGaussian(layout, torch.stack([q.mean for q in pair]), torch.stack([q.log_sd for q in pair]))
 
 
-def _sampled_forward(layers, x, g) -> torch.Tensor:
+def _sampled_forward(q: DiagonalGaussian, x, g) -> torch.Tensor:
     """Logits ``[2, n, classes]`` of one reparameterised weight sample per posterior."""
-    h = x
-    for index, (mW, mb, lW, lb) in enumerate(layers):
-        W = mW + lW.exp() * torch.randn(mW.shape, generator=g)
-        b = mb + lb.exp() * torch.randn(mb.shape, generator=g)
-        h = torch.matmul(h, W.transpose(-1, -2)) + b[:, None, :]
-        if index < len(layers) - 1:
-            h = torch.relu(h)
-    return h
+    noise = mlp.draw_parameters(q.layout, lambda shape, _: torch.randn(shape, generator=g), q.mean.shape[:-1])
+    return mlp.forward(q.layout.layers(q.sample(noise)), x)
 
 
-def _kl_to_prior(layers, prior_scale: float) -> torch.Tensor:
-    """KL(q ‖ N(0, p²I)) per posterior, in closed form."""
-    total = 0.0
-    for params in layers:
-        for mean, log_sd in ((params[0], params[2]), (params[1], params[3])):
-            dims = tuple(range(1, mean.dim()))
-            total = total + (0.5 * ((log_sd.exp() ** 2 + mean**2) / prior_scale**2 - 1)
-                             - log_sd + math.log(prior_scale)).sum(dims)
-    return total
-
-
-def _to_gaussian(layers, index: int) -> DiagonalGaussian:
+def _to_gaussian(q: DiagonalGaussian, index: int) -> DiagonalGaussian:
+    """Posterior ``index`` of the pair, detached, in float64 numpy."""
     def arr(t):
         return t[index].detach().double().numpy()
 
-    return DiagonalGaussian([(arr(mW), arr(mb)) for mW, mb, _, _ in layers],
-                            [(np.exp(arr(lW)), np.exp(arr(lb))) for _, _, lW, lb in layers])
+    return DiagonalGaussian(q.layout, arr(q.mean), arr(q.log_sd))
 
 
 def train_pair(config: AlignConfig, data: Dataset, progress=None) -> PosteriorPair:
@@ -190,9 +154,8 @@ def train_pair(config: AlignConfig, data: Dataset, progress=None) -> PosteriorPa
     Raises :class:`TrainingDiverged` on a non-finite ELBO."""
     config.validate()
     start = time.perf_counter()
-    layers = _init_pair(config.sizes, config.init_sd, [(config.seed * 2 + 1) * 7919, (config.seed * 2 + 2) * 7919])
-    params = [p.requires_grad_() for layer in layers for p in layer]
-    optimiser = torch.optim.Adam(params, lr=config.lr)
+    q = _init_pair(config.sizes, config.init_sd, [(config.seed * 2 + 1) * 7919, (config.seed * 2 + 2) * 7919])
+    optimiser = torch.optim.Adam([q.mean.requires_grad_(), q.log_sd.requires_grad_()], lr=config.lr)
     g = torch.Generator().manual_seed(config.seed * 2 + 3)
     n = data.x_train.shape[0]
     batch = min(config.batch, n)
@@ -200,10 +163,10 @@ def train_pair(config: AlignConfig, data: Dataset, progress=None) -> PosteriorPa
     recorded, steps_seen, running = [], [], torch.zeros(2)
     for step in range(1, config.steps + 1):
         idx = torch.randint(0, n, (batch,), generator=g)
-        logits = _sampled_forward(layers, data.x_train[idx], g)
+        logits = _sampled_forward(q, data.x_train[idx], g)
         nll = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), data.y_train[idx].repeat(2),
                               reduction="none").view(2, batch).mean(1)
-        loss = nll + _kl_to_prior(layers, config.prior_scale) / n  # −ELBO per training point
+        loss = nll + q.kl_to_prior(config.prior_scale) / n  # −ELBO per training point
         if not bool(torch.isfinite(loss).all()):
             which = " and ".join(name for name, ok in zip("AB", torch.isfinite(loss)) if not ok)
             raise TrainingDiverged(f"training diverged at step {step} (posterior {which}: the ELBO is not finite); "
@@ -218,7 +181,7 @@ def train_pair(config: AlignConfig, data: Dataset, progress=None) -> PosteriorPa
             running = torch.zeros(2)
             if progress is not None:
                 progress(step, config.steps, np.array(steps_seen), np.array(recorded))
-    return PosteriorPair(config, _to_gaussian(layers, 0), _to_gaussian(layers, 1), np.array(recorded),
+    return PosteriorPair(config, _to_gaussian(q, 0), _to_gaussian(q, 1), np.array(recorded),
                          np.array(steps_seen), time.perf_counter() - start)
 
 
@@ -226,9 +189,40 @@ def train_pair(config: AlignConfig, data: Dataset, progress=None) -> PosteriorPa
 # Alignment and the barrier
 # ---------------------------------------------------------------------------------------------
 
-def alignment_report(pair: PosteriorPair, data: Dataset, progress=None) -> dict:
+@dataclass(frozen=True)
+class AlignmentReport:
+    """The barrier and distances along the three paths. JSON (:func:`symlab.results.to_json`) leaves out
+    the alignments, the aligned ends and the path's weight noise, which the page draws from."""
+
+    config: AlignConfig
+    sizes: list[int]
+    barrier_before: float
+    barrier_after: float
+    barrier_weight_matching: float
+    w2_before: float
+    w2_after: float
+    w2_weight_matching: float
+    loss_a: float
+    loss_b: float
+    accuracy_a: float
+    accuracy_b: float
+    sweeps: int
+    converged: bool
+    w2_history: list[float]
+    permutations: list[list[int]]
+    summary: dict               # path -> its distances, barriers and units moved
+    paths: dict                 # path -> t, loss and accuracy along it
+    train_seconds: float
+    align_seconds: float
+    elbo_final: list[float]
+    alignments: dict = in_memory()  # "weights", "w2" -> align.Alignment
+    ends: dict = in_memory()        # path -> q_B as that path's end
+    noise: list = in_memory()       # the standard normal draws shared by every point of every path
+
+
+def alignment_report(pair: PosteriorPair, data: Dataset, progress=None) -> AlignmentReport:
     """Align q_B to q_A by weight matching and by W₂, and evaluate the loss and accuracy of the
-    marginal predictive (test set) along the three paths. JSON-ready except the ``_``-keys."""
+    marginal predictive (test set) along the three paths."""
     config = pair.config
     qa, qb = pair.qa, pair.qb
     started = time.perf_counter()
@@ -254,35 +248,19 @@ def alignment_report(pair: PosteriorPair, data: Dataset, progress=None) -> dict:
             if name in alignments else [0] * config.depth,
         }
     w2 = alignments["w2"]
-    return {
-        "config": asdict(config),
-        "sizes": list(config.sizes),
-        "barrier_before": summary["before"]["barrier"],
-        "barrier_after": summary["w2"]["barrier"],
-        "barrier_weight_matching": summary["weights"]["barrier"],
-        "w2_before": summary["before"]["w2"],
-        "w2_after": summary["w2"]["w2"],
-        "w2_weight_matching": summary["weights"]["w2"],
-        "loss_a": paths["before"]["loss"][0],
-        "loss_b": paths["before"]["loss"][-1],
-        "accuracy_a": paths["before"]["accuracy"][0],
-        "accuracy_b": paths["before"]["accuracy"][-1],
-        "sweeps": w2.sweeps,
-        "converged": w2.converged,
-        "w2_history": [math.sqrt(max(v, 0.0)) for v in w2.history],
-        "permutations": [p.tolist() for p in w2.perms],
-        "summary": summary,
-        "paths": paths,
-        "train_seconds": pair.seconds,
-        "align_seconds": align_seconds,
-        "elbo_final": pair.elbo[-1].tolist(),
-        "_alignments": alignments,
-        "_ends": ends,
-        "_noise": noise,
-    }
+    return AlignmentReport(
+        config=config, sizes=list(config.sizes), barrier_before=summary["before"]["barrier"],
+        barrier_after=summary["w2"]["barrier"], barrier_weight_matching=summary["weights"]["barrier"],
+        w2_before=summary["before"]["w2"], w2_after=summary["w2"]["w2"], w2_weight_matching=summary["weights"]["w2"],
+        loss_a=paths["before"]["loss"][0], loss_b=paths["before"]["loss"][-1],
+        accuracy_a=paths["before"]["accuracy"][0], accuracy_b=paths["before"]["accuracy"][-1],
+        sweeps=w2.sweeps, converged=w2.converged, w2_history=[math.sqrt(max(v, 0.0)) for v in w2.history],
+        permutations=[p.tolist() for p in w2.perms], summary=summary, paths=paths, train_seconds=pair.seconds,
+        align_seconds=align_seconds, elbo_final=pair.elbo[-1].tolist(), alignments=alignments, ends=ends,
+        noise=noise)
 
 
-def run(config: AlignConfig, mnist=None, progress=None) -> dict:
+def run(config: AlignConfig, mnist=None, progress=None) -> AlignmentReport:
     """Data, training and alignment in one call (the command line's path)."""
     data = load_task(config.validate(), mnist)
     pair = train_pair(config, data, progress)

@@ -1,24 +1,18 @@
-"""The alignment page's URL parameters."""
+"""The alignment page's URL parameters: the declared controls of :class:`AlignConfig` it shows, and its view."""
 
+from symlab import controls
 from symlab.urlstate import Param
 
-from . import experiment as align_lab
+from .experiment import AlignConfig
 
-DEFAULT = align_lab.AlignConfig()
+# The settings the page shows (the command line has all of AlignConfig's), in the sidebar's order.
+FIELDS = ("task", "width", "depth", "train_size", "noise", "steps", "lr", "prior_scale", "samples")
+# The shared server trains and aligns while a visitor waits, and keeps each link's data and posteriors in
+# memory: the page stays below the declared ranges (the widgets' help says so); the command line does not.
+CAPS = {"width": 128, "train_size": 20_000, "steps": 3000, "samples": 64}
 ORDERS = {"own": "in its own order", "aligned": "in the aligned order"}
+ORDER = Param("order", "choice", "own", choices=tuple(ORDERS))  # a view of the assignments, not a setting
 
 
 def page_params(hosting=None) -> tuple[Param, ...]:
-    return (
-        Param("task", "choice", DEFAULT.task, choices=align_lab.TASKS),
-        Param("width", "int", DEFAULT.width, 2, 128),
-        Param("depth", "int", DEFAULT.depth, 1, 3),
-        Param("train", "int", DEFAULT.train_size, 50, 20_000),
-        Param("noise", "float", DEFAULT.noise, 0.0, 0.5, step=0.05),
-        Param("steps", "int", DEFAULT.steps, 100, 3000),
-        Param("lr", "float", DEFAULT.lr, 0.001, 0.05, step=0.001),
-        Param("prior", "float", DEFAULT.prior_scale, 0.1, 3.0, step=0.1),
-        Param("samples", "int", DEFAULT.samples, 4, 64),
-        Param("order", "choice", "own", choices=tuple(ORDERS)),
-        Param("seed", "int", 0, 0, 100_000),
-    )
+    return (*controls.url_params(AlignConfig, FIELDS, caps=CAPS), ORDER, *controls.url_params(AlignConfig, ["seed"]))

@@ -6,4 +6,5 @@ from . import cli, params
 
 LAB = Lab("mnist", "MNIST", ":material/grid_on:", cli.register, params.page_params,
           blurb=("Launch MFVI and SGM runs of Bayesian MLPs, watch them train, and compare accuracy across widths like"
-                 " the paper's Table 1 (§5)."))
+                 " the paper's Table 1 (§5)."),
+          runs="symlab.labs.mnist.training")

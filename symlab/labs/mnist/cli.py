@@ -5,54 +5,60 @@ from __future__ import annotations
 import argparse
 import sys
 
-from symlab import cli
+from symlab import cli, controls, results
+from symlab.labs.mnist.experiment import MnistConfig
+
+# The settings of one run that a sweep varies: it takes lists of widths and Ks, methods and a seed count.
+VARIED = ("hidden", "method", "K", "seed")
+# The settings every run of a command shares.
+SHARED = ("mi", "block_size", "rebuild_every", "depth", "epochs", "batch_size", "lr", "prior_scale", "init_sd",
+          "samples", "train_subset", "device")
+
+
+def declared_list(name: str):
+    """argparse ``type=`` for a comma-separated list of values, each within the field ``name``'s declared range."""
+    parse_item = controls.number_parser(controls.declaration(MnistConfig, name))
+
+    def parse(text: str) -> list:
+        values = [parse_item(part.strip()) for part in text.split(",") if part.strip()]
+        if not values:
+            raise argparse.ArgumentTypeError(f"{controls.shown(text)} needs one or more comma-separated values")
+        return values
+
+    return parse
+
+
+def _add_list(p, name: str, what: str, default: list) -> None:
+    """A sweep's option taking a list of values of the config field ``name``."""
+    p.add_argument(controls.flag_name(MnistConfig, name), dest=name, type=declared_list(name), default=default,
+                   help=f"{what}, comma-separated, each {controls.declaration(MnistConfig, name).describe_range()} "
+                        f"(default {','.join(map(str, default))})")
 
 
 def _add_mnist_options(p, *, sweep: bool) -> None:
-    from symlab.labs.mnist.experiment import DEVICES, MAX_BLOCK_SIZE, METHODS, MI_ESTIMATORS, MnistConfig
-
-    defaults = MnistConfig()
     if sweep:
-        p.add_argument("--hidden", type=cli.int_list, default=[16, 64, 256, 1024],
-                       help="comma-separated widths (default 16,64,256,1024)")
-        p.add_argument("--methods", default="mfvi,sgm", help="comma-separated methods among mfvi,sgm")
-        p.add_argument("--K", type=cli.int_list, default=[4, 16], help="SGM's K values, comma-separated")
-        p.add_argument("--seeds", type=cli.int_at_least(1), default=3, help="seeds 0 .. N-1 for every setting")
+        _add_list(p, "hidden", "widths", [16, 64, 256, 1024])
+        p.add_argument("--methods", default=",".join(_methods()),
+                       help=f"comma-separated methods among {','.join(_methods())}")
+        _add_list(p, "K", "SGM's K values", [4, 16])
+        seeds = controls.declaration(MnistConfig, "seed")
+        p.add_argument("--seeds", type=cli.int_at_least(1, int(seeds.high) + 1), default=3,
+                       help="seeds 0 .. N-1 for every setting")
     else:
-        p.add_argument("--hidden", type=cli.int_at_least(1), default=defaults.hidden, help="units per hidden layer")
-        p.add_argument("--method", choices=METHODS, default=defaults.method)
-        p.add_argument("--K", type=cli.int_at_least(2), default=defaults.K,
-                       help="SGM: InfoNCE terms (identity + K-1 random permutations)")
-        p.add_argument("--seed", type=cli.int_at_least(0), default=defaults.seed)
+        controls.add_flags(p, MnistConfig, VARIED)
         p.add_argument("--resume", type=cli.int_at_least(1), default=None, metavar="RUN_ID",
                        help="continue an interrupted, cancelled or failed run from its checkpoint")
-    p.add_argument("--mi", choices=MI_ESTIMATORS, default=defaults.mi,
-                   help="SGM's estimate of I: infonce (K random permutations, Thm 4.3) or blocks (exact I_H over "
-                        "blocks of close units, a subgroup H of the permutations)")
-    p.add_argument("--block-size", type=cli.int_at_least(2, MAX_BLOCK_SIZE), default=defaults.block_size,
-                   help=f"SGM blocks: units per block, 2 to {MAX_BLOCK_SIZE} (H = product of S_B)")
-    p.add_argument("--rebuild-every", type=cli.int_at_least(1), default=defaults.rebuild_every,
-                   help="SGM blocks: steps between rebuilds of the blocks from the current posterior")
-    p.add_argument("--depth", type=cli.int_at_least(1), default=defaults.depth, help="hidden layers")
-    p.add_argument("--epochs", type=cli.int_at_least(1), default=defaults.epochs)
-    p.add_argument("--batch-size", type=cli.int_at_least(1), default=defaults.batch_size)
-    p.add_argument("--lr", type=cli.positive_float, default=defaults.lr, help="Adam learning rate")
-    p.add_argument("--prior-scale", type=cli.positive_float, default=defaults.prior_scale,
-                   help="std dev of the isotropic Gaussian prior")
-    p.add_argument("--init-sd", type=cli.positive_float, default=defaults.init_sd,
-                   help="initial posterior std dev of every weight")
-    p.add_argument("--samples", type=cli.int_at_least(1), default=defaults.samples,
-                   help="weight samples M averaged in test predictions")
-    p.add_argument("--train-subset", type=cli.int_at_least(0), default=defaults.train_subset,
-                   help="train on a seeded subset of N examples (0: all 60000)")
-    p.add_argument("--device", choices=DEVICES, default=defaults.device,
-                   help="auto: CUDA when torch finds a GPU, else CPU")
+    controls.add_flags(p, MnistConfig, SHARED)
     p.add_argument("--data-dir", default=None,
                    help="directory with the four MNIST IDX .gz files "
                         "(default: $SYMLAB_MNIST_DIR, else the copy in assets/mnist)")
     p.add_argument("--runs-dir", default=None,
                    help="run registry and checkpoints (default: $SYMLAB_RUNS_DIR or ./runs), shared with the app")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+
+def _methods() -> tuple[str, ...]:
+    return controls.declaration(MnistConfig, "method").choices
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
@@ -83,15 +89,9 @@ def register(subparsers) -> None:
     d.add_argument("--json", action="store_true")
     d.set_defaults(run=_run_mnist_data, format=_format_mnist_data, failure=_data_failure)
 
-def _mnist_config(args, **overrides):
-    from symlab.labs.mnist.experiment import MnistConfig
-
-    values = dict(mi=args.mi, block_size=args.block_size, rebuild_every=args.rebuild_every,
-                  depth=args.depth, epochs=args.epochs, batch_size=args.batch_size, lr=args.lr,
-                  prior_scale=args.prior_scale, init_sd=args.init_sd, samples=args.samples,
-                  train_subset=args.train_subset, device=args.device)
-    values.update(overrides)
-    return MnistConfig(**values).validate()
+def _mnist_config(args, **varied):
+    """One run's validated config: the shared settings from ``args``, the varied ones given."""
+    return controls.from_args(MnistConfig, args, SHARED, **varied)
 
 def _train_registered(registry, config, quiet: bool, data_dir=None, resume_id=None) -> dict:
     """Train one run in this process (new, or resumed from its checkpoint); its summary."""
@@ -125,6 +125,7 @@ def _train_registered(registry, config, quiet: bool, data_dir=None, resume_id=No
     return _run_report(registry, final)
 
 def _run_report(registry, run) -> dict:
+    """The run's record, final metrics and per-epoch history as JSON data (a non-finite metric: null)."""
     report = {"run_id": run.id, "status": run.status, "message": run.message, "device": run.device,
               "config": run.config.to_dict()}
     keys = ("epochs_done", "test_acc", "test_nll", "test_ece", "train_elbo", "train_elbo_sym", "mi_estimator",
@@ -133,10 +134,10 @@ def _run_report(registry, run) -> dict:
             "sd_median", "train_seconds")
     report.update({key: (run.result or {}).get(key) for key in keys})
     report["history"] = registry.metrics([run.id])[run.id]
-    return report
+    return results.to_json(report)
 
 def _run_mnist(args) -> dict:
-    config = _mnist_config(args, hidden=args.hidden, method=args.method, K=args.K, seed=args.seed)
+    config = controls.from_args(MnistConfig, args)
     from symlab.runs import Registry
 
     report = _train_registered(Registry(args.runs_dir), config, args.json, args.data_dir, resume_id=args.resume)
@@ -145,12 +146,13 @@ def _run_mnist(args) -> dict:
     return report
 
 def _run_mnist_sweep(args) -> dict:
-    from symlab.runs import Registry, results_table
+    from symlab.labs.mnist.table import results_table
+    from symlab.runs import Registry
 
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
-    unknown = sorted(set(methods) - {"mfvi", "sgm"})
+    unknown = sorted(set(methods) - set(_methods()))
     if unknown or not methods:
-        raise ValueError(f"--methods takes mfvi and/or sgm (got {cli.shown(args.methods)})")
+        raise ValueError(f"--methods takes {' and/or '.join(_methods())} (got {controls.shown(args.methods)})")
     variants = [("mfvi", None)] * ("mfvi" in methods) + [("sgm", K) for K in args.K if "sgm" in methods]
     count = len(args.hidden) * len(variants) * args.seeds
     if count > cli.MAX_RUNS:

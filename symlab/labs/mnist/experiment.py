@@ -18,9 +18,12 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from symlab.lib import blocks
-from symlab.lib import bnn
+from symlab import controls
+from symlab.controls import control
+from symlab.hosting import Work
+from symlab.lib import blocks, bnn, gaussian, mlp
 from symlab.lib.mnist_data import PIXEL_MEAN, PIXEL_STD, Mnist
+from symlab.results import TrainingDiverged
 
 METHODS = ("mfvi", "sgm")
 MI_ESTIMATORS = ("infonce", "blocks")
@@ -30,14 +33,8 @@ DEVICES = ("auto", "cpu", "cuda")
 N_CLASSES, N_PIXELS = 10, 784
 ECE_BINS = 15
 EVAL_BATCH = 2000
-
-
-class TrainingDiverged(RuntimeError):
-    """The loss became NaN or infinite; the parameters from before that step are kept."""
-
-
-class TrainingStopped(Exception):
-    """Training was asked to stop (cancel or shutdown) in the middle of an epoch."""
+# The config fields a server caps (symlab.hosting.RunLimits), by the field of Work they ask for.
+WORK_FIELDS = {"hidden": "width", "depth": "depth", "epochs": "epochs"}
 
 
 @dataclass(frozen=True)
@@ -46,55 +43,52 @@ class MnistConfig:
     ``mi``: "infonce" (``K`` terms: the identity and K − 1 random permutations) or "blocks" (exact
     I_H over blocks of up to ``block_size`` close units, rebuilt every ``rebuild_every`` steps).
     ``samples`` weight samples average the test predictions; ``train_subset`` (0 = all 60 000)
-    draws a seeded subset."""
+    draws a seeded subset. Width, depth and epochs have no upper end here: a server caps them
+    (:class:`~symlab.hosting.RunLimits`)."""
 
-    hidden: int = 400
-    depth: int = 1
-    method: str = "mfvi"
-    K: int = 16
-    mi: str = "infonce"
-    block_size: int = 2
-    rebuild_every: int = 100
-    epochs: int = 10
-    batch_size: int = 128
-    lr: float = 1e-3
-    prior_scale: float = 1.0
-    init_sd: float = 0.05  # 10⁻³ leaves q a near point mass for any run of a few epochs (σ grows ≤ ~lr per step)
-    samples: int = 10
-    train_subset: int = 0
-    seed: int = 0
-    device: str = "auto"
+    hidden: int = control(400, low=1, label="Hidden units per layer", help="Units in each hidden layer (the width).")
+    depth: int = control(1, low=1, label="Hidden layers", help="Number of hidden layers.")
+    K: int = control(16, low=2, high=256, label="K (SGM's InfoNCE terms)",
+                     help="SGM with InfoNCE: terms of Î_K (the identity and K − 1 random permutations per step).")
+    method: str = control("mfvi", choices=METHODS, label="Method", widget="segmented",
+                          help="mfvi: mean-field VI, maximising the ELBO; sgm: its symmetrised version "
+                               "(ELBO + an estimate of I).")
+    mi: str = control("infonce", choices=MI_ESTIMATORS, label="SGM's estimate of I", widget="segmented",
+                      help="infonce: Î_K over K − 1 random permutations per step (Thm 4.3); blocks: the exact I_H "
+                           "of the subgroup H that permutes blocks of close units.")
+    block_size: int = control(2, low=2, high=MAX_BLOCK_SIZE, label="Block size B (units per block)", url="block",
+                              help="SGM blocks: units per block (H = product of S_B).")
+    rebuild_every: int = control(100, low=1, high=10_000, nudge=10, label="Rebuild blocks every N steps", url="rebuild",
+                                 help="SGM blocks: steps between rebuilds of the blocks from the current posterior.")
+    epochs: int = control(10, low=1, label="Epochs", help="Passes over the training set.")
+    batch_size: int = control(128, low=1, high=2048, nudge=8, label="Batch size", url="batch",
+                              help="Training examples per Adam step.")
+    lr: float = control(1e-3, low=1e-5, high=1.0, nudge=1e-4, label="Learning rate (Adam)", format="%.5f",
+                        help="Adam learning rate.")
+    prior_scale: float = control(1.0, low=0.01, high=10.0, nudge=0.1, label="Prior std dev", url="prior",
+                                 help="Std dev of the isotropic Gaussian prior.")
+    # 10⁻³ leaves q a near point mass for any run of a few epochs (σ grows ≤ ~lr per step)
+    init_sd: float = control(0.05, low=1e-5, high=1.0, nudge=1e-3, label="Initial posterior std dev", format="%.5f",
+                             help="Initial posterior std dev of every weight.")
+    samples: int = control(10, low=1, high=100, label="Prediction samples M",
+                           help="Weight samples M averaged in test predictions.")
+    train_subset: int = control(0, low=0, high=60_000, nudge=1000, label="Training subset (0 = all 60 000)", url="subset",
+                                help="Train on a seeded subset of N examples (0: all 60000).")
+    seed: int = control(0, low=0, high=100_000, label="Seed",
+                        help="Seeds the initialisation, the minibatches, the weight noise and the permutations.")
+    device: str = control("auto", choices=DEVICES, label="Device", widget="segmented",
+                          help="auto: CUDA when torch finds a GPU, else CPU.")
 
     def validate(self) -> "MnistConfig":
-        problems = []
-        for name in ("hidden", "depth", "epochs", "batch_size", "samples", "rebuild_every"):
-            if not (isinstance(getattr(self, name), int) and getattr(self, name) >= 1):
-                problems.append(f"{name} must be a whole number >= 1 (got {getattr(self, name)!r})")
-        if not (isinstance(self.K, int) and self.K >= 2):
-            problems.append(f"K must be a whole number >= 2 (got {self.K!r})")
-        if not (isinstance(self.block_size, int) and 2 <= self.block_size <= MAX_BLOCK_SIZE):
-            problems.append(f"block_size must be a whole number from 2 to {MAX_BLOCK_SIZE} (got {self.block_size!r})")
-        if self.mi not in MI_ESTIMATORS:
-            problems.append(f"mi must be one of {', '.join(MI_ESTIMATORS)} (got {self.mi!r})")
-        if not (isinstance(self.train_subset, int) and 0 <= self.train_subset <= 60_000):
-            problems.append(f"train_subset must be 0 (all) or between 1 and 60000 (got {self.train_subset!r})")
-        if not (isinstance(self.seed, int) and self.seed >= 0):
-            problems.append(f"seed must be a whole number >= 0 (got {self.seed!r})")
-        for name in ("lr", "prior_scale", "init_sd"):
-            value = getattr(self, name)
-            if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
-                problems.append(f"{name} must be a finite number > 0 (got {value!r})")
-        if self.method not in METHODS:
-            problems.append(f"method must be one of {', '.join(METHODS)} (got {self.method!r})")
-        if self.device not in DEVICES:
-            problems.append(f"device must be one of {', '.join(DEVICES)} (got {self.device!r})")
-        if problems:
-            raise ValueError("; ".join(problems))
-        return self
+        return controls.validate(self)
+
+    def work(self) -> Work:
+        """What the run asks of a server, for its caps."""
+        return Work(**{work: getattr(self, name) for name, work in WORK_FIELDS.items()})
 
     @property
-    def layout(self) -> bnn.Layout:
-        return bnn.Layout((N_PIXELS,) + (self.hidden,) * self.depth + (N_CLASSES,))
+    def layout(self) -> mlp.Layout:
+        return mlp.Layout((N_PIXELS,) + (self.hidden,) * self.depth + (N_CLASSES,))
 
     @property
     def method_label(self) -> str:
@@ -169,9 +163,9 @@ class MnistTrainer:
         self.data = data
         self.device = device
         self.n_train = data.train_x.shape[0]
-        mu, log_sd = bnn.init_posterior(self.layout, config.init_sd, _generator(device, config.seed, 0), device)
-        self.mu = mu.requires_grad_()
-        self.log_sd = log_sd.requires_grad_()
+        q = gaussian.init_posterior(self.layout, config.init_sd, _generator(device, config.seed, 0), device)
+        self.mu = q.mean.requires_grad_()
+        self.log_sd = q.log_sd.requires_grad_()
         self.optimizer = torch.optim.Adam([self.mu, self.log_sd], lr=config.lr, fused=True)
         self.epoch = 0  # completed epochs
         self.history: list[dict] = []
@@ -190,11 +184,11 @@ class MnistTrainer:
             sd = log_sd.exp()
             w = torch.addcmul(mu, sd, noise).requires_grad_()
         layers = self.layout.layers(w)
-        nll = F.cross_entropy(bnn.forward_layers(x, layers), y)
+        nll = F.cross_entropy(mlp.forward(layers, x), y)
         # Gradients w.r.t. the layer views, so autograd does not scatter them back into ω.
         grad_w = torch.cat([g.reshape(-1) for g in torch.autograd.grad(nll, [t for layer in layers for t in layer])])
         with torch.no_grad():
-            kl = bnn.kl_to_prior(mu, log_sd, config.prior_scale, sd=sd)
+            kl = gaussian.kl_to_prior(mu, log_sd, config.prior_scale, sd=sd)
             grad_mu, grad_log_sd = bnn.negative_elbo_gradients(grad_w, noise, mu, sd, config.prior_scale,
                                                                self.n_train)
         estimates = {"elbo": -self.n_train * nll.item() - kl.item()}
@@ -220,7 +214,7 @@ class MnistTrainer:
         return estimates
 
     def train_epoch(self, on_step=None) -> dict:
-        """Train one epoch and evaluate; ``on_step(step, steps)`` may raise TrainingStopped.
+        """Train one epoch and evaluate; ``on_step(step, steps)`` may raise to stop it mid-epoch.
         Returns the epoch's metrics (also appended to ``history``)."""
         config, epoch = self.config, self.epoch + 1
         generator = _generator(self.device, config.seed, epoch)
@@ -289,7 +283,7 @@ class MnistTrainer:
         outputs = []
         for start in range(0, x.shape[0], EVAL_BATCH):
             chunk = x[start:start + EVAL_BATCH]
-            log_probs = torch.stack([F.log_softmax(bnn.forward(chunk, self.layout, w), dim=1) for w in samples])
+            log_probs = torch.stack([F.log_softmax(mlp.forward(self.layout.layers(w), chunk), dim=1) for w in samples])
             outputs.append(torch.logsumexp(log_probs, 0) - math.log(len(samples)))
         return torch.cat(outputs)
 

@@ -1,4 +1,4 @@
-"""Reverse-KL fit of one Gaussian to a two-component mixture (Gelberg et al. §3, SCIENCE.md §2).
+"""Reverse-KL fit of one Gaussian to a two-component mixture (Gelberg et al. §3; docs/science.md, § Reverse KL between two modes).
 
 Target ``p_α(x) = ½ N(x; 0, σ²I) + ½ N(x; α e₁, σ²I)`` and unimodal ``q = N(μ, Σ)``, fitted by
 minimising ``KL(q || p_α)`` from the first component (μ = 0, Σ = σ²I).
@@ -20,6 +20,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from symlab import controls
+from symlab.controls import MAX_INT, control
+from symlab.results import to_json
+
 LN2 = math.log(2.0)
 _LOG_2PI = math.log(2.0 * math.pi)
 # E_{ε~N(0,1)}[f(m + sε)] by the trapezoidal rule on a uniform ε grid. log p_α is analytic but
@@ -34,7 +38,10 @@ _EPS_WEIGHTS = _QUAD_STEP * np.exp(-0.5 * _EPS**2) / math.sqrt(2.0 * math.pi)
 # threshold α* is where the curve crosses halfway.
 INTERPOLATION_CUTOFF = 0.25
 
-PAPER_PROTOCOL = {"samples": 5000, "steps": 1000, "lr": 1e-2, "alpha_max": 10.0, "points": 100}
+PROTOCOLS = ("exact", "mc")
+COVARIANCES = ("diag", "full")
+# The target's log density squares a = α/σ: keep a² far below float64's overflow (~1e308).
+_MAX_ALPHA_OVER_SIGMA = 1e100
 
 
 def check_sigma(sigma: float) -> float:
@@ -66,6 +73,56 @@ def alpha_grid(alpha_max: float, points: int) -> np.ndarray:
     if int(points) != points or points < 2:
         raise ValueError(f"points must be an integer >= 2, got {points!r}")
     return np.linspace(0.0, alpha_max, int(points))
+
+
+@dataclass(frozen=True)
+class SweepConfig:
+    """A sweep of α for one σ: the target's σ and dimension d, the α grid, and the protocol (defaults: the
+    paper's). Each field's range is its one declaration (:mod:`symlab.controls`) for the page, the command
+    line and :meth:`validate`.
+
+    σ only sets the unit (μ*/σ and Σ*/σ² depend on α/σ alone), so [0.1, 20] loses nothing; with d ≤ 100 it
+    keeps det Σ* = s²σ^(2(d−1)) a finite, non-zero float64.
+    """
+
+    sigma: float = control(1.0, low=0.1, high=20.0, step=0.05, label="Component std dev σ",
+                           help="Std dev σ of each component.")
+    dim: int = control(2, low=1, high=100, label="Dimension d (for det Σ*)",
+                       help="Dimension d of the target; only det Σ* (and the mc protocol's cost) depends on it.")
+    alpha_max: float = control(0.0, low=0.0, label="Largest mode distance",
+                               help="Largest mode distance α of the sweep; 0: max(10, 10σ).")
+    points: int = control(100, low=2, high=10_000, label="Sweep points", help="α values in the sweep.")
+    protocol: str = control("exact", choices=PROTOCOLS, label="Protocol",
+                            help="exact: noise-free quadrature (fast); mc: the paper's Monte-Carlo protocol with Adam.")
+    covariance: str = control("diag", choices=COVARIANCES, label="Covariance of q",
+                              help="diag: std devs only; full: a Cholesky factor.")
+    samples: int = control(5000, low=1, label="Monte-Carlo samples", help="Samples per Adam step and for the final KL.")
+    steps: int = control(1000, low=1, label="Adam steps", help="Adam steps.")
+    # Adam moves each parameter about lr per step: below 10⁻⁶, q would not move.
+    lr: float = control(1e-2, low=1e-6, label="Learning rate (Adam)", help="Adam's learning rate, a distance in x.")
+    seed: int = control(0, low=0, high=MAX_INT, label="Seed", help="Seed of the Monte-Carlo samples.")
+
+    @property
+    def largest_alpha(self) -> float:
+        return self.alpha_max or max(10.0, 10.0 * self.sigma)
+
+    def alphas(self) -> np.ndarray:
+        return alpha_grid(self.largest_alpha, self.points)
+
+    def mc_options(self) -> dict:
+        """The Monte-Carlo protocol's settings, as :func:`fit_monte_carlo` takes them."""
+        return {"covariance": self.covariance, "samples": self.samples, "steps": self.steps, "lr": self.lr,
+                "seed": self.seed}
+
+    def validate(self) -> "SweepConfig":
+        """This config, or one ValueError naming every field out of its declared range and a sweep too wide
+        for σ."""
+        numbers_ok = all(controls.declaration(SweepConfig, name).accepts(getattr(self, name))
+                         for name in ("sigma", "alpha_max"))
+        ratio = self.largest_alpha / self.sigma if numbers_ok else 0.0
+        return controls.validate(self, [(ratio <= _MAX_ALPHA_OVER_SIGMA,
+                                         f"the sweep's largest α/σ is {ratio:g}; it must be <= "
+                                         f"{_MAX_ALPHA_OVER_SIGMA:g} (choose a larger sigma or a smaller alpha_max)")])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -340,7 +397,7 @@ def fit_monte_carlo(alphas, sigma: float, dim: int = 2, covariance: str = "diag"
     import torch
 
     sigma, dim, alphas = check_sigma(sigma), check_dim(dim), check_alphas(alphas)
-    if covariance not in ("diag", "full"):
+    if covariance not in COVARIANCES:
         raise ValueError(f"covariance must be 'diag' or 'full', got {covariance!r}")
     for name, value in (("samples", samples), ("steps", steps)):
         if int(value) != value or value < 1:
@@ -393,38 +450,30 @@ def fit_monte_carlo(alphas, sigma: float, dim: int = 2, covariance: str = "diag"
 # The headless twin's one entry point
 # ---------------------------------------------------------------------------------------------
 
-def sweep_report(sigma: float, alpha_max: float = 10.0, points: int = 100, protocol: str = "exact",
-                 dim: int = 2, progress=None, **mc_options) -> dict:
-    """Everything the ``modes`` lab reports for one σ, as plain JSON-ready values.
-
-    ``mc_options`` go to :func:`fit_monte_carlo` (protocol ``"mc"`` only).
-    """
-    alphas = alpha_grid(alpha_max, points)
-    if protocol == "exact":
+def sweep_report(config: SweepConfig, progress=None) -> dict:
+    """Everything the ``modes`` lab reports for one σ, as plain JSON-ready values; ``progress(step, steps)``
+    follows the Monte-Carlo protocol's Adam steps."""
+    config.validate()
+    alphas, sigma, dim = config.alphas(), config.sigma, config.dim
+    if config.protocol == "exact":
         sweep = fit_exact(alphas, sigma, dim)
-        threshold = exact_threshold(sigma, alpha_max, points)
-    elif protocol == "mc":
-        sweep = fit_monte_carlo(alphas, sigma, dim, progress=progress, **mc_options)
-        threshold = sweep.threshold()
+        threshold = exact_threshold(sigma, config.largest_alpha, config.points)
     else:
-        raise ValueError(f"protocol must be 'exact' or 'mc', got {protocol!r}")
+        sweep = fit_monte_carlo(alphas, sigma, dim, progress=progress, **config.mc_options())
+        threshold = sweep.threshold()
     forward = forward_kl_optimum(alphas, sigma, dim)
-    return {
+    return to_json({
         "sigma": sweep.sigma,
         "dim": sweep.dim,
         "protocol": sweep.protocol,
-        "alphas": _json_list(sweep.alphas),
-        "interpolation": _json_list(sweep.interpolation),
-        "det_cov": _json_list(sweep.det_cov),
-        "kl": _json_list(sweep.kl),
-        "std_e1": _json_list(sweep.std_e1),
+        "alphas": sweep.alphas,
+        "interpolation": sweep.interpolation,
+        "det_cov": sweep.det_cov,
+        "kl": sweep.kl,
+        "std_e1": sweep.std_e1,
         "threshold": threshold,
         "threshold_over_sigma": None if threshold is None else threshold / sweep.sigma,
-        "forward_kl": {"det_cov": _json_list(forward.det_cov), "kl": _json_list(forward.kl)},
-        "options": dict(mc_options) if protocol == "mc" else {},
-    }
-
-
-def _json_list(values) -> list:
-    return [None if not math.isfinite(v) else float(v) for v in np.asarray(values, dtype=np.float64)]
+        "forward_kl": {"det_cov": forward.det_cov, "kl": forward.kl},
+        "options": config.mc_options() if config.protocol == "mc" else {},
+    })
 

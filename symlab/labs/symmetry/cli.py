@@ -3,44 +3,35 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
-from symlab import cli
+from symlab import cli, controls, results
 from symlab.labs.symmetry import experiment as symmetry_lab
 from symlab.labs.toy import experiment as toy
-from symlab.lib import symmetry
-from symlab.checks import public
+
+PERCEPTRON_FLAGS = ("nets", "epochs", "lr", "separation", "seed")
+MLP_FLAGS = ("width", "depth", "instances", "steps", "lr", "schedule", "batch", "sort_key", "seed")
+PROXIMITY_FLAGS = ("d_in", "d_out", "weights", "steps", "seed")
+TOY_FLAGS = ("alpha", "noise", "n_train", "seed")  # the tractable BNN's data and seed
+QUALITY_FLAGS = ("samples", "members", "steps")
+# The mass part's MLPs, smaller and shorter than the training part's, under flags of their own.
+MASS_MLP = {"width": 64, "depth": 2, "steps": 500}
 
 
 def _width_list(text: str) -> list[int]:
     values = cli.int_list(text)
-    if min(values) < 2 or max(values) > 16_384:
-        raise argparse.ArgumentTypeError(f"{cli.shown(text)}: widths must be in [2, 16384]")
+    if not all(map(symmetry_lab.is_width, values)):
+        raise argparse.ArgumentTypeError(f"{cli.shown(text)}: widths must be in "
+                                         f"[{symmetry_lab.MIN_WIDTH}, {symmetry_lab.MAX_WIDTH}]")
     return values
 
-def _add_perceptron_options(p) -> None:
-    defaults = symmetry_lab.PerceptronConfig()
-    p.add_argument("--nets", type=cli.int_at_least(10, 100_000), default=defaults.nets, help="perceptrons trained at once")
-    p.add_argument("--epochs", type=cli.int_at_least(1, 100), default=defaults.epochs)
-    p.add_argument("--lr", type=cli.positive_float, default=defaults.lr, help="SGD learning rate")
-    p.add_argument("--separation", type=cli.positive_float, default=defaults.separation,
-                   help="class means at ±(s, s)")
-    p.add_argument("--seed", type=cli.int_at_least(0), default=defaults.seed)
 
-def _add_mlp_options(p, steps: int) -> None:
-    defaults = symmetry_lab.MlpConfig()
-    p.add_argument("--width", type=cli.int_at_least(2, 1024), default=defaults.width, help="hidden units per layer")
-    p.add_argument("--depth", type=cli.int_at_least(1, 3), default=defaults.depth, help="hidden layers")
-    p.add_argument("--instances", type=cli.int_at_least(1, 64), default=defaults.instances, help="MLPs trained at once")
-    p.add_argument("--steps", type=cli.int_at_least(1, 20_000), default=steps, help="SGD steps")
-    p.add_argument("--lr", type=cli.positive_float, default=defaults.lr)
-    p.add_argument("--schedule", choices=symmetry_lab.SCHEDULES, default=defaults.schedule,
-                   help="linear: the learning rate decays to 0 at the last step")
-    p.add_argument("--batch-size", type=cli.int_at_least(1, 4096), default=defaults.batch)
-    p.add_argument("--sort-key", choices=symmetry.SORT_KEYS, default=defaults.sort_key,
-                   help="what hidden units are sorted by: first_in (weight from input 0), max_in, first_out")
-    p.add_argument("--seed", type=cli.int_at_least(0), default=defaults.seed)
-    p.add_argument("--data-dir", default=None, help="MNIST directory (default: the copy shipped in assets/mnist)")
+def _add_mass_mlp_flags(parser) -> None:
+    """``--mlp-<field>`` (dest ``mlp_<field>``) for the MLP fields of :data:`MASS_MLP`, ranges as declared."""
+    for name, default in MASS_MLP.items():
+        spec = controls.declaration(symmetry_lab.MlpConfig, name)
+        parser.add_argument(f"--mlp-{name}", dest=f"mlp_{name}", type=controls.number_parser(spec), default=default,
+                            help=f"MLPs: {spec.label} ({spec.describe_range()}; default {default})")
+
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
@@ -55,30 +46,23 @@ def register(subparsers) -> None:
                          description="Train many 2-2-1 ReLU perceptrons on two separable Gaussian blobs (SGD, BCE, "
                                      "batch 10) and report the density peaks of their output weights raw, after "
                                      "scaling removal and after permutation removal, plus min-mass.")
-    _add_perceptron_options(q)
+    controls.add_flags(q, symmetry_lab.PerceptronConfig, PERCEPTRON_FLAGS)
     q.set_defaults(run=_run_perceptrons, format=_format_symmetry)
 
     q = parts.add_parser("mass", help="mass before and after the min-mass problem: perceptrons and MNIST MLPs",
                          description="Solve the min-mass problem (minimum L2 mass over ReLU rescalings, convex in "
                                      "log-scales) for trained 2-2-1 perceptrons and MLPs trained on MNIST.")
-    _add_perceptron_options(q)
-    q.add_argument("--mlp-width", type=cli.int_at_least(2, 1024), default=64)
-    q.add_argument("--mlp-depth", type=cli.int_at_least(1, 3), default=2)
-    q.add_argument("--mlp-steps", type=cli.int_at_least(1, 20_000), default=500)
+    controls.add_flags(q, symmetry_lab.PerceptronConfig, PERCEPTRON_FLAGS)
+    _add_mass_mlp_flags(q)
     q.add_argument("--data-dir", default=None, help="MNIST directory (default: the copy shipped in assets/mnist)")
     q.set_defaults(run=_run_mass, format=_format_symmetry)
 
     q = parts.add_parser("proximity", help="distance to the nearest equivalent mode vs width, against Thm 3.1",
                          description="For one-hidden-layer MLPs of each width, the distance from w to its nearest "
                                      "permuted copy relative to ||w||, and Gelberg's bound 2D / log n!.")
-    defaults = symmetry_lab.ProximityConfig()
-    q.add_argument("--widths", type=_width_list, default=list(defaults.widths), help="comma-separated widths")
-    q.add_argument("--d-in", type=cli.int_at_least(1, 64), default=defaults.d_in)
-    q.add_argument("--d-out", type=cli.int_at_least(1, 16), default=defaults.d_out)
-    q.add_argument("--weights", choices=symmetry_lab.PROXIMITY_WEIGHTS, default=defaults.weights,
-                   help="random: PyTorch's initialisation; trained: Adam on a random teacher network")
-    q.add_argument("--steps", type=cli.int_at_least(1, 10_000), default=defaults.steps, help="Adam steps (trained)")
-    q.add_argument("--seed", type=cli.int_at_least(0), default=defaults.seed)
+    q.add_argument("--widths", type=_width_list, default=list(symmetry_lab.DEFAULT_WIDTHS),
+                   help="comma-separated widths")
+    controls.add_flags(q, symmetry_lab.ProximityConfig, PROXIMITY_FLAGS)
     q.set_defaults(run=_run_proximity, format=_format_symmetry)
 
     q = parts.add_parser("quality", help="MMD of MFVI, SGM and a deep ensemble to the exact posterior of the "
@@ -86,63 +70,51 @@ def register(subparsers) -> None:
                          description="Samples of MFVI, SGM (q_G) and a deep ensemble (MAP fits) against samples of "
                                      "the exact posterior of ReLU(w1 x) + ReLU(w2 x): median MMD² over 10 Gaussian "
                                      "and 10 Laplace kernels, raw and with the units sorted.")
-    toy_defaults = toy.ToyConfig()
-    quality_defaults = symmetry_lab.QualityConfig()
-    q.add_argument("--alpha", type=float, default=toy_defaults.alpha, help="slope α of the true function")
-    q.add_argument("--noise", type=cli.positive_float, default=toy_defaults.noise)
-    q.add_argument("--n-train", type=cli.int_at_least(1, 100_000), default=toy_defaults.n_train)
-    q.add_argument("--samples", type=cli.int_at_least(10, 5000), default=quality_defaults.samples,
-                   help="samples per method")
-    q.add_argument("--members", type=cli.int_at_least(2, 5000), default=quality_defaults.members,
-                   help="deep-ensemble members")
-    q.add_argument("--steps", type=cli.int_at_least(1, 20_000), default=quality_defaults.steps,
-                   help="Adam steps for MFVI and SGM")
-    q.add_argument("--seed", type=cli.int_at_least(0), default=toy_defaults.seed)
+    controls.add_flags(q, toy.ToyConfig, TOY_FLAGS[:-1])
+    controls.add_flags(q, symmetry_lab.QualityConfig, QUALITY_FLAGS)
+    controls.add_flags(q, toy.ToyConfig, TOY_FLAGS[-1:])
     q.set_defaults(run=_run_quality, format=_format_symmetry)
 
     q = parts.add_parser("training", help="do networks permute while they train? Kendall's τ between successive "
                          "sorting permutations (MNIST MLPs)",
                          description="Train MLPs on MNIST with SGD; after every step sort each hidden layer's units "
                                      "and measure Kendall's τ against the previous step's order (1: no change).")
-    _add_mlp_options(q, symmetry_lab.MlpConfig().steps)
+    controls.add_flags(q, symmetry_lab.MlpConfig, MLP_FLAGS)
+    q.add_argument("--data-dir", default=None, help="MNIST directory (default: the copy shipped in assets/mnist)")
     q.set_defaults(run=_run_training, format=_format_symmetry)
     for sub in parts.choices.values():
         sub.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
 def _perceptron_config(args) -> symmetry_lab.PerceptronConfig:
-    return symmetry_lab.PerceptronConfig(nets=args.nets, epochs=args.epochs, lr=args.lr, separation=args.separation,
-                                         seed=args.seed).validate()
+    return controls.from_args(symmetry_lab.PerceptronConfig, args, PERCEPTRON_FLAGS)
 
 def _run_perceptrons(args) -> dict:
     run = symmetry_lab.train_perceptrons(_perceptron_config(args), cli.stderr_progress(args, "epoch"))
-    return public(symmetry_lab.perceptron_report(run))
+    return results.to_json(symmetry_lab.perceptron_report(run))
 
 def _run_mass(args) -> dict:
-    config = symmetry_lab.MlpConfig(width=args.mlp_width, depth=args.mlp_depth, steps=args.mlp_steps, seed=args.seed)
+    config = symmetry_lab.MlpConfig(**{name: getattr(args, f"mlp_{name}") for name in MASS_MLP},
+                                    seed=args.seed).validate()
     mnist = cli.load_mnist(args.data_dir)  # a bad --data-dir fails before any training
     perceptrons = symmetry_lab.train_perceptrons(_perceptron_config(args), cli.stderr_progress(args, "epoch"))
     mlps = symmetry_lab.train_mlps(config, mnist, cli.stderr_progress(args, "MLP step"))
-    return {"perceptrons": public(symmetry_lab.mass_report(perceptrons.epoch_layers(args.epochs))),
-            "mlps": {"config": symmetry_lab.asdict(config), **public(symmetry_lab.mass_report(mlps.layers))}}
+    return {"perceptrons": results.to_json(symmetry_lab.mass_report(perceptrons.epoch_layers(args.epochs))),
+            "mlps": {"config": results.to_json(config), **results.to_json(symmetry_lab.mass_report(mlps.layers))}}
 
 def _run_proximity(args) -> dict:
-    config = symmetry_lab.ProximityConfig(widths=tuple(args.widths), d_in=args.d_in, d_out=args.d_out,
-                                          weights=args.weights, steps=args.steps, seed=args.seed)
-    return {"config": symmetry_lab.asdict(config),
-            "rows": symmetry_lab.mode_proximity(config, cli.stderr_progress(args, "width"))}
+    config = controls.from_args(symmetry_lab.ProximityConfig, args, PROXIMITY_FLAGS, widths=tuple(args.widths))
+    return results.to_json({"config": config,
+                            "rows": symmetry_lab.mode_proximity(config, cli.stderr_progress(args, "width"))})
 
 def _run_quality(args) -> dict:
-    config = symmetry_lab.QualityConfig(
-        toy=toy.ToyConfig(alpha=args.alpha, noise=args.noise, n_train=args.n_train, seed=args.seed),
-        samples=args.samples, members=args.members, steps=args.steps)
-    return public(symmetry_lab.posterior_quality(config, cli.stderr_progress(args)))
+    config = controls.from_args(symmetry_lab.QualityConfig, args, QUALITY_FLAGS,
+                                toy=controls.from_args(toy.ToyConfig, args, TOY_FLAGS))
+    return results.to_json(symmetry_lab.posterior_quality(config, cli.stderr_progress(args)))
 
 def _run_training(args) -> dict:
-    config = symmetry_lab.MlpConfig(width=args.width, depth=args.depth, instances=args.instances, steps=args.steps,
-                                    lr=args.lr, schedule=args.schedule, batch=args.batch_size,
-                                    sort_key=args.sort_key, seed=args.seed)
+    config = controls.from_args(symmetry_lab.MlpConfig, args, MLP_FLAGS)
     run = symmetry_lab.train_mlps(config, cli.load_mnist(args.data_dir), cli.stderr_progress(args, "step"))
-    return symmetry_lab.training_report(run)
+    return results.to_json(symmetry_lab.training_report(run))
 
 def _format_mass_line(name: str, report: dict) -> str:
     return (f"{name:>12} {report['nets']:>6} {report['mass_before_median']:>12.4g} {report['mass_after_median']:>12.4g} "

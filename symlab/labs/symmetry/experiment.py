@@ -1,4 +1,4 @@
-"""The symmetry explorer's experiments (Laurent et al. 2024; Gelberg et al. Thm 3.1; SCIENCE.md §3, §5).
+"""The symmetry explorer's experiments (Laurent et al. 2024; Gelberg et al. Thm 3.1; docs/science.md, § Symmetry lab experiments).
 
 - Laurent's Fig. 1: thousands of 2-2-1 ReLU perceptrons trained by SGD on two Gaussian blobs, as
   one batched tensor program; their last-layer weights raw, after scaling and permutation removal.
@@ -14,38 +14,24 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 from scipy import ndimage
 
-from symlab.lib import symmetry
+from symlab import controls
+from symlab.controls import MAX_INT, control
 from symlab.labs.toy import experiment as toy
-from symlab.checks import check, is_float, is_int
+from symlab.lib import mlp, symmetry
 from symlab.lib.mmd import mmd_aggregate
+from symlab.results import TrainingDiverged, in_memory
 
 
-def _torch_init(generator, shape, fan_in, dtype=torch.float32):
-    """PyTorch's default nn.Linear initialisation: U(−1/√fan_in, 1/√fan_in) for weights and biases."""
-    bound = 1.0 / math.sqrt(fan_in)
-    return (torch.rand(*shape, generator=generator, dtype=dtype) * 2 - 1) * bound
-
-
-def _layers_to_numpy(params) -> list:
-    return [(W.detach().double().numpy(), b.detach().double().numpy()) for W, b in params]
-
-
-def _batched_forward(params, x):
-    """MLPs ``params[l] = (W[N, out, in], b[N, out])`` on shared inputs ``x[n, in]`` or per-net
-    inputs ``x[N, n, in]``: outputs ``[N, n, out]``."""
-    h = x
-    for index, (W, b) in enumerate(params):
-        h = torch.matmul(h, W.transpose(-1, -2)) + b[:, None, :]
-        if index < len(params) - 1:
-            h = torch.relu(h)
-    return h
+def _numpy_layers(layout: mlp.Layout, flat: torch.Tensor) -> list:
+    """The (W, b) layers of flat parameters, as float64 numpy arrays (for :mod:`symlab.lib.symmetry`)."""
+    return layout.layers(flat.detach().double().numpy())
 
 
 # ---------------------------------------------------------------------------------------------
@@ -56,27 +42,19 @@ def _batched_forward(params, x):
 class PerceptronConfig:
     """Laurent et al. App. A: SGD, BCE, batch 10, lr 2, 10 epochs, 200 points per class."""
 
-    nets: int = 2000
-    epochs: int = 10
-    lr: float = 2.0
-    batch: int = 10
-    points: int = 200          # per class
-    separation: float = 2.0    # class means at ±(s, s), identity covariances
-    max_loss: float = 0.05     # nets with a higher final training loss are dropped (failed runs; see kept)
-    seed: int = 0
+    nets: int = control(2000, low=10, high=100_000, step=10, label="Perceptrons trained at once", widget="number")
+    epochs: int = control(10, low=1, high=100, label="Epochs", widget="slider")
+    lr: float = control(2.0, low=0.1, high=10.0, step=0.1, label="SGD learning rate (perceptrons)")
+    batch: int = control(10, low=1, high=10_000, label="Minibatch size")
+    points: int = control(200, low=2, high=10_000, label="Training points per class")
+    separation: float = control(2.0, low=0.5, high=10.0, step=0.25, label="Class separation s (means ±(s, s))",
+                                url="sep", help="The class means sit at ±(s, s), with identity covariances.")
+    # Nets with a higher final training loss are dropped (failed runs; see PerceptronRun.kept).
+    max_loss: float = control(0.05, low=0.0, high=100.0, label="Largest final loss of a kept net")
+    seed: int = control(0, low=0, high=MAX_INT, label="Seed")
 
     def validate(self) -> "PerceptronConfig":
-        check([
-            (is_int(self.nets, 10, 100_000), "nets must be an integer in [10, 100000]"),
-            (is_int(self.epochs, 1, 100), "epochs must be an integer in [1, 100]"),
-            (is_float(self.lr, 1e-6, 100), "lr must be in [1e-6, 100]"),
-            (is_int(self.batch, 1, 10_000), "batch must be an integer in [1, 10000]"),
-            (is_int(self.points, 2, 10_000), "points must be an integer in [2, 10000]"),
-            (is_float(self.separation, 0.5, 10), "separation must be in [0.5, 10]"),
-            (is_float(self.max_loss, 0, 100), "max_loss must be in [0, 100]"),
-            (is_int(self.seed, 0, 2**31 - 1), "seed must be an integer in [0, 2^31)"),
-        ])
-        return self
+        return controls.validate(self)
 
 
 def make_blobs(points: int, separation: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -128,31 +106,29 @@ def train_perceptrons(config: PerceptronConfig = PerceptronConfig(), progress=No
     x, y = torch.tensor(x_np, dtype=torch.float32), torch.tensor(y_np, dtype=torch.float32)
     g = torch.Generator().manual_seed(config.seed)
     n = config.nets
-    params = [(_torch_init(g, (n, 2, 2), 2), _torch_init(g, (n, 2), 2)),
-              (_torch_init(g, (n, 1, 2), 2), _torch_init(g, (n, 1), 2))]
-    flat = [p.requires_grad_() for pair in params for p in pair]
-    snapshots = [_layers_to_numpy(params)]
+    layout = mlp.Layout((2, 2, 1))
+    flat = mlp.init_parameters(layout, g, (n,)).requires_grad_()
+    snapshots = [_numpy_layers(layout, flat)]
     count = x.shape[0]
     for epoch in range(config.epochs):
         order = torch.argsort(torch.rand(n, count, generator=g), dim=1)
         for start_index in range(0, count, config.batch):
             idx = order[:, start_index:start_index + config.batch]
-            logits = _batched_forward(params, x[idx])[..., 0]
+            logits = mlp.forward(layout.layers(flat), x[idx])[..., 0]
             loss = F.binary_cross_entropy_with_logits(logits, y[idx], reduction="none").mean(1).sum()
-            grads = torch.autograd.grad(loss, flat)
+            (grad,) = torch.autograd.grad(loss, [flat])
             with torch.no_grad():
-                for p, grad in zip(flat, grads):
-                    p -= config.lr * grad
-        snapshots.append(_layers_to_numpy(params))
+                flat -= config.lr * grad
+        snapshots.append(_numpy_layers(layout, flat))
         if progress is not None:
             progress(epoch + 1, config.epochs)
     with torch.no_grad():
-        logits = _batched_forward(params, x)[..., 0]
+        logits = mlp.forward(layout.layers(flat), x)[..., 0]
         loss = F.binary_cross_entropy_with_logits(logits, y.expand(n, -1), reduction="none").mean(1)
     final = torch.nan_to_num(loss, nan=math.inf).double().numpy()
     run = PerceptronRun(config, x_np, y_np, snapshots, final, time.perf_counter() - start)
     if run.kept.sum() < 4:  # too few to estimate a density (or an MMD) from
-        raise RuntimeError(f"training diverged: {int(np.sum(~np.isfinite(final)))} of {n} nets ended with a "
+        raise TrainingDiverged(f"training diverged: {int(np.sum(~np.isfinite(final)))} of {n} nets ended with a "
                            "non-finite loss; lower the learning rate")
     return run
 
@@ -176,7 +152,7 @@ def last_layer_weights(layers) -> np.ndarray:
 def max_output_change(layers_a, layers_b, inputs: np.ndarray) -> float:
     """Largest |f_a(x) − f_b(x)| over the nets and ``inputs``: 0 up to rounding if a removal
     kept every function."""
-    return float(np.max(np.abs(symmetry.forward(layers_a, inputs) - symmetry.forward(layers_b, inputs))))
+    return float(np.max(np.abs(mlp.forward(layers_a, inputs) - mlp.forward(layers_b, inputs))))
 
 
 def density_extent(points: np.ndarray, quantile: float = 0.01) -> tuple[float, float]:
@@ -215,39 +191,73 @@ def swap_asymmetry(points: np.ndarray, seed: int = 0, limit: int = 1000) -> floa
     return mmd_aggregate(points[:half], points[half:, ::-1], seed=seed).median
 
 
-def perceptron_report(run: PerceptronRun, stages: dict | None = None) -> dict:
-    """What the headless twin reports for the Fig. 1 experiment (JSON-ready); ``stages`` are the
-    final nets' :func:`removal_stages`, when the caller has them already."""
+@dataclass(frozen=True)
+class PerceptronReport:
+    """Laurent's Fig. 1 in numbers: per removal stage, where the output weights' density peaks and how
+    mirror-symmetric it is; and min-mass for the final nets."""
+
+    config: PerceptronConfig
+    nets: int
+    kept: int
+    loss_cutoff: float
+    seconds: float
+    nets_per_second: float
+    stages: dict  # stage -> peaks, share_v1_above_v2, swap_asymmetry_mmd2, max_output_change
+    mass: MassReport
+
+
+def perceptron_report(run: PerceptronRun, stages: dict | None = None) -> PerceptronReport:
+    """What the headless twin reports for the Fig. 1 experiment; ``stages`` are the final nets'
+    :func:`removal_stages`, when the caller has them already."""
     final = run.epoch_layers(run.config.epochs)
     stages = stages or removal_stages(final)
     inputs = np.random.default_rng(1).standard_normal((256, 2)) * 3
-    report = {"config": asdict(run.config), "nets": int(run.config.nets), "kept": int(run.kept.sum()),
-              "loss_cutoff": float(run.final_loss[run.kept].max()),
-              "seconds": run.seconds, "nets_per_second": run.config.nets / run.seconds, "stages": {}}
+    summaries = {}
     for name, layers in stages.items():
         weights = last_layer_weights(layers)
         extent = density_extent(weights)
         peaks = density_peaks(weights, extent)
-        report["stages"][name] = {
+        summaries[name] = {
             "peaks": [[round(a, 3), round(b, 3)] for a, b in peaks],
             "share_v1_above_v2": float(np.mean(weights[:, 0] > weights[:, 1])),
             "swap_asymmetry_mmd2": swap_asymmetry(weights),
             "max_output_change": max_output_change(stages["raw"], layers, inputs),
         }
-    report["mass"] = mass_report(final)
-    return report
+    return PerceptronReport(config=run.config, nets=int(run.config.nets), kept=int(run.kept.sum()),
+                            loss_cutoff=float(run.final_loss[run.kept].max()), seconds=run.seconds,
+                            nets_per_second=run.config.nets / run.seconds, stages=summaries, mass=mass_report(final))
 
 
 # ---------------------------------------------------------------------------------------------
 # Mass before and after the min-mass problem
 # ---------------------------------------------------------------------------------------------
 
-def mass_report(layers, inputs: np.ndarray | None = None) -> dict:
-    """Min-mass for a batch of nets: mass before and after, the ratio's spread, convergence.
-    Nets with non-finite weights (diverged training) are left out and counted."""
+@dataclass(frozen=True)
+class MassReport:
+    """Min-mass for a batch of nets: the masses' medians, the ratio's spread, convergence. JSON leaves out
+    the solution itself (``result``: the rescaled nets and their masses), which the page plots."""
+
+    nets: int
+    diverged: int
+    mass_before_median: float
+    mass_after_median: float
+    ratio_median: float
+    ratio_min: float
+    ratio_max: float
+    converged: int
+    iterations: int
+    degenerate_units: int
+    max_output_change: float
+    seconds: float
+    result: symmetry.MinMass = in_memory()
+
+
+def mass_report(layers, inputs: np.ndarray | None = None) -> MassReport:
+    """Min-mass for a batch of nets. Nets with non-finite weights (diverged training) are left out and
+    counted."""
     finite = np.all([np.isfinite(W).all(axis=(-2, -1)) & np.isfinite(b).all(axis=-1) for W, b in layers], axis=0)
     if not finite.any():
-        raise RuntimeError("every net diverged (non-finite weights): lower the learning rate")
+        raise TrainingDiverged("every net diverged (non-finite weights): lower the learning rate")
     layers = [(W[finite], b[finite]) for W, b in layers]
     start = time.perf_counter()
     result = symmetry.min_mass(layers)
@@ -255,21 +265,12 @@ def mass_report(layers, inputs: np.ndarray | None = None) -> dict:
     ratio = np.ravel(result.mass_after / result.mass_before)
     if inputs is None:
         inputs = np.random.default_rng(2).standard_normal((64, layers[0][0].shape[-1]))
-    return {
-        "nets": int(ratio.size),
-        "diverged": int((~finite).sum()),
-        "mass_before_median": float(np.median(result.mass_before)),
-        "mass_after_median": float(np.median(result.mass_after)),
-        "ratio_median": float(np.median(ratio)),
-        "ratio_min": float(ratio.min()),
-        "ratio_max": float(ratio.max()),
-        "converged": int(np.sum(result.converged)),
-        "iterations": result.iterations,
-        "degenerate_units": result.degenerate_units,
-        "max_output_change": max_output_change(layers, result.layers, inputs),
-        "seconds": seconds,
-        "_result": result,
-    }
+    return MassReport(
+        nets=int(ratio.size), diverged=int((~finite).sum()), mass_before_median=float(np.median(result.mass_before)),
+        mass_after_median=float(np.median(result.mass_after)), ratio_median=float(np.median(ratio)),
+        ratio_min=float(ratio.min()), ratio_max=float(ratio.max()), converged=int(np.sum(result.converged)),
+        iterations=result.iterations, degenerate_units=result.degenerate_units,
+        max_output_change=max_output_change(layers, result.layers, inputs), seconds=seconds, result=result)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -283,31 +284,23 @@ SCHEDULES = ("linear", "constant")
 class MlpConfig:
     """Batched MLPs on the first ``train_size`` MNIST training images, plain SGD."""
 
-    width: int = 32
-    depth: int = 1             # hidden layers
-    instances: int = 4
-    steps: int = 1000
-    lr: float = 0.1
-    schedule: str = "linear"   # "linear": lr decays to 0 at the last step; "constant"
-    batch: int = 32
-    train_size: int = 10_000
-    sort_key: str = "max_in"   # Laurent §5.2: the maximum weight was the most stable statistic
-    seed: int = 0
+    width: int = control(32, low=2, high=1024, label="Hidden width", widget="slider")
+    depth: int = control(1, low=1, high=3, label="Hidden layers", widget="slider")
+    instances: int = control(4, low=1, high=64, label="MLPs trained at once")
+    steps: int = control(1000, low=1, high=20_000, label="SGD steps", widget="slider")
+    lr: float = control(0.1, low=0.005, high=10.0, step=0.005, label="SGD learning rate (MLPs)", url="sgd_lr")
+    schedule: str = control("linear", choices=SCHEDULES, label="Learning-rate schedule", widget="radio",
+                            help="linear: decays to 0 at the last step.")
+    batch: int = control(32, low=1, high=4096, label="Minibatch size", flag="--batch-size")
+    train_size: int = control(10_000, low=100, high=60_000, label="MNIST training images used")
+    # Laurent §5.2: the maximum weight was the most stable statistic.
+    sort_key: str = control("max_in", choices=symmetry.SORT_KEYS, label="Sort units by", url="key",
+                            help="first_in: the weight from the first input; max_in: the largest incoming weight; "
+                                 "first_out: the weight to the first unit of the next layer.")
+    seed: int = control(0, low=0, high=MAX_INT, label="Seed")
 
     def validate(self) -> "MlpConfig":
-        check([
-            (is_int(self.width, 2, 1024), "width must be an integer in [2, 1024]"),
-            (is_int(self.depth, 1, 3), "depth must be an integer in [1, 3]"),
-            (is_int(self.instances, 1, 64), "instances must be an integer in [1, 64]"),
-            (is_int(self.steps, 1, 20_000), "steps must be an integer in [1, 20000]"),
-            (is_float(self.lr, 1e-6, 10), "lr must be in [1e-6, 10]"),
-            (self.schedule in SCHEDULES, f"schedule must be one of {SCHEDULES}"),
-            (is_int(self.batch, 1, 4096), "batch must be an integer in [1, 4096]"),
-            (is_int(self.train_size, 100, 60_000), "train_size must be an integer in [100, 60000]"),
-            (self.sort_key in symmetry.SORT_KEYS, f"sort_key must be one of {symmetry.SORT_KEYS}"),
-            (is_int(self.seed, 0, 2**31 - 1), "seed must be an integer in [0, 2^31)"),
-        ])
-        return self
+        return controls.validate(self)
 
 
 @dataclass
@@ -334,51 +327,65 @@ def train_mlps(config: MlpConfig, mnist, progress=None) -> MlpTraining:
     start = time.perf_counter()
     images, labels = mnist_arrays(mnist, config.train_size)
     g = torch.Generator().manual_seed(config.seed)
-    sizes = [784] + [config.width] * config.depth + [10]
+    layout = mlp.Layout((784, *[config.width] * config.depth, 10))
     k = config.instances
-    params = [(_torch_init(g, (k, o, i), i), _torch_init(g, (k, o), i)) for i, o in zip(sizes[:-1], sizes[1:])]
-    flat = [p.requires_grad_() for pair in params for p in pair]
+    flat = mlp.init_parameters(layout, g, (k,)).requires_grad_()
     losses = np.zeros((config.steps, k))
     perms = np.zeros((config.steps + 1, k, config.depth, config.width), dtype=np.int64)
-    perms[0] = _sorting_permutations(params, config.sort_key)
+    perms[0] = _sorting_permutations(layout, flat, config.sort_key)
     alive = torch.ones(k, dtype=torch.bool)
     for step in range(1, config.steps + 1):
         idx = torch.randint(0, images.shape[0], (k, config.batch), generator=g)
-        logits = _batched_forward(params, images[idx])
+        logits = mlp.forward(layout.layers(flat), images[idx])
         loss = F.cross_entropy(logits.reshape(-1, 10), labels[idx].reshape(-1), reduction="none").reshape(k, -1).mean(1)
         losses[step - 1] = loss.detach().numpy()
         alive &= torch.isfinite(loss.detach())
-        grads = torch.autograd.grad(torch.where(alive, loss, 0.0).sum(), flat)
+        (grad,) = torch.autograd.grad(torch.where(alive, loss, 0.0).sum(), [flat])
         lr = config.lr * ((config.steps - step + 1) / config.steps if config.schedule == "linear" else 1.0)
         with torch.no_grad():
-            for p, grad in zip(flat, grads):
-                p -= lr * torch.nan_to_num(grad) * alive.view(-1, *([1] * (p.dim() - 1)))
-        perms[step] = _sorting_permutations(params, config.sort_key)
+            flat -= lr * torch.nan_to_num(grad) * alive.view(-1, 1)
+        perms[step] = _sorting_permutations(layout, flat, config.sort_key)
         if progress is not None and (step % 25 == 0 or step == config.steps):
             progress(step, config.steps)
     tau = np.ones((config.steps, k, config.depth))
     for i in range(k):
         for layer in range(config.depth):
             tau[:, i, layer] = symmetry.successive_kendall_tau(perms[:, i, layer])
-    final = _layers_to_numpy(params)
+    final = _numpy_layers(layout, flat)
     with torch.no_grad():
         test_x = torch.tensor(mnist.test_images[:2000], dtype=torch.float32) / 255.0
-        predicted = _batched_forward(params, test_x).argmax(-1).numpy()
+        predicted = mlp.forward(layout.layers(flat), test_x).argmax(-1).numpy()
     accuracy = (predicted == mnist.test_labels[:2000][None, :]).mean(1)
     return MlpTraining(config, losses, tau, final, ~alive.numpy(),
                        time.perf_counter() - start, accuracy)
 
 
-def _sorting_permutations(params, key: str) -> np.ndarray:
+def _sorting_permutations(layout: mlp.Layout, flat: torch.Tensor, key: str) -> np.ndarray:
     """[instances, hidden layers, width] sorting permutations of the current nets."""
     with torch.no_grad():
-        _, perms = symmetry.sorting_permutations(_layers_to_numpy(params), key)
+        _, perms = symmetry.sorting_permutations(_numpy_layers(layout, flat), key)
     return np.stack(perms, axis=1)
 
 
-def training_report(run: MlpTraining) -> dict:
-    """JSON-ready: means over the nets that did not diverge; None where nothing is defined (every
-    net diverged, or a half of a one-step run)."""
+@dataclass(frozen=True)
+class TrainingReport:
+    """Means over the nets that did not diverge; None where nothing is defined (every net diverged, or a
+    half of a one-step run)."""
+
+    config: MlpConfig
+    seconds: float
+    final_loss_mean: float | None
+    test_accuracy_mean: float | None
+    diverged: int
+    tau_mean: float
+    tau_min: float
+    steps_with_permutation: int
+    share_steps_with_permutation_first_half: float | None
+    share_steps_with_permutation_second_half: float | None
+    tau_per_step: list[float]
+
+
+def training_report(run: MlpTraining) -> TrainingReport:
     alive = ~run.diverged
     tau = run.tau.mean(axis=(1, 2))
     moved = np.any(run.tau < 1, axis=(1, 2))
@@ -387,19 +394,13 @@ def training_report(run: MlpTraining) -> dict:
     def share(part):
         return float(part.mean()) if part.size else None
 
-    return {
-        "config": asdict(run.config),
-        "seconds": run.seconds,
-        "final_loss_mean": toy.finite_or_none(np.mean(run.loss[-1][alive])) if alive.any() else None,
-        "test_accuracy_mean": float(np.mean(run.accuracy[alive])) if alive.any() else None,
-        "diverged": int(run.diverged.sum()),
-        "tau_mean": float(tau.mean()),
-        "tau_min": float(run.tau.min()),
-        "steps_with_permutation": int(moved.sum()),
-        "share_steps_with_permutation_first_half": share(moved[:half]),
-        "share_steps_with_permutation_second_half": share(moved[half:]),
-        "tau_per_step": [float(v) for v in tau],
-    }
+    return TrainingReport(
+        config=run.config, seconds=run.seconds,
+        final_loss_mean=float(np.mean(run.loss[-1][alive])) if alive.any() else None,
+        test_accuracy_mean=float(np.mean(run.accuracy[alive])) if alive.any() else None,
+        diverged=int(run.diverged.sum()), tau_mean=float(tau.mean()), tau_min=float(run.tau.min()),
+        steps_with_permutation=int(moved.sum()), share_steps_with_permutation_first_half=share(moved[:half]),
+        share_steps_with_permutation_second_half=share(moved[half:]), tau_per_step=[float(v) for v in tau])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -408,28 +409,27 @@ def training_report(run: MlpTraining) -> dict:
 
 PROXIMITY_WEIGHTS = ("random", "trained")
 DEFAULT_WIDTHS = (2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
+MIN_WIDTH, MAX_WIDTH = 2, 16_384
+
+
+def is_width(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and MIN_WIDTH <= value <= MAX_WIDTH
 
 
 @dataclass(frozen=True)
 class ProximityConfig:
-    widths: tuple[int, ...] = DEFAULT_WIDTHS
-    d_in: int = 1
-    d_out: int = 1
-    weights: str = "random"     # PyTorch's default initialisation, or trained on a teacher
-    steps: int = 300            # Adam steps for "trained"
-    seed: int = 0
+    widths: tuple[int, ...] = DEFAULT_WIDTHS  # a list: the command line's --widths, the page's largest width
+    d_in: int = control(1, low=1, high=64, label="Inputs d_in")
+    d_out: int = control(1, low=1, high=16, label="Outputs d_out")
+    weights: str = control("random", choices=PROXIMITY_WEIGHTS, label="Weights", widget="radio",
+                           help="random: PyTorch's initialisation; trained: Adam on a random teacher network.")
+    steps: int = control(300, low=1, high=10_000, label="Adam steps (trained weights)")
+    seed: int = control(0, low=0, high=MAX_INT, label="Seed")
 
     def validate(self) -> "ProximityConfig":
-        check([
-            (len(self.widths) >= 1 and all(is_int(w, 2, 16_384) for w in self.widths),
-             "widths must be integers in [2, 16384]"),
-            (is_int(self.d_in, 1, 64), "d_in must be an integer in [1, 64]"),
-            (is_int(self.d_out, 1, 16), "d_out must be an integer in [1, 16]"),
-            (self.weights in PROXIMITY_WEIGHTS, f"weights must be one of {PROXIMITY_WEIGHTS}"),
-            (is_int(self.steps, 1, 10_000), "steps must be an integer in [1, 10000]"),
-            (is_int(self.seed, 0, 2**31 - 1), "seed must be an integer in [0, 2^31)"),
-        ])
-        return self
+        return controls.validate(self, [(len(self.widths) >= 1 and all(is_width(w) for w in self.widths),
+                                         f"widths must be one or more whole numbers in [{MIN_WIDTH}, {MAX_WIDTH}] "
+                                         f"(got {self.widths!r})")])
 
 
 def teacher_data(d_in: int, d_out: int, seed: int, points: int = 256):
@@ -438,25 +438,22 @@ def teacher_data(d_in: int, d_out: int, seed: int, points: int = 256):
     x = torch.randn(points, d_in, generator=g, dtype=torch.float64)
     teacher = [(torch.randn(1, 8, d_in, generator=g, dtype=torch.float64), torch.randn(1, 8, generator=g, dtype=torch.float64)),
                (torch.randn(1, d_out, 8, generator=g, dtype=torch.float64) / math.sqrt(8), torch.zeros(1, d_out, dtype=torch.float64))]
-    return x, _batched_forward(teacher, x)[0]
+    return x, mlp.forward(teacher, x)[0]
 
 
 def proximity_net(config: ProximityConfig, width: int):
     """One one-hidden-layer net of ``width`` units: initialised, or trained by Adam on the teacher."""
     g = torch.Generator().manual_seed(config.seed * 100_003 + width)
-    params = [(_torch_init(g, (1, width, config.d_in), config.d_in, torch.float64),
-               _torch_init(g, (1, width), config.d_in, torch.float64)),
-              (_torch_init(g, (1, config.d_out, width), width, torch.float64),
-               _torch_init(g, (1, config.d_out), width, torch.float64))]
+    layout = mlp.Layout((config.d_in, width, config.d_out))
+    flat = mlp.init_parameters(layout, g, (1,), torch.float64)
     if config.weights == "trained":
         x, y = teacher_data(config.d_in, config.d_out, config.seed)
-        flat = [p.requires_grad_() for pair in params for p in pair]
-        optimiser = torch.optim.Adam(flat, lr=1e-2)
+        optimiser = torch.optim.Adam([flat.requires_grad_()], lr=1e-2)
         for _ in range(config.steps):
             optimiser.zero_grad(set_to_none=True)
-            F.mse_loss(_batched_forward(params, x)[0], y).backward()
+            F.mse_loss(mlp.forward(layout.layers(flat), x)[0], y).backward()
             optimiser.step()
-    return [(W[0], b[0]) for W, b in _layers_to_numpy(params)]
+    return _numpy_layers(layout, flat[0])
 
 
 def mode_proximity(config: ProximityConfig = ProximityConfig(), progress=None) -> list[dict]:
@@ -483,20 +480,14 @@ QUALITY_METHODS = ("mfvi", "sgm", "ensemble")
 @dataclass(frozen=True)
 class QualityConfig:
     toy: toy.ToyConfig = toy.ToyConfig()
-    samples: int = 200        # per method
-    reference: int = 1000     # exact-posterior samples
-    members: int = 200        # deep-ensemble members: MAP fits from random starts
-    steps: int = 2000         # Adam steps for MFVI and SGM
+    samples: int = control(200, low=10, high=5000, label="Samples per method")
+    reference: int = control(1000, low=10, high=20_000, label="Exact-posterior samples")
+    members: int = control(200, low=2, high=5000, label="Deep-ensemble members",
+                           help="Deep-ensemble members: MAP fits from random starts.")
+    steps: int = control(2000, low=1, high=20_000, label="Adam steps for MFVI and SGM")
 
     def validate(self) -> "QualityConfig":
-        self.toy.validate()
-        check([
-            (is_int(self.samples, 10, 5000), "samples must be an integer in [10, 5000]"),
-            (is_int(self.reference, 10, 20_000), "reference must be an integer in [10, 20000]"),
-            (is_int(self.members, 2, 5000), "members must be an integer in [2, 5000]"),
-            (is_int(self.steps, 1, 20_000), "steps must be an integer in [1, 20000]"),
-        ])
-        return self
+        return controls.validate(self, controls.nested_checks("toy", self.toy))
 
 
 def posterior_samples(post: toy.GridPosterior, count: int, rng: np.random.Generator) -> np.ndarray:
@@ -528,7 +519,7 @@ def toy_layers(w: np.ndarray) -> list:
     """The tractable BNN's weights ``[n, 2]`` as 1-2-1 ReLU nets (no biases, outputs fixed to 1),
     so that the general removal code applies."""
     n = len(w)
-    return [(w[:, :, None], np.zeros((n, 2))), (np.ones((n, 1, 2)), np.zeros((n, 1)))]
+    return mlp.Layout((1, 2, 1)).layers(np.concatenate([w, np.zeros((n, 2)), np.ones((n, 2)), np.zeros((n, 1))], 1))
 
 
 def remove_toy_symmetry(w: np.ndarray) -> np.ndarray:
@@ -546,7 +537,7 @@ def method_samples(config: QualityConfig, progress=None) -> dict[str, np.ndarray
                              eval_samples=512)
     mean, std = trainer.parameters()
     if not np.all(np.isfinite(mean)):
-        raise RuntimeError("MFVI or SGM diverged (NaN); lower the learning rate")
+        raise TrainingDiverged("MFVI or SGM diverged (NaN); lower the learning rate")
     draws = mean[:, None, :] + std[:, None, :] * rng.standard_normal((2, config.samples, 2))
     sgm = draws[1]
     swap = rng.random(config.samples) < 0.5  # q_G: a sample of q_θ, then g uniform on {id, swap}
@@ -556,7 +547,17 @@ def method_samples(config: QualityConfig, progress=None) -> dict[str, np.ndarray
             "ensemble": map_ensemble(cfg, config.members)}
 
 
-def posterior_quality(config: QualityConfig = QualityConfig(), progress=None) -> dict:
+@dataclass(frozen=True)
+class QualityReport:
+    """Median MMD² to the exact posterior per method, raw and with units sorted. JSON leaves out the
+    samples (``samples``: method -> [n, 2], and "exact"), which the page plots."""
+
+    config: QualityConfig
+    rows: list[dict]  # method, mmd2_raw, mmd2_removed
+    samples: dict = in_memory()
+
+
+def posterior_quality(config: QualityConfig = QualityConfig(), progress=None) -> QualityReport:
     """Median MMD² (20 kernels) of each method's samples against the exact posterior's, raw and
     with units sorted; ``noise_floor`` compares two independent exact sample sets of the methods'
     size, the value a perfect method would get. ``progress(done, total, what)`` as work proceeds."""
@@ -575,5 +576,4 @@ def posterior_quality(config: QualityConfig = QualityConfig(), progress=None) ->
         rows.append({"method": method, "mmd2_raw": raw, "mmd2_removed": removed})
         if progress is not None:
             progress(len(rows), len(QUALITY_METHODS) + 1, "MMD: method")
-    return {"config": {**asdict(replace(config, toy=None)), "toy": asdict(config.toy)}, "rows": rows,
-            "_samples": samples}
+    return QualityReport(config, rows, samples)

@@ -1,10 +1,15 @@
-"""The symmetry explorer's URL parameters."""
+"""The symmetry explorer's URL parameters: the declared controls of each part's config, and the page's views.
 
-from symlab.labs.toy import experiment as toy
-from symlab.lib import symmetry
+Every part reads the one ``seed`` parameter, derived from :class:`PerceptronConfig`'s declaration; each
+config that reads it accepts that whole range (tests/test_page_symmetry.py checks it). The other names
+are each one config's: the perceptrons' learning rate is ``lr``, the MLPs' ``sgd_lr`` (declared so).
+"""
+
+from symlab import controls
+from symlab.labs.toy.experiment import ToyConfig
 from symlab.urlstate import Param
 
-from . import experiment as symmetry_lab
+from .experiment import MlpConfig, PerceptronConfig, ProximityConfig
 
 PARTS = {
     "fig1": "The doubled mode (Fig. 1)",
@@ -13,30 +18,32 @@ PARTS = {
     "quality": "Posterior quality (MMD)",
     "training": "Permutations in training",
 }
-PERCEPTRON = symmetry_lab.PerceptronConfig()
-MLP = symmetry_lab.MlpConfig()
-PROXIMITY = symmetry_lab.ProximityConfig()
-TOY = toy.ToyConfig()
+PART = Param("part", "choice", "fig1", choices=tuple(PARTS))
+MAX_WIDTHS = tuple(str(2**k) for k in range(3, 14))  # the largest width of the proximity part: 8 to 8192
+MAX_WIDTH = Param("max_width", "choice", "4096", choices=MAX_WIDTHS)
+
+# Each config's fields on the page, in the sidebar's order (the quality part shows two of the toy BNN's).
+FIELDS = {
+    PerceptronConfig: ("nets", "epochs", "lr", "separation"),
+    ProximityConfig: ("d_in", "d_out", "weights"),
+    ToyConfig: ("alpha", "n_train"),
+    MlpConfig: ("width", "depth", "lr", "steps", "schedule", "sort_key"),
+}
+# The shared server trains these while a visitor waits: the page stays below the declared ranges (the
+# widgets' help says so); the command line does not. MLPs at learning rates near the top of theirs only
+# diverge, and a diverged net still runs every step.
+CAPS = {
+    PerceptronConfig: {"nets": 10_000, "epochs": 30},
+    ToyConfig: {"n_train": 500},
+    MlpConfig: {"width": 256, "steps": 3000, "lr": 1.0},
+}
+SEED_FROM = PerceptronConfig
+
+
+def config_params(config_type) -> tuple[Param, ...]:
+    return controls.url_params(config_type, FIELDS[config_type], caps=CAPS.get(config_type))
 
 
 def page_params(hosting=None) -> tuple[Param, ...]:
-    return (
-        Param("part", "choice", "fig1", choices=tuple(PARTS)),
-        Param("nets", "int", PERCEPTRON.nets, 100, 10_000),
-        Param("epochs", "int", PERCEPTRON.epochs, 1, 30),
-        Param("lr", "float", PERCEPTRON.lr, 0.1, 5.0, step=0.1),
-        Param("sep", "float", PERCEPTRON.separation, 1.0, 4.0, step=0.25),
-        Param("max_width", "choice", "4096", choices=tuple(str(2**k) for k in range(3, 14))),
-        Param("d_in", "int", PROXIMITY.d_in, 1, 16),
-        Param("d_out", "int", PROXIMITY.d_out, 1, 4),
-        Param("weights", "choice", PROXIMITY.weights, choices=symmetry_lab.PROXIMITY_WEIGHTS),
-        Param("alpha", "float", TOY.alpha, 0.0, 3.0, step=0.05),
-        Param("n", "int", TOY.n_train, 2, 500),
-        Param("width", "int", MLP.width, 2, 256),
-        Param("depth", "int", MLP.depth, 1, 3),
-        Param("sgd_lr", "float", MLP.lr, 0.005, 1.0, step=0.005),
-        Param("steps", "int", MLP.steps, 100, 3000),
-        Param("schedule", "choice", MLP.schedule, choices=symmetry_lab.SCHEDULES),
-        Param("key", "choice", MLP.sort_key, choices=symmetry.SORT_KEYS),
-        Param("seed", "int", 0, 0, 100_000),
-    )
+    return (PART, *config_params(PerceptronConfig), MAX_WIDTH, *config_params(ProximityConfig),
+            *config_params(ToyConfig), *config_params(MlpConfig), *controls.url_params(SEED_FROM, ["seed"]))

@@ -5,12 +5,32 @@ from __future__ import annotations
 import argparse
 import sys
 
-from symlab import cli
+from symlab import cli, controls
 from symlab.labs.toy import experiment as toy
+from symlab.labs.toy import params
+from symlab.results import to_json
+
+# Every declared field but the input distribution, which stays uniform on [−2, 2] as in the paper.
+FLAGS = ("alpha", "noise", "n_train", "n_test", "prior_scale", "lr", "batch_size", "samples", "K", "mi", "init",
+         "seed")
+
+
+def floats_within(param):
+    """argparse ``type=`` for a comma-separated list within a page parameter's range and length."""
+    def parse(text: str) -> list[float]:
+        values = cli.float_list(text)
+        if len(values) > param.max_items or not all(param.low <= v <= param.high for v in values):
+            raise argparse.ArgumentTypeError(f"{controls.shown(text)} must be {list_range(param)}")
+        return values
+
+    return parse
+
+
+def list_range(param) -> str:
+    return f"at most {param.max_items} values, each in [{param.low:g}, {param.high:g}]"
 
 
 def register(subparsers) -> None:
-    defaults = toy.ToyConfig()
     p = subparsers.add_parser(
         "toy",
         help="tractable BNN ReLU(w1 x) + ReLU(w2 x): exact posterior vs MFVI vs SGM",
@@ -20,49 +40,34 @@ def register(subparsers) -> None:
             "SGM for every α and seed together and print Tables 2-3 (test MSE, ELBO; mean ± std)."
         ),
     )
-    p.add_argument("--alpha", type=float, default=defaults.alpha, help="slope α of the true function")
-    p.add_argument("--method", choices=toy.METHODS, default="mfvi")
-    p.add_argument("--mi", choices=toy.MI_ESTIMATORS, default=defaults.mi,
-                   help="SGM's mutual information: exact (G enumerated) or infonce (I_K)")
-    p.add_argument("--K", type=cli.int_at_least(2), default=defaults.K, help="InfoNCE K")
-    p.add_argument("--seed", type=cli.int_at_least(0), default=defaults.seed)
-    p.add_argument("--noise", type=cli.positive_float, default=defaults.noise, help="noise std dev")
-    p.add_argument("--n-train", type=cli.int_at_least(1), default=defaults.n_train)
-    p.add_argument("--n-test", type=cli.int_at_least(1), default=defaults.n_test)
-    p.add_argument("--prior-scale", type=cli.positive_float, default=defaults.prior_scale)
-    p.add_argument("--lr", type=cli.positive_float, default=defaults.lr)
-    p.add_argument("--batch-size", type=cli.int_at_least(1), default=defaults.batch_size)
-    p.add_argument("--samples", type=cli.int_at_least(1), default=defaults.samples, help="MC samples per step")
-    p.add_argument("--init", choices=toy.INITS, default=defaults.init)
-    p.add_argument("--steps", type=cli.int_at_least(0), default=toy.DEFAULT_STEPS)
+    p.add_argument("--method", choices=toy.METHODS, default="mfvi",
+                   help="mfvi, or sgm: its symmetrised version (a single run; --table trains both)")
+    controls.add_flags(p, toy.ToyConfig, FLAGS)
+    p.add_argument("--steps", type=cli.int_at_least(0), default=toy.DEFAULT_STEPS, help="Adam steps of each run")
     p.add_argument("--table", action="store_true", help="MFVI vs SGM over --alphas and --seeds")
-    p.add_argument("--alphas", type=cli.float_list, default=list(toy.DEFAULT_TABLE_ALPHAS),
-                   help="comma-separated α values for --table")
-    p.add_argument("--seeds", type=cli.int_at_least(1), default=5, help="seeds per α for --table")
+    p.add_argument("--alphas", type=floats_within(params.ALPHAS), default=list(toy.DEFAULT_TABLE_ALPHAS),
+                   help=f"comma-separated α values for --table ({list_range(params.ALPHAS)})")
+    seeds = controls.Control("int", low=params.SEEDS.low, high=params.SEEDS.high)
+    p.add_argument("--seeds", type=controls.number_parser(seeds), default=params.SEEDS.default,
+                   help=f"seeds per α for --table ({seeds.describe_range()})")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(run=_run_toy, format=_format_toy)
 
-def _toy_config(args) -> toy.ToyConfig:
-    return toy.ToyConfig(alpha=args.alpha, noise=args.noise, n_train=args.n_train, n_test=args.n_test,
-                         prior_scale=args.prior_scale, lr=args.lr, batch_size=args.batch_size,
-                         samples=args.samples, K=args.K, mi=args.mi, init=args.init, seed=args.seed).validate()
 
 def _run_toy(args) -> dict:
-    config = _toy_config(args)
+    config = controls.from_args(toy.ToyConfig, args, FLAGS)
 
     def progress(done, steps):
         if not args.json:
             print(f"  step {done}/{steps}", file=sys.stderr, flush=True)
 
     if args.table:
-        if len(args.alphas) * args.seeds > cli.MAX_RUNS:
-            raise ValueError(f"a table of {len(args.alphas)} α values × {args.seeds} seeds is too large: "
-                             f"at most {cli.MAX_RUNS} settings")
         rows = toy.paper_table(args.alphas, args.seeds, args.steps, config, progress=progress)
-        return {"table": rows, "steps": args.steps, "config": toy.asdict(config)}
+        return {"table": rows, "steps": args.steps, "config": to_json(config)}
     trainer = toy.train_runs([toy.RunSpec(args.method, config)], args.steps, progress=progress)
     posterior = toy.exact_posterior(trainer.data[0], config.noise, config.prior_scale)
     return toy.run_summary(trainer, 0, posterior)
+
 
 def _format_toy(report: dict) -> str:
     if "table" in report:
@@ -90,6 +95,7 @@ def _format_toy(report: dict) -> str:
              f"I {_num(report['mutual_information'])}",
              f"  log evidence {report['log_evidence']:.4f}   test MSE {_num(report['test_mse'])}"]
     return "\n".join(lines)
+
 
 def _num(value):
     return "nan" if value is None else f"{value:.4f}"

@@ -1,4 +1,4 @@
-"""The tractable BNN (Gelberg et al. §5, Fig. 4, Tables 2–3; SCIENCE.md §4).
+"""The tractable BNN (Gelberg et al. §5, Fig. 4, Tables 2–3; docs/science.md, § Tractable BNN).
 
 ``f_w(x) = ReLU(w₁x) + ReLU(w₂x)`` with data ``y = α|x| + ε``: two hidden units, no biases,
 output weights fixed to 1. Swapping the units, G = {identity, swap}, leaves f unchanged, so the
@@ -10,11 +10,16 @@ one batched tensor program.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import torch
 import torch.nn.functional as F
+
+from symlab import controls
+from symlab.controls import MAX_INT, control
+from symlab.lib.gaussian import kl_to_prior
+from symlab.results import to_json
 
 _LOG_2PI = math.log(2.0 * math.pi)
 METHODS = ("mfvi", "sgm")
@@ -25,42 +30,43 @@ INITS = ("random", "origin")
 
 @dataclass(frozen=True)
 class ToyConfig:
-    """Data, prior and training settings. Defaults show MFVI squeezing between the modes."""
+    """Data, prior and training settings. Defaults show MFVI squeezing between the modes.
 
-    alpha: float = 0.25         # slope of the true function α|x|
-    noise: float = 0.5          # std dev of ε (known to the model)
-    n_train: int = 10
-    n_test: int = 500
-    input_dist: str = "uniform"  # uniform on [−2, 2], or standard normal
-    prior_scale: float = 1.0    # isotropic Gaussian prior N(0, prior_scale² I)
-    lr: float = 0.02
-    batch_size: int = 10        # ≥ n_train: full batch
-    samples: int = 16           # Monte-Carlo samples M per step (and for prediction)
-    K: int = 2                  # InfoNCE group samples (K − 1 sampled elements + the sample itself)
-    mi: str = "exact"           # "exact": I with G enumerated; "infonce": I_K
-    init: str = "random"        # random means N(0, 0.5²) or the origin; std devs start at 0.5
-    seed: int = 0
+    Each field's range is its one declaration (:mod:`symlab.controls`) for the page, the command line and
+    :meth:`validate`. The lower ends: the exact posterior's 201-point grid has cells at least 0.02 wide, so
+    noise below 0.05 or a prior std dev below 0.1 would leave the posterior a few cells wide or less; Adam
+    moves a parameter about ``lr`` per step, so below 0.001 the default 2000 steps do not reach the modes.
+    """
+
+    alpha: float = control(0.25, low=0.0, high=10.0, step=0.05, label="True slope α (y = α|x| + ε)",
+                           help="Slope α of the true function; the posterior's modes are (α, −α) and (−α, α).")
+    noise: float = control(0.5, low=0.05, high=10.0, step=0.05, label="Noise std dev",
+                           help="Std dev of ε, known to the model.")
+    n_train: int = control(10, low=1, high=100_000, url="n", label="Training points N",
+                           help="Training points (x, α|x| + ε).")
+    n_test: int = control(500, low=1, high=100_000, label="Test points",
+                          help="Test points, drawn as the training points are.")
+    input_dist: str = control("uniform", choices=INPUTS, label="Inputs x",
+                              help="Uniform on [−2, 2], or standard normal.")
+    prior_scale: float = control(1.0, low=0.1, high=100.0, step=0.1, url="prior", label="Prior std dev",
+                                 help="Std dev of the isotropic Gaussian prior on (w₁, w₂).")
+    lr: float = control(0.02, low=0.001, high=1.0, step=0.001, format="%.3f", label="Learning rate (Adam)",
+                        help="Adam's learning rate: each parameter moves about this much per step.")
+    batch_size: int = control(10, low=1, high=100_000, url="batch", label="Batch size",
+                              help="Training points per step; at least N means full batch.")
+    samples: int = control(16, low=1, high=4096, label="Monte-Carlo samples",
+                           help="Monte-Carlo samples M per step (and for prediction).")
+    K: int = control(2, low=2, high=4096, label="K (InfoNCE)",
+                     help="InfoNCE's K: K − 1 sampled group elements and the sample itself.")
+    mi: str = control("exact", choices=MI_ESTIMATORS, widget="segmented", label="SGM's mutual information",
+                      help="exact: G = {id, swap} enumerated; infonce: the I_K estimate.")
+    init: str = control("random", choices=INITS, widget="segmented", label="Initial means",
+                        help="random: means drawn from N(0, 0.5²); origin: both at 0. Std devs start at 0.5.")
+    seed: int = control(0, low=0, high=MAX_INT, label="Seed", help="Seed of the data and the initialisation.")
 
     def validate(self) -> "ToyConfig":
-        checks = [
-            (math.isfinite(self.alpha) and 0 <= self.alpha <= 10, "alpha must be in [0, 10]"),
-            (math.isfinite(self.noise) and 0.01 <= self.noise <= 10, "noise must be in [0.01, 10]"),
-            (isinstance(self.n_train, int) and 1 <= self.n_train <= 100_000, "n_train must be an integer in [1, 100000]"),
-            (isinstance(self.n_test, int) and 1 <= self.n_test <= 100_000, "n_test must be an integer in [1, 100000]"),
-            (self.input_dist in INPUTS, f"input_dist must be one of {INPUTS}"),
-            (math.isfinite(self.prior_scale) and 0.05 <= self.prior_scale <= 100, "prior_scale must be in [0.05, 100]"),
-            (math.isfinite(self.lr) and 0 < self.lr <= 1, "lr must be in (0, 1]"),
-            (isinstance(self.batch_size, int) and self.batch_size >= 1, "batch_size must be an integer >= 1"),
-            (isinstance(self.samples, int) and 1 <= self.samples <= 4096, "samples must be an integer in [1, 4096]"),
-            (isinstance(self.K, int) and 2 <= self.K <= 4096, "K must be an integer in [2, 4096]"),
-            (self.mi in MI_ESTIMATORS, f"mi must be one of {MI_ESTIMATORS}"),
-            (self.init in INITS, f"init must be one of {INITS}"),
-            (isinstance(self.seed, int) and 0 <= self.seed < 2**31, "seed must be an integer in [0, 2^31)"),
-        ]
-        for ok, message in checks:
-            if not ok:
-                raise ValueError(message)
-        return self
+        """This config, or one ValueError naming every field out of its declared range."""
+        return controls.validate(self)
 
 
 @dataclass(frozen=True)
@@ -195,15 +201,6 @@ def infonce_mutual_information(w, mean, log_std, K: int, generator=None):
     return math.log(K) - log_terms
 
 
-def kl_to_prior(mean, log_std, prior_scale):
-    """KL(N(mean, diag s²) || N(0, prior_scale² I)) in closed form, summed over the last axis.
-
-    ``prior_scale`` is a float or a column broadcasting against ``mean`` (one per run).
-    """
-    var_ratio = torch.exp(2 * log_std) / prior_scale**2
-    return 0.5 * (var_ratio + mean**2 / prior_scale**2 - 1.0 - torch.log(var_ratio)).sum(-1)
-
-
 # ---------------------------------------------------------------------------------------------
 # Batched trainer: runs = methods × seeds × α, all in one tensor program
 # ---------------------------------------------------------------------------------------------
@@ -292,8 +289,9 @@ class ToyTrainer:
         log_lik = -0.5 * ((y[:, None, :] - pred) / noise) ** 2 - torch.log(noise) - 0.5 * _LOG_2PI
         return log_lik.sum(-1).mean(-1) * (self.x_train.shape[1] / x.shape[1])
 
-    def _sample(self, count):
-        eps = torch.randn(len(self.runs), count, 2, dtype=torch.float64, generator=self.generator)
+    def _sample(self, count, generator=None):
+        generator = self.generator if generator is None else generator
+        eps = torch.randn(len(self.runs), count, 2, dtype=torch.float64, generator=generator)
         return self.mean[:, None, :] + torch.exp(self.log_std)[:, None, :] * eps
 
     def _mutual_information(self, w):
@@ -323,6 +321,18 @@ class ToyTrainer:
                 self.log_std.copy_(before[1] + self.lr * (self.log_std - before[1]))
                 self._freeze_diverged()
             self.steps_done += 1
+
+    def train_to(self, steps: int, chunk: int, progress=None) -> None:
+        """Train until ``steps`` Adam steps are done, recording after every ``chunk`` steps, and call
+        ``progress(done, steps)`` after each chunk; past ``steps`` already, start again from the
+        initialisation (a replay: the same path)."""
+        if self.steps_done > steps:
+            self.reset()
+        while self.steps_done < steps:
+            self.step(min(chunk, steps - self.steps_done))
+            self.record()
+            if progress is not None:
+                progress(self.steps_done, steps)
 
     def _freeze_diverged(self):
         bad = ~(torch.isfinite(self.mean).all(-1) & torch.isfinite(self.log_std).all(-1))
@@ -363,9 +373,11 @@ class ToyTrainer:
 
     @torch.no_grad()
     def predictive(self, x, samples: int = 256):
-        """Mean and std dev (noise included) of y at ``x`` under each run's q (q_G predicts the same)."""
+        """Mean and std dev (noise included) of y at ``x`` under each run's q (q_G predicts the same).
+
+        Drawn from a stream of their own: however often a page draws them, training takes the same path."""
         x = torch.as_tensor(np.asarray(x, dtype=np.float64))
-        w = self._sample(samples)
+        w = self._sample(samples, torch.Generator().manual_seed(self.noise_seed))
         f = network(w, x)
         mean = f.mean(1)
         std = torch.sqrt(f.var(1) + self.noise**2)
@@ -407,14 +419,7 @@ def train_runs(runs: list[RunSpec], steps: int = DEFAULT_STEPS, chunk: int = 100
     if int(steps) != steps or steps < 0:
         raise ValueError(f"steps must be an integer >= 0, got {steps!r}")
     trainer = ToyTrainer(runs, eval_samples=eval_samples)
-    done = 0
-    while done < steps:
-        count = min(chunk, steps - done)
-        trainer.step(count)
-        done += count
-        trainer.record()
-        if progress is not None:
-            progress(done, steps)
+    trainer.train_to(steps, chunk, progress)
     return trainer
 
 
@@ -424,26 +429,20 @@ def run_summary(trainer: ToyTrainer, index: int, posterior: GridPosterior) -> di
     mean, std = trainer.parameters()
     run = trainer.runs[index]
     own_bound = metrics["elbo_g"][index] if run.method == "sgm" else metrics["elbo"][index]
-    return {
+    return to_json({
         "method": run.method,
-        "config": asdict(run.config),
+        "config": run.config,
         "steps": trainer.steps_done,
         "diverged": trainer.diverged[index],
-        "elbo": finite_or_none(own_bound),
-        "elbo_mf": finite_or_none(metrics["elbo"][index]),
-        "elbo_g": finite_or_none(metrics["elbo_g"][index]),
-        "mutual_information": finite_or_none(metrics["elbo_g"][index] - metrics["elbo"][index]),
+        "elbo": own_bound,
+        "elbo_mf": metrics["elbo"][index],
+        "elbo_g": metrics["elbo_g"][index],
+        "mutual_information": metrics["elbo_g"][index] - metrics["elbo"][index],
         "log_evidence": posterior.log_evidence,
-        "test_mse": finite_or_none(metrics["test_mse"][index]),
-        "mu": [finite_or_none(v) for v in mean[index]],
-        "sigma": [finite_or_none(v) for v in std[index]],
-    }
-
-
-def finite_or_none(value) -> float | None:
-    """``value`` as a float, or None when it is not finite (JSON has no NaN)."""
-    value = float(value)
-    return value if math.isfinite(value) else None
+        "test_mse": metrics["test_mse"][index],
+        "mu": mean[index],
+        "sigma": std[index],
+    })
 
 
 def paper_table(alphas=DEFAULT_TABLE_ALPHAS, seeds: int = 5, steps: int = DEFAULT_STEPS,
@@ -470,14 +469,14 @@ def paper_table(alphas=DEFAULT_TABLE_ALPHAS, seeds: int = 5, steps: int = DEFAUL
             per_method[method] = (bound, mse)
             log_z = [evidence[(alpha, runs[i].config.seed)] for i in idx]
             rows.append({"alpha": alpha, "method": method, "seeds": len(idx),
-                         "elbo_mean": finite_or_none(np.mean(bound)), "elbo_std": finite_or_none(np.std(bound)),
-                         "test_mse_mean": finite_or_none(np.mean(mse)), "test_mse_std": finite_or_none(np.std(mse)),
-                         "log_evidence_mean": float(np.mean(log_z)),
-                         "diverged": int(sum(trainer.diverged[i] for i in idx))})
+                         "elbo_mean": np.mean(bound), "elbo_std": np.std(bound),
+                         "test_mse_mean": np.mean(mse), "test_mse_std": np.std(mse),
+                         "log_evidence_mean": np.mean(log_z),
+                         "diverged": sum(trainer.diverged[i] for i in idx)})
         paired = _paired_with_mfvi(per_method)
         for row in rows[-len(METHODS):]:
             row.update(paired if row["method"] == "sgm" else dict.fromkeys(PAIRED_KEYS))
-    return rows
+    return to_json(rows)
 
 
 PAIRED_KEYS = ("elbo_gain_mean", "elbo_gain_std", "seeds_higher_elbo",
@@ -489,6 +488,5 @@ def _paired_with_mfvi(per_method) -> dict:
     of two means ± std hides, since most of the spread across seeds is the data's, shared by both."""
     elbo_gain = per_method["sgm"][0] - per_method["mfvi"][0]
     mse_change = per_method["sgm"][1] - per_method["mfvi"][1]
-    return dict(zip(PAIRED_KEYS, (
-        finite_or_none(np.mean(elbo_gain)), finite_or_none(np.std(elbo_gain)), int(np.sum(elbo_gain > 0)),
-        finite_or_none(np.mean(mse_change)), finite_or_none(np.std(mse_change)), int(np.sum(mse_change < 0)))))
+    return dict(zip(PAIRED_KEYS, (np.mean(elbo_gain), np.std(elbo_gain), np.sum(elbo_gain > 0),
+                                  np.mean(mse_change), np.std(mse_change), np.sum(mse_change < 0))))

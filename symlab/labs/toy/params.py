@@ -1,24 +1,25 @@
-"""The tractable-BNN page's URL parameters."""
+"""The tractable-BNN page's URL parameters: the declared controls of :class:`~.experiment.ToyConfig` it
+shows, with the page's caps, and the paper table's α values and seeds (also the command line's
+``--alphas`` and ``--seeds``)."""
 
-from symlab.urlstate import Param
+from symlab import controls
+from symlab.urlstate import Param, format_floats
 
-from . import experiment as toy
+from .experiment import DEFAULT_TABLE_ALPHAS, ToyConfig
 
-DEFAULTS = toy.ToyConfig()
+# The page's sidebar: every field the live view trains with, by field name.
+FIELDS = ("alpha", "noise", "n_train", "prior_scale", "mi", "K", "lr", "batch_size", "init", "seed")
+# The live view redraws everything on every tick, so it keeps to what it can draw well: its 81-point
+# posterior map resolves the modes up to α ≈ 3; all N training points are drawn on every redraw (and
+# a batch above N is a full batch); the sliders keep their fine steps over the range worth exploring.
+CAPS = {"alpha": 3.0, "noise": 2.0, "prior_scale": 5.0, "lr": 0.2, "n_train": 500, "batch_size": 500}
+
+_ALPHA = controls.declaration(ToyConfig, "alpha")
+# The table trains every α × seed run as one batch and draws no posterior: α's full declared range.
+ALPHAS = Param("alphas", "floats", format_floats(DEFAULT_TABLE_ALPHAS), _ALPHA.low, _ALPHA.high)
+# This server's cap on α values × seeds (hosting's max_table_runs) is the page's real limit.
+SEEDS = Param("seeds", "int", 5, 1, 100)
 
 
 def page_params(hosting=None) -> tuple[Param, ...]:
-    return (
-        Param("alpha", "float", DEFAULTS.alpha, 0.0, 3.0, step=0.05),
-        Param("noise", "float", DEFAULTS.noise, 0.05, 2.0, step=0.05),
-        Param("n", "int", DEFAULTS.n_train, 2, 500),
-        Param("prior", "float", DEFAULTS.prior_scale, 0.1, 5.0, step=0.1),
-        Param("mi", "choice", DEFAULTS.mi, choices=toy.MI_ESTIMATORS),
-        Param("K", "int", DEFAULTS.K, 2, 64),
-        Param("lr", "float", DEFAULTS.lr, 0.001, 0.2, step=0.001),
-        Param("batch", "int", DEFAULTS.batch_size, 1, 500),
-        Param("init", "choice", DEFAULTS.init, choices=toy.INITS),
-        Param("seed", "int", DEFAULTS.seed, 0, 100_000),
-        Param("alphas", "floats", ", ".join(f"{a:g}" for a in toy.DEFAULT_TABLE_ALPHAS), 0.0, 3.0),
-        Param("seeds", "int", 5, 1, 10),
-    )
+    return (*controls.url_params(ToyConfig, FIELDS, caps=CAPS), ALPHAS, SEEDS)

@@ -1,0 +1,19 @@
+"""What the pages' AppTest modules share: open a page at a link, read its metrics."""
+
+from pathlib import Path
+
+from streamlit.testing.v1 import AppTest
+
+PAGES = Path(__file__).resolve().parents[1] / "pages"
+
+
+def open_page(name: str, timeout: float = 180, **query) -> AppTest:
+    """``pages/<name>.py`` run once, opened at a link carrying the query parameters ``query``."""
+    at = AppTest.from_file(str(PAGES / f"{name}.py"), default_timeout=timeout)
+    at.query_params.update(query)
+    return at.run()
+
+
+def metrics(at) -> dict:
+    """The page's metrics, label -> shown value."""
+    return {m.label: m.value for m in at.metric}

@@ -2,6 +2,7 @@
 
 import functools
 import math
+import os
 import time
 import uuid
 
@@ -10,6 +11,7 @@ import streamlit as st
 
 from pages import ui
 from symlab import controls, runs
+from symlab.database import database_url
 from symlab.labs.mnist import LAB, params
 from symlab.labs.mnist.experiment import MnistConfig, resolve_device
 from symlab.labs.mnist.table import results_table
@@ -47,12 +49,12 @@ SYMBOLS = ("circle", "square", "diamond", "triangle-up", "x", "cross", "star")  
 
 
 @st.cache_resource(show_spinner=False)
-def _registry_at(path: str) -> runs.Registry:
-    return runs.Registry(path)
+def _registry_at(path: str, database_url: str | None) -> runs.Registry:
+    return runs.Registry(path, database_url)
 
 
 def registry() -> runs.Registry:
-    return _registry_at(str(runs.default_runs_dir()))
+    return _registry_at(str(runs.default_runs_dir()), database_url())
 
 
 @st.cache_resource(show_spinner="Checking the MNIST files…")
@@ -173,8 +175,20 @@ def launch(values, methods) -> None:
         st.toast(f"Run #{run_id} queued: {config.label}", icon=":material/rocket_launch:")
 
 
+def where_runs_train() -> str:
+    """The executor that runs launched here use, and the registry's database, in words."""
+    try:
+        executor = runs.executor_name()
+    except ValueError as error:
+        return f"⚠ {error}"
+    place = ("on the Ray cluster at " + (os.environ.get("RAY_ADDRESS") or "a local Ray instance")
+             if executor == "ray" else "in their own processes on this machine")
+    return (f"Runs train {place}: closing the tab or restarting the server does not lose them. "
+            f"The registry is {'PostgreSQL' if database_url() else 'an SQLite file in the runs directory'}.")
+
+
 def launch_panel(values):
-    st.markdown("Runs train in their own processes: closing the tab or restarting the server does not lose them.")
+    st.markdown(where_runs_train())
     cols = st.columns(2)
     method_name = (("SGM blocks" if values["mi"] == "blocks" else "SGM InfoNCE") if values["method"] == "sgm"
                    else "MFVI")
@@ -198,7 +212,7 @@ def runs_frame(all_runs) -> pd.DataFrame:
                      "test acc": result.get("test_acc"), "NLL": result.get("test_nll"), "ECE": result.get("test_ece"),
                      "I active": result.get("mi_active", result.get("infonce_active")),
                      "J min": result.get("nearest_unit_kl_min"), "at prior": result.get("units_at_prior"),
-                     "device": run.device,
+                     "device": run.device, "executor": run.executor, "node": run.node,
                      "from": run.source, "created": time.strftime("%Y-%m-%d %H:%M", time.localtime(run.created)),
                      "note": run.message})
     return pd.DataFrame(rows)

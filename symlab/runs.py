@@ -1,8 +1,9 @@
 """Registry and manager of background training runs: each run trains in its own OS process.
 
-An SQLite file (``registry.sqlite3`` in the runs directory) holds every run's lab, configuration,
-status, timestamps, progress and per-epoch metrics; each run's checkpoint and log sit in its own
-folder beside it. Any process may read it: the app, the command line, the workers.
+A database holds every run's lab, configuration, status, timestamps, progress and per-epoch
+metrics: an SQLite file (``registry.sqlite3`` in the runs directory) by default, or a PostgreSQL
+server (``SYMLAB_DATABASE_URL``, :mod:`symlab.database`). Each run's checkpoint and log sit in its
+own folder in the runs directory. Any process may read it: the app, the command line, the workers.
 
 What a run is belongs to its lab: a :class:`RunKind` (the lab's config type, the device a config
 trains on, how its training starts), found by the lab's name in the lab registry (``Lab.runs``). The registry
@@ -23,21 +24,23 @@ import importlib
 import json
 import os
 import signal
-import sqlite3
+import socket
 import subprocess
 import sys
 import time
-from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
+from .database import DATABASE_URL_ENV, DatabaseError, open_database
 from .hosting import RunLimits
 
 QUEUED, RUNNING, FINISHED, FAILED, DIVERGED, CANCELLED, INTERRUPTED = (
     "queued", "running", "finished", "failed", "diverged", "cancelled", "interrupted")
 ACTIVE = (QUEUED, RUNNING)
 RESUMABLE = (INTERRUPTED, CANCELLED, FAILED)
+EXECUTORS = ("local", "ray")
+EXECUTOR_ENV = "SYMLAB_EXECUTOR"
 LAUNCH_GRACE_SECONDS = 60  # a run marked running whose worker never reported in is interrupted
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -126,84 +129,105 @@ class Run:
     source: str
     result: dict | None
     cancel_requested: bool
+    executor: str  # "local" (a process of this machine) or "ray" (a task of a Ray cluster)
+    node: str  # where it last trained: host name (and Ray node) — empty until it starts
+    task: str  # the executor's name for its task (a Ray actor's), empty for a local process
 
     @property
     def label(self) -> str:
         return f"#{self.id} {self.config.label}"
 
 
-_SCHEMA = f"""
+# Written for both databases: {id} and {real} are filled in with each one's types (a PostgreSQL REAL
+# is single precision, too coarse for timestamps).
+_SCHEMA = ("""
 CREATE TABLE IF NOT EXISTS runs (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    id {id},
     config TEXT NOT NULL,
     status TEXT NOT NULL,
     device TEXT NOT NULL,
-    created REAL NOT NULL,
-    started REAL,
-    finished REAL,
-    heartbeat REAL,
+    created {real} NOT NULL,
+    started {real},
+    finished {real},
+    heartbeat {real},
     pid INTEGER,
     pid_started TEXT,
     epoch INTEGER NOT NULL DEFAULT 0,
-    progress REAL NOT NULL DEFAULT 0,
+    progress {real} NOT NULL DEFAULT 0,
     message TEXT NOT NULL DEFAULT '',
     session TEXT NOT NULL DEFAULT '',
     source TEXT NOT NULL DEFAULT 'app',
     result TEXT,
     cancel_requested INTEGER NOT NULL DEFAULT 0,
-    lab TEXT NOT NULL DEFAULT '{LEGACY_LAB}'
-);
+    lab TEXT NOT NULL DEFAULT '""" + LEGACY_LAB + """',
+    executor TEXT NOT NULL DEFAULT 'local',
+    node TEXT NOT NULL DEFAULT '',
+    task TEXT NOT NULL DEFAULT ''
+)""", """
 CREATE TABLE IF NOT EXISTS metrics (
     run_id INTEGER NOT NULL REFERENCES runs(id),
     epoch INTEGER NOT NULL,
     data TEXT NOT NULL,
     PRIMARY KEY (run_id, epoch)
-);
-"""
+)""")
+# Columns added after the first registries were written: an older registry gains them when opened.
+_ADDED_COLUMNS = {"lab": f"TEXT NOT NULL DEFAULT '{LEGACY_LAB}'", "executor": "TEXT NOT NULL DEFAULT 'local'",
+                  "node": "TEXT NOT NULL DEFAULT ''",
+                  "task": "TEXT NOT NULL DEFAULT ''"}
 
 
 class Registry:
-    """The runs directory: ``registry.sqlite3`` plus one folder per run."""
+    """The runs directory (one folder per run: checkpoint and log) and the database of runs: an SQLite
+    file in that directory, or PostgreSQL at ``database_url`` (default: $SYMLAB_DATABASE_URL)."""
 
-    def __init__(self, runs_dir: str | os.PathLike | None = None):
+    def __init__(self, runs_dir: str | os.PathLike | None = None, database_url: str | None = None):
         self.root = Path(runs_dir).expanduser().resolve() if runs_dir else default_runs_dir()
-        self.path = self.root / "registry.sqlite3"
         try:
             self.root.mkdir(parents=True, exist_ok=True)
-            with closing(self._connect()) as connection, connection:
-                connection.executescript(_SCHEMA)
-                _add_lab_column(connection)
-        except (OSError, sqlite3.Error) as error:
+        except OSError as error:
             raise RegistryError(f"cannot use the runs directory {self.root}: {error}. Choose a writable "
                                 f"directory with SYMLAB_RUNS_DIR or --runs-dir.") from None
-
-    def _connect(self) -> sqlite3.Connection:
-        connection = sqlite3.connect(self.path, timeout=30, isolation_level=None)
-        connection.row_factory = sqlite3.Row
-        connection.execute("PRAGMA journal_mode=WAL")
-        connection.execute("PRAGMA busy_timeout=30000")
-        return connection
-
-    def _execute(self, sql: str, parameters=(), *, write=False) -> list[sqlite3.Row]:
         try:
-            with closing(self._connect()) as connection:
-                if write:
-                    connection.execute("BEGIN IMMEDIATE")
-                try:
-                    rows = connection.execute(sql, parameters).fetchall()
-                    if write:
-                        connection.execute("COMMIT")
-                except BaseException:
-                    if write:
-                        connection.execute("ROLLBACK")
-                    raise
-                return rows
-        except sqlite3.Error as error:
+            self.db = open_database(self.root, database_url)
+            with self.db.transaction(write=True) as connection:
+                for statement in _SCHEMA:
+                    connection.execute(statement.format(**self.db.types))
+                present = self.db.columns(connection, "runs")
+                for name, declaration in _ADDED_COLUMNS.items():
+                    if name not in present:
+                        connection.execute(f"ALTER TABLE runs ADD COLUMN {name} {declaration}")
+        except DatabaseError as error:
+            raise RegistryError(self._unusable(error)) from None
+        self.path = self.db.where
+
+    def _unusable(self, error: DatabaseError) -> str:
+        if self.db_kind() == "postgresql":
+            return (f"cannot use the run registry's database {self.path_or_url()}: {error}. Check "
+                    f"{DATABASE_URL_ENV} and that the server is up and reachable; no run was changed.")
+        return (f"cannot use the runs directory {self.root}: {error}. Choose a writable "
+                f"directory with SYMLAB_RUNS_DIR or --runs-dir.")
+
+    def db_kind(self) -> str:
+        return getattr(getattr(self, "db", None), "dialect", "sqlite")
+
+    def path_or_url(self) -> str:
+        return getattr(getattr(self, "db", None), "where", str(self.root))
+
+    def _execute(self, sql: str, parameters=(), *, write=False) -> list:
+        try:
+            with self.db.transaction(write=write) as connection:
+                cursor = connection.execute(sql, parameters)
+                return cursor.fetchall() if cursor.description else []
+        except DatabaseError as error:
             raise self._failure(error, writing=write) from None
 
-    def _failure(self, error: sqlite3.Error, writing: bool) -> RegistryError:
-        hint = (" Check that its directory is writable and has free space; the runs recorded so far are kept."
-                if writing else "")
+    def _failure(self, error: DatabaseError, writing: bool) -> RegistryError:
+        if self.db.dialect == "postgresql":
+            hint = (f" Check {DATABASE_URL_ENV} and that the server is up; the runs recorded so far are kept on it."
+                    if writing else f" Check {DATABASE_URL_ENV} and that the server is up.")
+        else:
+            hint = (" Check that its directory is writable and has free space; the runs recorded so far are kept."
+                    if writing else "")
         return RegistryError(f"the run registry {self.path} failed: {error}.{hint}")
 
     def run_dir(self, run_id: int) -> Path:
@@ -217,14 +241,17 @@ class Registry:
 
     # --- records --------------------------------------------------------------------------
 
-    def create(self, config, device: str, *, status=QUEUED, session="", source="app", pid=None) -> int:
-        """Record a run of ``config`` (a config of a lab that keeps runs) on ``device``."""
+    def create(self, config, device: str, *, status=QUEUED, session="", source="app", pid=None,
+               executor: str = "local") -> int:
+        """Record a run of ``config`` (a config of a lab that keeps runs) on ``device``, to be trained by
+        ``executor``."""
         now = time.time()
         rows = self._execute(
             "INSERT INTO runs (lab, config, status, device, created, started, heartbeat, pid, pid_started, session,"
-            " source) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+            " source, executor, node) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
             (lab_of(config), json.dumps(config.to_dict()), status, device, now, now if status == RUNNING else None,
-             now if status == RUNNING else None, pid, _process_start(pid) if pid else None, session, source),
+             now if status == RUNNING else None, pid, _process_start(pid) if pid else None, session, source,
+             executor, node_name() if pid else ""),
             write=True)
         run_id = rows[0]["id"]
         self.run_dir(run_id).mkdir(parents=True, exist_ok=True)
@@ -269,7 +296,8 @@ class Registry:
         return bool(rows and rows[0]["cancel_requested"])
 
     def add_metrics(self, run_id: int, metrics: dict) -> None:
-        self._execute("INSERT OR REPLACE INTO metrics (run_id, epoch, data) VALUES (?, ?, ?)",
+        self._execute("INSERT INTO metrics (run_id, epoch, data) VALUES (?, ?, ?) "
+                      "ON CONFLICT (run_id, epoch) DO UPDATE SET data = excluded.data",
                       (run_id, metrics["epoch"], json.dumps(metrics)), write=True)
 
     def metrics(self, run_ids) -> dict[int, list[dict]]:
@@ -288,16 +316,17 @@ class Registry:
         self._execute("DELETE FROM metrics WHERE run_id = ? AND epoch > ?", (run_id, epoch), write=True)
 
     def claim_queued(self, limit_per_device: int) -> list[Run]:
-        """Mark the oldest queued runs running, as many as each device has room for (atomic)."""
+        """Mark the oldest queued local runs running, as many as each device has room for (atomic). Runs on a
+        Ray cluster wait in Ray's own queue."""
         try:
-            with closing(self._connect()) as connection:
-                connection.execute("BEGIN IMMEDIATE")
+            with self.db.transaction(write=True) as connection:
                 busy: dict[str, int] = {}
-                for row in connection.execute("SELECT device, COUNT(*) AS n FROM runs WHERE status = ? "
-                                              "GROUP BY device", (RUNNING,)):
+                for row in connection.execute("SELECT device, COUNT(*) AS n FROM runs WHERE status = ? AND "
+                                              "executor = 'local' GROUP BY device", (RUNNING,)).fetchall():
                     busy[row["device"]] = row["n"]
                 claimed = []
-                for row in connection.execute("SELECT * FROM runs WHERE status = ? ORDER BY id", (QUEUED,)).fetchall():
+                for row in connection.execute("SELECT * FROM runs WHERE status = ? AND executor = 'local' ORDER BY id",
+                                              (QUEUED,)).fetchall():
                     if busy.get(row["device"], 0) >= limit_per_device:
                         continue
                     busy[row["device"]] = busy.get(row["device"], 0) + 1
@@ -306,43 +335,31 @@ class Registry:
                                        "pid = NULL, pid_started = NULL, message = 'starting' WHERE id = ?",
                                        (RUNNING, now, now, row["id"]))
                     claimed.append(row["id"])
-                connection.execute("COMMIT")
-        except sqlite3.Error as error:
+        except DatabaseError as error:
             raise self._failure(error, writing=True) from None
         return [self.get(run_id) for run_id in claimed]
 
-    def register_process(self, run_id: int, pid: int) -> None:
-        self.update(run_id, pid=pid, pid_started=_process_start(pid), heartbeat=time.time(), message="")
+    def register_process(self, run_id: int, pid: int, node: str | None = None) -> None:
+        self.update(run_id, pid=pid, pid_started=_process_start(pid), heartbeat=time.time(), message="",
+                    node=node or node_name())
 
 
-def _add_lab_column(connection: sqlite3.Connection) -> None:
-    """Give a registry written before runs recorded their lab its ``lab`` column (its runs: MNIST's)."""
-    def has_lab() -> bool:
-        return any(column["name"] == "lab" for column in connection.execute("PRAGMA table_info(runs)"))
-
-    if has_lab():
-        return
-    connection.execute("BEGIN IMMEDIATE")  # another process may be adding it too
-    try:
-        if not has_lab():
-            connection.execute(f"ALTER TABLE runs ADD COLUMN lab TEXT NOT NULL DEFAULT '{LEGACY_LAB}'")
-        connection.execute("COMMIT")
-    except BaseException:
-        connection.execute("ROLLBACK")
-        raise
-
-
-def _to_run(row: sqlite3.Row) -> Run:
+def _to_run(row) -> Run:
     config = run_kind(row["lab"]).config_type.from_dict(json.loads(row["config"]))
     return Run(id=row["id"], lab=row["lab"], config=config, status=row["status"],
                device=row["device"], created=row["created"], started=row["started"], finished=row["finished"],
                heartbeat=row["heartbeat"], pid=row["pid"], pid_started=row["pid_started"], epoch=row["epoch"], progress=row["progress"],
                message=row["message"], session=row["session"], source=row["source"],
                result=json.loads(row["result"]) if row["result"] else None,
-               cancel_requested=bool(row["cancel_requested"]))
+               cancel_requested=bool(row["cancel_requested"]), executor=row["executor"], node=row["node"],
+               task=row["task"])
 
 
 # --- processes ------------------------------------------------------------------------------
+
+def node_name() -> str:
+    return socket.gethostname()
+
 
 def _process_start(pid: int) -> str | None:
     """The process's start time in clock ticks since boot (Linux), to tell it from a later
@@ -375,20 +392,31 @@ def process_alive(pid: int | None, started: str | None) -> bool:
 
 
 def reap(registry: Registry) -> list[int]:
-    """Mark running runs whose process is gone as interrupted; returns their ids."""
+    """Mark runs whose worker is gone as interrupted; returns their ids. A local run is judged on its own
+    machine only (its process id means nothing elsewhere); a run on Ray, by whether its task still lives."""
     lost = []
     now = time.time()
-    for run in registry.runs([RUNNING]):
+    here = node_name()
+    active = registry.runs([RUNNING, QUEUED])
+    for run in active:
+        if run.executor != "local" or run.status != RUNNING or run.node not in ("", here):
+            continue
         if run.pid is None:
             gone = now - (run.heartbeat or 0) > LAUNCH_GRACE_SECONDS
         else:
             gone = not process_alive(run.pid, run.pid_started)
         if gone:
-            registry.update(run.id, status=INTERRUPTED, pid=None,
-                            message=f"the training process stopped unexpectedly during epoch {run.epoch + 1}; "
-                                    f"resume continues after epoch {run.epoch}")
-            lost.append(run.id)
-    return lost
+            lost.append(run)
+    on_ray = [run for run in active if run.executor == "ray"]
+    if on_ray:
+        from . import ray_executor  # here: Ray is imported only where runs use it
+
+        lost += ray_executor.lost(on_ray)
+    for run in lost:
+        registry.update(run.id, status=INTERRUPTED, pid=None,
+                        message=f"the training process stopped unexpectedly during epoch {run.epoch + 1}"
+                                + (f" on {run.node}" if run.node else "") + f"; resume continues after epoch {run.epoch}")
+    return [run.id for run in lost]
 
 
 def dispatch(registry: Registry, limits: RunLimits | None = None) -> list[int]:
@@ -412,15 +440,19 @@ def launch_worker(registry: Registry, run_id: int) -> None:
     tab, a restarted server) and is reaped by init, not by the caller."""
     log = registry.log_path(run_id)
     log.parent.mkdir(parents=True, exist_ok=True)
+    # The database's URL travels in the environment, not on the command line where others could read it.
+    env = {**os.environ, DATABASE_URL_ENV: registry.db.url} if registry.db.dialect == "postgresql" else None
     subprocess.run([sys.executable, "-m", "symlab.worker", str(run_id), "--runs-dir", str(registry.root),
-                    "--detach"], cwd=REPO_ROOT, check=True, timeout=60,
+                    "--detach"], cwd=REPO_ROOT, check=True, timeout=60, env=env,
                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 def submit(registry: Registry, config, limits: RunLimits | None = None, session: str = "",
-           source: str = "app") -> int:
-    """Validate ``config`` (a lab's), check the caps, queue, and start it if its device has room;
-    returns the run id."""
+           source: str = "app", executor: str | None = None) -> int:
+    """Validate ``config`` (a lab's), check the caps, and queue it: with the local executor it starts if its
+    device has room; on Ray (``executor``, default $SYMLAB_EXECUTOR, else local) Ray's scheduler places it.
+    Returns the run id."""
+    executor = executor_name(executor)
     kind = run_kind(lab_of(config))
     limits = limits or RunLimits.from_env()
     config.validate()
@@ -433,16 +465,41 @@ def submit(registry: Registry, config, limits: RunLimits | None = None, session:
     if source == "app" and registry.launched_since(time.time() - 3600, source) >= limits.max_runs_per_hour:
         raise ValueError(f"{limits.max_runs_per_hour} runs were launched on this server in the last hour, its cap: "
                          "try again later")
-    run_id = registry.create(config, kind.device(config), session=session, source=source)
-    dispatch(registry, limits)
+    run_id = registry.create(config, kind.device(config), session=session, source=source, executor=executor)
+    start(registry, [run_id])
     return run_id
+
+
+def start(registry: Registry, run_ids, limits: RunLimits | None = None) -> None:
+    """Start queued runs: Ray's get their tasks at once; local ones when their device has room."""
+    queued = [registry.get(run_id) for run_id in run_ids]
+    on_ray = [run for run in queued if run.executor == "ray"]
+    if on_ray:
+        from . import ray_executor
+
+        ray_executor.submit(registry, on_ray)
+    if len(on_ray) < len(queued):
+        dispatch(registry, limits)
+
+
+def executor_name(name: str | None = None) -> str:
+    """``name``, else $SYMLAB_EXECUTOR, else "local"; checked."""
+    name = name or os.environ.get(EXECUTOR_ENV) or "local"
+    if name not in EXECUTORS:
+        raise ValueError(f"the executor must be one of {', '.join(EXECUTORS)} (got {name!r}; set by --executor or "
+                         f"{EXECUTOR_ENV})")
+    return name
 
 
 def cancel(registry: Registry, run_id: int) -> None:
     """Queued: cancelled at once. Running: its worker stops within a second or so, keeping its
     last checkpoint (so it can be resumed)."""
     run = registry.get(run_id)
-    if run.status == QUEUED:
+    if run.executor == "ray" and run.status in ACTIVE:
+        from . import ray_executor
+
+        ray_executor.cancel(registry, run)
+    elif run.status == QUEUED:
         registry.update(run_id, status=CANCELLED, finished=time.time(), message="cancelled before it started")
     elif run.status == RUNNING:
         registry.update(run_id, cancel_requested=1)
@@ -461,4 +518,4 @@ def resume(registry: Registry, run_id: int, limits: RunLimits | None = None) -> 
     if run.status not in RESUMABLE:
         raise ValueError(f"run #{run_id} is {run.status}; only {', '.join(RESUMABLE)} runs can be resumed")
     registry.update(run_id, status=QUEUED, cancel_requested=0, finished=None, message="queued to resume")
-    dispatch(registry, limits)
+    start(registry, [run_id], limits)

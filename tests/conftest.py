@@ -217,3 +217,28 @@ def one_torch_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="session")
+def postgres_server_url():
+    """A throwaway PostgreSQL server for this test session (tests/postgres.py)."""
+    from postgres import PostgresMissing, postgres_server
+
+    try:
+        with postgres_server() as url:
+            yield url
+    except PostgresMissing as error:
+        pytest.fail(str(error))
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database(request, tmp_path, monkeypatch):
+    """Each run-registry test twice: on the SQLite file in its runs directory, and on a fresh database of the
+    throwaway PostgreSQL server (SYMLAB_DATABASE_URL, which the workers it starts inherit)."""
+    monkeypatch.delenv("SYMLAB_DATABASE_URL", raising=False)
+    if request.param == "postgresql":
+        from postgres import fresh_database
+
+        name = "t_" + "".join(c if c.isalnum() else "_" for c in request.node.name.lower())[-50:]
+        monkeypatch.setenv("SYMLAB_DATABASE_URL", fresh_database(request.getfixturevalue("postgres_server_url"), name))
+    return request.param

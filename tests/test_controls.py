@@ -9,9 +9,9 @@ import math
 import pytest
 
 from symlab import controls, results
+from symlab.controls import control
 from symlab.hosting import Hosting
 from symlab.labs import LABS
-from symlab.controls import control
 from symlab.urlstate import parse_query
 
 

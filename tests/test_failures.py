@@ -9,6 +9,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from symlab import cli, runs
+from symlab.database import SqliteDatabase
 from symlab.labs.mnist import experiment as mnist
 from symlab.labs.mnist.experiment import MnistConfig
 
@@ -31,7 +32,7 @@ def read_only(monkeypatch):
         connection = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, timeout=30, isolation_level=None)
         connection.row_factory = sqlite3.Row
         return connection
-    monkeypatch.setattr(runs.Registry, "_connect", connect)
+    monkeypatch.setattr(SqliteDatabase, "_connect", connect)
 
 
 class FullDisk:
@@ -56,8 +57,8 @@ class FullDisk:
 
 
 def full_disk(monkeypatch):
-    connect = runs.Registry._connect
-    monkeypatch.setattr(runs.Registry, "_connect", lambda self: FullDisk(connect(self)))
+    connect = SqliteDatabase._connect
+    monkeypatch.setattr(SqliteDatabase, "_connect", lambda self: FullDisk(connect(self)))
 
 
 def mnist_page() -> AppTest:

@@ -24,7 +24,7 @@ LONG = dict(hidden=256, epochs=8, train_subset=20000, samples=2, init_sd=1e-3, d
 
 
 @pytest.fixture
-def registry(tmp_path, monkeypatch):
+def registry(tmp_path, monkeypatch, database):
     monkeypatch.setenv("SYMLAB_RUNS_DIR", str(tmp_path / "runs"))
     return runs.Registry()
 

@@ -7,6 +7,7 @@ import sys
 
 from symlab import cli, controls, results
 from symlab.labs.mnist.experiment import MnistConfig
+from symlab.runs import EXECUTORS
 
 # The settings of one run that a sweep varies: it takes lists of widths and Ks, methods and a seed count.
 VARIED = ("hidden", "method", "K", "seed")
@@ -54,11 +55,15 @@ def _add_mnist_options(p, *, sweep: bool) -> None:
                         "(default: $SYMLAB_MNIST_DIR, else the copy in assets/mnist)")
     p.add_argument("--runs-dir", default=None,
                    help="run registry and checkpoints (default: $SYMLAB_RUNS_DIR or ./runs), shared with the app")
+    p.add_argument("--executor", choices=EXECUTORS, default=None,
+                   help="local: train in this process (the default, or $SYMLAB_EXECUTOR); ray: submit every run to the "
+                        "Ray cluster at $RAY_ADDRESS (else a local Ray instance) at once, and wait for them")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
 
 def _methods() -> tuple[str, ...]:
     return controls.declaration(MnistConfig, "method").choices
+
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
@@ -69,14 +74,16 @@ def register(subparsers) -> None:
                      "report the final test accuracy, NLL, calibration error, ELBO, and per epoch how close q's "
                      "units are (nearest-unit Jeffreys divergence, units at the prior) with the block estimate of "
                      "I_H on q. "
-                     "The run is registered like the app's runs; it does not wait in the app's queue."))
+                     "The run is registered like the app's runs; it does not wait in the app's queue. With "
+                     "--executor ray it trains on a Ray cluster instead of in this process."))
     _add_mnist_options(p, sweep=False)
     p.set_defaults(run=_run_mnist, format=_format_mnist)
     s = subparsers.add_parser(
         "mnist-sweep", help="MFVI vs SGM across widths and seeds: the paper's Table 1",
-        description=("Train every combination of width, method (and K for SGM) and seed one after the "
-                     "other, each registered as a run, then print test accuracy (mean ± std over seeds) by "
-                     "width and method."))
+        description=("Train every combination of width, method (and K for SGM) and seed, each registered as a "
+                     "run: one after the other in this process, or with --executor ray all submitted at once to a "
+                     "Ray cluster. Then print test accuracy (mean ± std over seeds) by width and method, and where "
+                     "each run trained."))
     _add_mnist_options(s, sweep=True)
     s.set_defaults(run=_run_mnist_sweep, format=_format_mnist_sweep)
     d = subparsers.add_parser(
@@ -89,9 +96,11 @@ def register(subparsers) -> None:
     d.add_argument("--json", action="store_true")
     d.set_defaults(run=_run_mnist_data, format=_format_mnist_data, failure=_data_failure)
 
+
 def _mnist_config(args, **varied):
     """One run's validated config: the shared settings from ``args``, the varied ones given."""
     return controls.from_args(MnistConfig, args, SHARED, **varied)
+
 
 def _train_registered(registry, config, quiet: bool, data_dir=None, resume_id=None) -> dict:
     """Train one run in this process (new, or resumed from its checkpoint); its summary."""
@@ -124,10 +133,11 @@ def _train_registered(registry, config, quiet: bool, data_dir=None, resume_id=No
     final = worker.execute(registry, run_id, data_dir=data_dir, echo=echo)
     return _run_report(registry, final)
 
+
 def _run_report(registry, run) -> dict:
     """The run's record, final metrics and per-epoch history as JSON data (a non-finite metric: null)."""
     report = {"run_id": run.id, "status": run.status, "message": run.message, "device": run.device,
-              "config": run.config.to_dict()}
+              "executor": run.executor, "node": run.node, "config": run.config.to_dict()}
     keys = ("epochs_done", "test_acc", "test_nll", "test_ece", "train_elbo", "train_elbo_sym", "mi_estimator",
             "mi_trained", "mutual_info", "log_group_size", "mi_active", "nearest_unit_kl_min",
             "nearest_unit_kl_median", "units_at_prior", "block_mi", "block_log_group_size", "block_mi_active",
@@ -136,18 +146,55 @@ def _run_report(registry, run) -> dict:
     report["history"] = registry.metrics([run.id])[run.id]
     return results.to_json(report)
 
-def _run_mnist(args) -> dict:
-    config = controls.from_args(MnistConfig, args)
-    from symlab.runs import Registry
 
-    report = _train_registered(Registry(args.runs_dir), config, args.json, args.data_dir, resume_id=args.resume)
+def _run_mnist(args) -> dict:
+    from symlab.runs import Registry, executor_name
+
+    config = controls.from_args(MnistConfig, args)
+    registry = Registry(args.runs_dir)
+    if executor_name(args.executor) == "ray":
+        if args.resume is not None:
+            raise ValueError("--resume trains in this process: leave out --executor ray (or resume it from the app)")
+        [report] = _train_on_ray(registry, [config], args.json)
+    else:
+        report = _train_registered(registry, config, args.json, args.data_dir, resume_id=args.resume)
     if report["status"] != "finished":
         raise RuntimeError(f"run #{report['run_id']} {report['status']}: {report['message']}", report)
     return report
 
+
+def _train_on_ray(registry, configs, quiet: bool) -> list[dict]:
+    """Submit every run to the Ray cluster at once and wait for all of them; their reports."""
+    import time
+
+    from symlab import runs
+    from symlab.labs.mnist.experiment import resolve_device
+
+    run_ids = [registry.create(config, resolve_device(config.device).type, source="cli", executor="ray")
+               for config in configs]
+    runs.start(registry, run_ids)
+    shown: dict[int, tuple] = {}
+    try:
+        while True:
+            runs.reap(registry)
+            current = [registry.get(run_id) for run_id in run_ids]
+            for run in current:
+                if not quiet and shown.get(run.id) != (run.status, run.epoch, run.node):
+                    shown[run.id] = (run.status, run.epoch, run.node)
+                    print(f"  run #{run.id} ({run.config.label}): {run.status}, epoch {run.epoch}/{run.config.epochs}"
+                          + (f" on {run.node}" if run.node else ""), file=sys.stderr, flush=True)
+            if all(run.status not in runs.ACTIVE for run in current):
+                return [_run_report(registry, run) for run in current]
+            time.sleep(0.5)
+    except KeyboardInterrupt:
+        for run_id in run_ids:
+            runs.cancel(registry, run_id)
+        raise
+
+
 def _run_mnist_sweep(args) -> dict:
     from symlab.labs.mnist.table import results_table
-    from symlab.runs import Registry
+    from symlab.runs import Registry, executor_name
 
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
     unknown = sorted(set(methods) - set(_methods()))
@@ -160,14 +207,18 @@ def _run_mnist_sweep(args) -> dict:
     configs = [_mnist_config(args, hidden=hidden, method=method, seed=seed, **({"K": K} if K else {}))
                for hidden in args.hidden for method, K in variants for seed in range(args.seeds)]
     registry = Registry(args.runs_dir)
-    reports = []
-    for number, config in enumerate(configs, 1):
-        if not args.json:
-            print(f"[{number}/{len(configs)}] {config.label}", file=sys.stderr, flush=True)
-        reports.append(_train_registered(registry, config, args.json, args.data_dir))
+    if executor_name(args.executor) == "ray":
+        reports = _train_on_ray(registry, configs, args.json)
+    else:
+        reports = []
+        for number, config in enumerate(configs, 1):
+            if not args.json:
+                print(f"[{number}/{len(configs)}] {config.label}", file=sys.stderr, flush=True)
+            reports.append(_train_registered(registry, config, args.json, args.data_dir))
     runs = [registry.get(report["run_id"]) for report in reports]
     return {"runs": [{k: v for k, v in r.items() if k != "history"} for r in reports],
             "table": results_table(runs)}
+
 
 def _run_mnist_data(args) -> dict:
     from symlab.lib import mnist_data
@@ -179,6 +230,7 @@ def _run_mnist_data(args) -> dict:
     problems = mnist_data.check_mnist(directory)
     return {"directory": str(mnist_data.SHIPPED_DIR if directory is None else directory),
             "ok": not problems, "problems": problems, "downloaded": downloaded}
+
 
 def _format_mnist(report: dict) -> str:
     estimator = (f"I estimated by {report['mi_estimator']} ("
@@ -200,8 +252,10 @@ def _format_mnist(report: dict) -> str:
                  "at the prior; I_H: block estimate of the mutual information on q, at most log|H|.")
     return "\n".join(line for line in lines if line)
 
+
 def _number(value) -> str:
     return "—" if value is None else f"{value:.4g}"
+
 
 def _format_mnist_sweep(report: dict) -> str:
     lines = ["Test accuracy by width and method (mean ± std over seeds)"]
@@ -216,6 +270,7 @@ def _format_mnist_sweep(report: dict) -> str:
     for r in failed:
         lines.append(f"run #{r['run_id']} {r['status']}: {r['message']}")
     return "\n".join(lines)
+
 
 def _data_failure(report: dict) -> str | None:
     return None if report["ok"] else "the MNIST files are missing or damaged (see above)"

@@ -1,0 +1,142 @@
+"""MNIST runs on a Ray cluster: a local cluster of several nodes (ray.cluster_utils.Cluster; the head
+takes no runs, so that a node can die without taking the cluster with it), with the run registry on
+SQLite and on a throwaway PostgreSQL server."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import ray
+from ray.cluster_utils import Cluster
+from streamlit.testing.v1 import AppTest
+
+from symlab import cli, runs
+from symlab.labs.mnist.experiment import MnistConfig
+
+ROOT = Path(__file__).resolve().parents[1]
+TINY = dict(hidden=8, epochs=2, train_subset=500, samples=2, init_sd=1e-3, device="cpu")
+LONG = dict(hidden=256, epochs=8, train_subset=20000, samples=2, init_sd=1e-3, device="cpu")
+
+
+@pytest.fixture
+def cluster(tmp_path, monkeypatch, database):
+    """Two worker nodes of one CPU each; this process is the cluster's driver."""
+    monkeypatch.setenv("SYMLAB_RUNS_DIR", str(tmp_path / "runs"))
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 0})
+    for _ in range(2):
+        cluster.add_node(num_cpus=1)
+    ray.init(address=cluster.address, namespace="symlab", log_to_driver=False)
+    cluster.wait_for_nodes()
+    yield cluster
+    ray.shutdown()
+    cluster.shutdown()
+
+
+def wait_for(registry, run_id, condition, timeout=180):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        runs.reap(registry)  # what the page does on every refresh, and the command line while it waits
+        run = registry.get(run_id)
+        if condition(run):
+            return run
+        time.sleep(0.3)
+    raise AssertionError(f"run #{run_id} never got there: {registry.get(run_id)}")
+
+
+def ray_node(run) -> str:
+    return run.node.split("Ray node ")[1].rstrip(")")
+
+
+def test_a_sweep_runs_on_both_nodes_of_the_cluster(cluster, capsys):
+    assert cli.main(["mnist-sweep", "--hidden", "8,16", "--methods", "mfvi,sgm", "--K", "4", "--seeds", "1",
+                     "--epochs", "1", "--train-subset", "500", "--samples", "2", "--executor", "ray", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert [(r["status"], r["executor"]) for r in report["runs"]] == [("finished", "ray")] * 4
+    # Two runs fit at once, one per node: the first two placed are on different nodes.
+    assert len({r["node"] for r in report["runs"]}) == 2
+    assert {(row["hidden"], row["label"]) for row in report["table"]} == {(8, "MFVI"), (16, "MFVI"), (8, "SGM K=4"),
+                                                                        (16, "SGM K=4")}
+    registry = runs.Registry()
+    assert all(run.node and run.executor == "ray" for run in registry.runs())
+
+
+def test_a_run_lost_with_its_node_is_interrupted_and_resumes_on_another(cluster):
+    registry = runs.Registry()
+    run_id = runs.submit(registry, MnistConfig(**LONG), executor="ray")
+    first = wait_for(registry, run_id, lambda r: r.epoch >= 2)
+    [doomed] = [node for node in cluster.worker_nodes if node.node_id.startswith(ray_node(first))]
+    cluster.remove_node(doomed)
+    lost = wait_for(registry, run_id, lambda r: r.status == runs.INTERRUPTED, timeout=120)
+    assert f"on {first.node}" in lost.message and "resume continues" in lost.message
+    runs.resume(registry, run_id)
+    done = wait_for(registry, run_id, lambda r: r.status == runs.FINISHED, timeout=300)
+    assert done.node != first.node and done.result["epochs_done"] == 8
+    assert [m["epoch"] for m in registry.metrics([run_id])[run_id]] == list(range(1, 9))  # nothing counted twice
+
+
+def test_cancel_withdraws_a_waiting_run_and_stops_a_running_one(cluster):
+    registry = runs.Registry()
+    running = [runs.submit(registry, MnistConfig(**LONG, seed=seed), executor="ray") for seed in range(2)]
+    waiting = runs.submit(registry, MnistConfig(**TINY), executor="ray")  # both CPUs are taken
+    for run_id in running:
+        wait_for(registry, run_id, lambda r: r.status == runs.RUNNING)
+    assert registry.get(waiting).status == runs.QUEUED
+    runs.cancel(registry, waiting)
+    assert registry.get(waiting).status == runs.CANCELLED
+    wait_for(registry, running[0], lambda r: r.epoch >= 1)
+    runs.cancel(registry, running[0])
+    cancelled = wait_for(registry, running[0], lambda r: r.status == runs.CANCELLED, timeout=60)
+    assert "resume continues" in cancelled.message and registry.checkpoint_path(running[0]).exists()
+    time.sleep(3)  # the withdrawn run never starts, even once a CPU is free
+    assert registry.get(waiting).status == runs.CANCELLED and registry.get(waiting).epoch == 0
+    runs.cancel(registry, running[1])
+    wait_for(registry, running[1], lambda r: r.status == runs.CANCELLED, timeout=60)
+
+
+def test_ray_and_psycopg_are_imported_only_when_asked_for(tmp_path):
+    """The app's and the command line's start, and a local run's registry, load neither."""
+    code = ("import sys; from symlab import cli, runs; import symlab.labs; cli.build_parser(); "
+            f"runs.Registry({str(tmp_path)!r}).runs(); "
+            "print(sorted(m for m in ('ray', 'psycopg') if m in sys.modules))")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                            env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(cli.__file__).rsplit("/symlab/", 1)[0]})
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip() == "[]"
+
+
+def test_a_worker_that_cannot_see_the_runs_directory_says_so(cluster):
+    registry = runs.Registry()
+    run_id = registry.create(MnistConfig(**TINY), "cpu", executor="ray")
+    shutil.rmtree(registry.run_dir(run_id))  # as on a node where the shared directory is not mounted
+    runs.start(registry, [run_id])
+    failed = wait_for(registry, run_id, lambda r: r.status == runs.FAILED, timeout=120)
+    assert "is not visible on" in failed.message and "mount it at the same path" in failed.message
+
+
+UNREACHABLE = "postgresql://symlab:secret@127.0.0.1:1/symlab"
+
+
+def test_an_unreachable_database_is_one_clear_line_on_the_command_line(tmp_path):
+    result = subprocess.run([sys.executable, "-m", "symlab", "mnist", "--hidden", "8", "--epochs", "1",
+                             "--runs-dir", str(tmp_path)], capture_output=True, text=True, timeout=120,
+                            cwd=ROOT, env={**os.environ, "SYMLAB_DATABASE_URL": UNREACHABLE})
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    [line] = result.stderr.strip().splitlines()
+    assert line.startswith("python -m symlab mnist: error: cannot use the run registry's database "
+                           "postgresql://symlab:***@127.0.0.1:1/symlab")
+    assert "secret" not in line and "SYMLAB_DATABASE_URL" in line
+
+
+def test_an_unreachable_database_is_a_message_on_the_page(tmp_path, monkeypatch):
+    monkeypatch.setenv("SYMLAB_RUNS_DIR", str(tmp_path))
+    monkeypatch.setenv("SYMLAB_DATABASE_URL", UNREACHABLE)
+    at = AppTest.from_file(str(ROOT / "pages" / "mnist.py"), default_timeout=60).run()
+    assert not at.exception
+    assert any("cannot use the run registry's database" in error.value and "secret" not in error.value
+               for error in at.error)

@@ -86,7 +86,7 @@ def control_widget(page: str, config_type, name: str, *, cap: float | None = Non
     the declaration; ``options`` (``disabled``, ``format_func``, ``horizontal``...) pass through to Streamlit."""
     declared = controls.declaration(config_type, name)
     spec = controls.capped(declared, cap)
-    key = widget_key(page, spec.url or name)
+    key = widget_key(page, spec.url)
     text = spec.help or None
     if spec.high != declared.high:
         beyond = ("has no such cap" if declared.high is None

@@ -18,16 +18,6 @@ from .controls import MAX_INT, shown
 MAX_RUNS = 10_000
 
 
-def positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{shown(text)} is not a number") from None
-    if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"{shown(text)} must be a finite number > 0")
-    return value
-
-
 def int_at_least(minimum: int, maximum: int = MAX_INT):
     def parse(text: str) -> int:
         try:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import math
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
@@ -107,10 +108,14 @@ def control(default, kind: str | None = None, **spec) -> Any:
     return dataclasses.field(default=default, metadata={"control": declared})
 
 
+@functools.cache
 def declared(config_type) -> dict[str, tuple[Control, Any]]:
-    """Field name -> (control, default) for every declared field, in declaration order."""
-    return {f.name: (f.metadata["control"], f.default) for f in dataclasses.fields(config_type)
-            if "control" in f.metadata}
+    """Field name -> (control, default) for every declared field, in declaration order; each control's
+    URL name and flag filled in (defaults: the field's name, ``--field-name``). Read-only."""
+    return {f.name: (dataclasses.replace(f.metadata["control"], url=f.metadata["control"].url or f.name,
+                                         flag=f.metadata["control"].flag or "--" + f.name.replace("_", "-")),
+                     f.default)
+            for f in dataclasses.fields(config_type) if "control" in f.metadata}
 
 
 def declaration(config_type, name: str) -> Control:
@@ -118,11 +123,11 @@ def declaration(config_type, name: str) -> Control:
 
 
 def url_name(config_type, name: str) -> str:
-    return declaration(config_type, name).url or name
+    return declaration(config_type, name).url
 
 
 def flag_name(config_type, name: str) -> str:
-    return declaration(config_type, name).flag or "--" + name.replace("_", "-")
+    return declaration(config_type, name).flag
 
 
 def capped(spec: Control, cap: float | None) -> Control:
@@ -179,7 +184,7 @@ def url_params(config_type, names: Iterable[str] | None = None, caps: Mapping[st
         default = defaults.get(name, default)
         if spec.kind in ("int", "float") and spec.high is not None:
             default = min(default, spec.high)
-        params.append(Param(spec.url or name, spec.kind, default, spec.low, spec.high, spec.step,
+        params.append(Param(spec.url, spec.kind, default, spec.low, spec.high, spec.step,
                             tuple(str(c) for c in spec.choices) if spec.kind == "choice" else ()))
     return tuple(params)
 
@@ -190,7 +195,7 @@ def config_values(config_type, values: Mapping[str, Any], names: Iterable[str] |
     out = {}
     for name in names if names is not None else table:
         spec = table[name][0]
-        value = values[spec.url or name]
+        value = values[spec.url]
         if spec.kind == "choice":
             value = next(c for c in spec.choices if str(c) == str(value))
         out[name] = value
@@ -230,13 +235,12 @@ def add_flags(parser, config_type, names: Iterable[str] | None = None, *, defaul
         spec, default = table[name]
         default = defaults.get(name, default)
         text = " ".join(part for part in (spec.help or spec.label, help_suffix.get(name, "")) if part)
-        flag = spec.flag or "--" + name.replace("_", "-")
         if spec.kind == "bool":
-            parser.add_argument(flag, dest=name, action=argparse.BooleanOptionalAction, default=default, help=text)
+            parser.add_argument(spec.flag, dest=name, action=argparse.BooleanOptionalAction, default=default, help=text)
         elif spec.kind == "choice":
-            parser.add_argument(flag, dest=name, choices=spec.choices, default=default, help=text)
+            parser.add_argument(spec.flag, dest=name, choices=spec.choices, default=default, help=text)
         else:
-            parser.add_argument(flag, dest=name, type=number_parser(spec), default=default,
+            parser.add_argument(spec.flag, dest=name, type=number_parser(spec), default=default,
                                 help=f"{text} ({spec.describe_range()}"
                                      f"{'' if default is None else '; default ' + spec.shown(default)})".lstrip())
 

@@ -61,14 +61,13 @@ class RunTask:
 def submit(registry: Registry, runs: list[Run]) -> None:
     """Give each queued run its Ray task; Ray starts it where its resources are free."""
     connect()
-    database_url = registry.db.url if registry.db.dialect == "postgresql" else None
     for run in runs:
         name = f"run-{run.id}-{uuid.uuid4().hex[:8]}"
         registry.update(run.id, task=name, message="waiting for a place on the Ray cluster")
         resources = {"num_cpus": 1, "num_gpus": 1} if run.device == "cuda" else {"num_cpus": 1}
         task = RunTask.options(name=name, namespace=NAMESPACE, lifetime="detached",
                                runtime_env={"env_vars": {"PYTHONPATH": str(REPO_ROOT)}}, **resources).remote()
-        task.train.remote(run.id, str(registry.root), database_url)
+        task.train.remote(run.id, str(registry.root), registry.db.url)
 
 
 def _task(run: Run):

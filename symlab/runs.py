@@ -32,7 +32,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
-from .database import DATABASE_URL_ENV, DatabaseError, open_database
+from .database import DATABASE_URL_ENV, DatabaseError, open_database, shown_url
+from .database import database_url as configured_url
 from .hosting import RunLimits
 
 QUEUED, RUNNING, FINISHED, FAILED, DIVERGED, CANCELLED, INTERRUPTED = (
@@ -182,13 +183,10 @@ class Registry:
 
     def __init__(self, runs_dir: str | os.PathLike | None = None, database_url: str | None = None):
         self.root = Path(runs_dir).expanduser().resolve() if runs_dir else default_runs_dir()
+        url = configured_url(database_url)
         try:
             self.root.mkdir(parents=True, exist_ok=True)
-        except OSError as error:
-            raise RegistryError(f"cannot use the runs directory {self.root}: {error}. Choose a writable "
-                                f"directory with SYMLAB_RUNS_DIR or --runs-dir.") from None
-        try:
-            self.db = open_database(self.root, database_url)
+            self.db = open_database(self.root, url)
             with self.db.transaction(write=True) as connection:
                 for statement in _SCHEMA:
                     connection.execute(statement.format(**self.db.types))
@@ -197,21 +195,18 @@ class Registry:
                     if name not in present:
                         connection.execute(f"ALTER TABLE runs ADD COLUMN {name} {declaration}")
         except DatabaseError as error:
-            raise RegistryError(self._unusable(error)) from None
+            if url:
+                raise RegistryError(f"cannot use the run registry's database {shown_url(url)}: {error}. Check "
+                                    f"{DATABASE_URL_ENV} and that the server is up and reachable; no run was "
+                                    "changed.") from None
+            raise self._unusable_directory(error) from None
+        except OSError as error:
+            raise self._unusable_directory(error) from None
         self.path = self.db.where
 
-    def _unusable(self, error: DatabaseError) -> str:
-        if self.db_kind() == "postgresql":
-            return (f"cannot use the run registry's database {self.path_or_url()}: {error}. Check "
-                    f"{DATABASE_URL_ENV} and that the server is up and reachable; no run was changed.")
-        return (f"cannot use the runs directory {self.root}: {error}. Choose a writable "
-                f"directory with SYMLAB_RUNS_DIR or --runs-dir.")
-
-    def db_kind(self) -> str:
-        return getattr(getattr(self, "db", None), "dialect", "sqlite")
-
-    def path_or_url(self) -> str:
-        return getattr(getattr(self, "db", None), "where", str(self.root))
+    def _unusable_directory(self, error: Exception) -> RegistryError:
+        return RegistryError(f"cannot use the runs directory {self.root}: {error}. Choose a writable "
+                             f"directory with SYMLAB_RUNS_DIR or --runs-dir.")
 
     def _execute(self, sql: str, parameters=(), *, write=False) -> list:
         try:
@@ -222,7 +217,7 @@ class Registry:
             raise self._failure(error, writing=write) from None
 
     def _failure(self, error: DatabaseError, writing: bool) -> RegistryError:
-        if self.db.dialect == "postgresql":
+        if self.db.url:
             hint = (f" Check {DATABASE_URL_ENV} and that the server is up; the runs recorded so far are kept on it."
                     if writing else f" Check {DATABASE_URL_ENV} and that the server is up.")
         else:
@@ -441,7 +436,7 @@ def launch_worker(registry: Registry, run_id: int) -> None:
     log = registry.log_path(run_id)
     log.parent.mkdir(parents=True, exist_ok=True)
     # The database's URL travels in the environment, not on the command line where others could read it.
-    env = {**os.environ, DATABASE_URL_ENV: registry.db.url} if registry.db.dialect == "postgresql" else None
+    env = {**os.environ, DATABASE_URL_ENV: registry.db.url} if registry.db.url else None
     subprocess.run([sys.executable, "-m", "symlab.worker", str(run_id), "--runs-dir", str(registry.root),
                     "--detach"], cwd=REPO_ROOT, check=True, timeout=60, env=env,
                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -466,7 +461,7 @@ def submit(registry: Registry, config, limits: RunLimits | None = None, session:
         raise ValueError(f"{limits.max_runs_per_hour} runs were launched on this server in the last hour, its cap: "
                          "try again later")
     run_id = registry.create(config, kind.device(config), session=session, source=source, executor=executor)
-    start(registry, [run_id])
+    start(registry, [run_id], limits)
     return run_id
 
 

@@ -12,6 +12,3 @@ from .toy import LAB as TOY
 
 LABS = (MODES, TOY, MNIST, SYMMETRY, ALIGN)
 
-
-def lab_named(name: str):
-    return next(lab for lab in LABS if lab.name == name)

@@ -23,4 +23,4 @@ USER symlab
 
 EXPOSE 8501
 HEALTHCHECK --interval=30s --timeout=5s --start-period=90s --retries=3 CMD python -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8501/_stcore/health', timeout=4)"
-CMD ["streamlit", "run", "app.py", "--server.port=8501", "--server.address=0.0.0.0"]
+CMD ["streamlit", "run", "serve.py", "--server.port=8501", "--server.address=0.0.0.0"]

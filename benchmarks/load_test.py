@@ -1,4 +1,24 @@
-"""Load test: N students at once, each in a real Chromium session, against one SymLab server.
+"""Load test: N students at once against one SymLab server, as protocol-level sessions or in Chromium.
+
+    python benchmarks/load_test.py --protocol --sessions 30 --seconds 60 --hosted --json   # the server alone
+    python benchmarks/load_test.py --protocol --sessions 30,100 --seconds 60 --hosted        # the class and the demo
+
+Protocol mode (--protocol): one process holds every session, each speaking Streamlit's own websocket
+protocol (benchmarks/streamlit_protocol.py), so the measurement is the server's, not the browsers'
+(in a classroom the browsers are the students' own). It starts its own server on localhost (never
+--url), with at most 300 sessions for at most 900 s. Each session is a student: it opens a lab
+(spread over every lab), then every 2-5 s one action: nudges a slider or number box (50 %), picks a
+preset (15 %), presses Play and lets the fragment's timer run ~--play-seconds before Pause (20 %),
+or opens another page (15 %). Latency: from the message sent to the end of the run it caused
+(p50 / p95 / max over opens, widget moves, presets and buttons; fragment ticks apart); requests
+that waited for a shared computation (training in the worker processes) are counted apart too.
+Errors by kind: exception (an exception element in a delta, or a script that failed to compile),
+disconnect, timeout (no end of run within --timeout), page_not_found. The server's RSS (peak) and
+CPU (cores busy) come from /proc. It ends with one JSON line: sessions, errors, p50_ms, p95_ms,
+max_ms, server_rss_peak_mib, server_cpu_cores (the last phase's), and every phase under "phases".
+Targets: N = 30: 0 errors, p95 <= 1 s; N = 100: 0 errors, p95 <= 3 s.
+
+Chromium mode (the default) checks what a browser really shows, for small N:
 
     python benchmarks/load_test.py --sessions 1,10,30 --seconds 120             # the full measurement
     python benchmarks/load_test.py --sessions 1,10,30 --seconds 120 --hosted    # server with SYMLAB_HOSTED=1
@@ -26,7 +46,7 @@ How it measures, inside the page (performance.now(), one clock, no Python schedu
     Plotly's redraw. The time from the key press to the first websocket message sent (the client's
     share) is reported too ("key->send").
   * Play -> first update: the same, from the click on Play to the first change of any line of the
-    two live charts.
+    four live charts (Vega-Lite, drawn as SVG).
   * live training rate: Adam steps per second from the progress text ("Adam step N / 4000") between
     the first update and 4-8 s later.
   * errors, by kind: exception (an stException element on the page), pageerror (an uncaught
@@ -75,17 +95,21 @@ from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
+import websockets  # noqa: E402
 from conftest import CHROMIUM, app_process  # noqa: E402
 from playwright.async_api import async_playwright, expect  # noqa: E402
+from streamlit_protocol import Session  # noqa: E402
+
+from symlab.labs import LABS  # noqa: E402
 
 MiB = 1024 * 1024
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 NCPU = os.cpu_count() or 1
 MODES, TOY, MNIST, HOME = "Mode interpolation", "Tractable BNN", "MNIST", "Home"
 PAGE_TITLES = {HOME: "SymLab", MODES: "Mode interpolation", TOY: "Tractable BNN", MNIST: "MNIST"}
-MODES_CHARTS, TOY_CHARTS = 8, 2  # plotly charts on each page once drawn
+MODES_CHARTS, TOY_CHARTS = 8, 4  # charts (Plotly and Vega-Lite) on each page once drawn
 APP_ERRORS = ("exception", "pageerror", "console", "timeout", "http", "websocket", "connection", "external")
 TARGET_P95_MS, TARGET_P95_AT, NO_ERRORS_AT = 1000.0, 10, 30
 
@@ -108,10 +132,11 @@ INIT_JS = r"""
     const line = plot && plot.querySelectorAll('path.js-line')[1];
     return line ? line.getAttribute('d') : null;
   };
-  s.sig.toy = () => {
-    const plots = [...document.querySelectorAll('.js-plotly-plot')].slice(0, 2);
-    if (plots.length < 2) return null;
-    return plots.map(p => [...p.querySelectorAll('path.js-line')].map(l => l.getAttribute('d')).join('|')).join('||');
+  s.sig.toy = () => {  // the live charts are Vega-Lite (SVG), updated in place
+    const charts = [...document.querySelectorAll('[data-testid="stVegaLiteChart"]')].filter(c => !c.closest('[data-stale="true"]'));
+    if (charts.length < 4) return null;
+    return charts.map(c => [...c.querySelectorAll('.role-mark.mark-line path, .role-mark.mark-area path')]
+      .map(p => p.getAttribute('d')).join('|')).join('||');
   };
   s.progress = () => {
     const bar = document.querySelector('[data-testid="stProgress"]');
@@ -147,7 +172,7 @@ READY_JS = """([title, charts]) => {
   if (!h || !h.innerText.includes(title)) return false;
   if (document.querySelector('[data-testid="stStatusWidget"]')) return false;
   if (document.querySelector('[data-stale="true"]')) return false;
-  return document.querySelectorAll('.js-plotly-plot').length >= charts;
+  return document.querySelectorAll('.js-plotly-plot, [data-testid="stVegaLiteChart"] svg.marks').length >= charts;
 }"""
 # What a page that did not come shows instead: Streamlit's connection status, its "Please wait..."
 # placeholder, a script still running.
@@ -732,6 +757,180 @@ def report(results: dict) -> str:
     return "\n".join(out)
 
 
+# ------------------------------------------------------------------------------- protocol students
+
+# The lab pages a protocol student visits ("" is the home page), from the lab registry.
+PROTOCOL_PAGES = ("", *(lab.name for lab in LABS))
+PROTOCOL_USER_REQUESTS = ("open", "widget", "preset", "button")  # what a student waits for; "tick" is apart
+MAX_PROTOCOL_SESSIONS, MAX_BROWSER_SESSIONS, MAX_SECONDS = 300, 40, 900
+PROTOCOL_TARGETS = {30: 1000.0, 100: 3000.0}  # N -> p95 (ms), with no errors
+
+
+async def protocol_student(session: Session, rng: random.Random, seconds: float, play_seconds: float) -> None:
+    """A student: opens a lab, then every 2-5 s one action — nudge a slider or number box, pick a
+    preset, press Play and watch ~``play_seconds`` before Pause, or go to another page."""
+    deadline = time.monotonic() + seconds
+    await session.open(rng.choice(PROTOCOL_PAGES[1:]))
+    while time.monotonic() < deadline:
+        await asyncio.sleep(rng.uniform(2, 5))
+        choice = rng.random()
+        play, preset, controls = session.widget(".play"), session.widget(".preset"), session.controls()
+        if choice < 0.5 and controls:
+            widget = rng.choice(controls)
+            await session.set_widget(widget, nudged(widget, rng))
+        elif choice < 0.65 and preset and len(preset.proto.options) > 1:
+            await session.set_widget(preset, rng.choice(preset.proto.options[1:]), "preset")
+        elif choice < 0.85 and play and not play.proto.disabled:
+            await session.press(play)
+            await asyncio.sleep(min(rng.uniform(0.8, 1.2) * play_seconds, max(deadline - time.monotonic(), 0)))
+            pause = session.widget(".pause")
+            if pause:
+                await session.press(pause)
+        else:
+            await session.open(rng.choice([p for p in PROTOCOL_PAGES if p != session.page]))
+
+
+def nudged(widget, rng: random.Random):
+    """One or two steps up or down, within the control's range (a slider's arrow keys, a number box's +/-)."""
+    proto = widget.proto
+    step = proto.step or 1
+    if widget.kind == "slider":
+        value = widget.value[0] + rng.choice((-2, -1, 1, 2)) * step
+        return [min(max(value, proto.min), proto.max), *widget.value[1:]]
+    value = widget.value + rng.choice((-1, 1)) * step
+    return min(max(value, proto.min), proto.max)
+
+
+async def protocol_phase(url: str, n: int, args, sampler: Sampler | None) -> dict:
+    sessions = [Session(url, timeout=args.timeout) for _ in range(n)]
+    own_ticks = sum(os.times()[:2])
+
+    async def one(i: int, session: Session) -> None:
+        await asyncio.sleep(i * args.stagger)
+        try:
+            await session.connect()
+        except (OSError, asyncio.TimeoutError, websockets.InvalidHandshake) as exc:
+            session.error("disconnect", f"connect: {exc}")
+            return
+        try:
+            await protocol_student(session, random.Random(f"{args.seed}-{n}-{i}"), args.seconds, args.play_seconds)
+        finally:
+            await session.close()
+
+    start = time.monotonic()
+    await asyncio.gather(*(one(i, s) for i, s in enumerate(sessions)))
+    end = time.monotonic()
+    result = dict(sessions=n, wall_s=end - start, **merge_protocol(sessions),
+                  client_cpu_cores=(sum(os.times()[:2]) - own_ticks) / (end - start))
+    if sampler:
+        time.sleep(args.sample_interval * 2)
+        window = sampler.window(start, end)
+        result.update(server_rss_peak_mib=window.get("rss_peak_mib"), server_rss_start_mib=window.get("rss_start_mib"),
+                      workers_rss_peak_mib=window.get("children_rss_peak_mib"),
+                      server_cpu_cores=window.get("server_cpu_cores"), machine_cpu_cores=window.get("machine_cpu_cores"))
+    return result
+
+
+def merge_protocol(sessions: list[Session]) -> dict:
+    errors, seen = Counter(), {}
+    for s in sessions:
+        errors.update(s.errors)
+        for kind, kept in s.messages.items():
+            for message in kept:
+                seen.setdefault(kind, Counter())[message] += 1
+    by_kind = {what: [ms for s in sessions for ms in s.latencies.get(what, [])]
+               for what in (*PROTOCOL_USER_REQUESTS, "tick")}
+    user = [ms for what in PROTOCOL_USER_REQUESTS for ms in by_kind[what]]
+    waited = [ms for s in sessions for ms in s.waited]
+    return dict(
+        requests=len(user), errors=sum(errors.values()), errors_by_kind=dict(errors),
+        error_samples={kind: [f"{m} (in {k} session{'s' * (k > 1)})" for m, k in counter.most_common(5)]
+                       for kind, counter in seen.items()},
+        p50_ms=percentile(user, 50), p95_ms=percentile(user, 95), max_ms=max(user, default=None),
+        by_request={what: dict(count=len(v), p50_ms=percentile(v, 50), p95_ms=percentile(v, 95),
+                               max_ms=max(v, default=None)) for what, v in by_kind.items()},
+        ticks=len(by_kind["tick"]), skipped_ticks=sum(s.skipped_ticks for s in sessions),
+        waited=len(waited), waited_p50_ms=percentile(waited, 50), waited_p95_ms=percentile(waited, 95),
+        p95_ms_without_waits=percentile(sorted_without(user, waited), 95),
+        received_mib=sum(s.received_bytes for s in sessions) / MiB,
+    )
+
+
+def sorted_without(values: list[float], removed: list[float]) -> list[float]:
+    """``values`` less one occurrence of each of ``removed``."""
+    left = Counter(values)
+    left.subtract(Counter(removed))
+    return sorted(left.elements())
+
+
+def run_protocol(args, server_env: dict) -> dict:
+    results = dict(mode="protocol", config=dict(sessions=args.sessions, seconds=args.seconds, stagger=args.stagger,
+                                                play_seconds=args.play_seconds, timeout_s=args.timeout,
+                                                server_env=server_env, cpus=NCPU), phases=[])
+    log_path = Path(args.server_log or tempfile.mkstemp(prefix="symlab-load-", suffix=".log")[1])
+    with app_server(server_env, log_path, args.server_cpus) as (url, pid):
+        sampler = Sampler(pid, args.sample_interval)
+        sampler.start()
+        try:
+            for n in args.sessions:
+                print(f"phase N = {n}: {n} protocol sessions × {args.seconds:g} s …", file=sys.stderr, flush=True)
+                phase_result = asyncio.run(protocol_phase(url, n, args, sampler))
+                results["phases"].append(phase_result)
+                print(f"  {phase_result['requests']} requests, p95 {fmt(phase_result['p95_ms'])} ms, "
+                      f"errors {phase_result['errors_by_kind'] or 0}", file=sys.stderr, flush=True)
+        finally:
+            sampler.stop()
+        results["vmhwm_mib"] = status_kib(pid, "VmHWM").get("VmHWM", 0) / 1024
+    results["server_log"] = server_log_summary(log_path)
+    return results
+
+
+def protocol_report(results: dict) -> str:
+    config = results["config"]
+    out = [f"SymLab protocol load test — {NCPU} CPUs shared by server and client, {config['seconds']:g} s of "
+           f"activity per session, sessions {config['stagger']:g} s apart, server env {config['server_env'] or '{}'}",
+           "Latency: request sent → end of the run it caused (ms); user requests are open, widget, preset, button;",
+           "waited: user requests whose run waited for a shared computation (training in the worker processes).",
+           ""]
+    header = (f"{'N':>4} {'requests':>8} {'p50':>6} {'p95':>6} {'max':>6} │ {'open p95':>8} {'widget p95':>10} "
+              f"{'button p95':>10} │ {'waited':>6} {'its p95':>7} {'others p95':>10} │ {'ticks':>6} {'tick p95':>8} "
+              f"{'skipped':>7} │ {'errors':>6} │ {'RSS peak MiB':>12} {'CPU server/client':>17}")
+    out += [header, "─" * len(header)]
+    for p in results["phases"]:
+        by = p["by_request"]
+        out.append(f"{p['sessions']:>4} {p['requests']:>8} {fmt(p['p50_ms'], '6.0f')} {fmt(p['p95_ms'], '6.0f')} "
+                   f"{fmt(p['max_ms'], '6.0f')} │ {fmt(by['open']['p95_ms'], '8.0f')} "
+                   f"{fmt(by['widget']['p95_ms'], '10.0f')} {fmt(by['button']['p95_ms'], '10.0f')} │ "
+                   f"{p['waited']:>6} {fmt(p['waited_p95_ms'], '7.0f')} {fmt(p['p95_ms_without_waits'], '10.0f')} │ "
+                   f"{p['ticks']:>6} {fmt(by['tick']['p95_ms'], '8.0f')} {p['skipped_ticks']:>7} │ {p['errors']:>6} │ "
+                   f"{fmt(p.get('server_rss_peak_mib'), '12.0f')} "
+                   f"{fmt(p.get('server_cpu_cores'), '.2f'):>8}/{fmt(p.get('client_cpu_cores'), '.2f'):<8}")
+    for p in results["phases"]:
+        for kind, kept in p["error_samples"].items():
+            out.extend(f"  N={p['sessions']} {kind}: {m}" for m in kept[:3])
+    out.append("\nTargets (0 errors and p95 within the bound):")
+    by_n = {p["sessions"]: p for p in results["phases"]}
+    for n, bound in PROTOCOL_TARGETS.items():
+        p = by_n.get(n)
+        if p is None or p["p95_ms"] is None:
+            out.append(f"  N = {n}: p95 ≤ {bound:.0f} ms: not measured in this run")
+            continue
+        ok = p["errors"] == 0 and p["p95_ms"] <= bound
+        out.append(f"  N = {n}: p95 ≤ {bound:.0f} ms, 0 errors: {'PASS' if ok else 'FAIL'} "
+                   f"(p95 {p['p95_ms']:.0f} ms = {p['p95_ms'] / bound:.2f}× the bound, {p['errors']} errors)")
+    log = results["server_log"]
+    out.append(f"Server log {log['log']}: "
+               + (", ".join(f"{n}× {line}" for line, n in log["tracebacks"].items()) or "no tracebacks"))
+    return "\n".join(out)
+
+
+def protocol_summary(results: dict) -> dict:
+    """The last phase's headline figures at the top level, every phase under "phases"."""
+    last = results["phases"][-1] if results["phases"] else {}
+    keys = ("sessions", "errors", "p50_ms", "p95_ms", "max_ms", "server_rss_peak_mib", "server_cpu_cores")
+    return {**{k: last.get(k) for k in keys}, "vmhwm_mib": results.get("vmhwm_mib"), **results}
+
+
 # ------------------------------------------------------------------------------------------ main
 
 
@@ -806,7 +1005,13 @@ def parse_args(argv=None):
                         type=lambda text: [int(n) for n in text.split(",") if n.strip()],
                         help="comma-separated N, one phase each, in order (default 1,10,30)")
     parser.add_argument("--seconds", type=float, default=120.0, help="activity per session in each phase (default 120)")
-    parser.add_argument("--stagger", type=float, default=0.5, help="seconds between session starts (default 0.5)")
+    parser.add_argument("--protocol", action="store_true",
+                        help="sessions speak Streamlit's websocket protocol from this process (no browser), against a "
+                             f"server this script starts; up to {MAX_PROTOCOL_SESSIONS} sessions")
+    parser.add_argument("--stagger", type=float,
+                        help="seconds between session starts (default 0.5 in Chromium, 0.1 with --protocol)")
+    parser.add_argument("--play-seconds", type=float, default=10.0,
+                        help="with --protocol: how long a student watches after Play before Pause (default 10)")
     parser.add_argument("--toy-prob", type=float, default=0.5,
                         help="chance of a /toy visit after each block of slider moves (the first block always)")
     parser.add_argument("--timeout", type=float, default=15.0, help="seconds an update may take (default 15)")
@@ -826,8 +1031,17 @@ def parse_args(argv=None):
     parser.add_argument("--sample-interval", type=float, default=0.5, help="seconds between /proc samples")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", nargs="?", const="-", metavar="PATH",
-                        help="also the results as JSON: after the table, or into PATH")
+                        help="also the results as JSON: one line after the table, or into PATH")
     args = parser.parse_args(argv)
+    if args.stagger is None:
+        args.stagger = 0.1 if args.protocol else 0.5
+    if args.protocol and args.url:
+        parser.error("--protocol drives only a server it starts itself on localhost; not with --url")
+    most = MAX_PROTOCOL_SESSIONS if args.protocol else MAX_BROWSER_SESSIONS
+    if any(n < 1 or n > most for n in args.sessions):
+        parser.error(f"--sessions: each N in 1..{most}{'' if args.protocol else ' (more with --protocol)'}")
+    if not 0 < args.seconds <= MAX_SECONDS:
+        parser.error(f"--seconds: in (0, {MAX_SECONDS}]")
     server_env = {}
     for item in args.env:
         key, sep, value = item.partition("=")
@@ -843,10 +1057,14 @@ def parse_args(argv=None):
 
 def main(argv=None):
     args, server_env = parse_args(argv)
-    results = asyncio.run(run_all(args, server_env))
-    print(report(results))
+    if args.protocol:
+        results = protocol_summary(run_protocol(args, server_env))
+        print(protocol_report(results))
+    else:
+        results = asyncio.run(run_all(args, server_env))
+        print(report(results))
     if args.json == "-":
-        print(json.dumps(results, indent=2, default=str))
+        print(json.dumps(results, default=str))
     elif args.json:
         Path(args.json).write_text(json.dumps(results, indent=2, default=str) + "\n")
 

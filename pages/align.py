@@ -1,15 +1,16 @@
 """Alignment lab: two mean-field posteriors of one MLP, matched across permutations, and the loss
 barrier between them before and after (Rossi et al. 2023)."""
 
+
+import altair as alt
 import numpy as np
 import pandas as pd
 import streamlit as st
 
 from pages import ui
-from symlab.controls import config_values
-from symlab.labs.align import LAB
+from symlab.labs.align import LAB, params
 from symlab.labs.align import experiment as align_lab
-from symlab.labs.align.params import CAPS, FIELDS, ORDERS
+from symlab.labs.align.params import CAPS, ORDERS
 from symlab.lib import align
 from symlab.lib.mnist_data import data_directory, load_mnist
 
@@ -66,27 +67,22 @@ def elbo_chart(steps, elbo, total_steps: int) -> dict:
     return figure
 
 
+def trained(config: align_lab.AlignConfig) -> tuple[align_lab.PosteriorPair, align_lab.AlignmentReport]:
+    """Both posteriors and their alignment, trained once for every session in a worker process;
+    a visitor who asks first watches the ELBO curves grow."""
+    def draw_training(progress):
+        steps, elbo = progress.payload
+        st.plotly_chart(elbo_chart(steps, elbo, progress.total), config={"displayModeBar": False})
+
+    return ui.computed(align_lab.alignment_task(config), draw_training)
+
+
 def trained_pair(config: align_lab.AlignConfig) -> align_lab.PosteriorPair:
-    """Both posteriors; trained live (progress bar and ELBO curves) the first time any session asks."""
-    def train():
-        bar = st.progress(0.0, text="Training q_A and q_B")
-        chart = st.empty()
-
-        def progress(step, steps, elbo_steps, elbo):
-            bar.progress(step / steps, text=f"Training q_A and q_B: Adam step {step} / {steps}")
-            chart.plotly_chart(elbo_chart(elbo_steps, elbo, steps), config={"displayModeBar": False})
-
-        pair = align_lab.train_pair(config, dataset(config), progress)
-        bar.empty()
-        chart.empty()
-        return pair
-
-    return ui.shared_result(("align_pair", config), train)
+    return trained(config)[0]
 
 
 def report(config: align_lab.AlignConfig) -> align_lab.AlignmentReport:
-    pair = trained_pair(config)
-    return ui.shared_result(("align_report", config), lambda: align_lab.alignment_report(pair, dataset(config)))
+    return trained(config)[1]
 
 
 def predictive_map(config: align_lab.AlignConfig, path: str, frame: int):
@@ -96,7 +92,7 @@ def predictive_map(config: align_lab.AlignConfig, path: str, frame: int):
         q = align.interpolate(trained_pair(config).qa, rep.ends[path], t)
         return align_lab.predictive_grid(q, rep.noise, align_lab.moons_extent(dataset(config)))
 
-    return ui.shared_result(("align_map", config, path, frame), compute, capacity=256)
+    return ui.shared_result(("align_map", config, path, frame), compute, capacity=256)  # 63 maps per setting
 
 
 # ---------------------------------------------------------------------------------------------
@@ -127,58 +123,76 @@ def controls():
         ui.new_seed_button(PAGE, help="Other data and initialisations; Reset replays the path from t = 0.")
 
 
-def config_from(values) -> align_lab.AlignConfig:
-    return align_lab.AlignConfig(**config_values(align_lab.AlignConfig, values, (*FIELDS, "seed"))).validate()
-
-
 # ---------------------------------------------------------------------------------------------
 # Panels
 # ---------------------------------------------------------------------------------------------
 
-def path_chart(rep: align_lab.AlignmentReport, metric: str, t: float) -> dict:
-    traces = []
-    for name, (colour, dash, symbol) in PATH_STYLE.items():
-        data = rep.paths[name]
-        traces.append(ui.line(data["t"], data[metric], align_lab.PATH_TITLES[name], colour, dash, width=3,
-                              markers=True, symbol=symbol))
+# The path player's charts (Vega-Lite, updated in place: pages/ui.py): fixed while it plays, the frame in the data.
+PATH_SERIES = (*(ui.Series(align_lab.PATH_TITLES[name], colour, dash, marker=symbol)
+                 for name, (colour, dash, symbol) in PATH_STYLE.items()),
+               ui.Series("current t", "#999999", "dot"))
+CLASS_SERIES = (ui.Series("class 0", "#000000", marker="circle", line=False),
+                ui.Series("class 1", "#000000", marker="x", line=False))
+MAP_COLOURS = "redblue"  # reversed below: P(class 1) = 0 blue, 1 red (RdBu, diverging: readable with every common deficiency)
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)  # outlives the run, unlike a functools cache of a page
+def path_spec(metric: str, present: bool) -> dict:
     y_title = "test NLL of the predictive (nats)" if metric == "loss" else "test accuracy of the predictive"
     title = "Loss along the path" if metric == "loss" else "Accuracy along the path"
-    return ui.figure(traces, "t (0: q_A, 1: q_B)", y_title, title,
-                     marks=[ui.vline(t, "#999999", "", dash="dot")], height=340)  # t is in the bar above
+    chart = alt.layer(ui.altair_lines(PATH_SERIES, ui.quantity("x", "t (0: q_A, 1: q_B)", (0, 1)),
+                                      ui.quantity("y", y_title, channel=alt.Y)),
+                      ui.altair_rules(PATH_SERIES, axis="x"))
+    return ui.vega_spec(chart, title=title, height=360)
 
 
-def map_chart(config, rep, path: str, frame: int, data: align_lab.Dataset) -> dict:
+def path_data(rep: align_lab.AlignmentReport, metric: str, t: float) -> dict:
+    lines = [ui.lines_frame(series.label, rep.paths[name]["t"], rep.paths[name][metric])
+             for series, name in zip(PATH_SERIES, PATH_STYLE)]
+    return {"lines": pd.concat(lines), "rules": pd.DataFrame({"value": [t], "series": [PATH_SERIES[-1].label]})}
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)  # outlives the run, unlike a functools cache of a page
+def map_spec(path: str, extent: tuple, cell: tuple, present: bool) -> dict:
+    (x_low, x_high), (y_low, y_high) = extent
+    heat = ui.altair_heatmap(MAP_COLOURS, cell, "x₁", "x₂", (x_low, x_high), (y_low, y_high), title="P(class 1)",
+                             domain=(0, 1), legend=path == "w2", reverse=True)
+    points = ui.altair_lines(CLASS_SERIES, ui.quantity("x", "x₁", (x_low, x_high)),
+                             ui.quantity("y", "x₂", (y_low, y_high), channel=alt.Y), legend=path == "before")
+    return ui.vega_spec(alt.layer(heat, points), title=align_lab.PATH_TITLES[path].capitalize(), height=360)
+
+
+def map_data(config, rep, path: str, frame: int, data: align_lab.Dataset) -> dict:
     xs, ys, probability = predictive_map(config, path, frame)
-    heat = dict(type="heatmap", x=xs, y=ys, z=probability, zmin=0, zmax=1, colorscale="RdBu", reversescale=True,
-                showscale=path == "w2", colorbar=dict(title=dict(text="P(class 1)")), name="P(class 1)",
-                hovertemplate="x₁ %{x:.2f}<br>x₂ %{y:.2f}<br>P(class 1) %{z:.2f}<extra></extra>")
     shown = slice(0, 300)
     x, y = data.x_test[shown].numpy(), data.y_test[shown].numpy()
-    points = [dict(type="scatter", mode="markers", x=x[y == c, 0], y=x[y == c, 1], name=f"class {c}",
-                   marker=dict(color="#FFFFFF" if c == 0 else "#000000", symbol=symbol, size=6,
-                               line=dict(color="#000000", width=1)), showlegend=path == "before")
-              for c, symbol in ((0, "circle"), (1, "x"))]
-    t = rep.paths[path]["t"][frame]
-    loss = rep.paths[path]["loss"][frame]
-    figure = ui.figure([heat, *points], "x₁", "x₂", f"{align_lab.PATH_TITLES[path].capitalize()}: t = {t:.2f}, "
-                       f"loss {loss:.3f}", height=340)
-    figure["layout"]["margin"]["r"] = COLOUR_BAR_MARGIN
-    figure["layout"]["xaxis"]["range"] = [float(xs[0]), float(xs[-1])]
-    figure["layout"]["yaxis"]["range"] = [float(ys[0]), float(ys[-1])]
-    return figure
+    points = [ui.lines_frame(CLASS_SERIES[c].label, x[y == c, 0], x[y == c, 1]) for c in (0, 1)]
+    return {"heat": ui.heat_frame(xs, ys, probability), "lines": pd.concat(points)}
+
+
+def map_chart(column, config, rep, path: str, frame: int, data: align_lab.Dataset) -> None:
+    xs, ys, _ = predictive_map(config, path, frame)
+    extent = ((float(xs[0]), float(xs[-1])), (float(ys[0]), float(ys[-1])))
+    cell = (float(xs[1] - xs[0]), float(ys[1] - ys[0]))
+    ui.vega_chart(column, map_spec(path, extent, cell, bool(st.session_state.get("ui.present"))),
+                  map_data(config, rep, path, frame, data), f"align.map_{path}",
+                  alt_text=f"P(class 1) of the interpolated posterior at t, {align_lab.PATH_TITLES[path]}, with test points")
+    t, loss = rep.paths[path]["t"][frame], rep.paths[path]["loss"][frame]
+    column.caption(f"t = {t:.2f}, loss {loss:.3f}")
 
 
 def path_player(config, rep: align_lab.AlignmentReport, data: align_lab.Dataset) -> None:
     ts = rep.paths["before"]["t"]
+    present = bool(st.session_state.get("ui.present"))
 
     def draw(frame, chart_config):
         left, right = st.columns(2)
-        left.plotly_chart(path_chart(rep, "loss", ts[frame]), key="align.loss_path", config=chart_config)
-        right.plotly_chart(path_chart(rep, "accuracy", ts[frame]), key="align.accuracy_path", config=chart_config)
+        for column, metric in ((left, "loss"), (right, "accuracy")):
+            ui.vega_chart(column, path_spec(metric, present), path_data(rep, metric, ts[frame]),
+                          f"align.{metric}_path", alt_text=f"The test {metric} along the three paths, t marked")
         if config.task == "moons":
             for column, path in zip(st.columns(2), ("before", "w2")):
-                column.plotly_chart(map_chart(config, rep, path, frame, data), key=f"align.map_{path}",
-                                    config=chart_config)
+                map_chart(column, config, rep, path, frame, data)
             st.caption(f"The predictive P(class 1) of the interpolated posterior at t (the average over "
                        f"{config.samples} samples), with test points. Unaligned, the middle of the path averages "
                        "units that do different jobs.")
@@ -188,7 +202,6 @@ def path_player(config, rep: align_lab.AlignmentReport, data: align_lab.Dataset)
                     lambda frame: f"t = {ts[frame]:.2f}  (point {frame} of {frames - 1})", draw,
                     play_help="Walk from q_A (t = 0) to q_B (t = 1).",
                     reset_help="Back to t = 0 (q_A); the same posteriors.")
-
 
 def headline(rep: align_lab.AlignmentReport) -> None:
     cols = st.columns(4)
@@ -272,7 +285,7 @@ def main():
     values = ui.start_page(PAGE, SPECS, "Alignment",
                            "Match two mean-field posteriors across permutations of their hidden units and watch the "
                            "loss barrier between them disappear (Rossi, Singh, Hannagan 2023).", controls)
-    config = config_from(values)
+    config = params.page_config(values)
     try:
         data = dataset(config)
         rep = report(config)

@@ -1,11 +1,11 @@
 """MNIST lab: launch MFVI and SGM runs, watch them train, compare widths (Gelberg et al. §5, Table 1)."""
 
 import functools
-import math
 import os
 import time
 import uuid
 
+import altair as alt
 import pandas as pd
 import streamlit as st
 
@@ -243,19 +243,46 @@ def run_controls(all_runs):
             st.rerun(scope="fragment")
 
 
-def curves_figure(history_by_run, labels, metric, title, y_title, log_y=False, transform=None):
-    traces = []
-    for i, (run_id, history) in enumerate(history_by_run.items()):
+# Per-epoch curves (Vega-Lite, updated in place as epochs arrive: pages/ui.py). Each metric's axis: its title,
+# and the range it lives in where it has one; epochs are whole numbers.
+CURVE_AXES = {  # y title, scale: accuracy and I_H / log|H| live in [0, 1], counts start at 0
+    "test_acc": ("test accuracy (fraction)", dict(domainMax=1)),
+    "train_elbo": ("train ELBO (nats)", {}),
+    "test_nll": ("test NLL (nats per image)", {}),
+    "nearest_unit_kl_min": ("Jeffreys div. (nats, log scale)", dict(type="log")),
+    "block_mi": ("I_H / log|H|", dict(domainMax=1)),
+    "units_at_prior": ("hidden units", dict(zero=True, domain=alt.DomainUnionWith(unionWith=[0, 1]))),
+}
+CURVE_PLOT_PX, LEGEND_ROW_PX = 380, 24  # a chart's height: room for the plot, then a legend row per run
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)  # outlives the run, unlike a functools cache of a page
+def curves_spec(metric: str, title: str, labels: tuple[str, ...], epochs: int, present: bool) -> dict:
+    """A metric's curve per run (legend: ``labels``, each run's colour, dash and marker), by epoch 1 … ``epochs``."""
+    y_title, scale = CURVE_AXES[metric]
+    series = [ui.Series(label, *run_style(i), marker=SYMBOLS[i % len(SYMBOLS)]) for i, label in enumerate(labels)]
+    x = ui.quantity("x", "epoch", (0.5, max(epochs, 1) + 0.5), integer=True)
+    integer, log = metric == "units_at_prior", scale.get("type") == "log"
+    # Short tick labels, also for one epoch's single value (Vega would write it with six decimals).
+    number_format = None if integer or log else ",.3~s" if metric == "train_elbo" else ",.4~g"
+    y = ui.quantity("y", y_title, channel=alt.Y, scale=scale, integer=integer,
+                    axis=dict(format=number_format) if number_format else None)
+    return ui.vega_spec(ui.altair_lines(series, x, y), title=title, legend_columns=1,
+                        height=CURVE_PLOT_PX + LEGEND_ROW_PX * len(labels))
+
+
+def curves_chart(container, history_by_run, labels, epochs: int, metric: str, title: str, key: str, transform=None):
+    """The curves of ``metric`` (or of ``transform(epoch's metrics)``) for each run of ``history_by_run``."""
+    frames = []
+    for run_id, history in history_by_run.items():
         points = [(m["epoch"], transform(m) if transform else m.get(metric)) for m in history]
         points = [(epoch, value) for epoch, value in points if value is not None]
-        if not points:
-            continue
-        traces.append(ui.line([epoch for epoch, _ in points], [value for _, value in points], labels[run_id],
-                              *run_style(i), markers=True, symbol=SYMBOLS[i % len(SYMBOLS)]))
-    figure = ui.figure(traces, "epoch", y_title, title=title, height=300, log_y=log_y)
-    last_epoch = max((len(history) for history in history_by_run.values()), default=1)
-    figure["layout"]["xaxis"]["dtick"] = max(1, math.ceil(last_epoch / 10))  # whole epochs only
-    return figure
+        if points:
+            frames.append(ui.lines_frame(labels[run_id], *zip(*points)))
+    data = pd.concat(frames, ignore_index=True) if frames else ui.lines_frame("", [], [])
+    spec = curves_spec(metric, title, tuple(labels[run_id] for run_id in history_by_run), epochs,
+                       bool(st.session_state.get("ui.present")))
+    ui.vega_chart(container, spec, {"lines": data}, key, alt_text=f"{title}, by epoch, for each run")
 
 
 def metrics_frame(history_by_run, labels) -> pd.DataFrame:
@@ -298,13 +325,12 @@ def live_runs():
     shown = [run for run in all_runs if run.status in runs.ACTIVE][-4:] or all_runs[-2:]
     history = reg.metrics(run.id for run in shown)
     labels = {run.id: run.label for run in shown}
+    epochs = max(run.config.epochs for run in shown)
     st.caption("Per-epoch curves of the runs in progress (or the latest two).")
     cols = st.columns(2)
-    cols[0].plotly_chart(curves_figure(history, labels, "test_acc", "Test accuracy", "accuracy"),
-                         key="mnist.live_acc", config={"displayModeBar": False})
-    cols[1].plotly_chart(curves_figure(history, labels, "train_elbo", "Train ELBO", "ELBO (nats)"),
-                         key="mnist.live_elbo", config={"displayModeBar": False})
-    diagnostic_curves(history, labels, "mnist.live", config={"displayModeBar": False})
+    curves_chart(cols[0], history, labels, epochs, "test_acc", "Test accuracy", "mnist.live_acc")
+    curves_chart(cols[1], history, labels, epochs, "train_elbo", "Train ELBO", "mnist.live_elbo")
+    diagnostic_curves(history, labels, epochs, "mnist.live")
     ui.csv_download(frame, "mnist_runs.csv", "Runs table as CSV", key="mnist.runs_csv")
     ui.csv_download(metrics_frame(history, labels), "mnist_live_epochs.csv", "Per-epoch metrics of these runs as CSV",
                     key="mnist.live_csv")
@@ -317,16 +343,13 @@ def block_mi_fraction(m) -> float | None:
     return m["block_mi"] / m["block_log_group_size"]
 
 
-def diagnostic_curves(history, labels, key: str, **chart_options) -> None:
+def diagnostic_curves(history, labels, epochs: int, key: str) -> None:
     """How close q's units are, epoch by epoch: nearest-unit divergence, I_H / log|H|, units at the prior."""
     cols = st.columns(3)
-    cols[0].plotly_chart(curves_figure(history, labels, "nearest_unit_kl_min", "Closest two units",
-                                       "Jeffreys divergence (nats, log)", log_y=True),
-                         key=f"{key}_nearest", **chart_options)
-    cols[1].plotly_chart(curves_figure(history, labels, None, "Block MI on q: I_H / log|H|", "fraction of log|H|",
-                                       transform=block_mi_fraction), key=f"{key}_block_mi", **chart_options)
-    cols[2].plotly_chart(curves_figure(history, labels, "units_at_prior", "Units at the prior", "hidden units"),
-                         key=f"{key}_prior", **chart_options)
+    curves_chart(cols[0], history, labels, epochs, "nearest_unit_kl_min", "Closest two units", f"{key}_nearest")
+    curves_chart(cols[1], history, labels, epochs, "block_mi", "Block MI on q: I_H / log|H|", f"{key}_block_mi",
+                 transform=block_mi_fraction)
+    curves_chart(cols[2], history, labels, epochs, "units_at_prior", "Units at the prior", f"{key}_prior")
     st.caption("Closest two units: the Jeffreys divergence KL(q_j‖q_k) + KL(q_k‖q_j) between the two closest "
                "hidden units' factors of q; a swap of units this far apart changes log q by about that much, so "
                "below ~30 nats symmetrisation has a gradient. Block MI: I_H over greedy pairs (or blocks of B) of "
@@ -374,7 +397,19 @@ def width_figure(rows, styles, key_mean, key_std, y_title, title, scale=1.0, log
     figure = ui.figure(traces, "hidden units (width, log scale)", y_title, title=title, height=320, log_y=log_y)
     widths = sorted({row["hidden"] for row in rows})
     figure["layout"]["xaxis"].update(type="log", tickvals=widths, ticktext=[str(w) for w in widths])
+    # Where the quantity has bounds, Plotly's padding around one point (one width, one seed) stays inside them.
+    bounds = WIDTH_AXIS_BOUNDS.get(key_mean)
+    if bounds:
+        figure["layout"]["yaxis"]["autorangeoptions"] = {name: bound for name, bound in zip(("clipmin", "clipmax"), bounds)
+                                                         if bound is not None}
+    if key_mean == "units_at_prior_mean":  # a count: whole numbers from 0
+        figure["layout"]["yaxis"].update(rangemode="nonnegative", tickformat="d")
+        if max(((row[key_mean] or 0) + (row[key_std] or 0) for row in rows), default=0) < 10:
+            figure["layout"]["yaxis"]["dtick"] = 1
     return figure
+
+
+WIDTH_AXIS_BOUNDS = {"test_acc_mean": (0, 100), "units_at_prior_mean": (0, None)}
 
 
 def bound_gain_rows(rows) -> list[dict]:
@@ -457,13 +492,12 @@ def compare(values, all_runs):
         return
     history = registry().metrics(chosen)
     labels = {i: by_id[i].label for i in chosen}
+    epochs = max(by_id[i].config.epochs for i in chosen)
     cols = st.columns(3)
-    cols[0].plotly_chart(curves_figure(history, labels, "test_acc", "Test accuracy", "accuracy"), key="mnist.cmp_acc")
-    cols[1].plotly_chart(curves_figure(history, labels, "test_nll", "Test NLL", "NLL (nats per image)"),
-                         key="mnist.cmp_nll")
-    cols[2].plotly_chart(curves_figure(history, labels, "train_elbo", "Train ELBO", "ELBO (nats)"),
-                         key="mnist.cmp_elbo")
-    diagnostic_curves(history, labels, "mnist.cmp")
+    curves_chart(cols[0], history, labels, epochs, "test_acc", "Test accuracy", "mnist.cmp_acc")
+    curves_chart(cols[1], history, labels, epochs, "test_nll", "Test NLL", "mnist.cmp_nll")
+    curves_chart(cols[2], history, labels, epochs, "train_elbo", "Train ELBO", "mnist.cmp_elbo")
+    diagnostic_curves(history, labels, epochs, "mnist.cmp")
     ui.csv_download(metrics_frame(history, labels), "mnist_epochs.csv", "Per-epoch metrics as CSV",
                     key="mnist.cmp_csv")
 

@@ -1,5 +1,7 @@
 """Mode interpolation lab: a single Gaussian fitted by reverse KL to two modes (Gelberg et al. §3)."""
 
+
+import altair as alt
 import numpy as np
 import pandas as pd
 import streamlit as st
@@ -82,8 +84,12 @@ def forward_std(alpha, sigma):
     return np.sqrt(sigma**2 + alpha**2 / 4)
 
 
+def density_grid(alpha, sigma):
+    return np.linspace(-4 * sigma - 0.5 * alpha, 1.5 * alpha + 4 * sigma, 400)
+
+
 def density_chart(alpha, sigma, mean, std, forward, title):
-    x = np.linspace(-4 * sigma - 0.5 * alpha, 1.5 * alpha + 4 * sigma, 400)
+    x = density_grid(alpha, sigma)
     traces = [ui.line(x, np.exp(modes.log_mixture(x, alpha, sigma)), "target p_α", ui.PALETTE["target"]),
               ui.line(x, normal_pdf(x, mean, std), "q (reverse KL)", ui.PALETTE["reverse"], "dash")]
     if forward:
@@ -152,6 +158,28 @@ def result_metrics(alpha, sigma, mean, std, kl, threshold):
     st.markdown(verdict)
 
 
+# The animation's charts (Vega-Lite, updated in place: pages/ui.py): fixed while it plays, the frame in the data.
+PATH_SERIES = (ui.Series("target p_α", ui.PALETTE["target"]), ui.Series("q (reverse KL)", ui.PALETTE["reverse"], "dash"))
+KL_SERIES = (ui.Series("KL(q‖p_α)", ui.PALETTE["reverse"]),
+             ui.Series("current step", ui.PALETTE["current"], marker="diamond", line=False),
+             ui.Series("ln 2", ui.PALETTE["grey"], "dashdot"))
+
+
+@st.cache_resource(max_entries=32, show_spinner=False)  # outlives the run, unlike a functools cache of a page
+def path_density_spec(low: float, high: float, present: bool) -> dict:
+    chart = ui.altair_lines(PATH_SERIES, ui.quantity("x", "x₁ (along e₁)", (low, high)),
+                            ui.quantity("y", "density", channel=alt.Y, scale=dict(zero=True)))
+    return ui.vega_spec(chart, title="Along e₁, at the current step")
+
+
+@st.cache_resource(max_entries=32, show_spinner=False)  # outlives the run, unlike a functools cache of a page
+def path_kl_spec(steps: int, present: bool) -> dict:
+    chart = alt.layer(ui.altair_lines(KL_SERIES, ui.quantity("x", "Adam step", (0, steps - 1)),
+                                      ui.quantity("y", "KL (nats)", channel=alt.Y)),
+                      ui.altair_rules(KL_SERIES))
+    return ui.vega_spec(chart, title="Objective along the way")
+
+
 def optimisation_panel(alpha, sigma):
     st.subheader("Watch it optimise")
     st.caption("Adam (learning rate 10⁻², as in the paper) on the exact, noise-free objective, "
@@ -159,18 +187,24 @@ def optimisation_panel(alpha, sigma):
     path = path_for(alpha, sigma)
     frame_steps = np.arange(0, len(path), FRAME_STRIDE)
 
+    x = density_grid(alpha, sigma)
+    target = ui.lines_frame(PATH_SERIES[0].label, x, np.exp(modes.log_mixture(x, alpha, sigma)))
+    objective = ui.lines_frame(KL_SERIES[0].label, np.arange(len(path)), path.kl)
+    ln2 = pd.DataFrame({"value": [modes.LN2], "series": [KL_SERIES[2].label]})
+    present = bool(st.session_state.get("ui.present"))
+
     def draw(frame: int, chart_config: dict):
         step = int(frame_steps[frame])
         left, right = st.columns(2)
         mean, std, kl = path.mean[step], path.std[step], path.kl[step]
-        left.plotly_chart(density_chart(alpha, sigma, mean, std, False, f"Step {step}: μ = {mean:.3f}, s = {std:.3f}"),
-                          key="modes.path_density", config=chart_config)
-        kl_fig = ui.figure(
-            [ui.line(np.arange(len(path)), path.kl, "KL(q‖p_α)", ui.PALETTE["reverse"], width=2),
-             ui.points([step], [kl], "now", ui.PALETTE["current"], "diamond", 12)],
-            "Adam step", "KL (nats)", "Objective along the way",
-            marks=[ui.hline(modes.LN2, ui.PALETTE["grey"], "ln 2")])
-        right.plotly_chart(kl_fig, key="modes.path_kl", config=chart_config)
+        density = pd.concat([target, ui.lines_frame(PATH_SERIES[1].label, x, normal_pdf(x, mean, std))])
+        ui.vega_chart(left, path_density_spec(float(x[0]), float(x[-1]), present), {"lines": density},
+                      "modes.path_density", alt_text="The target and q along e₁ at the current Adam step")
+        left.caption(f"Step {step}: μ = {mean:.3f}, s = {std:.3f}")
+        now = ui.lines_frame(KL_SERIES[1].label, [step], [kl])
+        ui.vega_chart(right, path_kl_spec(len(path), present), {"lines": pd.concat([objective, now]), "rules": ln2},
+                      "modes.path_kl", alt_text="KL(q‖p_α) along Adam's path, the current step marked")
+        right.caption(f"KL(q‖p_α) = {kl:.4f} nats at step {step}")
 
     ui.frame_player("modes", ("modes.path", alpha, sigma), frame_steps.size, 0, TICK_SECONDS,
                     lambda frame: f"Adam step {frame_steps[frame]} / {len(path) - 1}", draw)

@@ -1,17 +1,17 @@
 """Symmetry explorer: the posterior modulo its symmetries, and how close equivalent modes are
 (Laurent et al. 2024; Gelberg et al. 2024, Thm 3.1)."""
 
+
+import altair as alt
 import numpy as np
 import pandas as pd
 import streamlit as st
 
 from pages import ui
-from symlab.controls import config_values
-from symlab.labs.symmetry import LAB
+from symlab.labs.symmetry import LAB, params
 from symlab.labs.symmetry import experiment as symmetry_lab
 from symlab.labs.symmetry.params import CAPS, FIELDS, MAX_WIDTHS, PARTS, SEED_FROM
 from symlab.labs.toy import experiment as toy
-from symlab.lib.mnist_data import load_mnist
 
 PAGE = "symmetry"
 SPECS = LAB.page_params(ui.server_settings())
@@ -63,50 +63,20 @@ WIDGET_OPTIONS = {
 # Computation, shared by every session (results are read-only)
 # ---------------------------------------------------------------------------------------------
 
-def with_progress(text: str, compute):
-    """Run ``compute(progress)`` under a progress bar that it advances; ``progress(done, total[, what])``."""
-    bar = st.progress(0.0, text=text)
-
-    def progress(done, total, what=text):
-        bar.progress(min(done / max(total, 1), 1.0), text=f"{what} {done} / {total}")
-
-    result = compute(progress)
-    bar.empty()
-    return result
-
-
-def perceptrons(config: symmetry_lab.PerceptronConfig):
-    return ui.shared_result(("perceptrons", config), lambda: with_progress(
-        f"Training {config.nets} perceptrons: epoch", lambda p: symmetry_lab.train_perceptrons(config, p)))
-
-
 def perceptron_views(config: symmetry_lab.PerceptronConfig):
-    def compute():
-        run = perceptrons(config)
-        stages = [symmetry_lab.removal_stages(run.epoch_layers(epoch)) for epoch in range(config.epochs + 1)]
-        return run, stages, symmetry_lab.perceptron_report(run, stages[-1])
-
-    return ui.shared_result(("perceptron_views", config), compute)
-
-
-@st.cache_resource(show_spinner="Reading MNIST…")
-def mnist():
-    return load_mnist()
+    return ui.computed(symmetry_lab.perceptron_task(config))
 
 
 def trained_mlps(config: symmetry_lab.MlpConfig):
-    return ui.shared_result(("mlps", config), lambda: with_progress(
-        f"Training {config.instances} MLPs on MNIST: SGD step", lambda p: symmetry_lab.train_mlps(config, mnist(), p)))
+    return ui.computed(symmetry_lab.mlps_task(config))
 
 
 def proximity(config: symmetry_lab.ProximityConfig):
-    return ui.shared_result(("proximity", config), lambda: with_progress(
-        "Nearest equivalent modes: width", lambda p: symmetry_lab.mode_proximity(config, p)))
+    return ui.computed(symmetry_lab.proximity_task(config))
 
 
 def quality(config: symmetry_lab.QualityConfig):
-    return ui.shared_result(("quality", config), lambda: with_progress(
-        "Training MFVI and SGM", lambda p: symmetry_lab.posterior_quality(config, p)))
+    return ui.computed(symmetry_lab.quality_task(config))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -148,33 +118,32 @@ def controls():
         ui.new_seed_button(PAGE, help="Another initialisation and data draw; Reset replays the current one.")
 
 
-def page_config(config_type, values, **fixed):
-    """``config_type`` from the page's values of its fields and the shared seed, validated."""
-    fields = config_values(config_type, values, (*FIELDS[config_type], "seed"))
-    return config_type(**fields, **fixed).validate()
-
-
-def configs(values) -> dict:
-    widths = tuple(w for w in symmetry_lab.DEFAULT_WIDTHS + (8192,) if w <= int(values["max_width"]))
-    return {
-        "perceptron": page_config(symmetry_lab.PerceptronConfig, values),
-        "mlp": page_config(symmetry_lab.MlpConfig, values),
-        "proximity": page_config(symmetry_lab.ProximityConfig, values, widths=widths),
-        "quality": symmetry_lab.QualityConfig(toy=page_config(toy.ToyConfig, values)).validate(),
-    }
-
-
 # ---------------------------------------------------------------------------------------------
 # Charts
 # ---------------------------------------------------------------------------------------------
 
-def density_chart(weights: np.ndarray, extent, title: str) -> dict:
+# The epoch player's densities (Vega-Lite, updated in place: pages/ui.py): fixed while it plays (each stage's
+# window is the last epoch's), the epoch's density in the data. Square: equal scales on v₁ and v₂.
+DIAGONAL = (ui.Series("v₁ = v₂", "#FFFFFF", "dash"),)
+DENSITY_PX = 250
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)  # outlives the run, unlike a functools cache of a page
+def density_spec(low: float, high: float, cell: float, title: str, present: bool) -> dict:
+    x_title, y_title = "v₁ (output weight of hidden unit 1)", "v₂ (of hidden unit 2)"
+    heat = ui.altair_heatmap("viridis", (cell, cell), x_title, y_title, (low, high), (low, high))
+    diagonal = ui.altair_lines(DIAGONAL, ui.quantity("x", x_title, (low, high)),
+                               ui.quantity("y", y_title, (low, high), channel=alt.Y), legend=False)
+    return ui.vega_spec(alt.layer(heat, diagonal), title=title, height=DENSITY_PX, width=DENSITY_PX)
+
+
+def density_chart(column, weights: np.ndarray, extent, title: str, key: str) -> None:
     centres, density = symmetry_lab.density_grid(weights, extent)
-    heat = dict(type="heatmap", x=centres, y=centres, z=density, colorscale="Viridis", showscale=False,
-                name="density", hovertemplate="v₁ %{x:.2f}<br>v₂ %{y:.2f}<br>density %{z:.3g}<extra></extra>")
-    diagonal = ui.line(list(extent), list(extent), "v₁ = v₂", "#FFFFFF", "dash", width=2)
-    return ui.figure([heat, diagonal], "v₁ (output weight of hidden unit 1)", "v₂ (of hidden unit 2)", title,
-                     equal_axes=True, height=400)
+    spec = density_spec(float(extent[0]), float(extent[1]), float(centres[1] - centres[0]), title,
+                        bool(st.session_state.get("ui.present")))
+    ui.vega_chart(column, spec, {"heat": ui.heat_frame(centres, centres, density),
+                                 "lines": ui.lines_frame(DIAGONAL[0].label, extent, extent)},
+                  key, width="content", alt_text=f"Density of the two output weights, {title.lower()}")
 
 
 def marginal_chart(weights: np.ndarray, extent) -> dict:
@@ -234,8 +203,9 @@ def epoch_player(run, stages, extents, config):
     def draw(epoch, chart_config):
         for column, name in zip(st.columns(3), symmetry_lab.REMOVAL_STAGES):
             weights = symmetry_lab.last_layer_weights(stages[epoch][name])
-            column.plotly_chart(density_chart(weights, extents[name], symmetry_lab.STAGE_TITLES[name].capitalize()),
-                                key=f"symmetry.density_{name}", config=chart_config)
+            density_chart(column, weights, extents[name], symmetry_lab.STAGE_TITLES[name].capitalize(),
+                          f"symmetry.density_{name}")
+        st.caption("Brighter: more nets. Dashed: v₁ = v₂, the mirror line of swapping the two hidden units.")
 
     frames = len(stages)
     ui.frame_player("symmetry", ("symmetry.epochs", config), frames, frames - 1, EPOCH_TICK_SECONDS,
@@ -415,7 +385,7 @@ def main():
                            "Take the permutation and scaling symmetries out of trained networks, and measure how close "
                            "a network's equivalent copies are (Laurent et al. 2024; Gelberg et al. 2024, Thm 3.1).",
                            controls)
-    cfg = configs(values)
+    cfg = params.page_configs(values)
     part = values["part"]
     st.header(PARTS[part])
     panels = {"fig1": lambda: fig1_panel(cfg["perceptron"]), "mass": lambda: mass_panel(cfg),

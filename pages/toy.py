@@ -2,6 +2,7 @@
 
 import math
 
+import altair as alt
 import numpy as np
 import pandas as pd
 import streamlit as st
@@ -58,11 +59,12 @@ def exact_for(config: toy.ToyConfig):
 
 def trainer_for(config: toy.ToyConfig) -> toy.ToyTrainer:
     """This session's trainer for ``config`` (a new one when any setting changes)."""
-    if st.session_state.get("toy.config") != config:
-        st.session_state["toy.config"] = config
-        st.session_state["toy.trainer"] = toy.ToyTrainer([toy.RunSpec("mfvi", config), toy.RunSpec("sgm", config)],
-                                                         eval_samples=512)
-    return st.session_state["toy.trainer"]
+    # The config and its trainer in one entry: a run stopped between two assignments cannot part them.
+    trained_config, trainer = st.session_state.get("toy.live", (None, None))
+    if trained_config != config:
+        trainer = toy.ToyTrainer([toy.RunSpec("mfvi", config), toy.RunSpec("sgm", config)], eval_samples=512)
+        st.session_state["toy.live"] = (config, trainer)
+    return trainer
 
 
 def widget(name: str, **options):
@@ -86,78 +88,94 @@ def controls_panel():
         ui.new_seed_button(PAGE, help="A new draw of the data and the initialisation; Reset keeps the current one.")
 
 
-def posterior_traces(display, config, means, stds):
-    """The exact posterior as a heatmap; q's 1 and 2 sd ellipses over it (both components of q_G)."""
-    axis = display.axis
-    traces = [dict(type="heatmap", x=axis, y=axis, z=np.exp(display.log_density).T.astype(np.float32), colorscale="Greys",
-                   showscale=False, name=LABELS["exact"], legendgroup="exact", showlegend=True, hoverinfo="skip",
-                   opacity=0.8)]
+# Live charts (Vega-Lite, updated in place: pages/ui.py). The specs depend only on what is fixed while training
+# plays; the frame's numbers come as datasets.
+POSTERIOR_SERIES = (ui.Series(f"{LABELS['mfvi']}: 1 and 2 sd", COLOURS["mfvi"], DASHES["mfvi"]),
+                    ui.Series(f"{LABELS['sgm']}: 1 and 2 sd, both components", COLOURS["sgm"], DASHES["sgm"]),
+                    ui.Series("equivalent modes (α, −α), (−α, α)", ui.PALETTE["current"], marker="x", line=False))
+PREDICTION_SERIES = (ui.Series("training data", ui.PALETTE["grey"], marker="circle", line=False),
+                     ui.Series("true α|x|", ui.PALETTE["current"], "longdash"),
+                     *(ui.Series(f"{LABELS[m]}: mean ± 2 sd", COLOURS[m], DASHES[m]) for m in ("exact", *toy.METHODS)))
+CURVE_SERIES = (*(ui.Series(LABELS[m], COLOURS[m], DASHES[m]) for m in toy.METHODS),
+                ui.Series("exact posterior", COLOURS["exact"], "dashdot"))
+POSTERIOR_PX = 330  # the posterior's plot area, square: equal scales on w₁ and w₂
+POSTERIOR_GREYS = ("#FFFFFF", "#484848")  # the exact posterior's density, from 0 to its peak
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)  # outlives the run, unlike a functools cache of a page
+def posterior_spec(bound: float, present: bool) -> dict:
+    """The exact posterior (grey: a picture, it does not change while training plays) with q's 1 and 2 sd
+    ellipses (both components of q_G) and the modes."""
+    x, y = ui.quantity("x", "w₁", (-bound, bound)), ui.quantity("y", "w₂", (-bound, bound), channel=alt.Y)
+    chart = alt.layer(ui.altair_image("w₁", "w₂", (-bound, bound), (-bound, bound)),
+                      ui.altair_lines(POSTERIOR_SERIES, x, y, data_order=True))
+    return ui.vega_spec(chart, title="Exact posterior (grey) and q over (w₁, w₂)", height=POSTERIOR_PX,
+                        width=POSTERIOR_PX, legend_columns=1)
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)  # outlives the run, unlike a functools cache of a page
+def predictions_spec(present: bool) -> dict:
+    """Data, the true function, and each method's predictive mean with a ±2 sd band."""
+    x = ui.quantity("x", "input x", (-2.2, 2.2))
+    y = ui.quantity("y", "output y (noise included in the bands)", channel=alt.Y)
+    bands = [ui.altair_band(series, x) for series in PREDICTION_SERIES[2:]]
+    chart = alt.layer(*bands, ui.altair_lines(PREDICTION_SERIES, x, y))
+    return ui.vega_spec(chart, title="Predictions", height=POSTERIOR_PX + 150, legend_columns=2)
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)  # outlives the run, unlike a functools cache of a page
+def posterior_image(config: toy.ToyConfig) -> pd.DataFrame:
+    display = exact_for(config)[2]
+    return ui.image_frame(display.axis, display.axis, np.exp(display.log_density).T, POSTERIOR_GREYS)
+
+
+def posterior_data(config, means, stds) -> dict:
+    outlines = []
     for i, method in enumerate(toy.METHODS):
         x, y = toy.gaussian_outlines(means[i], stds[i], symmetrised=method == "sgm")
-        traces.append(ui.line(x, y, f"{LABELS[method]}: 1 and 2 sd", COLOURS[method], DASHES[method], width=2.5,
-                              legendgroup=method, hoverinfo="skip"))
+        part = np.cumsum(np.isnan(x))  # NaN separates the ellipses
+        keep = ~np.isnan(x)
+        outlines.append(ui.lines_frame(POSTERIOR_SERIES[i].label, x[keep], y[keep], part[keep]))
     a = config.alpha
-    traces.append(ui.points([a, -a], [-a, a], "equivalent modes (α, −α), (−α, α)", ui.PALETTE["current"], "x", 12))
-    return traces
+    outlines.append(ui.lines_frame(POSTERIOR_SERIES[2].label, [a, -a], [-a, a]))
+    return {"image": posterior_image(config), "lines": pd.concat(outlines)}
 
 
-def predictive_traces(data, x, exact_mean, exact_std, config, trainer):
-    """Data, the true function, and each method's predictive mean with a ±2 sd band."""
-    traces = [ui.points(data.x_train, data.y_train, "training data", ui.PALETTE["grey"], "circle", 7),
-              ui.line(x, config.alpha * np.abs(x), "true α|x|", ui.PALETTE["current"], "longdash", width=2)]
+def predictions_data(data, x, exact_mean, exact_std, config, trainer) -> dict:
     means, stds = trainer.predictive(x)
     bands = [("exact", exact_mean, exact_std)] + [(m, means[i], stds[i]) for i, m in enumerate(toy.METHODS)]
-    for method, mean, std in bands:
-        colour = COLOURS[method]
-        traces.append(ui.line(x, mean, f"{LABELS[method]}: predictive mean ± 2 sd", colour, DASHES[method], width=3,
-                              legendgroup=method))
-        traces.append(dict(type="scatter", x=np.concatenate([x, x[::-1]]),
-                           y=np.concatenate([mean + 2 * std, (mean - 2 * std)[::-1]]), fill="toself",
-                           fillcolor=colour, opacity=0.12, line=dict(width=0), legendgroup=method, showlegend=False,
-                           hoverinfo="skip"))
-    return [{**trace, "xaxis": "x2", "yaxis": "y2"} for trace in traces]
-
-
-def live_chart(display, config, means, stds, data, x, exact_mean, exact_std, trainer):
-    """Posterior (left) and predictions (right) in one figure: one redraw per tick, one legend."""
-    traces = posterior_traces(display, config, means, stds) + predictive_traces(data, x, exact_mean, exact_std, config, trainer)
-    figure = ui.figure(traces, "w₁", "w₂", height=440)
-    layout = figure["layout"]
-    layout["xaxis2"] = {**layout["xaxis"], "domain": [0.52, 1.0], "title": dict(text="input x"), "anchor": "y2"}
-    layout["yaxis2"] = {**layout["yaxis"], "title": dict(text="output y (noise included in the bands)"), "anchor": "x2"}
-    bound = float(display.axis[-1])
-    layout["xaxis"].update(domain=[0.0, 0.42], range=[-bound, bound])
-    layout["yaxis"].update(range=[-bound, bound], scaleanchor="x", scaleratio=1, constrain="domain")
-    layout["annotations"] = [
-        dict(text=text, x=x0, y=1.0, xref="paper", yref="paper", xanchor="left", yanchor="bottom", showarrow=False,
-             font=dict(size=layout["font"]["size"] + 2))  # scales with presentation mode
-        for text, x0 in (("Posterior over (w₁, w₂)", 0.0), ("Predictions", 0.52))]
-    layout["margin"]["t"] = 36
-    return figure
+    lines = [ui.lines_frame(PREDICTION_SERIES[0].label, data.x_train, data.y_train),
+             ui.lines_frame(PREDICTION_SERIES[1].label, x, config.alpha * np.abs(x))]
+    band_rows = []
+    for series, (_, mean, std) in zip(PREDICTION_SERIES[2:], bands):
+        lines.append(ui.lines_frame(series.label, x, mean))
+        band_rows.append(pd.DataFrame({"x": x, "low": mean - 2 * std, "high": mean + 2 * std, "series": series.label}))
+    return {"lines": pd.concat(lines), "bands": pd.concat(band_rows)}
 
 
 # Each method's own lower bound on log p(D): MFVI's ELBO, SGM's ELBO + I.
 BOUNDS = {"mfvi": ("elbo", "MFVI: ELBO"), "sgm": ("elbo_g", "SGM: ELBO + I")}
 
 
-def curves_chart(trainer, log_evidence, exact_mse):
-    """Each method's bound under log p(D) (top) and its test MSE (bottom), sharing the step axis."""
-    traces = []
+@st.cache_resource(max_entries=8, show_spinner=False)  # outlives the run, unlike a functools cache of a page
+def curves_spec(quantity: str, present: bool) -> dict:
+    """Each method's bound under log p(D), or its test MSE, by Adam step, with the exact posterior's."""
+    y_title, title = {"bounds": ("bound (nats)", "Lower bounds under log p(D) (MFVI: ELBO; SGM: ELBO + I)"),
+                      "mse": ("test MSE", "Test MSE")}[quantity]
+    chart = alt.layer(ui.altair_lines(CURVE_SERIES, ui.quantity("x", "Adam step"), ui.quantity("y", y_title, channel=alt.Y)),
+                      ui.altair_rules(CURVE_SERIES))
+    return ui.vega_spec(chart, title=title, height=340)
+
+
+def curves_data(trainer, log_evidence, exact_mse) -> dict:
+    """The datasets of the bounds chart and of the test MSE chart."""
+    charts = {"bounds": ([], log_evidence), "mse": ([], exact_mse)}
     for i, method in enumerate(toy.METHODS):
-        history, (bound_field, bound_name) = trainer.history[i], BOUNDS[method]
-        style = dict(colour=COLOURS[method], dash=DASHES[method], width=2, legendgroup=method)
-        traces.append(ui.line(history.step, getattr(history, bound_field), bound_name, **style))
-        traces.append(ui.line(history.step, history.test_mse, f"{LABELS[method]}: test MSE", **style,
-                              showlegend=False, yaxis="y2"))
-    black = ui.PALETTE["target"]
-    figure = ui.figure(traces, "Adam step", "bound (nats)", "Lower bounds under log p(D); test MSE", height=500,
-                       marks=[ui.hline(log_evidence, black, "log p(D)"),
-                              ui.hline(exact_mse, black, "exact posterior's MSE", yref="y2")])
-    layout = figure["layout"]
-    layout["xaxis"]["anchor"] = "y2"
-    layout["yaxis"]["domain"] = [0.54, 1.0]
-    layout["yaxis2"] = {**layout["yaxis"], "domain": [0.0, 0.44], "title": dict(text="test MSE")}
-    return figure
+        history, (bound_field, _) = trainer.history[i], BOUNDS[method]
+        charts["bounds"][0].append(ui.lines_frame(CURVE_SERIES[i].label, history.step, getattr(history, bound_field)))
+        charts["mse"][0].append(ui.lines_frame(CURVE_SERIES[i].label, history.step, history.test_mse))
+    return {name: {"lines": pd.concat(lines), "rules": pd.DataFrame({"value": [exact], "series": [CURVE_SERIES[2].label]})}
+            for name, (lines, exact) in charts.items()}
 
 
 def live_panel(config):
@@ -187,9 +205,20 @@ def live_panel(config):
         st.caption(f"MFVI: μ = ({means[0][0]:.2f}, {means[0][1]:.2f}), s = ({stds[0][0]:.2f}, {stds[0][1]:.2f}) · "
                    f"SGM: μ = ({means[1][0]:.2f}, {means[1][1]:.2f}), s = ({stds[1][0]:.2f}, {stds[1][1]:.2f}) · "
                    f"exact posterior predictive test MSE {exact_mse:.3f}")
-        st.plotly_chart(live_chart(display, config, means, stds, data, x, exact_mean, exact_std, trainer),
-                        key="toy.live", config=chart_config)
-        st.plotly_chart(curves_chart(trainer, log_evidence, exact_mse), key="toy.curves", config=chart_config)
+        present = bool(st.session_state.get("ui.present"))
+        left, right = st.columns([2, 3])
+        bound = float(display.axis[-1])
+        ui.vega_chart(left, posterior_spec(bound, present), posterior_data(config, means, stds), "toy.live_posterior",
+                      width="content",
+                      alt_text="The exact posterior over the two weights, with MFVI's and SGM's ellipses")
+        ui.vega_chart(right, predictions_spec(present), predictions_data(data, x, exact_mean, exact_std, config, trainer),
+                      "toy.live_predictions", alt_text="Each method's predictive mean and band, with the data")
+        curves = curves_data(trainer, log_evidence, exact_mse)
+        left, right = st.columns(2)
+        ui.vega_chart(left, curves_spec("bounds", present), curves["bounds"], "toy.bounds",
+                      alt_text="Each method's lower bound under log p(D), by Adam step")
+        ui.vega_chart(right, curves_spec("mse", present), curves["mse"], "toy.mse",
+                      alt_text="Each method's test MSE, by Adam step")
 
     if (steps_per_tick, tick_seconds) != (STEPS_PER_TICK, TICK_SECONDS):
         st.caption(f"On this shared server live training advances {steps_per_tick} Adam steps every "

@@ -2,17 +2,24 @@
 
 from __future__ import annotations
 
+import base64
+import concurrent.futures
 import math
-import threading
+import struct
 import time
-from collections import OrderedDict
+import uuid
+import zlib
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
 from typing import Callable, Hashable, Sequence
 
+import altair as alt
+import numpy as np
 import pandas as pd
 import streamlit as st
 from streamlit.runtime.pages_manager import PagesManager
 
-from symlab import controls
+from symlab import controls, jobs
 from symlab.hosting import Hosting, SettingsError, is_hosted
 from symlab.playback import Playback
 from symlab.urlstate import Param, encode_query, parse_query
@@ -278,26 +285,284 @@ def figure(traces, x_title: str, y_title: str, title: str | None = None, marks=(
     return dict(data=list(traces) or [dict(type="scatter", x=[], y=[], showlegend=False)], layout=layout)
 
 
-@st.cache_resource(show_spinner=False)
-def _shared_results() -> tuple[OrderedDict, threading.Lock]:
-    return OrderedDict(), threading.Lock()
+# ---------------------------------------------------------------------------------------------
+# Live charts: Vega-Lite specs built with Altair, updated in place
+# ---------------------------------------------------------------------------------------------
+# Streamlit remounts a Plotly chart whenever its figure changes (the element's id hashes the figure, and the
+# frontend keys the chart by that id), so a Plotly chart in a player is rebuilt from scratch on every frame. A
+# Vega-Lite chart without selections has no id: the frontend keeps its Vega view while the spec (the datasets
+# travel apart from it) is unchanged, and swaps changed datasets into the running view. So a live chart's spec
+# holds only what is fixed while it plays (styles, titles, fixed domains) and is built once (the builders are
+# cached); whatever changes from frame to frame comes in named datasets, as DataFrames.
+# Everything else, labels that change per frame included, goes in data or in a caption beside the chart.
+
+# Dash patterns of Plotly's names (pixels on, off), and point shapes: Vega's own, or a path in [-1, 1]².
+DASH_ARRAYS = {"solid": [1, 0], "dash": [8, 4], "dot": [2, 3], "dashdot": [8, 3, 2, 3], "longdash": [14, 5],
+               "longdashdot": [14, 4, 2, 4]}
+SHAPES = {"circle": "circle", "square": "square", "diamond": "diamond", "triangle-up": "triangle-up",
+          "cross": "cross", "x": "M-0.8,-0.8L0.8,0.8M-0.8,0.8L0.8,-0.8",
+          "star": "M0,-1L0.24,-0.33L0.95,-0.31L0.38,0.12L0.59,0.81L0,0.4L-0.59,0.81L-0.38,0.12L-0.95,-0.31L-0.24,-0.33Z",
+          # A legend's sign for a line without markers: a short stroke.
+          None: "stroke"}
+LINE_WIDTH, POINT_SIZE = 2.5, 70
+VEGA_HEIGHT = 380  # the whole chart (axes and legend included) where it fits its column, as ui.figure's
 
 
-def shared_result(key: Hashable, compute: Callable, capacity: int = 24):
-    """``compute()``'s result, kept for every session (a class opening the same link computes it
-    once); the least recently used of ``capacity`` results is dropped. Results must be treated as
-    read-only. Unlike st.cache_data, ``compute`` may draw its own progress bar."""
-    store, lock = _shared_results()
-    with lock:
-        if key in store:
-            store.move_to_end(key)
-            return store[key]
-    value = compute()  # outside the lock: one slow computation must not stall other sessions
-    with lock:
-        store[key] = value
-        while len(store) > capacity:
-            store.popitem(last=False)
-    return value
+@dataclass(frozen=True)
+class Series:
+    """One entry of a live chart's legend: its colour and a second cue, the line's dash or the points' shape
+    (a third where a line has markers too), as ui.line gives Plotly traces."""
+    label: str
+    colour: str
+    dash: str = "solid"
+    marker: str | None = None  # a point at every datum: a key of SHAPES
+    line: bool = True  # False: the markers alone
+
+
+def font_scale() -> float:
+    """Presentation mode's enlargement of text (and of the room text needs)."""
+    return PRESENT_FONT_PX / FONT_PX if st.session_state.get("ui.present") else 1.0
+
+
+def series_channels(series: Sequence[Series], legend: bool = True) -> dict:
+    """Colour, dash and shape of field ``series``, one legend for all three (Vega-Lite merges them), in the
+    order given. Every layer of a chart uses the same scales, so each label has one style throughout."""
+    labels = [s.label for s in series]
+    shown = alt.Legend(title=None, orient="bottom", direction="horizontal", symbolStrokeWidth=LINE_WIDTH,
+                       labelLimit=0, symbolSize=140) if legend else None
+    return dict(
+        color=alt.Color("series:N", scale=alt.Scale(domain=labels, range=[s.colour for s in series]), legend=shown),
+        strokeDash=alt.StrokeDash("series:N", scale=alt.Scale(domain=labels, range=[DASH_ARRAYS[s.dash] for s in series]),
+                                  legend=shown),
+        shape=alt.Shape("series:N", scale=alt.Scale(domain=labels, range=[SHAPES[s.marker] for s in series]),
+                        legend=shown))
+
+
+def quantity(field: str, title: str, domain=None, *, log=False, integer=False, scale: dict | None = None,
+             axis: dict | None = None, channel=alt.X):
+    """A quantitative position channel: its title (with units), a fixed ``domain`` where the chart had one
+    (else the data's, not forced through zero), a log scale, integer ticks (epochs, counts)."""
+    options = dict(zero=False) if domain is None else dict(domain=list(domain), nice=False)
+    if log:
+        options["type"] = "log"
+    options.update(scale or {})
+    axis_options = dict(tickMinStep=1, format="d") if integer else {}
+    axis_options.update(axis or {})
+    return channel(f"{field}:Q", title=title, scale=alt.Scale(**options), axis=alt.Axis(**axis_options))
+
+
+def altair_lines(series: Sequence[Series], x, y, *, data: str = "lines", data_order: bool = False,
+                 legend: bool = True) -> alt.LayerChart:
+    """Lines (with markers where a series has them) of ``series`` from the named dataset ``data``, whose rows
+    carry ``x``, ``y``, ``series`` (a label) and, optionally, ``part`` (separate lines of one series, e.g. two
+    ellipses) and, with ``data_order``, ``i`` (the order to join points in; else they are joined along x).
+    ``x`` and ``y`` are position channels (:func:`quantity`)."""
+    channels = series_channels(series, legend)
+    base = alt.Chart(alt.NamedData(data)).encode(x=x, y=y, color=channels["color"])
+    layers = []
+    lines = [s.label for s in series if s.line]
+    if lines:
+        # No shape here: Vega-Lite would add a point at every vertex of a line that has one.
+        extra = dict(order=alt.Order("i:Q")) if data_order else {}
+        layers.append(base.mark_line(strokeWidth=LINE_WIDTH, clip=True)
+                      .encode(strokeDash=channels["strokeDash"], detail="part:N", **extra)
+                      .transform_filter(alt.FieldOneOfPredicate(field="series", oneOf=lines)))
+    marked = [s.label for s in series if s.marker]
+    if marked:
+        # Not clipped: a point on the edge of a fixed domain (accuracy 1.0) stays whole.
+        layers.append(base.mark_point(size=POINT_SIZE, strokeWidth=2, opacity=1)
+                      .encode(shape=channels["shape"])
+                      .transform_filter(alt.FieldOneOfPredicate(field="series", oneOf=marked)))
+    elif legend:  # the shape scale all the same, for the legend's signs: a layer that draws nothing
+        layers.append(alt.Chart(alt.NamedData(data)).mark_point()
+                      .encode(color=channels["color"], shape=channels["shape"])
+                      .transform_filter(alt.FieldEqualPredicate(field="series", equal="")))
+    return alt.layer(*layers)
+
+
+def altair_band(series: Series, x, *, data: str = "bands", opacity: float = 0.12) -> alt.Chart:
+    """A shaded band of ``series`` (rows of the named dataset ``data`` with ``series`` = its label, and ``x``,
+    ``low``, ``high``), in its colour, without a legend entry of its own (its line has one)."""
+    return (alt.Chart(alt.NamedData(data)).mark_area(color=series.colour, opacity=opacity, clip=True)
+            .encode(x=x, y=alt.Y("low:Q"), y2="high:Q")
+            .transform_filter(alt.FieldEqualPredicate(field="series", equal=series.label)))
+
+
+def altair_rules(series: Sequence[Series], *, data: str = "rules", axis: str = "y", legend: bool = True) -> alt.Chart:
+    """Reference lines across the chart (as :func:`hline`/:func:`vline` give Plotly) at the values of the named
+    dataset ``data``, rows of ``value`` and ``series`` (a label of ``series``, the chart's whole legend, whose
+    entry names the line); data, so they may move from frame to frame."""
+    position = alt.X("value:Q") if axis == "x" else alt.Y("value:Q")
+    channels = series_channels(series, legend)
+    del channels["shape"]
+    return alt.Chart(alt.NamedData(data)).mark_rule(strokeWidth=2).encode(position, **channels)
+
+
+def altair_heatmap(scheme: str | list[str], cell: tuple[float, float], x_title: str, y_title: str, x_domain, y_domain,
+                   *, data: str = "heat", title: str = "density", domain=None, opacity: float = 1.0,
+                   legend: bool = False, reverse: bool = False) -> alt.Chart:
+    """Cells of the named dataset ``data`` (columns ``x``, ``y``: the cell's centre, ``z``: its value, ``k``:
+    its number; see :func:`heat_frame`), ``cell`` = (width, height) in data units, on fixed axes, filled by
+    ``z`` on the colour scheme ``scheme`` (a Vega scheme's name, ``reverse``d, or a list of colours);
+    ``domain``: a fixed range of ``z`` (else the data's), ``title``: its name (in the legend, with ``legend``).
+    Each cell keeps its mark from frame to frame (keyed by ``k``): a new frame changes colours, not elements.
+    In the DOM (SVG), each cell's path carries its row: ``path.__data__.datum``."""
+    scale = dict(scheme=scheme) if isinstance(scheme, str) else dict(range=list(scheme))
+    if reverse:
+        scale["reverse"] = True
+    if domain is not None:
+        scale["domain"] = list(domain)
+    fill = alt.Fill("z:Q", title=title, scale=alt.Scale(**scale),
+                    legend=alt.Legend(orient="right", gradientLength=160) if legend else None)
+    # Cells overlap a little: abutting edges, each antialiased, would let the background show through as seams.
+    half_x, half_y = 0.6 * cell[0], 0.6 * cell[1]
+    return (alt.Chart(alt.NamedData(data)).mark_rect(opacity=opacity, clip=True)
+            .transform_calculate(x0=f"datum.x - {half_x!r}", x1=f"datum.x + {half_x!r}",
+                                 y0=f"datum.y - {half_y!r}", y1=f"datum.y + {half_y!r}")
+            .encode(x=quantity("x0", x_title, x_domain), x2="x1:Q", y=quantity("y0", y_title, y_domain, channel=alt.Y),
+                    y2="y1:Q", fill=fill, key="k:Q"))
+
+
+def heat_frame(x_centres, y_centres, z) -> pd.DataFrame:
+    """A heatmap's dataset (:func:`altair_heatmap`) from cell centres and ``z[y, x]``, in float32 (it is sent
+    on every frame)."""
+    xs, ys = np.meshgrid(np.asarray(x_centres, np.float32), np.asarray(y_centres, np.float32))
+    return pd.DataFrame({"x": xs.ravel(), "y": ys.ravel(), "z": np.asarray(z, np.float32).ravel(),
+                         "k": np.arange(xs.size, dtype=np.int32)})
+
+
+def altair_image(x_title: str, y_title: str, x_domain, y_domain, *, data: str = "image",
+                 opacity: float = 1.0) -> alt.Chart:
+    """A picture stretched over a rectangle of the data's plane, from the named dataset ``data`` (one row of
+    :func:`image_frame`): a heatmap drawn as one image, for a static background of a live chart. One element
+    to paint instead of a path per cell; its values are not in the DOM (use :func:`altair_heatmap` where a
+    reader, or a test, needs them)."""
+    return (alt.Chart(alt.NamedData(data)).mark_image(aspect=False, opacity=opacity, clip=True)
+            .encode(x=quantity("x", x_title, x_domain), x2="x2:Q", y=quantity("y", y_title, y_domain, channel=alt.Y),
+                    y2="y2:Q", url="url:N"))
+
+
+def image_frame(x_centres, y_centres, z, colours: Sequence[str]) -> pd.DataFrame:
+    """:func:`altair_image`'s dataset: ``z[y, x]`` on cells centred at ``x_centres``, ``y_centres`` (ascending,
+    evenly spaced), coloured linearly from ``colours[0]`` at z's minimum to ``colours[-1]`` at its maximum, as a
+    PNG data URL."""
+    x_centres, y_centres, z = np.asarray(x_centres, float), np.asarray(y_centres, float), np.asarray(z, float)
+    span = np.ptp(z)
+    t = (z - z.min()) / (span if span > 0 else 1.0)
+    stops = np.array([[int(c[i:i + 2], 16) for i in (1, 3, 5)] for c in colours], float)
+    where = np.linspace(0.0, 1.0, len(stops))
+    rgb = np.stack([np.interp(t, where, stops[:, k]) for k in range(3)], axis=-1).round().astype(np.uint8)
+    rows = rgb[::-1]  # the image's first row is the top: the largest y
+    raw = b"".join(b"\x00" + row.tobytes() for row in rows)
+    height, width = rows.shape[:2]
+
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+
+    png = (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
+           + chunk(b"IDAT", zlib.compress(raw, 6)) + chunk(b"IEND", b""))
+    half_x, half_y = (x_centres[1] - x_centres[0]) / 2, (y_centres[1] - y_centres[0]) / 2
+    return pd.DataFrame({"url": ["data:image/png;base64," + base64.b64encode(png).decode()],
+                         "x": [x_centres[0] - half_x], "x2": [x_centres[-1] + half_x],
+                         "y": [y_centres[0] - half_y], "y2": [y_centres[-1] + half_y]})
+
+
+def lines_frame(series: str, x, y, part=None) -> pd.DataFrame:
+    """One series' rows of a lines dataset; ``part`` labels separate pieces, ``i`` keeps the drawing order."""
+    x = np.asarray(x, float)
+    frame = pd.DataFrame({"x": x, "y": np.asarray(y, float), "series": series, "i": np.arange(x.size)})
+    if part is not None:
+        frame["part"] = part
+    return frame
+
+
+def vega_spec(chart, *, title: str | None = None, height: int | None = VEGA_HEIGHT, width: int | None = None,
+              legend_columns: int | None = None) -> dict:
+    """A Vega-Lite spec (a plain dict) from an Altair chart: the title, the page's fonts (presentation mode
+    enlarges them and the chart), a legend below. ``height``/``width``: the whole chart's (a single or layered
+    view; Streamlit fits it there), or each view's in a concatenation (pass ``None`` and size the views)."""
+    scale = font_scale()
+    font = round(FONT_PX * scale)
+    spec = chart.to_dict()
+    spec.pop("$schema", None)
+    # SVG whatever the number of marks (Streamlit would switch a chart of many points to a canvas): Vega then
+    # updates only the elements that changed, and each mark's element holds its row (``__data__.datum``).
+    spec["usermeta"] = dict(embedOptions=dict(renderer="svg"))
+    if title:
+        spec["title"] = dict(text=title, fontSize=font + 1, anchor="start")
+    if height is not None:
+        spec["height"] = round(height * scale)
+    if width is not None:  # a fixed size (Streamlit's width="content"): the plot area's, the axes around it
+        spec["width"] = round(width * scale)
+        spec["autosize"] = dict(type="pad")
+    legend = dict(labelFontSize=font - 1, titleFontSize=font - 1, symbolStrokeWidth=LINE_WIDTH)
+    if legend_columns:
+        legend["columns"] = legend_columns
+    spec["config"] = dict(axis=dict(labelFontSize=font - 1, titleFontSize=font, labelLimit=0, grid=True),
+                          legend=legend, text=dict(fontSize=font - 2), view=dict(stroke=None),
+                          # No ARIA description per data point: Vega would build one string per vertex and cell on
+                          # every frame (the chart's own description, Streamlit's alt, names it for readers).
+                          mark=dict(aria=False))
+    return spec
+
+
+def vega_chart(container, spec: dict, datasets: dict[str, pd.DataFrame], key: str, *, alt_text: str | None = None,
+               width: str | int = "stretch") -> None:
+    """Draw ``spec`` with its named ``datasets`` (a new frame of the same spec updates the chart in place)."""
+    # A plain row index is left out of the Arrow data; a concatenation's repeated one would be sent as a column.
+    datasets = {name: frame.reset_index(drop=True) for name, frame in datasets.items()}
+    container.vega_lite_chart({**spec, "datasets": datasets}, key=key, width=width, alt=alt_text)
+
+
+def shared_result(key: Hashable, compute: Callable, capacity: int | None = None):
+    """``compute()``'s result, kept for every session and computed once even when a class opens
+    the same link at the same moment (:class:`symlab.jobs.SharedResults`; ``capacity``: how many
+    results of this kind, ``key[0]``, to keep). Results must be treated as read-only. ``compute``
+    runs in this session's script and may draw its own progress bar."""
+    return jobs.shared().compute(key, compute, capacity)
+
+
+PENDING = "⏳"  # starts the text of a computation's progress bar while the page waits for it
+
+
+def computed(task: jobs.Task, draw_progress: Callable[[jobs.Progress], None] | None = None):
+    """``task``'s result, computed once for every session in a worker process while this page
+    shows its progress (``draw_progress`` draws what the worker reports, e.g. a live ELBO curve)
+    and its place in the queue. A rerun (the user moved on) stops the wait, and a task nobody
+    waits for any more is dropped before it starts. A failed task raises RuntimeError."""
+    results = jobs.shared()
+    stored = results.get(task.key, _MISSING)
+    if stored is not _MISSING:
+        return stored
+    waiter = st.session_state.setdefault("ui.waiter", uuid.uuid4().hex)
+    job = results.submit(task, waiter)
+    bar, drawing = st.progress(0.0, text=f"{PENDING} {task.label}"), st.empty()
+    shown = None
+    try:
+        while True:
+            try:
+                return job.future.result(timeout=WAIT_POLL_SECONDS)
+            except concurrent.futures.TimeoutError:
+                pass
+            except (concurrent.futures.CancelledError, BrokenProcessPool) as error:
+                raise RuntimeError(f"{task.label} stopped before it finished ({type(error).__name__}); "
+                                   "rerun the page to try again") from error
+            progress, ahead = job.progress, results.ahead_of(job)
+            text = (f"{PENDING} {task.label}: waiting for {ahead} computation{'s' * (ahead > 1)} of other visitors"
+                    if ahead and not progress.done else f"{PENDING} {progress.text or task.label}")
+            bar.progress(progress.fraction, text=text)  # also where a rerun interrupts the wait
+            if draw_progress is not None and progress.payload is not None and progress is not shown:
+                shown = progress
+                with drawing.container():
+                    draw_progress(progress)
+    finally:
+        results.release(job, waiter)
+        bar.empty()
+        drawing.empty()
+
+
+_MISSING = object()
+WAIT_POLL_SECONDS = 0.25
 
 
 def frame_player(name: str, state_key: Hashable, frames: int, start: int, tick_seconds: float,

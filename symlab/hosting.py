@@ -79,6 +79,7 @@ class LiveLimits:
     max_steps_per_tick: int = 20  # Adam steps per redraw of live training
     min_tick_seconds: float = 0.1  # time between redraws while playing
     max_table_runs: int = 100  # α values × seeds in one in-page table
+    compute_workers: int = 1  # processes training the pages' shared results (symlab.jobs; 0: in the page's own run)
 
     @classmethod
     def from_env(cls, environ=os.environ) -> "LiveLimits":
@@ -86,7 +87,8 @@ class LiveLimits:
 
     def describe(self) -> str:
         return (f"live training: ≤ {self.max_steps_per_tick} steps per redraw, ≥ {self.min_tick_seconds:g} s apart; "
-                f"tables: ≤ {self.max_table_runs} α × seed runs")
+                f"tables: ≤ {self.max_table_runs} α × seed runs; {self.compute_workers} process(es) training "
+                f"the pages' shared results")
 
 
 # The classroom: ~30 students on a 2-core server (benchmarks/load_test.py measures it).
@@ -95,7 +97,7 @@ HOSTED_DEFAULTS = {
                     max_runs_per_session=4, max_runs_per_hour=30, worker_threads=1),
     LiveLimits: dict(torch_threads=1, max_steps_per_tick=10, min_tick_seconds=0.3, max_table_runs=20),
 }
-MINIMUM = {"worker_threads": 0}  # every other cap must be at least 1 (or > 0 for seconds)
+MINIMUM = {"worker_threads": 0, "compute_workers": 0}  # every other cap must be at least 1 (or > 0 for seconds)
 
 
 def _from_env(cls, environ):

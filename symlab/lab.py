@@ -19,6 +19,9 @@ class Lab:
     # For a lab whose work runs in worker processes (symlab.runs): the module whose ``KIND`` is its
     # runs.RunKind, imported only when one of its runs is read.
     runs: str = ""
+    # warm(hosting) -> the symlab.jobs.Tasks its page's default link computes, which a starting server
+    # begins at once (serve.py) so that the first visitor finds them done or under way.
+    warm: Callable | None = None
 
     def __post_init__(self):
         if not self.page:

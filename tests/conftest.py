@@ -32,14 +32,15 @@ class AppDidNotStart(RuntimeError):
 
 @contextlib.contextmanager
 def app_process(env: dict | None = None, log_path: Path | None = None, cpus: list[int] | None = None):
-    """``streamlit run app.py`` on a free port with ``env`` added to its environment, its output
-    appended to ``log_path`` (default: a temporary file; a pipe nobody reads would stall a chatty
-    server) and, with ``cpus``, pinned to those CPUs; yields (url, process) once it is healthy."""
+    """``streamlit run serve.py`` (the app, warmed as it starts) on a free port with ``env`` added to
+    its environment, its output appended to ``log_path`` (default: a temporary file; a pipe nobody
+    reads would stall a chatty server) and, with ``cpus``, pinned to those CPUs; yields (url,
+    process) once it is healthy."""
     port = _free_port()
     log_path = Path(log_path or tempfile.mkstemp(prefix="symlab-server-", suffix=".log")[1])
     with open(log_path, "ab") as log:
         process = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.port", str(port),
+            [sys.executable, "-m", "streamlit", "run", str(ROOT / "serve.py"), "--server.port", str(port),
              "--server.address", "127.0.0.1", "--server.headless", "true", "--server.fileWatcherType", "none",
              "--browser.gatherUsageStats", "false"],
             cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})},
@@ -69,7 +70,7 @@ def app_process(env: dict | None = None, log_path: Path | None = None, cpus: lis
 
 @contextlib.contextmanager
 def running_app(runs_dir=None):
-    """A fresh ``streamlit run app.py`` on a free port, keeping MNIST runs in ``runs_dir`` (default:
+    """A fresh ``streamlit run serve.py`` on a free port, keeping MNIST runs in ``runs_dir`` (default:
     a new temporary directory); yields its base URL."""
     runs_dir = str(runs_dir or tempfile.mkdtemp(prefix="symlab-runs-"))
     try:

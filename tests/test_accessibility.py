@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
+from vegatest import channel, vega_charts
 
 from symlab import cli, runs
 
@@ -24,7 +25,21 @@ def charts(at: AppTest) -> list[dict]:
     return [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
 
 
-def assert_redundant_cues(at: AppTest) -> int:
+def vega_cues(spec: dict) -> dict:
+    """A live (Vega-Lite) chart's legend: label -> (line dash, point shape), the cues besides colour that its
+    series scales give it (pages/ui.py: every layer shares one colour, dash and shape scale per label)."""
+    found = {}
+    for name in ("strokeDash", "shape"):
+        for definition in channel(spec, name):
+            scale = definition.get("scale", {})
+            for label, style in zip(scale.get("domain", []), scale.get("range", [])):
+                found.setdefault(label, {})[name] = str(style)
+    labels = [label for definition in channel(spec, "color") for label in definition.get("scale", {}).get("domain", [])]
+    return {label: (found.get(label, {}).get("strokeDash"), found.get(label, {}).get("shape")) for label in labels}
+
+
+def assert_redundant_cues(at: AppTest) -> tuple[int, int]:
+    """(Plotly charts, Vega-Lite charts) checked."""
     count = 0
     for figure in charts(at):
         legend = [t for t in figure["data"] if t.get("name") and t.get("showlegend", True)]
@@ -32,7 +47,15 @@ def assert_redundant_cues(at: AppTest) -> int:
         twins = [t["name"] for t in legend if cues.count(cue(t)) > 1]
         assert not twins, f"{figure['layout'].get('title')}: {twins} differ by colour only"
         count += 1
-    return count
+    vega = 0
+    for chart in vega_charts(at):
+        cues = vega_cues(chart["spec"])
+        assert cues, f"{chart['title']}: no legend"
+        twins = [label for label, style in cues.items() if list(cues.values()).count(style) > 1]
+        assert not twins, f"{chart['title']}: {twins} differ by colour only"
+        assert all(style != (None, None) for style in cues.values()), chart["title"]
+        vega += 1
+    return count, vega
 
 
 def page(path: str, **query) -> AppTest:
@@ -47,7 +70,8 @@ def page(path: str, **query) -> AppTest:
 def test_lab_charts_use_more_than_colour(path, query):
     at = page(path, **query)
     assert not at.exception
-    assert assert_redundant_cues(at) >= 2
+    plotly, vega = assert_redundant_cues(at)
+    assert plotly + vega >= 2 and vega >= 2  # the live charts (the player's) among them
 
 
 def test_mnist_charts_use_more_than_colour(tmp_path, monkeypatch):
@@ -59,5 +83,6 @@ def test_mnist_charts_use_more_than_colour(tmp_path, monkeypatch):
     ids = [run.id for run in runs.Registry().runs()]
     at = page("pages/mnist.py", compare=",".join(map(str, ids)))
     assert not at.exception
-    assert assert_redundant_cues(at) >= 4  # accuracy and bound by width, the compared runs' curves
+    plotly, vega = assert_redundant_cues(at)
+    assert plotly >= 4 and vega >= 6  # accuracy and bound by width; the compared runs' curves and diagnostics
 

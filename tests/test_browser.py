@@ -5,6 +5,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 from conftest import running_app
+from vegatest import VEGA_CHART_JS
 
 pytestmark = pytest.mark.browser
 
@@ -113,20 +114,39 @@ def test_deep_link_on_a_freshly_started_server(page, browser_errors):
         page.goto("about:blank")  # before this server stops: its reconnection attempts would fail
 
 
+# The toy page's live charts (Vega-Lite), each drawn in an SVG of its own: marking every <svg> and finding the
+# marks on all of them later shows that Streamlit updated the charts in place rather than embedding them anew.
+LIVE_CHARTS = '[data-testid="stVegaLiteChart"] svg.marks'
+MARK_LIVE_CHARTS_JS = f"() => [...document.querySelectorAll('{LIVE_CHARTS}')].map(svg => {{ svg.__kept = true; }}).length"
+KEPT_LIVE_CHARTS_JS = f"() => [...document.querySelectorAll('{LIVE_CHARTS}')].map(svg => svg.__kept === true)"
+TOY_TITLES = ["Exact posterior (grey) and q over (w₁, w₂)", "Predictions",
+              "Lower bounds under log p(D) (MFVI: ELBO; SGM: ELBO + I)", "Test MSE"]
+
+
 def test_tractable_bnn_trains_live(page, server_url):
     page.goto(f"{server_url}/toy?alpha=0.25&seed=3")
-    page.locator('.js-plotly-plot').first.wait_for()
+    page.locator(LIVE_CHARTS).nth(3).wait_for()
     wait_for_run(page)
     progress = page.locator('[data-testid="stProgress"]').first
     assert "Adam step 0 /" in progress.inner_text()
-    elbo_line_js = "document.querySelectorAll('.js-plotly-plot')[1].querySelector('path.js-line').getAttribute('d')"
-    before = page.evaluate(elbo_line_js)
+    bounds = page.evaluate(VEGA_CHART_JS, TOY_TITLES[2])
+    assert bounds["x_title"] == "Adam step" and bounds["y_title"] == "bound (nats)" and len(bounds["rules"]) == 1
+    assert page.evaluate(MARK_LIVE_CHARTS_JS) == 4
     page.get_by_role("button", name="Play", exact=True).click()
     page.wait_for_function(
         "() => { const m = /Adam step (\\d+) \\//.exec(document.querySelector('[data-testid=\"stProgress\"]').innerText);"
         " return m && Number(m[1]) >= 200; }", timeout=60_000)
     page.get_by_role("button", name="Pause", exact=True).click()
-    page.wait_for_function(f"before => {elbo_line_js} !== before", arg=before)
+    page.wait_for_function(f"([title, before]) => {{ const now = ({VEGA_CHART_JS})(title);"
+                           " return now !== null && now.lines.join() !== before; }",
+                           arg=[TOY_TITLES[2], ",".join(bounds["lines"])])
+    wait_for_run(page)
+    # Ten ticks and more later: the same four charts, updated in place, and the posterior's ellipses moved.
+    assert page.evaluate(KEPT_LIVE_CHARTS_JS) == [True] * 4
+    titles = page.evaluate("() => [...document.querySelectorAll('[data-testid=\"stVegaLiteChart\"] .role-title-text')]"
+                           ".map(t => t.textContent)")
+    assert len(titles) == 4 and all(full.startswith(shown.rstrip("…")) for full, shown in zip(TOY_TITLES, titles))
+    assert page.evaluate(VEGA_CHART_JS, TOY_TITLES[0])["series"].keys() == {"equivalent modes (α, −α), (−α, α)"}
     assert page.locator('[data-testid="stException"]').count() == 0
     save_screenshot(page, "toy")
 
@@ -177,18 +197,21 @@ def test_mnist_block_estimator_run_shows_its_diagnostics_per_epoch(page, server_
     wait_for_run(page)
     page.get_by_role("tab", name="Results").click()
     page.get_by_text("Closest two units against width").first.wait_for()
-    points_js = ("title => { for (const plot of document.querySelectorAll('.js-plotly-plot')) {"
-                 " const text = plot.layout && plot.layout.title && plot.layout.title.text || '';"
-                 " const trace = text.includes(title) && (plot.data || []).find("
-                 " t => (t.name || '').startsWith('#%d '));"
-                 " if (trace) return Array.from(trace.y); } return null; }" % run.id)
+    # The run's points as drawn (Vega's SVG marks, by chart title; the comparison's charts come last).
+    points_js = ("title => { const charts = [...document.querySelectorAll('[data-testid=\"stVegaLiteChart\"]')]"
+                 " .filter(c => (c.querySelector('.role-title-text') || {}).textContent === title);"
+                 " const chart = charts[charts.length - 1]; if (!chart) return null;"
+                 " const rows = [...chart.querySelectorAll('.role-mark.mark-symbol path')].map(p => p.__data__.datum)"
+                 " .filter(d => d.series.startsWith('#%d ')).sort((a, b) => a.x - b.x);"
+                 " return rows.length ? {x: rows.map(d => d.x), y: rows.map(d => d.y)} : null; }" % run.id)
     for title, key in (("Closest two units", "nearest_unit_kl_min"), ("Units at the prior", "units_at_prior")):
-        page.wait_for_function(f"title => {{ const y = ({points_js})(title); return y && y.length === 3; }}",
+        page.wait_for_function(f"title => {{ const p = ({points_js})(title); return p && p.y.length === 3; }}",
                                arg=title, timeout=20_000)
-        assert page.evaluate(f"title => ({points_js})(title)", title) == \
-            pytest.approx([epoch[key] for epoch in epochs])
-    fraction = page.evaluate(f"title => ({points_js})(title)", "Block MI on q")
-    assert fraction == pytest.approx([e["block_mi"] / e["block_log_group_size"] for e in epochs])
+        drawn = page.evaluate(f"title => ({points_js})(title)", title)
+        assert drawn["x"] == [1, 2, 3]  # one point per epoch
+        assert drawn["y"] == pytest.approx([epoch[key] for epoch in epochs])
+    fraction = page.evaluate(f"title => ({points_js})(title)", "Block MI on q: I_H / log|H|")
+    assert fraction["y"] == pytest.approx([e["block_mi"] / e["block_log_group_size"] for e in epochs])
     assert page.locator('[data-testid="stException"]').count() == 0
     save_screenshot(page, "mnist_blocks")
 
@@ -205,7 +228,7 @@ def test_home_page_links_to_each_lab(page, server_url):
     links.filter(has_text="Tractable BNN").click()
     page.wait_for_url(re.compile(r"/toy\?"))
     page.get_by_role("heading", name="Tractable BNN").wait_for()
-    page.locator(".js-plotly-plot").first.wait_for()
+    page.locator('[data-testid="stVegaLiteChart"] svg.marks').first.wait_for()
 
 
 # Every labelled control, by its label: sliders, number and text inputs, selectboxes and toggles by
@@ -302,7 +325,7 @@ def test_keyboard_moves_the_alpha_slider_and_starts_training(new_page, server_ur
 
     page = new_page()
     page.goto(f"{server_url}/toy")
-    page.locator(".js-plotly-plot").first.wait_for()
+    page.locator('[data-testid="stVegaLiteChart"] svg.marks').first.wait_for()
     wait_for_run(page)
     page.get_by_role("button", name="Play", exact=True).focus()
     page.keyboard.press("Enter")
@@ -313,13 +336,17 @@ def test_keyboard_moves_the_alpha_slider_and_starts_training(new_page, server_ur
     page.get_by_role("button", name="Play", exact=True).wait_for()
 
 
-# The plotted data, as Plotly holds it after decoding (Streamlit sends NumPy arrays base64-encoded, which
-# the figure's own `data` keeps; `_fullData` has them as typed arrays). Streamlit's theme bolds titles.
-HEATMAPS_JS = """() => [...document.querySelectorAll('.js-plotly-plot')]
-    .filter(plot => plot.data && plot.data[0].type === 'heatmap')
-    .map(plot => { const trace = plot._fullData[0];
-                   return {title: plot.layout.title.text.replace(/<[^>]+>/g, ''), x: Array.from(trace.x),
-                           y: Array.from(trace.y), z: Array.from(trace.z, row => Array.from(row))}; })"""
+# The epoch player's densities (Vega-Lite), as drawn: each cell's element in Vega's SVG carries its row
+# (x, y: the cell's centre, z: the density), rebuilt here into a grid z[row = y][column = x].
+HEATMAPS_JS = """() => [...document.querySelectorAll('[data-testid="stVegaLiteChart"]')]
+    .filter(chart => !chart.closest('[data-stale="true"]') && chart.querySelector('.role-mark.mark-rect path'))
+    .map(chart => {
+        const cells = [...chart.querySelectorAll('.role-mark.mark-rect path')].map(p => p.__data__.datum);
+        const x = [...new Set(cells.map(d => d.x))].sort((a, b) => a - b);
+        const y = [...new Set(cells.map(d => d.y))].sort((a, b) => a - b);
+        const z = y.map(() => x.map(() => 0));
+        for (const d of cells) z[y.indexOf(d.y)][x.indexOf(d.x)] = d.z;
+        return {title: chart.querySelector('.role-title-text').textContent, x, y, z, cells: cells.length}; })"""
 FIRST_PLOT_LINES_JS = """() => document.querySelectorAll('.js-plotly-plot')[0]._fullData
     .map(trace => ({name: trace.name, x: Array.from(trace.x), y: Array.from(trace.y)}))"""
 EPOCH_JS = """() => { const bar = [...document.querySelectorAll('[data-testid="stProgress"]')]
@@ -344,7 +371,8 @@ def share_v1_above_v2(heatmap):
 def test_symmetry_explorer_doubles_and_removes_the_mode_and_modes_crowd_with_width(page, server_url):
     page.goto(f"{server_url}/symmetry")
     page.get_by_role("heading", name="The doubled mode (Fig. 1)").wait_for(timeout=120_000)
-    page.wait_for_function("() => document.querySelectorAll('.js-plotly-plot .hm image').length === 3",
+    page.wait_for_function("() => [...document.querySelectorAll('[data-testid=\"stVegaLiteChart\"]')]"
+                           ".filter(c => c.querySelectorAll('.role-mark.mark-rect path').length === 3600).length === 3",
                            timeout=120_000)  # the three density heatmaps are drawn (2000 nets train first)
     wait_for_run(page, timeout_ms=120_000)
     assert page.url.startswith(f"{server_url}/symmetry?part=fig1&")
@@ -356,6 +384,7 @@ def test_symmetry_explorer_doubles_and_removes_the_mode_and_modes_crowd_with_wid
     assert raw["title"] == "Raw" and ordered["title"] == "After scaling and permutation removal"
     for heatmap in (raw, scaled, ordered):
         assert len(heatmap["z"]) == len(heatmap["y"]) == len(heatmap["x"]) == 60 and heatmap["x"] == heatmap["y"]
+        assert heatmap["cells"] == 60 * 60
     # Measured with seeds 0-4: raw 0.09-0.10 and 0.48-0.50 (the same for scaled); sorted 0.98 and
     # 0.005-0.007, what the smoothing spreads across the diagonal.
     assert swap_asymmetry(raw["z"]) < 0.2 and swap_asymmetry(scaled["z"]) < 0.2
@@ -424,13 +453,23 @@ def barrier(ts, losses):
     return max(loss - ((1 - t) * losses[0] + t * losses[-1]) for t, loss in zip(ts, losses))
 
 
+def test_a_link_nobody_has_trained_shows_its_training_live(page, server_url):
+    # Not the default link (the warm-up trains that one): this visitor's page waits for a worker
+    # process, showing its progress and the ELBO curves it reports, then the results.
+    page.goto(f"{server_url}/align?width=12&depth=1&steps=1500&seed=77")
+    page.locator('[data-testid="stProgress"]', has_text="⏳ Training q_A and q_B: Adam step").wait_for(timeout=60_000)
+    page.wait_for_function(f"() => ({ALIGN_PLOT_JS})('Training both posteriors')", timeout=60_000)
+    page.locator('[data-testid="stMetric"]', has_text="loss barrier before").wait_for(timeout=180_000)
+    wait_for_run(page, timeout_ms=180_000)
+    assert page.locator('[data-testid="stProgress"]', has_text="⏳").count() == 0
+    assert "seed=77" in page.url and "width=12" in page.url
+
+
 def test_alignment_collapses_the_loss_barrier_and_the_path_plays(page, server_url):
     # Tall: Streamlit scrolls inside its own container, so a screenshot shows the viewport only.
     page.set_viewport_size({"width": 1500, "height": 4200})
     page.goto(f"{server_url}/align")
-    # The first session to open the default link trains both posteriors live (~5-10 s): progress and ELBO.
-    page.locator('[data-testid="stProgress"]', has_text="Training q_A and q_B: Adam step").wait_for(timeout=60_000)
-    page.wait_for_function(f"() => ({ALIGN_PLOT_JS})('Training both posteriors')", timeout=60_000)
+    # The server's warm-up trains the default link's posteriors as it starts: done, or under way.
     page.locator('[data-testid="stMetric"]', has_text="loss barrier before").wait_for(timeout=180_000)
     wait_for_run(page, timeout_ms=180_000)
     assert page.url.startswith(f"{server_url}/align?task=moons&width=64&depth=2&")
@@ -442,9 +481,10 @@ def test_alignment_collapses_the_loss_barrier_and_the_path_plays(page, server_ur
     assert before > 0.2 and after < 0.05, (before, after)
     assert float(metric_value(page, "W₂ after alignment")) < float(metric_value(page, "W₂(q_A, q_B) before"))
 
-    loss = page.evaluate(ALIGN_PLOT_JS, "Loss along the path")
-    assert loss["x_title"] == "t (0: q_A, 1: q_B)" and loss["marks"] == [0.5]
-    paths = {trace["name"]: trace for trace in loss["traces"]}
+    # The player's charts (Vega-Lite): the paths' points as drawn, and the rule at the player's t.
+    loss = page.evaluate(VEGA_CHART_JS, "Loss along the path")
+    assert loss["x_title"] == "t (0: q_A, 1: q_B)" and loss["rules"] == [0.5]
+    paths = {name: dict(trace, name=name) for name, trace in loss["series"].items()}
     assert list(paths) == ["unaligned", "weight matching", "W₂ alignment"]
     for trace in paths.values():
         assert len(trace["x"]) == len(trace["y"]) == 21 and trace["x"][0] == 0 and trace["x"][-1] == 1
@@ -455,8 +495,11 @@ def test_alignment_collapses_the_loss_barrier_and_the_path_plays(page, server_ur
     # The headline numbers are those of the plotted paths.
     assert abs(barrier(paths["unaligned"]["x"], unaligned) - before) < 0.001
     assert abs(barrier(ts, aligned) - after) < 0.001
-    assert page.evaluate(ALIGN_PLOT_JS, "Accuracy along the path") is not None
-    assert page.evaluate("() => document.querySelectorAll('.js-plotly-plot .hm image').length") == 4  # 2 maps, 2 layers
+    assert page.evaluate(VEGA_CHART_JS, "Accuracy along the path")["rules"] == [0.5]
+    assert page.evaluate("() => document.querySelectorAll('.js-plotly-plot .hm image').length") == 2  # 2 layers
+    for title in ("Unaligned", "W₂ alignment"):  # the maps: P(class 1) in [0, 1] on a 60 × 60 grid
+        cells = page.evaluate(VEGA_CHART_JS, title)["cells"]
+        assert len(cells) == 3600 and all(0 <= z <= 1 for _, _, z in cells)
 
     with page.expect_download() as download_info:
         page.get_by_role("button", name="Paths (CSV)").click()
@@ -469,7 +512,7 @@ def test_alignment_collapses_the_loss_barrier_and_the_path_plays(page, server_ur
     fresh_button(page, "Step").click()
     wait_for_align_point(page, 11)
     assert align_t(page) == {"t": "0.55", "point": 11}
-    page.wait_for_function(f"() => ({ALIGN_PLOT_JS})('Loss along the path')?.marks[0] === 0.55")
+    page.wait_for_function(f"() => ({VEGA_CHART_JS})('Loss along the path')?.rules[0] === 0.55")
     fresh_button(page, "Reset").click()
     wait_for_align_point(page, 0)
     assert align_t(page) == {"t": "0.00", "point": 0}
@@ -485,7 +528,7 @@ def test_alignment_collapses_the_loss_barrier_and_the_path_plays(page, server_ur
     page.wait_for_timeout(2000)  # three ticks' time: it stays where it was paused
     assert align_t(page) == paused
     # The mark is the float t = point · step (0.30000000000000004 at point 6); the label rounds it.
-    assert page.evaluate(ALIGN_PLOT_JS, "Loss along the path")["marks"] == pytest.approx([float(paused["t"])])
+    assert page.evaluate(VEGA_CHART_JS, "Loss along the path")["rules"] == pytest.approx([float(paused["t"])])
     assert page.locator('[data-testid="stException"]').count() == 0
 
     # Units of q_B in the aligned order: in the URL, and the matched pairs run down the diagonal.

@@ -10,8 +10,9 @@ import json
 import numpy as np
 import pytest
 from pagetest import metrics, open_page
+from vegatest import vega_chart, vega_charts
 
-from symlab import results
+from symlab import jobs, results
 from symlab.labs.align import experiment as align_lab
 
 SMALL = {"width": "16", "depth": "1", "steps": "200", "samples": "8"}
@@ -51,10 +52,18 @@ def test_default_link_shows_the_barrier_collapse():
     assert set(values) == METRICS
     assert float(values["loss barrier before"]) > 0.2 > 0.05 > float(values["loss barrier after (W₂)"])
     assert float(values["W₂ after alignment"]) < float(values["W₂(q_A, q_B) before"])
-    # Loss and accuracy paths, two predictive maps, distances, training curves, one assignment per layer.
-    assert len(chart_specs(at)) == 8
-    loss = titled(at, "Loss along the path")[0]
-    assert [trace["name"] for trace in loss["data"]] == ["unaligned", "weight matching", "W₂ alignment"]
+    # The player's charts (live, Vega-Lite): loss and accuracy paths, two predictive maps; then (Plotly)
+    # distances, training curves, one assignment per layer.
+    assert [chart["title"] for chart in vega_charts(at)] == ["Loss along the path", "Accuracy along the path",
+                                                             "Unaligned", "W₂ alignment"]
+    assert len(chart_specs(at)) == 4
+    loss = vega_chart(at, "Loss along the path")
+    lines = loss["datasets"]["lines"]
+    assert list(dict.fromkeys(lines["series"])) == ["unaligned", "weight matching", "W₂ alignment"]
+    assert all((lines["series"] == name).sum() == 21 for name in ("unaligned", "W₂ alignment"))
+    assert loss["datasets"]["rules"]["value"].tolist() == [0.5]  # the player starts half way
+    heat = vega_chart(at, "Unaligned")["datasets"]["heat"]
+    assert len(heat) == 60 * 60 and heat["z"].between(0, 1).all()  # P(class 1) on the grid
     assert len(titled(at, "Hidden layer")) == 2
     summary = at.dataframe[0].value
     assert list(summary["path"]) == ["unaligned", "weight matching", "W₂ alignment"]
@@ -63,6 +72,21 @@ def test_default_link_shows_the_barrier_collapse():
     assert dict(at.query_params) == {"task": "moons", "width": "64", "depth": "2", "train": "1000",
                                      "noise": "0.15", "steps": "2000", "lr": "0.01", "prior": "1.0",
                                      "samples": "32", "order": "own", "seed": "0"}
+
+
+def test_the_path_player_changes_only_its_charts_data():
+    at = align_page(**SMALL, seed="2")
+    before = vega_charts(at)
+    at.button(key="align.step").click().run()
+    after = vega_charts(at)
+    assert [chart["title"] for chart in after] == ["Loss along the path", "Accuracy along the path", "Unaligned",
+                                                   "W₂ alignment"]
+    for old, new in zip(before, after):
+        assert old["spec_text"] == new["spec_text"], old["title"]  # so Streamlit updates the chart in place
+    assert after[0]["datasets"]["rules"]["value"].tolist() == [pytest.approx(0.55)]
+    assert not before[2]["datasets"]["heat"].equals(after[2]["datasets"]["heat"])
+    labels = [c.value for c in at.caption if c.value.startswith("t = ")]  # under each map: what its title had
+    assert len(labels) == 2 and all(label.startswith("t = 0.55, loss ") for label in labels)
 
 
 def test_assignment_markers_follow_the_chosen_order():
@@ -92,8 +116,8 @@ def test_depth_sets_the_number_of_assignment_matrices():
 def test_mnist_link_trains_on_digits_without_maps():
     at = align_page(task="mnist", width="16", depth="1", steps="100", train="1000", samples="4")
     assert not at.exception and not at.error
-    assert titled(at, "Loss along the path") and not titled(at, "Unaligned: t")
-    assert len(chart_specs(at)) == 5  # two paths, distances, training curves, one assignment
+    assert [chart["title"] for chart in vega_charts(at)] == ["Loss along the path", "Accuracy along the path"]
+    assert len(chart_specs(at)) == 3  # distances, training curves, one assignment (and no maps: 784 inputs)
     assert "784-16-10 MLP" in at.caption[1].value
 
 
@@ -150,6 +174,7 @@ def test_diverged_training_is_an_error_not_a_traceback(monkeypatch):
                                        "lower the learning rate")
 
     monkeypatch.setattr(align_lab, "train_pair", diverge)
+    monkeypatch.setattr(jobs, "_shared", jobs.SharedResults(workers=0))  # trained here, where the patch holds
     at = align_page(**SMALL, seed="4242")
     assert not at.exception
     assert len(at.error) == 1 and "diverged at step 7" in at.error[0].value

@@ -1,9 +1,11 @@
 """AppTest checks of the MNIST page (its live fragment's first render included)."""
 
+import json
 from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
+from vegatest import channel, vega_charts
 
 from symlab import controls, runs
 from symlab.labs.mnist.experiment import MnistConfig
@@ -127,8 +129,72 @@ def test_diagnostics_are_charted_per_epoch_and_against_width(registry):
     charts = {chart.proto.id for chart in at.get("plotly_chart")}
     assert charts  # rendered
     titles = " ".join(chart.proto.spec for chart in at.get("plotly_chart"))
-    for title in ("Closest two units against width", "Units at the prior against width", "Closest two units",
-                  "Block MI on q"):
+    for title in ("Closest two units against width", "Units at the prior against width"):
         assert title in titles
+    compared = [chart for chart in vega_charts(at) if chart["title"] in ("Closest two units", "Block MI on q: I_H / log|H|")]
+    assert len(compared) == 4  # the live view's (the latest two runs) and the comparison's
+    nearest = compared[-2]["datasets"]["lines"]  # the comparison's: run ids[0] has it, the old run has none
+    assert nearest["y"].tolist() == [850.0] and nearest["series"].str.startswith(f"#{ids[0]} ").all()
     runs_table = at.dataframe[0].value
     assert {"I active", "J min", "at prior"} <= set(runs_table.columns)
+
+
+def finished_runs(registry, epochs: int, accuracies=(0.9, 0.93), recorded: int | None = None) -> list[int]:
+    """An MFVI/SGM pair of ``epochs`` epochs, finished, with every per-epoch metric of the first ``recorded``
+    epochs (all of them by default)."""
+    ids = []
+    for method, accuracy in zip(("mfvi", "sgm"), accuracies):
+        run_id = registry.create(MnistConfig(hidden=32, method=method, mi="blocks", epochs=epochs), "cpu")
+        for epoch in range(1, (recorded or epochs) + 1):
+            registry.add_metrics(run_id, {"epoch": epoch, "test_acc": accuracy + 0.002 * epoch, "test_nll": 0.3,
+                                          "train_elbo": -1e5 + 10 * epoch, "nearest_unit_kl_min": 800.0 / epoch,
+                                          "units_at_prior": 0, "block_mi": 5.0, "block_log_group_size": 5.5})
+        registry.update(run_id, status=runs.FINISHED, result={
+            "test_acc": accuracy, "test_nll": 0.3, "test_ece": 0.02, "train_elbo": -1e5,
+            "train_elbo_sym": -9e4 if method == "sgm" else None, "nearest_unit_kl_min": 100.0, "units_at_prior": 0})
+        ids.append(run_id)
+    return ids
+
+
+@pytest.mark.parametrize("epochs", [1, 12])
+def test_epoch_curves_keep_fractions_in_range_and_epochs_whole(registry, epochs):
+    """One epoch drew an accuracy axis up to 1.5 and epoch ticks at halves; the axes are now fixed by what the
+    quantities are: accuracy and I_H / log|H| at most 1, counts from 0, epochs 1 … the planned number."""
+    ids = finished_runs(registry, epochs)
+    at = mnist_page(compare=",".join(map(str, ids)))
+    assert not at.exception and not at.error
+    curves = [chart for chart in vega_charts(at) if chart["title"] in (
+        "Test accuracy", "Train ELBO", "Test NLL", "Closest two units", "Block MI on q: I_H / log|H|",
+        "Units at the prior")]
+    assert len(curves) == 5 + 6  # the live view's and the comparison's
+    for chart in curves:
+        [x] = [x for x in channel(chart["spec"], "x") if x["field"] == "x"][:1]
+        assert x["title"] == "epoch" and x["scale"]["domain"] == [0.5, epochs + 0.5]
+        assert x["axis"]["tickMinStep"] == 1 and x["axis"]["format"] == "d"  # whole epochs only
+        lines = chart["datasets"]["lines"]
+        assert sorted(set(lines["x"])) == list(range(1, epochs + 1))
+        y = channel(chart["spec"], "y")[0]
+        if chart["title"] in ("Test accuracy", "Block MI on q: I_H / log|H|"):
+            assert y["scale"]["domainMax"] == 1 and "domain" not in y["scale"] and lines["y"].between(0, 1).all()
+        if chart["title"] == "Units at the prior":
+            assert y["scale"]["zero"] is True and y["axis"]["tickMinStep"] == 1
+    # Against width (static, Plotly): accuracy in per cent stays within [0, 100], counts from 0 in whole units.
+    figures = {json.loads(chart.proto.spec)["layout"]["title"]["text"]: json.loads(chart.proto.spec)
+               for chart in at.get("plotly_chart")}
+    accuracy = figures["Accuracy against width (± std)"]["layout"]["yaxis"]
+    assert accuracy["autorangeoptions"] == {"clipmin": 0, "clipmax": 100}
+    prior = figures["Units at the prior against width"]["layout"]["yaxis"]
+    assert prior["rangemode"] == "nonnegative" and prior["tickformat"] == "d" and prior["dtick"] == 1
+
+
+def test_a_new_epoch_changes_only_the_curves_data(registry):
+    ids = finished_runs(registry, 4, recorded=3)
+    at = mnist_page(compare=",".join(map(str, ids)))
+    before = [chart for chart in vega_charts(at) if chart["title"] == "Test accuracy"]
+    registry.add_metrics(ids[0], {"epoch": 4, "test_acc": 0.95})  # the next epoch's metrics arrive
+    at.run()
+    after = [chart for chart in vega_charts(at) if chart["title"] == "Test accuracy"]
+    assert len(before) == len(after) == 2
+    for old, new in zip(before, after):
+        assert old["spec_text"] == new["spec_text"]
+        assert len(new["datasets"]["lines"]) == len(old["datasets"]["lines"]) + 1

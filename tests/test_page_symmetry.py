@@ -8,6 +8,7 @@ their speed; parts whose defaults are slow are opened with smaller settings.
 
 import pytest
 from pagetest import metrics, open_page
+from vegatest import vega_charts
 
 from symlab import controls
 from symlab.labs.symmetry import LAB, params
@@ -20,11 +21,12 @@ def symmetry_page(**query):
 
 
 def charts(at) -> int:
-    return len(at.get("plotly_chart"))
+    return len(at.get("plotly_chart")) + len(at.get("vega_lite_chart"))
 
 
 # Each part's link (the slow defaults of mass/training made small: 100 perceptrons, 200 SGD steps, and
-# both parts share the MNIST nets), its number of Plotly charts and its metrics.
+# both parts share the MNIST nets), its number of charts (Plotly, and Vega-Lite for the epoch player's
+# densities) and its metrics.
 PARTS = {
     "fig1": ({}, 4, {"nets kept", "trained per second", "share with v₁ > v₂, raw", "largest output change"}),
     "mass": ({"part": "mass", "nets": "100", "steps": "200"}, 2, set()),
@@ -57,6 +59,21 @@ def test_every_part_renders_its_charts_and_metrics(part):
     if part == "training":
         assert -1 <= float(metrics(at)["mean Kendall τ"]) <= 1
         assert float(metrics(at)["test accuracy"]) > 0.5
+
+
+def test_the_epoch_player_draws_three_densities_and_changes_only_their_data():
+    at = symmetry_page(nets="100")
+    last = vega_charts(at)
+    assert [chart["title"] for chart in last] == ["Raw", "After scaling removal", "After scaling and permutation removal"]
+    assert len(at.get("plotly_chart")) == 1  # the marginals
+    for chart in last:
+        heat = chart["datasets"]["heat"]
+        assert len(heat) == 60 * 60 and (heat["z"] >= 0).all() and heat["z"].sum() > 0
+    at.button(key="symmetry.reset").click().run()  # epoch 0: the initialisation
+    first = vega_charts(at)
+    for old, new in zip(last, first):
+        assert old["spec_text"] == new["spec_text"], old["title"]  # so Streamlit updates the chart in place
+        assert not old["datasets"]["heat"].equals(new["datasets"]["heat"]), old["title"]
 
 
 def test_fig1_default_shows_the_mirror_image_modes():

@@ -108,7 +108,7 @@ def test_play_at_the_end_replays_training_from_the_start():
     assert at.button(key="toy.step").disabled  # the last frame: nothing further to step to
     assert at.get("progress")[0].proto.text == "Adam step 4000 / 4000"
     at.button(key="toy.play").click().run()  # from the end, Play starts over: the same run again
-    trainer, frame = at.session_state["toy.trainer"], at.session_state["toy.playback"].frame
+    trainer, frame = at.session_state["toy.live"][1], at.session_state["toy.playback"].frame
     # Play's click advances one tick; the rerun that starts the timer, if it came a tick later, another.
     assert 1 <= frame <= 2 and trainer.history[0].step == list(range(0, 20 * frame + 1, 20))
     fresh = toy.ToyTrainer([toy.RunSpec("mfvi", trainer.runs[0].config), toy.RunSpec("sgm", trainer.runs[0].config)],

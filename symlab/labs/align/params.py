@@ -1,9 +1,9 @@
 """The alignment page's URL parameters: the declared controls of :class:`AlignConfig` it shows, and its view."""
 
-from symlab import controls
+from symlab import controls, jobs
 from symlab.urlstate import Param
 
-from .experiment import AlignConfig
+from .experiment import AlignConfig, alignment_task
 
 # The settings the page shows (the command line has all of AlignConfig's), in the sidebar's order.
 FIELDS = ("task", "width", "depth", "train_size", "noise", "steps", "lr", "prior_scale", "samples")
@@ -16,3 +16,13 @@ ORDER = Param("order", "choice", "own", choices=tuple(ORDERS))  # a view of the 
 
 def page_params(hosting=None) -> tuple[Param, ...]:
     return (*controls.url_params(AlignConfig, FIELDS, caps=CAPS), ORDER, *controls.url_params(AlignConfig, ["seed"]))
+
+
+def page_config(values: dict) -> AlignConfig:
+    """The page's config from its controls' values (the URL's, or the widgets')."""
+    return AlignConfig(**controls.config_values(AlignConfig, values, (*FIELDS, "seed"))).validate()
+
+
+def warm_tasks(hosting=None) -> list[jobs.Task]:
+    """What the page's default link computes, for the server to start on as it starts."""
+    return [alignment_task(page_config({param.name: param.default for param in page_params(hosting)}))]

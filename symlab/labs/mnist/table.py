@@ -16,7 +16,8 @@ def setting_label(config: MnistConfig) -> str:
     """The settings other than width, method and seed, in words (runs agree on it to be compared)."""
     subset = f"{config.train_subset} train" if config.train_subset else "all 60000 train"
     depth = "" if config.depth == 1 else f"{config.depth} hidden layers, "
-    return (f"{depth}{config.epochs} epochs, {subset}, batch {config.batch_size}, lr {config.lr:g}, "
+    epochs = f"{config.epochs} epoch{'s' * (config.epochs != 1)}"
+    return (f"{depth}{epochs}, {subset}, batch {config.batch_size}, lr {config.lr:g}, "
             f"prior {config.prior_scale:g}, init sd {config.init_sd:g}, M={config.samples}")
 
 

@@ -21,7 +21,7 @@ import torch
 import torch.nn.functional as F
 from scipy import ndimage
 
-from symlab import controls
+from symlab import controls, jobs
 from symlab.controls import MAX_INT, control
 from symlab.labs.toy import experiment as toy
 from symlab.lib import mlp, symmetry
@@ -577,3 +577,57 @@ def posterior_quality(config: QualityConfig = QualityConfig(), progress=None) ->
         if progress is not None:
             progress(len(rows), len(QUALITY_METHODS) + 1, "MMD: method")
     return QualityReport(config, rows, samples)
+
+
+# ---------------------------------------------------------------------------------------------
+# The page's computations as shared tasks (symlab.jobs): trained once for every session, in a
+# worker process; the server's warm-up submits the default link's.
+# ---------------------------------------------------------------------------------------------
+
+def _counting(progress, text: str):
+    """The ``progress(done, total[, what])`` these functions call, reported as "what done / total"."""
+    if progress is None:
+        return None
+    return lambda done, total, what=text: progress(done, total, f"{what} {done} / {total}")
+
+
+def perceptron_views(config: PerceptronConfig, progress=None):
+    """The trained perceptrons, their removal stages at every epoch, and the report on the last."""
+    run = train_perceptrons(config, _counting(progress, f"Training {config.nets} perceptrons: epoch"))
+    stages = [removal_stages(run.epoch_layers(epoch)) for epoch in range(config.epochs + 1)]
+    return run, stages, perceptron_report(run, stages[-1])
+
+
+def trained_mlps(config: MlpConfig, mnist_directory: str | None = None, progress=None) -> MlpTraining:
+    from symlab.lib.mnist_data import load_mnist
+
+    return train_mlps(config, load_mnist(mnist_directory),
+                      _counting(progress, f"Training {config.instances} MLPs on MNIST: SGD step"))
+
+
+def proximity_rows(config: ProximityConfig, progress=None) -> list[dict]:
+    return mode_proximity(config, _counting(progress, "Nearest equivalent modes: width"))
+
+
+def quality_report(config: QualityConfig, progress=None) -> QualityReport:
+    return posterior_quality(config, _counting(progress, "Training MFVI and SGM"))
+
+
+def perceptron_task(config: PerceptronConfig) -> jobs.Task:
+    return jobs.Task(("perceptrons", config), perceptron_views, (config,), f"Training {config.nets} perceptrons")
+
+
+def mlps_task(config: MlpConfig) -> jobs.Task:
+    from symlab.lib.mnist_data import data_directory
+
+    directory = str(data_directory())
+    return jobs.Task(("mlps", config, directory), trained_mlps, (config, directory),
+                     f"Training {config.instances} MLPs on MNIST")
+
+
+def proximity_task(config: ProximityConfig) -> jobs.Task:
+    return jobs.Task(("proximity", config), proximity_rows, (config,), "Nearest equivalent modes")
+
+
+def quality_task(config: QualityConfig) -> jobs.Task:
+    return jobs.Task(("quality", config), quality_report, (config,), "Training MFVI and SGM")

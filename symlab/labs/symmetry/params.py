@@ -5,11 +5,11 @@ config that reads it accepts that whole range (tests/test_page_symmetry.py check
 are each one config's: the perceptrons' learning rate is ``lr``, the MLPs' ``sgd_lr`` (declared so).
 """
 
-from symlab import controls
+from symlab import controls, jobs
 from symlab.labs.toy.experiment import ToyConfig
 from symlab.urlstate import Param
 
-from .experiment import MlpConfig, PerceptronConfig, ProximityConfig
+from .experiment import DEFAULT_WIDTHS, MlpConfig, PerceptronConfig, ProximityConfig, QualityConfig, perceptron_task
 
 PARTS = {
     "fig1": "The doubled mode (Fig. 1)",
@@ -47,3 +47,24 @@ def config_params(config_type) -> tuple[Param, ...]:
 def page_params(hosting=None) -> tuple[Param, ...]:
     return (PART, *config_params(PerceptronConfig), MAX_WIDTH, *config_params(ProximityConfig),
             *config_params(ToyConfig), *config_params(MlpConfig), *controls.url_params(SEED_FROM, ["seed"]))
+
+
+def page_config(config_type, values: dict, **fixed):
+    """``config_type`` from the page's values of its fields and the shared seed, validated."""
+    return config_type(**controls.config_values(config_type, values, (*FIELDS[config_type], "seed")), **fixed).validate()
+
+
+def page_configs(values: dict) -> dict:
+    """Each part's config from the page's controls' values (the URL's, or the widgets')."""
+    widths = tuple(w for w in DEFAULT_WIDTHS + (8192,) if w <= int(values["max_width"]))
+    return {
+        "perceptron": page_config(PerceptronConfig, values),
+        "mlp": page_config(MlpConfig, values),
+        "proximity": page_config(ProximityConfig, values, widths=widths),
+        "quality": QualityConfig(toy=page_config(ToyConfig, values)).validate(),
+    }
+
+
+def warm_tasks(hosting=None) -> list[jobs.Task]:
+    """What the page's default link (the doubled mode) computes, for the server to start on as it starts."""
+    return [perceptron_task(page_configs({param.name: param.default for param in page_params(hosting)})["perceptron"])]

@@ -1,0 +1,109 @@
+"""First load of every page on a freshly started server, in Chromium: how long the first visitor waits.
+
+    python benchmarks/bench_first_load.py [--hosted] [--delay 0] [--pages modes,toy] [--json]
+
+For each page (Home and every lab's default link) it starts a new server (``streamlit run
+serve.py``), waits for its health check, waits ``--delay`` seconds more (0: the visitor arrives
+as the server comes up; a lecturer usually starts it minutes before the class), then opens the
+page in an already running Chromium and reads, in the page's own clock (performance.now(), from
+the navigation's start):
+  * first chart: the first Plotly or Vega-Lite chart drawn (Home and MNIST's default view, with
+    no run yet, have none: for them the page complete counts);
+  * complete: the script has finished (the app's script state is "notRunning"), nothing is waiting
+    for a computation (no progress bar starting with ⏳).
+The target (issue 18): first chart within 3 s on every page.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+
+from conftest import CHROMIUM, app_process  # noqa: E402
+
+from symlab.labs import LABS  # noqa: E402
+
+TARGET_SECONDS = 3.0
+CHART_SELECTOR = ('.js-plotly-plot .main-svg, [data-testid="stVegaLiteChart"] canvas, '
+                  '[data-testid="stVegaLiteChart"] svg.marks')
+FIRST_CHART_JS = f"() => document.querySelector({json.dumps(CHART_SELECTOR)}) ? performance.now() : false"
+WITHOUT_CHARTS = ("", "mnist")  # Home, and MNIST's default view before any run: no chart to wait for
+COMPLETE_JS = """() => {
+  if (!document.querySelector('h1')) return false;
+  if (!document.querySelector('[data-testid="stApp"][data-test-script-state="notRunning"]')) return false;
+  if ([...document.querySelectorAll('[data-testid="stProgress"]')].some(p => p.innerText.includes('⏳'))) return false;
+  return performance.now();
+}"""
+EXCEPTION_JS = "() => [...document.querySelectorAll('[data-testid=\"stException\"]')].map(e => e.innerText.slice(0, 200))"
+
+
+def measure(browser, url: str, path: str, timeout_s: float) -> dict:
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    try:
+        page.goto(f"{url}/{path}", wait_until="commit")
+        first = None if path in WITHOUT_CHARTS else page.wait_for_function(
+            FIRST_CHART_JS, polling="raf", timeout=timeout_s * 1000).json_value()
+        complete = page.wait_for_function(COMPLETE_JS, polling=100, timeout=timeout_s * 1000).json_value()
+        return dict(first_chart_s=None if first is None else first / 1000, complete_s=complete / 1000,
+                    exceptions=page.evaluate(EXCEPTION_JS))
+    finally:
+        page.close()
+
+
+def first_shown(row: dict) -> float:
+    """When the visitor saw the page's first chart, or the whole page where it has none."""
+    return row["complete_s"] if row["first_chart_s"] is None else row["first_chart_s"]
+
+
+def fmt(seconds) -> str:
+    return "no chart" if seconds is None else f"{seconds:5.2f}"
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--hosted", action="store_true", help="the server with SYMLAB_HOSTED=1")
+    parser.add_argument("--delay", type=float, default=0.0, help="seconds between the health check and the visit")
+    parser.add_argument("--pages", help="comma-separated url paths ('' or home for Home); default: Home and every lab")
+    parser.add_argument("--timeout", type=float, default=90.0)
+    parser.add_argument("--json", action="store_true", help="also one JSON line with the results")
+    args = parser.parse_args(argv)
+    paths = ([("" if p == "home" else p) for p in args.pages.split(",")] if args.pages
+             else ["", *(lab.name for lab in LABS)])
+    env = {"SYMLAB_RUNS_DIR": tempfile.mkdtemp(prefix="symlab-first-load-")}
+    if args.hosted:
+        env["SYMLAB_HOSTED"] = "1"
+    from playwright.sync_api import sync_playwright
+
+    rows = []
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
+        for path in paths:
+            with app_process(env) as (url, _):
+                time.sleep(args.delay)
+                rows.append(dict(page=path or "home", **measure(browser, url, path, args.timeout)))
+            print(f"{rows[-1]['page']:>10}: first chart {fmt(rows[-1]['first_chart_s'])} s, "
+                  f"complete {rows[-1]['complete_s']:5.2f} s", file=sys.stderr, flush=True)
+        browser.close()
+    print(f"First load on a freshly started server{' (hosted)' if args.hosted else ''}, visit {args.delay:g} s "
+          f"after the health check; Chromium on the same machine.")
+    print(f"{'page':>10} {'first chart s':>13} {'× 3 s target':>12} {'complete s':>10}  exceptions")
+    print("(× target: the first chart's time, or the page's where it draws none, over 3 s)")
+    for row in rows:
+        shown = first_shown(row)
+        print(f"{row['page']:>10} {fmt(row['first_chart_s']):>13} {shown / TARGET_SECONDS:12.2f} "
+              f"{row['complete_s']:10.2f}  {len(row['exceptions']) or 'none'}")
+    worst = max(first_shown(row) for row in rows)
+    print(f"worst first chart {worst:.2f} s: {'PASS' if worst <= TARGET_SECONDS else 'FAIL'} (target ≤ {TARGET_SECONDS:g} s)")
+    if args.json:
+        print(json.dumps(dict(hosted=args.hosted, delay_s=args.delay, pages=rows, worst_first_chart_s=worst)))
+
+
+if __name__ == "__main__":
+    main()

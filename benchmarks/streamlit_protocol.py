@@ -1,0 +1,307 @@
+"""A Streamlit session spoken at the protocol level: one websocket, the BackMsg / ForwardMsg
+protobufs that ship with the ``streamlit`` package, no browser. One process can hold hundreds.
+
+What the browser's frontend does, and this client does too:
+  * open a page: a ``rerun_script`` BackMsg whose ClientState names the page (``page_name``), then
+    name it by the script hash the server answered with (``navigation``), as later reruns must;
+  * move a widget: a ``rerun_script`` carrying the new WidgetStates (every widget this session has
+    set so far, as the frontend sends all its widget values);
+  * press a button: the same with ``trigger_value``, sent once;
+  * a widget drawn inside a fragment reruns only that fragment (its delta's ``fragment_id``);
+  * run ``st.fragment(run_every=...)`` timers: the server announces them with ``auto_rerun`` (and
+    cancels them with ``stop_auto_rerun``; the ``new_session`` of a full-app run, one whose run
+    identity names no fragment, clears them all), and the
+    client sends fragment-scoped reruns (``fragment_id``, ``is_auto_rerun``) at that interval;
+  * send back the URL's query string the app last set (``page_info_changed``).
+
+What it measures: for every request, the time from sending it to the ``script_finished`` that
+ends the run it caused (a run ending early for a rerun, e.g. ``st.rerun()``, is followed to the
+run that replaced it); an exception element in a delta, a run that failed to compile, a page not
+found, a closed websocket and a request without an answer within the timeout are errors.
+
+A request whose run drew a progress bar starting with ⏳ waited for a shared computation (training
+in the server's worker processes, pages/ui.py ``computed``): those are also counted apart.
+
+It keeps one request in flight per session: a fragment tick due while a request is unanswered is
+skipped (and counted), so every latency is one request's own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+
+import websockets
+from streamlit.proto.BackMsg_pb2 import BackMsg
+from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+from streamlit.proto.WidgetStates_pb2 import WidgetState
+
+EARLY_FOR_RERUN = ForwardMsg.ScriptFinishedStatus.FINISHED_EARLY_FOR_RERUN
+COMPILE_ERROR = ForwardMsg.ScriptFinishedStatus.FINISHED_WITH_COMPILE_ERROR
+PENDING = "⏳"  # how a page's progress bar starts while it waits for a shared computation (pages/ui.py)
+WIDGET_TYPES = ("slider", "number_input", "selectbox", "button", "checkbox", "radio")
+
+
+@dataclass
+class Widget:
+    """A widget as last drawn: its element type, proto and the value this session holds."""
+
+    kind: str
+    proto: object
+    value: object = None
+    fragment_id: str = ""  # the fragment it was drawn in: using it reruns only that fragment
+
+    @property
+    def key(self) -> str:
+        """The user key Streamlit appends to the widget id (``$$ID-<hash>-<key>``)."""
+        return self.proto.id.split("-", 2)[-1] if self.proto.id.startswith("$$ID-") else self.proto.id
+
+    def state(self) -> WidgetState | None:
+        """The WidgetState the frontend would send for ``value`` (None: nothing to send)."""
+        if self.value is None:
+            return None
+        state = WidgetState(id=self.proto.id)
+        if self.kind == "slider" and self.proto.options:  # st.select_slider: the options' labels
+            state.string_array_value.data[:] = [self.proto.options[int(i)] for i in self.value]
+        elif self.kind == "slider":
+            state.double_array_value.data[:] = list(self.value)
+        elif self.kind == "number_input":
+            state.double_value = float(self.value)
+        elif self.kind in ("selectbox", "radio"):
+            state.string_value = self.value
+        elif self.kind == "checkbox":
+            state.bool_value = bool(self.value)
+        elif self.kind == "button":
+            state.trigger_value = True
+        return state
+
+
+def drawn_value(kind: str, proto, held):
+    """The value a widget shows after a run: the one the server set (a preset, a clamp), else the
+    one this session holds, else the widget's default."""
+    if kind == "slider":  # an empty list: the server holds a value the proto does not carry; send none
+        if proto.set_value and proto.value:
+            return list(proto.value)
+        return held if held is not None else list(proto.default) or None
+    if kind == "number_input":
+        return proto.value if proto.set_value else held if held is not None else proto.default
+    if kind in ("selectbox", "radio"):
+        if proto.set_value and proto.raw_value:
+            return proto.raw_value
+        if held is not None:
+            return held
+        return proto.options[proto.default] if proto.HasField("default") and proto.options else None
+    if kind == "checkbox":
+        return proto.value if proto.set_value else held if held is not None else proto.default
+    return None  # buttons hold nothing between runs
+
+
+@dataclass
+class Request:
+    what: str
+    sent: float
+    done: asyncio.Future
+    finished: float | None = None
+    waited: bool = False  # the run showed a shared computation's progress (pages/ui.py's PENDING mark)
+
+
+@dataclass
+class Session:
+    """One simulated browser tab on ``url`` (http://host:port)."""
+
+    url: str
+    timeout: float = 15.0
+    latencies: dict[str, list[float]] = field(default_factory=dict)  # what -> ms
+    waited: list[float] = field(default_factory=list)  # ms of the user requests that waited for a computation
+    errors: Counter = field(default_factory=Counter)
+    messages: dict[str, list[str]] = field(default_factory=dict)
+    skipped_ticks: int = 0
+    received_bytes: int = 0
+
+    def __post_init__(self):
+        self.widgets: dict[str, Widget] = {}  # by widget id
+        self.drawn: set[str] = set()  # widget ids drawn by the full-app run under way
+        self.timers: dict[str, float] = {}  # fragment id -> interval (s)
+        self.query_string = ""
+        self.page = ""
+        self.page_hash = ""  # the page's script hash, once the server has named it
+        self.pending: Request | None = None
+        self.socket = None
+        self.reader: asyncio.Task | None = None
+        self.ticker: asyncio.Task | None = None
+        self.closing = False
+
+    # ------------------------------------------------------------------ connection
+
+    async def connect(self) -> None:
+        ws_url = self.url.replace("http://", "ws://", 1).rstrip("/") + "/_stcore/stream"
+        self.socket = await websockets.connect(ws_url, subprotocols=["streamlit"], max_size=None,
+                                               open_timeout=self.timeout, ping_interval=None)
+        self.reader = asyncio.create_task(self.read())
+        self.ticker = asyncio.create_task(self.tick())
+
+    async def close(self) -> None:
+        self.closing = True
+        for task in (self.ticker, self.reader):
+            if task:
+                task.cancel()
+        if self.socket:
+            await self.socket.close()
+
+    def error(self, kind: str, message: str) -> None:
+        self.errors[kind] += 1
+        kept = self.messages.setdefault(kind, [])
+        if len(kept) < 5 and message not in kept:
+            kept.append(message[:300])
+
+    # ------------------------------------------------------------------ requests
+
+    async def open(self, page: str) -> float | None:
+        """Open ``page`` (its url path; "" for the home page), as a link or the sidebar would."""
+        self.page, self.query_string, self.page_hash = page, "", ""
+        return await self.request("open", self.rerun_message())
+
+    async def set_widget(self, widget: Widget, value, what: str = "widget") -> float | None:
+        widget.value = value
+        return await self.request(what, self.rerun_message(widget.fragment_id))
+
+    async def press(self, widget: Widget, what: str = "button") -> float | None:
+        widget.value = True
+        try:
+            return await self.request(what, self.rerun_message(widget.fragment_id))
+        finally:
+            widget.value = None  # a trigger is sent once
+
+    def rerun_message(self, fragment_id: str = "", timer: bool = False) -> bytes:
+        msg = BackMsg()
+        state = msg.rerun_script
+        state.query_string = self.query_string
+        state.page_name = self.page
+        state.page_script_hash = self.page_hash
+        state.fragment_id = fragment_id
+        state.is_auto_rerun = timer
+        widgets = [w.state() for w in self.widgets.values()]
+        state.widget_states.widgets.extend(w for w in widgets if w is not None)
+        return msg.SerializeToString()
+
+    async def request(self, what: str, payload: bytes) -> float | None:
+        """Send one rerun and wait for the end of the run it caused; its latency in ms (None: an
+        error, already counted)."""
+        while self.pending is not None:  # a fragment tick in flight: wait for it, as one request at a time
+            await asyncio.wait([self.pending.done], timeout=self.timeout)
+            if self.pending is not None and not self.pending.done.done():
+                break
+        request = Request(what, time.monotonic(), asyncio.get_running_loop().create_future())
+        self.pending = request
+        try:
+            await self.socket.send(payload)
+            await asyncio.wait_for(asyncio.shield(request.done), self.timeout)
+        except asyncio.TimeoutError:
+            self.error("timeout", f"{what} on /{self.page}: no end of run within {self.timeout:g} s")
+            return None
+        except websockets.ConnectionClosed as exc:
+            self.error("disconnect", f"{what} on /{self.page}: {exc}")
+            return None
+        finally:
+            if self.pending is request:
+                self.pending = None
+        ms = (request.finished - request.sent) * 1000
+        self.latencies.setdefault(what, []).append(ms)
+        if request.waited and what != "tick":
+            self.waited.append(ms)
+        return ms
+
+    async def tick(self) -> None:
+        """The frontend's run_every timers: one fragment rerun per interval per timer."""
+        next_due: dict[str, float] = {}
+        while True:
+            await asyncio.sleep(0.05)
+            now = time.monotonic()
+            for fragment_id, interval in list(self.timers.items()):
+                due = next_due.setdefault(fragment_id, now + interval)
+                if now < due:
+                    continue
+                next_due[fragment_id] = now + interval
+                if self.pending is not None:
+                    self.skipped_ticks += 1
+                    continue
+                asyncio.create_task(self.request("tick", self.rerun_message(fragment_id, timer=True)))
+            for gone in set(next_due) - set(self.timers):
+                del next_due[gone]
+
+    # ------------------------------------------------------------------ messages
+
+    async def read(self) -> None:
+        try:
+            async for data in self.socket:
+                self.received_bytes += len(data)
+                msg = ForwardMsg()
+                msg.ParseFromString(data)
+                self.handle(msg)
+        except websockets.ConnectionClosed as exc:
+            if not self.closing:
+                self.error("disconnect", f"on /{self.page}: {exc}")
+        if self.pending is not None and not self.pending.done.done():
+            self.pending.done.set_exception(websockets.ConnectionClosedError(None, None))
+
+    def handle(self, msg: ForwardMsg) -> None:
+        kind = msg.WhichOneof("type")
+        if kind == "delta":
+            self.handle_delta(msg)
+        elif kind == "navigation":
+            self.page_hash = msg.navigation.page_script_hash
+        elif kind == "new_session":
+            if not msg.metadata.run.fragment_ids:
+                self.timers.clear()  # a full-app run re-announces the timers it keeps
+                self.drawn = set()
+        elif kind == "auto_rerun":
+            self.timers[msg.auto_rerun.fragment_id] = msg.auto_rerun.interval
+        elif kind == "stop_auto_rerun":
+            for fragment_id in msg.stop_auto_rerun.fragment_ids:
+                self.timers.pop(fragment_id, None)
+        elif kind == "page_info_changed":
+            self.query_string = msg.page_info_changed.query_string
+        elif kind == "page_not_found":
+            self.error("page_not_found", f"/{self.page}: {msg.page_not_found.page_name}")
+        elif kind == "script_finished":
+            status = msg.script_finished
+            if status == COMPILE_ERROR:
+                self.error("exception", f"/{self.page}: the script failed to compile")
+            if status == ForwardMsg.ScriptFinishedStatus.FINISHED_SUCCESSFULLY:
+                # As the frontend does: widgets a full run did not draw are gone, their values with them.
+                self.widgets = {id_: w for id_, w in self.widgets.items() if id_ in self.drawn}
+            if status != EARLY_FOR_RERUN and self.pending is not None and not self.pending.done.done():
+                self.pending.finished = time.monotonic()
+                self.pending.done.set_result(status)
+
+    def handle_delta(self, msg: ForwardMsg) -> None:
+        if msg.delta.WhichOneof("type") != "new_element":
+            return
+        element = msg.delta.new_element
+        kind = element.WhichOneof("type")
+        if kind == "progress" and element.progress.text.startswith(PENDING) and self.pending is not None:
+            self.pending.waited = True
+        elif kind == "exception":
+            exc = element.exception
+            if not exc.is_warning:
+                self.error("exception", f"/{self.page}: {exc.type}: {exc.message}")
+        elif kind in WIDGET_TYPES:
+            proto = getattr(element, kind)
+            held = self.widgets.get(proto.id)
+            self.drawn.add(proto.id)
+            self.widgets[proto.id] = Widget(kind, proto, drawn_value(kind, proto, held.value if held else None),
+                                            msg.delta.fragment_id)
+
+    # ------------------------------------------------------------------ the page as drawn
+
+    def widget(self, key_suffix: str) -> Widget | None:
+        """The drawn widget whose key ends with ``key_suffix`` (e.g. ".play")."""
+        return next((w for w in self.widgets.values() if w.key.endswith(key_suffix)), None)
+
+    def controls(self) -> list[Widget]:
+        """Sliders and number boxes a student can nudge (enabled, with a range)."""
+        return [w for w in self.widgets.values() if w.kind in ("slider", "number_input") and not w.proto.disabled
+                and w.value is not None and not getattr(w.proto, "options", None)
+                and (w.kind == "slider" or (w.proto.has_min and w.proto.has_max))]

@@ -1,0 +1,170 @@
+"""Shared results (symlab/jobs.py): computed once, in worker processes, dropped when nobody waits."""
+
+import subprocess
+import sys
+import threading
+import time
+import types
+from concurrent.futures import CancelledError
+from concurrent.futures.process import BrokenProcessPool
+from pathlib import Path
+
+import jobtasks
+import pytest
+
+from symlab import jobs
+
+
+@pytest.fixture
+def results():
+    store = jobs.SharedResults(capacity=8, workers=1)
+    yield store
+    store.shutdown()
+
+
+def test_concurrent_identical_computations_run_once():
+    store, calls, started = jobs.SharedResults(), [], threading.Event()
+
+    def slow():
+        calls.append(1)
+        started.set()
+        time.sleep(0.3)
+        return "value"
+
+    values = []
+    threads = [threading.Thread(target=lambda: values.append(store.compute("k", slow))) for _ in range(5)]
+    threads[0].start()
+    started.wait(5)
+    for thread in threads[1:]:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    assert values == ["value"] * 5 and len(calls) == 1
+    assert store.compute("k", lambda: "other") == "value"
+
+
+def test_a_failure_reaches_every_waiter_and_is_not_stored():
+    store = jobs.SharedResults()
+    with pytest.raises(ValueError):
+        store.compute("k", jobtasks.failing)
+    assert "k" not in store and store.compute("k", lambda: 3) == 3
+
+
+def test_the_least_recently_used_result_of_each_kind_is_dropped():
+    store = jobs.SharedResults(capacity=2)
+    store.compute(("trained", 0), lambda: "kept")
+    for frame in range(5):
+        store.compute(("frame", frame), lambda: frame, capacity=3)
+    store.compute(("trained", 1), lambda: 1)
+    store.compute(("trained", 0), lambda: "recomputed")  # used again: now the most recent
+    store.compute(("trained", 2), lambda: 2)
+    assert [("frame", f) in store for f in range(5)] == [False, False, True, True, True]
+    assert ("trained", 0) in store and ("trained", 1) not in store and ("trained", 2) in store
+    assert store.get(("trained", 0)) == "kept"
+
+
+def test_a_task_runs_in_a_worker_once_for_every_waiter(results):
+    task = jobs.Task(("counted",), jobtasks.counted, (3, 0.3), "Counting")
+    first, second = results.submit(task, "alice"), results.submit(task, "bob")
+    assert first is second and first.waiters == {"alice", "bob"}
+    seen = set()
+    while not first.future.done():
+        if first.progress.payload:
+            seen.add(first.progress.payload["step"])
+        time.sleep(0.05)
+    pid = first.future.result(timeout=60)
+    assert pid != __import__("os").getpid()
+    assert seen and seen <= {1, 2, 3} and first.progress.text.startswith("step")
+    assert results.get(task.key) == pid and results.submit(task, "carol").future.result() == pid
+
+
+def test_workers_yield_the_cores_to_the_server(results):
+    assert results.submit(jobs.Task(("nice",), jobtasks.niceness), "w").future.result(timeout=60) == jobs.WORKER_NICENESS
+
+
+def test_a_queued_task_nobody_waits_for_is_dropped(results, tmp_path):
+    busy = results.submit(jobs.Task(("busy",), jobtasks.counted, (2, 0.5)), "alice")
+    trace = tmp_path / "ran"
+    queued = results.submit(jobs.Task(("marked",), jobtasks.marked, (str(trace),)), "bob")
+    assert results.ahead_of(queued) == 1
+    results.release(queued, "bob")  # bob moved a slider: his old setting is not trained
+    assert queued.future.cancelled()
+    busy.future.result(timeout=60)
+    time.sleep(0.5)
+    assert not trace.exists() and ("marked",) not in results
+
+
+def test_a_running_task_goes_on_for_its_other_waiters(results):
+    task = jobs.Task(("shared",), jobtasks.counted, (2, 0.3))
+    job = results.submit(task, "alice")
+    results.submit(task, "bob")
+    results.release(job, "alice")
+    assert job.future.result(timeout=60) and task.key in results
+
+
+def test_a_failed_task_is_reported_and_not_stored(results):
+    job = results.submit(jobs.Task(("failing",), jobtasks.failing), "w")
+    with pytest.raises(ValueError, match="no such luck"):
+        job.future.result(timeout=60)
+    assert ("failing",) not in results
+
+
+def test_a_dead_worker_fails_its_task_and_the_next_task_gets_a_new_pool(results):
+    job = results.submit(jobs.Task(("dying",), jobtasks.dying), "w")
+    with pytest.raises(BrokenProcessPool):
+        job.future.result(timeout=60)
+    assert results.submit(jobs.Task(("square", 7), jobtasks.square, (7,)), "w").future.result(timeout=60) == 49
+
+
+def test_a_worker_does_not_run_the_servers_main_script(results, tmp_path, monkeypatch):
+    # Streamlit makes the page being run the __main__ module; a worker started now must not run it.
+    trace = tmp_path / "main ran"
+    script = tmp_path / "page.py"
+    script.write_text(f"open({str(trace)!r}, 'w').write('ran')\n")
+    page = types.ModuleType("__main__")
+    page.__file__ = str(script)
+    monkeypatch.setitem(sys.modules, "__main__", page)
+    assert results.submit(jobs.Task(("square", 3), jobtasks.square, (3,)), "w").future.result(timeout=60) == 9
+    assert not trace.exists()
+
+
+def test_shutdown_cancels_what_is_queued():
+    store = jobs.SharedResults(workers=1)
+    busy = store.submit(jobs.Task(("busy",), jobtasks.counted, (3, 0.3)), "a")
+    queued = store.submit(jobs.Task(("square", 2), jobtasks.square, (2,)), "b")
+    while not busy.progress.done:  # the worker has started
+        time.sleep(0.05)
+    store.shutdown()
+    with pytest.raises(CancelledError):
+        queued.future.result(timeout=10)
+
+
+def test_workers_leave_when_the_server_is_killed(tmp_path):
+    # A server killed outright cannot shut its pool down: its workers must not live on without it.
+    script = tmp_path / "server.py"
+    script.write_text(
+        "import os, sys, time\n"
+        "sys.path[:0] = [sys.argv[1], sys.argv[2]]\n"
+        "import jobtasks\n"
+        "from symlab import jobs\n"
+        "store = jobs.SharedResults(workers=1)\n"
+        "print(store.submit(jobs.Task(('pid',), jobtasks.counted, (1, 0.01)), 'w').future.result(timeout=60), flush=True)\n"
+        "time.sleep(60)\n")
+    server = subprocess.Popen([sys.executable, str(script), str(jobs.__file__).rsplit("/symlab/", 1)[0],
+                               str(Path(jobtasks.__file__).parent)], stdout=subprocess.PIPE, text=True)
+    worker = int(server.stdout.readline())
+    assert process_alive(worker)
+    server.kill()
+    server.wait()
+    deadline = time.monotonic() + 10
+    while process_alive(worker) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not process_alive(worker)
+
+
+def process_alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False

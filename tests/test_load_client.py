@@ -1,0 +1,75 @@
+"""The protocol-level load client (benchmarks/streamlit_protocol.py, load_test.py --protocol)."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from streamlit.proto.NumberInput_pb2 import NumberInput
+from streamlit.proto.Selectbox_pb2 import Selectbox
+from streamlit.proto.Slider_pb2 import Slider
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import load_test  # noqa: E402
+from streamlit_protocol import Widget, drawn_value  # noqa: E402
+
+
+def test_widget_states_are_what_the_frontend_sends():
+    slider = Widget("slider", Slider(id="$$ID-abc-toy.alpha", min=0, max=3, step=0.05), [0.5])
+    assert slider.key == "toy.alpha" and list(slider.state().double_array_value.data) == [0.5]
+    # st.select_slider: the options' labels, not their indices (the server reads string_array_value)
+    choice = Widget("slider", Slider(id="$$ID-abc-symmetry.max_width", options=["8", "16", "32"]), [2.0])
+    assert list(choice.state().string_array_value.data) == ["32"]
+    number = Widget("number_input", NumberInput(id="$$ID-abc-toy.n", min=1, max=500, step=1), 12)
+    assert number.state().double_value == 12
+    preset = Widget("selectbox", Selectbox(id="$$ID-abc-toy.preset", options=["—", "Far"]), "Far")
+    assert preset.state().string_value == "Far"
+    assert Widget("button", Slider(id="$$ID-abc-toy.play")).state() is None  # a button sends only when pressed
+
+
+def test_the_value_a_widget_shows():
+    set_by_server = Slider(default=[0], value=[3], set_value=True)
+    assert drawn_value("slider", set_by_server, held=[1.0]) == [3]
+    assert drawn_value("slider", Slider(default=[0]), held=[1.0]) == [1.0]
+    assert drawn_value("slider", Slider(default=[0]), held=None) == [0]
+    # The server holds a select_slider's value it did not put in the proto: send nothing rather than [].
+    assert drawn_value("slider", Slider(set_value=True), held=None) is None
+
+
+def test_nudges_stay_in_range():
+    import random
+
+    rng = random.Random(0)
+    top = Widget("slider", Slider(min=0, max=1, step=0.5), [1.0])
+    assert all(0 <= load_test.nudged(top, rng)[0] <= 1 for _ in range(20))
+    box = Widget("number_input", NumberInput(min=1, max=2, step=1, has_min=True, has_max=True), 1)
+    assert all(1 <= load_test.nudged(box, rng) <= 2 for _ in range(20))
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--protocol", "--sessions", "301"], "each N in 1..300"),
+    (["--protocol", "--url", "http://example.org"], "only a server it starts"),
+    (["--protocol", "--seconds", "5000"], "--seconds"),
+])
+def test_the_protocol_mode_is_bounded(argv, message, capsys):
+    with pytest.raises(SystemExit):
+        load_test.parse_args(argv)
+    assert message in capsys.readouterr().err
+
+
+def test_a_short_protocol_run_against_its_own_server():
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "load_test.py"), "--protocol", "--sessions", "3", "--seconds", "12",
+         "--play-seconds", "3", "--hosted", "--json"],
+        cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    summary = json.loads(result.stdout.strip().splitlines()[-1])
+    for key in ("sessions", "errors", "p50_ms", "p95_ms", "max_ms", "server_rss_peak_mib", "server_cpu_cores"):
+        assert key in summary
+    phase = summary["phases"][0]
+    assert summary["sessions"] == 3 and summary["errors"] == 0, phase["error_samples"]
+    assert phase["by_request"]["open"]["count"] >= 3 and summary["p50_ms"] > 0
+    assert summary["server_rss_peak_mib"] > 50 and summary["server_cpu_cores"] > 0

@@ -1,0 +1,167 @@
+"""The live charts' helpers (pages/ui.py): Vega-Lite specs that stay the same from frame to frame, so that
+Streamlit updates the chart in place (the frames' numbers travel as datasets), and their styles."""
+
+import base64
+import struct
+import zlib
+
+import altair as alt
+import numpy as np
+import pandas as pd
+from pagetest import open_page
+from vegatest import channel, layers, vega_charts
+
+from pages import ui
+
+SERIES = (ui.Series("MFVI", "#0072B2", "dash"), ui.Series("SGM", "#D55E00", "dot", marker="square"),
+          ui.Series("data", "#999999", marker="circle", line=False))
+
+
+def spec_of(chart, **options) -> dict:
+    return ui.vega_spec(chart, **options)
+
+
+def test_series_share_one_legend_with_a_second_cue_for_each():
+    spec = spec_of(ui.altair_lines(SERIES, ui.quantity("x", "step"), ui.quantity("y", "nats", channel=alt.Y)))
+    for name, styles in (("color", ["#0072B2", "#D55E00", "#999999"]), ("strokeDash", [[8, 4], [2, 3], [1, 0]]),
+                         ("shape", ["stroke", "square", "circle"])):
+        for definition in channel(spec, name):  # every layer: the same scale, so one legend
+            assert definition["scale"] == {"domain": ["MFVI", "SGM", "data"], "range": styles}
+    cues = {str((dash, shape)) for dash, shape in zip(channel(spec, "strokeDash")[0]["scale"]["range"],
+                                                      channel(spec, "shape")[0]["scale"]["range"])}
+    assert len(cues) == 3  # no two entries differ by colour alone
+    marks = [view["mark"]["type"] for view in layers(spec)]
+    assert marks == ["line", "point"]
+    line, points = layers(spec)
+    assert "shape" not in line["encoding"]  # Vega-Lite would put a point on every vertex
+    assert points["transform"] == [{"filter": {"field": "series", "oneOf": ["SGM", "data"]}}]
+    assert spec["data"] == {"name": "lines"} or all(view["data"] == {"name": "lines"} for view in layers(spec))
+
+
+def test_axes_carry_titles_fixed_domains_and_integer_ticks():
+    x = ui.quantity("x", "epoch", (0.5, 3.5), integer=True).to_dict()
+    assert x["title"] == "epoch" and x["scale"] == {"domain": [0.5, 3.5], "nice": False}
+    assert x["axis"] == {"tickMinStep": 1, "format": "d"}
+    y = ui.quantity("y", "test accuracy", scale=dict(domainMax=1), channel=alt.Y).to_dict()
+    assert y["scale"] == {"zero": False, "domainMax": 1}
+    assert ui.quantity("y", "nats", log=True, channel=alt.Y).to_dict()["scale"]["type"] == "log"
+
+
+def test_a_spec_has_no_data_and_its_fonts_follow_presentation_mode(monkeypatch):
+    chart = alt.layer(ui.altair_lines(SERIES, ui.quantity("x", "step"), ui.quantity("y", "nats", channel=alt.Y)),
+                      ui.altair_rules(SERIES))
+    spec = spec_of(chart, title="Bounds")
+    assert "datasets" not in spec and "values" not in str(spec)
+    assert spec["title"]["text"] == "Bounds" and spec["usermeta"]["embedOptions"]["renderer"] == "svg"
+    assert spec["config"]["mark"] == {"aria": False}
+    normal = spec["config"]["axis"]["titleFontSize"]
+    monkeypatch.setattr(ui, "font_scale", lambda: ui.PRESENT_FONT_PX / ui.FONT_PX)
+    enlarged = spec_of(chart, title="Bounds")
+    assert enlarged["config"]["axis"]["titleFontSize"] == ui.PRESENT_FONT_PX > normal
+    assert enlarged["height"] > spec["height"]
+
+
+def test_a_fixed_size_is_the_plot_areas():
+    spec = spec_of(ui.altair_lines(SERIES, ui.quantity("x", "w₁"), ui.quantity("y", "w₂", channel=alt.Y)),
+                   width=300, height=300)
+    assert (spec["width"], spec["height"], spec["autosize"]) == (300, 300, {"type": "pad"})
+
+
+def test_heat_frame_and_cells():
+    frame = ui.heat_frame([0.0, 1.0, 2.0], [10.0, 20.0], np.arange(6).reshape(2, 3))
+    assert list(frame.columns) == ["x", "y", "z", "k"] and list(frame["k"]) == list(range(6))
+    assert list(frame["z"]) == list(range(6)) and list(frame["y"]) == [10, 10, 10, 20, 20, 20]
+    spec = spec_of(ui.altair_heatmap("viridis", (1.0, 10.0), "v₁", "v₂", (-0.5, 2.5), (5, 25)))
+    assert spec["encoding"]["key"] == {"field": "k", "type": "quantitative"}  # a new frame recolours the same cells
+    assert spec["encoding"]["x"]["scale"] == {"domain": [-0.5, 2.5], "nice": False}
+    assert {"calculate": "datum.x - 0.6", "as": "x0"} in spec["transform"]
+
+
+def png_rows(url: str) -> np.ndarray:
+    data = base64.b64decode(url.split(",", 1)[1])
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    width, height = struct.unpack(">II", data[16:24])
+    body, at = b"", 8
+    while at < len(data):
+        (length,), kind = struct.unpack(">I", data[at:at + 4]), data[at + 4:at + 8]
+        if kind == b"IDAT":
+            body += data[at + 8:at + 8 + length]
+        at += 12 + length
+    raw = np.frombuffer(zlib.decompress(body), np.uint8).reshape(height, 1 + 3 * width)
+    assert not raw[:, 0].any()  # no row filters
+    return raw[:, 1:].reshape(height, width, 3)
+
+
+def test_image_frame_is_a_png_of_the_grid_with_the_largest_y_on_top():
+    z = np.array([[0.0, 0.0, 0.0], [0.0, 0.0, 1.0]])  # z[y, x]: the peak at the largest x and y
+    row = ui.image_frame([0.0, 1.0, 2.0], [0.0, 2.0], z, ("#FFFFFF", "#000000")).iloc[0]
+    pixels = png_rows(row["url"])
+    assert pixels.shape == (2, 3, 3)
+    assert (pixels[0, 2] == 0).all() and (pixels[1] == 255).all() and (pixels[0, :2] == 255).all()
+    assert (row["x"], row["x2"], row["y"], row["y2"]) == (-0.5, 2.5, -1.0, 3.0)  # the cells' outer edges
+
+
+def test_vega_chart_sends_the_datasets_apart_from_the_spec():
+    def page():
+        import pandas as pd
+
+        from pages import ui
+
+        series = (ui.Series("a", "#000000"),)
+        import altair as alt
+        spec = ui.vega_spec(ui.altair_lines(series, ui.quantity("x", "x"), ui.quantity("y", "y", channel=alt.Y)))
+        frames = [pd.DataFrame({"x": [0.0, 1.0], "y": [0.0, 1.0], "series": "a"}),
+                  pd.DataFrame({"x": [1.0, 2.0], "y": [1.0, 4.0], "series": "a"})]
+        ui.vega_chart(ui.st, spec, {"lines": pd.concat(frames)}, "chart")
+
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_function(page).run()
+    assert not at.exception
+    [chart] = vega_charts(at)
+    assert "datasets" not in chart["spec"] and "1.0" not in chart["spec_text"].split('"layer"')[0]
+    frame = chart["datasets"]["lines"]
+    assert list(frame.columns) == ["x", "y", "series"] and list(frame["y"]) == [0.0, 1.0, 1.0, 4.0]
+
+
+def frames_differ_only_in_data(before: list[dict], after: list[dict]) -> None:
+    """Consecutive frames of a player: the same charts, each with byte-identical specs, and new data."""
+    assert [chart["title"] for chart in before] == [chart["title"] for chart in after]
+    for old, new in zip(before, after):
+        assert old["spec_text"] == new["spec_text"], old["title"]
+        assert old["datasets"].keys() == new["datasets"].keys()
+        assert any(not old["datasets"][name].equals(new["datasets"][name]) for name in old["datasets"]), old["title"]
+
+
+def test_the_mode_animation_changes_only_its_data():
+    at = open_page("modes", timeout=60)
+    before = [chart for chart in vega_charts(at)]
+    assert [chart["title"] for chart in before] == ["Along e₁, at the current step", "Objective along the way"]
+    at.button(key="modes.step").click().run()
+    after = vega_charts(at)
+    frames_differ_only_in_data(before, after)
+    now = after[1]["datasets"]["lines"]
+    assert now[now["series"] == "current step"]["x"].tolist() == [10]  # one frame = 10 Adam steps
+    assert any(caption.value.startswith("Step 10: μ = ") for caption in at.caption)
+
+
+def test_the_toy_live_charts_change_only_their_data():
+    at = open_page("toy", timeout=120)
+    before = vega_charts(at)
+    assert [chart["title"] for chart in before] == [
+        "Exact posterior (grey) and q over (w₁, w₂)", "Predictions",
+        "Lower bounds under log p(D) (MFVI: ELBO; SGM: ELBO + I)", "Test MSE"]
+    for _ in range(2):
+        at.button(key="toy.step").click().run()
+        after = vega_charts(at)
+        frames_differ_only_in_data(before, after)
+        before = after
+    bounds = after[2]["datasets"]
+    assert sorted(set(bounds["lines"]["x"])) == [0, 20, 40]  # one point per tick of 20 Adam steps
+    assert bounds["rules"]["series"].tolist() == ["exact posterior"]
+
+
+def test_series_frame_keeps_the_drawing_order():
+    frame = ui.lines_frame("q", [1, 0, -1, 0], [0, 1, 0, -1], part=3)
+    assert frame["i"].tolist() == [0, 1, 2, 3] and (frame["series"] == "q").all() and (frame["part"] == 3).all()
+    assert isinstance(frame, pd.DataFrame)

@@ -1,0 +1,36 @@
+"""The server's warm-up (serve.py, symlab/warmup.py): the default links' results are ready before the
+first visitor."""
+
+import time
+
+import pytest
+from pagetest import open_page
+
+from symlab import jobs, warmup
+from symlab.labs import LABS
+
+WARMED = [lab for lab in LABS if lab.warm]
+
+
+@pytest.fixture
+def fresh_results(monkeypatch):
+    store = jobs.SharedResults(workers=1)
+    monkeypatch.setattr(jobs, "_shared", store)
+    yield store
+    store.shutdown()
+
+
+def test_warm_up_computes_what_each_default_link_asks_for(fresh_results):
+    assert {lab.name for lab in WARMED} >= {"align", "symmetry"}
+    warmup.warm_up()
+    tasks = [task for lab in WARMED for task in lab.warm()]
+    deadline = time.monotonic() + 300
+    while not all(task.key in fresh_results for task in tasks):
+        assert time.monotonic() < deadline, "the warm-up did not finish"
+        time.sleep(0.5)
+    submitted = fresh_results.tasks_submitted
+    for lab in WARMED:
+        at = open_page(lab.name)
+        assert not at.exception and not at.error
+    # The pages asked for exactly the warmed keys: nothing new was computed in a worker.
+    assert fresh_results.tasks_submitted == submitted

@@ -39,14 +39,12 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
-import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
-from conftest import CHROMIUM  # noqa: E402
+from conftest import CHROMIUM, app_process  # noqa: E402
 
 TARGET_PER_SECOND = 5.0
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -163,37 +161,13 @@ def chromium_cpu() -> float:
 
 @contextlib.contextmanager
 def app_server(root: Path):
-    """``streamlit run app.py`` from ``root`` (a checkout) on a free port; yields (url, server pid)."""
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    """``streamlit run app.py`` from ``root`` (a checkout; an older one has no serve.py) on a free
+    port; yields (url, server pid)."""
     runs_dir = tempfile.mkdtemp(prefix="symlab-bench-runs-")
-    log = tempfile.NamedTemporaryFile(prefix="symlab-bench-server-", suffix=".log", delete=False)
-    process = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(root / "app.py"), "--server.port", str(port),
-         "--server.address", "127.0.0.1", "--server.headless", "true", "--server.fileWatcherType", "none",
-         "--browser.gatherUsageStats", "false"],
-        cwd=root, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "SYMLAB_RUNS_DIR": runs_dir})
-    url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            with contextlib.suppress(OSError):
-                if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok":
-                    break
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"the app at {root} did not start:\n{Path(log.name).read_text()[-3000:]}")
-            time.sleep(0.3)
-        yield url, process.pid
+        with app_process({"SYMLAB_RUNS_DIR": runs_dir}, root=root, script="app.py") as (url, process):
+            yield url, process.pid
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
         shutil.rmtree(runs_dir, ignore_errors=True)
 
 

@@ -606,16 +606,22 @@ def percentile(values, q: float):
     return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
 
 
-def merge(students: list[Student]) -> dict:
+def merged_errors(sessions) -> tuple[Counter, dict]:
+    """The sessions' errors by kind, and up to 5 distinct messages of each kind, the most widespread
+    first, with how many sessions saw them (Chromium students and protocol sessions alike)."""
     errors, seen = Counter(), {}
-    for s in students:
+    for s in sessions:
         errors.update(s.errors)
         for kind, kept in s.messages.items():
             for message in kept:
                 seen.setdefault(kind, Counter())[message] += 1
-    # Up to 5 distinct messages of each kind, the most widespread first, with how many sessions saw them.
     messages = {kind: [f"{m} (in {n} session{'s' * (n > 1)})" for m, n in counter.most_common(5)]
                 for kind, counter in seen.items()}
+    return errors, messages
+
+
+def merge(students: list[Student]) -> dict:
+    errors, messages = merged_errors(students)
     latencies = [v for s in students for v in s.latencies]
     sends = [v for s in students for v in s.sends]
     play = [v for s in students for v in s.play_ms]
@@ -832,35 +838,22 @@ async def protocol_phase(url: str, n: int, args, sampler: Sampler | None) -> dic
 
 
 def merge_protocol(sessions: list[Session]) -> dict:
-    errors, seen = Counter(), {}
-    for s in sessions:
-        errors.update(s.errors)
-        for kind, kept in s.messages.items():
-            for message in kept:
-                seen.setdefault(kind, Counter())[message] += 1
-    by_kind = {what: [ms for s in sessions for ms in s.latencies.get(what, [])]
-               for what in (*PROTOCOL_USER_REQUESTS, "tick")}
-    user = [ms for what in PROTOCOL_USER_REQUESTS for ms in by_kind[what]]
-    waited = [ms for s in sessions for ms in s.waited]
+    errors, messages = merged_errors(sessions)
+    answered = [a for s in sessions for a in s.answered]
+    by_kind = {what: [a.ms for a in answered if a.what == what] for what in (*PROTOCOL_USER_REQUESTS, "tick")}
+    user = [a for a in answered if a.what in PROTOCOL_USER_REQUESTS]
+    waited, others = [a.ms for a in user if a.waited], [a.ms for a in user if not a.waited]
+    user_ms = [a.ms for a in user]
     return dict(
-        requests=len(user), errors=sum(errors.values()), errors_by_kind=dict(errors),
-        error_samples={kind: [f"{m} (in {k} session{'s' * (k > 1)})" for m, k in counter.most_common(5)]
-                       for kind, counter in seen.items()},
-        p50_ms=percentile(user, 50), p95_ms=percentile(user, 95), max_ms=max(user, default=None),
+        requests=len(user), errors=sum(errors.values()), errors_by_kind=dict(errors), error_samples=messages,
+        p50_ms=percentile(user_ms, 50), p95_ms=percentile(user_ms, 95), max_ms=max(user_ms, default=None),
         by_request={what: dict(count=len(v), p50_ms=percentile(v, 50), p95_ms=percentile(v, 95),
                                max_ms=max(v, default=None)) for what, v in by_kind.items()},
         ticks=len(by_kind["tick"]), skipped_ticks=sum(s.skipped_ticks for s in sessions),
         waited=len(waited), waited_p50_ms=percentile(waited, 50), waited_p95_ms=percentile(waited, 95),
-        p95_ms_without_waits=percentile(sorted_without(user, waited), 95),
+        p95_ms_without_waits=percentile(others, 95),
         received_mib=sum(s.received_bytes for s in sessions) / MiB,
     )
-
-
-def sorted_without(values: list[float], removed: list[float]) -> list[float]:
-    """``values`` less one occurrence of each of ``removed``."""
-    left = Counter(values)
-    left.subtract(Counter(removed))
-    return sorted(left.elements())
 
 
 def run_protocol(args, server_env: dict) -> dict:

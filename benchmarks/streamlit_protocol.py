@@ -107,14 +107,20 @@ class Request:
     waited: bool = False  # the run showed a shared computation's progress (pages/ui.py's PENDING mark)
 
 
+@dataclass(frozen=True)
+class Answered:
+    what: str  # open, widget, preset, button or tick
+    ms: float  # from sending the request to the end of the run it caused
+    waited: bool  # the run waited for a shared computation
+
+
 @dataclass
 class Session:
     """One simulated browser tab on ``url`` (http://host:port)."""
 
     url: str
     timeout: float = 15.0
-    latencies: dict[str, list[float]] = field(default_factory=dict)  # what -> ms
-    waited: list[float] = field(default_factory=list)  # ms of the user requests that waited for a computation
+    answered: list[Answered] = field(default_factory=list)  # every request that got its end of run
     errors: Counter = field(default_factory=Counter)
     messages: dict[str, list[str]] = field(default_factory=dict)
     skipped_ticks: int = 0
@@ -208,9 +214,7 @@ class Session:
             if self.pending is request:
                 self.pending = None
         ms = (request.finished - request.sent) * 1000
-        self.latencies.setdefault(what, []).append(ms)
-        if request.waited and what != "tick":
-            self.waited.append(ms)
+        self.answered.append(Answered(what, ms, request.waited))
         return ms
 
     async def tick(self) -> None:

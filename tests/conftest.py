@@ -31,19 +31,20 @@ class AppDidNotStart(RuntimeError):
 
 
 @contextlib.contextmanager
-def app_process(env: dict | None = None, log_path: Path | None = None, cpus: list[int] | None = None):
-    """``streamlit run serve.py`` (the app, warmed as it starts) on a free port with ``env`` added to
-    its environment, its output appended to ``log_path`` (default: a temporary file; a pipe nobody
-    reads would stall a chatty server) and, with ``cpus``, pinned to those CPUs; yields (url,
-    process) once it is healthy."""
+def app_process(env: dict | None = None, log_path: Path | None = None, cpus: list[int] | None = None,
+                root: Path = ROOT, script: str = "serve.py"):
+    """``streamlit run serve.py`` (the app, warmed as it starts; ``script`` and ``root``: another
+    entry point or checkout) on a free port with ``env`` added to its environment, its output
+    appended to ``log_path`` (default: a temporary file; a pipe nobody reads would stall a chatty
+    server) and, with ``cpus``, pinned to those CPUs; yields (url, process) once it is healthy."""
     port = _free_port()
     log_path = Path(log_path or tempfile.mkstemp(prefix="symlab-server-", suffix=".log")[1])
     with open(log_path, "ab") as log:
         process = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", str(ROOT / "serve.py"), "--server.port", str(port),
+            [sys.executable, "-m", "streamlit", "run", str(root / script), "--server.port", str(port),
              "--server.address", "127.0.0.1", "--server.headless", "true", "--server.fileWatcherType", "none",
              "--browser.gatherUsageStats", "false"],
-            cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})},
+            cwd=root, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})},
             preexec_fn=(lambda: os.sched_setaffinity(0, cpus)) if cpus else None,
         )
     url = f"http://127.0.0.1:{port}"

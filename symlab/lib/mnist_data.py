@@ -8,6 +8,7 @@ content): a recompressed ``.gz`` is as good as the original.
 
 from __future__ import annotations
 
+import functools
 import gzip
 import hashlib
 import os
@@ -102,6 +103,13 @@ def load_mnist(directory: str | os.PathLike | None = None) -> Mnist:
     if not directory.is_dir():
         raise MnistDataError(f"MNIST directory {directory} does not exist. {_fix_hint(directory)}")
     return Mnist(**{key: read_idx(directory / spec.name, spec) for key, spec in FILES.items()})
+
+
+@functools.lru_cache(maxsize=2)
+def load_mnist_once(directory: str | None = None) -> Mnist:
+    """:func:`load_mnist`, read once per process: a compute worker trains task after task on it.
+    The arrays are shared: treat them as read-only."""
+    return load_mnist(directory)
 
 
 def check_mnist(directory: str | os.PathLike | None = None) -> list[str]:

@@ -9,7 +9,6 @@ classes) or a subset of MNIST.
 
 from __future__ import annotations
 
-import functools
 import math
 import time
 from dataclasses import dataclass
@@ -22,6 +21,7 @@ from symlab import controls, jobs
 from symlab.controls import MAX_INT, control
 from symlab.lib import align, gaussian, mlp
 from symlab.lib.gaussian import DiagonalGaussian
+from symlab.lib.mnist_data import data_directory, load_mnist_once
 from symlab.results import TrainingDiverged, in_memory
 
 TASKS = ("moons", "mnist")
@@ -273,7 +273,7 @@ def trained_and_aligned(config: AlignConfig, mnist_directory: str | None = None,
     """Both posteriors and their alignment report, as a :class:`symlab.jobs.Task` computes them in
     a worker process (MNIST read there from ``mnist_directory``); ``progress(done, total, text,
     payload)`` carries the ELBO curves so far as ``(steps, elbo)``."""
-    data = load_task(config.validate(), _mnist(mnist_directory) if config.task == "mnist" else None)
+    data = load_task(config.validate(), load_mnist_once(mnist_directory) if config.task == "mnist" else None)
 
     def training(step, steps, elbo_steps, elbo):
         if progress is not None:
@@ -285,17 +285,8 @@ def trained_and_aligned(config: AlignConfig, mnist_directory: str | None = None,
 
 def alignment_task(config: AlignConfig) -> jobs.Task:
     """:func:`trained_and_aligned` for ``config`` as a shared task (the page's, and the server's warm-up)."""
-    from symlab.lib.mnist_data import data_directory
-
     directory = str(data_directory()) if config.task == "mnist" else None
     return jobs.Task(("align", config, directory), trained_and_aligned, (config, directory), "Training q_A and q_B")
-
-
-@functools.lru_cache(maxsize=1)
-def _mnist(directory: str | None):
-    from symlab.lib.mnist_data import load_mnist
-
-    return load_mnist(directory)
 
 
 def moons_extent(data: Dataset, margin: float = 0.5) -> tuple[tuple[float, float], tuple[float, float]]:

@@ -1,7 +1,7 @@
 """The alignment page's URL parameters: the declared controls of :class:`AlignConfig` it shows, and its view."""
 
 from symlab import controls, jobs
-from symlab.urlstate import Param
+from symlab.urlstate import Param, parse_query
 
 from .experiment import AlignConfig, alignment_task
 
@@ -25,4 +25,4 @@ def page_config(values: dict) -> AlignConfig:
 
 def warm_tasks(hosting=None) -> list[jobs.Task]:
     """What the page's default link computes, for the server to start on as it starts."""
-    return [alignment_task(page_config({param.name: param.default for param in page_params(hosting)}))]
+    return [alignment_task(page_config(parse_query({}, page_params(hosting))[0]))]

@@ -26,6 +26,7 @@ from symlab.controls import MAX_INT, control
 from symlab.labs.toy import experiment as toy
 from symlab.lib import mlp, symmetry
 from symlab.lib.mmd import mmd_aggregate
+from symlab.lib.mnist_data import data_directory, load_mnist_once
 from symlab.results import TrainingDiverged, in_memory
 
 
@@ -599,9 +600,7 @@ def perceptron_views(config: PerceptronConfig, progress=None):
 
 
 def trained_mlps(config: MlpConfig, mnist_directory: str | None = None, progress=None) -> MlpTraining:
-    from symlab.lib.mnist_data import load_mnist
-
-    return train_mlps(config, load_mnist(mnist_directory),
+    return train_mlps(config, load_mnist_once(mnist_directory),
                       _counting(progress, f"Training {config.instances} MLPs on MNIST: SGD step"))
 
 
@@ -618,8 +617,6 @@ def perceptron_task(config: PerceptronConfig) -> jobs.Task:
 
 
 def mlps_task(config: MlpConfig) -> jobs.Task:
-    from symlab.lib.mnist_data import data_directory
-
     directory = str(data_directory())
     return jobs.Task(("mlps", config, directory), trained_mlps, (config, directory),
                      f"Training {config.instances} MLPs on MNIST")

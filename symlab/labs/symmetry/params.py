@@ -7,7 +7,7 @@ are each one config's: the perceptrons' learning rate is ``lr``, the MLPs' ``sgd
 
 from symlab import controls, jobs
 from symlab.labs.toy.experiment import ToyConfig
-from symlab.urlstate import Param
+from symlab.urlstate import Param, parse_query
 
 from .experiment import DEFAULT_WIDTHS, MlpConfig, PerceptronConfig, ProximityConfig, QualityConfig, perceptron_task
 
@@ -67,4 +67,4 @@ def page_configs(values: dict) -> dict:
 
 def warm_tasks(hosting=None) -> list[jobs.Task]:
     """What the page's default link (the doubled mode) computes, for the server to start on as it starts."""
-    return [perceptron_task(page_configs({param.name: param.default for param in page_params(hosting)})["perceptron"])]
+    return [perceptron_task(page_configs(parse_query({}, page_params(hosting))[0])["perceptron"])]

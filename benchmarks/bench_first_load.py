@@ -1,9 +1,9 @@
 """First load of every page on a freshly started server, in Chromium: how long the first visitor waits.
 
-    python benchmarks/bench_first_load.py [--hosted] [--delay 0] [--pages modes,toy] [--json]
+    python benchmarks/bench_first_load.py [--hosted] [--delay 0] [--pages modes,toy] [--repeat 3] [--json]
 
-For each page (Home and every lab's default link) it starts a new server (``streamlit run
-serve.py``), waits for its health check, waits ``--delay`` seconds more (0: the visitor arrives
+For each page (Home and every lab's default link), ``--repeat`` times, it starts a new server
+(``streamlit run serve.py``), waits for its health check, waits ``--delay`` seconds more (0: the visitor arrives
 as the server comes up; a lecturer usually starts it minutes before the class), then opens the
 page in an already running Chromium and reads, in the page's own clock (performance.now(), from
 the navigation's start):
@@ -11,13 +11,15 @@ the navigation's start):
     no run yet, have none: for them the page complete counts);
   * complete: the script has finished (the app's script state is "notRunning"), nothing is waiting
     for a computation (no progress bar starting with ⏳).
-The target (issue 18): first chart within 3 s on every page.
+The target: first chart within 3 s on every page. The table gives each page's median and slowest
+visit (this machine is shared and noisy: one visit says little).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import sys
 import tempfile
 import time
@@ -71,6 +73,7 @@ def main(argv=None):
     parser.add_argument("--hosted", action="store_true", help="the server with SYMLAB_HOSTED=1")
     parser.add_argument("--delay", type=float, default=0.0, help="seconds between the health check and the visit")
     parser.add_argument("--pages", help="comma-separated url paths ('' or home for Home); default: Home and every lab")
+    parser.add_argument("--repeat", type=int, default=3, help="fresh servers per page (default 3)")
     parser.add_argument("--timeout", type=float, default=90.0)
     parser.add_argument("--json", action="store_true", help="also one JSON line with the results")
     args = parser.parse_args(argv)
@@ -85,24 +88,40 @@ def main(argv=None):
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
         for path in paths:
-            with app_process(env) as (url, _):
-                time.sleep(args.delay)
-                rows.append(dict(page=path or "home", **measure(browser, url, path, args.timeout)))
-            print(f"{rows[-1]['page']:>10}: first chart {fmt(rows[-1]['first_chart_s'])} s, "
-                  f"complete {rows[-1]['complete_s']:5.2f} s", file=sys.stderr, flush=True)
+            for _ in range(args.repeat):
+                with app_process(env) as (url, _):
+                    time.sleep(args.delay)
+                    rows.append(dict(page=path or "home", **measure(browser, url, path, args.timeout)))
+                print(f"{rows[-1]['page']:>10}: first chart {fmt(rows[-1]['first_chart_s'])} s, "
+                      f"complete {rows[-1]['complete_s']:5.2f} s", file=sys.stderr, flush=True)
         browser.close()
+    pages = summarise(rows)
     print(f"First load on a freshly started server{' (hosted)' if args.hosted else ''}, visit {args.delay:g} s "
-          f"after the health check; Chromium on the same machine.")
-    print(f"{'page':>10} {'first chart s':>13} {'× 3 s target':>12} {'complete s':>10}  exceptions")
-    print("(× target: the first chart's time, or the page's where it draws none, over 3 s)")
-    for row in rows:
-        shown = first_shown(row)
-        print(f"{row['page']:>10} {fmt(row['first_chart_s']):>13} {shown / TARGET_SECONDS:12.2f} "
-              f"{row['complete_s']:10.2f}  {len(row['exceptions']) or 'none'}")
-    worst = max(first_shown(row) for row in rows)
-    print(f"worst first chart {worst:.2f} s: {'PASS' if worst <= TARGET_SECONDS else 'FAIL'} (target ≤ {TARGET_SECONDS:g} s)")
+          f"after the health check, {args.repeat} server(s) per page; Chromium on the same machine.")
+    print(f"{'page':>10} {'first chart s':>13} {'slowest s':>9} {'median × 3 s':>12} {'complete s':>10}  exceptions")
+    print("(first chart: the median visit's; a page that draws none: when it completed)")
+    for page in pages:
+        ratio = page["first_shown_s"] / TARGET_SECONDS
+        print(f"{page['page']:>10} {page['first_shown_s']:13.2f} {page['slowest_s']:9.2f} {ratio:12.2f} "
+              f"{page['complete_s']:10.2f}  {page['exceptions'] or 'none'}")
+    worst = max(page["first_shown_s"] for page in pages)
+    print(f"worst page's median first chart {worst:.2f} s: {'PASS' if worst <= TARGET_SECONDS else 'FAIL'} "
+          f"(target ≤ {TARGET_SECONDS:g} s)")
     if args.json:
-        print(json.dumps(dict(hosted=args.hosted, delay_s=args.delay, pages=rows, worst_first_chart_s=worst)))
+        print(json.dumps(dict(hosted=args.hosted, delay_s=args.delay, repeat=args.repeat, visits=rows, pages=pages,
+                              worst_median_first_chart_s=worst)))
+
+
+def summarise(rows: list[dict]) -> list[dict]:
+    """Per page, in order: the median and slowest first chart (or completion, where none), the median completion."""
+    pages = []
+    for name in dict.fromkeys(row["page"] for row in rows):
+        visits = [row for row in rows if row["page"] == name]
+        shown = [first_shown(row) for row in visits]
+        pages.append(dict(page=name, first_shown_s=statistics.median(shown), slowest_s=max(shown),
+                          complete_s=statistics.median(row["complete_s"] for row in visits),
+                          exceptions=sum(len(row["exceptions"]) for row in visits)))
+    return pages
 
 
 if __name__ == "__main__":

@@ -127,10 +127,10 @@ INIT_JS = r"""
     if (s.t0 !== null && s.firstSend === null) s.firstSend = performance.now();
     return send.call(this, data);
   };
-  s.sig.modes = () => {
-    const plot = document.querySelectorAll('.js-plotly-plot')[0];
-    const line = plot && plot.querySelectorAll('path.js-line')[1];
-    return line ? line.getAttribute('d') : null;
+  s.sig.modes = () => {  // the first chart (Vega-Lite, "Along e₁"): its lines, q's among them
+    const chart = [...document.querySelectorAll('[data-testid="stVegaLiteChart"]')].find(c => !c.closest('[data-stale="true"]'));
+    const lines = chart ? [...chart.querySelectorAll('.role-mark.mark-line path')].map(p => p.getAttribute('d')) : [];
+    return lines.length ? lines.join('|') : null;
   };
   s.sig.toy = () => {  // the live charts are Vega-Lite (SVG), updated in place
     const charts = [...document.querySelectorAll('[data-testid="stVegaLiteChart"]')].filter(c => !c.closest('[data-stale="true"]'));

@@ -8,10 +8,10 @@ import pandas as pd
 import streamlit as st
 
 from pages import ui
+from symlab import precomputed
 from symlab.labs.align import LAB, params
 from symlab.labs.align import experiment as align_lab
 from symlab.labs.align.params import CAPS, ORDERS
-from symlab.lib import align
 from symlab.lib.mnist_data import data_directory, load_mnist
 
 PAGE = "align"
@@ -41,7 +41,6 @@ PATH_STYLE = {"before": ("#D55E00", "solid", "circle"), "weights": ("#009E73", "
               "w2": ("#0072B2", "dash", "diamond")}
 PERSON_COLOURS = {"A": "#0072B2", "B": "#E69F00"}
 T_TICK_SECONDS = 0.6
-COLOUR_BAR_MARGIN = 110  # px right of a heatmap for its colour bar (ui.figure's margins are fixed)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -59,12 +58,21 @@ def dataset(config: align_lab.AlignConfig) -> align_lab.Dataset:
                             lambda: align_lab.load_task(config, directory and mnist(directory)))
 
 
-def elbo_chart(steps, elbo, total_steps: int) -> dict:
-    traces = [ui.line(steps, elbo[:, i], f"q_{name}", PERSON_COLOURS[name], dash, width=2)
-              for i, (name, dash) in enumerate((("A", "solid"), ("B", "dash")))]
-    figure = ui.figure(traces, "Adam step", "ELBO per training point (nats)", "Training both posteriors", height=300)
-    figure["layout"]["xaxis"]["range"] = [0, total_steps]
-    return figure
+ELBO_SERIES = (ui.Series("q_A", PERSON_COLOURS["A"]), ui.Series("q_B", PERSON_COLOURS["B"], "dash"))
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)  # outlives the run, unlike a functools cache of a page
+def elbo_spec(total_steps: int, present: bool) -> dict:
+    chart = ui.altair_lines(ELBO_SERIES, ui.quantity("x", "Adam step", (0, total_steps), integer=True),
+                            ui.quantity("y", "ELBO per training point (nats)", channel=alt.Y))
+    return ui.vega_spec(chart, title="Training both posteriors", height=300)
+
+
+def elbo_chart(container, steps, elbo, total_steps: int, key: str | None) -> None:
+    """Both runs' ELBO so far (drawn again at each progress report while they train: the same spec, new data)."""
+    lines = pd.concat([ui.lines_frame(series.label, steps, elbo[:, index]) for index, series in enumerate(ELBO_SERIES)])
+    ui.vega_chart(container, elbo_spec(total_steps, bool(st.session_state.get("ui.present"))), {"lines": lines}, key,
+                  alt_text="The ELBO of q_A and q_B against the Adam step")
 
 
 def trained(config: align_lab.AlignConfig) -> tuple[align_lab.PosteriorPair, align_lab.AlignmentReport]:
@@ -72,7 +80,7 @@ def trained(config: align_lab.AlignConfig) -> tuple[align_lab.PosteriorPair, ali
     a visitor who asks first watches the ELBO curves grow."""
     def draw_training(progress):
         steps, elbo = progress.payload
-        st.plotly_chart(elbo_chart(steps, elbo, progress.total), config={"displayModeBar": False})
+        elbo_chart(st, steps, elbo, int(progress.total), None)
 
     return ui.computed(align_lab.alignment_task(config), draw_training)
 
@@ -87,12 +95,9 @@ def report(config: align_lab.AlignConfig) -> align_lab.AlignmentReport:
 
 def predictive_map(config: align_lab.AlignConfig, path: str, frame: int):
     def compute():
-        rep = report(config)
-        t = rep.paths[path]["t"][frame]
-        q = align.interpolate(trained_pair(config).qa, rep.ends[path], t)
-        return align_lab.predictive_grid(q, rep.noise, align_lab.moons_extent(dataset(config)))
+        return align_lab.path_map(trained_pair(config), report(config), dataset(config), path, frame)
 
-    return ui.shared_result(("align_map", config, path, frame), compute, capacity=256)  # 63 maps per setting
+    return ui.shared_result(align_lab.path_map_key(config, path, frame), compute, capacity=256)  # 63 maps per setting
 
 
 # ---------------------------------------------------------------------------------------------
@@ -133,7 +138,8 @@ PATH_SERIES = (*(ui.Series(align_lab.PATH_TITLES[name], colour, dash, marker=sym
                ui.Series("current t", "#999999", "dot"))
 CLASS_SERIES = (ui.Series("class 0", "#000000", marker="circle", line=False),
                 ui.Series("class 1", "#000000", marker="x", line=False))
-MAP_COLOURS = "redblue"  # reversed below: P(class 1) = 0 blue, 1 red (RdBu, diverging: readable with every common deficiency)
+MAP_PLOT_PX = (340, 280)  # a predictive map's plot area (width, height): the same for both, legends aside
+MAP_COLOURS = ui.BLUE_RED  # P(class 1) from 0 (blue) to 1 (red)
 
 
 @st.cache_resource(max_entries=8, show_spinner=False)  # outlives the run, unlike a functools cache of a page
@@ -153,13 +159,15 @@ def path_data(rep: align_lab.AlignmentReport, metric: str, t: float) -> dict:
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)  # outlives the run, unlike a functools cache of a page
-def map_spec(path: str, extent: tuple, cell: tuple, present: bool) -> dict:
+def map_spec(path: str, extent: tuple, present: bool) -> dict:
     (x_low, x_high), (y_low, y_high) = extent
-    heat = ui.altair_heatmap(MAP_COLOURS, cell, "x₁", "x₂", (x_low, x_high), (y_low, y_high), title="P(class 1)",
-                             domain=(0, 1), legend=path == "w2", reverse=True)
+    heat = ui.altair_image("x₁", "x₂", (x_low, x_high), (y_low, y_high), smooth=False)
     points = ui.altair_lines(CLASS_SERIES, ui.quantity("x", "x₁", (x_low, x_high)),
                              ui.quantity("y", "x₂", (y_low, y_high), channel=alt.Y), legend=path == "before")
-    return ui.vega_spec(alt.layer(heat, points), title=align_lab.PATH_TITLES[path].capitalize(), height=360)
+    layers = [heat, points] + ([ui.altair_colour_legend("P(class 1)", MAP_COLOURS)] if path == "w2" else [])
+    return ui.vega_spec(alt.layer(*layers).resolve_legend(fill="independent"),
+                        title=align_lab.PATH_TITLES[path].capitalize(),
+                        width=MAP_PLOT_PX[0], height=MAP_PLOT_PX[1])
 
 
 def map_data(config, rep, path: str, frame: int, data: align_lab.Dataset) -> dict:
@@ -167,16 +175,16 @@ def map_data(config, rep, path: str, frame: int, data: align_lab.Dataset) -> dic
     shown = slice(0, 300)
     x, y = data.x_test[shown].numpy(), data.y_test[shown].numpy()
     points = [ui.lines_frame(CLASS_SERIES[c].label, x[y == c, 0], x[y == c, 1]) for c in (0, 1)]
-    return {"heat": ui.heat_frame(xs, ys, probability), "lines": pd.concat(points)}
+    return {"image": ui.image_frame(xs, ys, probability, MAP_COLOURS, domain=(0.0, 1.0)), "lines": pd.concat(points),
+            "scale": pd.DataFrame({"z": [0.0, 1.0]})}
 
 
 def map_chart(column, config, rep, path: str, frame: int, data: align_lab.Dataset) -> None:
     xs, ys, _ = predictive_map(config, path, frame)
     extent = ((float(xs[0]), float(xs[-1])), (float(ys[0]), float(ys[-1])))
-    cell = (float(xs[1] - xs[0]), float(ys[1] - ys[0]))
-    ui.vega_chart(column, map_spec(path, extent, cell, bool(st.session_state.get("ui.present"))),
-                  map_data(config, rep, path, frame, data), f"align.map_{path}",
-                  alt_text=f"P(class 1) of the interpolated posterior at t, {align_lab.PATH_TITLES[path]}, with test points")
+    ui.vega_chart(column, map_spec(path, extent, bool(st.session_state.get("ui.present"))),
+                  map_data(config, rep, path, frame, data), f"align.map_{path}", width="content",
+                  alt_text=f"P(class 1) of the interpolated posterior at t, {align_lab.PATH_TITLES[path]}, test points")
     t, loss = rep.paths[path]["t"][frame], rep.paths[path]["loss"][frame]
     column.caption(f"t = {t:.2f}, loss {loss:.3f}")
 
@@ -191,14 +199,14 @@ def path_player(config, rep: align_lab.AlignmentReport, data: align_lab.Dataset)
             ui.vega_chart(column, path_spec(metric, present), path_data(rep, metric, ts[frame]),
                           f"align.{metric}_path", alt_text=f"The test {metric} along the three paths, t marked")
         if config.task == "moons":
-            for column, path in zip(st.columns(2), ("before", "w2")):
+            for column, path in zip(st.columns(2), params.MAP_PATHS):
                 map_chart(column, config, rep, path, frame, data)
             st.caption(f"The predictive P(class 1) of the interpolated posterior at t (the average over "
                        f"{config.samples} samples), with test points. Unaligned, the middle of the path averages "
                        "units that do different jobs.")
 
     frames = len(ts)
-    ui.frame_player("align", ("align.path", config), frames, frames // 2, T_TICK_SECONDS,
+    ui.frame_player("align", ("align.path", config), frames, align_lab.player_start(config), T_TICK_SECONDS,
                     lambda frame: f"t = {ts[frame]:.2f}  (point {frame} of {frames - 1})", draw,
                     play_help="Walk from q_A (t = 0) to q_B (t = 1).",
                     reset_help="Back to t = 0 (q_A); the same posteriors.")
@@ -224,47 +232,81 @@ def summary_frame(rep: align_lab.AlignmentReport) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-SUMMARY_COLUMNS = {name: st.column_config.NumberColumn(format="%.3f")
-                   for name in ("W₂", "‖μ_A − μ_B‖", "barrier (nats)", "acc. drop")}
+SUMMARY_NUMBERS = ("W₂", "‖μ_A − μ_B‖", "barrier (nats)", "acc. drop")
 
 
-def distance_chart(rep: align_lab.AlignmentReport) -> dict:
+def summary_table(summary: pd.DataFrame) -> pd.DataFrame:
+    """Three rows as a plain table (the numbers to 3 decimals; the CSV keeps them whole)."""
+    return summary.assign(**{name: summary[name].map("{:.3f}".format) for name in SUMMARY_NUMBERS}).set_index("path")
+
+
+DISTANCE_SERIES = tuple(ui.Series(align_lab.PATH_TITLES[name], colour, marker=symbol, line=False)
+                        for name, (colour, _, symbol) in PATH_STYLE.items())
+MATCH_SERIES = (ui.Series("assigned pair", "#D55E00", marker="x", line=False),)
+
+
+def assignment_px(depth: int) -> int:
+    """The side of each assignment matrix, one per hidden layer side by side, legend and axes beside it."""
+    return min(300, 540 // depth)
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)  # outlives the run, unlike a functools cache of a page
+def distance_spec(layers: tuple, present: bool) -> dict:
+    """Grouped bars, one group per weight layer, each topped by its path's marker (the second cue besides colour)."""
+    channels = ui.series_channels(DISTANCE_SERIES)
+    x = alt.X("layer:N", title=None, sort=list(layers), axis=alt.Axis(labelAngle=0))
+    offset = alt.XOffset("series:N", sort=[series.label for series in DISTANCE_SERIES])
+    y = ui.quantity("value", "W₂ distance of the layer", channel=alt.Y, scale=dict(zero=True))
+    base = alt.Chart(alt.NamedData("bars")).encode(x=x, xOffset=offset, y=y, color=channels["color"])
+    chart = alt.layer(base.mark_bar(opacity=0.85), base.mark_point(size=ui.POINT_SIZE, strokeWidth=2, opacity=1,
+                                                                   filled=False).encode(shape=channels["shape"]))
+    return ui.vega_spec(chart, title="Distance per layer (weights and biases)", height=340)
+
+
+def distance_chart(column, rep: align_lab.AlignmentReport) -> None:
     depth = len(rep.sizes) - 2
-    layers = [f"into hidden {i + 1}" for i in range(depth)] + ["into the output"]
-    bars = []
-    for name, (colour, _, _) in PATH_STYLE.items():
-        pattern = {"before": "", "weights": ".", "w2": "/"}[name]
-        bars.append(dict(type="bar", x=layers, y=rep.summary[name]["layer_w2"], name=align_lab.PATH_TITLES[name],
-                         marker=dict(color=colour, pattern=dict(shape=pattern)), showlegend=True))
-    figure = ui.figure(bars, "", "W₂ distance of the layer", "Distance per layer (weights and biases)", height=320)
-    figure["layout"]["barmode"] = "group"
-    return figure
+    layers = tuple(f"into hidden {i + 1}" for i in range(depth)) + ("into the output",)
+    bars = pd.DataFrame([{"layer": layer, "series": series.label, "value": float(value)}
+                         for series, name in zip(DISTANCE_SERIES, PATH_STYLE)
+                         for layer, value in zip(layers, rep.summary[name]["layer_w2"])])
+    ui.vega_chart(column, distance_spec(layers, bool(st.session_state.get("ui.present"))), {"bars": bars},
+                  "align.distances", alt_text="W₂ distance per weight layer for each path's q_B")
 
 
-def assignment_chart(config, rep, index: int, order: str) -> dict:
-    pair = trained_pair(config)
-    perm = rep.alignments["w2"].perms[index]
-    # Distances to q_B as the other layers' alignment leaves it, so that only this layer's order is in question.
-    others = [p if i != index else np.arange(len(p)) for i, p in enumerate(rep.alignments["w2"].perms)]
-    cost = align.unit_distances(pair.qa, align.permute(pair.qb, others), index, "w2")
-    columns = perm if order == "aligned" else np.arange(len(perm))
-    distance = np.sqrt(np.maximum(cost[:, columns], 0.0))
-    # Relative to each row's nearest unit of q_B: some units are far from everything (large weights),
-    # and raw distances would paint whole rows and columns.
-    shown = distance - distance.min(axis=1, keepdims=True)
-    width = len(perm)
-    heat = dict(type="heatmap", z=shown, x=np.arange(width), y=np.arange(width), colorscale="Viridis",
-                reversescale=True, colorbar=dict(title=dict(text="− row min")), name="distance",
-                customdata=np.stack([np.broadcast_to(columns, shown.shape), distance], axis=-1),
-                hovertemplate="unit %{y} of q_A<br>unit %{customdata[0]} of q_B<br>distance %{customdata[1]:.3g}"
-                              "<br>above the row's nearest %{z:.3g}<extra></extra>")
-    matched_x = np.arange(width) if order == "aligned" else perm
-    marks = ui.points(matched_x, np.arange(width), "assigned pair", "#D55E00", "x", size=7 if width <= 64 else 4)
-    x_title = "unit of q_B" + (" (aligned order)" if order == "aligned" else "")
-    figure = ui.figure([heat, marks], x_title, "unit of q_A", f"Hidden layer {index + 1}: assignment", height=360)
-    figure["layout"]["yaxis"]["autorange"] = "reversed"
-    figure["layout"]["margin"]["r"] = COLOUR_BAR_MARGIN
-    return figure
+ASSIGNMENT_COLOURS = ui.VIRIDIS[::-1]  # 0 (the row's nearest unit) yellow, far purple
+
+
+@st.cache_resource(max_entries=32, show_spinner=False)  # outlives the run, unlike a functools cache of a page
+def assignment_spec(width: int, index: int, depth: int, aligned: bool, present: bool) -> dict:
+    x_title = "unit of q_B" + (" (aligned order)" if aligned else "")
+    domain = (-0.5, width - 0.5)
+    # Row 0 on top: a unit u of q_A sits at y = width − 1 − u, its axis labelled with u.
+    step = max(1, round(width / 6 / 5) * 5) if width > 10 else 1
+    rows = dict(values=[width - 1 - unit for unit in range(0, width, step)], labelExpr=f"{width - 1} - datum.value")
+    image = ui.altair_image(x_title, "unit of q_A", domain, domain, smooth=False, y_axis=rows)
+    scale = ui.altair_colour_legend("− row min", ASSIGNMENT_COLOURS)
+    matches = ui.altair_lines(MATCH_SERIES, ui.quantity("x", x_title, domain),
+                              ui.quantity("y", "unit of q_A", domain, channel=alt.Y, axis=rows))
+    return ui.vega_spec(alt.layer(image, scale, matches).resolve_legend(fill="independent"),
+                        title=f"Hidden layer {index + 1}: assignment", height=assignment_px(depth),
+                        width=assignment_px(depth))
+
+
+def assignment_data(view: align_lab.AssignmentView) -> dict:
+    width = len(view.columns)
+    flipped = width - 1 - np.arange(width)  # y of each unit of q_A
+    shown = view.above_nearest
+    return {"image": ui.image_frame(np.arange(width), np.arange(width), shown[::-1], ASSIGNMENT_COLOURS),
+            "scale": pd.DataFrame({"z": [float(shown.min()), float(shown.max())]}),
+            "lines": ui.lines_frame(MATCH_SERIES[0].label, view.matched, flipped)}
+
+
+def assignment_chart(column, config, rep, index: int, order: str) -> None:
+    view = align_lab.assignment_view(trained_pair(config), rep, index, order == "aligned")
+    spec = assignment_spec(len(view.columns), index, config.depth, order == "aligned",
+                           bool(st.session_state.get("ui.present")))
+    ui.vega_chart(column, spec, assignment_data(view), f"align.assignment_{index}", width="content",
+                  alt_text=f"Unit-to-unit distances of hidden layer {index + 1}, the matches marked")
 
 
 def explanation() -> None:
@@ -294,7 +336,10 @@ def main():
         return
     headline(rep)
     sizes = "-".join(map(str, rep.sizes))
-    st.caption(f"{sizes} MLP, {config.steps} Adam steps ({rep.train_seconds:.1f} s for both); test loss "
+    timing = f"{rep.train_seconds:.1f} s for both" + (
+        " on the machine that computed this default, which ships with the app" if precomputed.is_shipped(
+            align_lab.alignment_task(config).key) else "")
+    st.caption(f"{sizes} MLP, {config.steps} Adam steps ({timing}); test loss "
                f"q_A {rep.loss_a:.3f}, q_B {rep.loss_b:.3f}; accuracy {rep.accuracy_a:.3f} / "
                f"{rep.accuracy_b:.3f}. Alignment: {rep.sweeps} sweep{'s' if rep.sweeps != 1 else ''} "
                "of coordinate descent, "
@@ -304,10 +349,10 @@ def main():
     explanation()
     st.subheader("Distances")
     left, right = st.columns([1, 1])
-    left.plotly_chart(distance_chart(rep), key="align.distances")
+    distance_chart(left, rep)
     summary = summary_frame(rep)
     with right:
-        st.dataframe(summary, hide_index=True, column_config=SUMMARY_COLUMNS, width="stretch")
+        st.table(summary_table(summary))
         st.caption("W₂ alignment minimises the W₂ column, weight matching the ‖μ_A − μ_B‖ column; where both pick "
                    "the same permutations their lines on the path charts coincide. “acc. drop”: the accuracy's largest "
                    "fall below the straight line. “moved”: units per hidden layer that the permutation sends "
@@ -315,7 +360,7 @@ def main():
                    "paths: the same sampled ε lands on other units once q_B is permuted.")
     with st.expander("Training curves"):
         pair = trained_pair(config)
-        st.plotly_chart(elbo_chart(pair.elbo_steps, pair.elbo, config.steps), key="align.elbo")
+        elbo_chart(st, pair.elbo_steps, pair.elbo, config.steps, "align.elbo")
         elbo = pd.DataFrame({"step": pair.elbo_steps, "elbo_a": pair.elbo[:, 0], "elbo_b": pair.elbo[:, 1]})
         ui.csv_download(elbo, f"align_elbo_seed{config.seed}.csv", "ELBO (CSV)", "align.csv_elbo")
     st.subheader("Assignments")
@@ -325,7 +370,7 @@ def main():
                "q_B. × marks the pair the alignment matched (one per row and column, so not always the nearest). "
                "In the aligned order the matches run down the diagonal: the permutation matrix P_l.")
     for column, index in zip(st.columns(config.depth), range(config.depth)):
-        column.plotly_chart(assignment_chart(config, rep, index, values["order"]), key=f"align.assignment_{index}")
+        assignment_chart(column, config, rep, index, values["order"])
     path_rows = pd.DataFrame({"t": rep.paths["before"]["t"],
                               **{f"{metric}_{name}": rep.paths[name][metric]
                                  for name in align_lab.PATHS for metric in ("loss", "accuracy")}})

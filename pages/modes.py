@@ -88,14 +88,44 @@ def density_grid(alpha, sigma):
     return np.linspace(-4 * sigma - 0.5 * alpha, 1.5 * alpha + 4 * sigma, 400)
 
 
-def density_chart(alpha, sigma, mean, std, forward, title):
+# The static charts (Vega-Lite, as the player's; pages/ui.py): each spec depends on what fixes its axes and
+# legend, not on α, so moving a slider swaps the data of a chart already drawn.
+DENSITY_SERIES = (ui.Series("target p_α", ui.PALETTE["target"]),
+                  ui.Series("q (reverse KL)", ui.PALETTE["reverse"], "dash"),
+                  ui.Series("q (forward KL)", ui.PALETTE["forward"], "dot"))
+ELLIPSE_SERIES = (ui.Series("q, 1 sd (reverse)", ui.PALETTE["reverse"]),
+                  ui.Series("q, 2 sd (reverse)", ui.PALETTE["reverse"], "dash"),
+                  ui.Series("q, 1 sd (forward)", ui.PALETTE["forward"], "dot"))
+SWEEP_SERIES = (ui.Series("reverse KL", ui.PALETTE["reverse"], marker="circle"),
+                ui.Series("forward KL", ui.PALETTE["forward"], "dot", marker="square"))
+SWEEP_MARKS = (ui.Series("current α", ui.PALETTE["current"]),
+               ui.Series("threshold α*", ui.PALETTE["threshold"], "dash"),
+               ui.Series("ln 2", ui.PALETTE["grey"], "dashdot"))
+SCALING_SERIES = (ui.Series("α = 5σ", ui.PALETTE["grey"], "dash"),
+                  ui.Series("paper (Fig. 5)", ui.PALETTE["paper"], marker="square", line=False),
+                  ui.Series("exact α*", ui.PALETTE["reverse"], marker="circle", line=False),
+                  ui.Series("current σ", ui.PALETTE["current"], marker="diamond", line=False))
+CONTOUR_SHADES = ("#FFFFFF", "#525252")  # the target's density, from 0 to its largest
+CONTOUR_PLOT_PX = (440, 320)  # the largest plot area (width, height) of the 2-D view, whose axes share one scale
+CONTOUR_MIN_HEIGHT_PX = 90
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)  # outlives the run, unlike a functools cache of a page
+def density_spec(forward: bool, present: bool) -> dict:
+    series = DENSITY_SERIES if forward else DENSITY_SERIES[:2]
+    chart = ui.altair_lines(series, ui.quantity("x", "x₁ (along e₁)"),
+                            ui.quantity("y", "density", channel=alt.Y, scale=dict(zero=True)))
+    return ui.vega_spec(chart, title="Along e₁")
+
+
+def density_chart(column, alpha, sigma, mean, std, forward):
     x = density_grid(alpha, sigma)
-    traces = [ui.line(x, np.exp(modes.log_mixture(x, alpha, sigma)), "target p_α", ui.PALETTE["target"]),
-              ui.line(x, normal_pdf(x, mean, std), "q (reverse KL)", ui.PALETTE["reverse"], "dash")]
+    lines = [ui.lines_frame(DENSITY_SERIES[0].label, x, np.exp(modes.log_mixture(x, alpha, sigma))),
+             ui.lines_frame(DENSITY_SERIES[1].label, x, normal_pdf(x, mean, std))]
     if forward:
-        traces.append(ui.line(x, normal_pdf(x, alpha / 2, forward_std(alpha, sigma)), "q (forward KL)",
-                              ui.PALETTE["forward"], "dot"))
-    return ui.figure(traces, "x₁ (along e₁)", "density", title)
+        lines.append(ui.lines_frame(DENSITY_SERIES[2].label, x, normal_pdf(x, alpha / 2, forward_std(alpha, sigma))))
+    ui.vega_chart(column, density_spec(forward, bool(st.session_state.get("ui.present"))), {"lines": pd.concat(lines)},
+                  "modes.density", alt_text="The target's density along e₁ and the fitted q's")
 
 
 def ellipse(mean1, std1, std2, radius):
@@ -103,41 +133,81 @@ def ellipse(mean1, std1, std2, radius):
     return mean1 + radius * std1 * np.cos(t), radius * std2 * np.sin(t)
 
 
-def contour_chart(alpha, sigma, mean, std, forward):
+def equal_scale_view(x_domain, y_domain) -> tuple[tuple, tuple[int, int]]:
+    """A y-domain (widened where the view would be too flat) and a plot size (px) giving x and y one scale."""
+    (x_low, x_high), (y_low, y_high) = x_domain, y_domain
+    most_width, most_height = CONTOUR_PLOT_PX
+    px_per_unit = min(most_width / (x_high - x_low), most_height / (y_high - y_low))
+    height = (y_high - y_low) * px_per_unit
+    if height < CONTOUR_MIN_HEIGHT_PX:
+        half = (CONTOUR_MIN_HEIGHT_PX / px_per_unit) / 2
+        y_low, y_high, height = -half, half, CONTOUR_MIN_HEIGHT_PX
+    return (y_low, y_high), (round((x_high - x_low) * px_per_unit), round(height))
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)  # outlives the run, unlike a functools cache of a page
+def contour_spec(x_domain: tuple, y_domain: tuple, size: tuple, forward: bool, present: bool) -> dict:
+    series = ELLIPSE_SERIES if forward else ELLIPSE_SERIES[:2]
+    x, y = ui.quantity("x", "x₁ (along e₁)", x_domain), ui.quantity("y", "x₂", y_domain, channel=alt.Y)
+    chart = alt.layer(ui.altair_image("x₁ (along e₁)", "x₂", x_domain, y_domain, opacity=0.8),
+                      ui.altair_lines(series, x, y, data_order=True))
+    return ui.vega_spec(chart, title="In 2-D: the target's density (grey), q's ellipses", width=size[0], height=size[1])
+
+
+def contour_chart(column, alpha, sigma, mean, std, forward):
     x1 = np.linspace(-3.5 * sigma, alpha + 3.5 * sigma, 90)
-    x2 = np.linspace(-3.5 * sigma, 3.5 * sigma, 60)
+    y_domain, size = equal_scale_view((x1[0], x1[-1]), (-3.5 * sigma, 3.5 * sigma))
+    x2 = np.linspace(*y_domain, 60)
     density = np.exp(modes.log_mixture_2d(x1[None, :], x2[:, None], alpha, sigma))
-    traces = [dict(type="contour", x=x1, y=x2, z=density, colorscale="Greys", showscale=False, ncontours=12,
-                   name="target p_α", showlegend=True, opacity=0.6, hoverinfo="skip")]
-    for radius, dash in ((1, "solid"), (2, "dash")):
-        traces.append(ui.line(*ellipse(mean, std, sigma, radius), f"q, {radius} sd (reverse)",
-                              ui.PALETTE["reverse"], dash))
+    lines = [ui.lines_frame(ELLIPSE_SERIES[index].label, *ellipse(mean, std, sigma, radius))
+             for index, radius in ((0, 1), (1, 2))]
     if forward:
-        traces.append(ui.line(*ellipse(alpha / 2, forward_std(alpha, sigma), sigma, 1), "q, 1 sd (forward)",
-                              ui.PALETTE["forward"], "dot"))
-    return ui.figure(traces, "x₁ (along e₁)", "x₂", "Contours in 2-D", equal_axes=True)
+        lines.append(ui.lines_frame(ELLIPSE_SERIES[2].label, *ellipse(alpha / 2, forward_std(alpha, sigma), sigma, 1)))
+    spec = contour_spec((float(x1[0]), float(x1[-1])), tuple(map(float, y_domain)), size, forward,
+                        bool(st.session_state.get("ui.present")))
+    ui.vega_chart(column, spec, {"image": ui.image_frame(x1, x2, density, CONTOUR_SHADES), "lines": pd.concat(lines)},
+                  "modes.contour", width="content",
+                  alt_text="The target's density in the plane of e₁ and x₂, shaded, with q's 1 and 2 sd ellipses")
 
 
-def sweep_chart(alphas, curves, alpha, threshold, y_title, title, log_y=False, asymptote=None):
-    traces = [ui.line(alphas, values, name, colour, dash, width=2, markers=True)
-              for name, values, colour, dash in curves]
-    marks = [ui.vline(alpha, ui.PALETTE["current"], f"α = {alpha:g}")]
-    if threshold is not None:
-        marks.append(ui.vline(threshold, ui.PALETTE["threshold"], f"α* = {threshold:.2f}", "dash", side="right"))
-    if asymptote is not None:
-        marks.append(ui.hline(*asymptote))
-    return ui.figure(traces, "mode distance α", y_title, title, marks, log_y=log_y)
+@st.cache_resource(max_entries=32, show_spinner=False)  # outlives the run, unlike a functools cache of a page
+def sweep_spec(y_title: str, title: str, forward: bool, log_y: bool, asymptote: bool, present: bool) -> dict:
+    series = (SWEEP_SERIES if forward else SWEEP_SERIES[:1]) + (SWEEP_MARKS if asymptote else SWEEP_MARKS[:2])
+    chart = alt.layer(ui.altair_lines(series, ui.quantity("x", "mode distance α"),
+                                      ui.quantity("y", y_title, channel=alt.Y, log=log_y)),
+                      ui.altair_rules(series, data="vertical", axis="x"), ui.altair_rules(series, data="horizontal"))
+    return ui.vega_spec(chart, title=title, legend_columns=3 if len(series) > 4 else None)  # 5 fit in no row
 
 
-def scaling_chart(sigma, threshold):
+def sweep_chart(column, key, alphas, curves, alpha, threshold, y_title, title, log_y=False, asymptote=None):
+    """``curves``: (label of SWEEP_SERIES, values); ``asymptote``: a level drawn across, as "ln 2"."""
+    lines = pd.concat([ui.lines_frame(label, alphas, values) for label, values in curves])
+    vertical = [(SWEEP_MARKS[0].label, alpha)] + ([] if threshold is None else [(SWEEP_MARKS[1].label, threshold)])
+    horizontal = [] if asymptote is None else [(SWEEP_MARKS[2].label, asymptote)]
+    rules = {name: pd.DataFrame(marks or None, columns=["series", "value"])
+             for name, marks in (("vertical", vertical), ("horizontal", horizontal))}
+    spec = sweep_spec(y_title, title, len(curves) > 1, log_y, asymptote is not None,
+                      bool(st.session_state.get("ui.present")))
+    ui.vega_chart(column, spec, {"lines": lines, **rules}, key, alt_text=f"{title}: {y_title} against α")
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)  # outlives the run, unlike a functools cache of a page
+def scaling_spec(present: bool) -> dict:
+    chart = ui.altair_lines(SCALING_SERIES, ui.quantity("x", "component std dev σ", (0.0, 2.1)),
+                            ui.quantity("y", "threshold α*", channel=alt.Y, scale=dict(zero=True)))
+    return ui.vega_spec(chart, title="α* scales with σ")
+
+
+def scaling_chart(column, sigma, threshold) -> pd.DataFrame:
     sigmas = np.array(FIG5_SIGMAS)
     ours = np.array([threshold_for(s) for s in FIG5_SIGMAS])
-    traces = [ui.line([0.0, 2.1], [0.0, 10.5], "α = 5σ", ui.PALETTE["grey"], "dash", width=2),
-              ui.points(sigmas, PAPER_THRESHOLDS, "paper (Fig. 5)", ui.PALETTE["paper"], "square", 12),
-              ui.points(sigmas, ours, "exact α*", ui.PALETTE["reverse"], "circle", 9),
-              ui.points([sigma], [threshold], "current σ", ui.PALETTE["current"], "diamond", 13)]
-    frame = pd.DataFrame({"sigma": sigmas, "threshold_exact": ours, "threshold_paper": PAPER_THRESHOLDS})
-    return ui.figure(traces, "component std dev σ", "threshold α*", "α* scales with σ"), frame
+    lines = pd.concat([ui.lines_frame(SCALING_SERIES[0].label, [0.0, 2.1], [0.0, 10.5]),
+                       ui.lines_frame(SCALING_SERIES[1].label, sigmas, PAPER_THRESHOLDS),
+                       ui.lines_frame(SCALING_SERIES[2].label, sigmas, ours),
+                       ui.lines_frame(SCALING_SERIES[3].label, [sigma], [threshold])])
+    ui.vega_chart(column, scaling_spec(bool(st.session_state.get("ui.present"))), {"lines": lines}, "modes.scaling",
+                  alt_text="The threshold α* against σ: exact, the paper's, and α = 5σ")
+    return pd.DataFrame({"sigma": sigmas, "threshold_exact": ours, "threshold_paper": PAPER_THRESHOLDS})
 
 
 def result_metrics(alpha, sigma, mean, std, kl, threshold):
@@ -159,7 +229,7 @@ def result_metrics(alpha, sigma, mean, std, kl, threshold):
 
 
 # The animation's charts (Vega-Lite, updated in place: pages/ui.py): fixed while it plays, the frame in the data.
-PATH_SERIES = (ui.Series("target p_α", ui.PALETTE["target"]), ui.Series("q (reverse KL)", ui.PALETTE["reverse"], "dash"))
+PATH_SERIES = DENSITY_SERIES[:2]
 KL_SERIES = (ui.Series("KL(q‖p_α)", ui.PALETTE["reverse"]),
              ui.Series("current step", ui.PALETTE["current"], marker="diamond", line=False),
              ui.Series("ln 2", ui.PALETTE["grey"], "dashdot"))
@@ -247,31 +317,25 @@ def main():
     result_metrics(alpha, sigma, mean, std, kl, threshold)
 
     left, right = st.columns(2)
-    left.plotly_chart(density_chart(alpha, sigma, mean, std, forward, "Along e₁"), key="modes.density")
-    right.plotly_chart(contour_chart(alpha, sigma, mean, std, forward), key="modes.contour")
+    density_chart(left, alpha, sigma, mean, std, forward)
+    contour_chart(right, alpha, sigma, mean, std, forward)
 
     st.subheader("Across mode distances")
-    reverse_style = ("reverse KL", ui.PALETTE["reverse"], "solid")
-    forward_style = ("forward KL", ui.PALETTE["forward"], "dot")
 
     def curves(rev, fwd):
-        chosen = [(reverse_style[0], rev, *reverse_style[1:])]
-        if forward:
-            chosen.append((forward_style[0], fwd, *forward_style[1:]))
-        return chosen
+        return [(SWEEP_SERIES[0].label, rev)] + ([(SWEEP_SERIES[1].label, fwd)] if forward else [])
 
     a = sweep.alphas
     c1, c2 = st.columns(2)
-    c1.plotly_chart(sweep_chart(a, curves(sweep.interpolation, forward_sweep.interpolation), alpha, threshold,
-                                "α⁻¹‖μ*‖", "Interpolation"), key="modes.interp")
-    c2.plotly_chart(sweep_chart(a, curves(sweep.det_cov, forward_sweep.det_cov), alpha, threshold,
-                                f"det Σ* (d = {dim})", "Spread of q", log_y=True), key="modes.det")
+    sweep_chart(c1, "modes.interp", a, curves(sweep.interpolation, forward_sweep.interpolation), alpha, threshold,
+                "α⁻¹‖μ*‖", "Interpolation")
+    sweep_chart(c2, "modes.det", a, curves(sweep.det_cov, forward_sweep.det_cov), alpha, threshold,
+                f"det Σ* (d = {dim})", "Spread of q", log_y=True)
     c3, c4 = st.columns(2)
     kl_title = "Final KL (forward: KL(p‖q))" if forward else "Final KL(q‖p_α)"
-    c3.plotly_chart(sweep_chart(a, curves(sweep.kl, forward_sweep.kl), alpha, threshold, "KL (nats)", kl_title,
-                                asymptote=(modes.LN2, ui.PALETTE["grey"], "ln 2")), key="modes.kl")
-    scaling_fig, scaling_frame = scaling_chart(sigma, threshold)
-    c4.plotly_chart(scaling_fig, key="modes.scaling")
+    sweep_chart(c3, "modes.kl", a, curves(sweep.kl, forward_sweep.kl), alpha, threshold, "KL (nats)", kl_title,
+                asymptote=modes.LN2)
+    scaling_frame = scaling_chart(c4, sigma, threshold)
 
     frame = pd.DataFrame({"alpha": a, "interpolation": sweep.interpolation, "det_cov": sweep.det_cov,
                           "kl": sweep.kl, "std_e1": sweep.std_e1, "forward_det_cov": forward_sweep.det_cov,

@@ -8,6 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from pages import ui
+from symlab import precomputed
 from symlab.labs.symmetry import LAB, params
 from symlab.labs.symmetry import experiment as symmetry_lab
 from symlab.labs.symmetry.params import CAPS, FIELDS, MAX_WIDTHS, PARTS, SEED_FROM
@@ -129,9 +130,9 @@ DENSITY_PX = 250
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)  # outlives the run, unlike a functools cache of a page
-def density_spec(low: float, high: float, cell: float, title: str, present: bool) -> dict:
+def density_spec(low: float, high: float, title: str, present: bool) -> dict:
     x_title, y_title = "v₁ (output weight of hidden unit 1)", "v₂ (of hidden unit 2)"
-    heat = ui.altair_heatmap("viridis", (cell, cell), x_title, y_title, (low, high), (low, high))
+    heat = ui.altair_image(x_title, y_title, (low, high), (low, high), smooth=False)
     diagonal = ui.altair_lines(DIAGONAL, ui.quantity("x", x_title, (low, high)),
                                ui.quantity("y", y_title, (low, high), channel=alt.Y), legend=False)
     return ui.vega_spec(alt.layer(heat, diagonal), title=title, height=DENSITY_PX, width=DENSITY_PX)
@@ -139,21 +140,29 @@ def density_spec(low: float, high: float, cell: float, title: str, present: bool
 
 def density_chart(column, weights: np.ndarray, extent, title: str, key: str) -> None:
     centres, density = symmetry_lab.density_grid(weights, extent)
-    spec = density_spec(float(extent[0]), float(extent[1]), float(centres[1] - centres[0]), title,
-                        bool(st.session_state.get("ui.present")))
-    ui.vega_chart(column, spec, {"heat": ui.heat_frame(centres, centres, density),
+    spec = density_spec(float(extent[0]), float(extent[1]), title, bool(st.session_state.get("ui.present")))
+    ui.vega_chart(column, spec, {"image": ui.image_frame(centres, centres, density, ui.VIRIDIS),
                                  "lines": ui.lines_frame(DIAGONAL[0].label, extent, extent)},
                   key, width="content", alt_text=f"Density of the two output weights, {title.lower()}")
 
 
-def marginal_chart(weights: np.ndarray, extent) -> dict:
+MARGINAL_SERIES = (ui.Series("v₁", "#0072B2"), ui.Series("v₂", "#D55E00", "dash"))
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)  # outlives the run, unlike a functools cache of a page
+def marginal_spec(low: float, high: float, present: bool) -> dict:
+    chart = ui.altair_lines(MARGINAL_SERIES, ui.quantity("x", "output weight", (low, high)),
+                            ui.quantity("y", "density", channel=alt.Y, scale=dict(zero=True)))
+    return ui.vega_spec(chart, title="The two units' marginals, raw")
+
+
+def marginal_chart(column, weights: np.ndarray, extent) -> None:
     edges = np.linspace(extent[0], extent[1], 81)
     centres = 0.5 * (edges[1:] + edges[:-1])
-    traces = []
-    for index, (colour, dash) in enumerate((("#0072B2", "solid"), ("#D55E00", "dash"))):
-        counts, _ = np.histogram(weights[:, index], edges, density=True)
-        traces.append(ui.line(centres, counts, f"v{'₁₂'[index]}", colour, dash))
-    return ui.figure(traces, "output weight", "density", "The two units' marginals, raw")
+    lines = pd.concat([ui.lines_frame(series.label, centres, np.histogram(weights[:, index], edges, density=True)[0])
+                       for index, series in enumerate(MARGINAL_SERIES)])
+    ui.vega_chart(column, marginal_spec(float(extent[0]), float(extent[1]), bool(st.session_state.get("ui.present"))),
+                  {"lines": lines}, "symmetry.marginals", alt_text="Histogram densities of v₁ and v₂, raw")
 
 
 def fig1_panel(config: symmetry_lab.PerceptronConfig):
@@ -164,8 +173,10 @@ def fig1_panel(config: symmetry_lab.PerceptronConfig):
     cols[0].metric("nets kept", f"{report.kept} / {report.nets}",
                    help=f"Final training loss ≤ {report.loss_cutoff:.3g}; the rest did not train (the paper drops "
                         "< 1 %).")
+    shipped = precomputed.is_shipped(symmetry_lab.perceptron_task(config).key)
     cols[1].metric("trained per second", f"{report.nets_per_second:,.0f}",
-                   help="All nets in one batched tensor program on the CPU.")
+                   help="All nets in one batched tensor program on the CPU" + (
+                       " (on the machine that computed this default, which ships with the app)." if shipped else "."))
     raw = report.stages["raw"]
     cols[2].metric("share with v₁ > v₂, raw", f"{raw['share_v1_above_v2']:.3f}",
                    help="½ when the density is symmetric under swapping the units.")
@@ -179,7 +190,7 @@ def fig1_panel(config: symmetry_lab.PerceptronConfig):
                     f"{len(report.stages['sorted']['peaks'])} peak(s) remain, all with v₁ ≤ v₂.")
     epoch_player(run, stages, extents, config)
     left, right = st.columns([1, 1])
-    left.plotly_chart(marginal_chart(final["raw"], extents["raw"]), key="symmetry.marginals")
+    marginal_chart(left, final["raw"], extents["raw"])
     with right:
         st.markdown(r"""
 **Why the mode doubles.** Swapping the two hidden units (rows of $W_1$, $b_1$ and the entries of

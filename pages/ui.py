@@ -398,57 +398,41 @@ def altair_rules(series: Sequence[Series], *, data: str = "rules", axis: str = "
     return alt.Chart(alt.NamedData(data)).mark_rule(strokeWidth=2).encode(position, **channels)
 
 
-def altair_heatmap(scheme: str | list[str], cell: tuple[float, float], x_title: str, y_title: str, x_domain, y_domain,
-                   *, data: str = "heat", title: str = "density", domain=None, opacity: float = 1.0,
-                   legend: bool = False, reverse: bool = False) -> alt.Chart:
-    """Cells of the named dataset ``data`` (columns ``x``, ``y``: the cell's centre, ``z``: its value, ``k``:
-    its number; see :func:`heat_frame`), ``cell`` = (width, height) in data units, on fixed axes, filled by
-    ``z`` on the colour scheme ``scheme`` (a Vega scheme's name, ``reverse``d, or a list of colours);
-    ``domain``: a fixed range of ``z`` (else the data's), ``title``: its name (in the legend, with ``legend``).
-    Each cell keeps its mark from frame to frame (keyed by ``k``): a new frame changes colours, not elements.
-    In the DOM (SVG), each cell's path carries its row: ``path.__data__.datum``."""
-    scale = dict(scheme=scheme) if isinstance(scheme, str) else dict(range=list(scheme))
-    if reverse:
-        scale["reverse"] = True
-    if domain is not None:
-        scale["domain"] = list(domain)
-    fill = alt.Fill("z:Q", title=title, scale=alt.Scale(**scale),
-                    legend=alt.Legend(orient="right", gradientLength=160) if legend else None)
-    # Cells overlap a little: abutting edges, each antialiased, would let the background show through as seams.
-    half_x, half_y = 0.6 * cell[0], 0.6 * cell[1]
-    return (alt.Chart(alt.NamedData(data)).mark_rect(opacity=opacity, clip=True)
-            .transform_calculate(x0=f"datum.x - {half_x!r}", x1=f"datum.x + {half_x!r}",
-                                 y0=f"datum.y - {half_y!r}", y1=f"datum.y + {half_y!r}")
-            .encode(x=quantity("x0", x_title, x_domain), x2="x1:Q", y=quantity("y0", y_title, y_domain, channel=alt.Y),
-                    y2="y1:Q", fill=fill, key="k:Q"))
-
-
-def heat_frame(x_centres, y_centres, z) -> pd.DataFrame:
-    """A heatmap's dataset (:func:`altair_heatmap`) from cell centres and ``z[y, x]``, in float32 (it is sent
-    on every frame)."""
-    xs, ys = np.meshgrid(np.asarray(x_centres, np.float32), np.asarray(y_centres, np.float32))
-    return pd.DataFrame({"x": xs.ravel(), "y": ys.ravel(), "z": np.asarray(z, np.float32).ravel(),
-                         "k": np.arange(xs.size, dtype=np.int32)})
+# Image colour scales. Viridis (matplotlib's), sampled at 9 stops: dark purple (low) to yellow (high), readable in
+# greyscale. ColorBrewer's RdBu, diverging, blue (low) to red (high): readable with every common colour deficiency.
+VIRIDIS = ("#440154", "#472D7B", "#3B528B", "#2C728E", "#21918C", "#28AE80", "#5EC962", "#ADDC30", "#FDE725")
+BLUE_RED = ("#053061", "#2166AC", "#4393C3", "#92C5DE", "#D1E5F0", "#F7F7F7", "#FDDBC7", "#F4A582", "#D6604D",
+            "#B2182B", "#67001F")
 
 
 def altair_image(x_title: str, y_title: str, x_domain, y_domain, *, data: str = "image",
-                 opacity: float = 1.0) -> alt.Chart:
-    """A picture stretched over a rectangle of the data's plane, from the named dataset ``data`` (one row of
-    :func:`image_frame`): a heatmap drawn as one image, for a static background of a live chart. One element
-    to paint instead of a path per cell; its values are not in the DOM (use :func:`altair_heatmap` where a
-    reader, or a test, needs them)."""
-    return (alt.Chart(alt.NamedData(data)).mark_image(aspect=False, opacity=opacity, clip=True)
-            .encode(x=quantity("x", x_title, x_domain), x2="x2:Q", y=quantity("y", y_title, y_domain, channel=alt.Y),
-                    y2="y2:Q", url="url:N"))
+                 opacity: float = 1.0, smooth: bool = True, y_axis: dict | None = None) -> alt.Chart:
+    """A heatmap drawn as one picture stretched over a rectangle of the data's plane, from the named dataset
+    ``data`` (one row of :func:`image_frame`). One element for the browser to draw and update, where a mark per
+    cell (thousands) took Vega most of a second; the values are in the PNG (tests decode it).
+    ``smooth=False``: each cell a sharp square (a matrix, a density grid), not a blend."""
+    return (alt.Chart(alt.NamedData(data)).mark_image(aspect=False, opacity=opacity, clip=True, smooth=smooth)
+            .encode(x=quantity("x", x_title, x_domain), x2="x2:Q",
+                    y=quantity("y", y_title, y_domain, channel=alt.Y, axis=y_axis), y2="y2:Q", url="url:N"))
 
 
-def image_frame(x_centres, y_centres, z, colours: Sequence[str]) -> pd.DataFrame:
+def altair_colour_legend(title: str, colours: Sequence[str], *, data: str = "scale") -> alt.Chart:
+    """The colour scale of an image (:func:`image_frame` with the same ``colours``) as a legend: an invisible
+    layer over the named dataset ``data``, rows of ``z`` spanning the image's range (its minimum and maximum,
+    or its fixed domain)."""
+    return (alt.Chart(alt.NamedData(data)).mark_rect(opacity=0)
+            .encode(fill=alt.Fill("z:Q", title=title, legend=alt.Legend(orient="right", gradientLength=160),
+                                  scale=alt.Scale(range=list(colours), interpolate="rgb"))))
+
+
+def image_frame(x_centres, y_centres, z, colours: Sequence[str], domain: tuple[float, float] | None = None
+                ) -> pd.DataFrame:
     """:func:`altair_image`'s dataset: ``z[y, x]`` on cells centred at ``x_centres``, ``y_centres`` (ascending,
-    evenly spaced), coloured linearly from ``colours[0]`` at z's minimum to ``colours[-1]`` at its maximum, as a
-    PNG data URL."""
+    evenly spaced), coloured linearly through ``colours``, the first at z's minimum (or ``domain[0]``) and the
+    last at its maximum (or ``domain[1]``), as a PNG data URL."""
     x_centres, y_centres, z = np.asarray(x_centres, float), np.asarray(y_centres, float), np.asarray(z, float)
-    span = np.ptp(z)
-    t = (z - z.min()) / (span if span > 0 else 1.0)
+    low, high = (float(z.min()), float(z.max())) if domain is None else domain
+    t = np.clip((z - low) / ((high - low) or 1.0), 0.0, 1.0)
     stops = np.array([[int(c[i:i + 2], 16) for i in (1, 3, 5)] for c in colours], float)
     where = np.linspace(0.0, 1.0, len(stops))
     rgb = np.stack([np.interp(t, where, stops[:, k]) for k in range(3)], axis=-1).round().astype(np.uint8)
@@ -506,7 +490,7 @@ def vega_spec(chart, *, title: str | None = None, height: int | None = VEGA_HEIG
     return spec
 
 
-def vega_chart(container, spec: dict, datasets: dict[str, pd.DataFrame], key: str, *, alt_text: str | None = None,
+def vega_chart(container, spec: dict, datasets: dict[str, pd.DataFrame], key: str | None, *, alt_text: str | None = None,
                width: str | int = "stretch") -> None:
     """Draw ``spec`` with its named ``datasets`` (a new frame of the same spec updates the chart in place)."""
     # A plain row index is left out of the Arrow data; a concatenation's repeated one would be sent as a column.

@@ -99,13 +99,14 @@ class SharedResults:
         with self._lock:
             return key in self._store
 
-    def _keep(self, key: Hashable, value) -> None:
-        """Store ``value``; the least recently used results of its kind beyond capacity make room."""
+    def store(self, key: Hashable, value) -> None:
+        """Store ``value`` (computed here, or elsewhere: symlab.precomputed); the least recently used
+        results of its kind beyond capacity make room."""
         with self._lock:
             self._store[key] = value
             self._store.move_to_end(key)
-            kind = _kind(key)
-            same_kind = [other for other in self._store if _kind(other) == kind]
+            kind = kind_of(key)
+            same_kind = [other for other in self._store if kind_of(other) == kind]
             for oldest in same_kind[:max(len(same_kind) - self._capacities.get(kind, self.capacity), 0)]:
                 del self._store[oldest]
 
@@ -117,7 +118,7 @@ class SharedResults:
         results of this kind to keep, where it is not the default."""
         with self._lock:
             if capacity is not None:
-                self._capacities[_kind(key)] = capacity
+                self._capacities[kind_of(key)] = capacity
             if key in self._store:
                 self._store.move_to_end(key)
                 return self._store[key]
@@ -219,7 +220,7 @@ class SharedResults:
 
     def _finish(self, job: Job, value=None, error: BaseException | None = None) -> None:
         if error is None:
-            self._keep(job.key, value)
+            self.store(job.key, value)
         with self._lock:
             if self._jobs.get(job.key) is job:
                 del self._jobs[job.key]
@@ -249,7 +250,8 @@ class SharedResults:
             return next((job for job in self._jobs.values() if job.number == number), None)
 
 
-def _kind(key: Hashable) -> Hashable:
+def kind_of(key: Hashable) -> Hashable:
+    """What a result is (its key's first item): capacities and shipped results go by it."""
     return key[0] if isinstance(key, tuple) and key else key
 
 
@@ -263,7 +265,7 @@ def _no_report(done, total, text="", payload=None) -> None:
 
 
 # Imported once by the fork server, before it forks each worker: a worker starts ready to train.
-WORKER_PRELOAD = ["torch", "symlab.labs"]
+WORKER_PRELOAD = ["torch", "torch._dynamo", "symlab.labs"]  # torch._dynamo: imported by torch.optim
 WORKER_NICENESS = 10  # training yields the cores to the web server's page runs
 SERVER_WATCH_SECONDS = 1.0
 
@@ -324,7 +326,8 @@ def _main_module_hidden():
 def _start_worker(reports, torch_threads: int, server_pid: int) -> None:
     global _reports
     _reports = reports
-    os.nice(WORKER_NICENESS)
+    # To the level, not by it: the fork server keeps the niceness of the thread that started it.
+    os.nice(max(WORKER_NICENESS - os.nice(0), 0))
     threading.Thread(target=_exit_with, args=(server_pid,), name="symlab-server-watch", daemon=True).start()
     import torch
 

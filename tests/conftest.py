@@ -244,3 +244,14 @@ def database(request, tmp_path, monkeypatch):
         name = "t_" + "".join(c if c.isalnum() else "_" for c in request.node.name.lower())[-50:]
         monkeypatch.setenv("SYMLAB_DATABASE_URL", fresh_database(request.getfixturevalue("postgres_server_url"), name))
     return request.param
+
+
+@pytest.fixture
+def fresh_results(monkeypatch):
+    """An empty shared-results store with one worker process, as this server's (symlab.jobs.shared())."""
+    from symlab import jobs
+
+    store = jobs.SharedResults(workers=1)
+    monkeypatch.setattr(jobs, "_shared", store)
+    yield store
+    store.shutdown()

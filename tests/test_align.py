@@ -385,3 +385,19 @@ def test_predictive_grid_is_a_probability_map(small_run):
     assert p.shape == (20, 20) and np.all((p >= 0) & (p <= 1))
     assert xs[0] == extent[0][0] and ys[-1] == extent[1][1]
     assert p.min() < 0.1 and p.max() > 0.9  # both classes somewhere
+
+
+def test_assignment_view_is_the_cost_matrix_in_either_order(small_run):
+    _, pair, report = small_run
+    for index, perm in enumerate(report.alignments["w2"].perms):
+        own = align_lab.assignment_view(pair, report, index, aligned=False)
+        aligned = align_lab.assignment_view(pair, report, index, aligned=True)
+        others = [p if i != index else np.arange(len(p)) for i, p in enumerate(report.alignments["w2"].perms)]
+        cost = align.unit_distances(pair.qa, align.permute(pair.qb, others), index, "w2")
+        assert np.allclose(own.distance ** 2, np.maximum(cost, 0))  # W₂ distances of the other layers' alignment
+        assert list(own.matched) == list(perm) and list(aligned.matched) == list(range(len(perm)))
+        assert np.allclose(aligned.distance, own.distance[:, perm]) and list(aligned.columns) == list(perm)
+        assert np.allclose(own.above_nearest.min(axis=1), 0) and (own.above_nearest >= 0).all()
+        # The matches, one per row and column, minimise the total cost: the assignment the alignment reached.
+        rows, columns = linear_sum_assignment(cost)
+        assert cost[np.arange(len(perm)), perm].sum() <= cost[rows, columns].sum() + 1e-6

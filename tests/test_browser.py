@@ -1,11 +1,14 @@
 """End-to-end in real Chromium: the app as a student uses it."""
 
+import json
 import re
 from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 from conftest import running_app
-from vegatest import VEGA_CHART_JS
+from vegatest import VEGA_CHART_JS, image_values, png_rows
+
+from pages.ui import BLUE_RED, VIRIDIS
 
 pytestmark = pytest.mark.browser
 
@@ -31,26 +34,37 @@ def metric_value(page, label):
     return metric.locator('[data-testid="stMetricValue"]').inner_text()
 
 
-FIRST_LINE_JS = "document.querySelectorAll('.js-plotly-plot')[0].querySelectorAll('path.js-line')[1].getAttribute('d')"
+CHART = '[data-testid="stVegaLiteChart"] svg.marks'  # a Vega-Lite chart, drawn
 
 
-def first_line_path(page):
-    return page.evaluate(FIRST_LINE_JS)
+def drawn_chart(page, title: str) -> dict:
+    """The chart titled ``title`` as drawn (:data:`VEGA_CHART_JS`), once Vega has drawn it: it does so after the
+    script's run ends, and later still on a busy machine."""
+    page.wait_for_function(f"title => ({VEGA_CHART_JS})(title) !== null", arg=title)
+    return page.evaluate(VEGA_CHART_JS, title)
+
+
+def density_lines(page):
+    """The modes page's first chart's lines (the target's and q's densities along e₁), as drawn."""
+    return drawn_chart(page, "Along e₁")["lines"]
 
 
 def wait_for_chart_change(page, before):
-    """Plotly redraws after Streamlit delivers the new figure; poll until it has."""
-    page.wait_for_function(f"before => {FIRST_LINE_JS} !== before", arg=before)
+    """Vega redraws after Streamlit delivers the new data; poll until it has."""
+    page.wait_for_function(f"before => {{ const chart = ({VEGA_CHART_JS})('Along e₁');"
+                           "return chart !== null && JSON.stringify(chart.lines) !== before; }",
+                           arg=json.dumps(before))
 
 
 def test_modes_page_slider_changes_the_chart(page, server_url):
     page.goto(server_url)
     page.locator('[data-testid="stSidebarNav"] a', has_text="Mode interpolation").click()
     page.wait_for_url(re.compile(r"/modes\?"))
-    page.locator('.js-plotly-plot').first.wait_for()
+    page.locator(CHART).first.wait_for()
     wait_for_run(page)
     assert metric_value(page, "α⁻¹‖μ*‖") == "0.500"
-    before = first_line_path(page)
+    before = density_lines(page)
+    assert len(before) == 2  # the target and q
 
     slider = page.get_by_role("slider").first
     slider.focus()
@@ -72,7 +86,7 @@ def test_modes_page_slider_changes_the_chart(page, server_url):
 
 def test_shared_link_restores_the_view_and_play_animates(page, server_url):
     page.goto(f"{server_url}/modes?alpha=2.0&sigma=0.5&dim=2&forward=1")
-    page.locator('.js-plotly-plot').first.wait_for()
+    page.locator(CHART).first.wait_for()
     wait_for_run(page)
     assert metric_value(page, "α⁻¹‖μ*‖") == "0.500"
     assert page.locator('[data-testid="stSliderThumbValue"]').first.inner_text() == "2.00"
@@ -91,7 +105,7 @@ def test_shared_link_restores_the_view_and_play_animates(page, server_url):
 
 def test_malformed_link_shows_a_notice(page, server_url):
     page.goto(f"{server_url}/modes?alpha=banana&sigma=99")
-    page.locator('.js-plotly-plot').first.wait_for()
+    page.locator(CHART).first.wait_for()
     notice = page.locator('[data-testid="stAlert"]', has_text="adjusted")
     notice.wait_for()
     assert "alpha=banana" in notice.inner_text() and "clamped" in notice.inner_text()
@@ -102,7 +116,7 @@ def test_deep_link_on_a_freshly_started_server(page, browser_errors):
     """The first session after a start is the one Streamlit runs in its legacy pages/ mode."""
     with running_app() as url:
         page.goto(f"{url}/modes?alpha=6.0")
-        page.locator('.js-plotly-plot').first.wait_for()
+        page.locator(CHART).first.wait_for()
         wait_for_run(page)
         assert "/modes" in page.url and "alpha=6.0" in page.url
         assert page.get_by_text("does not seem to exist").count() == 0
@@ -311,7 +325,7 @@ def test_shared_link_round_trips(new_page, server_url, lab):
 def test_keyboard_moves_the_alpha_slider_and_starts_training(new_page, server_url):
     page = new_page()
     page.goto(f"{server_url}/modes")
-    page.locator(".js-plotly-plot").first.wait_for()
+    page.locator(CHART).first.wait_for()
     wait_for_run(page)
     for _ in range(40):  # from the top of the page, Tab to α's slider
         page.keyboard.press("Tab")
@@ -336,17 +350,25 @@ def test_keyboard_moves_the_alpha_slider_and_starts_training(new_page, server_ur
     page.get_by_role("button", name="Play", exact=True).wait_for()
 
 
-# The epoch player's densities (Vega-Lite), as drawn: each cell's element in Vega's SVG carries its row
-# (x, y: the cell's centre, z: the density), rebuilt here into a grid z[row = y][column = x].
+# The epoch player's densities (Vega-Lite), as drawn: each an image in Vega's SVG, its PNG decoded here into a grid
+# z[row = y][column = x] (a fraction of the peak density) on the cells' indices, the same on both axes.
 HEATMAPS_JS = """() => [...document.querySelectorAll('[data-testid="stVegaLiteChart"]')]
-    .filter(chart => !chart.closest('[data-stale="true"]') && chart.querySelector('.role-mark.mark-rect path'))
-    .map(chart => {
-        const cells = [...chart.querySelectorAll('.role-mark.mark-rect path')].map(p => p.__data__.datum);
-        const x = [...new Set(cells.map(d => d.x))].sort((a, b) => a - b);
-        const y = [...new Set(cells.map(d => d.y))].sort((a, b) => a - b);
-        const z = y.map(() => x.map(() => 0));
-        for (const d of cells) z[y.indexOf(d.y)][x.indexOf(d.x)] = d.z;
-        return {title: chart.querySelector('.role-title-text').textContent, x, y, z, cells: cells.length}; })"""
+    .filter(chart => !chart.closest('[data-stale="true"]') && chart.querySelector('.role-mark.mark-image image'))
+    .map(chart => ({title: chart.querySelector('.role-title-text').textContent,
+                    image: chart.querySelector('.role-mark.mark-image image').getAttribute('href')}))"""
+
+
+def heatmaps(page) -> list[dict]:
+    # Vega sets an image's href once the picture has loaded: wait for all three.
+    page.wait_for_function(f"() => {{ const shown = ({HEATMAPS_JS})(); "
+                           "return shown.length === 3 && shown.every(chart => chart.image.startsWith('data:')); }")
+    shown = []
+    for chart in page.evaluate(HEATMAPS_JS):
+        z = image_values(chart["image"], VIRIDIS).tolist()
+        shown.append(dict(title=chart["title"], z=z, x=list(range(len(z[0]))), y=list(range(len(z)))))
+    return shown
+
+
 FIRST_PLOT_LINES_JS = """() => document.querySelectorAll('.js-plotly-plot')[0]._fullData
     .map(trace => ({name: trace.name, x: Array.from(trace.x), y: Array.from(trace.y)}))"""
 EPOCH_JS = """() => { const bar = [...document.querySelectorAll('[data-testid="stProgress"]')]
@@ -371,20 +393,18 @@ def share_v1_above_v2(heatmap):
 def test_symmetry_explorer_doubles_and_removes_the_mode_and_modes_crowd_with_width(page, server_url):
     page.goto(f"{server_url}/symmetry")
     page.get_by_role("heading", name="The doubled mode (Fig. 1)").wait_for(timeout=120_000)
-    page.wait_for_function("() => [...document.querySelectorAll('[data-testid=\"stVegaLiteChart\"]')]"
-                           ".filter(c => c.querySelectorAll('.role-mark.mark-rect path').length === 3600).length === 3",
-                           timeout=120_000)  # the three density heatmaps are drawn (2000 nets train first)
+    page.wait_for_function(f"() => ({HEATMAPS_JS})().length === 3",
+                           timeout=120_000)  # the three density heatmaps are drawn
     wait_for_run(page, timeout_ms=120_000)
     assert page.url.startswith(f"{server_url}/symmetry?part=fig1&")
     assert 0.4 <= float(metric_value(page, "share with v₁ > v₂, raw")) <= 0.6
     assert page.get_by_text("mirror images across v₁ = v₂").count() == 1
     assert page.evaluate(EPOCH_JS) == 10
 
-    raw, scaled, ordered = page.evaluate(HEATMAPS_JS)
+    raw, scaled, ordered = heatmaps(page)
     assert raw["title"] == "Raw" and ordered["title"] == "After scaling and permutation removal"
     for heatmap in (raw, scaled, ordered):
-        assert len(heatmap["z"]) == len(heatmap["y"]) == len(heatmap["x"]) == 60 and heatmap["x"] == heatmap["y"]
-        assert heatmap["cells"] == 60 * 60
+        assert len(heatmap["z"]) == len(heatmap["z"][0]) == 60  # the 60 × 60 grid, one pixel per cell
     # Measured with seeds 0-4: raw 0.09-0.10 and 0.48-0.50 (the same for scaled); sorted 0.98 and
     # 0.005-0.007, what the smoothing spreads across the diagonal.
     assert swap_asymmetry(raw["z"]) < 0.2 and swap_asymmetry(scaled["z"]) < 0.2
@@ -401,7 +421,7 @@ def test_symmetry_explorer_doubles_and_removes_the_mode_and_modes_crowd_with_wid
     page.wait_for_function(f"() => ({EPOCH_JS})() === 10", timeout=60_000)
     page.get_by_role("button", name="Play", exact=True).and_(page.locator(":enabled")).wait_for()
     wait_for_run(page)
-    assert swap_asymmetry(page.evaluate(HEATMAPS_JS)[0]["z"]) < 0.2
+    assert swap_asymmetry(heatmaps(page)[0]["z"]) < 0.2
     page.mouse.move(0, 0)  # Play's tooltip would cover the sentence above it
     save_screenshot(page, "symmetry_fig1")
 
@@ -418,17 +438,10 @@ def test_symmetry_explorer_doubles_and_removes_the_mode_and_modes_crowd_with_wid
     save_screenshot(page, "symmetry_proximity")
 
 
-# The alignment lab: its plots by title (Streamlit's theme wraps titles in <b>), each trace's plotted data.
-# A fragment run that ends in st.rerun() (the players' Play and Pause: the timer is fixed when the fragment is
-# defined) leaves its output on the page, marked stale, until the app's run finishes: for a moment the player and
-# its charts show twice. Read and click only the current run's elements.
+# The alignment lab. A fragment run that ends in st.rerun() (the players' Play and Pause: the timer is fixed when the
+# fragment is defined) leaves its output on the page, marked stale, until the app's run finishes: for a moment the
+# player and its charts show twice. Read and click only the current run's elements.
 FRESH = '[data-testid="stElementContainer"][data-stale="false"]'
-ALIGN_PLOT_JS = """title => { const plot = [...document.querySelectorAll('.js-plotly-plot')]
-    .find(p => !p.closest('[data-stale="true"]') && p.layout && p.layout.title
-               && p.layout.title.text.replace(/<[^>]+>/g, '') === title);
-    return plot && {traces: plot._fullData.map(trace => ({name: trace.name, x: Array.from(trace.x || []),
-                                                          y: Array.from(trace.y || [])})),
-                    x_title: plot.layout.xaxis.title.text, marks: (plot.layout.shapes || []).map(s => s.x0)}; }"""
 ALIGN_T_JS = """() => { const bar = [...document.querySelectorAll('[data-testid="stProgress"]')]
     .find(e => !e.closest('[data-stale="true"]') && e.innerText.startsWith('t = '));
     const m = bar && /^t = ([\\d.]+)\\s+\\(point (\\d+) of 20\\)/.exec(bar.innerText);
@@ -458,7 +471,7 @@ def test_a_link_nobody_has_trained_shows_its_training_live(page, server_url):
     # process, showing its progress and the ELBO curves it reports, then the results.
     page.goto(f"{server_url}/align?width=12&depth=1&steps=1500&seed=77")
     page.locator('[data-testid="stProgress"]', has_text="⏳ Training q_A and q_B: Adam step").wait_for(timeout=60_000)
-    page.wait_for_function(f"() => ({ALIGN_PLOT_JS})('Training both posteriors')", timeout=60_000)
+    page.wait_for_function(f"() => ({VEGA_CHART_JS})('Training both posteriors')", timeout=60_000)
     page.locator('[data-testid="stMetric"]', has_text="loss barrier before").wait_for(timeout=180_000)
     wait_for_run(page, timeout_ms=180_000)
     assert page.locator('[data-testid="stProgress"]', has_text="⏳").count() == 0
@@ -482,7 +495,7 @@ def test_alignment_collapses_the_loss_barrier_and_the_path_plays(page, server_ur
     assert float(metric_value(page, "W₂ after alignment")) < float(metric_value(page, "W₂(q_A, q_B) before"))
 
     # The player's charts (Vega-Lite): the paths' points as drawn, and the rule at the player's t.
-    loss = page.evaluate(VEGA_CHART_JS, "Loss along the path")
+    loss = drawn_chart(page, "Loss along the path")
     assert loss["x_title"] == "t (0: q_A, 1: q_B)" and loss["rules"] == [0.5]
     paths = {name: dict(trace, name=name) for name, trace in loss["series"].items()}
     assert list(paths) == ["unaligned", "weight matching", "W₂ alignment"]
@@ -495,11 +508,16 @@ def test_alignment_collapses_the_loss_barrier_and_the_path_plays(page, server_ur
     # The headline numbers are those of the plotted paths.
     assert abs(barrier(paths["unaligned"]["x"], unaligned) - before) < 0.001
     assert abs(barrier(ts, aligned) - after) < 0.001
-    assert page.evaluate(VEGA_CHART_JS, "Accuracy along the path")["rules"] == [0.5]
-    assert page.evaluate("() => document.querySelectorAll('.js-plotly-plot .hm image').length") == 2  # 2 layers
-    for title in ("Unaligned", "W₂ alignment"):  # the maps: P(class 1) in [0, 1] on a 60 × 60 grid
-        cells = page.evaluate(VEGA_CHART_JS, title)["cells"]
-        assert len(cells) == 3600 and all(0 <= z <= 1 for _, _, z in cells)
+    assert drawn_chart(page, "Accuracy along the path")["rules"] == [0.5]
+    for layer in (1, 2):  # each hidden layer's unit-to-unit distances: one pixel per pair of units
+        title = f"Hidden layer {layer}: assignment"
+        page.wait_for_function(f"title => ({VEGA_CHART_JS})(title)?.images[0]?.startsWith('data:')", arg=title)
+        [image] = page.evaluate(VEGA_CHART_JS, title)["images"]
+        assert png_rows(image).shape == (64, 64, 3)
+    for title in ("Unaligned", "W₂ alignment"):  # the maps: P(class 1) on a 60 × 60 grid, once loaded
+        page.wait_for_function(f"title => ({VEGA_CHART_JS})(title)?.images[0]?.startsWith('data:')", arg=title)
+        [image] = page.evaluate(VEGA_CHART_JS, title)["images"]
+        assert image_values(image, BLUE_RED).shape == (60, 60)
 
     with page.expect_download() as download_info:
         page.get_by_role("button", name="Paths (CSV)").click()
@@ -535,12 +553,12 @@ def test_alignment_collapses_the_loss_barrier_and_the_path_plays(page, server_ur
     page.get_by_role("radiogroup", name="Units of q_B").get_by_text("in the aligned order", exact=True).click()
     page.wait_for_url(re.compile(r"[?&]order=aligned(&|$)"))
     page.wait_for_function(
-        f"() => ({ALIGN_PLOT_JS})('Hidden layer 1: assignment')?.x_title === 'unit of q_B (aligned order)'")
+        f"() => ({VEGA_CHART_JS})('Hidden layer 1: assignment')?.x_title === 'unit of q_B (aligned order)'")
     wait_for_run(page)
     for layer in (1, 2):
-        assignment = page.evaluate(ALIGN_PLOT_JS, f"Hidden layer {layer}: assignment")
-        pairs = next(trace for trace in assignment["traces"] if trace["name"] == "assigned pair")
-        assert pairs["x"] == pairs["y"] == list(range(64))
+        pairs = drawn_chart(page, f"Hidden layer {layer}: assignment")["series"]["assigned pair"]
+        # Unit u of q_A is drawn at y = 63 − u (row 0 on top): each unit matched with its own column.
+        assert pairs["x"] == [63 - y for y in pairs["y"]] == list(range(64))
     assert page.locator('[data-testid="stException"]').count() == 0
     page.mouse.move(0, 0)  # no tooltip over the page
     save_screenshot(page, "align")

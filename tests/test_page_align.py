@@ -4,14 +4,12 @@ Results are kept in ``ui.shared_result`` for the life of the process, so a link 
 the tests do not depend on that for their outcome. Links other than the default use small networks.
 """
 
-import base64
-import json
-
 import numpy as np
 import pytest
 from pagetest import metrics, open_page
-from vegatest import vega_chart, vega_charts
+from vegatest import image_values, layers, png_rows, vega_chart, vega_charts
 
+from pages.ui import BLUE_RED, VIRIDIS
 from symlab import jobs, results
 from symlab.labs.align import experiment as align_lab
 
@@ -26,22 +24,24 @@ def align_page(**query):
     return open_page("align", **query)
 
 
-def chart_specs(at) -> list[dict]:
-    return [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
+def titles(at) -> list[str]:
+    return [chart["title"] for chart in vega_charts(at)]
 
 
-def array(value) -> list:
-    """A figure's data as a list: Plotly writes numpy arrays as base64 ("bdata")."""
-    if isinstance(value, dict) and "bdata" in value:
-        flat = np.frombuffer(base64.b64decode(value["bdata"]), dtype=value["dtype"])
-        shape = value.get("shape")
-        return flat.reshape([int(n) for n in str(shape).split(",")] if shape else -1).tolist()
-    return list(value)
+NEAREST = tuple(int(VIRIDIS[-1][i:i + 2], 16) for i in (1, 3, 5))  # a row's smallest distance
 
 
-def titled(at, prefix: str) -> list[dict]:
-    return [spec for spec in chart_specs(at)
-            if (spec["layout"].get("title") or {}).get("text", "").startswith(prefix)]
+def assignment(at, layer: int) -> dict:
+    """Layer ``layer``'s assignment chart: where each row of its image (unit of q_A, from the top) shows the row's
+    nearest unit of q_B, its markers' columns by unit of q_A, its x title."""
+    chart = vega_chart(at, f"Hidden layer {layer}: assignment")
+    pixels = png_rows(chart["datasets"]["image"]["url"][0])
+    nearest = [set(np.flatnonzero((row == NEAREST).all(axis=1)).tolist()) for row in pixels]
+    marks = chart["datasets"]["lines"]
+    width = len(marks)
+    matched = marks.assign(unit=width - 1 - marks["y"]).sort_values("unit")["x"].astype(int).tolist()
+    [x_title] = {view["encoding"]["x"]["title"] for view in layers(chart["spec"]) if "x" in view.get("encoding", {})}
+    return {"nearest": nearest, "matched": matched, "x_title": x_title, "width": width}
 
 
 def test_default_link_shows_the_barrier_collapse():
@@ -52,22 +52,30 @@ def test_default_link_shows_the_barrier_collapse():
     assert set(values) == METRICS
     assert float(values["loss barrier before"]) > 0.2 > 0.05 > float(values["loss barrier after (W₂)"])
     assert float(values["W₂ after alignment"]) < float(values["W₂(q_A, q_B) before"])
-    # The player's charts (live, Vega-Lite): loss and accuracy paths, two predictive maps; then (Plotly)
-    # distances, training curves, one assignment per layer.
-    assert [chart["title"] for chart in vega_charts(at)] == ["Loss along the path", "Accuracy along the path",
-                                                             "Unaligned", "W₂ alignment"]
-    assert len(chart_specs(at)) == 4
+    # The player's charts (live): loss and accuracy paths, two predictive maps; then distances, training
+    # curves, one assignment per layer.
+    assert titles(at) == ["Loss along the path", "Accuracy along the path", "Unaligned", "W₂ alignment",
+                          "Distance per layer (weights and biases)", "Training both posteriors",
+                          "Hidden layer 1: assignment", "Hidden layer 2: assignment"]
     loss = vega_chart(at, "Loss along the path")
     lines = loss["datasets"]["lines"]
     assert list(dict.fromkeys(lines["series"])) == ["unaligned", "weight matching", "W₂ alignment"]
     assert all((lines["series"] == name).sum() == 21 for name in ("unaligned", "W₂ alignment"))
     assert loss["datasets"]["rules"]["value"].tolist() == [0.5]  # the player starts half way
-    heat = vega_chart(at, "Unaligned")["datasets"]["heat"]
-    assert len(heat) == 60 * 60 and heat["z"].between(0, 1).all()  # P(class 1) on the grid
-    assert len(titled(at, "Hidden layer")) == 2
-    summary = at.dataframe[0].value
-    assert list(summary["path"]) == ["unaligned", "weight matching", "W₂ alignment"]
-    assert summary["barrier (nats)"].iloc[0] > summary["barrier (nats)"].iloc[2]
+    unaligned, aligned = (image_values(vega_chart(at, title)["datasets"]["image"]["url"][0], BLUE_RED)
+                          for title in ("Unaligned", "W₂ alignment"))  # P(class 1) on a 60 × 60 grid, at t = 0.5
+    assert unaligned.shape == aligned.shape == (60, 60) and aligned.min() < 0.1 and aligned.max() > 0.9
+    # Half way along the unaligned path the predictive is less sure of either class than the aligned one.
+    assert np.abs(unaligned - 0.5).mean() < np.abs(aligned - 0.5).mean() - 0.1
+    bars = vega_chart(at, "Distance per layer (weights and biases)")["datasets"]["bars"]
+    by_path = bars.groupby("series", sort=False)["value"].sum()
+    assert list(by_path.index) == ["unaligned", "weight matching", "W₂ alignment"]
+    assert by_path["W₂ alignment"] < by_path["unaligned"]  # alignment brings every layer closer
+    elbo = vega_chart(at, "Training both posteriors")["datasets"]["lines"]
+    assert sorted(elbo["series"].unique()) == ["q_A", "q_B"] and elbo["x"].max() <= 2000
+    summary = at.table[0].value
+    assert list(summary.index) == ["unaligned", "weight matching", "W₂ alignment"]
+    assert float(summary["barrier (nats)"].iloc[0]) > float(summary["barrier (nats)"].iloc[2])
     assert len(at.get("download_button")) == 4
     assert dict(at.query_params) == {"task": "moons", "width": "64", "depth": "2", "train": "1000",
                                      "noise": "0.15", "steps": "2000", "lr": "0.01", "prior": "1.0",
@@ -76,48 +84,52 @@ def test_default_link_shows_the_barrier_collapse():
 
 def test_the_path_player_changes_only_its_charts_data():
     at = align_page(**SMALL, seed="2")
-    before = vega_charts(at)
+    before = vega_charts(at)[:4]
     at.button(key="align.step").click().run()
-    after = vega_charts(at)
+    after = vega_charts(at)[:4]
     assert [chart["title"] for chart in after] == ["Loss along the path", "Accuracy along the path", "Unaligned",
                                                    "W₂ alignment"]
     for old, new in zip(before, after):
         assert old["spec_text"] == new["spec_text"], old["title"]  # so Streamlit updates the chart in place
     assert after[0]["datasets"]["rules"]["value"].tolist() == [pytest.approx(0.55)]
-    assert not before[2]["datasets"]["heat"].equals(after[2]["datasets"]["heat"])
+    assert not before[2]["datasets"]["image"].equals(after[2]["datasets"]["image"])
     labels = [c.value for c in at.caption if c.value.startswith("t = ")]  # under each map: what its title had
     assert len(labels) == 2 and all(label.startswith("t = 0.55, loss ") for label in labels)
 
 
 def test_assignment_markers_follow_the_chosen_order():
     at = align_page(**SMALL, seed="2")
-    own = titled(at, "Hidden layer 1")[0]["data"][1]
-    perm = array(own["x"])
+    own = assignment(at, 1)
+    perm = own["matched"]
     assert sorted(perm) == list(range(16)) and perm != list(range(16))
+    assert own["x_title"] == "unit of q_B"
+    assert all(own["nearest"])  # every row (unit of q_A) shows its nearest unit of q_B
     at.radio(key="align.order").set_value("aligned").run()
     assert not at.exception and at.query_params["order"] == "aligned"
-    aligned = titled(at, "Hidden layer 1")[0]
-    assert array(aligned["data"][1]["x"]) == list(range(16))  # the matches run down the diagonal
-    assert aligned["layout"]["xaxis"]["title"]["text"] == "unit of q_B (aligned order)"
+    aligned = assignment(at, 1)
+    assert aligned["matched"] == list(range(16))  # the matches run down the diagonal
+    assert aligned["x_title"] == "unit of q_B (aligned order)"
+    # The same rows with the columns reordered: each row's nearest moves with its unit of q_B.
+    assert [{perm.index(column) for column in row} for row in own["nearest"]] == aligned["nearest"]
     # Each matched cell is the smallest in its row more often than not (a good alignment).
-    distances = array(aligned["data"][0]["z"])
-    diagonal_smallest = sum(row[i] == min(row) for i, row in enumerate(distances))
-    assert diagonal_smallest >= 8
+    assert sum(unit in row for unit, row in enumerate(aligned["nearest"])) >= 8
 
 
 def test_depth_sets_the_number_of_assignment_matrices():
     at = align_page(**{**SMALL, "depth": "3"})
     assert not at.exception
-    assert [spec["layout"]["title"]["text"] for spec in titled(at, "Hidden layer")] == [
+    assert [title for title in titles(at) if title.startswith("Hidden layer")] == [
         f"Hidden layer {i}: assignment" for i in (1, 2, 3)]
-    assert len(array(titled(at, "Distance per layer")[0]["data"][0]["x"])) == 4  # weight layers
+    bars = vega_chart(at, "Distance per layer (weights and biases)")["datasets"]["bars"]
+    assert bars["layer"].nunique() == 4  # weight layers
 
 
 def test_mnist_link_trains_on_digits_without_maps():
     at = align_page(task="mnist", width="16", depth="1", steps="100", train="1000", samples="4")
     assert not at.exception and not at.error
-    assert [chart["title"] for chart in vega_charts(at)] == ["Loss along the path", "Accuracy along the path"]
-    assert len(chart_specs(at)) == 3  # distances, training curves, one assignment (and no maps: 784 inputs)
+    assert titles(at) == ["Loss along the path", "Accuracy along the path",  # no maps: 784 inputs
+                          "Distance per layer (weights and biases)", "Training both posteriors",
+                          "Hidden layer 1: assignment"]
     assert "784-16-10 MLP" in at.caption[1].value
 
 
@@ -157,7 +169,7 @@ def test_the_server_caps_are_stated_and_the_declared_ranges_hold_below_them():
         widget = shown[f"align.{name}"]
         assert widget.max == cap and f"This page allows at most {cap:g}; the command line" in widget.help, name
     assert shown["align.depth"].max == 4 and shown["align.noise"].max == 1.0
-    assert len(titled(at, "Hidden layer")) == 4
+    assert len([title for title in titles(at) if title.startswith("Hidden layer")]) == 4
 
 
 def test_unreadable_mnist_is_an_error_not_a_traceback(tmp_path, monkeypatch):

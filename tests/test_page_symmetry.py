@@ -8,7 +8,9 @@ their speed; parts whose defaults are slow are opened with smaller settings.
 
 import pytest
 from pagetest import metrics, open_page
-from vegatest import vega_charts
+from vegatest import image_values, vega_charts
+
+from pages.ui import VIRIDIS
 
 from symlab import controls
 from symlab.labs.symmetry import LAB, params
@@ -64,16 +66,18 @@ def test_every_part_renders_its_charts_and_metrics(part):
 def test_the_epoch_player_draws_three_densities_and_changes_only_their_data():
     at = symmetry_page(nets="100")
     last = vega_charts(at)
-    assert [chart["title"] for chart in last] == ["Raw", "After scaling removal", "After scaling and permutation removal"]
-    assert len(at.get("plotly_chart")) == 1  # the marginals
-    for chart in last:
-        heat = chart["datasets"]["heat"]
-        assert len(heat) == 60 * 60 and (heat["z"] >= 0).all() and heat["z"].sum() > 0
+    assert [chart["title"] for chart in last] == ["Raw", "After scaling removal", "After scaling and permutation removal",
+                                                  "The two units' marginals, raw"]
+    marginals = last.pop()["datasets"]["lines"]
+    assert sorted(marginals["series"].unique()) == ["v₁", "v₂"] and len(marginals) == 2 * 80
+    for chart in last:  # a 60 × 60 grid of the density, from empty cells (0) to the peak (1)
+        density = image_values(chart["datasets"]["image"]["url"][0], VIRIDIS)
+        assert density.shape == (60, 60) and density.min() == 0 and density.max() == 1
     at.button(key="symmetry.reset").click().run()  # epoch 0: the initialisation
     first = vega_charts(at)
     for old, new in zip(last, first):
         assert old["spec_text"] == new["spec_text"], old["title"]  # so Streamlit updates the chart in place
-        assert not old["datasets"]["heat"].equals(new["datasets"]["heat"]), old["title"]
+        assert not old["datasets"]["image"].equals(new["datasets"]["image"]), old["title"]
 
 
 def test_fig1_default_shows_the_mirror_image_modes():

@@ -2,9 +2,11 @@
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 from pagetest import metrics, open_page
 from streamlit.testing.v1 import AppTest
+from vegatest import vega_chart, vega_charts
 
 from symlab import controls
 from symlab.labs.modes import experiment as modes
@@ -33,6 +35,33 @@ def test_default_view_interpolates():
     assert values["α⁻¹‖μ*‖"] == "0.500"
     assert float(values["threshold α*"]) == pytest.approx(4.82, abs=0.01)
     assert at.query_params["alpha"] == "3.0"
+
+
+def test_charts_show_the_fit_and_update_in_place():
+    at = modes_page()
+    titles = [chart["title"] for chart in vega_charts(at)]
+    assert titles[:6] == ["Along e₁", "In 2-D: the target's density (grey), q's ellipses", "Interpolation",
+                          "Spread of q", "Final KL(q‖p_α)", "α* scales with σ"]
+    density = vega_chart(at, "Along e₁")["datasets"]["lines"]
+    assert sorted(density["series"].unique()) == ["q (reverse KL)", "target p_α"]  # no forward fit unless asked
+    target = density[density["series"] == "target p_α"]
+    assert np.trapezoid(target["y"], target["x"]) == pytest.approx(1.0, abs=1e-3)  # a density, on a wide enough grid
+    marks = vega_chart(at, "Interpolation")["datasets"]["vertical"].set_index("series")["value"]
+    assert marks["current α"] == 3.0 and marks["threshold α*"] == pytest.approx(4.82, abs=0.01)
+    contour = vega_chart(at, "In 2-D: the target's density (grey), q's ellipses")
+    [x_scale, y_scale] = [layer["encoding"][axis]["scale"]["domain"] for axis, layer in
+                          (("x", contour["spec"]["layer"][0]), ("y", contour["spec"]["layer"][0]))]
+    units_per_px = [(x_scale[1] - x_scale[0]) / contour["spec"]["width"], (y_scale[1] - y_scale[0]) / contour["spec"]["height"]]
+    assert units_per_px[0] == pytest.approx(units_per_px[1], rel=0.01)  # one scale on both axes: circles look round
+
+    before = {chart["title"]: chart for chart in vega_charts(at)}
+    at.slider(key="modes.alpha").set_value(7.0).run()
+    after = {chart["title"]: chart for chart in vega_charts(at)}
+    for title in ("Along e₁", "Interpolation", "Spread of q", "α* scales with σ"):
+        assert after[title]["spec_text"] == before[title]["spec_text"], title  # the same chart, new data
+    assert vega_chart(at, "Interpolation")["datasets"]["vertical"].set_index("series")["value"]["current α"] == 7.0
+    at.toggle(key="modes.forward").set_value(True).run()
+    assert "q (forward KL)" in set(vega_chart(at, "Along e₁")["datasets"]["lines"]["series"])
 
 
 def test_slider_changes_the_outputs_and_the_url():

@@ -1,15 +1,11 @@
 """The live charts' helpers (pages/ui.py): Vega-Lite specs that stay the same from frame to frame, so that
 Streamlit updates the chart in place (the frames' numbers travel as datasets), and their styles."""
 
-import base64
-import struct
-import zlib
-
 import altair as alt
 import numpy as np
 import pandas as pd
 from pagetest import open_page
-from vegatest import channel, layers, vega_charts
+from vegatest import channel, image_values, layers, png_rows, vega_charts
 
 from pages import ui
 
@@ -67,31 +63,6 @@ def test_a_fixed_size_is_the_plot_areas():
     assert (spec["width"], spec["height"], spec["autosize"]) == (300, 300, {"type": "pad"})
 
 
-def test_heat_frame_and_cells():
-    frame = ui.heat_frame([0.0, 1.0, 2.0], [10.0, 20.0], np.arange(6).reshape(2, 3))
-    assert list(frame.columns) == ["x", "y", "z", "k"] and list(frame["k"]) == list(range(6))
-    assert list(frame["z"]) == list(range(6)) and list(frame["y"]) == [10, 10, 10, 20, 20, 20]
-    spec = spec_of(ui.altair_heatmap("viridis", (1.0, 10.0), "v₁", "v₂", (-0.5, 2.5), (5, 25)))
-    assert spec["encoding"]["key"] == {"field": "k", "type": "quantitative"}  # a new frame recolours the same cells
-    assert spec["encoding"]["x"]["scale"] == {"domain": [-0.5, 2.5], "nice": False}
-    assert {"calculate": "datum.x - 0.6", "as": "x0"} in spec["transform"]
-
-
-def png_rows(url: str) -> np.ndarray:
-    data = base64.b64decode(url.split(",", 1)[1])
-    assert data[:8] == b"\x89PNG\r\n\x1a\n"
-    width, height = struct.unpack(">II", data[16:24])
-    body, at = b"", 8
-    while at < len(data):
-        (length,), kind = struct.unpack(">I", data[at:at + 4]), data[at + 4:at + 8]
-        if kind == b"IDAT":
-            body += data[at + 8:at + 8 + length]
-        at += 12 + length
-    raw = np.frombuffer(zlib.decompress(body), np.uint8).reshape(height, 1 + 3 * width)
-    assert not raw[:, 0].any()  # no row filters
-    return raw[:, 1:].reshape(height, width, 3)
-
-
 def test_image_frame_is_a_png_of_the_grid_with_the_largest_y_on_top():
     z = np.array([[0.0, 0.0, 0.0], [0.0, 0.0, 1.0]])  # z[y, x]: the peak at the largest x and y
     row = ui.image_frame([0.0, 1.0, 2.0], [0.0, 2.0], z, ("#FFFFFF", "#000000")).iloc[0]
@@ -99,6 +70,16 @@ def test_image_frame_is_a_png_of_the_grid_with_the_largest_y_on_top():
     assert pixels.shape == (2, 3, 3)
     assert (pixels[0, 2] == 0).all() and (pixels[1] == 255).all() and (pixels[0, :2] == 255).all()
     assert (row["x"], row["x2"], row["y"], row["y2"]) == (-0.5, 2.5, -1.0, 3.0)  # the cells' outer edges
+
+
+def test_image_values_are_recovered_from_the_colours_and_a_fixed_domain_clips():
+    z = np.linspace(0.0, 1.0, 12).reshape(3, 4) ** 2
+    row = ui.image_frame(np.arange(4), np.arange(3), z, ui.VIRIDIS).iloc[0]
+    assert np.allclose(image_values(row["url"], ui.VIRIDIS), z, atol=0.01)  # colour → value, bottom row first
+    fixed = ui.image_frame(np.arange(4), np.arange(3), z * 2 - 0.5, ui.VIRIDIS, domain=(0.0, 1.0)).iloc[0]
+    assert np.allclose(image_values(fixed["url"], ui.VIRIDIS), np.clip(z * 2 - 0.5, 0, 1), atol=0.01)
+    legend = spec_of(ui.altair_colour_legend("P", ui.VIRIDIS))
+    assert legend["encoding"]["fill"]["scale"] == {"range": list(ui.VIRIDIS), "interpolate": "rgb"}  # as the PNG's
 
 
 def test_vega_chart_sends_the_datasets_apart_from_the_spec():
@@ -135,10 +116,10 @@ def frames_differ_only_in_data(before: list[dict], after: list[dict]) -> None:
 
 def test_the_mode_animation_changes_only_its_data():
     at = open_page("modes", timeout=60)
-    before = [chart for chart in vega_charts(at)]
+    before = vega_charts(at)[-2:]  # the player's, after the page's static charts
     assert [chart["title"] for chart in before] == ["Along e₁, at the current step", "Objective along the way"]
     at.button(key="modes.step").click().run()
-    after = vega_charts(at)
+    after = vega_charts(at)[-2:]
     frames_differ_only_in_data(before, after)
     now = after[1]["datasets"]["lines"]
     assert now[now["series"] == "current step"]["x"].tolist() == [10]  # one frame = 10 Adam steps

@@ -1,7 +1,11 @@
 """Reading the pages' live charts (Vega-Lite, pages/ui.py) in AppTest and in Chromium."""
 
+import base64
 import json
+import struct
+import zlib
 
+import numpy as np
 import pyarrow as pa
 
 
@@ -40,7 +44,8 @@ def channel(spec: dict, name: str) -> list[dict]:
 
 # In Chromium: a live chart by its title (the current run's, not a stale one), read from Vega's SVG, where each
 # mark's element carries its row (`__data__.datum`): the points of each series, the rules' values, heatmap
-# cells, the axes' titles, and its <svg> (to check that a new frame updated it rather than replaced it).
+# cells, images (their data URLs), the axes' titles, and its <svg> (to check that a new frame updated it rather
+# than replaced it).
 VEGA_CHART_JS = """title => {
     const titled = c => { const text = (c.querySelector('.role-title-text') || {}).textContent || '';
         return text === title || (text.endsWith('…') && title.startsWith(text.slice(0, -1))); };  // a long title is cut
@@ -58,7 +63,36 @@ VEGA_CHART_JS = """title => {
     return {series: Object.fromEntries(Object.entries(series).map(([name, points]) =>
                 [name, {x: points.map(p => p[0]), y: points.map(p => p[1])}])),
             rules: rows('.role-mark.mark-rule line').map(d => d.value),
-            cells: rows('.role-mark.mark-rect path').map(d => [d.x, d.y, d.z]),
+            cells: rows('.role-mark.mark-rect path').map(d => [(d.x0 + d.x1) / 2, (d.y0 + d.y1) / 2, d.z]),
             lines: [...chart.querySelectorAll('.role-mark.mark-line path')].map(p => p.getAttribute('d')),
+            images: [...chart.querySelectorAll('.role-mark.mark-image image')].map(i => i.getAttribute('href')),
             x_title: axis('X'), y_title: axis('Y')};
 }"""
+
+
+def png_rows(url: str) -> np.ndarray:
+    """The pixels (rows from the top, RGB) of an image chart's PNG data URL (pages/ui.py: image_frame)."""
+    data = base64.b64decode(url.split(",", 1)[1])
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    width, height = struct.unpack(">II", data[16:24])
+    body, at = b"", 8
+    while at < len(data):
+        (length,), kind = struct.unpack(">I", data[at:at + 4]), data[at + 4:at + 8]
+        if kind == b"IDAT":
+            body += data[at + 8:at + 8 + length]
+        at += 12 + length
+    raw = np.frombuffer(zlib.decompress(body), np.uint8).reshape(height, 1 + 3 * width)
+    assert not raw[:, 0].any()  # no row filters
+    return raw[:, 1:].reshape(height, width, 3)
+
+
+def image_values(url: str, colours) -> np.ndarray:
+    """The values behind an image chart's PNG (pages/ui.py: image_frame), as fractions of its colour range
+    (0 at ``colours[0]``, 1 at the last), ``z[y, x]`` with the smallest y first: each pixel's nearest colour on
+    the scale, to within one step in 1024."""
+    stops = np.array([[int(c[i:i + 2], 16) for i in (1, 3, 5)] for c in colours], float)
+    t = np.linspace(0.0, 1.0, 1025)
+    scale = np.stack([np.interp(t, np.linspace(0.0, 1.0, len(stops)), stops[:, k]) for k in range(3)], axis=-1)
+    pixels = png_rows(url)[::-1].astype(float)
+    nearest = ((pixels[..., None, :] - scale) ** 2).sum(axis=-1).argmin(axis=-1)
+    return t[nearest]

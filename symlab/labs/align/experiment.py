@@ -9,6 +9,7 @@ classes) or a subset of MNIST.
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from dataclasses import dataclass
@@ -287,6 +288,61 @@ def alignment_task(config: AlignConfig) -> jobs.Task:
     """:func:`trained_and_aligned` for ``config`` as a shared task (the page's, and the server's warm-up)."""
     directory = str(data_directory()) if config.task == "mnist" else None
     return jobs.Task(("align", config, directory), trained_and_aligned, (config, directory), "Training q_A and q_B")
+
+
+def player_start(config: AlignConfig) -> int:
+    """The path point the page's player shows first: the middle, where the barrier is."""
+    return config.path_points // 2
+
+
+def path_map(pair: PosteriorPair, rep: AlignmentReport, data: Dataset, path: str, point: int):
+    """The predictive map (:func:`predictive_grid`) of q_t at point ``point`` of path ``path`` (moons only)."""
+    q = align.interpolate(pair.qa, rep.ends[path], rep.paths[path]["t"][point])
+    return predictive_grid(q, rep.noise, moons_extent(data))
+
+
+def path_map_key(config: AlignConfig, path: str, point: int) -> tuple:
+    return ("align_map", config, path, point)
+
+
+def path_map_computed(config: AlignConfig, path: str, point: int, progress=None):
+    """:func:`path_map` from ``config`` alone, as a warm-up task computes it where no shipped map matches."""
+    pair, rep = _trained_moons(config)
+    return path_map(pair, rep, load_task(config), path, point)
+
+
+@functools.lru_cache(maxsize=1)  # one pair serves both of the default link's maps
+def _trained_moons(config: AlignConfig) -> tuple[PosteriorPair, AlignmentReport]:
+    return trained_and_aligned(config)
+
+
+def path_map_task(config: AlignConfig, path: str, point: int) -> jobs.Task:
+    return jobs.Task(path_map_key(config, path, point), path_map_computed, (config, path, point), "Predictive map")
+
+
+@dataclass(frozen=True)
+class AssignmentView:
+    """One hidden layer's assignment as the page draws it: rows are units of q_A, columns units of q_B (in
+    their own order, or the aligned one)."""
+
+    distance: np.ndarray  # W₂ distance between the units (incoming weights, bias, outgoing weights)
+    above_nearest: np.ndarray  # the same less the row's smallest: 0 at each unit of q_A's nearest unit of q_B
+    columns: np.ndarray  # the unit of q_B shown in each column
+    matched: np.ndarray  # per unit of q_A, the column of the unit of q_B the W₂ alignment matched it with
+
+
+def assignment_view(pair: PosteriorPair, rep: AlignmentReport, index: int, aligned: bool) -> AssignmentView:
+    perms = rep.alignments["w2"].perms
+    # Distances to q_B as the other layers' alignment leaves it, so that only this layer's order is in question.
+    others = [p if i != index else np.arange(len(p)) for i, p in enumerate(perms)]
+    cost = align.unit_distances(pair.qa, align.permute(pair.qb, others), index, "w2")
+    perm = np.asarray(perms[index])
+    columns = perm if aligned else np.arange(len(perm))
+    distance = np.sqrt(np.maximum(cost[:, columns], 0.0))
+    # Relative to each row's nearest unit of q_B: some units are far from everything (large weights),
+    # and raw distances would paint whole rows and columns.
+    return AssignmentView(distance, distance - distance.min(axis=1, keepdims=True), columns,
+                          np.arange(len(perm)) if aligned else perm)
 
 
 def moons_extent(data: Dataset, margin: float = 0.5) -> tuple[tuple[float, float], tuple[float, float]]:

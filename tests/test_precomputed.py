@@ -1,0 +1,104 @@
+"""The default links' shipped results (symlab.precomputed): each matches a recomputation, a starting
+server stores them, and the pages then train nothing; a stale or broken file is computed instead."""
+
+import dataclasses
+import logging
+import lzma
+import pickle
+
+import numpy as np
+import pytest
+import torch
+from pagetest import open_page
+
+from symlab import jobs, precomputed, warmup
+from symlab.labs import LABS
+from symlab.labs.align import experiment as align_lab
+
+TASKS = precomputed.default_tasks()
+
+
+@pytest.fixture
+def shipped_elsewhere(monkeypatch, tmp_path):
+    """precomputed's directory moved to a temporary one."""
+    monkeypatch.setattr(precomputed, "DIRECTORY", tmp_path)
+    return tmp_path
+
+
+def test_every_default_task_ships_its_result():
+    assert {jobs.kind_of(task.key) for task in TASKS} == {"align", "align_map", "perceptrons"}
+    for task in TASKS:
+        assert precomputed.path_of(task).exists(), f"run python -m symlab.precomputed to write {task.key[0]}"
+
+
+@pytest.mark.parametrize("task", TASKS, ids=precomputed._name)
+def test_shipped_result_matches_a_recomputation(task):
+    stored = precomputed.read(task)
+    assert stored is not None, "the shipped file is missing, unreadable or for another default"
+    assert precomputed.differences(stored, precomputed.compute(task)) == [], \
+        "stale: rewrite the shipped results with python -m symlab.precomputed"
+
+
+@dataclasses.dataclass
+class Trained:
+    weights: torch.Tensor
+    curve: np.ndarray
+    stages: dict
+    seconds: float
+    name: str = "q"
+
+
+def trained(**changes) -> Trained:
+    value = Trained(torch.arange(6.0).reshape(2, 3), np.linspace(0, 1, 5), {"raw": [np.ones(3), 2.0]}, 1.5)
+    return dataclasses.replace(value, **changes)
+
+
+def test_differences_finds_each_change_and_ignores_timings_and_rounding():
+    reference = trained()
+    assert precomputed.differences(reference, trained(seconds=9.0)) == []
+    assert precomputed.differences(reference, trained(curve=np.linspace(0, 1, 5) * (1 + 1e-6))) == []
+    assert precomputed.differences(reference, trained(weights=torch.arange(6.0).reshape(3, 2))) == [
+        "result.weights: float32[2, 3] stored, float32[3, 2] recomputed"]
+    moved = torch.arange(6.0).reshape(2, 3)
+    moved[1, 2] += 0.5
+    assert precomputed.differences(reference, trained(weights=moved)) == [
+        "result.weights: 1 of 6 values differ, largest by 0.5"]
+    assert precomputed.differences(reference, trained(stages={"raw": [np.ones(3), 2.1]})) == [
+        "result.stages['raw'][1]: 2.0 stored, 2.1 recomputed"]
+    assert precomputed.differences(reference, trained(stages={"sorted": []})) == [
+        "result.stages: keys ['raw'] stored, ['sorted'] recomputed"]
+    assert precomputed.differences(reference, trained(name="p")) == ["result.name: 'q' stored, 'p' recomputed"]
+    assert precomputed.differences((1, 2), (1, 2, 3)) == ["result: 2 items stored, 3 recomputed"]
+
+
+def test_a_stored_result_is_read_back_for_its_key_only(shipped_elsewhere):
+    task, other, absent = (jobs.Task(("kind", number), abs) for number in (1, 2, 3))
+    assert precomputed.write([(task, trained()), (other, trained(name="p"))]) == [precomputed.path_of(task)]
+    assert precomputed.differences(precomputed.read(task), trained()) == []
+    assert precomputed.read(other).name == "p"  # one file per kind, each key its own result
+    assert precomputed.read(absent) is None  # the same kind for another default
+    assert precomputed.read(jobs.Task(("missing", 1), abs)) is None
+
+
+@pytest.mark.parametrize("content", [b"", b"not xz at all", lzma.compress(b"not a pickle"),
+                                     lzma.compress(pickle.dumps(["no", "key"])), lzma.compress(pickle.dumps({"a": 1}))])
+def test_a_broken_file_is_computed_instead(shipped_elsewhere, caplog, content):
+    task = jobs.Task(("kind", 1), abs)
+    precomputed.path_of(task).write_bytes(content)
+    with caplog.at_level(logging.INFO, logger="symlab.precomputed"):
+        assert precomputed.read(task) is None
+    assert "computing it instead" in caplog.text
+
+
+def test_a_started_server_trains_nothing_for_the_default_links(fresh_results, monkeypatch):
+    warmup.store_shipped_results()
+    assert all(task.key in fresh_results for task in TASKS)
+
+    def not_shipped(*args):
+        raise AssertionError("the page computed a map the server had stored")
+
+    monkeypatch.setattr(align_lab, "path_map", not_shipped)
+    for lab in (lab for lab in LABS if lab.warm):
+        at = open_page(lab.name)
+        assert not at.exception and not at.error
+    assert fresh_results.tasks_submitted == 0

@@ -310,10 +310,13 @@ def assignment_chart(column, config, rep, index: int, order: str) -> None:
 
 
 def explanation() -> None:
-    st.markdown(r"""Two runs of mean-field VI from different seeds give $q_A = \mathcal N(\mu_A, \mathrm{diag}\, s_A^2)$
-and $q_B$. Permuting a hidden layer's units (rows of $W_l$, $b_l$ and the columns of $W_{l+1}$) gives the same
-function, so $q_B$ may simply sit in another permutation copy. **Alignment** picks per-layer permutation
-matrices $P_l$ minimising the squared 2-Wasserstein distance between the diagonal Gaussians,
+    # Folded, as the modes page's formulas: typeset as the page first loads, they delayed its first chart by 0.5 s.
+    with st.expander("The formulas: W₂ alignment, the path and its barrier"):
+        st.markdown(r"""Two runs of mean-field VI from different seeds give
+$q_A = \mathcal N(\mu_A, \mathrm{diag}\, s_A^2)$ and $q_B$. Permuting a hidden layer's units (rows of $W_l$, $b_l$
+and the columns of $W_{l+1}$) gives the same function, so $q_B$ may simply sit in another permutation copy.
+**Alignment** picks per-layer permutation matrices $P_l$ minimising the squared 2-Wasserstein distance
+between the diagonal Gaussians,
 $$W_2^2 = \textstyle\sum_l \lVert \mu_A^l - P_l\, \mu_B^l P_{l-1}^\top\rVert^2 + \lVert s_A^l - P_l\, s_B^l P_{l-1}^\top\rVert^2,$$
 by coordinate descent: with the other layers fixed, the best $P_l$ is a **linear assignment** between the
 units of layer $l$ (Hungarian method on unit-to-unit distances; incoming weights, bias and outgoing

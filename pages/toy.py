@@ -32,7 +32,13 @@ PRESETS = {
     "More data": (
         dict(alpha=DEFAULTS.alpha, noise=DEFAULTS.noise, n=200, batch=50, mi="exact"),
         "A sharper posterior separates the modes: watch MFVI commit to one of them."),
+    "A stuck start (α = 3, one start)": (
+        dict(alpha=3.0, noise=0.5, n=10, mi="exact", init="random", restarts=1, seed=11),
+        "A single start ends with both units on one side, a local optimum of training, not the symmetry: "
+        "raise Restarts to 4 and the best start reaches a mode."),
 }
+PRESET_RESETS = ("batch", "K", "lr", "prior", "restarts")
+REMEDY = "press New seed or raise Restarts"
 STEPS_PER_TICK = 20
 TICK_SECONDS = 0.15  # the browser, not the server, limits the redraw rate (benchmarks/bench_toy_live.py)
 MAX_STEPS = 4000
@@ -48,23 +54,29 @@ def config_from(values) -> toy.ToyConfig:
 
 @st.cache_data(max_entries=32, show_spinner=False)
 def exact_for(config: toy.ToyConfig):
+    """The data, the exact answer, the posterior on the display grid and its predictive band on ``x``."""
     data = toy.make_data(config)
     post = toy.exact_posterior(data, config.noise, config.prior_scale)
     x = np.linspace(-2.2, 2.2, 89)
     mean, std = toy.posterior_predictive(post, x, config.noise)
-    exact_mse = float(np.mean((toy.posterior_predictive(post, data.x_test, config.noise)[0] - data.y_test) ** 2))
     display = toy.exact_posterior(data, config.noise, config.prior_scale, GRID, toy.mass_bound(post))
-    return data, post.log_evidence, display, x, mean, std, exact_mse
+    return data, toy.exact_answer(data, config, post), display, x, mean, std
 
 
 def trainer_for(config: toy.ToyConfig) -> toy.ToyTrainer:
-    """This session's trainer for ``config`` (a new one when any setting changes)."""
+    """This session's trainer for ``config`` (a new one when any setting changes): every start of MFVI, then
+    every start of SGM."""
     # The config and its trainer in one entry: a run stopped between two assignments cannot part them.
     trained_config, trainer = st.session_state.get("toy.live", (None, None))
     if trained_config != config:
-        trainer = toy.ToyTrainer([toy.RunSpec("mfvi", config), toy.RunSpec("sgm", config)], eval_samples=512)
+        trainer = toy.ToyTrainer(toy.starts_of("mfvi", config) + toy.starts_of("sgm", config))
         st.session_state["toy.live"] = (config, trainer)
     return trainer
+
+
+def live_fits(trainer: toy.ToyTrainer, config: toy.ToyConfig, exact: toy.ExactAnswer) -> list[toy.Fit]:
+    """MFVI's fit and SGM's, each kept by the latest recorded bounds."""
+    return toy.fits(trainer, trainer.latest_bounds(), {config: exact}, tie=toy.LIVE_BOUND_TIE)
 
 
 def widget(name: str, **options):
@@ -74,7 +86,7 @@ def widget(name: str, **options):
 def controls_panel():
     with st.sidebar:
         st.subheader("Presets")
-        ui.preset_picker(PAGE, PRESETS, {s.name: s.default for s in SPECS if s.name in ("batch", "K", "lr", "prior")})
+        ui.preset_picker(PAGE, PRESETS, {s.name: s.default for s in SPECS if s.name in PRESET_RESETS})
         st.subheader("Data and prior")
         for name in ("alpha", "noise", "n_train", "prior_scale"):
             widget(name)
@@ -84,6 +96,7 @@ def controls_panel():
         widget("lr")
         widget("batch_size")
         widget("init", required=True)
+        widget("restarts")
         widget("seed")
         ui.new_seed_button(PAGE, help="A new draw of the data and the initialisation; Reset keeps the current one.")
 
@@ -92,7 +105,8 @@ def controls_panel():
 # plays; the frame's numbers come as datasets.
 POSTERIOR_SERIES = (ui.Series(f"{LABELS['mfvi']}: 1 and 2 sd", COLOURS["mfvi"], DASHES["mfvi"]),
                     ui.Series(f"{LABELS['sgm']}: 1 and 2 sd, both components", COLOURS["sgm"], DASHES["sgm"]),
-                    ui.Series("equivalent modes (α, −α), (−α, α)", ui.PALETTE["current"], marker="x", line=False))
+                    ui.Series("equivalent modes (α, −α), (−α, α)", ui.PALETTE["current"], marker="x", line=False),
+                    ui.Series("other starts (both methods): 1 sd", ui.PALETTE["grey"], "longdashdot"))
 PREDICTION_SERIES = (ui.Series("training data", ui.PALETTE["grey"], marker="circle", line=False),
                      ui.Series("true α|x|", ui.PALETTE["current"], "longdash"),
                      *(ui.Series(f"{LABELS[m]}: mean ± 2 sd", COLOURS[m], DASHES[m]) for m in ("exact", *toy.METHODS)))
@@ -129,21 +143,28 @@ def posterior_image(config: toy.ToyConfig) -> pd.DataFrame:
     return ui.image_frame(display.axis, display.axis, np.exp(display.log_density).T, POSTERIOR_GREYS)
 
 
-def posterior_data(config, means, stds) -> dict:
-    outlines = []
-    for i, method in enumerate(toy.METHODS):
-        x, y = toy.gaussian_outlines(means[i], stds[i], symmetrised=method == "sgm")
-        part = np.cumsum(np.isnan(x))  # NaN separates the ellipses
-        keep = ~np.isnan(x)
-        outlines.append(ui.lines_frame(POSTERIOR_SERIES[i].label, x[keep], y[keep], part[keep]))
+def outline_frame(label: str, mean, std, symmetrised: bool, radii=(1.0, 2.0), first_part: int = 0) -> pd.DataFrame:
+    x, y = toy.gaussian_outlines(mean, std, symmetrised, radii)
+    part = first_part + np.cumsum(np.isnan(x))  # NaN separates the ellipses
+    keep = ~np.isnan(x)
+    return ui.lines_frame(label, x[keep], y[keep], part[keep])
+
+
+def posterior_data(config, fits, means, stds) -> dict:
+    """The kept fits' ellipses (both components of SGM's q_G), the other starts' 1 sd ellipses, the modes."""
+    outlines = [outline_frame(POSTERIOR_SERIES[i].label, means[fit.row], stds[fit.row], fit.method == "sgm")
+                for i, fit in enumerate(fits)]
+    others = [row for fit in fits for row in fit.rows if row != fit.row]
+    outlines += [outline_frame(POSTERIOR_SERIES[3].label, means[row], stds[row], False, (1.0,), first_part=k)
+                 for k, row in enumerate(others)]
     a = config.alpha
     outlines.append(ui.lines_frame(POSTERIOR_SERIES[2].label, [a, -a], [-a, a]))
     return {"image": posterior_image(config), "lines": pd.concat(outlines)}
 
 
-def predictions_data(data, x, exact_mean, exact_std, config, trainer) -> dict:
+def predictions_data(data, x, exact_mean, exact_std, config, trainer, fits) -> dict:
     means, stds = trainer.predictive(x)
-    bands = [("exact", exact_mean, exact_std)] + [(m, means[i], stds[i]) for i, m in enumerate(toy.METHODS)]
+    bands = [("exact", exact_mean, exact_std)] + [(fit.method, means[fit.row], stds[fit.row]) for fit in fits]
     lines = [ui.lines_frame(PREDICTION_SERIES[0].label, data.x_train, data.y_train),
              ui.lines_frame(PREDICTION_SERIES[1].label, x, config.alpha * np.abs(x))]
     band_rows = []
@@ -160,26 +181,53 @@ BOUNDS = {"mfvi": ("elbo", "MFVI: ELBO"), "sgm": ("elbo_g", "SGM: ELBO + I")}
 @st.cache_resource(max_entries=8, show_spinner=False)  # outlives the run, unlike a functools cache of a page
 def curves_spec(quantity: str, present: bool) -> dict:
     """Each method's bound under log p(D), or its test MSE, by Adam step, with the exact posterior's."""
-    y_title, title = {"bounds": ("bound (nats)", "Lower bounds under log p(D) (MFVI: ELBO; SGM: ELBO + I)"),
+    y_title, title = {"bounds": ("ELBO; SGM: ELBO + I (nats)", "Lower bounds under log p(D)"),
                       "mse": ("test MSE", "Test MSE")}[quantity]
     chart = alt.layer(ui.altair_lines(CURVE_SERIES, ui.quantity("x", "Adam step"), ui.quantity("y", y_title, channel=alt.Y)),
                       ui.altair_rules(CURVE_SERIES))
     return ui.vega_spec(chart, title=title, height=340)
 
 
-def curves_data(trainer, log_evidence, exact_mse) -> dict:
-    """The datasets of the bounds chart and of the test MSE chart."""
-    charts = {"bounds": ([], log_evidence), "mse": ([], exact_mse)}
-    for i, method in enumerate(toy.METHODS):
-        history, (bound_field, _) = trainer.history[i], BOUNDS[method]
+def curves_data(trainer, fits, exact: toy.ExactAnswer) -> dict:
+    """The datasets of the bounds chart and of the test MSE chart: the kept starts' histories."""
+    charts = {"bounds": ([], exact.log_evidence), "mse": ([], exact.test_mse)}
+    for i, fit in enumerate(fits):
+        history, (bound_field, _) = trainer.history[fit.row], BOUNDS[fit.method]
         charts["bounds"][0].append(ui.lines_frame(CURVE_SERIES[i].label, history.step, getattr(history, bound_field)))
         charts["mse"][0].append(ui.lines_frame(CURVE_SERIES[i].label, history.step, history.test_mse))
     return {name: {"lines": pd.concat(lines), "rules": pd.DataFrame({"value": [exact], "series": [CURVE_SERIES[2].label]})}
             for name, (lines, exact) in charts.items()}
 
 
+def starts_caption(fits) -> str:
+    """Each method's starts: which is kept, where it ended, how many ended stuck on one side."""
+    return " · ".join(f"{LABELS[fit.method]}: start {fit.kept + 1} of {len(fit.rows)} kept ({fit.outcome}), "
+                      f"{fit.stuck_starts} stuck on one side" for fit in fits)
+
+
+def fit_notices(trainer, fits) -> None:
+    """A diverged method is an error; a kept fit stuck on one side is named, with what to do about it."""
+    for fit in fits:
+        diverged = sum(trainer.diverged[row] for row in fit.rows)
+        if diverged == len(fit.rows):
+            st.error(f"{LABELS[fit.method]} diverged (NaN parameters): lower the learning rate and press Reset.")
+        elif diverged:
+            st.warning(f"{diverged} of {LABELS[fit.method]}'s {len(fit.rows)} starts diverged (NaN parameters); "
+                       "the kept start is one of the others.")
+        if fit.stuck:
+            st.warning(f"{LABELS[fit.method]}: {toy.stuck_notice(REMEDY)}.", icon=":material/call_split:")
+
+
+def traces_frame(trainer, fits) -> pd.DataFrame:
+    """Every start's recorded bounds and test MSE, one row per step and start (the CSV behind the curves)."""
+    kept = {fit.row for fit in fits}
+    return pd.concat([pd.DataFrame({"step": h.step, "method": run.method, "start": run.start + 1, "kept": row in kept,
+                                    "elbo": h.elbo, "elbo_plus_i": h.elbo_g, "test_mse": h.test_mse})
+                      for row, (run, h) in enumerate(zip(trainer.runs, trainer.history))], ignore_index=True)
+
+
 def live_panel(config):
-    data, log_evidence, display, x, exact_mean, exact_std, exact_mse = exact_for(config)
+    data, exact, display, x, exact_mean, exact_std = exact_for(config)
     trainer = trainer_for(config)
     live = ui.server_settings().live
     steps_per_tick = min(STEPS_PER_TICK, live.max_steps_per_tick)
@@ -191,29 +239,37 @@ def live_panel(config):
         return not all(trainer.diverged)
 
     def draw(frame: int, chart_config: dict):
-        for i, method in enumerate(toy.METHODS):
-            if trainer.diverged[i]:
-                st.error(f"{LABELS[method]} diverged (NaN parameters): lower the learning rate and press Reset.")
+        fits = live_fits(trainer, config, exact)
+        fit_notices(trainer, fits)
         means, stds = trainer.parameters()
-        latest = {m: {k: getattr(trainer.history[i], k)[-1] for k in ("elbo", "elbo_g", "test_mse")}
-                  for i, m in enumerate(toy.METHODS)}
-        metric_cols = st.columns(4)
-        metric_cols[0].metric("MFVI: ELBO", f"{latest['mfvi']['elbo']:.3f}")
-        metric_cols[1].metric("SGM: ELBO + I", f"{latest['sgm']['elbo_g']:.3f}")
-        metric_cols[2].metric("log p(D) (exact)", f"{log_evidence:.3f}")
-        metric_cols[3].metric("test MSE: MFVI / SGM", f"{latest['mfvi']['test_mse']:.3f} / {latest['sgm']['test_mse']:.3f}")
-        st.caption(f"MFVI: μ = ({means[0][0]:.2f}, {means[0][1]:.2f}), s = ({stds[0][0]:.2f}, {stds[0][1]:.2f}) · "
-                   f"SGM: μ = ({means[1][0]:.2f}, {means[1][1]:.2f}), s = ({stds[1][0]:.2f}, {stds[1][1]:.2f}) · "
-                   f"exact posterior predictive test MSE {exact_mse:.3f}")
+        latest = {fit.method: {k: getattr(trainer.history[fit.row], k)[-1] for k in ("elbo", "elbo_g", "test_mse")}
+                  for fit in fits}
+        bounds, errors = st.columns(2)
+        with bounds:  # each method's number beside the exact posterior's
+            cols = st.columns(3)
+            cols[0].metric("MFVI: ELBO", f"{latest['mfvi']['elbo']:.3f}")
+            cols[1].metric("SGM: ELBO + I", f"{latest['sgm']['elbo_g']:.3f}")
+            cols[2].metric("log p(D) (exact)", f"{exact.log_evidence:.3f}")
+        with errors:
+            cols = st.columns(3)
+            cols[0].metric("MFVI: test MSE", f"{latest['mfvi']['test_mse']:.3f}")
+            cols[1].metric("SGM: test MSE", f"{latest['sgm']['test_mse']:.3f}")
+            cols[2].metric("test MSE (exact)", f"{exact.test_mse:.3f}",
+                           help="Of the exact posterior's predictive mean: the best a method can expect to reach.")
+        kept_means = {fit.method: (means[fit.row], stds[fit.row]) for fit in fits}
+        st.caption(" · ".join(f"{LABELS[m]}: μ = ({mu[0]:.2f}, {mu[1]:.2f}), s = ({sd[0]:.2f}, {sd[1]:.2f})"
+                              for m, (mu, sd) in kept_means.items()))
+        st.caption(starts_caption(fits))
         present = bool(st.session_state.get("ui.present"))
         left, right = st.columns([2, 3])
         bound = float(display.axis[-1])
-        ui.vega_chart(left, posterior_spec(bound, present), posterior_data(config, means, stds), "toy.live_posterior",
-                      width="content",
+        ui.vega_chart(left, posterior_spec(bound, present), posterior_data(config, fits, means, stds),
+                      "toy.live_posterior", width="content",
                       alt_text="The exact posterior over the two weights, with MFVI's and SGM's ellipses")
-        ui.vega_chart(right, predictions_spec(present), predictions_data(data, x, exact_mean, exact_std, config, trainer),
+        ui.vega_chart(right, predictions_spec(present),
+                      predictions_data(data, x, exact_mean, exact_std, config, trainer, fits),
                       "toy.live_predictions", alt_text="Each method's predictive mean and band, with the data")
-        curves = curves_data(trainer, log_evidence, exact_mse)
+        curves = curves_data(trainer, fits, exact)
         left, right = st.columns(2)
         ui.vega_chart(left, curves_spec("bounds", present), curves["bounds"], "toy.bounds",
                       alt_text="Each method's lower bound under log p(D), by Adam step")
@@ -226,18 +282,17 @@ def live_panel(config):
     ticks = math.ceil(MAX_STEPS / steps_per_tick)
     ui.frame_player("toy", ("toy.live", config), ticks + 1, 0, tick_seconds,
                     lambda frame: f"Adam step {frame * steps_per_tick} / {MAX_STEPS}", draw,
-                    play_help=f"Train both methods live, {steps_per_tick} Adam steps a tick.",
-                    reset_help="Back to the same initialisation (same seed).", follow=follow)
-    history_frame = pd.DataFrame({
-        "step": trainer.history[0].step,
-        **{f"{m}_{k}": getattr(trainer.history[i], k) for i, m in enumerate(toy.METHODS) for k in ("elbo", "elbo_g", "test_mse")},
-    })
-    ui.csv_download(history_frame, f"toy_traces_alpha{config.alpha:g}_seed{config.seed}.csv", "Traces (CSV)", "toy.csv_traces")
+                    play_help=f"Train both methods live, {steps_per_tick} Adam steps a tick, every start at once.",
+                    reset_help="Back to the same initialisations (same seed).", follow=follow)
+    ui.csv_download(traces_frame(trainer, live_fits(trainer, config, exact)),
+                    f"toy_traces_alpha{config.alpha:g}_seed{config.seed}.csv", "Traces (CSV)", "toy.csv_traces")
 
 
 def table_panel(values, config):
     st.markdown("MFVI vs SGM for several α, mean ± std over seeds, all runs trained as one batch "
-                f"({toy.DEFAULT_STEPS} Adam steps; other settings from the sidebar), as in Tables 2–3.")
+                f"({toy.DEFAULT_STEPS} Adam steps; other settings from the sidebar), as in Tables 2–3. Each seed's "
+                "fit is the best of the sidebar's restarts; the exact posterior's log p(D) and predictive test MSE "
+                "are the best a method can reach.")
     cols = st.columns([3, 1])
     cols[0].text_input("α values (comma-separated)", key=ui.widget_key(PAGE, "alphas"))
     cols[1].number_input("Seeds", params.SEEDS.low, params.SEEDS.high, step=1, key=ui.widget_key(PAGE, "seeds"))
@@ -263,11 +318,17 @@ def table_panel(values, config):
         shown = pd.DataFrame({
             "α": frame["alpha"], "method": frame["method"].map({"mfvi": "MFVI", "sgm": "SGM"}),
             "test MSE": [f"{m:.4f} ± {s:.4f}" for m, s in zip(frame["test_mse_mean"], frame["test_mse_std"])],
+            "exact test MSE": frame["exact_test_mse_mean"].round(4),
             "ELBO (SGM: ELBO + I)": [f"{m:.3f} ± {s:.3f}" for m, s in zip(frame["elbo_mean"], frame["elbo_std"])],
             "log p(D)": frame["log_evidence_mean"].round(3),
+            "fits stuck on one side": [f"{k} / {n}" for k, n in zip(frame["stuck_fits"], frame["seeds"])],
+            "starts stuck": [f"{k} / {n * r}" for k, n, r in zip(frame["stuck_starts"], frame["seeds"], frame["restarts"])],
         })
         st.caption(f"α = {', '.join(f'{a:g}' for a in t_alphas)}, {t_seeds} seeds, noise {t_config.noise:g}, "
-                   f"N = {t_config.n_train}, mutual information: {t_config.mi}")
+                   f"N = {t_config.n_train}, mutual information: {t_config.mi}, best of {t_config.restarts} starts")
+        if frame["stuck_fits"].sum():
+            st.warning(f"{int(frame['stuck_fits'].sum())} fits ended with {toy.stuck_notice(REMEDY)}: their rows "
+                       "mix that local optimum into the means.")
         st.dataframe(shown, hide_index=True)
         sgm = frame[frame["method"] == "sgm"]
         st.markdown("**SGM − MFVI on the same seeds** (same data, same initialisation): most of the spread "
@@ -298,7 +359,19 @@ $\log p(\mathcal D)$ come from a 201 × 201 grid.
   $I = \mathbb E_{q_\theta}[\log 2 - \mathrm{softplus}(\log q_\theta(\text{swap}\,w) - \log q_\theta(w))]$
   (exact, $G$ enumerated) or the InfoNCE bound $I_K \le \min(I, \log K)$.
 * Both bounds sit below $\log p(\mathcal D)$; $\mathrm{ELBO}_G \ge \mathrm{ELBO}$ at equal $\theta$.
-  Predictions average $f_w$ over samples of $q_\theta$ (the same for $q_G$, since $f$ is invariant).
+  Predictions average $f_w$ over $q_\theta$ (the same for $q_G$, since $f$ is invariant).
+* **Evaluation without sampling noise.** Under mean-field $q$ the units are independent and, for
+  $v \sim \mathcal N(m, s^2)$, $\mathbb E\,\mathrm{ReLU}(v) = m\Phi(m/s) + s\varphi(m/s)$ and
+  $\mathbb E\,\mathrm{ReLU}(v)^2 = (m^2 + s^2)\Phi(m/s) + ms\varphi(m/s)$, so the ELBO and the predictive mean and
+  variance are closed forms; $I$ is a fixed quasi-Monte-Carlo average ($2^{16}$ points, error ~$10^{-4}$ nats).
+  Training itself uses the paper's reparameterised Monte-Carlo gradients.
+* **Restarts and the stuck optimum.** Each method trains from $R$ initialisations, all fixed by the seed, and
+  keeps the one with the highest own bound. A start that ends with both units on one side, $w_1, w_2 > 0$ (or
+  both $< 0$), fits $y = \alpha x$ on one half of the inputs and nothing on the other: a local optimum of the
+  training, not the symmetry. It is named when $q$ gives the units opposite signs less than 5% of the time while
+  the exact posterior does more often than not. *Between the modes* (nearer the midpoint of the posterior's two
+  maxima than either) is the symmetry effect.
+* **Exact test MSE**: of the exact posterior's predictive mean, the best a method can expect to reach.
 """)
 
 

@@ -70,7 +70,7 @@ def _first_training_step() -> None:
     from symlab.labs.toy import experiment as toy
 
     config = toy.ToyConfig().validate()
-    trainer = toy.ToyTrainer([toy.RunSpec("mfvi", config), toy.RunSpec("sgm", config)])
+    trainer = toy.ToyTrainer(toy.starts_of("mfvi", config) + toy.starts_of("sgm", config))
     trainer.step()
     trainer.evaluate()
 

@@ -7,6 +7,8 @@ import sys
 
 import pytest
 
+from symlab.labs.toy import experiment as toy
+
 
 def run(*args):
     return subprocess.run([sys.executable, "-m", "symlab", *args], capture_output=True, text=True, timeout=300)
@@ -66,10 +68,23 @@ def test_toy_single_run_json():
                  "--steps", "200", "--json")
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
-    for key in ("elbo", "test_mse", "log_evidence", "mu", "sigma"):
+    for key in ("elbo", "test_mse", "exact_test_mse", "log_evidence", "mu", "sigma", "outcome", "notice", "starts"):
         assert key in report
     assert report["method"] == "sgm" and report["config"]["K"] == 4 and len(report["mu"]) == 2
-    assert report["elbo"] <= report["log_evidence"] + 0.05
+    assert report["elbo"] <= report["log_evidence"]
+    assert report["restarts"] == len(report["starts"]) == 4 and [s["start"] for s in report["starts"]] == [1, 2, 3, 4]
+    assert report["elbo"] == max(s["elbo"] for s in report["starts"])
+    assert report["outcome"] in toy.OUTCOMES and report["exact_test_mse"] > 0
+
+
+def test_toy_names_a_stuck_fit_in_json_and_in_the_table():
+    result = run("toy", "--alpha", "3", "--seed", "11", "--restarts", "1", "--json")
+    report = json.loads(result.stdout)
+    assert report["outcome"] == toy.STUCK and report["stuck_starts"] == 1
+    assert report["notice"] == toy.stuck_notice("use another --seed or raise --restarts")
+    assert report["test_mse"] > 5 * report["exact_test_mse"]
+    readable = run("toy", "--alpha", "3", "--seed", "11", "--restarts", "1", "--steps", "1000").stdout
+    assert "NOTE: both units on one side" in readable and "exact posterior's 0.37" in readable
 
 
 def test_toy_table_json():

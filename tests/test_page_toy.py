@@ -111,7 +111,26 @@ def test_play_at_the_end_replays_training_from_the_start():
     trainer, frame = at.session_state["toy.live"][1], at.session_state["toy.playback"].frame
     # Play's click advances one tick; the rerun that starts the timer, if it came a tick later, another.
     assert 1 <= frame <= 2 and trainer.history[0].step == list(range(0, 20 * frame + 1, 20))
-    fresh = toy.ToyTrainer([toy.RunSpec("mfvi", trainer.runs[0].config), toy.RunSpec("sgm", trainer.runs[0].config)],
-                           eval_samples=512)
+    config = trainer.runs[0].config
+    fresh = toy.ToyTrainer(toy.starts_of("mfvi", config) + toy.starts_of("sgm", config))
     fresh.train_to(20 * frame, 20)
-    assert trainer.history[0].elbo == fresh.history[0].elbo and trainer.history[1].elbo_g == fresh.history[1].elbo_g
+    assert [h.elbo_g for h in trainer.history] == [h.elbo_g for h in fresh.history]
+
+
+def test_a_stuck_fit_is_named_and_more_restarts_recover():
+    """α = 3, seed 11, one start: trained to the end, MFVI and SGM both end with both units on one side, and the
+    page names it with what to do; with four starts the kept fits are at a mode."""
+    at = toy_page()
+    at.selectbox(key="toy.preset").set_value("A stuck start (α = 3, one start)").run()
+    assert at.query_params["restarts"] == "1" and at.query_params["seed"] == "11"
+    for restarts, stuck in ((1, True), (4, False)):
+        at.number_input(key="toy.restarts").set_value(restarts).run()
+        playback = at.session_state["toy.playback"]
+        playback.frame = playback.frames - 1
+        at.run()
+        named = [w.value for w in at.warning if toy.STUCK in w.value]
+        assert len(named) == (2 if stuck else 0), [w.value for w in at.warning]
+        assert all("press New seed or raise Restarts" in text for text in named)
+        starts = next(c.value for c in at.caption if "kept" in c.value)
+        assert f"start 1 of {restarts} kept" in starts or not stuck
+        assert ("(both units on one side)" in starts) == stuck and ("(at a mode)" in starts) != stuck

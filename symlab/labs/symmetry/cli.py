@@ -11,7 +11,7 @@ from symlab.labs.toy import experiment as toy
 PERCEPTRON_FLAGS = ("nets", "epochs", "lr", "separation", "seed")
 MLP_FLAGS = ("width", "depth", "instances", "steps", "lr", "schedule", "batch", "sort_key", "seed")
 PROXIMITY_FLAGS = ("d_in", "d_out", "weights", "steps", "seed")
-TOY_FLAGS = ("alpha", "noise", "n_train", "seed")  # the tractable BNN's data and seed
+TOY_FLAGS = ("alpha", "noise", "n_train", "restarts", "seed")  # the tractable BNN's data, its fits' starts and seed
 QUALITY_FLAGS = ("samples", "members", "steps")
 # The mass part's MLPs, smaller and shorter than the training part's, under flags of their own.
 MASS_MLP = {"width": 64, "depth": 2, "steps": 500}

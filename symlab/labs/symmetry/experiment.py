@@ -534,16 +534,17 @@ def method_samples(config: QualityConfig, progress=None) -> dict[str, np.ndarray
     cfg = config.validate().toy
     rng = np.random.default_rng([cfg.seed, 2024])
     vi_progress = None if progress is None else (lambda done, total: progress(done, total, "MFVI and SGM: Adam step"))
-    trainer = toy.train_runs([toy.RunSpec("mfvi", cfg), toy.RunSpec("sgm", cfg)], config.steps, progress=vi_progress,
-                             eval_samples=512)
-    mean, std = trainer.parameters()
+    trainer = toy.train_runs(toy.starts_of("mfvi", cfg) + toy.starts_of("sgm", cfg), config.steps, progress=vi_progress)
+    post = toy.exact_posterior(toy.make_data(cfg), cfg.noise, cfg.prior_scale)
+    fits = toy.fits(trainer, trainer.evaluate()["objective"], {cfg: toy.exact_answer(toy.make_data(cfg), cfg, post)})
+    kept = [fit.row for fit in fits]  # MFVI's best start, then SGM's
+    mean, std = (values[kept] for values in trainer.parameters())
     if not np.all(np.isfinite(mean)):
         raise TrainingDiverged("MFVI or SGM diverged (NaN); lower the learning rate")
     draws = mean[:, None, :] + std[:, None, :] * rng.standard_normal((2, config.samples, 2))
     sgm = draws[1]
     swap = rng.random(config.samples) < 0.5  # q_G: a sample of q_θ, then g uniform on {id, swap}
     sgm[swap] = sgm[swap, ::-1]
-    post = toy.exact_posterior(toy.make_data(cfg), cfg.noise, cfg.prior_scale)
     return {"exact": posterior_samples(post, config.reference, rng), "mfvi": draws[0], "sgm": sgm,
             "ensemble": map_ensemble(cfg, config.members)}
 

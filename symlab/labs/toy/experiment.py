@@ -4,17 +4,20 @@
 output weights fixed to 1. Swapping the units, G = {identity, swap}, leaves f unchanged, so the
 posterior has two equivalent modes, (α, −α) and (−α, α). Here: the exact posterior on a grid,
 and mean-field VI (MFVI) against its symmetrised version (SGM, ELBO + I), many runs trained as
-one batched tensor program.
+one batched tensor program; each fit is the best of several seeded starts, and a start stuck
+with both units on one side (a local optimum of the training) is named.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 import torch
 import torch.nn.functional as F
+from scipy.special import ndtr
 
 from symlab import controls
 from symlab.controls import MAX_INT, control
@@ -55,13 +58,17 @@ class ToyConfig:
     batch_size: int = control(10, low=1, high=100_000, url="batch", label="Batch size",
                               help="Training points per step; at least N means full batch.")
     samples: int = control(16, low=1, high=4096, label="Monte-Carlo samples",
-                           help="Monte-Carlo samples M per step (and for prediction).")
+                           help="Monte-Carlo samples M per training step.")
     K: int = control(2, low=2, high=4096, label="K (InfoNCE)",
                      help="InfoNCE's K: K − 1 sampled group elements and the sample itself.")
     mi: str = control("exact", choices=MI_ESTIMATORS, widget="segmented", label="SGM's mutual information",
                       help="exact: G = {id, swap} enumerated; infonce: the I_K estimate.")
     init: str = control("random", choices=INITS, widget="segmented", label="Initial means",
                         help="random: means drawn from N(0, 0.5²); origin: both at 0. Std devs start at 0.5.")
+    restarts: int = control(4, low=1, high=64, label="Restarts",
+                            help="Initialisations per method, all fixed by the seed and trained together; the "
+                                 "fit with the highest own bound is kept (with origin, they differ only in "
+                                 "their Monte-Carlo noise).")
     seed: int = control(0, low=0, high=MAX_INT, label="Seed", help="Seed of the data and the initialisation.")
 
     def validate(self) -> "ToyConfig":
@@ -166,6 +173,35 @@ def posterior_predictive(post: GridPosterior, x, noise: float):
     return mean, np.sqrt(np.maximum(second - mean**2, 0.0) + noise**2)
 
 
+def opposite_sides(mean, std):
+    """P(w₁w₂ < 0) under N(mean, diag std²) (last axis: the two units): the mass that puts the units on
+    opposite sides of 0, one for x > 0 and one for x < 0, as y = α|x| needs."""
+    positive = ndtr(np.asarray(mean, float) / np.asarray(std, float))  # P(w_i > 0)
+    return positive[..., 0] * (1 - positive[..., 1]) + (1 - positive[..., 0]) * positive[..., 1]
+
+
+@dataclass(frozen=True)
+class ExactAnswer:
+    """What the exact posterior says about one data set, to measure fits against."""
+
+    log_evidence: float  # the ceiling of every bound
+    test_mse: float  # of the posterior predictive mean: the best test MSE to expect of a method
+    opposite_sides: float  # P(w₁w₂ < 0 | D)
+    modes: np.ndarray  # [2, 2]: the grid's maximum and its swap
+
+
+def exact_answer(data: ToyData, config: ToyConfig, post: GridPosterior | None = None) -> ExactAnswer:
+    post = exact_posterior(data, config.noise, config.prior_scale) if post is None else post
+    predicted = posterior_predictive(post, data.x_test, config.noise)[0]
+    prob = post.probabilities()
+    sign = np.sign(post.axis)
+    opposite = float(prob[np.multiply.outer(sign, sign) < 0].sum())
+    i, j = np.unravel_index(np.argmax(post.log_density), post.log_density.shape)
+    mode = np.array([post.axis[i], post.axis[j]])
+    return ExactAnswer(post.log_evidence, float(np.mean((predicted - data.y_test) ** 2)), opposite,
+                       np.stack([mode, mode[::-1]]))
+
+
 # ---------------------------------------------------------------------------------------------
 # Variational families
 # ---------------------------------------------------------------------------------------------
@@ -184,6 +220,46 @@ def swap_log_ratio(w, mean, log_std):
 def exact_mutual_information(w, mean, log_std):
     """Per-sample I = log q(w) − log(½q(w) + ½q(swap w)) = log 2 − softplus(d), d the swap ratio."""
     return math.log(2.0) - F.softplus(swap_log_ratio(w, mean, log_std))
+
+
+def relu_moments(mean, std, x):
+    """E[ReLU(wx)] and E[ReLU(wx)²] for w ~ N(mean, std²), in closed form: ReLU(wx) = |x| ReLU(sign(x) w), and
+    for v ~ N(m, s²), E ReLU(v) = mΦ(m/s) + sφ(m/s), E ReLU(v)² = (m² + s²)Φ(m/s) + msφ(m/s)."""
+    m = mean * torch.sign(x)
+    z = m / std
+    cdf, pdf = torch.special.ndtr(z), torch.exp(-0.5 * z * z) / math.sqrt(2.0 * math.pi)
+    return x.abs() * (m * cdf + std * pdf), x * x * ((m * m + std * std) * cdf + m * std * pdf)
+
+
+def predictive_moments(mean, std, x):
+    """Mean and variance of f_w(x) under mean-field q, ``[runs, n]`` for ``mean, std [runs, 2]`` and
+    ``x [runs or 1, n]``: the units are independent under q, so their moments add."""
+    first_1, second_1 = relu_moments(mean[:, 0:1], std[:, 0:1], x)
+    first_2, second_2 = relu_moments(mean[:, 1:2], std[:, 1:2], x)
+    variance = (second_1 - first_1**2) + (second_2 - first_2**2)
+    return first_1 + first_2, variance.clamp_min(0.0)  # ≥ 0 up to rounding
+
+
+# Points of the quasi-Monte-Carlo rule for I: its error, ~5e-5 nats at 2¹⁶ points (tests/test_toy.py), sits
+# well under the gaps it is compared with. Live traces use 2¹² (~7e-4 nats), enough to draw and to pick a start by.
+INFORMATION_POINTS = 2**16
+TRACE_INFORMATION_POINTS = 2**12
+
+
+@functools.cache
+def standard_normal_points(count: int) -> torch.Tensor:
+    """``count`` fixed points of N(0, I₂) from scrambled Sobol points: deterministic, and their average of a smooth
+    function errs ~1/count rather than Monte Carlo's 1/√count. (Gauss–Hermite rules fail here: when q's std devs
+    differ a lot, softplus(d) bends sharply in between their nodes.)"""
+    uniform = torch.quasirandom.SobolEngine(2, scramble=True, seed=0).draw(count, dtype=torch.float64)
+    return torch.special.ndtri(uniform.clamp(1e-15, 1 - 1e-15))
+
+
+def mutual_information_by_qmc(mean, log_std, points: int = INFORMATION_POINTS):
+    """I = E_q[log 2 − softplus(d)] for G = {id, swap}, per run (``mean, log_std [runs, 2]``), by the fixed
+    quasi-Monte-Carlo rule: the same value every time it is asked at the same q."""
+    w = mean[:, None, :] + torch.exp(log_std)[:, None, :] * standard_normal_points(points)
+    return exact_mutual_information(w, mean[:, None, :], log_std[:, None, :]).mean(-1)
 
 
 def infonce_mutual_information(w, mean, log_std, K: int, generator=None):
@@ -207,8 +283,16 @@ def infonce_mutual_information(w, mean, log_std, K: int, generator=None):
 
 @dataclass(frozen=True)
 class RunSpec:
+    """One trained q: a method on a config's data, from the config's ``start``-th seeded initialisation."""
+
     method: str
     config: ToyConfig
+    start: int = 0
+
+
+def starts_of(method: str, config: ToyConfig) -> list[RunSpec]:
+    """The ``config.restarts`` runs of one fit: the same data, the seed's first R initialisations."""
+    return [RunSpec(method, config, start) for start in range(config.restarts)]
 
 
 @dataclass
@@ -225,7 +309,7 @@ class ToyTrainer:
     Batch size, sample count, K and estimator must agree across the runs of one trainer.
     """
 
-    def __init__(self, runs: list[RunSpec], eval_samples: int = 2048):
+    def __init__(self, runs: list[RunSpec]):
         if not runs:
             raise ValueError("a trainer needs at least one run")
         for run in runs:
@@ -240,7 +324,6 @@ class ToyTrainer:
         first = runs[0].config
         self.samples, self.K, self.mi = first.samples, first.K, first.mi
         self.batch_size = min(first.batch_size, first.n_train)
-        self.eval_samples = eval_samples
         self.data = [make_data(r.config) for r in runs]
         as_tensor = lambda key: torch.tensor(np.stack([getattr(d, key) for d in self.data]), dtype=torch.float64)
         self.x_train, self.y_train = as_tensor("x_train"), as_tensor("y_train")
@@ -260,8 +343,8 @@ class ToyTrainer:
         means, log_stds = [], []
         for run in self.runs:
             g = torch.Generator().manual_seed(run.config.seed)
-            if run.config.init == "random":
-                means.append(0.5 * torch.randn(2, generator=g, dtype=torch.float64))
+            if run.config.init == "random":  # start r: the last of r + 1 draws, so start 0 is the one-start draw
+                means.append(0.5 * torch.randn(run.start + 1, 2, generator=g, dtype=torch.float64)[run.start])
             else:
                 means.append(torch.zeros(2, dtype=torch.float64))
             log_stds.append(torch.full((2,), math.log(0.5), dtype=torch.float64))
@@ -289,9 +372,8 @@ class ToyTrainer:
         log_lik = -0.5 * ((y[:, None, :] - pred) / noise) ** 2 - torch.log(noise) - 0.5 * _LOG_2PI
         return log_lik.sum(-1).mean(-1) * (self.x_train.shape[1] / x.shape[1])
 
-    def _sample(self, count, generator=None):
-        generator = self.generator if generator is None else generator
-        eps = torch.randn(len(self.runs), count, 2, dtype=torch.float64, generator=generator)
+    def _sample(self, count):
+        eps = torch.randn(len(self.runs), count, 2, dtype=torch.float64, generator=self.generator)
         return self.mean[:, None, :] + torch.exp(self.log_std)[:, None, :] * eps
 
     def _mutual_information(self, w):
@@ -345,43 +427,126 @@ class ToyTrainer:
     # -- evaluation --------------------------------------------------------------------------
 
     @torch.no_grad()
-    def evaluate(self, samples: int | None = None) -> dict:
-        """Full-data ELBO, ELBO + I (exact I), the training objective and test MSE per run."""
-        samples = samples or self.eval_samples
-        w = self._sample(samples)
-        elbo = self._expected_log_lik(w, self.x_train, self.y_train) - kl_to_prior(self.mean, self.log_std, self.prior_scale)
-        mi = exact_mutual_information(w, self.mean[:, None, :], self.log_std[:, None, :]).mean(-1)
-        objective = torch.where(self.symmetrised, elbo + mi, elbo)
-        pred_w = w[:, :256]
-        pred = network(pred_w, self.x_test[:, None, :]).mean(1)
-        test_mse = ((pred - self.y_test) ** 2).mean(-1)
-        return {"elbo": elbo.numpy(), "elbo_g": (elbo + mi).numpy(), "objective": objective.numpy(),
+    def evaluate(self, information_points: int = INFORMATION_POINTS) -> dict:
+        """Per run, without Monte-Carlo noise: the full-data ELBO (closed form), ELBO + I (I by a fixed
+        quasi-Monte-Carlo rule of ``information_points``), the run's own bound ("objective": MFVI's ELBO, SGM's
+        ELBO + I) and the exact predictive mean's test MSE. Noise-free values let a start be chosen by its bound
+        without a winner's curse, and SGM's bound, often within 0.01 nats of log p(D), be compared with it."""
+        std = torch.exp(self.log_std)
+        predicted, variance = predictive_moments(self.mean, std, self.x_train)
+        squared_error = (self.y_train - predicted) ** 2 + variance  # E_q[(y − f_w(x))²]
+        expected_log_lik = (-0.5 * squared_error / self.noise**2 - torch.log(self.noise) - 0.5 * _LOG_2PI).sum(-1)
+        elbo = expected_log_lik - kl_to_prior(self.mean, self.log_std, self.prior_scale)
+        elbo_g = elbo + mutual_information_by_qmc(self.mean, self.log_std, information_points)
+        test_mse = ((predictive_moments(self.mean, std, self.x_test)[0] - self.y_test) ** 2).mean(-1)
+        return {"elbo": elbo.numpy(), "elbo_g": elbo_g.numpy(), "objective": torch.where(self.symmetrised, elbo_g, elbo).numpy(),
                 "test_mse": test_mse.numpy()}
 
     def record(self) -> None:
-        # 4096 samples keep the ELBO traces' Monte-Carlo error ~0.02 nats, below what the eye sees
-        # against the log-evidence ceiling.
-        metrics = self.evaluate(samples=4096)
+        metrics = self.evaluate(TRACE_INFORMATION_POINTS)
         for i, history in enumerate(self.history):
             history.step.append(self.steps_done)
             for key in ("elbo", "elbo_g", "test_mse"):
                 getattr(history, key).append(float(metrics[key][i]))
+
+    def latest_bounds(self) -> np.ndarray:
+        """Each run's own bound as last recorded (MFVI: ELBO; SGM: ELBO + I), as ``evaluate``'s objective."""
+        return np.array([h.elbo_g[-1] if run.method == "sgm" else h.elbo[-1] for run, h in zip(self.runs, self.history)])
 
     def parameters(self) -> tuple[np.ndarray, np.ndarray]:
         """Means and std devs, each ``[runs, 2]``."""
         return self.mean.detach().numpy().copy(), np.exp(self.log_std.detach().numpy())
 
     @torch.no_grad()
-    def predictive(self, x, samples: int = 256):
-        """Mean and std dev (noise included) of y at ``x`` under each run's q (q_G predicts the same).
+    def predictive(self, x):
+        """Mean and std dev (noise included) of y at ``x`` under each run's q (q_G predicts the same), exact."""
+        x = torch.as_tensor(np.asarray(x, dtype=np.float64))[None, :]
+        mean, variance = predictive_moments(self.mean, torch.exp(self.log_std), x)
+        return mean.numpy(), torch.sqrt(variance + self.noise**2).numpy()
 
-        Drawn from a stream of their own: however often a page draws them, training takes the same path."""
-        x = torch.as_tensor(np.asarray(x, dtype=np.float64))
-        w = self._sample(samples, torch.Generator().manual_seed(self.noise_seed))
-        f = network(w, x)
-        mean = f.mean(1)
-        std = torch.sqrt(f.var(1) + self.noise**2)
-        return mean.numpy(), std.numpy()
+
+# ---------------------------------------------------------------------------------------------
+# Restarts: each fit is R starts, the one with the best own bound kept, each start's end named
+# ---------------------------------------------------------------------------------------------
+
+# In the live view starts within this many nats of the best tie and the first of them is kept: the fit shown does
+# not hop between a mode and its mirror image whenever their bounds, nearly equal, cross as training plays.
+LIVE_BOUND_TIE = 0.05
+STUCK = "both units on one side"
+OUTCOMES = ("at a mode", "between the modes", STUCK, "diverged")
+# Stuck: q gives the units opposite signs less often than this, where the exact posterior does more often than not.
+STUCK_OPPOSITE_SIDES = 0.05
+
+
+def stuck_notice(remedy: str) -> str:
+    return f"{STUCK}, a local optimum of ReLU(w₁x) + ReLU(w₂x); {remedy}"
+
+
+def outcome(mean, std, exact: ExactAnswer) -> str:
+    """Where one q ended, one of :data:`OUTCOMES`. Both units on one side is a local optimum of the training
+    (half the inputs get no slope), not the symmetry: "between the modes" (nearer the modes' midpoint than
+    either mode) is the symmetry effect MFVI shows when the modes are close."""
+    mean = np.asarray(mean, float)
+    if not np.all(np.isfinite(mean)):
+        return "diverged"
+    if opposite_sides(mean, std) < STUCK_OPPOSITE_SIDES and exact.opposite_sides > 0.5:
+        return STUCK
+    to_mode = np.linalg.norm(exact.modes - mean, axis=1).min()
+    return "between the modes" if np.linalg.norm(exact.modes.mean(0) - mean) < to_mode else "at a mode"
+
+
+def kept_start(bounds, tie: float = 0.0) -> int:
+    """The start to keep: the best bound's, or the first within ``tie`` nats of it; a diverged one (NaN)
+    only when all are."""
+    bounds = np.asarray(bounds, dtype=float)
+    finite = np.isfinite(bounds)
+    if not finite.any():
+        return 0
+    return int(np.flatnonzero(finite & (bounds >= bounds[finite].max() - tie))[0])
+
+
+@dataclass(frozen=True)
+class Fit:
+    """One method on one config: its starts' rows in a trainer, their own bounds and outcomes, the start kept."""
+
+    method: str
+    config: ToyConfig
+    rows: tuple[int, ...]
+    bounds: tuple[float, ...]
+    outcomes: tuple[str, ...]
+    kept: int  # index into rows
+
+    @property
+    def row(self) -> int:
+        return self.rows[self.kept]
+
+    @property
+    def outcome(self) -> str:
+        return self.outcomes[self.kept]
+
+    @property
+    def stuck(self) -> bool:
+        return self.outcome == STUCK
+
+    @property
+    def stuck_starts(self) -> int:
+        return self.outcomes.count(STUCK)
+
+
+def fits(trainer: ToyTrainer, bounds, exact: dict[ToyConfig, ExactAnswer], tie: float = 0.0) -> list[Fit]:
+    """The trainer's runs grouped into fits by method and config, in order of first appearance, given each
+    run's own bound (``evaluate()["objective"]`` or ``latest_bounds()``), each config's exact answer and the
+    tie (:func:`kept_start`)."""
+    mean, std = trainer.parameters()
+    groups: dict = {}
+    for row, run in enumerate(trainer.runs):
+        groups.setdefault((run.method, run.config), []).append(row)
+    result = []
+    for (method, config), rows in groups.items():
+        fit_bounds = tuple(float(bounds[r]) for r in rows)
+        outcomes = tuple(outcome(mean[r], std[r], exact[config]) for r in rows)
+        result.append(Fit(method, config, tuple(rows), fit_bounds, outcomes, kept_start(fit_bounds, tie)))
+    return result
 
 
 def gaussian_outlines(mean, std, symmetrised: bool, radii=(1.0, 2.0), points: int = 65):
@@ -410,68 +575,80 @@ DEFAULT_TABLE_ALPHAS = (0.25, 0.5, 0.75, 1.0)
 DEFAULT_STEPS = 2000
 
 
-def train_runs(runs: list[RunSpec], steps: int = DEFAULT_STEPS, chunk: int = 100, progress=None,
-               eval_samples: int = 16_384) -> ToyTrainer:
-    """Train ``runs`` together for ``steps`` Adam steps; ``progress(done, steps)`` after each chunk.
-
-    Final metrics use ``eval_samples`` Monte-Carlo samples (ELBO standard error ~0.003 nats here).
-    """
+def train_runs(runs: list[RunSpec], steps: int = DEFAULT_STEPS, chunk: int = 100, progress=None) -> ToyTrainer:
+    """Train ``runs`` together for ``steps`` Adam steps; ``progress(done, steps)`` after each chunk."""
     if int(steps) != steps or steps < 0:
         raise ValueError(f"steps must be an integer >= 0, got {steps!r}")
-    trainer = ToyTrainer(runs, eval_samples=eval_samples)
+    trainer = ToyTrainer(runs)
     trainer.train_to(steps, chunk, progress)
     return trainer
 
 
-def run_summary(trainer: ToyTrainer, index: int, posterior: GridPosterior) -> dict:
-    """What the headless twin reports for one run (JSON-ready)."""
-    metrics = trainer.evaluate()
+def fit_summary(trainer: ToyTrainer, metrics: dict, fit: Fit, exact: ExactAnswer, remedy: str) -> dict:
+    """What the headless twin reports for one fit (JSON-ready): the kept start's numbers (from ``metrics``,
+    the evaluation the start was chosen by), the exact posterior's beside them, and every start's end.
+    ``remedy``: what to do about a stuck fit, in the reader's terms."""
     mean, std = trainer.parameters()
-    run = trainer.runs[index]
-    own_bound = metrics["elbo_g"][index] if run.method == "sgm" else metrics["elbo"][index]
+    row = fit.row
     return to_json({
-        "method": run.method,
-        "config": run.config,
+        "method": fit.method,
+        "config": fit.config,
         "steps": trainer.steps_done,
-        "diverged": trainer.diverged[index],
-        "elbo": own_bound,
-        "elbo_mf": metrics["elbo"][index],
-        "elbo_g": metrics["elbo_g"][index],
-        "mutual_information": metrics["elbo_g"][index] - metrics["elbo"][index],
-        "log_evidence": posterior.log_evidence,
-        "test_mse": metrics["test_mse"][index],
-        "mu": mean[index],
-        "sigma": std[index],
+        "diverged": trainer.diverged[row],
+        "elbo": metrics["objective"][row],
+        "elbo_mf": metrics["elbo"][row],
+        "elbo_g": metrics["elbo_g"][row],
+        "mutual_information": metrics["elbo_g"][row] - metrics["elbo"][row],
+        "log_evidence": exact.log_evidence,
+        "test_mse": metrics["test_mse"][row],
+        "exact_test_mse": exact.test_mse,
+        "mu": mean[row],
+        "sigma": std[row],
+        "outcome": fit.outcome,
+        "notice": stuck_notice(remedy) if fit.stuck else None,
+        "opposite_sides": opposite_sides(mean[row], std[row]),
+        "exact_opposite_sides": exact.opposite_sides,
+        "restarts": len(fit.rows),
+        "start": fit.kept + 1,  # counted from 1, as on the page
+        "stuck_starts": fit.stuck_starts,
+        "starts": [{"start": k + 1, "elbo": metrics["objective"][r], "test_mse": metrics["test_mse"][r],
+                    "outcome": fit.outcomes[k], "mu": mean[r], "sigma": std[r]} for k, r in enumerate(fit.rows)],
     })
 
 
 def paper_table(alphas=DEFAULT_TABLE_ALPHAS, seeds: int = 5, steps: int = DEFAULT_STEPS,
                 base: ToyConfig = ToyConfig(), progress=None) -> list[dict]:
     """Tables 2–3: per α and method, test MSE and the method's ELBO (MFVI: ELBO, SGM: ELBO_G),
-    mean ± std over seeds 0..seeds−1, all runs trained as one batch. The exact log evidence
-    (mean over the seeds' data sets) is the ceiling of both bounds.
+    mean ± std over seeds 0..seeds−1, each seed's fit the best of ``base.restarts`` starts, all trained as
+    one batch. Beside them, the exact posterior's log evidence (the ceiling of both bounds) and predictive
+    test MSE, means over the seeds' data sets, and how many fits and starts ended stuck on one side.
     """
     alphas = [float(a) for a in alphas]
     if not alphas or int(seeds) != seeds or seeds < 1:
         raise ValueError("a table needs at least one alpha and seeds >= 1")
     configs = [replace(base, alpha=a, seed=s).validate() for a in alphas for s in range(int(seeds))]
-    runs = [RunSpec(method, cfg) for cfg in configs for method in METHODS]
+    runs = [run for cfg in configs for method in METHODS for run in starts_of(method, cfg)]
     trainer = train_runs(runs, steps, progress=progress)
     metrics = trainer.evaluate()
-    evidence = {(c.alpha, c.seed): exact_posterior(make_data(c), c.noise, c.prior_scale).log_evidence for c in configs}
+    exact = {c: exact_answer(make_data(c), c) for c in configs}
+    by_method_alpha: dict = {}
+    for fit in fits(trainer, metrics["objective"], exact):
+        by_method_alpha.setdefault((fit.config.alpha, fit.method), []).append(fit)
     rows = []
     for alpha in alphas:
         per_method = {}
         for method in METHODS:
-            idx = [i for i, r in enumerate(runs) if r.config.alpha == alpha and r.method == method]
-            bound = metrics["elbo_g" if method == "sgm" else "elbo"][idx]
-            mse = metrics["test_mse"][idx]
+            kept = by_method_alpha[(alpha, method)]
+            idx = [fit.row for fit in kept]
+            bound, mse = metrics["objective"][idx], metrics["test_mse"][idx]
             per_method[method] = (bound, mse)
-            log_z = [evidence[(alpha, runs[i].config.seed)] for i in idx]
-            rows.append({"alpha": alpha, "method": method, "seeds": len(idx),
+            rows.append({"alpha": alpha, "method": method, "seeds": len(idx), "restarts": base.restarts,
                          "elbo_mean": np.mean(bound), "elbo_std": np.std(bound),
                          "test_mse_mean": np.mean(mse), "test_mse_std": np.std(mse),
-                         "log_evidence_mean": np.mean(log_z),
+                         "log_evidence_mean": np.mean([exact[fit.config].log_evidence for fit in kept]),
+                         "exact_test_mse_mean": np.mean([exact[fit.config].test_mse for fit in kept]),
+                         "stuck_fits": sum(fit.stuck for fit in kept),
+                         "stuck_starts": sum(fit.stuck_starts for fit in kept),
                          "diverged": sum(trainer.diverged[i] for i in idx)})
         paired = _paired_with_mfvi(per_method)
         for row in rows[-len(METHODS):]:

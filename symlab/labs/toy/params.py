@@ -8,11 +8,12 @@ from symlab.urlstate import Param, format_floats
 from .experiment import DEFAULT_TABLE_ALPHAS, ToyConfig
 
 # The page's sidebar: every field the live view trains with, by field name.
-FIELDS = ("alpha", "noise", "n_train", "prior_scale", "mi", "K", "lr", "batch_size", "init", "seed")
+FIELDS = ("alpha", "noise", "n_train", "prior_scale", "mi", "K", "lr", "batch_size", "init", "restarts", "seed")
 # The live view redraws everything on every tick, so it keeps to what it can draw well: its 81-point
 # posterior map resolves the modes up to α ≈ 3; all N training points are drawn on every redraw (and
-# a batch above N is a full batch); the sliders keep their fine steps over the range worth exploring.
-CAPS = {"alpha": 3.0, "noise": 2.0, "prior_scale": 5.0, "lr": 0.2, "n_train": 500, "batch_size": 500}
+# a batch above N is a full batch); the sliders keep their fine steps over the range worth exploring; each start
+# trains and is drawn on every tick.
+CAPS = {"alpha": 3.0, "noise": 2.0, "prior_scale": 5.0, "lr": 0.2, "n_train": 500, "batch_size": 500, "restarts": 8}
 
 _ALPHA = controls.declaration(ToyConfig, "alpha")
 # The table trains every α × seed run as one batch and draws no posterior: α's full declared range.

@@ -38,7 +38,9 @@ PRESETS = {
         "raise Restarts to 4 and the best start reaches a mode."),
 }
 PRESET_RESETS = ("batch", "K", "lr", "prior", "restarts")
-REMEDY = "press New seed or raise Restarts"
+# What to do about a fit stuck on one side: starts from the origin differ only in their Monte-Carlo noise.
+REMEDIES = {"random": "press New seed or raise Restarts",
+            "origin": "press New seed or choose random initial means (starts from the origin differ only in their noise)"}
 STEPS_PER_TICK = 20
 TICK_SECONDS = 0.15  # the browser, not the server, limits the redraw rate (benchmarks/bench_toy_live.py)
 MAX_STEPS = 4000
@@ -205,7 +207,7 @@ def starts_caption(fits) -> str:
                       f"{fit.stuck_starts} stuck on one side" for fit in fits)
 
 
-def fit_notices(trainer, fits) -> None:
+def fit_notices(trainer, fits, config) -> None:
     """A diverged method is an error; a kept fit stuck on one side is named, with what to do about it."""
     for fit in fits:
         diverged = sum(trainer.diverged[row] for row in fit.rows)
@@ -215,7 +217,7 @@ def fit_notices(trainer, fits) -> None:
             st.warning(f"{diverged} of {LABELS[fit.method]}'s {len(fit.rows)} starts diverged (NaN parameters); "
                        "the kept start is one of the others.")
         if fit.stuck:
-            st.warning(f"{LABELS[fit.method]}: {toy.stuck_notice(REMEDY)}.", icon=":material/call_split:")
+            st.warning(f"{LABELS[fit.method]}: {toy.stuck_notice(REMEDIES[config.init])}.", icon=":material/call_split:")
 
 
 def traces_frame(trainer, fits) -> pd.DataFrame:
@@ -240,7 +242,7 @@ def live_panel(config):
 
     def draw(frame: int, chart_config: dict):
         fits = live_fits(trainer, config, exact)
-        fit_notices(trainer, fits)
+        fit_notices(trainer, fits, config)
         means, stds = trainer.parameters()
         latest = {fit.method: {k: getattr(trainer.history[fit.row], k)[-1] for k in ("elbo", "elbo_g", "test_mse")}
                   for fit in fits}
@@ -327,7 +329,7 @@ def table_panel(values, config):
         st.caption(f"α = {', '.join(f'{a:g}' for a in t_alphas)}, {t_seeds} seeds, noise {t_config.noise:g}, "
                    f"N = {t_config.n_train}, mutual information: {t_config.mi}, best of {t_config.restarts} starts")
         if frame["stuck_fits"].sum():
-            st.warning(f"{int(frame['stuck_fits'].sum())} fits ended with {toy.stuck_notice(REMEDY)}: their rows "
+            st.warning(f"{int(frame['stuck_fits'].sum())} fits ended with {toy.stuck_notice(REMEDIES[t_config.init])}: their rows "
                        "mix that local optimum into the means.")
         st.dataframe(shown, hide_index=True)
         sgm = frame[frame["method"] == "sgm"]
@@ -370,7 +372,8 @@ $\log p(\mathcal D)$ come from a 201 × 201 grid.
   both $< 0$), fits $y = \alpha x$ on one half of the inputs and nothing on the other: a local optimum of the
   training, not the symmetry. It is named when $q$ gives the units opposite signs less than 5% of the time while
   the exact posterior does more often than not. *Between the modes* (nearer the midpoint of the posterior's two
-  maxima than either) is the symmetry effect.
+  maxima than either) is the symmetry effect. Starts from the origin share their means and differ only in
+  their Monte-Carlo noise, so more of them help little there.
 * **Exact test MSE**: of the exact posterior's predictive mean, the best a method can expect to reach.
 """)
 

@@ -82,6 +82,8 @@ def test_toy_names_a_stuck_fit_in_json_and_in_the_table():
     report = json.loads(result.stdout)
     assert report["outcome"] == toy.STUCK and report["stuck_starts"] == 1
     assert report["notice"] == toy.stuck_notice("use another --seed or raise --restarts")
+    origin = json.loads(run("toy", "--alpha", "3", "--seed", "11", "--init", "origin", "--steps", "1000", "--json").stdout)
+    assert origin["stuck_starts"] == 4 and "--init random" in origin["notice"]  # its starts differ only in noise
     assert report["test_mse"] > 5 * report["exact_test_mse"]
     readable = run("toy", "--alpha", "3", "--seed", "11", "--restarts", "1", "--steps", "1000").stdout
     assert "NOTE: both units on one side" in readable and "exact posterior's 0.37" in readable

@@ -327,7 +327,7 @@ def table_panel(values, config):
             "starts stuck": [f"{k} / {n * r}" for k, n, r in zip(frame["stuck_starts"], frame["seeds"], frame["restarts"])],
         })
         st.caption(f"α = {', '.join(f'{a:g}' for a in t_alphas)}, {t_seeds} seeds, noise {t_config.noise:g}, "
-                   f"N = {t_config.n_train}, mutual information: {t_config.mi}, best of {t_config.restarts} starts")
+                   f"N = {t_config.n_train}, mutual information: {t_config.mi}, best of {t_config.restarts} start{'s' if t_config.restarts != 1 else ''}")
         if frame["stuck_fits"].sum():
             st.warning(f"{int(frame['stuck_fits'].sum())} fits ended with {toy.stuck_notice(REMEDIES[t_config.init])}: their rows "
                        "mix that local optimum into the means.")

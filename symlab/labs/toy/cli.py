@@ -80,7 +80,7 @@ def _format_toy(report: dict) -> str:
     if "table" in report:
         return _format_table(report)
     lines = [f"{report['method']} on α = {report['config']['alpha']:g}, {report['steps']} steps, "
-             f"best of {report['restarts']} starts (start {report['start']}: {report['outcome']})"
+             f"best of {_starts(report['restarts'])} (start {report['start']}: {report['outcome']})"
              + ("  (DIVERGED: NaN parameters)" if report["diverged"] else ""),
              f"  mu = ({_nums(report['mu'], 3)}), sigma = ({_nums(report['sigma'], 3)})",
              f"  ELBO (method's bound) {_num(report['elbo'])}   ELBO(θ) {_num(report['elbo_mf'])}   "
@@ -96,7 +96,7 @@ def _format_toy(report: dict) -> str:
 
 def _format_table(report: dict) -> str:
     restarts = report["config"]["restarts"]
-    lines = [f"MFVI vs SGM after {report['steps']} steps, each seed's fit the best of {restarts} starts "
+    lines = [f"MFVI vs SGM after {report['steps']} steps, each seed's fit the best of {_starts(restarts)} "
              "(mean ± std over seeds); ELBO: MFVI's ELBO, SGM's ELBO + I; exact: the posterior's",
              f"{'alpha':>6} {'method':>6} {'test MSE':>18} {'exact MSE':>9} {'ELBO':>20} {'log p(D)':>9} "
              f"{'stuck fits':>10} {'stuck starts':>12}"]
@@ -113,6 +113,10 @@ def _format_table(report: dict) -> str:
                          f"{cli.pm(row['test_mse_change_mean'], row['test_mse_change_std'], 4)}"
                          f" (lower on {row['seeds_lower_test_mse']}/{row['seeds']} seeds)")
     return "\n".join(lines)
+
+
+def _starts(count: int) -> str:
+    return f"{count} start" + ("s" if count != 1 else "")
 
 
 def _nums(values, digits: int) -> str:

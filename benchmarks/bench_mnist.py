@@ -4,7 +4,11 @@ One training epoch each (60 000 images, hidden 400, batch 128, Adam, the same mi
 on this machine's CPU unless --device says otherwise; evaluation is not timed. Then MFVI's test
 accuracy over 10 epochs. Each variant runs --rounds times, interleaved; the fastest epoch counts.
 
-    python benchmarks/bench_mnist.py [--rounds 2] [--device cpu|cuda] [--widths 64,256,1024,4096]
+    python benchmarks/bench_mnist.py [--rounds 2] [--device cpu|cuda] [--widths 64,256,1024,4096] [--estimator-draws 200]
+
+Then the gradient estimators (reparam, local, flipout) at one θ (MFVI after one epoch) on one minibatch:
+the total variance of the gradient w.r.t. μ and log σ over many draws, the time of one gradient, and
+variance × time, the fair comparison (halving the variance is worth twice the time: two draws averaged).
 
 bayesian-torch is optional: `pip install --no-deps bayesian-torch` (it imports without torchvision).
 Targets: MFVI ≤ 1.6× deterministic and ≤ 0.5× bayesian-torch; SGM K=8 ≤ 1.25× MFVI, K=64 ≤ 1.6× MFVI;
@@ -17,6 +21,7 @@ import argparse
 import math
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -24,7 +29,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from symlab.labs.mnist import experiment as mnist
-from symlab.lib import mnist_data  # noqa: E402
+from symlab.lib import bnn, mnist_data  # noqa: E402
 
 HIDDEN, BATCH, LR = 400, 128, 1e-3
 
@@ -113,6 +118,39 @@ def epoch_times(tensors, device, hidden, rounds) -> dict[str, float | None]:
     return best
 
 
+def estimator_comparison(tensors, device, hidden, draws: int) -> list[dict]:
+    """Each estimator's gradient of NLL + KL/N at the same θ and minibatch, ``draws`` times."""
+    base = mnist.MnistConfig(hidden=hidden, epochs=1, batch_size=BATCH, lr=LR, samples=1)
+    trained = mnist.MnistTrainer(base, tensors, device)
+    trained.evaluate = lambda generator: {}
+    trained.train_epoch()
+    x, y = tensors.train_x[:BATCH], tensors.train_y[:BATCH]
+    rows = []
+    for estimator in bnn.ESTIMATORS:
+        trainer = mnist.MnistTrainer(replace(base, estimator=estimator), tensors, device)
+        with torch.no_grad():
+            trainer.mu.copy_(trained.mu)
+            trainer.log_sd.copy_(trained.log_sd)
+        generator = torch.Generator(device=device).manual_seed(0)
+        grads, seconds = [], []
+        for _ in range(draws + 1):
+            sync(device)
+            started = time.perf_counter()
+            noise = (torch.randn(trainer.layout.n_params, generator=generator, device=device)
+                     if trainer.draws_weights else None)
+            _, grad_mu, grad_log_sd, _ = trainer.negative_elbo_gradients(x, y, noise, generator)
+            sync(device)
+            seconds.append(time.perf_counter() - started)
+            grads.append(torch.cat([grad_mu, grad_log_sd]))
+        grads, n = torch.stack(grads[1:]), trainer.layout.n_params  # the first call warms up
+        variance_mu, variance_log_sd = float(grads[:, :n].var(0).sum()), float(grads[:, n:].var(0).sum())
+        step_ms = 1e3 * sorted(seconds[1:])[len(seconds) // 2]
+        rows.append({"estimator": estimator, "variance_mu": variance_mu, "variance_log_sd": variance_log_sd,
+                     "gradient_ms": step_ms, "variance_time_mu": variance_mu * step_ms,
+                     "variance_time_log_sd": variance_log_sd * step_ms})
+    return rows
+
+
 def ratio(a, b):
     return "n/a" if a is None or b is None else f"{a / b:.2f}×"
 
@@ -123,6 +161,8 @@ def main() -> None:
     parser.add_argument("--device", default="auto")
     parser.add_argument("--accuracy-epochs", type=int, default=10)
     parser.add_argument("--widths", default="", help="also time MFVI/SGM epochs at these widths (e.g. on a GPU)")
+    parser.add_argument("--estimator-draws", type=int, default=200,
+                        help="gradient draws per estimator for the variance comparison (0: skip it)")
     args = parser.parse_args()
     device = mnist.resolve_device(args.device)
     data = mnist_data.load_mnist()
@@ -148,6 +188,18 @@ def main() -> None:
             print(f"  MFVI epoch {metrics['epoch']:2d}: test accuracy {100 * metrics['test_acc']:.2f} %, "
                   f"NLL {metrics['test_nll']:.4f}, ECE {metrics['test_ece']:.4f}")
         print(f"MFVI test accuracy after {config.epochs} epochs: {100 * metrics['test_acc']:.2f} % (target ≥ 97 %)")
+
+    if args.estimator_draws:
+        rows = estimator_comparison(tensors, device, HIDDEN, args.estimator_draws)
+        reference = rows[0]
+        print(f"gradient estimators at one θ (MFVI after 1 epoch), one minibatch, {args.estimator_draws} draws "
+              "(variance: summed over coordinates; ratios against reparam)")
+        print(f"  {'estimator':<9} {'Var ∇μ':>10} {'Var ∇log σ':>11} {'ms/gradient':>12} {'Var ∇μ × time':>14} "
+              f"{'Var ∇log σ × time':>18}")
+        for row in rows:
+            print(f"  {row['estimator']:<9} {row['variance_mu']:10.4g} {row['variance_log_sd']:11.4g} "
+                  f"{row['gradient_ms']:12.2f} {row['variance_time_mu'] / reference['variance_time_mu']:13.3f}× "
+                  f"{row['variance_time_log_sd'] / reference['variance_time_log_sd']:17.3f}×")
 
     for width in [int(w) for w in args.widths.split(",") if w.strip()]:
         det = deterministic_epoch(tensors, device, width)

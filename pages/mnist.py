@@ -99,6 +99,7 @@ def controls_panel():
         widget("rebuild_every", disabled=not (sgm and not infonce))
         st.subheader("Training")
         widget("epochs", cap=caps["epochs"])
+        widget("estimator", required=True)
         for name in ("train_subset", "batch_size", "lr", "prior_scale", "init_sd", "samples", "seed"):
             widget(name)
         ui.new_seed_button(PAGE)
@@ -128,6 +129,13 @@ def explanation():
         st.latex(r"\mathrm{ELBO} + I_H \;\le\; \mathrm{ELBO}_G \;\le\; \log p(\mathcal D),\qquad "
                  r"\hat I_H(\omega) = \sum_{b}\Big[\log B_b! - \log\!\sum_{\pi \in S(B_b)} "
                  r"e^{\ell_\pi - \ell_{\mathrm{id}}}\Big],\quad \ell_\pi = -\tfrac12 \sum_{j \in B_b} C[j, \pi(j)]")
+        st.markdown(
+            "**Gradient estimators** of the expected minibatch NLL, all unbiased: *reparam* draws ω = μ + σ ⊙ ε once "
+            "per step for the whole minibatch; *local* draws each example's pre-activations from their Gaussian, "
+            "a = hμ_Wᵀ + μ_b + √(h² σ_W²ᵀ + σ_b²) ⊙ ξ (no weight draw: SGM's Î keeps one of its own); *flipout* "
+            "draws one perturbation σ ⊙ ε and flips its signs per example on its inputs and outputs. Per-example "
+            "noise averages out over the minibatch, so local and flipout lower the gradient's variance, at the cost "
+            "of a second matrix product per layer.")
         st.markdown(WHAT_TO_EXPECT)
         st.markdown(
             "A block's term is log B! (no gradient) when its units are far apart, and 0 when q is invariant on it "

@@ -323,8 +323,8 @@ SHARED_LINKS = {  # every URL-bound control, at a value other than its default (
              "Seed": "42",
              "α values (comma-separated)": "0.5, 1.5", "Seeds": "3"}),
     "mnist": ("hidden=128&depth=2&method=sgm&K=32&epochs=3&subset=5000&batch=64&lr=0.002&prior=0.5&init_sd=0.01"
-              "&samples=5&seed=7&device=cpu",
-              {"Hidden units per layer": "128", "Hidden layers": "2", "Method": "SGM", "K (SGM's InfoNCE terms)": "32",
+              "&samples=5&seed=7&device=cpu&estimator=local",
+              {"Gradient estimator": "local", "Hidden units per layer": "128", "Hidden layers": "2", "Method": "SGM", "K (SGM's InfoNCE terms)": "32",
                "Epochs": "3", "Training subset (0 = all 60 000)": "5000", "Batch size": "64",
                "Learning rate (Adam)": "0.00200", "Prior std dev": "0.50", "Initial posterior std dev": "0.01000",
                "Prediction samples M": "5", "Seed": "7", "Device": "cpu", "Runs": ""}),

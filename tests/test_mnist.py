@@ -14,7 +14,7 @@ import torch
 
 from symlab.labs.mnist import experiment as mnist
 from symlab.labs.mnist.experiment import MnistConfig, MnistTrainer
-from symlab.lib import mnist_data
+from symlab.lib import bnn, mnist_data
 from symlab.results import TrainingDiverged
 
 
@@ -94,8 +94,9 @@ def trainer_for(config, data):
     return MnistTrainer(config, mnist.prepare_tensors(data, config, device), device)
 
 
-def test_a_short_run_learns(data):
-    trainer = trainer_for(small_config(hidden=64, train_subset=5000), data)
+@pytest.mark.parametrize("estimator", bnn.ESTIMATORS)
+def test_a_short_run_learns(data, estimator):
+    trainer = trainer_for(small_config(hidden=64, train_subset=5000, estimator=estimator), data)
     for _ in range(2):
         metrics = trainer.train_epoch()
     assert metrics["test_acc"] > 0.8  # chance is 0.1
@@ -112,8 +113,10 @@ def test_sgm_with_far_apart_copies_trains_exactly_like_mfvi_and_gains_log_k(data
     assert second["train_elbo_sym"] - second["train_elbo"] == pytest.approx(math.log(8))
 
 
-def test_sgm_term_is_active_when_copies_overlap(data):
-    settings = dict(hidden=3, K=16, init_sd=0.5, epochs=1, train_subset=500)
+@pytest.mark.parametrize("estimator", bnn.ESTIMATORS)
+def test_sgm_term_is_active_when_copies_overlap(data, estimator):
+    """Also under local reparameterisation, which samples no weights for the likelihood: Î keeps its own draw."""
+    settings = dict(hidden=3, K=16, init_sd=0.5, epochs=1, train_subset=500, estimator=estimator)
     sgm, mfvi = trainer_for(small_config(method="sgm", **settings), data), trainer_for(small_config(**settings), data)
     metrics = sgm.train_epoch()
     mfvi.train_epoch()

@@ -40,6 +40,59 @@ def negative_elbo_gradients(grad_w, noise, mu, sd, prior_scale: float, n_train: 
     return grad_mu, grad_log_sd
 
 
+def kl_gradients(mu, sd, prior_scale: float, n_train: int):
+    """Gradients of KL(q ‖ p)/N w.r.t. μ and log σ: μ/(p²N) and (σ²/p² − 1)/N."""
+    scale = 1.0 / (prior_scale**2 * n_train)
+    return mu * scale, sd.square().mul_(scale).sub_(1.0 / n_train)
+
+
+# ---------------------------------------------------------------------------------------------
+# Gradient estimators of the expected minibatch NLL under mean-field q
+#
+# All three are unbiased for E_q[NLL]: each example's outputs have the distribution they would have
+# under weights drawn for it alone. They differ in variance and cost:
+#   reparam: one weight draw ω = μ + σ ⊙ ε shared by the minibatch (gradients written out above);
+#   local:   each example's pre-activations drawn from their Gaussian given its inputs (Kingma et al.
+#            2015): no weight draw, per-example noise, a second matrix product for the variances;
+#   flipout: one weight perturbation σ ⊙ ε, decorrelated across examples by random signs on its
+#            inputs and outputs (Wen et al. 2018): a second matrix product, per-example signs.
+
+ESTIMATORS = ("reparam", "local", "flipout")
+
+
+def local_reparam_outputs(layout: Layout, mu, log_sd, x, generator: torch.Generator):
+    """The MLP's outputs on ``x`` with every pre-activation drawn per example: a = hM̄ᵀ + b̄ + √(h²S²ᵀ + s_b²) ⊙ ξ,
+    differentiable in μ and log σ."""
+    means, variances = layout.layers(mu), layout.layers(torch.exp(2 * log_sd))
+    h = x
+    for index, ((M, b), (V, v)) in enumerate(zip(means, variances)):
+        mean = torch.addmm(b, h, M.mT)
+        sd = torch.addmm(v, h.square(), V.mT).sqrt()
+        h = torch.addcmul(mean, sd, torch.randn(mean.shape, generator=generator, device=mean.device, dtype=mean.dtype))
+        if index < len(means) - 1:
+            h = torch.relu(h)
+    return h
+
+
+def flipout_outputs(layout: Layout, mu, log_sd, noise, x, generator: torch.Generator):
+    """The MLP's outputs on ``x`` with the weight perturbation Δ = σ ⊙ noise flipped per example:
+    a = hM̄ᵀ + b̄ + ((h ⊙ s)ΔWᵀ + Δb) ⊙ r, with s, r uniform random signs; differentiable in μ and log σ."""
+    means, perturbations = layout.layers(mu), layout.layers(torch.exp(log_sd) * noise)
+    h = x
+    for index, ((M, b), (dW, db)) in enumerate(zip(means, perturbations)):
+        signs_in = _random_signs(h.shape, generator, h)
+        signs_out = _random_signs((h.shape[0], M.shape[0]), generator, h)
+        h = torch.addmm(b, h, M.mT) + torch.addmm(db, h * signs_in, dW.mT) * signs_out
+        if index < len(means) - 1:
+            h = torch.relu(h)
+    return h
+
+
+def _random_signs(shape, generator: torch.Generator, like: torch.Tensor):
+    bits = torch.randint(0, 2, shape, generator=generator, device=like.device, dtype=like.dtype)
+    return bits.mul_(2).sub_(1)
+
+
 # ---------------------------------------------------------------------------------------------
 # Permutation symmetry
 

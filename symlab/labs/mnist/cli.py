@@ -13,7 +13,7 @@ from symlab.runs import EXECUTORS
 VARIED = ("hidden", "method", "K", "seed")
 # The settings every run of a command shares.
 SHARED = ("mi", "block_size", "rebuild_every", "depth", "epochs", "batch_size", "lr", "prior_scale", "init_sd",
-          "samples", "train_subset", "device")
+          "samples", "train_subset", "device", "estimator")
 
 
 def declared_list(name: str):

@@ -53,6 +53,11 @@ class MnistConfig:
     method: str = control("mfvi", choices=METHODS, label="Method", widget="segmented",
                           help="mfvi: mean-field VI, maximising the ELBO; sgm: its symmetrised version "
                                "(ELBO + an estimate of I).")
+    estimator: str = control("reparam", choices=bnn.ESTIMATORS, label="Gradient estimator", widget="segmented",
+                             help="reparam: one weight draw per step, shared by the minibatch; local: each example's "
+                                  "pre-activations drawn from their Gaussian (no weight draw); flipout: one weight "
+                                  "draw, decorrelated across examples by random signs. All three are unbiased; "
+                                  "they differ in variance and cost.")
     mi: str = control("infonce", choices=MI_ESTIMATORS, label="SGM's estimate of I", widget="segmented",
                       help="infonce: Î_K over K − 1 random permutations per step (Thm 4.3); blocks: the exact I_H "
                            "of the subgroup H that permutes blocks of close units.")
@@ -172,25 +177,48 @@ class MnistTrainer:
         self.block_plan: blocks.BlockPlan | None = None  # H(θ) for SGM with mi="blocks"
 
     @property
+    def draws_weights(self) -> bool:
+        """Whether a step draws ω = μ + σ ⊙ noise: all but MFVI with local reparameterisation."""
+        return self.config.estimator != "local" or self.config.method == "sgm"
+
+    @property
     def steps_per_epoch(self) -> int:
         return math.ceil(self.n_train / self.config.batch_size)
 
-    def step(self, x, y, noise, perm_generator) -> dict:
-        """One Adam step on −(ELBO [+ Î]) / N from one minibatch and one weight draw
-        ω = μ + σ ⊙ noise; returns the step's estimates. SGM's Î is Î_K (InfoNCE) or Î_H over
-        ``block_plan``."""
+    def negative_elbo_gradients(self, x, y, noise, sample_generator=None):
+        """(minibatch NLL, gradients of NLL + KL/N w.r.t. μ and log σ, the weight draw ω = μ + σ ⊙ noise or
+        None) by the config's gradient estimator; ``noise`` is None only for MFVI with ``local``, which draws
+        no weights; ``local`` and ``flipout`` draw their per-example noise from ``sample_generator``."""
         config, mu, log_sd = self.config, self.mu, self.log_sd
+        if config.estimator == "reparam":
+            with torch.no_grad():
+                sd = log_sd.exp()
+                w = torch.addcmul(mu, sd, noise).requires_grad_()
+            layers = self.layout.layers(w)
+            nll = F.cross_entropy(mlp.forward(layers, x), y)
+            # Gradients w.r.t. the layer views, so autograd does not scatter them back into ω.
+            grad_w = torch.cat([g.reshape(-1) for g in torch.autograd.grad(nll, [t for layer in layers for t in layer])])
+            with torch.no_grad():
+                return nll, *bnn.negative_elbo_gradients(grad_w, noise, mu, sd, config.prior_scale, self.n_train), w
+        if config.estimator == "local":
+            logits = bnn.local_reparam_outputs(self.layout, mu, log_sd, x, sample_generator)
+        else:
+            logits = bnn.flipout_outputs(self.layout, mu, log_sd, noise, x, sample_generator)
+        nll = F.cross_entropy(logits, y)
+        grad_mu, grad_log_sd = torch.autograd.grad(nll, [mu, log_sd])
         with torch.no_grad():
-            sd = log_sd.exp()
-            w = torch.addcmul(mu, sd, noise).requires_grad_()
-        layers = self.layout.layers(w)
-        nll = F.cross_entropy(mlp.forward(layers, x), y)
-        # Gradients w.r.t. the layer views, so autograd does not scatter them back into ω.
-        grad_w = torch.cat([g.reshape(-1) for g in torch.autograd.grad(nll, [t for layer in layers for t in layer])])
+            kl_mu, kl_log_sd = bnn.kl_gradients(mu, log_sd.exp(), config.prior_scale, self.n_train)
+            w = None if noise is None else torch.addcmul(mu, log_sd.exp(), noise)
+        return nll, grad_mu.add_(kl_mu), grad_log_sd.add_(kl_log_sd), w
+
+    def step(self, x, y, noise, perm_generator, sample_generator=None) -> dict:
+        """One Adam step on −(ELBO [+ Î]) / N from one minibatch, by the config's gradient estimator
+        (:meth:`negative_elbo_gradients`); returns the step's estimates. SGM's Î is Î_K (InfoNCE) or Î_H
+        over ``block_plan``, at the weight draw ω = μ + σ ⊙ noise (its own draw under ``local``)."""
+        config, mu, log_sd = self.config, self.mu, self.log_sd
+        nll, grad_mu, grad_log_sd, w = self.negative_elbo_gradients(x, y, noise, sample_generator)
         with torch.no_grad():
-            kl = gaussian.kl_to_prior(mu, log_sd, config.prior_scale, sd=sd)
-            grad_mu, grad_log_sd = bnn.negative_elbo_gradients(grad_w, noise, mu, sd, config.prior_scale,
-                                                               self.n_train)
+            kl = gaussian.kl_to_prior(mu, log_sd, config.prior_scale)
         estimates = {"elbo": -self.n_train * nll.item() - kl.item()}
         if config.method == "sgm":
             if config.mi == "blocks":
@@ -229,9 +257,11 @@ class MnistTrainer:
             if config.method == "sgm" and config.mi == "blocks" and step % config.rebuild_every == 0:
                 self.block_plan = self._plan_blocks(epoch, step)
             batch = order[step * config.batch_size:(step + 1) * config.batch_size]
-            noise = torch.randn(self.layout.n_params, generator=generator, device=self.device)
+            noise = (torch.randn(self.layout.n_params, generator=generator, device=self.device)
+                     if self.draws_weights else None)
             try:
-                estimates = self.step(self.data.train_x[batch], self.data.train_y[batch], noise, perm_generator)
+                estimates = self.step(self.data.train_x[batch], self.data.train_y[batch], noise, perm_generator,
+                                      generator)
             except TrainingDiverged:
                 raise TrainingDiverged(f"training diverged at epoch {epoch}, step {step + 1}: the loss became "
                                        f"NaN or infinite (try a lower learning rate than {config.lr:g})") from None

@@ -8,7 +8,7 @@ from .experiment import WORK_FIELDS, MnistConfig
 
 # The config fields the page sets, in the link's order.
 PAGE_FIELDS = ("hidden", "depth", "method", "mi", "K", "block_size", "rebuild_every", "epochs", "train_subset",
-               "batch_size", "lr", "prior_scale", "init_sd", "samples", "seed", "device")
+               "batch_size", "lr", "prior_scale", "init_sd", "samples", "seed", "device", "estimator")
 COMPARE = Param("compare", "floats", "", 1, 1e9, max_items=8)  # the runs compared, by id
 
 

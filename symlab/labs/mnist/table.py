@@ -17,8 +17,9 @@ def setting_label(config: MnistConfig) -> str:
     subset = f"{config.train_subset} train" if config.train_subset else "all 60000 train"
     depth = "" if config.depth == 1 else f"{config.depth} hidden layers, "
     epochs = f"{config.epochs} epoch{'s' * (config.epochs != 1)}"
+    estimator = "" if config.estimator == "reparam" else f", {config.estimator} gradients"
     return (f"{depth}{epochs}, {subset}, batch {config.batch_size}, lr {config.lr:g}, "
-            f"prior {config.prior_scale:g}, init sd {config.init_sd:g}, M={config.samples}")
+            f"prior {config.prior_scale:g}, init sd {config.init_sd:g}, M={config.samples}{estimator}")
 
 
 def results_table(finished_runs) -> list[dict]:

@@ -138,7 +138,9 @@ def estimator_comparison(tensors, device, hidden, draws: int) -> list[dict]:
             started = time.perf_counter()
             noise = (torch.randn(trainer.layout.n_params, generator=generator, device=device)
                      if trainer.draws_weights else None)
-            _, grad_mu, grad_log_sd, _ = trainer.negative_elbo_gradients(x, y, noise, generator)
+            with torch.no_grad():
+                sd = trainer.log_sd.exp()
+            _, grad_mu, grad_log_sd, _ = trainer.negative_elbo_gradients(x, y, noise, sd, generator)
             sync(device)
             seconds.append(time.perf_counter() - started)
             grads.append(torch.cat([grad_mu, grad_log_sd]))

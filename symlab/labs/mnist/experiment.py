@@ -185,14 +185,14 @@ class MnistTrainer:
     def steps_per_epoch(self) -> int:
         return math.ceil(self.n_train / self.config.batch_size)
 
-    def negative_elbo_gradients(self, x, y, noise, sample_generator=None):
+    def negative_elbo_gradients(self, x, y, noise, sd, sample_generator=None):
         """(minibatch NLL, gradients of NLL + KL/N w.r.t. μ and log σ, the weight draw ω = μ + σ ⊙ noise or
-        None) by the config's gradient estimator; ``noise`` is None only for MFVI with ``local``, which draws
-        no weights; ``local`` and ``flipout`` draw their per-example noise from ``sample_generator``."""
+        None) by the config's gradient estimator, given σ = exp(log σ) outside autograd; ``noise`` is None only
+        for MFVI with ``local``, which draws no weights; ``local`` and ``flipout`` draw their per-example noise
+        from ``sample_generator``."""
         config, mu, log_sd = self.config, self.mu, self.log_sd
         if config.estimator == "reparam":
             with torch.no_grad():
-                sd = log_sd.exp()
                 w = torch.addcmul(mu, sd, noise).requires_grad_()
             layers = self.layout.layers(w)
             nll = F.cross_entropy(mlp.forward(layers, x), y)
@@ -207,8 +207,8 @@ class MnistTrainer:
         nll = F.cross_entropy(logits, y)
         grad_mu, grad_log_sd = torch.autograd.grad(nll, [mu, log_sd])
         with torch.no_grad():
-            kl_mu, kl_log_sd = bnn.kl_gradients(mu, log_sd.exp(), config.prior_scale, self.n_train)
-            w = None if noise is None else torch.addcmul(mu, log_sd.exp(), noise)
+            kl_mu, kl_log_sd = bnn.kl_gradients(mu, sd, config.prior_scale, self.n_train)
+            w = None if noise is None else torch.addcmul(mu, sd, noise)
         return nll, grad_mu.add_(kl_mu), grad_log_sd.add_(kl_log_sd), w
 
     def step(self, x, y, noise, perm_generator, sample_generator=None) -> dict:
@@ -216,9 +216,11 @@ class MnistTrainer:
         (:meth:`negative_elbo_gradients`); returns the step's estimates. SGM's Î is Î_K (InfoNCE) or Î_H
         over ``block_plan``, at the weight draw ω = μ + σ ⊙ noise (its own draw under ``local``)."""
         config, mu, log_sd = self.config, self.mu, self.log_sd
-        nll, grad_mu, grad_log_sd, w = self.negative_elbo_gradients(x, y, noise, sample_generator)
         with torch.no_grad():
-            kl = gaussian.kl_to_prior(mu, log_sd, config.prior_scale)
+            sd = log_sd.exp()
+        nll, grad_mu, grad_log_sd, w = self.negative_elbo_gradients(x, y, noise, sd, sample_generator)
+        with torch.no_grad():
+            kl = gaussian.kl_to_prior(mu, log_sd, config.prior_scale, sd=sd)
         estimates = {"elbo": -self.n_train * nll.item() - kl.item()}
         if config.method == "sgm":
             if config.mi == "blocks":

@@ -535,8 +535,9 @@ def method_samples(config: QualityConfig, progress=None) -> dict[str, np.ndarray
     rng = np.random.default_rng([cfg.seed, 2024])
     vi_progress = None if progress is None else (lambda done, total: progress(done, total, "MFVI and SGM: Adam step"))
     trainer = toy.train_runs(toy.starts_of("mfvi", cfg) + toy.starts_of("sgm", cfg), config.steps, progress=vi_progress)
-    post = toy.exact_posterior(toy.make_data(cfg), cfg.noise, cfg.prior_scale)
-    fits = toy.fits(trainer, trainer.evaluate()["objective"], {cfg: toy.exact_answer(toy.make_data(cfg), cfg, post)})
+    data = toy.make_data(cfg)
+    post = toy.exact_posterior(data, cfg.noise, cfg.prior_scale)
+    fits = toy.fits(trainer, trainer.evaluate()["objective"], {cfg: toy.exact_answer(data, cfg, post)})
     kept = [fit.row for fit in fits]  # MFVI's best start, then SGM's
     mean, std = (values[kept] for values in trainer.parameters())
     if not np.all(np.isfinite(mean)):

@@ -1,10 +1,13 @@
 """MNIST epoch cost: deterministic MLP vs our MFVI vs our SGM (K = 8, 64) vs bayesian-torch.
 
 One training epoch each (60 000 images, hidden 400, batch 128, Adam, the same minibatch order),
-on this machine's CPU unless --device says otherwise; evaluation is not timed. Then MFVI's test
-accuracy over 10 epochs. Each variant runs --rounds times, interleaved; the fastest epoch counts.
+on this machine's CPU unless --device says otherwise, with --threads torch threads; evaluation is not
+timed. Each variant runs --rounds times, interleaved; the fastest epoch counts; printed as ratios.
+Then MFVI's test accuracy after 10 epochs over seeds, with ε read from the normal table (as training
+does) and drawn afresh every step (the reference): the table must not cost accuracy.
 
-    python benchmarks/bench_mnist.py [--rounds 2] [--device cpu|cuda] [--widths 64,256,1024,4096] [--estimator-draws 200]
+    python benchmarks/bench_mnist.py [--rounds 3] [--threads 2] [--device cpu|cuda] [--widths 64,256,1024,4096]
+                                     [--accuracy-seeds 3] [--estimator-draws 200] [--json]
 
 Then the gradient estimators (reparam, local, flipout) at one θ (MFVI after one epoch) on one minibatch:
 the total variance of the gradient w.r.t. μ and log σ over many draws, the time of one gradient, and
@@ -18,6 +21,7 @@ MFVI ≥ 97 % test accuracy within 10 epochs.
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import sys
 import time
@@ -157,58 +161,99 @@ def ratio(a, b):
     return "n/a" if a is None or b is None else f"{a / b:.2f}×"
 
 
+def quotient(a, b):
+    return None if a is None or b is None else round(a / b, 3)
+
+
+def test_accuracies(tensors, device, epochs: int, seeds: int, normals) -> list[float]:
+    """MFVI's test accuracy after ``epochs`` epochs for seeds 0 … seeds − 1, with ε from ``normals``."""
+    accuracies = []
+    for seed in range(seeds):
+        trainer = mnist.MnistTrainer(mnist.MnistConfig(hidden=HIDDEN, epochs=epochs, seed=seed), tensors, device)
+        trainer.normals = normals
+        for _ in range(epochs):
+            metrics = trainer.train_epoch()
+        accuracies.append(metrics["test_acc"])
+    return accuracies
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=2, help="torch intra-op threads (pinned; default 2)")
     parser.add_argument("--device", default="auto")
     parser.add_argument("--accuracy-epochs", type=int, default=10)
+    parser.add_argument("--accuracy-seeds", type=int, default=3,
+                        help="seeds of the accuracy run, each with the normal table and with fresh draws (0: skip)")
     parser.add_argument("--widths", default="", help="also time MFVI/SGM epochs at these widths (e.g. on a GPU)")
     parser.add_argument("--estimator-draws", type=int, default=200,
                         help="gradient draws per estimator for the variance comparison (0: skip it)")
+    parser.add_argument("--json", action="store_true", help="end with one JSON line of the ratios and accuracies")
     args = parser.parse_args()
+    torch.set_num_threads(args.threads)
     device = mnist.resolve_device(args.device)
     data = mnist_data.load_mnist()
     tensors = mnist.prepare_tensors(data, mnist.MnistConfig(), device)
     print(f"device {device}, torch {torch.__version__}, {torch.get_num_threads()} threads; "
           f"hidden {HIDDEN}, batch {BATCH}, {len(tensors.train_y)} images per epoch; best of {args.rounds}")
+    summary: dict = {"device": str(device), "threads": torch.get_num_threads(), "hidden": HIDDEN, "batch": BATCH}
 
     times = epoch_times(tensors, device, HIDDEN, args.rounds)
-    for name, seconds in times.items():
-        shown = "not installed (pip install --no-deps bayesian-torch)" if seconds is None else f"{seconds:7.2f} s"
-        print(f"  {name:<18} {shown}")
     det, ours, bt = times["deterministic MLP"], times["our MFVI"], times["bayesian-torch"]
+    for name, seconds in times.items():
+        shown = "not installed (pip install --no-deps bayesian-torch)" if seconds is None else ratio(seconds, det)
+        print(f"  {name:<18} {shown:>7} the deterministic MLP's epoch")
     print(f"MFVI / deterministic   {ratio(ours, det):>7}  (target ≤ 1.6×)")
     print(f"MFVI / bayesian-torch  {ratio(ours, bt):>7}  (target ≤ 0.5×)")
     print(f"SGM K=8 / MFVI         {ratio(times['our SGM K=8'], ours):>7}  (target ≤ 1.25×)")
     print(f"SGM K=64 / MFVI        {ratio(times['our SGM K=64'], ours):>7}  (target ≤ 1.6×)")
+    summary.update(mfvi_over_deterministic=quotient(ours, det), mfvi_over_bayesian_torch=quotient(ours, bt),
+                   sgm8_over_mfvi=quotient(times["our SGM K=8"], ours),
+                   sgm64_over_mfvi=quotient(times["our SGM K=64"], ours))
 
-    if args.accuracy_epochs:
-        config = mnist.MnistConfig(hidden=HIDDEN, method="mfvi", epochs=args.accuracy_epochs)
-        trainer = mnist.MnistTrainer(config, tensors, device)
-        for _ in range(config.epochs):
-            metrics = trainer.train_epoch()
-            print(f"  MFVI epoch {metrics['epoch']:2d}: test accuracy {100 * metrics['test_acc']:.2f} %, "
-                  f"NLL {metrics['test_nll']:.4f}, ECE {metrics['test_ece']:.4f}")
-        print(f"MFVI test accuracy after {config.epochs} epochs: {100 * metrics['test_acc']:.2f} % (target ≥ 97 %)")
+    if args.accuracy_epochs and args.accuracy_seeds:
+        table = test_accuracies(tensors, device, args.accuracy_epochs, args.accuracy_seeds, bnn.NormalTable)
+        fresh = test_accuracies(tensors, device, args.accuracy_epochs, args.accuracy_seeds, bnn.FreshNormals)
+        print(f"MFVI test accuracy after {args.accuracy_epochs} epochs, seeds 0–{args.accuracy_seeds - 1} "
+              "(target ≥ 97 %):")
+        for name, values in (("normal table", table), ("fresh draws", fresh)):
+            print(f"  {name:<13} " + "  ".join(f"{100 * a:.2f} %" for a in values)
+                  + f"   mean {100 * sum(values) / len(values):.2f} %")
+        summary.update({f"mfvi_test_acc_{args.accuracy_epochs}_epochs": table[0],
+                        "mfvi_test_acc_by_seed": table, "mfvi_test_acc_by_seed_fresh_draws": fresh})
 
     if args.estimator_draws:
         rows = estimator_comparison(tensors, device, HIDDEN, args.estimator_draws)
         reference = rows[0]
         print(f"gradient estimators at one θ (MFVI after 1 epoch), one minibatch, {args.estimator_draws} draws "
               "(variance: summed over coordinates; ratios against reparam)")
-        print(f"  {'estimator':<9} {'Var ∇μ':>10} {'Var ∇log σ':>11} {'ms/gradient':>12} {'Var ∇μ × time':>14} "
+        print(f"  {'estimator':<9} {'Var ∇μ':>10} {'Var ∇log σ':>11} {'time':>7} {'Var ∇μ × time':>14} "
               f"{'Var ∇log σ × time':>18}")
+        estimators = {}
         for row in rows:
+            relative = {"variance_mu": row["variance_mu"] / reference["variance_mu"],
+                        "variance_log_sd": row["variance_log_sd"] / reference["variance_log_sd"],
+                        "time": row["gradient_ms"] / reference["gradient_ms"],
+                        "variance_time_mu": row["variance_time_mu"] / reference["variance_time_mu"],
+                        "variance_time_log_sd": row["variance_time_log_sd"] / reference["variance_time_log_sd"]}
+            estimators[row["estimator"]] = {key: round(value, 4) for key, value in relative.items()}
             print(f"  {row['estimator']:<9} {row['variance_mu']:10.4g} {row['variance_log_sd']:11.4g} "
-                  f"{row['gradient_ms']:12.2f} {row['variance_time_mu'] / reference['variance_time_mu']:13.3f}× "
-                  f"{row['variance_time_log_sd'] / reference['variance_time_log_sd']:17.3f}×")
+                  f"{relative['time']:6.2f}× {relative['variance_time_mu']:13.3f}× "
+                  f"{relative['variance_time_log_sd']:17.3f}×")
+        summary["estimators_against_reparam"] = estimators
 
+    widths = {}
     for width in [int(w) for w in args.widths.split(",") if w.strip()]:
         det = deterministic_epoch(tensors, device, width)
         mf = our_epoch(tensors, device, width, "mfvi")
-        sg = our_epoch(tensors, device, width, "sgm", 16)
-        print(f"  width {width:5d}: deterministic {det:6.2f} s, MFVI {mf:6.2f} s ({mf / det:.2f}×), "
-              f"SGM K=16 {sg:6.2f} s ({sg / mf:.2f}× MFVI)")
+        sg = our_epoch(tensors, device, width, "sgm", 8)
+        widths[width] = {"mfvi_over_deterministic": quotient(mf, det), "sgm8_over_mfvi": quotient(sg, mf)}
+        print(f"  width {width:5d}: MFVI {mf / det:.2f}× deterministic, SGM K=8 {sg / mf:.2f}× MFVI")
+    if widths:
+        summary["widths"] = widths
+
+    if args.json:
+        print(json.dumps(summary))
 
 
 if __name__ == "__main__":

@@ -261,9 +261,106 @@ def test_written_out_gradients_match_autograd():
     expected_mu, expected_log_sd = torch.autograd.grad(loss, [mu, log_sd])
     w_leaf = w.detach().requires_grad_()
     (grad_w,) = torch.autograd.grad(F.cross_entropy(mlp.forward(layout.layers(w_leaf), x), y), [w_leaf])
-    grad_mu, grad_log_sd = bnn.negative_elbo_gradients(grad_w, noise, mu.detach(), log_sd.detach().exp(), 0.8, 100)
+    sd = log_sd.detach().exp()
+    grad_mu, grad_log_sd = bnn.negative_elbo_gradients(grad_w, sd * noise, mu.detach(), sd, 0.8, 100)
     torch.testing.assert_close(grad_mu, expected_mu)
     torch.testing.assert_close(grad_log_sd, expected_log_sd)
+
+
+@pytest.mark.parametrize("sizes", [(6, 5, 3), (4, 5, 3, 2)])
+def test_written_out_backward_matches_autograd(sizes):
+    layout = mlp.Layout(sizes)
+    mu, _, generator = random_posterior(layout, 3)
+    x = torch.randn(16, sizes[0], generator=generator, dtype=torch.float64)
+    labels = torch.randint(0, sizes[-1], (16,), generator=generator)
+    leaf = mu.clone().requires_grad_()
+    loss = F.cross_entropy(mlp.forward(layout.layers(leaf), x), labels)
+    (expected,) = torch.autograd.grad(loss, [leaf])
+    gradient = torch.full_like(mu, float("nan"))  # every entry must be written
+    written_loss = mlp.cross_entropy_gradient(layout, mu, x, labels, out=gradient)
+    assert written_loss.item() == pytest.approx(loss.item(), rel=1e-12)
+    torch.testing.assert_close(gradient, expected, rtol=1e-12, atol=1e-14)
+
+
+def test_flat_kl_equals_the_termwise_kl():
+    layout = mlp.Layout((30, 20, 10))
+    mu, log_sd, _ = random_posterior(layout, 6, mean_scale=0.1, sd=0.05)
+    expected = gaussian.kl_to_prior(mu, log_sd, 0.7).item()
+    assert gaussian.flat_kl_to_prior(mu, log_sd, 0.7, log_sd.exp()).item() == pytest.approx(expected, rel=1e-12)
+    single = gaussian.flat_kl_to_prior(mu.float(), log_sd.float(), 0.7, log_sd.float().exp()).item()
+    assert single == pytest.approx(expected, rel=1e-6)
+
+
+def test_a_normal_table_gives_each_step_independent_standard_normals():
+    n, steps = 200, 4000
+    table = bnn.NormalTable(n, steps, torch.Generator().manual_seed(0))
+    draws = torch.stack([table.draw(step) for step in range(steps)]).double()  # (steps, n)
+    # Per coordinate over steps: mean 0 and variance 1, each within 4.5 standard errors.
+    means, variances = draws.mean(0), draws.var(0)
+    assert means.abs().max() < 4.5 / math.sqrt(steps)
+    assert (variances - 1).abs().max() < 4.5 * math.sqrt(2 / steps)
+    # Across coordinates over steps, and across steps at one coordinate: uncorrelated.
+    correlation = torch.corrcoef(draws[:, :50].t())
+    off_diagonal = correlation[~torch.eye(50, dtype=torch.bool)]
+    assert off_diagonal.abs().max() < 4.5 / math.sqrt(steps)
+    lagged = (draws[1:] * draws[:-1]).mean(0)
+    assert lagged.abs().max() < 4.5 / math.sqrt(steps)
+    # No two steps read the same window: no step's vector is another's, even flipped.
+    assert len({tuple(row[:4].tolist()) for row in draws.abs()}) == steps
+
+
+def test_table_and_fresh_draws_give_the_same_gradient_variance():
+    layout, (mu, log_sd, x, y) = ESTIMATOR_LAYOUT, estimator_problem()
+    sd = log_sd.exp()
+
+    def gradients(normals, seed):
+        source = normals(layout.n_params, 3000, torch.Generator().manual_seed(seed))
+        rows = []
+        for step in range(3000):
+            noise = source.draw(step).double()
+            w, gradient = torch.addcmul(mu, sd, noise), torch.empty_like(mu)
+            mlp.cross_entropy_gradient(layout, w, x, y, out=gradient)
+            rows.append(torch.cat(bnn.negative_elbo_gradients(gradient, sd * noise, mu, sd, 1.0, 100)))
+        return torch.stack(rows)
+
+    table, fresh = gradients(bnn.NormalTable, 1), gradients(bnn.FreshNormals, 2)
+    # Total variance over coordinates: the two agree within 10 % (each has about 2 % error here).
+    ratio = table.var(0).sum() / fresh.var(0).sum()
+    assert 0.9 < ratio.item() < 1.1
+    standard_error = fresh.std(0) / math.sqrt(3000)
+    assert ((table.mean(0) - fresh.mean(0)).abs() <= 5 * math.sqrt(2) * standard_error + 1e-12).all()
+
+
+def test_direct_screen_bounds_the_exact_gaps_from_below():
+    layout = mlp.Layout((30, 40, 10))
+    for dtype, sd in ((torch.float64, 0.05), (torch.float32, 0.05), (torch.float32, 0.01)):
+        mu, log_sd, generator = random_posterior(layout, 4, mean_scale=0.05)
+        mu, log_sd = mu.to(dtype), torch.full_like(mu, math.log(sd), dtype=dtype)
+        w, noise = bnn.sample_weights(mu, log_sd, generator, return_noise=True)
+        perms = bnn.random_permutations(layout, 7, generator)
+        exact = bnn.permutation_log_densities(layout, w.double(), mu.double(), log_sd.double(), perms)
+        exact_gaps = -2 * (exact[1:] - exact[0])  # Σ((g⁻¹ω − μ)/σ)² − Σ ε², in float64
+        bound = bnn._direct_gaps(layout, w, noise, mu, log_sd.exp(), perms)
+        assert (bound <= exact_gaps + 1e-6 * exact_gaps.abs()).all()
+        tolerance = 0.05 if dtype == torch.float32 else 1e-9  # the rounding allowance, ≈ γ × the sums
+        assert (bound >= exact_gaps - tolerance * (exact_gaps.abs() + float(noise.double().square().sum()))).all()
+
+
+def test_mnist_sized_initialisation_is_certified_far_by_the_direct_screen():
+    # Means drawn like nn.Linear's, σ = 0.05 everywhere: the coordinate screen cannot tell (its 43
+    # coordinates per unit are outweighed by the other 752 ε²); the direct screen can, cheaply.
+    layout = mlp.Layout((784, 400, 10))
+    generator = torch.Generator().manual_seed(0)
+    mu = mlp.init_parameters(layout, generator)
+    log_sd = torch.full_like(mu, math.log(0.05))
+    w, noise = bnn.sample_weights(mu, log_sd, generator, return_noise=True)
+    perms = bnn.random_permutations(layout, 63, generator)
+    need = 2 * (45 + math.log(64))
+    assert not (bnn._coordinate_gaps(layout, w, noise, mu, log_sd, perms) >= need).all()
+    assert (bnn._direct_gaps(layout, w, noise, mu, log_sd.exp(), [perms[0][:7]]) >= need).all()
+    for K in (8, 64):  # the direct screen alone, and after the coordinate screen failed
+        value, active = bnn.infonce(layout, w, noise, mu, log_sd, K, generator)
+        assert not active and value.item() == pytest.approx(math.log(K), abs=1e-12)
 
 
 def test_drawn_identities_count_but_carry_no_gradient():

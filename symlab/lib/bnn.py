@@ -30,14 +30,45 @@ def sample_weights(mu, log_sd, generator: torch.Generator, return_noise=False):
     return (w, noise) if return_noise else w
 
 
-def negative_elbo_gradients(grad_w, noise, mu, sd, prior_scale: float, n_train: int):
+def negative_elbo_gradients(grad_w, perturbation, mu, sd, prior_scale: float, n_train: int, out=None):
     """Gradients of (minibatch NLL) + KL/N w.r.t. μ and log σ, given the NLL's gradient
-    ``grad_w`` at ω = μ + σ ⊙ ε, written out (a few passes over the weights instead of autograd's
-    graph): ∂/∂μ = g + μ/(p²N), ∂/∂log σ = g ⊙ ε ⊙ σ + (σ²/p² − 1)/N."""
+    ``grad_w`` at ω = μ + σ ⊙ ε and the perturbation σ ⊙ ε, written out (four passes over the
+    weights instead of autograd's graph): ∂/∂μ = g + μ/(p²N), ∂/∂log σ = g ⊙ σ ⊙ ε + (σ²/p² − 1)/N.
+    ``grad_w`` becomes ∂/∂μ in place; ∂/∂log σ goes to ``out`` when given."""
     scale = 1.0 / (prior_scale**2 * n_train)
-    grad_mu = torch.add(grad_w, mu, alpha=scale)
-    grad_log_sd = grad_w.mul(noise).mul_(sd).addcmul_(sd, sd, value=scale).sub_(1.0 / n_train)
-    return grad_mu, grad_log_sd
+    grad_log_sd = torch.mul(grad_w, perturbation, out=out).addcmul_(sd, sd, value=scale).sub_(1.0 / n_train)
+    return grad_w.add_(mu, alpha=scale), grad_log_sd
+
+
+class NormalTable:
+    """The standard normal vectors ε of one epoch's steps, read from one table instead of drawn afresh:
+    step s gets the window table[o_s : o_s + n] times a random sign, with the offsets o_s distinct
+    (drawn without replacement), as evolution-strategies codes do. Each step's ε is exactly N(0, I);
+    two steps' windows may overlap, which correlates a coordinate of one with another coordinate of
+    the other (never the same coordinate: that would take equal offsets). Drawing the table once costs
+    about as much as four steps' fresh draws; a step then costs nothing (a view: −table is kept too)."""
+
+    def __init__(self, n: int, steps: int, generator: torch.Generator, device="cpu"):
+        self.n = n
+        windows = max(3 * n, steps)
+        table = torch.randn(n + windows, generator=generator, device=device)
+        self._tables = (table, -table)
+        self._offsets = torch.randperm(windows, generator=generator, device=device)[:steps].tolist()
+        self._signs = torch.randint(0, 2, (steps,), generator=generator, device=device).tolist()
+
+    def draw(self, step: int) -> torch.Tensor:
+        offset = self._offsets[step]
+        return self._tables[self._signs[step]][offset:offset + self.n]
+
+
+class FreshNormals:
+    """The reference :class:`NormalTable` is measured against: a fresh N(0, I) draw every step."""
+
+    def __init__(self, n: int, steps: int, generator: torch.Generator, device="cpu"):
+        self.n, self.generator, self.device = n, generator, device
+
+    def draw(self, step: int) -> torch.Tensor:
+        return torch.randn(self.n, generator=self.generator, device=self.device)
 
 
 def kl_gradients(mu, sd, prior_scale: float, n_train: int):
@@ -155,18 +186,55 @@ def infonce_from_log_densities(log_densities: torch.Tensor) -> torch.Tensor:
     return math.log(log_densities.numel()) + log_densities[0] - torch.logsumexp(log_densities, 0)
 
 
-SCREEN_COORDINATES = 32  # input coordinates per unit in the screening bound
+SCREEN_COORDINATES = 32  # input coordinates per unit in the coordinate screen
+DIRECT_SCREEN_MAX = 16  # permutations up to which the direct screen is cheaper than the coordinate screen
 
 
-def _far_from_identity(layout: Layout, w, noise, mu, log_sd, perms, margin: float, skip) -> bool:
+def _far_from_identity(layout: Layout, w, noise, mu, log_sd, perms, margin: float, skip, sd=None) -> bool:
     """Whether every permutation (except those flagged in ``skip``) has a log-density certainly at
     least ``margin`` below the identity's, for the draw ω = μ + σ ⊙ noise of a one-hidden-layer MLP.
 
-    Σ_j (C[j, π(j)] − C[j, j]) is bounded below by summing C[j, π(j)] over a few coordinates of
-    each unit only (its terms are ≥ 0: the 32 most precise input weights, the bias and the
-    outgoing weights), while C[j, j] = Σ_i noise_ji² is summed in full. Cost O(h² c + Kh) with
-    c ≈ 43 instead of O(h² d); for a trained network it settles the question.
-    """
+    Up to DIRECT_SCREEN_MAX permutations each gap is computed directly (:func:`_direct_gaps`); beyond,
+    the coordinate screen (:func:`_coordinate_gaps`) runs first and the direct one only if it fails."""
+    need = 2 * margin  # log-density gap −½ × cost gap
+    many = perms[0].shape[0] > DIRECT_SCREEN_MAX
+    if many and bool((_coordinate_gaps(layout, w, noise, mu, log_sd, perms)[~skip] >= need).all()):
+        return True
+    sd = log_sd.exp() if sd is None else sd
+    return bool((_direct_gaps(layout, w, noise, mu, sd, perms)[~skip] >= need).all())
+
+
+def _direct_gaps(layout: Layout, w, noise, mu, sd, perms) -> torch.Tensor:
+    """Lower bounds on Σ ((g⁻¹ω − μ)/σ)² − Σ ε² for each permutation g, computed in ω's dtype
+    straight from the differences: every term is ≥ 0 and carries a relative rounding error of at most
+    5u, so the sum is within γ = (n + 5)u/(1 − (n + 5)u) of exact in any summation order, and the
+    bound subtracts that (n hidden-unit parameters, u the unit roundoff: γ ≈ 0.02 for an MNIST MLP
+    in float32, where its gaps are near 10⁵). One row gather and three passes per permutation into
+    reused buffers: O(Kn) instead of the cost matrix's O(h n)."""
+    (W, b), (V, _) = layout.layers(w)
+    (W_mean, b_mean), (V_mean, _) = layout.layers(mu)
+    (W_sd, b_sd), (V_sd, _) = layout.layers(sd)
+    n = layout.n_params - layout.sizes[-1]  # the hidden units' parameters: all but the output bias, which comes last
+    identity = float(torch.dot(noise[:n], noise[:n]))
+    # Unit m of g⁻¹ω is unit π⁻¹(m) of ω.
+    inverse = torch.empty_like(perms[0]).scatter_(1, perms[0], torch.arange(W.shape[0], device=W.device).expand_as(perms[0]))
+    small = (((b[inverse] - b_mean) / b_sd).square().sum(1)
+             + ((V[:, inverse] - V_mean[:, None]) / V_sd[:, None]).square().sum((0, 2)))
+    buffer, rows = torch.empty_like(W), []
+    for order in inverse:
+        torch.index_select(W, 0, order, out=buffer).sub_(W_mean).div_(W_sd)
+        rows.append(torch.dot(buffer.reshape(-1), buffer.reshape(-1)))
+    permuted = (torch.stack(rows) + small).double() if rows else small.double()
+    unit_roundoff = torch.finfo(w.dtype).eps / 2
+    gamma = (n + 5) * unit_roundoff / (1 - (n + 5) * unit_roundoff)
+    return permuted * (1 - gamma) - identity * (1 + gamma)
+
+
+def _coordinate_gaps(layout: Layout, w, noise, mu, log_sd, perms) -> torch.Tensor:
+    """Lower bounds on the same gaps from a few coordinates of each unit: Σ_j C[j, π(j)] over the 32
+    most precise input weights, the bias and the outgoing weights (its terms are ≥ 0), minus
+    C[j, j] = Σ_i noise_ji² in full. Cost O(h² c + Kh) with c ≈ 43: for a trained network it settles
+    the question; near initialisation (σ alike everywhere) it cannot."""
     (E1, e1), (E2, _) = layout.layers(noise)
     identity_cost = (E1.square().sum(1) + e1.square() + E2.square().sum(0)).double()
     slack = 1e-5 * float(identity_cost.sum())  # float32 rounding in the sums above, generously
@@ -174,8 +242,7 @@ def _far_from_identity(layout: Layout, w, noise, mu, log_sd, perms, margin: floa
     block = [_screened_rows(layout, flat, chosen) for flat in (w, mu, log_sd)]
     targets = perms[0].t().contiguous()  # (h, K − 1): unit j → π_k(j)
     permuted_cost = _cost_matrix(*block).gather(1, targets)
-    bound = (permuted_cost - identity_cost[:, None]).sum(0)
-    return bool((bound[~skip] >= 2 * margin + slack).all())
+    return (permuted_cost - identity_cost[:, None]).sum(0) - slack
 
 
 def _screened_rows(layout: Layout, flat, inputs) -> torch.Tensor:
@@ -191,20 +258,22 @@ def identity_draws(perms) -> torch.Tensor:
     return torch.stack(flags).all(0)
 
 
-def infonce(layout: Layout, w, noise, mu, log_sd, K: int, generator: torch.Generator) -> tuple[torch.Tensor, bool]:
-    """(Î_K for the draw ω = μ + σ ⊙ noise and K − 1 random permutations, whether it has a gradient).
+def infonce(layout: Layout, w, noise, mu, log_sd, K: int, generator: torch.Generator,
+            sd=None) -> tuple[torch.Tensor, bool]:
+    """(Î_K for the draw ω = μ + σ ⊙ noise and K − 1 random permutations, whether it has a gradient);
+    ``sd`` is σ = exp(log σ) when the caller has it.
 
     Usually (equivalent modes far apart, as in any trained wide network) every permuted term
     other than a drawn identity is below e⁻⁴⁵/K of the identity's: then Î_K = log K − log(1 + n)
     for n identity draws, to float64 precision, and its gradient is 0; for one hidden layer a
-    bound on a few coordinates per unit certifies this cheaply. Otherwise the exact terms are
+    screen certifies this with float32 passes and a rounding bound (:func:`_far_from_identity`). Otherwise the exact terms are
     computed, with autograd through ω, μ and log σ."""
     perms = random_permutations(layout, K - 1, generator, device=mu.device)
     identities = identity_draws(perms)
     trivial = torch.tensor(math.log(K) - math.log1p(int(identities.sum())), dtype=torch.float64, device=mu.device)
     with torch.no_grad():
         margin = 45.0 + math.log(K)
-        if len(layout.hidden) == 1 and _far_from_identity(layout, w, noise, mu, log_sd, perms, margin, identities):
+        if len(layout.hidden) == 1 and _far_from_identity(layout, w, noise, mu, log_sd, perms, margin, identities, sd):
             return trivial, False
         log_densities = permutation_log_densities(layout, w, mu, log_sd, perms)
         weights = torch.softmax(log_densities, 0)

@@ -32,6 +32,16 @@ def kl_to_prior(mean: torch.Tensor, log_sd: torch.Tensor, prior_scale, sd=None) 
     return terms.sum(-1)
 
 
+def flat_kl_to_prior(mean: torch.Tensor, log_sd: torch.Tensor, prior_scale: float, sd: torch.Tensor) -> torch.Tensor:
+    """:func:`kl_to_prior` of one flat posterior (1-D tensors) from three reductions, ½(μ·μ + σ·σ)/p² −
+    Σ log σ + n(log p − ½): two BLAS dot products and a sum, no temporary arrays (a training step's
+    ELBO at half the cost). The large sums partly cancel: about 10⁻⁷ of the KL is lost, 0.1 nat for
+    an MNIST MLP's KL of 10⁶ nats."""
+    n = mean.shape[-1]
+    squares = torch.dot(mean, mean) + torch.dot(sd, sd)
+    return squares * (0.5 / prior_scale**2) - log_sd.sum() + n * (math.log(prior_scale) - 0.5)
+
+
 @dataclass(frozen=True, eq=False)
 class DiagonalGaussian:
     """q over the parameters of the MLP ``layout``: ``mean`` and ``log_sd`` of shape

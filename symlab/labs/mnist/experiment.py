@@ -162,6 +162,8 @@ def _generator(device: torch.device, *seed_parts: int) -> torch.Generator:
 class MnistTrainer:
     """Variational parameters, Adam state and history of one run."""
 
+    normals = bnn.NormalTable  # where a step's ε comes from (bnn.FreshNormals: drawn afresh, the reference)
+
     def __init__(self, config: MnistConfig, data: MnistTensors, device: torch.device):
         self.config = config.validate()
         self.layout = config.layout
@@ -175,6 +177,14 @@ class MnistTrainer:
         self.epoch = 0  # completed epochs
         self.history: list[dict] = []
         self.block_plan: blocks.BlockPlan | None = None  # H(θ) for SGM with mi="blocks"
+        self._scratch_arrays: dict[str, torch.Tensor] = {}
+
+    def _scratch(self, name: str) -> torch.Tensor:
+        """A parameter-sized array kept from step to step (overwritten by the next): a fresh 1 MB
+        allocation costs a training step as much as a pass over it (the pages fault in again)."""
+        if name not in self._scratch_arrays:
+            self._scratch_arrays[name] = torch.empty_like(self.mu, requires_grad=False)
+        return self._scratch_arrays[name]
 
     @property
     def draws_weights(self) -> bool:
@@ -193,13 +203,12 @@ class MnistTrainer:
         config, mu, log_sd = self.config, self.mu, self.log_sd
         if config.estimator == "reparam":
             with torch.no_grad():
-                w = torch.addcmul(mu, sd, noise).requires_grad_()
-            layers = self.layout.layers(w)
-            nll = F.cross_entropy(mlp.forward(layers, x), y)
-            # Gradients w.r.t. the layer views, so autograd does not scatter them back into ω.
-            grad_w = torch.cat([g.reshape(-1) for g in torch.autograd.grad(nll, [t for layer in layers for t in layer])])
-            with torch.no_grad():
-                return nll, *bnn.negative_elbo_gradients(grad_w, noise, mu, sd, config.prior_scale, self.n_train), w
+                perturbation = torch.mul(sd, noise, out=self._scratch("perturbation"))
+                w = torch.add(mu, perturbation, out=self._scratch("w"))
+                grad_w = self._scratch("grad_mu")
+                nll = mlp.cross_entropy_gradient(self.layout, w, x, y, out=grad_w)
+                return nll, *bnn.negative_elbo_gradients(grad_w, perturbation, mu, sd, config.prior_scale,
+                                                         self.n_train, out=self._scratch("grad_log_sd")), w
         if config.estimator == "local":
             logits = bnn.local_reparam_outputs(self.layout, mu, log_sd, x, sample_generator)
         else:
@@ -217,10 +226,10 @@ class MnistTrainer:
         over ``block_plan``, at the weight draw ω = μ + σ ⊙ noise (its own draw under ``local``)."""
         config, mu, log_sd = self.config, self.mu, self.log_sd
         with torch.no_grad():
-            sd = log_sd.exp()
+            sd = torch.exp(log_sd, out=self._scratch("sd"))
         nll, grad_mu, grad_log_sd, w = self.negative_elbo_gradients(x, y, noise, sd, sample_generator)
         with torch.no_grad():
-            kl = gaussian.kl_to_prior(mu, log_sd, config.prior_scale, sd=sd)
+            kl = gaussian.flat_kl_to_prior(mu, log_sd, config.prior_scale, sd)
         estimates = {"elbo": -self.n_train * nll.item() - kl.item()}
         if config.method == "sgm":
             if config.mi == "blocks":
@@ -229,7 +238,7 @@ class MnistTrainer:
                 log_group_size = self.block_plan.log_group_size
             else:
                 mutual_info, active = bnn.infonce(self.layout, w.detach(), noise, mu, log_sd, config.K,
-                                                  perm_generator)
+                                                  perm_generator, sd)
                 log_group_size = math.log(config.K)
             if active:
                 extra_mu, extra_log_sd = torch.autograd.grad(-mutual_info.float() / self.n_train, [mu, log_sd])
@@ -252,15 +261,15 @@ class MnistTrainer:
         # same minibatches and weight noise: their difference is the Î_K term alone.
         perm_generator = _generator(self.device, config.seed, epoch, 2)
         order = torch.randperm(self.n_train, generator=generator, device=self.device)
+        steps = self.steps_per_epoch
+        normals = self.normals(self.layout.n_params, steps, generator, self.device) if self.draws_weights else None
         totals = {"elbo": 0.0, "mutual_info": 0.0, "active": 0.0, "log_group_size": 0.0}
         started = time.perf_counter()
-        steps = self.steps_per_epoch
         for step in range(steps):
             if config.method == "sgm" and config.mi == "blocks" and step % config.rebuild_every == 0:
                 self.block_plan = self._plan_blocks(epoch, step)
             batch = order[step * config.batch_size:(step + 1) * config.batch_size]
-            noise = (torch.randn(self.layout.n_params, generator=generator, device=self.device)
-                     if self.draws_weights else None)
+            noise = None if normals is None else normals.draw(step)
             try:
                 estimates = self.step(self.data.train_x[batch], self.data.train_y[batch], noise, perm_generator,
                                       generator)

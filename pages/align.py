@@ -2,6 +2,8 @@
 barrier between them before and after (Rossi et al. 2023)."""
 
 
+import functools
+
 import altair as alt
 import numpy as np
 import pandas as pd
@@ -12,6 +14,7 @@ from symlab import precomputed
 from symlab.labs.align import LAB, params
 from symlab.labs.align import experiment as align_lab
 from symlab.labs.align.params import CAPS, ORDERS
+from symlab.lib import weights
 from symlab.lib.mnist_data import data_directory, load_mnist
 
 PAGE = "align"
@@ -114,6 +117,14 @@ def widget(name: str, **options):
 
 def controls():
     with st.sidebar:
+        st.subheader("Posteriors")
+        st.radio("Posteriors", list(params.SOURCES), format_func=params.SOURCES.get, key=key("source"),
+                 horizontal=True, label_visibility="collapsed")
+        if st.session_state[key("source")] == "files":
+            st.subheader("The path")
+            for name in ("samples", "seed"):
+                widget(name)
+            return
         st.subheader("Presets")
         ui.preset_picker(PAGE, PRESETS, PRESET_DEFAULTS)
         st.subheader("Task and network")
@@ -237,7 +248,10 @@ SUMMARY_NUMBERS = ("W₂", "‖μ_A − μ_B‖", "barrier (nats)", "acc. drop")
 
 def summary_table(summary: pd.DataFrame) -> pd.DataFrame:
     """Three rows as a plain table (the numbers to 3 decimals; the CSV keeps them whole)."""
-    return summary.assign(**{name: summary[name].map("{:.3f}".format) for name in SUMMARY_NUMBERS}).set_index("path")
+    def shown(value) -> str:
+        return "—" if value is None or pd.isna(value) else f"{value:.3f}"
+
+    return summary.assign(**{name: summary[name].map(shown) for name in SUMMARY_NUMBERS}).set_index("path")
 
 
 DISTANCE_SERIES = tuple(ui.Series(align_lab.PATH_TITLES[name], colour, marker=symbol, line=False)
@@ -301,12 +315,24 @@ def assignment_data(view: align_lab.AssignmentView) -> dict:
             "lines": ui.lines_frame(MATCH_SERIES[0].label, view.matched, flipped)}
 
 
-def assignment_chart(column, config, rep, index: int, order: str) -> None:
-    view = align_lab.assignment_view(trained_pair(config), rep, index, order == "aligned")
-    spec = assignment_spec(len(view.columns), index, config.depth, order == "aligned",
+def assignment_chart(column, qa, qb, perms, index: int, order: str) -> None:
+    view = align_lab.assignment_view(qa, qb, perms, index, order == "aligned")
+    spec = assignment_spec(len(view.columns), index, len(perms), order == "aligned",
                            bool(st.session_state.get("ui.present")))
     ui.vega_chart(column, spec, assignment_data(view), f"align.assignment_{index}", width="content",
                   alt_text=f"Unit-to-unit distances of hidden layer {index + 1}, the matches marked")
+
+
+def assignments(qa, qb, perms, order: str) -> None:
+    """Each hidden layer's unit-to-unit distances with the W₂ alignment's matches, side by side."""
+    st.subheader("Assignments")
+    st.radio("Units of q_B", list(ORDERS), format_func=ORDERS.get, key=key("order"), horizontal=True)
+    st.caption("Distance between each unit of q_A and each unit of q_B (W₂ terms of the unit's incoming weights, "
+               "bias and outgoing weights), minus the row's smallest: 0 marks each unit of q_A's nearest unit of "
+               "q_B. × marks the pair the alignment matched (one per row and column, so not always the nearest). "
+               "In the aligned order the matches run down the diagonal: the permutation matrix P_l.")
+    for column, index in zip(st.columns(len(perms)), range(len(perms))):
+        assignment_chart(column, qa, qb, perms, index, order)
 
 
 def explanation() -> None:
@@ -326,11 +352,100 @@ its loss is the test NLL of the marginal predictive $\frac1S\sum_s p(y \mid x, w
 **barrier** is $\max_t\, [L(t) - ((1-t)L(0) + tL(1))]$ (Rossi et al. 2023).""")
 
 
+def files_alignment(a, b, config: align_lab.AlignConfig) -> align_lab.NetworkAlignment:
+    """This session's two uploads aligned, kept while the files and the path's settings stay."""
+    digests = tuple(st.session_state[f"{key(name)}.network"][0] for name in ("upload_a", "upload_b"))
+    kept_key = (digests, config.samples, config.path_points, config.seed)
+    kept = st.session_state.get(key("files_report"))
+    if kept is None or kept[0] != kept_key:
+        mnist = load_mnist(None) if a.sizes[0] == 784 else None
+        with st.spinner("Aligning the two networks and walking the paths between them"):
+            kept = (kept_key, align_lab.align_networks(a, b, mnist, config.path_points, config.samples, config.seed))
+        st.session_state[key("files_report")] = kept
+    return kept[1]
+
+
+def path_figure(rep) -> dict:
+    traces = [ui.line(rep.paths[name]["t"], rep.paths[name]["loss"], align_lab.PATH_TITLES[name], colour, dash,
+                      markers=True, symbol=symbol) for name, (colour, dash, symbol) in PATH_STYLE.items()]
+    return ui.figure(traces, "t (q_A at 0, q_B at 1)", "test NLL of the predictive (nats)", "The path from A to B")
+
+
+def files_panel(config: align_lab.AlignConfig, order: str) -> None:
+    st.info(ui.UPLOAD_NOTICE, icon=":material/link_off:")
+    left, right = st.columns(2)
+    with left:
+        a = ui.uploaded_network("Network A", key("upload_a"))
+    with right:
+        b = ui.uploaded_network("Network B", key("upload_b"))
+    if a is None or b is None:
+        st.markdown("Upload two networks of the same MLP (`nn.Linear` layers with ReLU between them): two point "
+                    "estimates, or two mean-field posteriors (the *MNIST* page and this page's pair download as "
+                    "such). B is aligned to A by permuting its hidden units; with MNIST data (784 → … → 10 nets) "
+                    "the page also walks the path between them and measures the loss barrier.")
+        return
+    try:
+        weights.check_pair(a, b)
+    except weights.WeightsError as error:
+        st.error(str(error), icon=":material/error:")
+        return
+    st.table(ui.layer_table(a))
+    rep = files_alignment(a, b, config)
+    cols = st.columns(4)
+    barrier = (lambda value: "—" if value is None else f"{value:.3f}")
+    cols[0].metric("loss barrier before", barrier(rep.barrier_before))
+    cols[1].metric("loss barrier after (W₂)", barrier(rep.barrier_after))
+    cols[2].metric("W₂(A, B) before", f"{rep.w2_before:.3f}")
+    cols[3].metric("W₂ after alignment", f"{rep.w2_after:.3f}", delta=f"{rep.w2_after - rep.w2_before:.3f}",
+                   delta_color="inverse")
+    kind = "mean-field posteriors" if rep.posterior else "point estimates (σ = 0: W₂ is the Euclidean distance)"
+    if rep.paths:
+        st.caption(f"{kind}; MNIST test accuracy A {rep.accuracy_a:.4f}, B {rep.accuracy_b:.4f} on the first "
+                   f"{align_lab.MNIST_TEST} test images, inputs scaled {rep.mnist_scaling} (the scaling A classifies "
+                   f"best). Alignment: {rep.sweeps} sweep(s), {rep.align_seconds * 1000:.0f} ms for both objectives.")
+        st.plotly_chart(path_figure(rep), key="align.files_path")
+    else:
+        st.caption(f"{kind}. No loss barrier: it needs data, which the page has for 784 → … → 10 nets (MNIST).")
+    summary = summary_frame(rep)
+    left, right = st.columns([1, 1])
+    distance_chart(left, rep)
+    with right:
+        st.table(summary_table(summary))
+    assignments(rep.qa, rep.ends["before"], rep.alignments["w2"].perms, order)
+    perms = pd.DataFrame({f"layer_{i + 1}": p for i, p in enumerate(rep.permutations)}) \
+        if len(set(map(len, rep.permutations))) == 1 else pd.DataFrame()
+    d1, d2, d3 = st.columns(3)
+    with d1:
+        ui.csv_download(perms.rename_axis("unit_of_a").reset_index(), "permutations.csv", "Permutations (CSV)",
+                        "align.csv_files_perms")
+    with d2:
+        ui.csv_download(summary, "alignment_summary.csv", "Distances (CSV)", "align.csv_files_summary")
+    with d3:
+        aligned = rep.ends["w2"]
+        ui.file_download(lambda: weights.posterior_bytes(aligned.means, aligned.sds if rep.posterior else None,
+                                                         {"aligned_to": a.name, "source": b.name}),
+                         "b_aligned.safetensors", "B aligned to A (safetensors)", "align.download_files_aligned")
+
+
+def pair_downloads(config: align_lab.AlignConfig, rep: align_lab.AlignmentReport) -> None:
+    files = functools.partial(align_lab.pair_files, trained_pair(config), rep)
+    columns = st.columns(len(align_lab.PAIR_FILES) + 1)
+    for column, (stem, title) in zip(columns, align_lab.PAIR_FILES.items()):
+        with column:
+            ui.file_download(lambda stem=stem: files()[stem], f"{stem}_seed{config.seed}.safetensors",
+                             f"{title} (safetensors)", f"align.download_{stem}",
+                             help="Means under nn.Sequential(nn.Linear, nn.ReLU, …)'s keys, standard deviations "
+                                  "under sd.<key>, the config as metadata.")
+
+
 def main():
     values = ui.start_page(PAGE, SPECS, "Alignment",
                            "Match two mean-field posteriors across permutations of their hidden units and watch the "
                            "loss barrier between them disappear (Rossi, Singh, Hannagan 2023).", controls)
     config = params.page_config(values)
+    if values["source"] == "files":
+        files_panel(config, values["order"])
+        return
     try:
         data = dataset(config)
         rep = report(config)
@@ -366,14 +481,7 @@ def main():
         elbo_chart(st, pair.elbo_steps, pair.elbo, config.steps, "align.elbo")
         elbo = pd.DataFrame({"step": pair.elbo_steps, "elbo_a": pair.elbo[:, 0], "elbo_b": pair.elbo[:, 1]})
         ui.csv_download(elbo, f"align_elbo_seed{config.seed}.csv", "ELBO (CSV)", "align.csv_elbo")
-    st.subheader("Assignments")
-    st.radio("Units of q_B", list(ORDERS), format_func=ORDERS.get, key=key("order"), horizontal=True)
-    st.caption("Distance between each unit of q_A and each unit of q_B (W₂ terms of the unit's incoming weights, "
-               "bias and outgoing weights), minus the row's smallest: 0 marks each unit of q_A's nearest unit of "
-               "q_B. × marks the pair the alignment matched (one per row and column, so not always the nearest). "
-               "In the aligned order the matches run down the diagonal: the permutation matrix P_l.")
-    for column, index in zip(st.columns(config.depth), range(config.depth)):
-        assignment_chart(column, config, rep, index, values["order"])
+    assignments(trained_pair(config).qa, trained_pair(config).qb, rep.alignments["w2"].perms, values["order"])
     path_rows = pd.DataFrame({"t": rep.paths["before"]["t"],
                               **{f"{metric}_{name}": rep.paths[name][metric]
                                  for name in align_lab.PATHS for metric in ("loss", "accuracy")}})
@@ -387,6 +495,8 @@ def main():
     with d3:
         ui.csv_download(perms.rename_axis("unit_of_a").reset_index(), f"align_permutations_seed{config.seed}.csv",
                         "Permutations (CSV)", "align.csv_perms")
+    st.caption("The posteriors themselves:")
+    pair_downloads(config, rep)
 
 
 main()

@@ -13,6 +13,7 @@ from pages import ui
 from symlab import controls, runs
 from symlab.database import database_url
 from symlab.labs.mnist import LAB, params
+from symlab.labs.mnist import experiment as mnist_experiment
 from symlab.labs.mnist.experiment import MnistConfig, resolve_device
 from symlab.labs.mnist.table import results_table
 from symlab.lib import mnist_data
@@ -476,6 +477,32 @@ def results(values):
         table = pd.DataFrame([{k: v for k, v in row.items() if k != "run_ids"} for row in chosen])
         ui.csv_download(table, "mnist_table1.csv", "Table as CSV", key="mnist.table_csv")
     compare(values, all_runs)
+    posterior_download(all_runs)
+
+
+def posterior_download(all_runs):
+    """Any run's posterior at its last completed epoch, as safetensors (the command line: --export)."""
+    st.subheader("Download a posterior")
+    saved = [run for run in all_runs if run.epoch >= 1]
+    if not saved:
+        st.caption("A run's posterior can be downloaded once it has completed an epoch.")
+        return
+    cols = st.columns([3, 2])
+    run = cols[0].selectbox("Run", list(reversed(saved)), key="mnist.export_pick",
+                            format_func=lambda r: f"#{r.id} {r.config.label}: {r.status}, epoch {r.epoch}/{r.config.epochs}")
+
+    def posterior() -> bytes:
+        return mnist_experiment.exported_run(registry().checkpoint_path(run.id), run.id)
+
+    with cols[1]:
+        st.write("")  # aligns the button with the select box
+        ui.file_download(posterior, f"mnist_run{run.id}_posterior.safetensors", "Posterior (safetensors)",
+                         "mnist.export", help="Means under nn.Sequential(nn.Linear, nn.ReLU, …)'s keys, standard "
+                                              "deviations under sd.<key>, the config as metadata. Inputs: "
+                                              f"{mnist_experiment.INPUT_NOTE}.")
+    st.caption(f"Load the mean network with `net.load_state_dict(safetensors.torch.load_file(path), strict=False)`; "
+               f"`python -m symlab mnist --export {run.id} FILE` writes the same file. The Symmetry explorer and "
+               "Alignment pages read it back.")
 
 
 def compare(values, all_runs):

@@ -13,6 +13,7 @@ from symlab.labs.symmetry import LAB, params
 from symlab.labs.symmetry import experiment as symmetry_lab
 from symlab.labs.symmetry.params import CAPS, FIELDS, MAX_WIDTHS, PARTS, SEED_FROM
 from symlab.labs.toy import experiment as toy
+from symlab.lib.mnist_data import load_mnist_once
 
 PAGE = "symmetry"
 SPECS = LAB.page_params(ui.server_settings())
@@ -115,6 +116,9 @@ def controls():
         if part in ("mass", "training"):
             st.caption("MLPs on MNIST" + (" (the same nets as in *Permutations in training*)" if part == "mass" else ""))
             widgets(symmetry_lab.MlpConfig)
+        if part == "network":
+            widget(symmetry_lab.MlpConfig, "sort_key", **WIDGET_OPTIONS[(symmetry_lab.MlpConfig, "sort_key")])
+            return  # a file: no seed
         widget(SEED_FROM, "seed")
         ui.new_seed_button(PAGE, help="Another initialisation and data draw; Reset replays the current one.")
 
@@ -391,6 +395,76 @@ is black in every MNIST image, so its weights never move.""")
     ui.csv_download(frame, f"permutations_seed{config.seed}.csv", "τ and loss per step (CSV)", "symmetry.csv_tau")
 
 
+def network_report(network, sort_key: str) -> symmetry_lab.NetworkReport:
+    """The analyses of this session's uploaded network, kept while the file and the sort key stay."""
+    kept_key = (st.session_state[f"{key('upload')}.network"][0], sort_key)  # the file's digest
+    kept = st.session_state.get(key("network_report"))
+    if kept is None or kept[0] != kept_key:
+        mnist = load_mnist_once(None) if network.sizes[0] == 784 else None
+        with st.spinner("Measuring the network: nearest copies, removals, min-mass"):
+            kept = (kept_key, symmetry_lab.network_report(network, mnist, sort_key))
+        st.session_state[key("network_report")] = kept
+    return kept[1]
+
+
+def weights_heatmap(column, W: np.ndarray, title: str, chart_key: str) -> None:
+    limit = float(np.quantile(np.abs(W), 0.99)) or 1.0
+    trace = dict(type="heatmap", z=W, zmin=-limit, zmax=limit, colorscale=[[i / 10, c] for i, c in enumerate(ui.BLUE_RED)],
+                 colorbar=dict(title=dict(text="weight")), hovertemplate="unit %{y}, input %{x}: %{z:.3g}<extra></extra>")
+    figure = ui.figure([trace], "input", "hidden unit (row)", title, height=420)
+    figure["layout"]["yaxis"]["autorange"] = "reversed"
+    column.plotly_chart(figure, key=chart_key)
+
+
+def network_panel(sort_key: str):
+    st.info(ui.UPLOAD_NOTICE, icon=":material/link_off:")
+    network = ui.uploaded_network("Your network", key("upload"))
+    if network is None:
+        st.markdown("Upload a trained MLP of `nn.Linear` layers with ReLU between them "
+                    "(`torch.save(model.state_dict(), 'net.pt')`, or safetensors; an MNIST run's posterior from the "
+                    "*MNIST* page reads too). The page then measures how close its equivalent copies are, takes its "
+                    "permutation and scaling symmetries out, and checks that each removal keeps its function.")
+        return
+    st.table(ui.layer_table(network))
+    rep = network_report(network, sort_key)
+    first = rep.nearest_modes[0]
+    cols = st.columns(4)
+    cols[0].metric("nearest copy ‖gw − w‖ / ‖w‖", f"{first['relative_distance']:.3g}",
+                   help="Hidden layer 1: the transposition of its two closest units.")
+    cols[1].metric("Thm 3.1 bound 2D / log n!", f"{first['bound']:.3g}")
+    cols[2].metric("min-mass: mass after / before", f"{rep.mass_ratio:.3f}")
+    cols[3].metric("MNIST test accuracy", "—" if rep.mnist_accuracy is None else f"{rep.mnist_accuracy:.4f}",
+                   help=None if rep.mnist_scaling is None else f"Inputs scaled {rep.mnist_scaling}: the scaling "
+                                                                 "this net classifies best.")
+    if rep.posterior:
+        st.caption("A mean-field posterior: the analyses are of its means.")
+    modes = pd.DataFrame(rep.nearest_modes)
+    st.dataframe(modes.assign(pair=modes["pair"].map(tuple)), hide_index=True)
+    st.caption(f"Per hidden layer, the nearest of its n! permuted copies swaps its two closest units (their rows: "
+               f"incoming weights, bias, outgoing weights). Thm 3.1's bound holds for any group acting by isometries "
+               f"on the D = {rep.n_parameters:,} parameters, so for each layer's permutations too; it is informative "
+               f"only once log n! > 2D.")
+    layers = {"raw": rep.raw_layers[0][0], "sorted": rep.sorted_layers[0][0]}
+    left, right = st.columns(2)
+    weights_heatmap(left, layers["raw"], "Hidden layer 1's incoming weights, as uploaded", "symmetry.net_raw")
+    weights_heatmap(right, layers["sorted"], f"… with its units sorted by {SORT_KEY_NAMES[sort_key]}",
+                    "symmetry.net_sorted")
+    checks = pd.DataFrame([("units sorted (permutation removal)", rep.permutation_removal_change),
+                           ("units normalised (scaling removal)", rep.scaling_removal_change),
+                           ("min-mass rescaling", rep.min_mass_change)], columns=["removal", "largest output change"])
+    st.table(checks.assign(**{"largest output change": checks["largest output change"].map("{:.2e}".format)})
+             .set_index("removal"))
+    st.caption(f"Each removal is checked on {rep.check_inputs}: a change at rounding level means it kept the "
+               f"function. Min-mass: mass {rep.mass_before:.5g} → {rep.mass_after:.5g} "
+               f"({'converged' if rep.min_mass_converged else 'not converged'}).")
+    d1, d2, _ = st.columns([1, 1, 2])
+    with d1:
+        ui.csv_download(modes.drop(columns=["pair"]), "nearest_modes.csv", "Nearest copies (CSV)", "symmetry.csv_net")
+    with d2:
+        sorted_frame = pd.DataFrame(layers["sorted"]).rename_axis("unit").reset_index()
+        ui.csv_download(sorted_frame, "sorted_first_layer.csv", "Sorted weights (CSV)", "symmetry.csv_net_sorted")
+
+
 def main():
     values = ui.start_page(PAGE, SPECS, "Symmetry explorer",
                            "Take the permutation and scaling symmetries out of trained networks, and measure how close "
@@ -401,7 +475,7 @@ def main():
     st.header(PARTS[part])
     panels = {"fig1": lambda: fig1_panel(cfg["perceptron"]), "mass": lambda: mass_panel(cfg),
               "proximity": lambda: proximity_panel(cfg["proximity"]), "quality": lambda: quality_panel(cfg["quality"]),
-              "training": lambda: training_panel(cfg["mlp"])}
+              "training": lambda: training_panel(cfg["mlp"]), "network": lambda: network_panel(cfg["mlp"].sort_key)}
     try:
         panels[part]()
     except RuntimeError as error:  # diverged training, unreadable MNIST: say so, keep the controls

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import concurrent.futures
+import hashlib
 import math
 import struct
 import time
@@ -21,6 +22,7 @@ from streamlit.runtime.pages_manager import PagesManager
 
 from symlab import controls, jobs
 from symlab.hosting import Hosting, SettingsError, is_hosted
+from symlab.lib import weights
 from symlab.playback import Playback
 from symlab.urlstate import Param, encode_query, parse_query
 
@@ -595,6 +597,51 @@ def csv_download(frame: pd.DataFrame, filename: str, label: str, key: str) -> No
     """A download of the data behind a chart; the CSV is written only when clicked."""
     st.download_button(label, lambda: frame.to_csv(index=False), file_name=filename, mime="text/csv",
                        key=key, icon=":material/download:", on_click="ignore")
+
+
+# ---------------------------------------------------------------------------------------------
+# Networks of one's own: uploads and downloads
+# ---------------------------------------------------------------------------------------------
+
+UPLOAD_NOTICE = ("An uploaded network cannot live in a link: the link keeps every other setting, so share the "
+                 "file with it.")
+UPLOAD_HELP = (f"A torch.save'd state_dict of an MLP of nn.Linear layers (.pt, .pth), or a safetensors file: a "
+               f"point estimate, or a mean-field posterior as this app exports them. At most "
+               f"{weights.MAX_FILE_BYTES // 2**20} MB. The file is read as data only: nothing in it is run.")
+
+
+def uploaded_network(label: str, key: str) -> weights.Network | None:
+    """The network in the file uploaded under ``key`` (read once per file, kept in this session), its structure
+    shown back for confirmation; a file that is not a usable MLP gets its message and None."""
+    upload = st.file_uploader(label, key=key, help=UPLOAD_HELP)
+    if upload is None:
+        return None
+    data = upload.getvalue()
+    digest = hashlib.sha256(data).hexdigest()
+    kept = st.session_state.get(f"{key}.network")
+    if kept is None or kept[0] != digest:
+        try:
+            kept = (digest, weights.read_network(data, upload.name))
+        except weights.WeightsError as error:
+            st.error(str(error), icon=":material/error:")
+            return None
+        st.session_state[f"{key}.network"] = kept
+    network = kept[1]
+    st.success(f"**{upload.name}**: {network.describe()}.", icon=":material/check_circle:")
+    return network
+
+
+def layer_table(network: weights.Network) -> pd.DataFrame:
+    """The inferred structure, one row per nn.Linear layer, for the user to confirm."""
+    return pd.DataFrame([{"layer": index + 1, "inputs": W.shape[1], "outputs": W.shape[0],
+                          "parameters": W.size + b.size, "then": "ReLU" if index < len(network.means) - 1 else "—"}
+                         for index, (W, b) in enumerate(network.means)]).set_index("layer")
+
+
+def file_download(data: Callable[[], bytes] | bytes, filename: str, label: str, key: str, help: str | None = None) -> None:
+    """A download of a file (a posterior as safetensors), written only when clicked."""
+    st.download_button(label, data, file_name=filename, mime="application/octet-stream", key=key,
+                       icon=":material/download:", on_click="ignore", help=help)
 
 
 if __name__ == "__main__":  # Streamlit's legacy pages/ mode ran this helper module as a page

@@ -390,8 +390,9 @@ def test_predictive_grid_is_a_probability_map(small_run):
 def test_assignment_view_is_the_cost_matrix_in_either_order(small_run):
     _, pair, report = small_run
     for index, perm in enumerate(report.alignments["w2"].perms):
-        own = align_lab.assignment_view(pair, report, index, aligned=False)
-        aligned = align_lab.assignment_view(pair, report, index, aligned=True)
+        perms = report.alignments["w2"].perms
+        own = align_lab.assignment_view(pair.qa, pair.qb, perms, index, aligned=False)
+        aligned = align_lab.assignment_view(pair.qa, pair.qb, perms, index, aligned=True)
         others = [p if i != index else np.arange(len(p)) for i, p in enumerate(report.alignments["w2"].perms)]
         cost = align.unit_distances(pair.qa, align.permute(pair.qb, others), index, "w2")
         assert np.allclose(own.distance ** 2, np.maximum(cost, 0))  # W₂ distances of the other layers' alignment

@@ -524,7 +524,7 @@ def test_alignment_collapses_the_loss_barrier_and_the_path_plays(page, server_ur
     # The server's warm-up trains the default link's posteriors as it starts: done, or under way.
     page.locator('[data-testid="stMetric"]', has_text="loss barrier before").wait_for(timeout=180_000)
     wait_for_run(page, timeout_ms=180_000)
-    assert page.url.startswith(f"{server_url}/align?task=moons&width=64&depth=2&")
+    assert page.url.startswith(f"{server_url}/align?source=trained&task=moons&width=64&depth=2&")
     assert "order=own" in page.url and "seed=0" in page.url
     assert page.locator('[data-testid="stProgress"]', has_text="Training q_A").count() == 0
 
@@ -601,3 +601,97 @@ def test_alignment_collapses_the_loss_barrier_and_the_path_plays(page, server_ur
     assert page.locator('[data-testid="stException"]').count() == 0
     page.mouse.move(0, 0)  # no tooltip over the page
     save_screenshot(page, "align")
+
+
+# --- networks of one's own: upload, align, download -------------------------------------------------
+
+def network_files(directory):
+    """A 784-128-10 MLP saved with torch.save, a copy of it with its hidden units permuted and its weights
+    nudged (the same function, up to the nudge, in another permutation copy), and hostile files: one holding
+    code, a truncated one, a convolutional layer."""
+    import os
+
+    import torch
+
+    torch.manual_seed(7)
+    net = torch.nn.Sequential(torch.nn.Linear(784, 128), torch.nn.ReLU(), torch.nn.Linear(128, 10))
+    order = torch.randperm(128)
+    state = net.state_dict()
+    nudge = 0.01 * torch.randn(128, 784)
+    permuted = {"0.weight": state["0.weight"][order] + nudge, "0.bias": state["0.bias"][order],
+                "2.weight": state["2.weight"][:, order], "2.bias": state["2.bias"]}
+    sentinel = directory / "code-ran"
+
+    class Payload:
+        def __reduce__(self):
+            return os.system, (f"touch {sentinel}",)
+
+    paths = {name: directory / f"{name}.pt" for name in ("a", "b", "hostile", "truncated", "conv")}
+    torch.save(state, paths["a"])
+    torch.save(permuted, paths["b"])
+    torch.save({"0.weight": Payload()}, paths["hostile"])
+    paths["truncated"].write_bytes(paths["a"].read_bytes()[:100_000])
+    torch.save(torch.nn.Conv2d(1, 8, 3).state_dict(), paths["conv"])
+    return paths, sentinel, float(nudge.norm())
+
+
+def upload(page, index, path):
+    page.locator('[data-testid="stFileUploader"] input[type="file"]').nth(index).set_input_files(str(path))
+
+
+def test_your_own_networks_upload_align_and_download(page, server_url, server_runs_dir, tmp_path):
+    import subprocess
+    import sys
+
+    from symlab.lib import weights
+
+    paths, sentinel, nudge = network_files(tmp_path)
+    # The symmetry explorer: one network in, its structure confirmed, its nearest copy and sorted weights shown.
+    page.goto(f"{server_url}/symmetry?part=network&key=max_in")
+    wait_for_run(page)
+    assert "cannot live in a link" in page.locator('[data-testid="stAlert"]', has_text="link").inner_text()
+    assert "64MB per file" in page.locator('[data-testid="stFileUploader"]').inner_text()  # the server's cap
+    for name, message in (("hostile", "refused: the file holds objects other than tensors"),
+                          ("truncated", "truncated or corrupt PyTorch file"), ("conv", "a convolutional layer's")):
+        upload(page, 0, paths[name])
+        page.locator('[data-testid="stAlert"]', has_text=message).wait_for()
+        assert page.locator('[data-testid="stException"]').count() == 0
+    assert not sentinel.exists()
+    upload(page, 0, paths["a"])
+    page.get_by_text("784 → 128 → 10: 2 nn.Linear layers").wait_for()
+    page.get_by_text("… with its units sorted by largest incoming weight").wait_for(timeout=60_000)
+    wait_for_run(page)
+    relative = float(metric_value(page, "nearest copy ‖gw − w‖ / ‖w‖"))
+    assert 0 < relative < float(metric_value(page, "Thm 3.1 bound 2D / log n!"))
+    assert page.locator(".js-plotly-plot").count() >= 2  # the weights as uploaded, and sorted
+    assert page.locator('[data-testid="stException"]').count() == 0
+    save_screenshot(page, "symmetry_network")
+
+    # Alignment: two networks in, B aligned to A (a permuted, nudged copy: W₂ falls to the nudge's size).
+    page.goto(f"{server_url}/align?source=files")
+    wait_for_run(page)
+    upload(page, 0, paths["a"])
+    page.locator('[data-testid="stAlert"]', has_text="a.pt: 784 → 128 → 10").wait_for()
+    upload(page, 1, paths["b"])
+    page.get_by_text("The path from A to B").wait_for(timeout=60_000)
+    wait_for_run(page)
+    before, after = float(metric_value(page, "W₂(A, B) before")), float(metric_value(page, "W₂ after alignment"))
+    assert after <= round(nudge, 3) + 0.001 and before > 3 * nudge, (before, after, nudge)
+    pairs = drawn_chart(page, "Hidden layer 1: assignment")["series"]["assigned pair"]
+    assert sorted(pairs["x"]) == list(range(128))  # one match per unit of B
+    assert page.locator('[data-testid="stException"]').count() == 0
+    save_screenshot(page, "align_files")
+
+    # MNIST: a run's posterior downloads and reads back as a 784-16-10 mean-field posterior.
+    subprocess.run([sys.executable, "-m", "symlab", "mnist", "--hidden", "16", "--epochs", "1", "--train-subset",
+                    "1000", "--runs-dir", str(server_runs_dir), "--json"], check=True, capture_output=True, timeout=300)
+    page.goto(f"{server_url}/mnist")
+    wait_for_run(page)
+    page.get_by_role("tab", name="Results").click()
+    button = page.get_by_role("button", name="Posterior (safetensors)")
+    button.wait_for()
+    with page.expect_download() as download_info:
+        button.click()
+    network = weights.read_network(download_info.value.path())
+    assert network.is_posterior and network.sizes[0] == 784 and network.sizes[-1] == 10
+    assert download_info.value.suggested_filename.endswith("_posterior.safetensors")

@@ -76,8 +76,10 @@ def test_default_link_shows_the_barrier_collapse():
     summary = at.table[0].value
     assert list(summary.index) == ["unaligned", "weight matching", "W₂ alignment"]
     assert float(summary["barrier (nats)"].iloc[0]) > float(summary["barrier (nats)"].iloc[2])
-    assert len(at.get("download_button")) == 4
-    assert dict(at.query_params) == {"task": "moons", "width": "64", "depth": "2", "train": "1000",
+    downloads = [button.key for button in at.get("download_button")]
+    assert len(downloads) == 7 and downloads[-3:] == ["align.download_q_a", "align.download_q_b",
+                                                      "align.download_q_b_aligned"]
+    assert dict(at.query_params) == {"source": "trained", "task": "moons", "width": "64", "depth": "2", "train": "1000",
                                      "noise": "0.15", "steps": "2000", "lr": "0.01", "prior": "1.0",
                                      "samples": "32", "order": "own", "seed": "0"}
 
@@ -191,3 +193,12 @@ def test_diverged_training_is_an_error_not_a_traceback(monkeypatch):
     assert not at.exception
     assert len(at.error) == 1 and "diverged at step 7" in at.error[0].value
     assert at.sidebar.slider  # the controls stay
+
+
+def test_the_files_view_asks_for_two_networks_and_says_uploads_stay_out_of_links():
+    at = align_page(source="files", samples=8)
+    assert not at.exception and not at.error
+    assert any("cannot live in a link" in info.value for info in at.info)
+    assert [uploader.label for uploader in at.get("file_uploader")] == ["Network A", "Network B"]
+    assert dict(at.query_params)["source"] == "files" and dict(at.query_params)["samples"] == "8"
+    assert not at.get("plotly_chart") and not at.get("metric")  # nothing trains while it waits for the files

@@ -165,3 +165,11 @@ def test_the_server_caps_are_stated_on_their_widgets(query, widgets):
         widget = shown[f"symmetry.{name}"]
         assert widget.max == cap and f"This page allows at most {cap:g}; the command line" in widget.help, name
     assert not shown["symmetry.seed"].help  # not capped: the declared range
+
+
+def test_the_network_part_asks_for_a_file_and_keeps_the_sort_key_in_the_link():
+    at = open_page("symmetry", part="network", key="first_in")
+    assert not at.exception and not at.error
+    assert any("cannot live in a link" in info.value for info in at.info)
+    assert [uploader.label for uploader in at.get("file_uploader")] == ["Your network"]
+    assert dict(at.query_params)["part"] == "network" and dict(at.query_params)["key"] == "first_in"

@@ -301,16 +301,24 @@ def theorem_bound(width: int, n_params: int) -> float:
     return 2.0 * n_params / math.lgamma(width + 1)
 
 
-def nearest_equivalent_mode(layers, chunk: int = 1024) -> NearestMode:
-    """The permuted copy of a one-hidden-layer net nearest to it.
+def nearest_equivalent_mode(layers, chunk: int = 1024, index: int | None = None) -> NearestMode:
+    """The permuted copy of a one-hidden-layer net nearest to it; for a deeper net, the nearest among
+    the permutations of hidden layer ``index``.
 
-    ‖πw − w‖² = Σ_j ‖u_{π(j)} − u_j‖² sums over π's cycles, fixed points cost nothing, and every
-    step of a cycle joins two distinct units, so a cycle of length m ≥ 2 costs at least m·d²_min:
-    the best non-trivial π is the transposition of the two closest units (distance √2·d_min).
+    ‖πw − w‖² = Σ_j ‖u_{π(j)} − u_j‖² over the units' rows u (incoming weights, bias, outgoing weights)
+    sums over π's cycles, fixed points cost nothing, and every step of a cycle joins two distinct units,
+    so a cycle of length m ≥ 2 costs at least m·d²_min: the best non-trivial π is the transposition of
+    the two closest units (distance √2·d_min). The bound's proof packs the orbit of any group acting by
+    isometries on the D parameters, so one layer's n! permutations of a deeper net obey it too.
     Pairwise distances in row blocks keep memory at ``chunk`` × width.
     """
     layers = as_layers(layers)
-    units = unit_vectors(layers)
+    if index is None:
+        units = unit_vectors(layers)
+    elif 0 <= index < len(layers) - 1:
+        units = unit_rows(layers, index)
+    else:
+        raise ValueError(f"hidden layer {index} does not exist: the net has {len(layers) - 1}")
     if units.ndim != 2:
         raise ValueError("nearest_equivalent_mode takes one network, not a batch")
     width = units.shape[0]

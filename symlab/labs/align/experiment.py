@@ -9,10 +9,12 @@ classes) or a subset of MNIST.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -20,7 +22,7 @@ import torch.nn.functional as F
 
 from symlab import controls, jobs
 from symlab.controls import MAX_INT, control
-from symlab.lib import align, gaussian, mlp
+from symlab.lib import align, gaussian, mlp, weights
 from symlab.lib.gaussian import DiagonalGaussian
 from symlab.lib.mnist_data import data_directory, load_mnist_once
 from symlab.results import TrainingDiverged, in_memory
@@ -222,34 +224,51 @@ class AlignmentReport:
     noise: list = in_memory()       # the standard normal draws shared by every point of every path
 
 
-def alignment_report(pair: PosteriorPair, data: Dataset, progress=None) -> AlignmentReport:
-    """Align q_B to q_A by weight matching and by W₂, and evaluate the loss and accuracy of the
-    marginal predictive (test set) along the three paths."""
-    config = pair.config
-    qa, qb = pair.qa, pair.qb
+@dataclass(frozen=True)
+class Comparison:
+    """q_B aligned to q_A both ways, and the three paths from q_A: the core of every alignment report."""
+
+    alignments: dict  # "weights", "w2" -> align.Alignment
+    ends: dict        # path -> q_B as that path's end
+    paths: dict       # path -> t, loss and accuracy along it (empty without data)
+    summary: dict     # path -> its distances, barriers (None without data) and units moved
+    seconds: float    # aligning both ways
+
+
+def compare(qa: DiagonalGaussian, qb: DiagonalGaussian, ts, noise, data: Dataset | None, progress=None) -> Comparison:
+    """Align q_B to q_A by weight matching and by W₂, and, given ``data``, evaluate the loss and accuracy of
+    the marginal predictive (test set) along the three paths."""
     started = time.perf_counter()
     alignments = {"weights": align.align(qa, qb, "means"), "w2": align.align(qa, qb, "w2")}
-    align_seconds = time.perf_counter() - started
+    seconds = time.perf_counter() - started
     ends = {"before": qb, **{name: align.permute(qb, a.perms) for name, a in alignments.items()}}
-    ts = np.linspace(0.0, 1.0, config.path_points)
-    noise = align.standard_noise(config.sizes, config.samples, config.seed * 2 + 4)
     paths = {}
-    for done, (name, end) in enumerate(ends.items()):
-        paths[name] = align.path(qa, end, ts, noise, data.x_test, data.y_test)
-        if progress is not None:
-            progress(done + 1, len(ends))
+    if data is not None:
+        for done, (name, end) in enumerate(ends.items()):
+            paths[name] = align.path(qa, end, ts, noise, data.x_test, data.y_test)
+            if progress is not None:
+                progress(done + 1, len(ends))
     summary = {}
     for name, end in ends.items():
         summary[name] = {
             "w2": align.w2_distance(qa, end),
             "mean_distance": align.mean_distance(qa, end),
             "layer_w2": np.sqrt(align.layer_distances(qa, end, "w2")).tolist(),
-            "barrier": align.barrier(ts, paths[name]["loss"]),
-            "accuracy_barrier": align.barrier(ts, paths[name]["accuracy"], higher_is_worse=False),
+            "barrier": align.barrier(ts, paths[name]["loss"]) if paths else None,
+            "accuracy_barrier": align.barrier(ts, paths[name]["accuracy"], higher_is_worse=False) if paths else None,
             "units_moved": [int(np.sum(p != np.arange(len(p)))) for p in alignments[name].perms]
-            if name in alignments else [0] * config.depth,
+            if name in alignments else [0] * len(qa.hidden),
         }
-    w2 = alignments["w2"]
+    return Comparison(alignments, ends, paths, summary, seconds)
+
+
+def alignment_report(pair: PosteriorPair, data: Dataset, progress=None) -> AlignmentReport:
+    """:func:`compare` for the trained pair, on the task's test set."""
+    config = pair.config
+    ts = np.linspace(0.0, 1.0, config.path_points)
+    noise = align.standard_noise(config.sizes, config.samples, config.seed * 2 + 4)
+    found = compare(pair.qa, pair.qb, ts, noise, data, progress)
+    summary, paths, w2 = found.summary, found.paths, found.alignments["w2"]
     return AlignmentReport(
         config=config, sizes=list(config.sizes), barrier_before=summary["before"]["barrier"],
         barrier_after=summary["w2"]["barrier"], barrier_weight_matching=summary["weights"]["barrier"],
@@ -258,12 +277,113 @@ def alignment_report(pair: PosteriorPair, data: Dataset, progress=None) -> Align
         accuracy_a=paths["before"]["accuracy"][0], accuracy_b=paths["before"]["accuracy"][-1],
         sweeps=w2.sweeps, converged=w2.converged, w2_history=[math.sqrt(max(v, 0.0)) for v in w2.history],
         permutations=[p.tolist() for p in w2.perms], summary=summary, paths=paths, train_seconds=pair.seconds,
-        align_seconds=align_seconds, elbo_final=pair.elbo[-1].tolist(), alignments=alignments, ends=ends,
-        noise=noise)
+        align_seconds=found.seconds, elbo_final=pair.elbo[-1].tolist(), alignments=found.alignments,
+        ends=found.ends, noise=noise)
+
+
+PAIR_FILES = {"q_a": "q_A", "q_b": "q_B", "q_b_aligned": "q_B aligned to q_A (W₂)"}
+
+
+def pair_files(pair: PosteriorPair, report: AlignmentReport) -> dict[str, bytes]:
+    """The trained pair as safetensors files (:func:`symlab.lib.weights.posterior_bytes`), by file stem:
+    q_A, q_B and q_B permuted by its W₂ alignment, each with the run's config as metadata."""
+    posteriors = {"q_a": pair.qa, "q_b": pair.qb, "q_b_aligned": report.ends["w2"]}
+    config = dataclasses.asdict(pair.config)
+    return {stem: weights.posterior_bytes(q.means, q.sds, {"config": config, "posterior": PAIR_FILES[stem],
+                                                           "w2_to_q_a": align.w2_distance(pair.qa, q)})
+            for stem, q in posteriors.items()}
+
+
+def export_directory(directory) -> Path:
+    """``directory``, made if need be; :class:`~symlab.lib.weights.WeightsError` if it cannot be."""
+    directory = Path(directory)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except (OSError, ValueError) as error:  # ValueError: a NUL in the name
+        raise weights.WeightsError(f"cannot create the directory {str(directory)[:200]!r} "
+                                   f"({getattr(error, 'strerror', None) or error})") from None
+    return directory
+
+
+def export_pair(pair: PosteriorPair, report: AlignmentReport, directory) -> list[Path]:
+    """Write :func:`pair_files` into ``directory`` as <stem>.safetensors."""
+    directory = export_directory(directory)
+    return [weights.write_atomically(directory / f"{stem}.safetensors", data)
+            for stem, data in pair_files(pair, report).items()]
+
+
+# ---------------------------------------------------------------------------------------------
+# Two networks of one's own (files: the page's uploads, the command line's --weights A B)
+# ---------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class NetworkAlignment:
+    """:func:`compare` for two networks read from files (point estimates: σ = 0, so W₂ is the Euclidean
+    distance). The path is evaluated only where there is data: MNIST test images for 784 → … → 10 nets, scaled
+    the way q_A classifies best (``mnist_scaling``)."""
+
+    names: list[str]
+    structure: str
+    sizes: list[int]
+    posterior: bool
+    w2_before: float
+    w2_after: float
+    w2_weight_matching: float
+    barrier_before: float | None
+    barrier_after: float | None
+    barrier_weight_matching: float | None
+    loss_a: float | None
+    loss_b: float | None
+    accuracy_a: float | None
+    accuracy_b: float | None
+    mnist_scaling: str | None
+    sweeps: int
+    converged: bool
+    permutations: list[list[int]]
+    summary: dict
+    paths: dict
+    align_seconds: float
+    qa: DiagonalGaussian = in_memory()
+    alignments: dict = in_memory()
+    ends: dict = in_memory()
+
+
+def network_data(network: weights.Network, mnist) -> tuple[Dataset | None, str | None]:
+    """MNIST's first test images, scaled as ``network`` classifies best, for a 784 → … → 10 net; else none."""
+    if mnist is None or not weights.is_mnist_classifier(network.sizes):
+        return None, None
+    _, scaling = weights.mnist_accuracy(network.means, mnist, MNIST_TEST)
+    x = torch.from_numpy(weights.INPUT_SCALINGS[scaling](np.asarray(mnist.test_images[:MNIST_TEST], dtype=np.float32)))
+    y = torch.from_numpy(np.asarray(mnist.test_labels[:MNIST_TEST], dtype=np.int64))
+    return Dataset(x[:0], y[:0], x, y), scaling
+
+
+def align_networks(a: weights.Network, b: weights.Network, mnist=None, path_points: int = 21, samples: int = 32,
+                   seed: int = 0, progress=None) -> NetworkAlignment:
+    weights.check_pair(a, b)
+    qa, qb = a.gaussian(), b.gaussian()
+    data, scaling = network_data(a, mnist)
+    ts = np.linspace(0.0, 1.0, path_points)
+    noise = align.standard_noise(a.sizes, samples if a.is_posterior else 1, seed)
+    found = compare(qa, qb, ts, noise, data, progress)
+    summary, paths, w2 = found.summary, found.paths, found.alignments["w2"]
+
+    def end_value(path: str, key: str, index: int):
+        return paths[path][key][index] if paths else None
+
+    return NetworkAlignment(
+        names=[a.name, b.name], structure=a.describe(), sizes=list(a.sizes), posterior=a.is_posterior,
+        w2_before=summary["before"]["w2"], w2_after=summary["w2"]["w2"], w2_weight_matching=summary["weights"]["w2"],
+        barrier_before=summary["before"]["barrier"], barrier_after=summary["w2"]["barrier"],
+        barrier_weight_matching=summary["weights"]["barrier"], loss_a=end_value("before", "loss", 0),
+        loss_b=end_value("before", "loss", -1), accuracy_a=end_value("before", "accuracy", 0),
+        accuracy_b=end_value("before", "accuracy", -1), mnist_scaling=scaling, sweeps=w2.sweeps,
+        converged=w2.converged, permutations=[p.tolist() for p in w2.perms], summary=summary, paths=paths,
+        align_seconds=found.seconds, qa=qa, alignments=found.alignments, ends=found.ends)
 
 
 def run(config: AlignConfig, mnist=None, progress=None) -> AlignmentReport:
-    """Data, training and alignment in one call (the command line's path)."""
+    """Data, training and alignment in one call."""
     data = load_task(config.validate(), mnist)
     pair = train_pair(config, data, progress)
     return alignment_report(pair, data)
@@ -331,11 +451,11 @@ class AssignmentView:
     matched: np.ndarray  # per unit of q_A, the column of the unit of q_B the W₂ alignment matched it with
 
 
-def assignment_view(pair: PosteriorPair, rep: AlignmentReport, index: int, aligned: bool) -> AssignmentView:
-    perms = rep.alignments["w2"].perms
+def assignment_view(qa: DiagonalGaussian, qb: DiagonalGaussian, perms, index: int, aligned: bool) -> AssignmentView:
+    """Hidden layer ``index`` of q_B aligned to q_A by ``perms`` (a W₂ alignment's)."""
     # Distances to q_B as the other layers' alignment leaves it, so that only this layer's order is in question.
     others = [p if i != index else np.arange(len(p)) for i, p in enumerate(perms)]
-    cost = align.unit_distances(pair.qa, align.permute(pair.qb, others), index, "w2")
+    cost = align.unit_distances(qa, align.permute(qb, others), index, "w2")
     perm = np.asarray(perms[index])
     columns = perm if aligned else np.arange(len(perm))
     distance = np.sqrt(np.maximum(cost[:, columns], 0.0))

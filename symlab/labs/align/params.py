@@ -13,10 +13,13 @@ CAPS = {"width": 128, "train_size": 20_000, "steps": 3000, "samples": 64}
 ORDERS = {"own": "in its own order", "aligned": "in the aligned order"}
 MAP_PATHS = ("before", "w2")  # the player's maps: unaligned, and after W₂ alignment
 ORDER = Param("order", "choice", "own", choices=tuple(ORDERS))  # a view of the assignments, not a setting
+SOURCES = {"trained": "trained here", "files": "your files"}
+SOURCE = Param("source", "choice", "trained", choices=tuple(SOURCES))  # the pair: trained by the page, or uploaded
 
 
 def page_params(hosting=None) -> tuple[Param, ...]:
-    return (*controls.url_params(AlignConfig, FIELDS, caps=CAPS), ORDER, *controls.url_params(AlignConfig, ["seed"]))
+    return (SOURCE, *controls.url_params(AlignConfig, FIELDS, caps=CAPS), ORDER,
+            *controls.url_params(AlignConfig, ["seed"]))
 
 
 def page_config(values: dict) -> AlignConfig:

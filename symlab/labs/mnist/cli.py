@@ -49,6 +49,10 @@ def _add_mnist_options(p, *, sweep: bool) -> None:
         controls.add_flags(p, MnistConfig, VARIED)
         p.add_argument("--resume", type=cli.int_at_least(1), default=None, metavar="RUN_ID",
                        help="continue an interrupted, cancelled or failed run from its checkpoint")
+        p.add_argument("--export", nargs=2, metavar=("RUN_ID", "FILE"), default=None,
+                       help="write run RUN_ID's posterior (its last completed epoch) to FILE as safetensors, and "
+                            "train nothing: the means under nn.Sequential(nn.Linear, nn.ReLU, …)'s keys, the "
+                            "standard deviations under sd.<key>, the config as metadata")
     controls.add_flags(p, MnistConfig, SHARED)
     p.add_argument("--data-dir", default=None,
                    help="directory with the four MNIST IDX .gz files "
@@ -150,6 +154,8 @@ def _run_report(registry, run) -> dict:
 def _run_mnist(args) -> dict:
     from symlab.runs import Registry, executor_name
 
+    if args.export:
+        return _export(Registry(args.runs_dir), *args.export)
     config = controls.from_args(MnistConfig, args)
     registry = Registry(args.runs_dir)
     if executor_name(args.executor) == "ray":
@@ -161,6 +167,26 @@ def _run_mnist(args) -> dict:
     if report["status"] != "finished":
         raise RuntimeError(f"run #{report['run_id']} {report['status']}: {report['message']}", report)
     return report
+
+
+def _export(registry, run_text: str, path: str) -> dict:
+    from symlab.labs.mnist.experiment import exported_run
+    from symlab.lib import weights
+
+    try:
+        run_id = cli.int_at_least(1)(run_text)
+    except argparse.ArgumentTypeError as error:
+        raise ValueError(f"--export RUN_ID: {error}") from None
+    try:
+        run = registry.get(run_id)
+    except KeyError as error:
+        raise ValueError(error.args[0]) from None
+    if not isinstance(run.config, MnistConfig):
+        raise ValueError(f"run #{run_id} is not an MNIST run")
+    written = weights.write_atomically(path, exported_run(registry.checkpoint_path(run_id), run_id))
+    network = weights.read_network(written)
+    return {"exported": str(written), "run_id": run_id, "status": run.status, "epochs_done": run.epoch,
+            "structure": network.describe(), "bytes": written.stat().st_size}
 
 
 def _train_on_ray(registry, configs, quiet: bool) -> list[dict]:
@@ -233,6 +259,9 @@ def _run_mnist_data(args) -> dict:
 
 
 def _format_mnist(report: dict) -> str:
+    if "exported" in report:
+        return (f"run #{report['run_id']} ({report['status']}, {report['epochs_done']} epochs done): its posterior, "
+                f"{report['structure']}, written to {report['exported']} ({report['bytes']:,} bytes)")
     estimator = (f"I estimated by {report['mi_estimator']} ("
                  + ("trained on" if report["mi_trained"] else "measured on q, not trained on") + ")"
                  if report.get("mi_estimator") else "")

@@ -21,7 +21,7 @@ import torch.nn.functional as F
 from symlab import controls
 from symlab.controls import control
 from symlab.hosting import Work
-from symlab.lib import blocks, bnn, gaussian, mlp
+from symlab.lib import blocks, bnn, gaussian, mlp, weights
 from symlab.lib.mnist_data import PIXEL_MEAN, PIXEL_STD, Mnist
 from symlab.results import TrainingDiverged
 
@@ -378,6 +378,34 @@ def save_checkpoint(trainer: MnistTrainer, path: Path) -> None:
 
 def load_checkpoint(trainer: MnistTrainer, path: Path) -> None:
     trainer.load_state_dict(torch.load(path, map_location=trainer.device, weights_only=True))
+
+
+INPUT_NOTE = f"pixels / 255, then (x - {PIXEL_MEAN}) / {PIXEL_STD}"  # how this lab's runs see MNIST
+
+
+def posterior_file(state: dict, run_id: int | None = None) -> bytes:
+    """A run's posterior (a checkpoint's ``state``, :meth:`MnistTrainer.state_dict`) as a safetensors file
+    (:func:`symlab.lib.weights.posterior_bytes`): the means load into nn.Sequential(nn.Linear, nn.ReLU, …); the
+    metadata carry the config, the epochs done, the last test accuracy and how the inputs were scaled."""
+    config = MnistConfig.from_dict(state["config"])
+    mu, sd = state["mu"].detach().cpu(), state["log_sd"].detach().cpu().exp()
+    history = state.get("history") or []
+    metadata = {"config": config.to_dict(), "epochs_done": int(state["epoch"]), "inputs": INPUT_NOTE,
+                "test_acc": history[-1].get("test_acc") if history else None}
+    if run_id is not None:
+        metadata["run_id"] = run_id
+    return weights.posterior_bytes(config.layout.layers(mu), config.layout.layers(sd), metadata)
+
+
+def exported_run(checkpoint: Path, run_id: int) -> bytes:
+    """:func:`posterior_file` of run ``run_id`` from its last checkpoint (written after every epoch)."""
+    if not Path(checkpoint).exists():
+        raise ValueError(f"run #{run_id} has no checkpoint yet: one is written after each completed epoch")
+    try:
+        state = torch.load(checkpoint, map_location="cpu", weights_only=True)
+    except (RuntimeError, EOFError, OSError) as error:
+        raise ValueError(f"run #{run_id}'s checkpoint cannot be read ({error}); resume the run to rewrite it") from None
+    return posterior_file(state, run_id)
 
 
 DIAGNOSTIC_KEYS = ("nearest_unit_kl_min", "nearest_unit_kl_median", "units_at_prior", "block_mi",

@@ -7,6 +7,7 @@ import argparse
 from symlab import cli, controls, results
 from symlab.labs.symmetry import experiment as symmetry_lab
 from symlab.labs.toy import experiment as toy
+from symlab.lib import symmetry, weights
 
 PERCEPTRON_FLAGS = ("nets", "epochs", "lr", "separation", "seed")
 MLP_FLAGS = ("width", "depth", "instances", "steps", "lr", "schedule", "batch", "sort_key", "seed")
@@ -82,6 +83,21 @@ def register(subparsers) -> None:
     controls.add_flags(q, symmetry_lab.MlpConfig, MLP_FLAGS)
     q.add_argument("--data-dir", default=None, help="MNIST directory (default: the copy shipped in assets/mnist)")
     q.set_defaults(run=_run_training, format=_format_symmetry)
+
+    q = parts.add_parser("network", help="your own MLP from a file: mode proximity, removal checks, min-mass",
+                         description="Read an MLP of nn.Linear layers (a torch.save'd state_dict, or safetensors: a "
+                                     "point estimate or a mean-field posterior, whose means are analysed) and report "
+                                     "its structure, each hidden layer's nearest equivalent mode against the Thm 3.1 "
+                                     "bound, that sorting its units and normalising them keep its function, and the "
+                                     "min-mass problem. A 784-input net is checked on MNIST test images, and a "
+                                     "784 → … → 10 net's test accuracy is reported.")
+    q.add_argument("--weights", required=True, metavar="FILE",
+                   help=f"the network: a torch state_dict or a safetensors file (at most "
+                        f"{weights.MAX_FILE_BYTES // 2**20} MB; read as data, never run)")
+    q.add_argument("--sort-key", choices=symmetry.SORT_KEYS, default="max_in",
+                   help="what permutation removal sorts each hidden layer's units by (default max_in)")
+    q.add_argument("--data-dir", default=None, help="MNIST directory (default: the copy shipped in assets/mnist)")
+    q.set_defaults(run=_run_network, format=_format_network)
     for sub in parts.choices.values():
         sub.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
@@ -115,6 +131,28 @@ def _run_training(args) -> dict:
     config = controls.from_args(symmetry_lab.MlpConfig, args, MLP_FLAGS)
     run = symmetry_lab.train_mlps(config, cli.load_mnist(args.data_dir), cli.stderr_progress(args, "step"))
     return results.to_json(symmetry_lab.training_report(run))
+
+def _run_network(args) -> dict:
+    network = weights.read_network(args.weights)
+    mnist = cli.load_mnist(args.data_dir) if network.sizes[0] == 784 else None
+    return results.to_json(symmetry_lab.network_report(network, mnist, args.sort_key))
+
+def _format_network(report: dict) -> str:
+    lines = [f"{report['name']}: {report['structure']}"]
+    if report["posterior"]:
+        lines.append("  (a posterior: the analyses below are of its means)")
+    if report["mnist_accuracy"] is not None:
+        lines.append(f"  MNIST test accuracy {report['mnist_accuracy']:.4f} (inputs scaled {report['mnist_scaling']})")
+    lines += [f"{'hidden layer':>12} {'width':>6} {'|gw - w|':>12} {'/ |w|':>12} {'Thm 3.1 bound':>14} {'closest units':>14}"]
+    for row in report["nearest_modes"]:
+        lines.append(f"{row['layer']:>12} {row['width']:>6} {row['distance']:>12.4g} {row['relative_distance']:>12.4g} "
+                     f"{row['bound']:>14.4g} {str(tuple(row['pair'])):>14}")
+    lines += [f"largest output change on {report['check_inputs']}:",
+              f"  units sorted by {report['sort_key']}: {report['permutation_removal_change']:.2e}; "
+              f"units normalised: {report['scaling_removal_change']:.2e}; min-mass: {report['min_mass_change']:.2e}",
+              f"min-mass: mass {report['mass_before']:.6g} → {report['mass_after']:.6g} (ratio "
+              f"{report['mass_ratio']:.4f}, {'converged' if report['min_mass_converged'] else 'not converged'})"]
+    return "\n".join(lines)
 
 def _format_mass_line(name: str, report: dict) -> str:
     return (f"{name:>12} {report['nets']:>6} {report['mass_before_median']:>12.4g} {report['mass_after_median']:>12.4g} "

@@ -8,6 +8,7 @@
 - Posterior quality: MMD of MFVI, SGM and a deep ensemble against exact-posterior samples of the
   tractable BNN, with and without permutation removal.
 - Do networks permute while they train? Kendall's τ between successive sorting permutations.
+- A network of one's own (a file): mode proximity, permutation and scaling removal, min-mass.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from scipy import ndimage
 from symlab import controls, jobs
 from symlab.controls import MAX_INT, control
 from symlab.labs.toy import experiment as toy
-from symlab.lib import mlp, symmetry
+from symlab.lib import mlp, symmetry, weights
 from symlab.lib.mmd import mmd_aggregate
 from symlab.lib.mnist_data import data_directory, load_mnist_once
 from symlab.results import TrainingDiverged, in_memory
@@ -586,6 +587,79 @@ def posterior_quality(config: QualityConfig = QualityConfig(), progress=None) ->
 # The page's computations as shared tasks (symlab.jobs): trained once for every session, in a
 # worker process; the server's warm-up submits the default link's.
 # ---------------------------------------------------------------------------------------------
+
+# ---------------------------------------------------------------------------------------------
+# A network of one's own: a file (the page's upload, the command line's --weights FILE)
+# ---------------------------------------------------------------------------------------------
+
+CHECK_POINTS = 256  # inputs on which each removal is checked to keep the function
+@dataclass(frozen=True)
+class NetworkReport:
+    """The symmetry explorer's analyses of one network (a posterior's means). ``nearest_modes``: per hidden
+    layer, the nearest permuted copy (the transposition of its two closest units) against the Thm 3.1 bound
+    for that layer's n! permutations; the removals' and min-mass's largest output change on the check inputs;
+    MNIST test accuracy for a 784 → … → 10 net, with the input scaling it fits."""
+
+    name: str
+    structure: str
+    sizes: list[int]
+    n_parameters: int
+    posterior: bool
+    sort_key: str
+    check_inputs: str
+    nearest_modes: list[dict]
+    permutation_removal_change: float
+    scaling_removal_change: float
+    mass_before: float
+    mass_after: float
+    mass_ratio: float
+    min_mass_converged: bool
+    min_mass_change: float
+    mnist_accuracy: float | None
+    mnist_scaling: str | None
+    seconds: float
+    raw_layers: list = in_memory()
+    sorted_layers: list = in_memory()
+
+
+def check_inputs(sizes, mnist=None) -> tuple[np.ndarray, str]:
+    """Inputs for the removal checks: MNIST test images for a 784-input net when the data is there, else
+    standard normal points."""
+    if sizes[0] == 784 and mnist is not None:
+        return np.asarray(mnist.test_images[:CHECK_POINTS], dtype=np.float64) / 255.0, \
+            f"the first {CHECK_POINTS} MNIST test images"
+    return np.random.default_rng(0).standard_normal((CHECK_POINTS, sizes[0])), f"{CHECK_POINTS} standard normal points"
+
+
+def network_report(network: weights.Network, mnist=None, sort_key: str = "max_in") -> NetworkReport:
+    """Mode proximity, permutation and scaling removal and min-mass for ``network`` (a posterior: its means)."""
+    if sort_key not in symmetry.SORT_KEYS:
+        raise ValueError(f"sort key must be one of {symmetry.SORT_KEYS}, got {sort_key!r}")
+    started = time.perf_counter()
+    layers = symmetry.as_layers(network.means)
+    inputs, described = check_inputs(network.sizes, mnist)
+    nearest = []
+    for index, width in enumerate(network.sizes[1:-1]):
+        mode = symmetry.nearest_equivalent_mode(layers, index=index)
+        nearest.append({"layer": index + 1, "width": width, "distance": mode.distance,
+                        "relative_distance": mode.relative, "bound": mode.bound,
+                        "below_bound": bool(mode.relative <= mode.bound), "pair": list(mode.pair)})
+    sorted_layers = symmetry.sort_units(layers, sort_key)
+    scaled = symmetry.normalise_units(layers)
+    result = symmetry.min_mass(layers)
+    accuracy, scaling = weights.mnist_accuracy(layers, mnist) \
+        if mnist is not None and weights.is_mnist_classifier(network.sizes) else (None, None)
+    mass_before, mass_after = float(np.ravel(result.mass_before)[0]), float(np.ravel(result.mass_after)[0])
+    return NetworkReport(
+        name=network.name, structure=network.describe(), sizes=list(network.sizes),
+        n_parameters=network.n_parameters, posterior=network.is_posterior, sort_key=sort_key, check_inputs=described,
+        nearest_modes=nearest, permutation_removal_change=max_output_change(layers, sorted_layers, inputs),
+        scaling_removal_change=max_output_change(layers, scaled, inputs), mass_before=mass_before,
+        mass_after=mass_after, mass_ratio=mass_after / mass_before if mass_before > 0 else math.nan,
+        min_mass_converged=bool(np.all(result.converged)),
+        min_mass_change=max_output_change(layers, result.layers, inputs), mnist_accuracy=accuracy,
+        mnist_scaling=scaling, seconds=time.perf_counter() - started, raw_layers=layers, sorted_layers=sorted_layers)
+
 
 def _counting(progress, text: str):
     """The ``progress(done, total[, what])`` these functions call, reported as "what done / total"."""

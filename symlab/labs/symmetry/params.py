@@ -17,6 +17,7 @@ PARTS = {
     "proximity": "Mode proximity",
     "quality": "Posterior quality (MMD)",
     "training": "Permutations in training",
+    "network": "Your network (a file)",
 }
 PART = Param("part", "choice", "fig1", choices=tuple(PARTS))
 MAX_WIDTHS = tuple(str(2**k) for k in range(3, 14))  # the largest width of the proximity part: 8 to 8192

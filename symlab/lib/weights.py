@@ -1,0 +1,346 @@
+"""Networks from files, and posteriors to files.
+
+A network comes in as a PyTorch ``state_dict`` of ``nn.Linear`` layers (``torch.save``) or as a
+safetensors file: point estimates, or mean-field posteriors in the format :func:`save_posterior`
+writes (the means under the usual keys, the standard deviations under ``sd.<key>``). A file is data,
+never code: safetensors holds only tensors, and torch files are read with ``weights_only=True``,
+which refuses any pickled object but tensors and plain containers. Files are capped in size; every
+tensor is checked for shape, dtype and finite values; the layer structure is inferred from the shapes
+(each layer's inputs are the previous layer's outputs). Anything else ends in :class:`WeightsError`,
+with a message that says what was wrong.
+
+The layers come back as float64 numpy ``(W, b)`` pairs, as :mod:`symlab.lib.symmetry` takes them.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import pickle
+import re
+import struct
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from symlab.lib import mlp
+from symlab.lib.gaussian import DiagonalGaussian
+from symlab.lib.mnist_data import PIXEL_MEAN, PIXEL_STD
+
+MAX_FILE_BYTES = 64 * 2**20  # 8 million float64 parameters, 16 million float32
+SD_PREFIX = "sd."  # the standard deviations of a mean-field posterior, under the means' keys
+FORMAT = "symlab mean-field posterior"
+
+
+class WeightsError(ValueError):
+    """A file that is not a usable MLP; the message says why and what to do."""
+
+
+@dataclass(frozen=True)
+class Network:
+    """An MLP read from a file: ``means`` (the point estimate, or a posterior's means) and, for a
+    mean-field posterior, ``sds``; both lists of float64 ``(W, b)`` with W of shape (out, in)."""
+
+    name: str
+    means: list
+    sds: list | None = None
+    metadata: dict | None = None
+
+    @property
+    def sizes(self) -> tuple[int, ...]:
+        return (self.means[0][0].shape[1],) + tuple(W.shape[0] for W, _ in self.means)
+
+    @property
+    def n_parameters(self) -> int:
+        return sum(W.size + b.size for W, b in self.means)
+
+    @property
+    def is_posterior(self) -> bool:
+        return self.sds is not None
+
+    def describe(self) -> str:
+        kind = "a mean-field posterior (means and standard deviations)" if self.is_posterior else "a point estimate"
+        return (f"{' → '.join(map(str, self.sizes))}: {len(self.means)} nn.Linear layers with ReLU between them, "
+                f"{self.n_parameters:,} parameters, {kind}")
+
+    def gaussian(self) -> DiagonalGaussian:
+        """q over the flat parameters; a point estimate is the point mass (σ = 0)."""
+        layout, mean = mlp.flatten(self.means)
+        sd = np.zeros_like(mean) if self.sds is None else mlp.flatten(self.sds)[1]
+        return DiagonalGaussian.from_sd(layout, mean, sd)
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading
+# ---------------------------------------------------------------------------------------------
+
+def read_network(source: bytes | str | Path, name: str | None = None) -> Network:
+    """The MLP in a file (a path) or in its bytes; :class:`WeightsError` for anything else."""
+    if isinstance(source, (str, Path)):
+        path = Path(source)
+        name = name or path.name
+        try:
+            size = path.stat().st_size
+            if size > MAX_FILE_BYTES:
+                raise WeightsError(f"{name}: {size / 2**20:.0f} MB is over the {MAX_FILE_BYTES // 2**20} MB cap")
+            data = path.read_bytes()
+        except (OSError, ValueError) as error:  # ValueError: a NUL in the name
+            raise WeightsError(f"{name[:200]}: cannot read it ({getattr(error, 'strerror', None) or error})") from None
+    else:
+        data, name = bytes(source), name or "the file"
+    tensors, metadata, ordered = read_tensors(data, name)
+    return network_from_tensors(tensors, name, metadata, ordered)
+
+
+def read_tensors(data: bytes, name: str) -> tuple[dict[str, torch.Tensor], dict, bool]:
+    """The named tensors in a safetensors or torch file, the safetensors metadata, and whether the tensors'
+    order is the model's (a state_dict's is; safetensors sorts its keys)."""
+    if not data:
+        raise WeightsError(f"{name}: the file is empty")
+    if len(data) > MAX_FILE_BYTES:
+        raise WeightsError(f"{name}: {len(data) / 2**20:.0f} MB is over the {MAX_FILE_BYTES // 2**20} MB cap")
+    if data[:4] != b"PK\x03\x04" and _looks_like_safetensors(data):
+        return *_safetensors_tensors(data, name), False
+    if data[:4] == b"PK\x03\x04" or data[:1] == b"\x80":  # torch.save: a zip archive, or a bare pickle (old format)
+        return _torch_tensors(data, name), {}, True
+    raise WeightsError(f"{name}: not a PyTorch state_dict (torch.save) or a safetensors file")
+
+
+def _looks_like_safetensors(data: bytes) -> bool:
+    return len(data) >= 10 and data[8:9] == b"{"
+
+
+def _torch_tensors(data: bytes, name: str) -> dict[str, torch.Tensor]:
+    try:
+        loaded = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as error:
+        raise WeightsError(f"{name}: refused: the file holds objects other than tensors (code, a pickled module or "
+                           f"class{_refused_global(error)}); nothing in it was run. Save the weights with "
+                           "torch.save(model.state_dict(), path)") from None
+    except (EOFError, RuntimeError, zipfile.BadZipFile, ValueError, KeyError, struct.error, OSError) as error:
+        raise WeightsError(f"{name}: truncated or corrupt PyTorch file ({_first_line(error)})") from None
+    if isinstance(loaded, dict) and isinstance(loaded.get("state_dict"), dict):
+        loaded = loaded["state_dict"]  # a checkpoint {"state_dict": ..., "epoch": ...}
+    if isinstance(loaded, torch.Tensor) or not isinstance(loaded, dict):
+        raise WeightsError(f"{name}: holds a {type(loaded).__name__}, not a state_dict (a dict of named tensors); "
+                           "save the weights with torch.save(model.state_dict(), path)")
+    return loaded
+
+
+def _safetensors_tensors(data: bytes, name: str) -> tuple[dict[str, torch.Tensor], dict]:
+    from safetensors import SafetensorError
+    from safetensors.torch import load
+
+    (header_size,) = struct.unpack("<Q", data[:8])
+    if 8 + header_size > len(data):
+        raise WeightsError(f"{name}: truncated safetensors file (its header says {header_size} bytes, the file has "
+                           f"{len(data) - 8})")
+    try:
+        header = json.loads(data[8:8 + header_size])
+        tensors = load(data)
+    except (SafetensorError, ValueError, TypeError) as error:
+        raise WeightsError(f"{name}: truncated or corrupt safetensors file ({_first_line(error)})") from None
+    metadata = (header.get("__metadata__") or {}) if isinstance(header, dict) else {}
+    return tensors, dict(metadata)
+
+
+def _refused_global(error: Exception) -> str:
+    """What torch's weights-only unpickler refused (its message buries it among advice to disable it)."""
+    for line in str(error).splitlines():
+        if "GLOBAL" in line or "Unsupported" in line:
+            return ": " + line.strip()[:200]
+    return ""
+
+
+def _first_line(error: Exception) -> str:
+    text = str(error).strip().splitlines()
+    return text[0][:200] if text else type(error).__name__
+
+
+def network_from_tensors(tensors: dict, name: str, metadata: dict | None = None, ordered: bool = True) -> Network:
+    """Infer an MLP from named tensors: ``<layer>.weight`` (out, in) and ``<layer>.bias`` (out,) pairs whose
+    shapes chain, with ``sd.<key>`` standard deviations for a posterior; ``ordered``: the tensors come in the
+    model's order."""
+    if not tensors:
+        raise WeightsError(f"{name}: holds no tensors")
+    not_tensors = [key for key, value in tensors.items() if not isinstance(value, torch.Tensor)]
+    if not_tensors:
+        raise WeightsError(f"{name}: {_listed(not_tensors)} are not tensors")
+    sd_keys = {key[len(SD_PREFIX):]: value for key, value in tensors.items() if key.startswith(SD_PREFIX)}
+    mean_keys = {key: value for key, value in tensors.items() if not key.startswith(SD_PREFIX)}
+    prefixes = _layer_prefixes(mean_keys, name)
+    means = [_layer(mean_keys, prefix, name) for prefix in prefixes]
+    order = _chain_order(means, prefixes, name, ordered)
+    prefixes, means = [prefixes[i] for i in order], [means[i] for i in order]
+    sds = None
+    if sd_keys:
+        if set(sd_keys) != set(mean_keys):
+            raise WeightsError(f"{name}: the standard deviations ({SD_PREFIX}…) do not cover the same tensors as the "
+                               f"means: {_listed(sorted(set(sd_keys) ^ set(mean_keys)))}")
+        sds = [_layer(sd_keys, prefix, name, means=means[i]) for i, prefix in enumerate(prefixes)]
+        negative = [prefix for prefix, (W, b) in zip(prefixes, sds) if (W < 0).any() or (b < 0).any()]
+        if negative:
+            raise WeightsError(f"{name}: negative standard deviations in {_listed(negative)}")
+    return Network(name, means, sds, metadata or None)
+
+
+def _layer_prefixes(tensors: dict, name: str) -> list[str]:
+    """The layers' key prefixes, in the file's order (a state_dict's is the module's)."""
+    prefixes, extra = [], []
+    for key, value in tensors.items():
+        if key.endswith(".weight") or key == "weight":
+            prefix = key[:-len("weight")]
+            if value.dim() != 2:
+                kind = {1: "a normalisation layer's (BatchNorm, LayerNorm)", 3: "a convolutional layer's",
+                        4: "a convolutional layer's", 5: "a convolutional layer's"}.get(value.dim(), "no nn.Linear's")
+                raise WeightsError(f"{name}: {key} has shape {tuple(value.shape)}, {kind}: only MLPs of nn.Linear "
+                                   "layers (2-D weights) with ReLU between them can be read")
+            prefixes.append(prefix)
+        elif not (key.endswith(".bias") or key == "bias"):
+            extra.append(key)
+    if extra:
+        raise WeightsError(f"{name}: {_listed(extra)} belong to no nn.Linear layer (weight, bias); only MLPs of "
+                           "nn.Linear layers with ReLU between them can be read")
+    orphans = [key for key in tensors if key.endswith("bias") and key[:-len("bias")] not in prefixes]
+    if orphans:
+        raise WeightsError(f"{name}: {_listed(orphans)} have no weight beside them")
+    if len(prefixes) < 2:
+        raise WeightsError(f"{name}: {len(prefixes)} nn.Linear layer: a network with hidden units needs two or more")
+    return prefixes
+
+
+def _layer(tensors: dict, prefix: str, name: str, means=None) -> tuple[np.ndarray, np.ndarray]:
+    weight = tensors[prefix + "weight"]
+    bias = tensors.get(prefix + "bias")
+    for key, tensor in ((prefix + "weight", weight), (prefix + "bias", bias)):
+        if tensor is None:
+            continue
+        if not tensor.is_floating_point():
+            raise WeightsError(f"{name}: {key} is {str(tensor.dtype).removeprefix('torch.')}, not floating point")
+        if not torch.isfinite(tensor).all():
+            bad = int((~torch.isfinite(tensor)).sum())
+            raise WeightsError(f"{name}: {key} has {bad} NaN or infinite value{'s' * (bad != 1)}: a diverged "
+                               "network cannot be analysed")
+    if bias is not None and tuple(bias.shape) != (weight.shape[0],):
+        raise WeightsError(f"{name}: {prefix}bias has shape {tuple(bias.shape)}, but {prefix}weight has "
+                           f"{weight.shape[0]} outputs")
+    W = weight.detach().to(torch.float64).numpy().copy()
+    b = np.zeros(W.shape[0]) if bias is None else bias.detach().to(torch.float64).numpy().copy()
+    if means is not None and (W.shape != means[0].shape or b.shape != means[1].shape):
+        raise WeightsError(f"{name}: {SD_PREFIX}{prefix}weight has shape {W.shape}, its mean {means[0].shape}")
+    return W, b
+
+
+def _chain_order(layers: list, prefixes: list[str], name: str, ordered: bool) -> list[int]:
+    """An order of the layers where each one's inputs are the previous one's outputs: the file's when it is
+    the model's, else the prefixes' natural order ("2.weight" before "10.weight"), else the other one. (A
+    2-16-2 net chains both ways round: the order decides.)"""
+    natural = sorted(range(len(layers)), key=lambda i: _natural_key(prefixes[i]))
+    orders = [list(range(len(layers))), natural] if ordered else [natural, list(range(len(layers)))]
+    for order in orders:
+        if all(layers[a][0].shape[0] == layers[b][0].shape[1] for a, b in zip(order, order[1:])):
+            return order
+    shapes = ", ".join(f"{prefixes[i] or ''}weight {layers[i][0].shape}" for i in natural)
+    raise WeightsError(f"{name}: the layers' shapes do not chain into an MLP ({shapes}): each layer's inputs must be "
+                       "the previous layer's outputs")
+
+
+def _natural_key(text: str) -> list:
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", text)]
+
+
+def _listed(keys, limit: int = 4) -> str:
+    keys = list(keys)
+    shown = ", ".join(repr(k) for k in keys[:limit])
+    return shown + (f" and {len(keys) - limit} more" if len(keys) > limit else "")
+
+
+def check_pair(a: Network, b: Network) -> None:
+    """Two networks that can be aligned: the same layer sizes, both posteriors or both point estimates."""
+    if a.sizes != b.sizes:
+        raise WeightsError(f"mismatched networks: {a.name} is {'-'.join(map(str, a.sizes))}, {b.name} is "
+                           f"{'-'.join(map(str, b.sizes))}; alignment needs the same layer sizes")
+    if a.is_posterior != b.is_posterior:
+        point = b.name if a.is_posterior else a.name
+        raise WeightsError(f"{point} is a point estimate and the other a posterior: give two of a kind")
+
+
+# ---------------------------------------------------------------------------------------------
+# MNIST, for a network trained elsewhere
+# ---------------------------------------------------------------------------------------------
+
+# How MNIST pixels may have been scaled for a network trained elsewhere: the one it classifies best is used.
+INPUT_SCALINGS = {"[0, 1]": lambda pixels: pixels / 255.0,
+                  "standardised": lambda pixels: (pixels / 255.0 - PIXEL_MEAN) / PIXEL_STD}
+
+
+def is_mnist_classifier(sizes) -> bool:
+    return sizes[0] == 784 and sizes[-1] == 10
+
+
+def mnist_accuracy(layers, mnist, count: int | None = None) -> tuple[float, str]:
+    """(Test accuracy on the first ``count`` test images, the input scaling of :data:`INPUT_SCALINGS` that
+    gives the best): the network's inputs must be scaled the way it was trained."""
+    torch_layers = [(torch.as_tensor(W, dtype=torch.float32), torch.as_tensor(b, dtype=torch.float32))
+                    for W, b in layers]
+    labels = torch.from_numpy(np.asarray(mnist.test_labels[:count], dtype=np.int64))
+    best = (-1.0, "")
+    for name, scale in INPUT_SCALINGS.items():
+        x = torch.from_numpy(scale(np.asarray(mnist.test_images[:count], dtype=np.float32)))
+        with torch.no_grad():
+            accuracy = float((mlp.forward(torch_layers, x).argmax(1) == labels).float().mean())
+        best = max(best, (accuracy, name))
+    return best
+
+
+# ---------------------------------------------------------------------------------------------
+# Writing
+# ---------------------------------------------------------------------------------------------
+
+def sequential_keys(n_layers: int) -> list[str]:
+    """The key prefixes of nn.Sequential(Linear, ReLU, Linear, …): "0.", "2.", "4.", …"""
+    return [f"{2 * index}." for index in range(n_layers)]
+
+
+def posterior_tensors(means, sds=None) -> dict[str, torch.Tensor]:
+    """The named float32 tensors of :func:`save_posterior`."""
+    tensors = {}
+    for prefix, (W, b) in zip(sequential_keys(len(means)), means):
+        tensors[prefix + "weight"], tensors[prefix + "bias"] = _tensor(W), _tensor(b)
+    for prefix, (W, b) in zip(sequential_keys(len(means)), sds or []):
+        tensors[SD_PREFIX + prefix + "weight"], tensors[SD_PREFIX + prefix + "bias"] = _tensor(W), _tensor(b)
+    return tensors
+
+
+def _tensor(array) -> torch.Tensor:
+    tensor = array.detach().cpu() if isinstance(array, torch.Tensor) else torch.from_numpy(np.asarray(array))
+    return tensor.to(torch.float32).contiguous()
+
+
+def posterior_bytes(means, sds=None, metadata: dict | None = None) -> bytes:
+    """A safetensors file of an MLP posterior: the means under nn.Sequential's keys ("0.weight", "0.bias",
+    "2.weight", …), so ``nn.Sequential(nn.Linear, nn.ReLU, …).load_state_dict(tensors, strict=False)`` takes
+    the mean network; the standard deviations under "sd.0.weight", …; ``metadata`` (strings) as its header's
+    metadata, with the layer sizes and the format."""
+    from safetensors.torch import save
+
+    sizes = (np.shape(means[0][0])[1],) + tuple(np.shape(W)[0] for W, _ in means)
+    header = {"format": FORMAT, "sizes": json.dumps(sizes)}
+    header.update({key: value if isinstance(value, str) else json.dumps(value) for key, value in (metadata or {}).items()})
+    return save(posterior_tensors(means, sds), metadata=header)
+
+
+def write_atomically(path: str | Path, data: bytes) -> Path:
+    """Write ``data`` to ``path`` through a temporary file: a failure leaves no half-written file."""
+    path = Path(path)
+    partial = path.with_name(path.name + ".partial")
+    try:
+        partial.write_bytes(data)
+        partial.replace(path)
+    except OSError as error:
+        partial.unlink(missing_ok=True)
+        raise WeightsError(f"cannot write {path} ({error.strerror or error})") from None
+    return path

@@ -416,6 +416,10 @@ def weights_heatmap(column, W: np.ndarray, title: str, chart_key: str) -> None:
     column.plotly_chart(figure, key=chart_key)
 
 
+def finite_or_dash(value: float, spec: str) -> str:
+    return format(value, spec) if np.isfinite(value) else "—"
+
+
 def network_panel(sort_key: str):
     st.info(ui.UPLOAD_NOTICE, icon=":material/link_off:")
     network = ui.uploaded_network("Your network", key("upload"))
@@ -429,10 +433,11 @@ def network_panel(sort_key: str):
     rep = network_report(network, sort_key)
     first = rep.nearest_modes[0]
     cols = st.columns(4)
-    cols[0].metric("nearest copy ‖gw − w‖ / ‖w‖", f"{first['relative_distance']:.3g}",
-                   help="Hidden layer 1: the transposition of its two closest units.")
-    cols[1].metric("Thm 3.1 bound 2D / log n!", f"{first['bound']:.3g}")
-    cols[2].metric("min-mass: mass after / before", f"{rep.mass_ratio:.3f}")
+    cols[0].metric("nearest copy ‖gw − w‖ / ‖w‖", finite_or_dash(first["relative_distance"], ".3g"),
+                   help="Hidden layer 1: the transposition of its two closest units (— with one unit, or all "
+                        "weights 0).")
+    cols[1].metric("Thm 3.1 bound 2D / log n!", finite_or_dash(first["bound"], ".3g"))
+    cols[2].metric("min-mass: mass after / before", finite_or_dash(rep.mass_ratio, ".3f"))
     cols[3].metric("MNIST test accuracy", "—" if rep.mnist_accuracy is None else f"{rep.mnist_accuracy:.4f}",
                    help=None if rep.mnist_scaling is None else f"Inputs scaled {rep.mnist_scaling}: the scaling "
                                                                  "this net classifies best.")

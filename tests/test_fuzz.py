@@ -6,6 +6,8 @@ or its own message, status 1 for runtime errors), never a traceback. The cases a
 each lab's URL parameters as the registry (``symlab.labs.LABS``) derives them from the
 labs' declarations, and from the CLI's parser, so new parameters and options are covered
 without editing this file. Random mixes use fixed seeds: a failure names its seed and reproduces.
+Hostile uploaded files (a pickle with code, truncated, convolutional, …) are generated and fed to the
+readers and both CLIs in tests/test_weights.py, and to the pages in tests/test_browser.py.
 """
 
 import argparse

@@ -286,3 +286,16 @@ def test_the_alignment_pair_exports_as_three_files_that_read_back(tmp_path, caps
     assert json.loads(aligned.metadata["config"])["width"] == 16
     assert "--export writes a trained pair" in cli_error(capsys, "align", "--weights", report["exported"][0],
                                                          report["exported"][1], "--export", str(tmp_path))
+
+
+def test_degenerate_networks_are_reported_not_crashed_on(tmp_path, capsys):
+    from symlab import cli
+    zero = {key: torch.zeros_like(value) for key, value in mlp_module(5, 4, 2).state_dict().items()}
+    for name, state in (("zero.pt", zero), ("one-unit.pt", mlp_module(5, 1, 2).state_dict())):
+        path = tmp_path / name
+        torch.save(state, path)
+        assert cli.main(["symmetry", "network", "--weights", str(path)]) == 0
+        text = capsys.readouterr().out
+        assert "n/a" in text and "converged" in text, text
+        report = cli_json(capsys, "symmetry", "network", "--weights", str(path))
+        assert report["nearest_modes"][0]["relative_distance"] is None  # ‖w‖ = 0, or no second unit

@@ -145,13 +145,15 @@ def _format_network(report: dict) -> str:
         lines.append(f"  MNIST test accuracy {report['mnist_accuracy']:.4f} (inputs scaled {report['mnist_scaling']})")
     lines += [f"{'hidden layer':>12} {'width':>6} {'|gw - w|':>12} {'/ |w|':>12} {'Thm 3.1 bound':>14} {'closest units':>14}"]
     for row in report["nearest_modes"]:
-        lines.append(f"{row['layer']:>12} {row['width']:>6} {row['distance']:>12.4g} {row['relative_distance']:>12.4g} "
-                     f"{row['bound']:>14.4g} {str(tuple(row['pair'])):>14}")
+        pair = str(tuple(row["pair"])) if row["width"] > 1 else "(one unit)"
+        lines.append(f"{row['layer']:>12} {row['width']:>6} {_or_na(row['distance'], '>12.4g'):>12} "
+                     f"{_or_na(row['relative_distance'], '>12.4g'):>12} {_or_na(row['bound'], '>14.4g'):>14} {pair:>14}")
     lines += [f"largest output change on {report['check_inputs']}:",
               f"  units sorted by {report['sort_key']}: {report['permutation_removal_change']:.2e}; "
               f"units normalised: {report['scaling_removal_change']:.2e}; min-mass: {report['min_mass_change']:.2e}",
               f"min-mass: mass {report['mass_before']:.6g} → {report['mass_after']:.6g} (ratio "
-              f"{report['mass_ratio']:.4f}, {'converged' if report['min_mass_converged'] else 'not converged'})"]
+              f"{_or_na(report['mass_ratio'], '.4f')}, "
+              f"{'converged' if report['min_mass_converged'] else 'not converged'})"]
     return "\n".join(lines)
 
 def _format_mass_line(name: str, report: dict) -> str:

@@ -21,6 +21,7 @@ from symlab.labs.mnist.experiment import MnistConfig
 ROOT = Path(__file__).resolve().parents[1]
 TINY = dict(hidden=8, epochs=2, train_subset=500, samples=2, init_sd=1e-3, device="cpu")
 LONG = dict(hidden=256, epochs=8, train_subset=20000, samples=2, init_sd=1e-3, device="cpu")
+UNFINISHED = dict(LONG, epochs=100)  # cancelled long before its end (an epoch takes ~0.5 s)
 
 
 @pytest.fixture
@@ -82,7 +83,7 @@ def test_a_run_lost_with_its_node_is_interrupted_and_resumes_on_another(cluster)
 
 def test_cancel_withdraws_a_waiting_run_and_stops_a_running_one(cluster):
     registry = runs.Registry()
-    running = [runs.submit(registry, MnistConfig(**LONG, seed=seed), executor="ray") for seed in range(2)]
+    running = [runs.submit(registry, MnistConfig(**UNFINISHED, seed=seed), executor="ray") for seed in range(2)]
     waiting = runs.submit(registry, MnistConfig(**TINY), executor="ray")  # both CPUs are taken
     for run_id in running:
         wait_for(registry, run_id, lambda r: r.status == runs.RUNNING)

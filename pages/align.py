@@ -2,8 +2,6 @@
 barrier between them before and after (Rossi et al. 2023)."""
 
 
-import functools
-
 import altair as alt
 import numpy as np
 import pandas as pd
@@ -354,15 +352,14 @@ its loss is the test NLL of the marginal predictive $\frac1S\sum_s p(y \mid x, w
 
 def files_alignment(a, b, config: align_lab.AlignConfig) -> align_lab.NetworkAlignment:
     """This session's two uploads aligned, kept while the files and the path's settings stay."""
-    digests = tuple(st.session_state[f"{key(name)}.network"][0] for name in ("upload_a", "upload_b"))
-    kept_key = (digests, config.samples, config.path_points, config.seed)
-    kept = st.session_state.get(key("files_report"))
-    if kept is None or kept[0] != kept_key:
+    def aligned():
         mnist = load_mnist(None) if a.sizes[0] == 784 else None
         with st.spinner("Aligning the two networks and walking the paths between them"):
-            kept = (kept_key, align_lab.align_networks(a, b, mnist, config.path_points, config.samples, config.seed))
-        st.session_state[key("files_report")] = kept
-    return kept[1]
+            return align_lab.align_networks(a, b, mnist, config.path_points, config.samples, config.seed)
+
+    uploads = tuple(ui.upload_id(key(name)) for name in ("upload_a", "upload_b"))
+    return ui.kept_in_session(key("files_report"), (uploads, config.samples, config.path_points, config.seed),
+                              aligned)
 
 
 def path_figure(rep) -> dict:
@@ -385,12 +382,11 @@ def files_panel(config: align_lab.AlignConfig, order: str) -> None:
                     "the page also walks the path between them and measures the loss barrier.")
         return
     try:
-        weights.check_pair(a, b)
+        rep = files_alignment(a, b, config)  # two networks that cannot be aligned: its message
     except weights.WeightsError as error:
         st.error(str(error), icon=":material/error:")
         return
     st.table(ui.layer_table(a))
-    rep = files_alignment(a, b, config)
     cols = st.columns(4)
     barrier = (lambda value: "—" if value is None else f"{value:.3f}")
     cols[0].metric("loss barrier before", barrier(rep.barrier_before))
@@ -428,11 +424,12 @@ def files_panel(config: align_lab.AlignConfig, order: str) -> None:
 
 
 def pair_downloads(config: align_lab.AlignConfig, rep: align_lab.AlignmentReport) -> None:
-    files = functools.partial(align_lab.pair_files, trained_pair(config), rep)
+    pair = trained_pair(config)
     columns = st.columns(len(align_lab.PAIR_FILES) + 1)
     for column, (stem, title) in zip(columns, align_lab.PAIR_FILES.items()):
         with column:
-            ui.file_download(lambda stem=stem: files()[stem], f"{stem}_seed{config.seed}.safetensors",
+            ui.file_download(lambda stem=stem: align_lab.pair_files(pair, rep, [stem])[stem],
+                             f"{stem}_seed{config.seed}.safetensors",
                              f"{title} (safetensors)", f"align.download_{stem}",
                              help="Means under nn.Sequential(nn.Linear, nn.ReLU, …)'s keys, standard deviations "
                                   "under sd.<key>, the config as metadata.")

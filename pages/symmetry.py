@@ -397,14 +397,12 @@ is black in every MNIST image, so its weights never move.""")
 
 def network_report(network, sort_key: str) -> symmetry_lab.NetworkReport:
     """The analyses of this session's uploaded network, kept while the file and the sort key stay."""
-    kept_key = (st.session_state[f"{key('upload')}.network"][0], sort_key)  # the file's digest
-    kept = st.session_state.get(key("network_report"))
-    if kept is None or kept[0] != kept_key:
+    def measure():
         mnist = load_mnist_once(None) if network.sizes[0] == 784 else None
         with st.spinner("Measuring the network: nearest copies, removals, min-mass"):
-            kept = (kept_key, symmetry_lab.network_report(network, mnist, sort_key))
-        st.session_state[key("network_report")] = kept
-    return kept[1]
+            return symmetry_lab.network_report(network, mnist, sort_key)
+
+    return ui.kept_in_session(key("network_report"), (ui.upload_id(key("upload")), sort_key), measure)
 
 
 def weights_heatmap(column, W: np.ndarray, title: str, chart_key: str) -> None:

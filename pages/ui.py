@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 import concurrent.futures
-import hashlib
 import math
 import struct
 import time
@@ -610,23 +609,34 @@ UPLOAD_HELP = (f"A torch.save'd state_dict of an MLP of nn.Linear layers (.pt, .
                f"{weights.MAX_FILE_BYTES // 2**20} MB. The file is read as data only: nothing in it is run.")
 
 
+def kept_in_session(name: str, inputs: Hashable, compute: Callable):
+    """``compute()``, kept in this session under ``name`` while ``inputs`` stay the same (an exception
+    keeps nothing)."""
+    kept = st.session_state.get(name)
+    if kept is None or kept[0] != inputs:
+        kept = (inputs, compute())
+        st.session_state[name] = kept
+    return kept[1]
+
+
+def upload_id(key: str) -> str | None:
+    """Which upload the widget ``key`` holds (each upload of a file gets its own), or None."""
+    upload = st.session_state.get(key)
+    return None if upload is None else upload.file_id
+
+
 def uploaded_network(label: str, key: str) -> weights.Network | None:
     """The network in the file uploaded under ``key`` (read once per file, kept in this session), its structure
     shown back for confirmation; a file that is not a usable MLP gets its message and None."""
     upload = st.file_uploader(label, key=key, help=UPLOAD_HELP)
     if upload is None:
         return None
-    data = upload.getvalue()
-    digest = hashlib.sha256(data).hexdigest()
-    kept = st.session_state.get(f"{key}.network")
-    if kept is None or kept[0] != digest:
-        try:
-            kept = (digest, weights.read_network(data, upload.name))
-        except weights.WeightsError as error:
-            st.error(str(error), icon=":material/error:")
-            return None
-        st.session_state[f"{key}.network"] = kept
-    network = kept[1]
+    try:
+        network = kept_in_session(f"{key}.network", upload_id(key),
+                                  lambda: weights.read_network(upload.getvalue(), upload.name))
+    except weights.WeightsError as error:
+        st.error(str(error), icon=":material/error:")
+        return None
     st.success(f"**{upload.name}**: {network.describe()}.", icon=":material/check_circle:")
     return network
 

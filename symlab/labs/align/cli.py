@@ -56,7 +56,6 @@ def _run_align(args) -> dict:
 
 def _run_networks(args, config) -> dict:
     a, b = (weights.read_network(path) for path in args.weights)
-    weights.check_pair(a, b)
     mnist = cli.load_mnist(args.data_dir) if weights.is_mnist_classifier(a.sizes) else None
     return results.to_json(align_lab.align_networks(a, b, mnist, config.path_points, config.samples, config.seed))
 

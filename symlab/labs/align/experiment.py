@@ -284,14 +284,15 @@ def alignment_report(pair: PosteriorPair, data: Dataset, progress=None) -> Align
 PAIR_FILES = {"q_a": "q_A", "q_b": "q_B", "q_b_aligned": "q_B aligned to q_A (W₂)"}
 
 
-def pair_files(pair: PosteriorPair, report: AlignmentReport) -> dict[str, bytes]:
-    """The trained pair as safetensors files (:func:`symlab.lib.weights.posterior_bytes`), by file stem:
-    q_A, q_B and q_B permuted by its W₂ alignment, each with the run's config as metadata."""
+def pair_files(pair: PosteriorPair, report: AlignmentReport, stems=tuple(PAIR_FILES)) -> dict[str, bytes]:
+    """The trained pair as safetensors files (:func:`symlab.lib.weights.posterior_bytes`), by file stem
+    (those in ``stems``): q_A, q_B and q_B permuted by its W₂ alignment, each with the run's config as metadata."""
     posteriors = {"q_a": pair.qa, "q_b": pair.qb, "q_b_aligned": report.ends["w2"]}
     config = dataclasses.asdict(pair.config)
-    return {stem: weights.posterior_bytes(q.means, q.sds, {"config": config, "posterior": PAIR_FILES[stem],
-                                                           "w2_to_q_a": align.w2_distance(pair.qa, q)})
-            for stem, q in posteriors.items()}
+    return {stem: weights.posterior_bytes(posteriors[stem].means, posteriors[stem].sds,
+                                          {"config": config, "posterior": PAIR_FILES[stem],
+                                           "w2_to_q_a": align.w2_distance(pair.qa, posteriors[stem])})
+            for stem in stems}
 
 
 def export_directory(directory) -> Path:

@@ -593,6 +593,8 @@ def posterior_quality(config: QualityConfig = QualityConfig(), progress=None) ->
 # ---------------------------------------------------------------------------------------------
 
 CHECK_POINTS = 256  # inputs on which each removal is checked to keep the function
+
+
 @dataclass(frozen=True)
 class NetworkReport:
     """The symmetry explorer's analyses of one network (a posterior's means). ``nearest_modes``: per hidden

@@ -3,10 +3,9 @@
 from pathlib import Path
 
 import streamlit as st
-import torch
 
 from pages import ui
-from symlab.device import describe_device
+from symlab.device import describe_device, set_threads
 from symlab.labs import LABS
 
 ui.leave_legacy_multipage_mode()
@@ -16,9 +15,9 @@ ASSETS = Path(__file__).parent / "assets"
 st.set_page_config(page_title="SymLab", page_icon=str(ASSETS / "icon.svg"), layout="wide")
 st.logo(str(ASSETS / "logo.svg"), size="large", icon_image=str(ASSETS / "icon.svg"))
 SETTINGS = ui.server_settings(report=True)
-# The labs' tensors are small: one torch thread (the default) is fastest, and it leaves the other
-# cores to the other sessions (several threads per session oversubscribe the CPU and slow every tick ~3×).
-torch.set_num_threads(SETTINGS.live.torch_threads)
+# The labs' tensors are small: one thread (the default) is fastest, and it leaves the other cores to the
+# other sessions (several threads per session oversubscribe the CPU and slow every tick ~3×).
+set_threads(SETTINGS.live.torch_threads)
 if SETTINGS.hosted:
     st.sidebar.caption(f"Shared server, caps for everyone: {SETTINGS.describe()}.")
 

@@ -298,8 +298,9 @@ class Sampler(threading.Thread):
         rss = status_kib(self.server_pid, "VmRSS").get("VmRSS") if self.server_pid else None
         children_rss = sum(status_kib(pid, "VmRSS").get("VmRSS", 0) for pid in server_tree)
         server_ticks = {pid: table[pid][1] for pid in server_tree | {self.server_pid} if pid in table}
+        main_ticks = {pid: ticks for pid, ticks in server_ticks.items() if pid == self.server_pid}
         return dict(t=time.monotonic(), rss=rss, children_rss=children_rss, children=len(server_tree),
-                    server_ticks=server_ticks, browser_ticks={pid: table[pid][1] for pid in mine if pid in table},
+                    server_ticks=server_ticks, main_ticks=main_ticks, browser_ticks={pid: table[pid][1] for pid in mine if pid in table},
                     machine=machine_ticks())
 
     def run(self):
@@ -331,7 +332,8 @@ class Sampler(threading.Thread):
         return dict(rss_start_mib=rss[0] / 1024 if rss else None, rss_peak_mib=max(rss) / 1024 if rss else None,
                     children_rss_peak_mib=max(s["children_rss"] for s in inside) / 1024,
                     children_peak=max(s["children"] for s in inside),
-                    server_cpu_cores=cores("server_ticks"), browser_cpu_cores=cores("browser_ticks"),
+                    server_cpu_cores=cores("server_ticks"), server_main_cpu_cores=cores("main_ticks"),
+                    browser_cpu_cores=cores("browser_ticks"),
                     machine_cpu_cores=(busy1 - busy0) / max(total1 - total0, 1) * NCPU)
 
 
@@ -833,13 +835,16 @@ async def protocol_phase(url: str, n: int, args, sampler: Sampler | None) -> dic
         window = sampler.window(start, end)
         result.update(server_rss_peak_mib=window.get("rss_peak_mib"), server_rss_start_mib=window.get("rss_start_mib"),
                       workers_rss_peak_mib=window.get("children_rss_peak_mib"),
-                      server_cpu_cores=window.get("server_cpu_cores"), machine_cpu_cores=window.get("machine_cpu_cores"))
+                      server_cpu_cores=window.get("server_cpu_cores"),
+                      server_main_cpu_cores=window.get("server_main_cpu_cores"),
+                      machine_cpu_cores=window.get("machine_cpu_cores"))
     return result
 
 
 def merge_protocol(sessions: list[Session]) -> dict:
     errors, messages = merged_errors(sessions)
     answered = [a for s in sessions for a in s.answered]
+    results = [r for s in sessions for r in s.results]
     by_kind = {what: [a.ms for a in answered if a.what == what] for what in (*PROTOCOL_USER_REQUESTS, "tick")}
     user = [a for a in answered if a.what in PROTOCOL_USER_REQUESTS]
     waited, others = [a.ms for a in user if a.waited], [a.ms for a in user if not a.waited]
@@ -852,7 +857,18 @@ def merge_protocol(sessions: list[Session]) -> dict:
         ticks=len(by_kind["tick"]), skipped_ticks=sum(s.skipped_ticks for s in sessions),
         waited=len(waited), waited_p50_ms=percentile(waited, 50), waited_p95_ms=percentile(waited, 95),
         p95_ms_without_waits=percentile(others, 95),
+        by_page={page or "home": dict(requests=len(mine), waited=sum(a.waited for a in mine),
+                                      p50_ms=percentile([a.ms for a in mine], 50), p95_ms=percentile([a.ms for a in mine], 95),
+                                      over_1s=sum(a.ms > 1000 for a in mine))
+                 for page in sorted({a.page for a in user}) for mine in [[a for a in user if a.page == page]]},
         received_mib=sum(s.received_bytes for s in sessions) / MiB,
+        # Computations the students waited for: request → the full run that drew the result.
+        results=len(results), results_p50_ms=percentile([r.ms for r in results], 50),
+        results_p95_ms=percentile([r.ms for r in results], 95), results_max_ms=max((r.ms for r in results), default=None),
+        results_abandoned=sum(s.abandoned for s in sessions),
+        results_by_page={page: dict(count=len(mine), p50_ms=percentile([r.ms for r in mine], 50),
+                                    p95_ms=percentile([r.ms for r in mine], 95))
+                         for page in sorted({r.page for r in results}) for mine in [[r for r in results if r.page == page]]},
     )
 
 
@@ -899,6 +915,19 @@ def protocol_report(results: dict) -> str:
                    f"{fmt(p.get('server_rss_peak_mib'), '12.0f')} "
                    f"{fmt(p.get('server_cpu_cores'), '.2f'):>8}/{fmt(p.get('client_cpu_cores'), '.2f'):<8}")
     for p in results["phases"]:
+        main, server = p.get("server_main_cpu_cores"), p.get("server_cpu_cores")
+        if main is not None and server is not None:
+            out.append(f"  N={p['sessions']}: cores busy: the server's page runs {main:.2f}, its compute workers "
+                       f"{server - main:.2f}, the whole machine {fmt(p.get('machine_cpu_cores'), '.2f')} of {NCPU}")
+        if p.get("results"):
+            out.append(f"  N={p['sessions']}: {p['results']} computations waited for, request → result drawn: p50 "
+                       f"{fmt(p['results_p50_ms'], '.0f')} ms, p95 {fmt(p['results_p95_ms'], '.0f')} ms, max "
+                       f"{fmt(p['results_max_ms'], '.0f')} ms; {p['results_abandoned']} left for another request first; "
+                       + ", ".join(f"/{page} p95 {fmt(row['p95_ms'], '.0f')} ms ({row['count']})"
+                                   for page, row in p["results_by_page"].items()))
+        out.append("  " + " · ".join(f"/{page}: {row['requests']} requests, {row['waited']} waited, p95 "
+                                     f"{fmt(row['p95_ms'], '.0f')} ms, {row['over_1s']} over 1 s"
+                                     for page, row in p.get("by_page", {}).items()))
         for kind, kept in p["error_samples"].items():
             out.extend(f"  N={p['sessions']} {kind}: {m}" for m in kept[:3])
     out.append("\nTargets (0 errors and p95 within the bound):")

@@ -20,7 +20,11 @@ run that replaced it); an exception element in a delta, a run that failed to com
 found, a closed websocket and a request without an answer within the timeout are errors.
 
 A request whose run drew a progress bar starting with ⏳ waited for a shared computation (training
-in the server's worker processes, pages/ui.py ``computed``): those are also counted apart.
+in the server's worker processes, pages/ui.py ``computed``): those are also counted apart. Such a run
+ends at once with a waiting panel that redraws itself; the result comes with a later full run that
+draws no ⏳. The time from the request to that run is the request's *result* time: its own measure,
+and an error (``timeout``) when it exceeds the timeout. A request the student replaced by another
+before its result came is counted as abandoned.
 
 It keeps one request in flight per session: a fragment tick due while a request is unanswered is
 skipped (and counted), so every latency is one request's own.
@@ -112,6 +116,14 @@ class Answered:
     what: str  # open, widget, preset, button or tick
     ms: float  # from sending the request to the end of the run it caused
     waited: bool  # the run waited for a shared computation
+    page: str = ""  # the page it was sent on ("" for the home page)
+
+
+@dataclass(frozen=True)
+class Result:
+    what: str  # the request that asked for the computation
+    page: str
+    ms: float  # from sending the request to the end of the full run that drew its result
 
 
 @dataclass
@@ -121,6 +133,8 @@ class Session:
     url: str
     timeout: float = 15.0
     answered: list[Answered] = field(default_factory=list)  # every request that got its end of run
+    results: list[Result] = field(default_factory=list)  # every computation a request waited for, once drawn
+    abandoned: int = 0  # requests that waited, replaced by another request before their result came
     errors: Counter = field(default_factory=Counter)
     messages: dict[str, list[str]] = field(default_factory=dict)
     skipped_ticks: int = 0
@@ -134,6 +148,9 @@ class Session:
         self.page = ""
         self.page_hash = ""  # the page's script hash, once the server has named it
         self.pending: Request | None = None
+        self.awaiting: Request | None = None  # the request whose computation's result has not come yet
+        self.run_pending = False  # the run under way drew a ⏳ progress bar
+        self.full_run = False  # the run under way is the whole page's (not a fragment's)
         self.socket = None
         self.reader: asyncio.Task | None = None
         self.ticker: asyncio.Task | None = None
@@ -164,10 +181,18 @@ class Session:
 
     # ------------------------------------------------------------------ requests
 
-    async def open(self, page: str) -> float | None:
-        """Open ``page`` (its url path; "" for the home page), as a link or the sidebar would."""
-        self.page, self.query_string, self.page_hash = page, "", ""
+    async def open(self, page: str, query: str = "") -> float | None:
+        """Open ``page`` (its url path; "" for the home page), as a link or the sidebar would (a link
+        may carry a ``query`` string, ``a=1&b=2``)."""
+        self.page, self.query_string, self.page_hash = page, query, ""
         return await self.request("open", self.rerun_message())
+
+    async def result(self, timeout: float) -> Result | None:
+        """The result of the last request that waited for a computation, once its page has drawn it."""
+        deadline = time.monotonic() + timeout
+        while self.awaiting is not None and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        return self.results[-1] if self.awaiting is None and self.results else None
 
     async def set_widget(self, widget: Widget, value, what: str = "widget") -> float | None:
         widget.value = value
@@ -200,6 +225,9 @@ class Session:
             if self.pending is not None and not self.pending.done.done():
                 break
         request = Request(what, time.monotonic(), asyncio.get_running_loop().create_future())
+        if what != "tick" and self.awaiting is not None:  # the student moved on before the result came
+            self.abandoned += 1
+            self.awaiting = None
         self.pending = request
         try:
             await self.socket.send(payload)
@@ -214,14 +242,23 @@ class Session:
             if self.pending is request:
                 self.pending = None
         ms = (request.finished - request.sent) * 1000
-        self.answered.append(Answered(what, ms, request.waited))
+        self.answered.append(Answered(what, ms, request.waited, self.page))
+        if request.waited and what != "tick":
+            self.awaiting = request
         return ms
+
+    def check_result_time(self) -> None:
+        """A result still not drawn after the timeout is an error, as an unanswered request is."""
+        if self.awaiting is not None and time.monotonic() - self.awaiting.sent > self.timeout:
+            self.error("timeout", f"{self.awaiting.what} on /{self.page}: result not shown within {self.timeout:g} s")
+            self.awaiting = None
 
     async def tick(self) -> None:
         """The frontend's run_every timers: one fragment rerun per interval per timer."""
         next_due: dict[str, float] = {}
         while True:
             await asyncio.sleep(0.05)
+            self.check_result_time()
             now = time.monotonic()
             for fragment_id, interval in list(self.timers.items()):
                 due = next_due.setdefault(fragment_id, now + interval)
@@ -257,7 +294,9 @@ class Session:
         elif kind == "navigation":
             self.page_hash = msg.navigation.page_script_hash
         elif kind == "new_session":
-            if not msg.metadata.run.fragment_ids:
+            self.run_pending = False
+            self.full_run = not msg.metadata.run.fragment_ids
+            if self.full_run:
                 self.timers.clear()  # a full-app run re-announces the timers it keeps
                 self.drawn = set()
         elif kind == "auto_rerun":
@@ -276,6 +315,11 @@ class Session:
             if status == ForwardMsg.ScriptFinishedStatus.FINISHED_SUCCESSFULLY:
                 # As the frontend does: widgets a full run did not draw are gone, their values with them.
                 self.widgets = {id_: w for id_, w in self.widgets.items() if id_ in self.drawn}
+                if self.full_run and not self.run_pending and self.awaiting is not None \
+                        and (self.pending is None or self.pending is not self.awaiting):
+                    self.results.append(Result(self.awaiting.what, self.page,
+                                               (time.monotonic() - self.awaiting.sent) * 1000))
+                    self.awaiting = None
             if status != EARLY_FOR_RERUN and self.pending is not None and not self.pending.done.done():
                 self.pending.finished = time.monotonic()
                 self.pending.done.set_result(status)
@@ -285,8 +329,10 @@ class Session:
             return
         element = msg.delta.new_element
         kind = element.WhichOneof("type")
-        if kind == "progress" and element.progress.text.startswith(PENDING) and self.pending is not None:
-            self.pending.waited = True
+        if kind == "progress" and element.progress.text.startswith(PENDING):
+            self.run_pending = True
+            if self.pending is not None:
+                self.pending.waited = True
         elif kind == "exception":
             exc = element.exception
             if not exc.is_warning:

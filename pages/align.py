@@ -11,32 +11,12 @@ from pages import ui
 from symlab import precomputed
 from symlab.labs.align import LAB, params
 from symlab.labs.align import experiment as align_lab
-from symlab.labs.align.params import CAPS, ORDERS
+from symlab.labs.align.params import CAPS, ORDERS, PRESETS
 from symlab.lib import weights
 from symlab.lib.mnist_data import data_directory, load_mnist
 
 PAGE = "align"
 SPECS = LAB.page_params(ui.server_settings())
-PRESETS = {
-    "Half moons, two hidden layers": (
-        {},
-        "Before alignment the middle of the path forgets the task (its loss rises ~0.4 nats); after, the path is flat."),
-    "Narrow layers (8 units)": (
-        dict(width=8),
-        "With few units each permutation copy is coarse: alignment lowers the barrier but can leave a bump."),
-    "One hidden layer": (
-        dict(depth=1, width=16),
-        "One layer, one linear assignment: the descent is exact, and the barrier is gone."),
-    "Three hidden layers": (
-        dict(depth=3),
-        "Three assignments solved in turn, a few sweeps: the barrier still collapses."),
-    "Little data, wide posteriors": (
-        dict(train=100),
-        "With 100 points the standard deviations are large: W₂ alignment and weight matching can pick different units."),
-    "MNIST subset": (
-        dict(task="mnist", width=64, depth=2, train=10_000, steps=1500, lr=0.003, samples=16),
-        "Digits instead of moons: the unaligned path rises 0.7–0.9 nats above its ends, the aligned one stays flat."),
-}
 PRESET_DEFAULTS = {spec.name: spec.default for spec in SPECS if spec.name not in ("seed", "order")}
 PATH_STYLE = {"before": ("#D55E00", "solid", "circle"), "weights": ("#009E73", "dot", "square"),
               "w2": ("#0072B2", "dash", "diamond")}
@@ -55,8 +35,9 @@ def mnist(directory: str):
 
 def dataset(config: align_lab.AlignConfig) -> align_lab.Dataset:
     directory = str(data_directory()) if config.task == "mnist" else None
+    # Not persisted: made again from the seed (or the MNIST file) faster than read back.
     return ui.shared_result(("align_data", config.task, config.train_size, config.noise, config.seed, directory),
-                            lambda: align_lab.load_task(config, directory and mnist(directory)))
+                            lambda: align_lab.load_task(config, directory and mnist(directory)), persist=False)
 
 
 ELBO_SERIES = (ui.Series("q_A", PERSON_COLOURS["A"]), ui.Series("q_B", PERSON_COLOURS["B"], "dash"))

@@ -12,20 +12,6 @@ from symlab.labs.modes import experiment as modes
 
 PAGE = "modes"
 SPECS = LAB.page_params(ui.server_settings())
-PRESETS = {
-    "Close modes": (dict(alpha=2.0, sigma=1.0, forward=False),
-                    "The modes overlap: q sits exactly at the midpoint, wider than either component."),
-    "Just below α*": (dict(alpha=4.5, sigma=1.0, forward=False),
-                      "The target is clearly bimodal, yet q still straddles both modes, on neither."),
-    "Just above α*": (dict(alpha=5.2, sigma=1.0, forward=False),
-                      "A small step further and q snaps onto the first mode; the KL jumps towards ln 2."),
-    "Far modes": (dict(alpha=8.0, sigma=1.0, forward=False),
-                  "q is one component; the KL is ln 2, the cost of ignoring half the mass."),
-    "Narrow components": (dict(alpha=1.5, sigma=0.25, forward=False),
-                          "α* scales with σ: at σ = 0.25 the threshold is ≈ 1.2, so α = 1.5 is already mode-seeking."),
-    "Forward-KL contrast": (dict(alpha=6.0, sigma=1.0, forward=True),
-                            "Forward KL matches moments: it always covers both modes, however far apart."),
-}
 FIG5_SIGMAS = (0.25, 0.5, 1.0, 2.0)
 PAPER_THRESHOLDS = (1.25, 2.5, 5.0, 10.0)  # Gelberg et al. Fig. 5, read off their sweeps
 FRAME_STRIDE = 10  # Adam steps per animation frame
@@ -56,18 +42,18 @@ def path_for(alpha: float, sigma: float):
 
 def apply_preset():
     name = st.session_state["modes.preset"]
-    if name in PRESETS:
-        ui.apply_values(PAGE, PRESETS[name][0])
+    if name in params.PRESETS:
+        ui.apply_values(PAGE, params.PRESETS[name][0])
 
 
 def controls():
     with st.sidebar:
         st.subheader("Presets")
-        st.selectbox("Preset", ["—", *PRESETS], key="modes.preset", on_change=apply_preset,
+        st.selectbox("Preset", ["—", *params.PRESETS], key="modes.preset", on_change=apply_preset,
                      help="Sets α, σ and the forward-KL toggle.")
         chosen = st.session_state.get("modes.preset")
-        if chosen in PRESETS:
-            st.info(PRESETS[chosen][1])
+        if chosen in params.PRESETS:
+            st.info(params.PRESETS[chosen][1])
         st.subheader("Target")
         st.slider("Mode distance α", params.ALPHA.low, params.ALPHA.high, step=params.ALPHA.step,
                   key=ui.widget_key(PAGE, "alpha"))

@@ -11,41 +11,12 @@ from pages import ui
 from symlab import precomputed
 from symlab.labs.symmetry import LAB, params
 from symlab.labs.symmetry import experiment as symmetry_lab
-from symlab.labs.symmetry.params import CAPS, FIELDS, MAX_WIDTHS, PARTS, SEED_FROM
+from symlab.labs.symmetry.params import CAPS, FIELDS, MAX_WIDTHS, PARTS, PRESETS, SEED_FROM
 from symlab.labs.toy import experiment as toy
 from symlab.lib.mnist_data import load_mnist_once
 
 PAGE = "symmetry"
 SPECS = LAB.page_params(ui.server_settings())
-PRESETS = {
-    "Fig. 1: the doubled mode": (
-        dict(part="fig1"),
-        "Raw, the output weights have two mirror-image modes; sorting the units folds them into one."),
-    "Fig. 1 with the paper's 10,000 nets": (
-        dict(part="fig1", nets=10_000),
-        "Five times the nets, the same picture: the second mode is the first, with the units swapped."),
-    "Min-mass": (
-        dict(part="mass", depth=2),
-        "Every trained net can be rescaled to a lighter one that computes the same function."),
-    "Wide nets: modes crowd together": (
-        dict(part="proximity", weights="random", d_in=1, d_out=1, max_width="4096"),
-        "The nearest permuted copy gets closer, relative to ‖w‖, as the width grows: below Thm 3.1's bound."),
-    "Trained nets, 2-D inputs": (
-        dict(part="proximity", weights="trained", d_in=2, d_out=1, max_width="2048"),
-        "Training does not keep the copies apart: the trend of random weights holds."),
-    "Posterior quality: close modes": (
-        dict(part="quality", alpha=0.25, n=10),
-        "MFVI sits between the two close modes, far from the posterior raw and sorted; SGM's mixture is nearest both ways."),
-    "Posterior quality: far modes, more data": (
-        dict(part="quality", alpha=1.0, n=100),
-        "MFVI picks one mode: far from the posterior raw, close once the units are sorted (the copy it missed is the same net)."),
-    "Permutations in training": (
-        dict(part="training", schedule="linear", key="max_in"),
-        "Units swap places often early on; as the learning rate decays to zero the order freezes (τ → 1)."),
-    "Constant learning rate": (
-        dict(part="training", schedule="constant", key="max_in"),
-        "Without the decay the noisy steps keep reordering units to the end."),
-}
 PRESET_DEFAULTS = {spec.name: spec.default for spec in SPECS if spec.name not in ("seed",)}
 STAGE_STYLE = {"raw": ("#0072B2", "solid"), "scaled": ("#D55E00", "dash"), "sorted": ("#009E73", "dot")}
 METHOD_STYLE = {"exact": ("#999999", "circle", "exact posterior"), "mfvi": ("#0072B2", "x", "MFVI"),
@@ -170,8 +141,8 @@ def marginal_chart(column, weights: np.ndarray, extent) -> None:
 
 
 def fig1_panel(config: symmetry_lab.PerceptronConfig):
-    run, stages, report = perceptron_views(config)
-    final = {name: symmetry_lab.last_layer_weights(layers) for name, layers in stages[-1].items()}
+    stages, report = perceptron_views(config)
+    final = stages[-1]
     extents = {name: symmetry_lab.density_extent(weights) for name, weights in final.items()}
     cols = st.columns(4)
     cols[0].metric("nets kept", f"{report.kept} / {report.nets}",
@@ -192,7 +163,7 @@ def fig1_panel(config: symmetry_lab.PerceptronConfig):
         st.markdown(f"Raw, the two highest density peaks sit at ({peaks[0][0]:.2f}, {peaks[0][1]:.2f}) and "
                     f"({peaks[1][0]:.2f}, {peaks[1][1]:.2f}): mirror images across v₁ = v₂. After both removals "
                     f"{len(report.stages['sorted']['peaks'])} peak(s) remain, all with v₁ ≤ v₂.")
-    epoch_player(run, stages, extents, config)
+    epoch_player(stages, extents, config)
     left, right = st.columns([1, 1])
     marginal_chart(left, final["raw"], extents["raw"])
     with right:
@@ -214,10 +185,10 @@ and regroups the points; sorting the units by $v$ then removes the swap, keeping
     ui.csv_download(frame, f"perceptrons_seed{config.seed}.csv", "Output weights (CSV)", "symmetry.csv_fig1")
 
 
-def epoch_player(run, stages, extents, config):
+def epoch_player(stages, extents, config):
     def draw(epoch, chart_config):
         for column, name in zip(st.columns(3), symmetry_lab.REMOVAL_STAGES):
-            weights = symmetry_lab.last_layer_weights(stages[epoch][name])
+            weights = stages[epoch][name]
             density_chart(column, weights, extents[name], symmetry_lab.STAGE_TITLES[name].capitalize(),
                           f"symmetry.density_{name}")
         st.caption("Brighter: more nets. Dashed: v₁ = v₂, the mirror line of swapping the two hidden units.")
@@ -229,7 +200,7 @@ def epoch_player(run, stages, extents, config):
 
 
 def mass_panel(cfg):
-    _, _, report = perceptron_views(cfg["perceptron"])
+    _, report = perceptron_views(cfg["perceptron"])
     result = report.mass.result
     st.markdown(r"""The **mass** is the squared L2 norm of the weights (biases excluded). Rescaling hidden unit $i$ of
 layer $l$ by $e^{\lambda_i^{l}}$ keeps the function; the **min-mass problem** minimises

@@ -14,29 +14,7 @@ from symlab.labs.toy import experiment as toy
 from symlab.urlstate import parse_query
 
 PAGE = "toy"
-DEFAULTS = toy.ToyConfig()
 SPECS = LAB.page_params(ui.server_settings())
-PRESETS = {
-    "Close modes (paper default)": (
-        dict(alpha=DEFAULTS.alpha, noise=DEFAULTS.noise, n=DEFAULTS.n_train, mi="exact", init="random"),
-        "The two equivalent modes are close: MFVI settles between them, SGM's mixture sits on both."),
-    "Far-apart modes": (
-        dict(alpha=2.0, noise=0.25, n=30, mi="exact", init="random"),
-        "With the modes far apart MFVI picks one; SGM's bound gains exactly ln 2 and the predictions agree."),
-    "Start at the origin": (
-        dict(alpha=DEFAULTS.alpha, noise=DEFAULTS.noise, n=DEFAULTS.n_train, mi="exact", init="origin"),
-        "Started exactly between the modes, MFVI has no reason to leave; SGM breaks the tie."),
-    "InfoNCE with K = 2": (
-        dict(alpha=DEFAULTS.alpha, noise=DEFAULTS.noise, n=DEFAULTS.n_train, mi="infonce", K=2),
-        "The cheapest estimator, I₂ ≤ min(I, ln 2): still a lower bound, noisier, same picture."),
-    "More data": (
-        dict(alpha=DEFAULTS.alpha, noise=DEFAULTS.noise, n=200, batch=50, mi="exact"),
-        "A sharper posterior separates the modes: watch MFVI commit to one of them."),
-    "A stuck start (α = 3, one start)": (
-        dict(alpha=3.0, noise=0.5, n=10, mi="exact", init="random", restarts=1, seed=11),
-        "A single start ends with both units on one side, a local optimum of training, not the symmetry: "
-        "raise Restarts to 4 and the best start reaches a mode."),
-}
 PRESET_RESETS = ("batch", "K", "lr", "prior", "restarts")
 # What to do about a fit stuck on one side: starts from the origin differ only in their Monte-Carlo noise.
 REMEDIES = {"random": "press New seed or raise Restarts",
@@ -57,12 +35,7 @@ def config_from(values) -> toy.ToyConfig:
 @st.cache_data(max_entries=32, show_spinner=False)
 def exact_for(config: toy.ToyConfig):
     """The data, the exact answer, the posterior on the display grid and its predictive band on ``x``."""
-    data = toy.make_data(config)
-    post = toy.exact_posterior(data, config.noise, config.prior_scale)
-    x = np.linspace(-2.2, 2.2, 89)
-    mean, std = toy.posterior_predictive(post, x, config.noise)
-    display = toy.exact_posterior(data, config.noise, config.prior_scale, GRID, toy.mass_bound(post))
-    return data, toy.exact_answer(data, config, post), display, x, mean, std
+    return toy.exact_view(config, GRID)
 
 
 def trainer_for(config: toy.ToyConfig) -> toy.ToyTrainer:
@@ -88,7 +61,7 @@ def widget(name: str, **options):
 def controls_panel():
     with st.sidebar:
         st.subheader("Presets")
-        ui.preset_picker(PAGE, PRESETS, {s.name: s.default for s in SPECS if s.name in PRESET_RESETS})
+        ui.preset_picker(PAGE, params.PRESETS, {s.name: s.default for s in SPECS if s.name in PRESET_RESETS})
         st.subheader("Data and prior")
         for name in ("alpha", "noise", "n_train", "prior_scale"):
             widget(name)
@@ -309,13 +282,14 @@ def table_panel(values, config):
                    f"{max_runs} runs per table: use fewer α values or seeds.")
     if st.button("Run the table", icon=":material/table_chart:", key="toy.run_table", type="primary",
                  disabled=too_many):
-        bar = st.progress(0.0, text="Training…")
-        rows = toy.paper_table(alphas, values["seeds"], toy.DEFAULT_STEPS, config,
-                               progress=lambda done, total: bar.progress(done / total, text=f"Adam step {done} / {total}"))
-        bar.empty()
-        st.session_state["toy.table"] = (tuple(alphas), values["seeds"], config, rows)
+        st.session_state["toy.table"] = (tuple(alphas), values["seeds"], config)
     if "toy.table" in st.session_state:
-        t_alphas, t_seeds, t_config, rows = st.session_state["toy.table"]
+        t_alphas, t_seeds, t_config = st.session_state["toy.table"]
+        try:  # trained once for every session, in a worker process
+            rows = ui.computed(toy.table_task(t_alphas, t_seeds, t_config))
+        except RuntimeError as error:
+            st.error(str(error), icon=":material/error:")
+            return
         frame = pd.DataFrame(rows)
         shown = pd.DataFrame({
             "α": frame["alpha"], "method": frame["method"].map({"mfvi": "MFVI", "sgm": "SGM"}),

@@ -16,6 +16,7 @@ from typing import Callable, Hashable, Sequence
 import altair as alt
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import streamlit as st
 from streamlit.runtime.pages_manager import PagesManager
 
@@ -494,60 +495,102 @@ def vega_spec(chart, *, title: str | None = None, height: int | None = VEGA_HEIG
 def vega_chart(container, spec: dict, datasets: dict[str, pd.DataFrame], key: str | None, *, alt_text: str | None = None,
                width: str | int = "stretch") -> None:
     """Draw ``spec`` with its named ``datasets`` (a new frame of the same spec updates the chart in place)."""
-    # A plain row index is left out of the Arrow data; a concatenation's repeated one would be sent as a column.
-    datasets = {name: frame.reset_index(drop=True) for name, frame in datasets.items()}
-    container.vega_lite_chart({**spec, "datasets": datasets}, key=key, width=width, alt=alt_text)
+    container.vega_lite_chart({**spec, "datasets": {name: arrow_bytes(frame) for name, frame in datasets.items()}},
+                              key=key, width=width, alt=alt_text)
 
 
-def shared_result(key: Hashable, compute: Callable, capacity: int | None = None):
+def arrow_bytes(frame: pd.DataFrame) -> bytes:
+    """``frame``'s columns as Arrow IPC bytes, the form Streamlit sends a chart's data in, made straight from
+    the columns' arrays (a quarter of the time Streamlit's conversion of a DataFrame takes; no index)."""
+    table = pa.Table.from_arrays([pa.array(frame[column].to_numpy()) for column in frame.columns],
+                                 names=[str(column) for column in frame.columns])
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return sink.getvalue().to_pybytes()
+
+
+def shared_result(key: Hashable, compute: Callable, capacity: int | None = None, persist: bool = True):
     """``compute()``'s result, kept for every session and computed once even when a class opens
     the same link at the same moment (:class:`symlab.jobs.SharedResults`; ``capacity``: how many
-    results of this kind, ``key[0]``, to keep). Results must be treated as read-only. ``compute``
-    runs in this session's script and may draw its own progress bar."""
-    return jobs.shared().compute(key, compute, capacity)
+    results of this kind, ``key[0]``, to keep in memory; ``persist=False``: not in the result store, for
+    data cheaper to make again than to keep). Results must be treated as read-only. ``compute`` runs
+    in this session's script and may draw its own progress bar."""
+    return jobs.shared().compute(key, compute, capacity, persist)
 
 
 PENDING = "⏳"  # starts the text of a computation's progress bar while the page waits for it
+WAIT_IN_RUN_SECONDS = 0.5  # a computation done by then is drawn in the same run; a longer one, by a waiting panel
+WAIT_POLL_SECONDS = 0.5  # how often the waiting panel redraws the progress
 
 
 def computed(task: jobs.Task, draw_progress: Callable[[jobs.Progress], None] | None = None):
-    """``task``'s result, computed once for every session in a worker process while this page
-    shows its progress (``draw_progress`` draws what the worker reports, e.g. a live ELBO curve)
-    and its place in the queue. A rerun (the user moved on) stops the wait, and a task nobody
-    waits for any more is dropped before it starts. A failed task raises RuntimeError."""
+    """``task``'s result, computed once for every session in a worker process. Stored, it is returned at
+    once; done within :data:`WAIT_IN_RUN_SECONDS`, too. Otherwise the run ends with a waiting panel that
+    redraws itself (a fragment), as live training does: the progress the worker reports (``draw_progress``
+    draws its payload, e.g. a live ELBO curve), the place in the queue and the time left, estimated from the
+    measured costs; done, the page runs again and draws the result. So the page answers at once, and every
+    control stays live while the computation runs. A session's newer request (its controls moved) drops its
+    older one if it has not started, as does a session that left (its panel stopped asking). A task that
+    failed raises RuntimeError, with what to do."""
     results = jobs.shared()
     stored = results.get(task.key, _MISSING)
     if stored is not _MISSING:
         return stored
+    failed = st.session_state.get("ui.failed")
+    if failed is not None and failed[0] == task.key:
+        raise RuntimeError(failed[1])
     waiter = st.session_state.setdefault("ui.waiter", uuid.uuid4().hex)
     job = results.submit(task, waiter)
-    bar, drawing = st.progress(0.0, text=f"{PENDING} {task.label}"), st.empty()
-    shown = None
+    previous = st.session_state.get("ui.job")
+    if previous is not None and previous is not job:
+        results.release(previous, waiter)  # the session asks for something else now
+    st.session_state["ui.job"] = job
     try:
-        while True:
-            try:
-                return job.future.result(timeout=WAIT_POLL_SECONDS)
-            except concurrent.futures.TimeoutError:
-                pass
-            except (concurrent.futures.CancelledError, BrokenProcessPool) as error:
-                raise RuntimeError(f"{task.label} stopped before it finished ({type(error).__name__}); "
-                                   "rerun the page to try again") from error
-            progress, ahead = job.progress, results.ahead_of(job)
-            text = (f"{PENDING} {task.label}: waiting for {ahead} computation{'s' * (ahead > 1)} of other visitors"
-                    if ahead and not progress.done else f"{PENDING} {progress.text or task.label}")
-            bar.progress(progress.fraction, text=text)  # also where a rerun interrupts the wait
-            if draw_progress is not None and progress.payload is not None and progress is not shown:
-                shown = progress
-                with drawing.container():
-                    draw_progress(progress)
-    finally:
-        results.release(job, waiter)
-        bar.empty()
-        drawing.empty()
+        return job.future.result(timeout=WAIT_IN_RUN_SECONDS)
+    except concurrent.futures.TimeoutError:
+        pass
+    except (concurrent.futures.CancelledError, BrokenProcessPool) as error:
+        raise RuntimeError(stopped_message(task, error)) from error
+    waiting_panel(results, task, job, waiter, draw_progress)
+    st.stop()
+
+
+def waiting_panel(results: jobs.SharedResults, task: jobs.Task, job: jobs.Job, waiter, draw_progress) -> None:
+    """The live panel of a computation under way: its progress and wait, redrawn every
+    :data:`WAIT_POLL_SECONDS` until it ends; then the whole page runs again (a failure is remembered for
+    that run to raise)."""
+    @st.fragment(run_every=WAIT_POLL_SECONDS)
+    def panel():
+        results.touch(job, waiter)
+        if job.future.done():
+            error = job.future.exception() if not job.future.cancelled() else concurrent.futures.CancelledError()
+            if error is not None:
+                st.session_state["ui.failed"] = (task.key, str(error) if not isinstance(
+                    error, (concurrent.futures.CancelledError, BrokenProcessPool)) else stopped_message(task, error))
+            st.rerun()
+        progress = job.progress
+        st.progress(progress.fraction, text=wait_text(task.label, progress, results.wait(job)))
+        if draw_progress is not None and progress.payload is not None:
+            draw_progress(progress)
+
+    panel()
+
+
+def stopped_message(task: jobs.Task, error: BaseException) -> str:
+    return f"{task.label} stopped before it finished ({type(error).__name__}); move a control or reload to try again"
+
+
+def wait_text(label: str, progress: jobs.Progress, wait: jobs.Wait) -> str:
+    """A waiting page's progress text: where the request stands and about how long it has left."""
+    left = "" if wait.seconds is None else f" (about {max(wait.seconds, 1.0):.0f} s left)"
+    if wait.ahead and not progress.done:
+        return (f"{PENDING} {label}: queued behind {wait.ahead} computation{'s' * (wait.ahead > 1)} of other "
+                f"visitors{left}")
+    return f"{PENDING} {progress.text or label}{left}"
 
 
 _MISSING = object()
-WAIT_POLL_SECONDS = 0.25
 
 
 def frame_player(name: str, state_key: Hashable, frames: int, start: int, tick_seconds: float,

@@ -80,6 +80,8 @@ class LiveLimits:
     min_tick_seconds: float = 0.1  # time between redraws while playing
     max_table_runs: int = 100  # α values × seeds in one in-page table
     compute_workers: int = 1  # processes training the pages' shared results (symlab.jobs; 0: in the page's own run)
+    results_max_mb: int = 2048  # the shared result store's size (symlab.store): least recently used results go
+    idle_workers: int = 1  # 1: a process computes likely results in idle time (symlab.warmup); 0: none
 
     @classmethod
     def from_env(cls, environ=os.environ) -> "LiveLimits":
@@ -97,7 +99,7 @@ HOSTED_DEFAULTS = {
                     max_runs_per_session=4, max_runs_per_hour=30, worker_threads=1),
     LiveLimits: dict(torch_threads=1, max_steps_per_tick=10, min_tick_seconds=0.3, max_table_runs=20),
 }
-MINIMUM = {"worker_threads": 0, "compute_workers": 0}  # every other cap must be at least 1 (or > 0 for seconds)
+MINIMUM = {"worker_threads": 0, "compute_workers": 0, "idle_workers": 0}  # every other cap must be at least 1 (or > 0 for seconds)
 
 
 def _from_env(cls, environ):

@@ -3,8 +3,11 @@ package, listed in :data:`symlab.labs.LABS`."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Callable
+
+from symlab.urlstate import parse_query
 
 
 @dataclass(frozen=True)
@@ -19,9 +22,16 @@ class Lab:
     # For a lab whose work runs in worker processes (symlab.runs): the module whose ``KIND`` is its
     # runs.RunKind, imported only when one of its runs is read.
     runs: str = ""
-    # warm(hosting) -> the symlab.jobs.Tasks its page's default link computes, which a starting server
-    # begins at once (serve.py) so that the first visitor finds them done or under way.
-    warm: Callable | None = None
+    # tasks(values) -> the symlab.jobs.Tasks its page computes for the controls' values (as
+    # urlstate.parse_query gives them): a starting server begins the default link's at once (serve.py),
+    # and computes the presets' and their neighbours' in idle time (symlab.warmup).
+    tasks: Callable | None = None
+    # Preset name -> (the controls' values it sets, one sentence on what to watch), for a lab with tasks.
+    presets: Mapping[str, tuple[dict, str]] = field(default_factory=dict)
+
+    def default_values(self, hosting=None) -> dict:
+        """The controls' values of the page's default link."""
+        return parse_query({}, self.page_params(hosting))[0]
 
     def __post_init__(self):
         if not self.page:

@@ -74,7 +74,7 @@ def store_into(results: jobs.SharedResults, tasks: Iterable[jobs.Task]) -> list[
     for task in tasks:
         value = read(task)
         if value is not None:
-            results.store(task.key, value)
+            results.remember(task.key, value)
             stored.append(task.key)
     _shipped.update(stored)
     return stored
@@ -91,19 +91,18 @@ _shipped: set = set()
 def default_tasks(hosting=None) -> list[jobs.Task]:
     from symlab.labs import LABS
 
-    return [task for lab in LABS if lab.warm for task in lab.warm(hosting)]
+    return [task for lab in LABS if lab.tasks for task in lab.tasks(lab.default_values(hosting))]
 
 
 def compute(task: jobs.Task):
     """``task``'s result as a compute worker gets it (one torch thread)."""
-    import torch
+    from symlab.device import set_threads
 
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
+    threads = set_threads(1)
     try:
         return task.function(*task.args, progress=lambda *args, **kwargs: None)
     finally:
-        torch.set_num_threads(threads)
+        set_threads(threads)
 
 
 def differences(stored, recomputed, where: str = "result") -> list[str]:

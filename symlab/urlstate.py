@@ -146,3 +146,26 @@ def encode_query(values: Mapping[str, Any], specs: Sequence[Param]) -> dict[str,
         else:
             encoded[spec.name] = str(value)
     return encoded
+
+
+def neighbours(values: Mapping[str, Any], specs: Sequence[Param]) -> list[dict]:
+    """The states one step of one control away from ``values``, either way, within the control's range:
+    a number by its step (a whole number by 1 where it has none; other numbers, typed into a box, have no
+    neighbours), a choice to the choice beside it, a switch flipped."""
+    found = []
+    for spec in specs:
+        value = values[spec.name]
+        if spec.kind == "bool":
+            moved = [not value]
+        elif spec.kind == "choice":
+            at = spec.choices.index(value)
+            moved = [spec.choices[i] for i in (at - 1, at + 1) if 0 <= i < len(spec.choices)]
+        elif spec.kind in ("int", "float") and (spec.step or spec.kind == "int"):
+            step = spec.step or 1
+            moved = [round(value + sign * step, 10) for sign in (-1, 1)]
+            moved = [int(v) if spec.kind == "int" else float(v) for v in moved
+                     if (spec.low is None or v >= spec.low) and (spec.high is None or v <= spec.high)]
+        else:
+            moved = []
+        found += [{**values, spec.name: v} for v in moved]
+    return found

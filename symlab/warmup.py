@@ -1,12 +1,17 @@
-"""What a starting server does before its first visitor (``streamlit run serve.py``).
+"""What a starting server does before its first visitor (``streamlit run serve.py``), and in idle time after.
 
 Before it answers: it starts the worker processes (they load torch in parallel), imports the
 labs and the pages' libraries, a few seconds, so that no visitor's script waits for an import
 (and no two sessions import the same modules at once), and stores the default links' shipped
 results (symlab.precomputed). Then, in a background thread at a lower priority than the
-visitors' page runs: it submits each lab's default-link tasks (Lab.warm) to the workers, which
-compute those not shipped, and runs one toy training step, so that opening a lab's default link
-finds its results computed or under way.
+visitors' page runs: it submits each lab's default-link tasks (Lab.tasks) to the workers, which
+compute those not shipped (or stored), and runs one toy training step, so that opening a lab's
+default link finds its results computed or under way.
+
+After that, whenever no person's computation has been queued or running for a moment, it computes
+in the idle pool (one process at the system's idle priority: :meth:`symlab.jobs.SharedResults.precompute`)
+what visitors are likely to ask for next and the result store does not hold yet: each lab's presets,
+then every state one step of one control away from the default link and from each preset.
 """
 
 from __future__ import annotations
@@ -23,8 +28,9 @@ from symlab import jobs
 WARM_UP_WAITER = "server warm-up"  # a warm-up task's waiter: it is never dropped
 WARM_UP_NICENESS = 10  # the warm-up thread's: a visitor's page run comes first
 # The pages' libraries, loaded before the first visitor rather than by the first visitor's script.
-# torch._dynamo: torch.optim imports it with the first optimiser, 1.5 s holding the interpreter.
-PAGE_LIBRARIES = ("symlab.labs", "torch", "torch._dynamo", "scipy.optimize", "pandas", "altair", "plotly.io")
+PAGE_LIBRARIES = ("symlab.labs", "torch", "scipy.optimize", "pandas", "altair", "plotly.io")
+IDLE_AFTER_SECONDS = 2.0  # no person's computation for this long: the idle pool takes the next likely task
+IDLE_POLL_SECONDS = 0.5
 LOG = logging.getLogger("symlab.warmup")
 
 
@@ -52,7 +58,7 @@ def warm_up() -> None:
 
     results = jobs.shared()
     for task in precomputed.default_tasks(_hosting()):
-        results.submit(task, WARM_UP_WAITER)  # found stored where shipped
+        results.submit(task, WARM_UP_WAITER, keep=True)  # found stored where shipped
     _first_training_step()
 
 
@@ -75,15 +81,93 @@ def _first_training_step() -> None:
     trainer.evaluate()
 
 
+def likely_tasks(hosting=None) -> list[jobs.Task]:
+    """What visitors are likely to ask for next, most likely first, each once: every lab's default link
+    and presets, then the states one step of one control away from each of them."""
+    from symlab.labs import LABS
+    from symlab.urlstate import neighbours
+
+    tasks: dict = {}
+    rings: tuple[list, list] = ([], [])
+    for lab in (lab for lab in LABS if lab.tasks):
+        specs = lab.page_params(hosting)
+        default = lab.default_values(hosting)
+        states = [default, *({**default, **values} for values, _ in lab.presets.values())]
+        rings[0].extend((lab, state) for state in states)
+        rings[1].extend((lab, near) for state in states for near in neighbours(state, specs))
+    for lab, state in (*rings[0], *rings[1]):
+        for task in lab.tasks(state):
+            tasks.setdefault(task.key, task)
+    return list(tasks.values())
+
+
+def precompute_in_idle_time(stop: threading.Event, tasks: list[jobs.Task] | None = None) -> int:
+    """Compute ``tasks`` (default: :func:`likely_tasks`) not in the result store yet, one at a time in the
+    idle pool, each only once no person's computation has been queued or running for
+    :data:`IDLE_AFTER_SECONDS`; until ``stop`` is set or every one is stored. Returns how many it computed."""
+    results = jobs.shared()
+    if results.store is None:
+        return 0
+    tasks = likely_tasks(_hosting()) if tasks is None else tasks
+    present = results.store.keys_present(task.key for task in tasks)
+    pending = [task for task in tasks if task.key not in present]
+    LOG.info("idle time: %d likely results to compute (%d stored already)", len(pending), len(present))
+    computed = 0
+    for task in pending:
+        if not _wait_for_idle(results, stop):
+            break
+        future = results.precompute(task)
+        if future is None:  # stored meanwhile, or a person's job computes it
+            continue
+        while not stop.is_set():
+            try:
+                future.result(timeout=IDLE_POLL_SECONDS)
+                computed += 1
+                break
+            except TimeoutError:
+                continue
+            except Exception as error:  # noqa: BLE001 (a failed guess costs nothing: the next one)
+                LOG.info("idle time: %s failed (%s: %s)", jobs.kind_of(task.key), type(error).__name__, error)
+                break
+    return computed
+
+
+def _wait_for_idle(results: jobs.SharedResults, stop: threading.Event) -> bool:
+    """Until no person's computation has been queued or running for :data:`IDLE_AFTER_SECONDS`; False if
+    ``stop`` came first."""
+    quiet_since = time.monotonic()
+    while not stop.is_set():
+        if results.busy():
+            quiet_since = time.monotonic()
+        elif time.monotonic() - quiet_since >= IDLE_AFTER_SECONDS:
+            return True
+        stop.wait(IDLE_POLL_SECONDS)
+    return False
+
+
 @contextlib.asynccontextmanager
 async def lifespan(app):
     """The server's start-up and shutdown (``st.App(..., lifespan=lifespan)`` in serve.py)."""
     jobs.shared().start()  # the workers load torch on the other core meanwhile
     LOG.info("warm-up: the pages' libraries imported in %.1f s", import_libraries())
     store_shipped_results()
+    stop = threading.Event()
     threading.Thread(target=_logged(warm_up), name="symlab-warm-up", daemon=True).start()
+    if _idle_workers() > 0:
+        threading.Thread(target=_logged(lambda: precompute_in_idle_time(stop)), name="symlab-idle-time",
+                         daemon=True).start()
     yield
+    stop.set()
     jobs.shared().shutdown()
+
+
+def _idle_workers() -> int:
+    from symlab.hosting import LiveLimits, SettingsError
+
+    try:
+        return LiveLimits.from_env().idle_workers
+    except SettingsError:
+        return LiveLimits().idle_workers
 
 
 def _logged(function):

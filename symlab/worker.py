@@ -135,9 +135,9 @@ def main(argv=None) -> int:
         pass
     limits = _limits()
     if limits.worker_threads:
-        import torch
+        from symlab.device import set_threads
 
-        torch.set_num_threads(limits.worker_threads)
+        set_threads(limits.worker_threads)
     shutdown = _ShutdownFlag()
     shutdown.install()
     print(f"run #{args.run_id} started (pid {os.getpid()})", flush=True)

@@ -18,6 +18,9 @@ from symlab.labs import LABS
 
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = os.environ.get("SYMLAB_CHROMIUM", "/usr/bin/chromium")
+# The session's runs and stored results in a directory of its own: never a checkout's runs/, and never
+# results stored by an earlier session (what a test computes, it computes).
+os.environ["SYMLAB_RUNS_DIR"] = tempfile.mkdtemp(prefix="symlab-test-runs-")
 
 
 def _free_port() -> int:
@@ -255,3 +258,13 @@ def fresh_results(monkeypatch):
     monkeypatch.setattr(jobs, "_shared", store)
     yield store
     store.shutdown()
+
+
+@pytest.fixture(autouse=True)
+def pages_wait_in_their_run(monkeypatch):
+    """AppTest runs no fragment, so a page's waiting panel would never draw its result: pages under AppTest
+    wait for their computations within the run, as long as they take. (tests/test_jobs.py checks the
+    waiting panel itself.)"""
+    from pages import ui
+
+    monkeypatch.setattr(ui, "WAIT_IN_RUN_SECONDS", 600.0)

@@ -33,3 +33,8 @@ def dying(progress=None):
 
 def niceness(progress=None):
     return os.nice(0)
+
+
+def scheduling(progress=None):
+    """The worker's scheduling class and niceness."""
+    return os.sched_getscheduler(0), os.nice(0)

@@ -267,7 +267,7 @@ def test_written_out_gradients_match_autograd():
     torch.testing.assert_close(grad_log_sd, expected_log_sd)
 
 
-@pytest.mark.parametrize("sizes", [(6, 5, 3), (4, 5, 3, 2)])
+@pytest.mark.parametrize("sizes", [(6, 5, 3), (4, 5, 3, 2), (20, 7, 2), (2, 16, 16, 10)])
 def test_written_out_backward_matches_autograd(sizes):
     layout = mlp.Layout(sizes)
     mu, _, generator = random_posterior(layout, 3)
@@ -277,9 +277,28 @@ def test_written_out_backward_matches_autograd(sizes):
     loss = F.cross_entropy(mlp.forward(layout.layers(leaf), x), labels)
     (expected,) = torch.autograd.grad(loss, [leaf])
     gradient = torch.full_like(mu, float("nan"))  # every entry must be written
-    written_loss = mlp.cross_entropy_gradient(layout, mu, x, labels, out=gradient)
+    written_loss = mlp.cross_entropy_gradient(layout.layers(mu), x, labels, layout.layers(gradient))
     assert written_loss.item() == pytest.approx(loss.item(), rel=1e-12)
     torch.testing.assert_close(gradient, expected, rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("shared", [True, False], ids=["shared inputs", "inputs per net"])
+@pytest.mark.parametrize("sizes", [(2, 16, 16, 2), (6, 5, 3), (20, 3, 4, 10)])
+def test_written_out_backward_of_a_batch_of_nets_is_each_nets_own(sizes, shared):
+    layout, nets = mlp.Layout(sizes), 3
+    generator = torch.Generator().manual_seed(4)
+    flat = torch.randn(nets, layout.n_params, generator=generator, dtype=torch.float64)
+    x = torch.randn(*(() if shared else (nets,)), 12, sizes[0], generator=generator, dtype=torch.float64)
+    labels = torch.randint(0, sizes[-1], (*(() if shared else (nets,)), 12), generator=generator)
+    gradient = torch.full_like(flat, float("nan"))
+    losses = mlp.cross_entropy_gradient(layout.layers(flat), x, labels, layout.layers(gradient))
+    for net in range(nets):
+        leaf = flat[net].clone().requires_grad_()
+        own_x, own_labels = (x, labels) if shared else (x[net], labels[net])
+        loss = F.cross_entropy(mlp.forward(layout.layers(leaf), own_x), own_labels)
+        (expected,) = torch.autograd.grad(loss, [leaf])
+        assert losses[net].item() == pytest.approx(loss.item(), rel=1e-12)
+        torch.testing.assert_close(gradient[net], expected, rtol=1e-12, atol=1e-14)
 
 
 def test_flat_kl_equals_the_termwise_kl():
@@ -319,7 +338,7 @@ def test_table_and_fresh_draws_give_the_same_gradient_variance():
         for step in range(3000):
             noise = source.draw(step).double()
             w, gradient = torch.addcmul(mu, sd, noise), torch.empty_like(mu)
-            mlp.cross_entropy_gradient(layout, w, x, y, out=gradient)
+            mlp.cross_entropy_gradient(layout.layers(w), x, y, layout.layers(gradient))
             rows.append(torch.cat(bnn.negative_elbo_gradients(gradient, sd * noise, mu, sd, 1.0, 100)))
         return torch.stack(rows)
 

@@ -141,3 +141,28 @@ def test_an_unreachable_database_is_a_message_on_the_page(tmp_path, monkeypatch)
     assert not at.exception
     assert any("cannot use the run registry's database" in error.value and "secret" not in error.value
                for error in at.error)
+
+
+def test_the_pages_computations_run_as_ray_tasks(tmp_path, monkeypatch):
+    """SYMLAB_EXECUTOR=ray: a page's shared computation is a Ray task that reports its progress and writes its
+    result to the result store, as a local worker would."""
+    from symlab import jobs, store
+    from symlab.labs.symmetry import experiment as symmetry_lab
+
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    ray.init(num_cpus=2, namespace="symlab", log_to_driver=False, include_dashboard=False)
+    results = jobs.SharedResults(workers=1, executor="ray", store=store.ResultStore(tmp_path))
+    config = symmetry_lab.ProximityConfig(weights="trained", steps=150, widths=(2, 4, 8, 16, 32, 64))
+    try:
+        job = results.submit(symmetry_lab.proximity_task(config), "page")
+        seen = set()
+        while not job.future.done():
+            seen.add(job.progress.done)
+            time.sleep(0.02)
+        rows = job.future.result(timeout=120)
+    finally:
+        results.shutdown()
+        ray.shutdown()
+    assert seen - {0.0}, "no progress came back from the Ray task"
+    assert rows == symmetry_lab.proximity_rows(config)
+    assert store.ResultStore(tmp_path).get(symmetry_lab.proximity_task(config).key) == rows

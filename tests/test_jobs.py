@@ -168,3 +168,46 @@ def process_alive(pid: int) -> bool:
             return f.read().rsplit(")", 1)[1].split()[0] != "Z"
     except FileNotFoundError:
         return False
+
+
+def test_a_page_answers_at_once_and_draws_the_result_when_it_comes(monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    from pages import ui
+
+    monkeypatch.setattr(ui, "WAIT_IN_RUN_SECONDS", 0.05)
+    results = jobs.SharedResults(workers=1)
+    monkeypatch.setattr(jobs, "_shared", results)
+
+    def page():
+        import jobtasks
+        import streamlit as st
+
+        from pages import ui
+        from symlab import jobs
+
+        st.write(f"result {ui.computed(jobs.Task(('counted', 4), jobtasks.counted, (4, 0.3), 'Counting'))}")
+
+    try:
+        started = time.monotonic()
+        at = AppTest.from_function(page, default_timeout=60).run()
+        assert time.monotonic() - started < 5 and not at.exception  # the run ended while the task still ran
+        pending = [p for p in at.get("progress") if p.proto.text.startswith(ui.PENDING)]
+        assert pending and not any("result" in m.value for m in at.markdown)
+        job = next(iter(results._jobs.values()))
+        assert job.future.result(timeout=60)
+        at.run()  # what the waiting panel does once the job is done
+        assert any(m.value == f"result {job.future.result()}" for m in at.markdown)
+        assert not [p for p in at.get("progress") if p.proto.text.startswith(ui.PENDING)]
+    finally:
+        results.shutdown()
+
+
+def test_the_wait_text_says_where_the_request_stands():
+    from pages import ui
+
+    queued = ui.wait_text("Training", jobs.Progress(), jobs.Wait(2, 7.4))
+    assert queued == f"{ui.PENDING} Training: queued behind 2 computations of other visitors (about 7 s left)"
+    running = ui.wait_text("Training", jobs.Progress(3, 10, "Adam step 3 / 10"), jobs.Wait(0, 0.2))
+    assert running == f"{ui.PENDING} Adam step 3 / 10 (about 1 s left)"
+    assert ui.wait_text("Training", jobs.Progress(), jobs.Wait(0, None)) == f"{ui.PENDING} Training"

@@ -438,3 +438,32 @@ def test_every_fit_is_near_the_exact_answer_at_far_apart_modes(alpha):
             assert report["test_mse"] <= 1.25 * report["exact_test_mse"], (seed, report["method"], report["starts"])
             assert report["elbo"] <= report["log_evidence"]
         assert reports["sgm"]["elbo"] > reports["mfvi"]["elbo_mf"]
+
+
+@pytest.mark.parametrize("mi", ["exact", "infonce"])
+def test_the_written_out_gradient_is_autograds(mi):
+    config = toy.ToyConfig(mi=mi, K=4, batch_size=4, n_train=10, restarts=2).validate()
+    trainer = toy.ToyTrainer(toy.starts_of("mfvi", config) + toy.starts_of("sgm", config))
+    trainer.theta.add_(0.3 * torch.randn(trainer.theta.shape, generator=torch.Generator().manual_seed(1),
+                                         dtype=torch.float64))
+    x, y = trainer._minibatch()
+    eps = torch.randn(len(trainer.runs), trainer.samples, 2, dtype=torch.float64, generator=trainer.generator)
+    state = trainer.generator.get_state()
+    written = trainer.gradient(x, y, eps)
+    # The objective as the former code wrote it, through autograd, with the same draws (InfoNCE's coins too).
+    trainer.generator.set_state(state)
+    theta = trainer.theta.clone().requires_grad_()
+    mean, log_std = theta[:, :2], theta[:, 2:]
+    w = mean[:, None, :] + torch.exp(log_std)[:, None, :] * eps
+    noise = trainer.noise[:, :, None]
+    log_lik = -0.5 * ((y[:, None, :] - toy.network(w, x[:, None, :])) / noise) ** 2 - torch.log(noise)
+    expected = log_lik.sum(-1).mean(-1) * (trainer.x_train.shape[1] / x.shape[1])
+    if mi == "exact":
+        information = toy.exact_mutual_information(w, mean[:, None, :], log_std[:, None, :]).mean(-1)
+    else:
+        information = toy.infonce_mutual_information(w, mean[:, None, :], log_std[:, None, :], config.K,
+                                                     trainer.generator).mean(-1)
+    objective = expected - toy.kl_to_prior(mean, log_std, trainer.prior_scale) \
+        + torch.where(trainer.symmetrised, information, torch.zeros_like(expected))
+    (expected_gradient,) = torch.autograd.grad(-objective.sum(), [theta])
+    torch.testing.assert_close(written, expected_gradient, rtol=1e-10, atol=1e-12)

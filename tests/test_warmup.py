@@ -9,7 +9,7 @@ from pagetest import open_page
 from symlab import warmup
 from symlab.labs import LABS
 
-WARMED = [lab for lab in LABS if lab.warm]
+WARMED = [lab for lab in LABS if lab.tasks]
 
 
 def test_warm_up_computes_what_each_default_link_asks_for(fresh_results):
@@ -18,7 +18,7 @@ def test_warm_up_computes_what_each_default_link_asks_for(fresh_results):
     thread = threading.Thread(target=warmup.warm_up)
     thread.start()
     thread.join()
-    tasks = [task for lab in WARMED for task in lab.warm()]
+    tasks = [task for lab in WARMED for task in lab.tasks(lab.default_values())]
     deadline = time.monotonic() + 300
     while not all(task.key in fresh_results for task in tasks):
         assert time.monotonic() < deadline, "the warm-up did not finish"

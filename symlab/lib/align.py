@@ -183,17 +183,28 @@ def standard_noise(sizes, samples: int, seed: int) -> torch.Tensor:
     return mlp.draw_parameters(mlp.Layout(sizes), lambda shape, _: torch.randn(shape, generator=g), (samples,))
 
 
+SAMPLE_CHUNK = 2  # posterior samples per forward pass: a chunk's activations stay in the core's cache
+
+
 def predictive_log_probs(q: DiagonalGaussian, noise, x: torch.Tensor) -> torch.Tensor:
     """log of the marginal predictive (1/S) Σ_s softmax(f(x; μ + s ⊙ ε_s)), ``[n, classes]``. The
-    forward pass runs in float32 (it is only an evaluation); q itself stays float64."""
-    w = torch.from_numpy(q.mean).float() + torch.from_numpy(q.sd).float() * noise
-    log_probs = torch.log_softmax(mlp.forward(q.layout.layers(w), x.to(torch.float32)), dim=-1)
-    return torch.logsumexp(log_probs, dim=0) - math.log(log_probs.shape[0])
+    forward pass runs in float32 (it is only an evaluation), a few samples at a time; q itself stays float64.
+    The logits are formed as ``[S, classes, n]``: a softmax over few classes is then a pass along n, and a
+    product with few output columns is MKL's slow case."""
+    w = torch.addcmul(torch.from_numpy(q.mean).float(), torch.from_numpy(q.sd).float(), noise)
+    layers, x = q.layout.layers(w), x.to(torch.float32)
+    (W_out, b_out), samples = layers[-1], len(w)
+    logits = torch.empty(samples, W_out.shape[-2], x.shape[0])
+    for start in range(0, samples, SAMPLE_CHUNK):
+        chunk = slice(start, start + SAMPLE_CHUNK)
+        hidden = torch.relu_(mlp.forward([(W[chunk], b[chunk]) for W, b in layers[:-1]], x))
+        torch.baddbmm(b_out[chunk].unsqueeze(-1), W_out[chunk], hidden.mT, out=logits[chunk])
+    return (torch.logsumexp(torch.log_softmax(logits, dim=-2), dim=0) - math.log(samples)).T
 
 
 def evaluate(q: DiagonalGaussian, noise, x: torch.Tensor, y: torch.Tensor) -> tuple[float, float]:
     """(NLL of the marginal predictive in nats per point, its accuracy) on (x, y)."""
-    with torch.no_grad():
+    with torch.inference_mode():
         log_probs = predictive_log_probs(q, noise, x)
     nll = -log_probs.gather(1, y[:, None]).mean()
     accuracy = (log_probs.argmax(1) == y).float().mean()
@@ -202,8 +213,31 @@ def evaluate(q: DiagonalGaussian, noise, x: torch.Tensor, y: torch.Tensor) -> tu
 
 def path(qa: DiagonalGaussian, qb: DiagonalGaussian, ts, noise, x, y) -> dict:
     """Loss and accuracy of the marginal predictive along (1 − t)q_A + t q_B for each t in ``ts``."""
-    rows = [evaluate(interpolate(qa, qb, float(t)), noise, x, y) for t in ts]
-    return {"t": [float(t) for t in ts], "loss": [r[0] for r in rows], "accuracy": [r[1] for r in rows]}
+    return paths(qa, {"path": qb}, ts, noise, x, y)["path"]
+
+
+def paths(qa: DiagonalGaussian, ends: dict, ts, noise, x, y, progress=None) -> dict:
+    """:func:`path` from q_A to each of ``ends`` (name -> q_B), each point evaluated once: q_A itself (t = 0)
+    for every path, and an end equal to an earlier one (weight matching and W₂ usually find the same
+    permutations) shares that one's path. ``progress(done, total)`` after each path."""
+    ts = [float(t) for t in ts]
+    start = evaluate(qa, noise, x, y) if ts and ts[0] == 0.0 else None
+    found: dict = {}
+    for done, (name, end) in enumerate(ends.items(), 1):
+        same = next((other for other, q in ends.items() if other in found and _same(q, end)), None)
+        if same is not None:
+            found[name] = found[same]
+        else:
+            rows = [start if t == 0.0 and start is not None else evaluate(interpolate(qa, end, t), noise, x, y)
+                    for t in ts]
+            found[name] = {"t": ts, "loss": [r[0] for r in rows], "accuracy": [r[1] for r in rows]}
+        if progress is not None:
+            progress(done, len(ends))
+    return {name: dict(path) for name, path in found.items()}
+
+
+def _same(qa: DiagonalGaussian, qb: DiagonalGaussian) -> bool:
+    return np.array_equal(qa.mean, qb.mean) and np.array_equal(qa.sd, qb.sd)
 
 
 def barrier(ts, values, higher_is_worse: bool = True) -> float:

@@ -71,48 +71,67 @@ def flatten(layers) -> tuple[Layout, np.ndarray | torch.Tensor]:
 def forward(layers, x):
     """The MLP's outputs ``[..., n, d_out]`` on inputs ``x[..., n, d_in]``: ReLU hidden layers, a
     linear output layer. The layers' leading (batch) dimensions broadcast against x's."""
-    relu = torch.relu if isinstance(x, torch.Tensor) else (lambda h: np.maximum(h, 0.0))
+    relu = torch.relu_ if isinstance(x, torch.Tensor) else (lambda h: np.maximum(h, 0.0, out=h))
     h = x
     for index, (W, b) in enumerate(layers):
         h = _affine(h, W, b)
         if index < len(layers) - 1:
-            h = relu(h)
+            h = relu(h)  # in place: h is this layer's own output
     return h
 
 
-def cross_entropy_gradient(layout: Layout, flat: torch.Tensor, x: torch.Tensor, labels: torch.Tensor,
-                           out: torch.Tensor) -> torch.Tensor:
-    """The mean cross-entropy of the MLP ``flat`` (one unbatched parameter vector) on ``(x, labels)``;
-    its gradient w.r.t. ``flat`` is written into ``out`` (same shape). The backward pass written out:
-    no autograd graph, and each layer's gradient lands in its place in ``out``, so no copy gathers
-    them (a third faster than autograd for an MNIST minibatch)."""
-    layers, grads = layout.layers(flat), layout.layers(out)
-    inputs, h = [], x
-    for index, (W, b) in enumerate(layers):
+THIN = 16  # a layer with fewer inputs than this gets its weight gradient as a transposed product
+
+
+def cross_entropy_gradient(layers, x: torch.Tensor, labels: torch.Tensor, grads) -> torch.Tensor:
+    """The mean cross-entropy of the MLP with ``layers`` (its (W, b) views, :meth:`Layout.layers`) on
+    ``(x, labels)``; its gradient is written into ``grads``, the same views of a gradient vector. One
+    network, or a batch of networks (W ``[nets, out, in]``), each with its own inputs ``x[nets, n, d_in]`` and
+    labels ``[nets, n]`` or all sharing ``x[n, d_in]`` and ``labels[n]``: the loss is then one per net.
+    The backward pass written out: no autograd graph, and each layer's gradient lands in its place, so no
+    copy gathers them (a third faster than autograd for an MNIST minibatch; callers keep the views from step
+    to step). The logits are formed as ``[classes, n]``: a softmax over few classes then runs along n, and
+    no matrix product has only a few columns, MKL's slow case (so is a thin first layer's gradient, formed
+    transposed)."""
+    batched = layers[0][0].dim() == 3
+    *hidden, (W_out, b_out) = layers
+    inputs, h = [], x.expand(len(W_out), *x.shape) if batched and x.dim() == 2 else x
+    for W, b in hidden:
         inputs.append(h)
-        h = torch.addmm(b, h, W.t())
-        if index < len(layers) - 1:
-            h = torch.relu(h)
-    log_probs = torch.log_softmax(h, 1)
-    rows = torch.arange(len(labels), device=labels.device)
-    loss = -log_probs[rows, labels].mean()
-    upstream = log_probs.exp_()  # ∂loss/∂logits = (softmax − one-hot) / n
-    upstream[rows, labels] -= 1.0
-    upstream.div_(len(labels))
-    for index in range(len(layers) - 1, -1, -1):
+        h = torch.relu_(torch.baddbmm(b.unsqueeze(-2), h, W.mT) if batched else torch.addmm(b, h, W.t()))
+    inputs.append(h)
+    logits = torch.baddbmm(b_out.unsqueeze(-1), W_out, h.mT) if batched else torch.addmm(b_out[:, None], W_out, h.t())
+    log_probs = torch.log_softmax(logits, -2)
+    target = labels.unsqueeze(-2).expand(*log_probs.shape[:-2], 1, labels.shape[-1])
+    loss = log_probs.gather(-2, target).mean((-2, -1)).neg_()
+    upstream = log_probs.exp_()  # ∂loss/∂logits = (softmax − one-hot) / n, as [classes, n]
+    upstream.scatter_add_(-2, target, torch.full(target.shape, -1.0, dtype=upstream.dtype, device=upstream.device))
+    upstream.div_(labels.shape[-1])
+    torch.matmul(upstream, h, out=grads[-1][0])
+    torch.sum(upstream, -1, out=grads[-1][1])
+    upstream = upstream.mT
+    for index in range(len(hidden) - 1, -1, -1):
+        # Through layer index + 1 and this layer's ReLU (it passes the gradient where it was active).
+        upstream = _relu_backward(upstream @ layers[index + 1][0], inputs[index + 1], 0.0)
         (W, _), (grad_W, grad_b) = layers[index], grads[index]
-        torch.mm(upstream.t(), inputs[index], out=grad_W)
-        torch.sum(upstream, 0, out=grad_b)
-        if index:
-            upstream = (upstream @ W).mul_(inputs[index] > 0)  # ReLU passes gradient where it was active
+        if W.shape[-1] < THIN:
+            grad_W.copy_(torch.matmul(inputs[index].mT, upstream).mT)
+        else:
+            torch.matmul(upstream.mT, inputs[index], out=grad_W)
+        torch.sum(upstream, -2, out=grad_b)
     return loss
 
 
+_relu_backward = torch.ops.aten.threshold_backward  # the gradient where the input was above 0, else 0
+
+
 def _affine(h, W, b):
-    """h Wᵀ + b. One network on a matrix of torch inputs takes torch's fused addmm (as
-    torch.nn.Linear does): one pass over the outputs instead of two."""
-    if isinstance(h, torch.Tensor) and h.dim() == 2 and W.dim() == 2:
+    """h Wᵀ + b, a new array. Torch's fused addmm and baddbmm (as torch.nn.Linear does) for one network or
+    a batch of them: one pass over the outputs instead of two."""
+    if isinstance(h, torch.Tensor) and W.dim() == 2 and h.dim() == 2:
         return torch.addmm(b, h, W.mT)
+    if isinstance(h, torch.Tensor) and W.dim() == 3 and h.dim() in (2, 3):
+        return torch.baddbmm(b.unsqueeze(-2), h.expand(len(W), *h.shape[-2:]), W.mT)
     return h @ W.swapaxes(-1, -2) + b[..., None, :]
 
 

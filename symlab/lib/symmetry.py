@@ -19,7 +19,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.optimize import linear_sum_assignment
-from scipy.stats import kendalltau
 
 from symlab.lib.mlp import unit_rows
 
@@ -83,22 +82,38 @@ def sort_key(layers, index: int, key: str) -> np.ndarray:
 
 def sorting_permutations(layers, key: str = "first_in") -> tuple[list, list[np.ndarray]]:
     """Permutation removal: every hidden layer's units in ascending order of ``key``.
+    Returns the sorted network and each hidden layer's permutation (:func:`sorting_orders`)."""
+    layers = as_layers(layers)
+    perms = sorting_orders(layers, key)
+    for index, perm in enumerate(perms):
+        layers = permute_units(layers, index, perm)
+    return layers, perms
+
+
+def sorting_orders(layers, key: str = "first_in") -> list[np.ndarray]:
+    """Each hidden layer's sorting permutation (:func:`sorting_permutations`), without building the sorted
+    network: cheap enough for every step of a training run. ``layers`` as they are (numpy, any float dtype).
 
     Input-side keys go from the first hidden layer up (a layer's key depends on the order of the
-    one below); ``first_out`` goes down from the last. Stable sorting makes this idempotent.
-    Returns the sorted network and each hidden layer's permutation.
-    """
+    one below); ``first_out`` goes down from the last. Stable sorting makes this idempotent. Of the
+    neighbouring layer's order only its first unit matters: ``first_in`` reads the weights from the unit
+    sorted first below, ``first_out`` those to the unit sorted first above; ``max_in`` reads none."""
     if key not in SORT_KEYS:
         raise ValueError(f"sort key must be one of {SORT_KEYS}, got {key!r}")
-    layers = as_layers(layers)
-    hidden = range(len(layers) - 1)
-    order = reversed(hidden) if key == "first_out" else hidden
-    perms = [None] * (len(layers) - 1)
-    for index in order:
-        perm = np.argsort(sort_key(layers, index, key), axis=-1, kind="stable")
-        layers = permute_units(layers, index, perm)
-        perms[index] = perm
-    return layers, perms
+    hidden = len(layers) - 1
+    perms = [None] * hidden
+    for index in (reversed(range(hidden)) if key == "first_out" else range(hidden)):
+        if key == "max_in":
+            values = layers[index][0].max(axis=-1)
+        elif key == "first_in":
+            first = np.zeros(layers[index][0].shape[:-2], dtype=np.int64) if index == 0 else perms[index - 1][..., 0]
+            values = np.take_along_axis(layers[index][0], first[..., None, None], axis=-1)[..., 0]
+        else:
+            last = index == hidden - 1
+            first = np.zeros(layers[index + 1][0].shape[:-2], dtype=np.int64) if last else perms[index + 1][..., 0]
+            values = np.take_along_axis(layers[index + 1][0], first[..., None, None], axis=-2)[..., 0, :]
+        perms[index] = np.argsort(values, axis=-1, kind="stable")
+    return perms
 
 
 def sort_units(layers, key: str = "first_in") -> list:
@@ -362,18 +377,24 @@ def permutation_distance(layers_a, layers_b) -> tuple[float, np.ndarray]:
 
 def successive_kendall_tau(perms: np.ndarray) -> np.ndarray:
     """Kendall's τ between each sorting permutation and the next: ``perms[T, d]`` → ``[T − 1]``
-    (1 when the order of the units did not change)."""
+    (1 when the order of the units did not change): the mean over pairs of units of the product of
+    their orders' signs, sign(r_i − r_j)·sign(r'_i − r'_j), counted exactly (no ties in a permutation)."""
     perms = np.asarray(perms)
     if perms.ndim != 2 or perms.shape[0] < 2:
         raise ValueError("need at least two permutations, as rows of a 2-D array")
-    if perms.shape[1] < 2:
-        return np.ones(perms.shape[0] - 1)
-    taus = np.ones(perms.shape[0] - 1)
+    steps, units = perms.shape[0] - 1, perms.shape[1]
+    taus = np.ones(steps)
+    if units < 2:
+        return taus
     changed = np.flatnonzero(np.any(perms[1:] != perms[:-1], axis=1))
     # τ over units, of each unit's place in the order (the inverse permutation): over places, of the
     # labels found there, it would depend on the arbitrary labels (one swap of neighbours could
     # give τ < 0).
-    ranks = np.argsort(perms, axis=1)
-    for t in changed:  # scipy only where something moved: most steps change nothing
-        taus[t] = kendalltau(ranks[t], ranks[t + 1]).statistic
+    ranks = np.argsort(perms, axis=1).astype(np.int32)
+    chunk = max(1, 2**22 // units**2)  # steps at a time: their sign matrices stay a few MB
+    for start in range(0, len(changed), chunk):
+        t = changed[start:start + chunk]
+        before, after = (np.sign(r[:, :, None] - r[:, None, :]).astype(np.int8) for r in (ranks[t], ranks[t + 1]))
+        agreement = np.einsum("tij,tij->t", before, after, dtype=np.int64)
+        taus[t] = agreement / (units * (units - 1))  # every pair counted twice, (i, j) and (j, i)
     return taus

@@ -4,6 +4,7 @@ from symlab.lab import Lab
 
 from . import cli, params
 
-LAB = Lab("align", "Alignment", ":material/compare_arrows:", cli.register, params.page_params, warm=params.warm_tasks,
+LAB = Lab("align", "Alignment", ":material/compare_arrows:", cli.register, params.page_params,
+          tasks=params.page_tasks, presets=params.PRESETS,
           blurb=("Two mean-field posteriors from different seeds, matched across permutations: the loss barrier on the"
                  " path between them before and after alignment (Rossi et al. 2023)."))

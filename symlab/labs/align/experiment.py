@@ -18,11 +18,11 @@ from pathlib import Path
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 from symlab import controls, jobs
 from symlab.controls import MAX_INT, control
-from symlab.lib import align, gaussian, mlp, weights
+from symlab.lib import align, bnn, gaussian, mlp, weights
+from symlab.lib.adam import Adam
 from symlab.lib.gaussian import DiagonalGaussian
 from symlab.lib.mnist_data import data_directory, load_mnist_once
 from symlab.results import TrainingDiverged, in_memory
@@ -137,12 +137,6 @@ def _init_pair(sizes, init_sd: float, seeds) -> DiagonalGaussian:
     return DiagonalGaussian(layout, torch.stack([q.mean for q in pair]), torch.stack([q.log_sd for q in pair]))
 
 
-def _sampled_forward(q: DiagonalGaussian, x, g) -> torch.Tensor:
-    """Logits ``[2, n, classes]`` of one reparameterised weight sample per posterior."""
-    noise = mlp.draw_parameters(q.layout, lambda shape, _: torch.randn(shape, generator=g), q.mean.shape[:-1])
-    return mlp.forward(q.layout.layers(q.sample(noise)), x)
-
-
 def _to_gaussian(q: DiagonalGaussian, index: int) -> DiagonalGaussian:
     """Posterior ``index`` of the pair, detached, in float64 numpy."""
     def arr(t):
@@ -151,6 +145,45 @@ def _to_gaussian(q: DiagonalGaussian, index: int) -> DiagonalGaussian:
     return DiagonalGaussian(q.layout, arr(q.mean), arr(q.log_sd))
 
 
+class PairStep:
+    """One Adam step on both posteriors' −ELBO per training point, NLL(ω) + KL(q ‖ p)/N at one weight
+    draw ω = μ + σ ⊙ ε per posterior: the gradient written out (:func:`symlab.lib.mlp.cross_entropy_gradient`
+    batched over the pair, :func:`symlab.lib.bnn.negative_elbo_gradients`) and Adam on one flat tensor
+    (:class:`symlab.lib.adam.Adam`), every array and view kept from step to step."""
+
+    def __init__(self, q: DiagonalGaussian, lr: float, prior_scale: float, n_train: int):
+        layout, count = q.layout, q.layout.n_params
+        self.layout, self.prior_scale, self.n_train = layout, prior_scale, n_train
+        self.theta = torch.cat([q.mean, q.log_sd], -1)  # [2, 2 · n_params]: means, then log σ, per posterior
+        self.mean, self.log_sd = self.theta[:, :count], self.theta[:, count:]
+        self.grad = torch.empty_like(self.theta)
+        self.grad_mean, self.grad_log_sd = self.grad[:, :count], self.grad[:, count:]
+        self.sd, self.perturbation, self.w = (torch.empty_like(self.mean) for _ in range(3))
+        self.w_layers, self.grad_layers = layout.layers(self.w), layout.layers(self.grad_mean)
+        self.adam = Adam(self.theta, lr)
+
+    def __call__(self, x: torch.Tensor, y: torch.Tensor, noise: torch.Tensor) -> list[float]:
+        """One step on the minibatch ``(x, y)`` with the standard normal draws ``noise`` (``[2, n_params]``;
+        no step if the loss is not finite); the −ELBO per training point of each posterior."""
+        torch.exp(self.log_sd, out=self.sd)
+        torch.add(self.mean, torch.mul(self.sd, noise, out=self.perturbation), out=self.w)
+        nll = mlp.cross_entropy_gradient(self.w_layers, x, y, self.grad_layers)
+        kl = gaussian.kl_to_prior(self.mean, self.log_sd, self.prior_scale, self.sd)
+        loss = nll.add_(kl, alpha=1 / self.n_train).tolist()
+        if all(map(math.isfinite, loss)):
+            bnn.negative_elbo_gradients(self.grad_mean, self.perturbation, self.mean, self.sd, self.prior_scale,
+                                        self.n_train, out=self.grad_log_sd)
+            self.adam.step(self.grad)
+        return loss
+
+    def posterior(self) -> DiagonalGaussian:
+        return DiagonalGaussian(self.layout, self.mean, self.log_sd)
+
+
+DRAWS_AT_ONCE = 64  # training steps whose minibatches and weight noise are drawn in one call each
+
+
+@torch.inference_mode()  # no autograd bookkeeping: a fifth of a step's time
 def train_pair(config: AlignConfig, data: Dataset, progress=None) -> PosteriorPair:
     """Train q_A and q_B by maximising the ELBO E_q[log p(D|w)] − KL(q ‖ p) with Adam (one weight
     sample per step, log-sd parameterisation). ``progress(step, steps, elbo_steps, elbo)`` about
@@ -159,32 +192,32 @@ def train_pair(config: AlignConfig, data: Dataset, progress=None) -> PosteriorPa
     config.validate()
     start = time.perf_counter()
     q = _init_pair(config.sizes, config.init_sd, [(config.seed * 2 + 1) * 7919, (config.seed * 2 + 2) * 7919])
-    optimiser = torch.optim.Adam([q.mean.requires_grad_(), q.log_sd.requires_grad_()], lr=config.lr)
-    g = torch.Generator().manual_seed(config.seed * 2 + 3)
     n = data.x_train.shape[0]
+    step_pair = PairStep(q, config.lr, config.prior_scale, n)
+    g = torch.Generator().manual_seed(config.seed * 2 + 3)
     batch = min(config.batch, n)
     every = max(1, config.steps // 50)
-    recorded, steps_seen, running = [], [], torch.zeros(2)
+    recorded, steps_seen, running = [], [], np.zeros(2)
     for step in range(1, config.steps + 1):
-        idx = torch.randint(0, n, (batch,), generator=g)
-        logits = _sampled_forward(q, data.x_train[idx], g)
-        nll = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), data.y_train[idx].repeat(2),
-                              reduction="none").view(2, batch).mean(1)
-        loss = nll + q.kl_to_prior(config.prior_scale) / n  # −ELBO per training point
-        if not bool(torch.isfinite(loss).all()):
-            which = " and ".join(name for name, ok in zip("AB", torch.isfinite(loss)) if not ok)
+        drawn = (step - 1) % DRAWS_AT_ONCE
+        if drawn == 0:
+            block = min(DRAWS_AT_ONCE, config.steps - step + 1)
+            batches = torch.randint(0, n, (block, batch), generator=g)
+            noise = torch.randn(block, *q.mean.shape, generator=g)
+        idx = batches[drawn]
+        loss = step_pair(data.x_train[idx], data.y_train[idx], noise[drawn])
+        if not all(map(math.isfinite, loss)):
+            which = " and ".join(name for name, value in zip("AB", loss) if not math.isfinite(value))
             raise TrainingDiverged(f"training diverged at step {step} (posterior {which}: the ELBO is not finite); "
                                    "lower the learning rate")
-        optimiser.zero_grad()
-        loss.sum().backward()
-        optimiser.step()
-        running += loss.detach()
+        running += loss
         if step % every == 0 or step == config.steps:
-            recorded.append((-running / (step - (steps_seen[-1] if steps_seen else 0))).numpy())
+            recorded.append(-running / (step - (steps_seen[-1] if steps_seen else 0)))
             steps_seen.append(step)
-            running = torch.zeros(2)
+            running = np.zeros(2)
             if progress is not None:
                 progress(step, config.steps, np.array(steps_seen), np.array(recorded))
+    q = step_pair.posterior()
     return PosteriorPair(config, _to_gaussian(q, 0), _to_gaussian(q, 1), np.array(recorded),
                          np.array(steps_seen), time.perf_counter() - start)
 
@@ -242,12 +275,7 @@ def compare(qa: DiagonalGaussian, qb: DiagonalGaussian, ts, noise, data: Dataset
     alignments = {"weights": align.align(qa, qb, "means"), "w2": align.align(qa, qb, "w2")}
     seconds = time.perf_counter() - started
     ends = {"before": qb, **{name: align.permute(qb, a.perms) for name, a in alignments.items()}}
-    paths = {}
-    if data is not None:
-        for done, (name, end) in enumerate(ends.items()):
-            paths[name] = align.path(qa, end, ts, noise, data.x_test, data.y_test)
-            if progress is not None:
-                progress(done + 1, len(ends))
+    paths = align.paths(qa, ends, ts, noise, data.x_test, data.y_test, progress) if data is not None else {}
     summary = {}
     for name, end in ends.items():
         summary[name] = {
@@ -408,7 +436,38 @@ def trained_and_aligned(config: AlignConfig, mnist_directory: str | None = None,
 def alignment_task(config: AlignConfig) -> jobs.Task:
     """:func:`trained_and_aligned` for ``config`` as a shared task (the page's, and the server's warm-up)."""
     directory = str(data_directory()) if config.task == "mnist" else None
-    return jobs.Task(("align", config, directory), trained_and_aligned, (config, directory), "Training q_A and q_B")
+    return jobs.Task(("align", config), trained_and_aligned, (config, directory), "Training q_A and q_B",
+                     training_cost(config) + report_cost(config))
+
+
+def _multiply_adds(sizes) -> tuple[int, int]:
+    """Multiply-adds of one forward pass per example: all layers', and those past the first (the backward
+    pass sends the gradient through these only)."""
+    layers = [a * b for a, b in zip(sizes[:-1], sizes[1:])]
+    return sum(layers), sum(layers[1:])
+
+
+def training_cost(config: AlignConfig) -> jobs.Cost:
+    """:func:`train_pair`'s arithmetic: per step and posterior, the minibatch's forward pass, its weight
+    gradients and the gradient sent back (2 flops a multiply-add), one normal per weight, and the passes over
+    the parameter-sized arrays the step needs (the draw and its gradient: 4 per weight; Adam: 7 per
+    parameter of μ and of log σ)."""
+    every, past_first = _multiply_adds(config.sizes)
+    batch, parameters = min(config.batch, config.train_size), mlp.Layout(config.sizes).n_params
+    per_step = jobs.Cost(matmul_flops=2 * batch * 2 * (2 * every + past_first),
+                         elementwise=2 * (4 + 2 * 7) * parameters, normals=2 * parameters)
+    return per_step * config.steps
+
+
+def report_cost(config: AlignConfig, distinct_ends: int = 3) -> jobs.Cost:
+    """:func:`alignment_report`'s arithmetic: the marginal predictive's forward passes (samples × test
+    points) at q_A once and at every other point of each distinct path (three, or two where weight matching
+    and W₂ alignment choose the same permutations)."""
+    every, _ = _multiply_adds(config.sizes)
+    points = MOONS_TEST if config.task == "moons" else MNIST_TEST
+    evaluations = 1 + distinct_ends * (config.path_points - 1)
+    return jobs.Cost(matmul_flops=evaluations * config.samples * points * 2 * every,
+                     elementwise=evaluations * config.samples * points * sum(config.sizes[1:]))
 
 
 def player_start(config: AlignConfig) -> int:
@@ -427,18 +486,25 @@ def path_map_key(config: AlignConfig, path: str, point: int) -> tuple:
 
 
 def path_map_computed(config: AlignConfig, path: str, point: int, progress=None):
-    """:func:`path_map` from ``config`` alone, as a warm-up task computes it where no shipped map matches."""
+    """:func:`path_map` from ``config`` alone, as a warm-up task computes it (its pair from the result store
+    where it is there)."""
     pair, rep = _trained_moons(config)
     return path_map(pair, rep, load_task(config), path, point)
 
 
 @functools.lru_cache(maxsize=1)  # one pair serves both of the default link's maps
 def _trained_moons(config: AlignConfig) -> tuple[PosteriorPair, AlignmentReport]:
-    return trained_and_aligned(config)
+    stored = jobs.stored_result(alignment_task(config).key)
+    return stored if stored is not None else trained_and_aligned(config)
+
+
+MAP_RESOLUTION = 60  # a predictive map's cells per side
 
 
 def path_map_task(config: AlignConfig, path: str, point: int) -> jobs.Task:
-    return jobs.Task(path_map_key(config, path, point), path_map_computed, (config, path, point), "Predictive map")
+    every, _ = _multiply_adds(config.sizes)
+    cost = jobs.Cost(matmul_flops=config.samples * MAP_RESOLUTION**2 * 2 * every)
+    return jobs.Task(path_map_key(config, path, point), path_map_computed, (config, path, point), "Predictive map", cost)
 
 
 @dataclass(frozen=True)
@@ -472,13 +538,13 @@ def moons_extent(data: Dataset, margin: float = 0.5) -> tuple[tuple[float, float
     return (float(low[0] - margin), float(high[0] + margin)), (float(low[1] - margin), float(high[1] + margin))
 
 
-def predictive_grid(q: DiagonalGaussian, noise, extent, resolution: int = 60) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def predictive_grid(q: DiagonalGaussian, noise, extent, resolution: int = MAP_RESOLUTION) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """P(class 1) of the marginal predictive on a ``resolution`` × ``resolution`` grid over
     ``extent`` (moons only): (x centres, y centres, probabilities[y, x])."""
     if q.sizes[0] != 2:
         raise ValueError("a predictive map needs 2-D inputs")
     xs, ys = np.linspace(*extent[0], resolution), np.linspace(*extent[1], resolution)
     grid = torch.tensor(np.stack(np.meshgrid(xs, ys), axis=-1).reshape(-1, 2), dtype=torch.float32)
-    with torch.no_grad():
+    with torch.inference_mode():
         probability = align.predictive_log_probs(q, noise, grid)[:, 1].exp().numpy()
     return xs, ys, probability.reshape(resolution, resolution).astype(np.float64)

@@ -178,6 +178,7 @@ class MnistTrainer:
         self.history: list[dict] = []
         self.block_plan: blocks.BlockPlan | None = None  # H(θ) for SGM with mi="blocks"
         self._scratch_arrays: dict[str, torch.Tensor] = {}
+        self._scratch_views: dict[str, list] = {}
 
     def _scratch(self, name: str) -> torch.Tensor:
         """A parameter-sized array kept from step to step (overwritten by the next): a fresh 1 MB
@@ -185,6 +186,12 @@ class MnistTrainer:
         if name not in self._scratch_arrays:
             self._scratch_arrays[name] = torch.empty_like(self.mu, requires_grad=False)
         return self._scratch_arrays[name]
+
+    def _views(self, name: str) -> list:
+        """The (W, b) layer views of the scratch array ``name``, made once."""
+        if name not in self._scratch_views:
+            self._scratch_views[name] = self.layout.layers(self._scratch(name))
+        return self._scratch_views[name]
 
     @property
     def draws_weights(self) -> bool:
@@ -206,7 +213,7 @@ class MnistTrainer:
                 perturbation = torch.mul(sd, noise, out=self._scratch("perturbation"))
                 w = torch.add(mu, perturbation, out=self._scratch("w"))
                 grad_w = self._scratch("grad_mu")
-                nll = mlp.cross_entropy_gradient(self.layout, w, x, y, out=grad_w)
+                nll = mlp.cross_entropy_gradient(self._views("w"), x, y, self._views("grad_mu"))
                 return nll, *bnn.negative_elbo_gradients(grad_w, perturbation, mu, sd, config.prior_scale,
                                                          self.n_train, out=self._scratch("grad_log_sd")), w
         if config.estimator == "local":

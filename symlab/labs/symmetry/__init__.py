@@ -5,7 +5,8 @@ from symlab.lab import Lab
 
 from . import cli, params
 
-LAB = Lab("symmetry", "Symmetry explorer", ":material/flip:", cli.register, params.page_params, warm=params.warm_tasks,
+LAB = Lab("symmetry", "Symmetry explorer", ":material/flip:", cli.register, params.page_params,
+          tasks=params.page_tasks, presets=params.PRESETS,
           blurb=("Take the symmetries out: the doubled mode of Laurent et al.'s Fig. 1 and its removal, min-mass "
                  "rescaling, how close equivalent modes are as width grows (Thm 3.1), MMD to the exact posterior, and "
                  "whether units change places during training."))

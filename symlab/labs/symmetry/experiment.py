@@ -26,7 +26,8 @@ from symlab import controls, jobs
 from symlab.controls import MAX_INT, control
 from symlab.labs.toy import experiment as toy
 from symlab.lib import mlp, symmetry, weights
-from symlab.lib.mmd import mmd_aggregate
+from symlab.lib.adam import Adam
+from symlab.lib.mmd import KERNELS_PER_FAMILY, mmd_aggregate
 from symlab.lib.mnist_data import data_directory, load_mnist_once
 from symlab.results import TrainingDiverged, in_memory
 
@@ -98,35 +99,65 @@ class PerceptronRun:
         return [(W[self.kept], b[self.kept]) for W, b in layers] if kept_only else layers
 
 
+def perceptron_gradient(layout: mlp.Layout, theta: torch.Tensor, x: list[torch.Tensor], y: torch.Tensor,
+                        grad: torch.Tensor) -> None:
+    """The gradient of Σ_nets mean_batch BCE(f(x), y) for a batch of nets with one hidden layer and one
+    output, written into ``grad``. Parameters are held per coordinate: ``theta[n_params, nets]``, row i the
+    i-th parameter of the layout (:class:`~symlab.lib.mlp.Layout`) of every net; the inputs are ``x[d]`` and
+    ``y``, each ``[batch, nets]``. Written out one scalar weight at a time, over every net at once: each
+    net's matrices (2 × 2 for Laurent's perceptrons) are far too small for matrix products, and every
+    array here runs along the nets."""
+    (W1, b1), (W2, b2) = layout.layers(torch.arange(layout.n_params))
+    hidden = []
+    for unit in range(len(b1)):  # each hidden unit's activation, [batch, nets]
+        pre = theta[b1[unit]].expand_as(y).clone()
+        for d, inputs in enumerate(x):
+            pre.addcmul_(inputs, theta[W1[unit, d]])
+        hidden.append(torch.relu_(pre))
+    logit = theta[b2[0]].expand_as(y).clone()
+    for unit, h in enumerate(hidden):
+        logit.addcmul_(h, theta[W2[0, unit]])
+    upstream = torch.sigmoid_(logit).sub_(y).div_(len(y))  # ∂loss/∂logit
+    torch.sum(upstream, 0, out=grad[b2[0]])
+    for unit, h in enumerate(hidden):
+        torch.sum(upstream * h, 0, out=grad[W2[0, unit]])
+        pre_grad = torch.ops.aten.threshold_backward(upstream * theta[W2[0, unit]], h, 0.0)
+        torch.sum(pre_grad, 0, out=grad[b1[unit]])
+        for d, inputs in enumerate(x):
+            torch.sum(pre_grad * inputs, 0, out=grad[W1[unit, d]])
+
+
+@torch.inference_mode()  # no autograd bookkeeping
 def train_perceptrons(config: PerceptronConfig = PerceptronConfig(), progress=None) -> PerceptronRun:
     """Train ``config.nets`` perceptrons at once: every net has its own initialisation and its own
-    shuffling, and since the loss is a sum over nets, one backward pass gives each its own
-    gradient. ``progress(epoch, epochs)`` after each epoch."""
+    shuffling (each epoch, a permutation of the points per net), and each its own gradient
+    (:func:`perceptron_gradient`). ``progress(epoch, epochs)`` after each epoch."""
     config.validate()
     start = time.perf_counter()
     x_np, y_np = make_blobs(config.points, config.separation, config.seed)
     x, y = torch.tensor(x_np, dtype=torch.float32), torch.tensor(y_np, dtype=torch.float32)
     g = torch.Generator().manual_seed(config.seed)
+    shuffles = np.random.default_rng([config.seed, 104_723])
     n = config.nets
     layout = mlp.Layout((2, 2, 1))
-    flat = mlp.init_parameters(layout, g, (n,)).requires_grad_()
-    snapshots = [_numpy_layers(layout, flat)]
+    theta = mlp.init_parameters(layout, g, (n,)).T.contiguous()  # [n_params, nets]
+    grad = torch.empty_like(theta)
+    snapshots = [_numpy_layers(layout, theta.T)]
     count = x.shape[0]
+    points = np.broadcast_to(np.arange(count)[:, None], (count, n))
+    columns = list(x.T.contiguous())  # each input coordinate of every point
     for epoch in range(config.epochs):
-        order = torch.argsort(torch.rand(n, count, generator=g), dim=1)
+        order = torch.from_numpy(shuffles.permuted(points, axis=0))  # [points, nets]: each net's own order
         for start_index in range(0, count, config.batch):
-            idx = order[:, start_index:start_index + config.batch]
-            logits = mlp.forward(layout.layers(flat), x[idx])[..., 0]
-            loss = F.binary_cross_entropy_with_logits(logits, y[idx], reduction="none").mean(1).sum()
-            (grad,) = torch.autograd.grad(loss, [flat])
-            with torch.no_grad():
-                flat -= config.lr * grad
-        snapshots.append(_numpy_layers(layout, flat))
+            idx = order[start_index:start_index + config.batch]
+            inputs = [torch.take(column, idx) for column in columns]
+            perceptron_gradient(layout, theta, inputs, torch.take(y, idx), grad)
+            theta.sub_(grad, alpha=config.lr)
+        snapshots.append(_numpy_layers(layout, theta.T))
         if progress is not None:
             progress(epoch + 1, config.epochs)
-    with torch.no_grad():
-        logits = mlp.forward(layout.layers(flat), x)[..., 0]
-        loss = F.binary_cross_entropy_with_logits(logits, y.expand(n, -1), reduction="none").mean(1)
+    logits = mlp.forward(layout.layers(theta.T), x)[..., 0]
+    loss = F.binary_cross_entropy_with_logits(logits, y.expand(n, -1), reduction="none").mean(1)
     final = torch.nan_to_num(loss, nan=math.inf).double().numpy()
     run = PerceptronRun(config, x_np, y_np, snapshots, final, time.perf_counter() - start)
     if run.kept.sum() < 4:  # too few to estimate a density (or an MMD) from
@@ -208,9 +239,10 @@ class PerceptronReport:
     mass: MassReport
 
 
-def perceptron_report(run: PerceptronRun, stages: dict | None = None) -> PerceptronReport:
+def perceptron_report(run: PerceptronRun, stages: dict | None = None, asymmetry: bool = True) -> PerceptronReport:
     """What the headless twin reports for the Fig. 1 experiment; ``stages`` are the final nets'
-    :func:`removal_stages`, when the caller has them already."""
+    :func:`removal_stages`, when the caller has them already. ``asymmetry=False`` leaves out the swap
+    asymmetry (None), an MMD costing half the report, which the page does not show."""
     final = run.epoch_layers(run.config.epochs)
     stages = stages or removal_stages(final)
     inputs = np.random.default_rng(1).standard_normal((256, 2)) * 3
@@ -222,7 +254,7 @@ def perceptron_report(run: PerceptronRun, stages: dict | None = None) -> Percept
         summaries[name] = {
             "peaks": [[round(a, 3), round(b, 3)] for a, b in peaks],
             "share_v1_above_v2": float(np.mean(weights[:, 0] > weights[:, 1])),
-            "swap_asymmetry_mmd2": swap_asymmetry(weights),
+            "swap_asymmetry_mmd2": swap_asymmetry(weights) if asymmetry else None,
             "max_output_change": max_output_change(stages["raw"], layers, inputs),
         }
     return PerceptronReport(config=run.config, nets=int(run.config.nets), kept=int(run.kept.sum()),
@@ -321,6 +353,7 @@ def mnist_arrays(mnist, train_size: int) -> tuple[torch.Tensor, torch.Tensor]:
     return images, torch.tensor(mnist.train_labels[:train_size].astype(np.int64))
 
 
+@torch.inference_mode()  # no autograd bookkeeping
 def train_mlps(config: MlpConfig, mnist, progress=None) -> MlpTraining:
     """Train ``instances`` MLPs 784-width^depth-10 with SGD, recording after every step each hidden
     layer's sorting permutation and Kendall's τ against the previous one (Laurent §5.2).
@@ -331,21 +364,20 @@ def train_mlps(config: MlpConfig, mnist, progress=None) -> MlpTraining:
     g = torch.Generator().manual_seed(config.seed)
     layout = mlp.Layout((784, *[config.width] * config.depth, 10))
     k = config.instances
-    flat = mlp.init_parameters(layout, g, (k,)).requires_grad_()
+    flat = mlp.init_parameters(layout, g, (k,))
+    grad = torch.empty_like(flat)
+    layers, grads = layout.layers(flat), layout.layers(grad)
     losses = np.zeros((config.steps, k))
     perms = np.zeros((config.steps + 1, k, config.depth, config.width), dtype=np.int64)
     perms[0] = _sorting_permutations(layout, flat, config.sort_key)
     alive = torch.ones(k, dtype=torch.bool)
     for step in range(1, config.steps + 1):
         idx = torch.randint(0, images.shape[0], (k, config.batch), generator=g)
-        logits = mlp.forward(layout.layers(flat), images[idx])
-        loss = F.cross_entropy(logits.reshape(-1, 10), labels[idx].reshape(-1), reduction="none").reshape(k, -1).mean(1)
-        losses[step - 1] = loss.detach().numpy()
-        alive &= torch.isfinite(loss.detach())
-        (grad,) = torch.autograd.grad(torch.where(alive, loss, 0.0).sum(), [flat])
+        loss = mlp.cross_entropy_gradient(layers, images[idx], labels[idx], grads)
+        losses[step - 1] = loss.numpy()
+        alive &= torch.isfinite(loss)
         lr = config.lr * ((config.steps - step + 1) / config.steps if config.schedule == "linear" else 1.0)
-        with torch.no_grad():
-            flat -= lr * torch.nan_to_num(grad) * alive.view(-1, 1)
+        flat.sub_(torch.nan_to_num_(grad).mul_(alive[:, None]), alpha=lr)
         perms[step] = _sorting_permutations(layout, flat, config.sort_key)
         if progress is not None and (step % 25 == 0 or step == config.steps):
             progress(step, config.steps)
@@ -354,7 +386,7 @@ def train_mlps(config: MlpConfig, mnist, progress=None) -> MlpTraining:
         for layer in range(config.depth):
             tau[:, i, layer] = symmetry.successive_kendall_tau(perms[:, i, layer])
     final = _numpy_layers(layout, flat)
-    with torch.no_grad():
+    with torch.inference_mode():
         test_x = torch.tensor(mnist.test_images[:2000], dtype=torch.float32) / 255.0
         predicted = mlp.forward(layout.layers(flat), test_x).argmax(-1).numpy()
     accuracy = (predicted == mnist.test_labels[:2000][None, :]).mean(1)
@@ -364,9 +396,7 @@ def train_mlps(config: MlpConfig, mnist, progress=None) -> MlpTraining:
 
 def _sorting_permutations(layout: mlp.Layout, flat: torch.Tensor, key: str) -> np.ndarray:
     """[instances, hidden layers, width] sorting permutations of the current nets."""
-    with torch.no_grad():
-        _, perms = symmetry.sorting_permutations(_numpy_layers(layout, flat), key)
-    return np.stack(perms, axis=1)
+    return np.stack(symmetry.sorting_orders(layout.layers(flat.numpy()), key), axis=1)
 
 
 @dataclass(frozen=True)
@@ -450,11 +480,11 @@ def proximity_net(config: ProximityConfig, width: int):
     flat = mlp.init_parameters(layout, g, (1,), torch.float64)
     if config.weights == "trained":
         x, y = teacher_data(config.d_in, config.d_out, config.seed)
-        optimiser = torch.optim.Adam([flat.requires_grad_()], lr=1e-2)
+        optimiser = Adam(flat, lr=1e-2)
+        leaf = flat.detach().requires_grad_()  # the same storage: Adam's updates are the leaf's
         for _ in range(config.steps):
-            optimiser.zero_grad(set_to_none=True)
-            F.mse_loss(mlp.forward(layout.layers(flat), x)[0], y).backward()
-            optimiser.step()
+            (grad,) = torch.autograd.grad(F.mse_loss(mlp.forward(layout.layers(leaf), x)[0], y), [leaf])
+            optimiser.step(grad)
     return _numpy_layers(layout, flat[0])
 
 
@@ -502,19 +532,20 @@ def posterior_samples(post: toy.GridPosterior, count: int, rng: np.random.Genera
     return np.stack([post.axis[i], post.axis[j]], axis=1) + jitter
 
 
-def map_ensemble(config: toy.ToyConfig, members: int, steps: int = 1500, lr: float = 0.05) -> np.ndarray:
-    """A deep ensemble: ``members`` MAP fits of (w₁, w₂) by Adam from N(0, prior²) starts."""
+ENSEMBLE_STEPS = 1500
+
+
+def map_ensemble(config: toy.ToyConfig, members: int, steps: int = ENSEMBLE_STEPS, lr: float = 0.05) -> np.ndarray:
+    """A deep ensemble: ``members`` MAP fits of (w₁, w₂) by Adam from N(0, prior²) starts, on the negative log
+    joint ½Σ((y − f_w(x))/noise)² + ½|w|²/prior², its gradient written out (:func:`toy.log_likelihood_gradient`)."""
     data = toy.make_data(config)
     x, y = torch.tensor(data.x_train), torch.tensor(data.y_train)
     g = torch.Generator().manual_seed(config.seed * 31 + 5)
-    w = (config.prior_scale * torch.randn(members, 2, generator=g, dtype=torch.float64)).requires_grad_()
-    optimiser = torch.optim.Adam([w], lr=lr)
+    w = config.prior_scale * torch.randn(members, 2, generator=g, dtype=torch.float64)
+    optimiser = Adam(w, lr=lr)
     for _ in range(steps):
-        optimiser.zero_grad(set_to_none=True)
-        residual = (y - toy.network(w, x)) / config.noise
-        (0.5 * (residual**2).sum() + 0.5 * (w**2).sum() / config.prior_scale**2).backward()
-        optimiser.step()
-    return w.detach().numpy()
+        optimiser.step(w / config.prior_scale**2 - toy.log_likelihood_gradient(w, x, y, config.noise))
+    return w.numpy()
 
 
 def toy_layers(w: np.ndarray) -> list:
@@ -670,11 +701,13 @@ def _counting(progress, text: str):
     return lambda done, total, what=text: progress(done, total, f"{what} {done} / {total}")
 
 
-def perceptron_views(config: PerceptronConfig, progress=None):
-    """The trained perceptrons, their removal stages at every epoch, and the report on the last."""
+def perceptron_views(config: PerceptronConfig, progress=None) -> tuple[list[dict], PerceptronReport]:
+    """What the page draws of the trained perceptrons: at every epoch, each removal stage's output weights
+    (``[kept nets, 2]``, float32: the densities need no more digits), and the report on the last epoch."""
     run = train_perceptrons(config, _counting(progress, f"Training {config.nets} perceptrons: epoch"))
     stages = [removal_stages(run.epoch_layers(epoch)) for epoch in range(config.epochs + 1)]
-    return run, stages, perceptron_report(run, stages[-1])
+    weights = [{name: last_layer_weights(layers).astype(np.float32) for name, layers in epoch.items()} for epoch in stages]
+    return weights, perceptron_report(run, stages[-1], asymmetry=False)
 
 
 def trained_mlps(config: MlpConfig, mnist_directory: str | None = None, progress=None) -> MlpTraining:
@@ -691,18 +724,74 @@ def quality_report(config: QualityConfig, progress=None) -> QualityReport:
 
 
 def perceptron_task(config: PerceptronConfig) -> jobs.Task:
-    return jobs.Task(("perceptrons", config), perceptron_views, (config,), f"Training {config.nets} perceptrons")
+    return jobs.Task(("perceptrons", config), perceptron_views, (config,), f"Training {config.nets} perceptrons",
+                     perceptron_cost(config))
+
+
+# Floating-point operations per example of a 2-2-1 perceptron: the forward pass (2 × (2 multiply-adds, a bias,
+# a ReLU) + 2 multiply-adds and a bias) and the gradient (sigmoid, residual, output-weight and bias gradients,
+# the hidden gradient and its mask, 4 weight and 2 bias gradients), each a multiply-add counted as two.
+PERCEPTRON_FORWARD_FLOPS, PERCEPTRON_GRADIENT_FLOPS = 15, 30
+REPORT_CHECK_POINTS = 256
+
+
+def perceptron_cost(config: PerceptronConfig) -> jobs.Cost:
+    """:func:`perceptron_views`' arithmetic, element by element (no product is large enough for a matrix
+    library): every example's forward pass and gradient, each epoch's shuffle (a random draw per point and
+    net), and the report's checks of the removals on 256 inputs."""
+    examples = config.nets * config.epochs * 2 * config.points
+    checks = 4 * config.nets * REPORT_CHECK_POINTS * PERCEPTRON_FORWARD_FLOPS
+    return jobs.Cost(elementwise=examples * (PERCEPTRON_FORWARD_FLOPS + PERCEPTRON_GRADIENT_FLOPS) + checks,
+                     normals=config.nets * config.epochs * 2 * config.points)
 
 
 def mlps_task(config: MlpConfig) -> jobs.Task:
     directory = str(data_directory())
-    return jobs.Task(("mlps", config, directory), trained_mlps, (config, directory),
-                     f"Training {config.instances} MLPs on MNIST")
+    return jobs.Task(("mlps", config), trained_mlps, (config, directory), f"Training {config.instances} MLPs on MNIST",
+                     mlps_cost(config))
+
+
+def mlps_cost(config: MlpConfig) -> jobs.Cost:
+    """:func:`train_mlps`' arithmetic: per step and net, the minibatch's forward pass, weight gradients and
+    the gradient sent back (2 flops a multiply-add), and the SGD update of every parameter; then the test
+    images' forward pass."""
+    sizes = (784, *[config.width] * config.depth, 10)
+    layers = [a * b for a, b in zip(sizes[:-1], sizes[1:])]
+    per_example = 2 * (2 * sum(layers) + sum(layers[1:]))
+    parameters = mlp.Layout(sizes).n_params
+    return jobs.Cost(matmul_flops=config.instances * (config.steps * config.batch * per_example + 2000 * 2 * sum(layers)),
+                     elementwise=config.instances * config.steps * 3 * parameters)
 
 
 def proximity_task(config: ProximityConfig) -> jobs.Task:
-    return jobs.Task(("proximity", config), proximity_rows, (config,), "Nearest equivalent modes")
+    return jobs.Task(("proximity", config), proximity_rows, (config,), "Nearest equivalent modes", proximity_cost(config))
+
+
+def proximity_cost(config: ProximityConfig) -> jobs.Cost:
+    """:func:`mode_proximity`'s arithmetic: per width n, the n² pairwise distances between the units' rows
+    (d_in + 1 + d_out numbers each) and, for trained weights, each Adam step's forward and backward pass on
+    the teacher's 256 points."""
+    row = config.d_in + 1 + config.d_out
+    distances = sum(2 * width * width * row for width in config.widths)
+    training = 0
+    if config.weights == "trained":
+        training = sum(config.steps * 256 * 2 * 3 * width * (config.d_in + config.d_out) for width in config.widths)
+    return jobs.Cost(matmul_flops=distances + training)
 
 
 def quality_task(config: QualityConfig) -> jobs.Task:
-    return jobs.Task(("quality", config), quality_report, (config,), "Training MFVI and SGM")
+    return jobs.Task(("quality", config), quality_report, (config,), "Training MFVI and SGM", quality_cost(config))
+
+
+def quality_cost(config: QualityConfig) -> jobs.Cost:
+    """:func:`posterior_quality`'s arithmetic: MFVI's and SGM's restarts (:func:`toy.training_cost`), the
+    ensemble's MAP fits (every member on every training point per step), and the MMDs (one exponential per
+    pair of samples and kernel, for each method and the noise floor, raw and sorted)."""
+    toy_config = config.toy
+    vi = toy.training_cost(toy_config, 2 * toy_config.restarts, config.steps, config.steps // 100 + 1)
+    ensemble = config.members * ENSEMBLE_STEPS * toy_config.n_train * toy.POINT_FLOPS
+    sizes = [config.samples, config.samples, config.members, config.samples]  # MFVI, SGM, ensemble, floor
+    kernels = 2 * KERNELS_PER_FAMILY
+    mmd = 2 * kernels * sum(n * (n - 1) / 2 + config.reference * (config.reference - 1) / 2 + n * config.reference
+                            for n in sizes)
+    return vi + jobs.Cost(elementwise=ensemble + mmd)

@@ -7,9 +7,10 @@ are each one config's: the perceptrons' learning rate is ``lr``, the MLPs' ``sgd
 
 from symlab import controls, jobs
 from symlab.labs.toy.experiment import ToyConfig
-from symlab.urlstate import Param, parse_query
+from symlab.urlstate import Param
 
-from .experiment import DEFAULT_WIDTHS, MlpConfig, PerceptronConfig, ProximityConfig, QualityConfig, perceptron_task
+from .experiment import (DEFAULT_WIDTHS, MlpConfig, PerceptronConfig, ProximityConfig, QualityConfig, mlps_task,
+                         perceptron_task, proximity_task, quality_task)
 
 PARTS = {
     "fig1": "The doubled mode (Fig. 1)",
@@ -66,6 +67,50 @@ def page_configs(values: dict) -> dict:
     }
 
 
-def warm_tasks(hosting=None) -> list[jobs.Task]:
-    """What the page's default link (the doubled mode) computes, for the server to start on as it starts."""
-    return [perceptron_task(page_configs(parse_query({}, page_params(hosting))[0])["perceptron"])]
+# Each sets its part's controls, the rest from the defaults (the seed stays); one sentence on what to watch.
+PRESETS = {
+    "Fig. 1: the doubled mode": (
+        dict(part="fig1"),
+        "Raw, the output weights have two mirror-image modes; sorting the units folds them into one."),
+    "Fig. 1 with the paper's 10,000 nets": (
+        dict(part="fig1", nets=10_000),
+        "Five times the nets, the same picture: the second mode is the first, with the units swapped."),
+    "Min-mass": (
+        dict(part="mass", depth=2),
+        "Every trained net can be rescaled to a lighter one that computes the same function."),
+    "Wide nets: modes crowd together": (
+        dict(part="proximity", weights="random", d_in=1, d_out=1, max_width="4096"),
+        "The nearest permuted copy gets closer, relative to ‖w‖, as the width grows: below Thm 3.1's bound."),
+    "Trained nets, 2-D inputs": (
+        dict(part="proximity", weights="trained", d_in=2, d_out=1, max_width="2048"),
+        "Training does not keep the copies apart: the trend of random weights holds."),
+    "Posterior quality: close modes": (
+        dict(part="quality", alpha=0.25, n=10),
+        "MFVI sits between the two close modes, far from the posterior raw and sorted; SGM's mixture is nearest both ways."),
+    "Posterior quality: far modes, more data": (
+        dict(part="quality", alpha=1.0, n=100),
+        "MFVI picks one mode: far from the posterior raw, close once the units are sorted (the copy it missed is the same net)."),
+    "Permutations in training": (
+        dict(part="training", schedule="linear", key="max_in"),
+        "Units swap places often early on; as the learning rate decays to zero the order freezes (τ → 1)."),
+    "Constant learning rate": (
+        dict(part="training", schedule="constant", key="max_in"),
+        "Without the decay the noisy steps keep reordering units to the end."),
+}
+
+
+def page_tasks(values: dict) -> list[jobs.Task]:
+    """The shared computations the page runs for the controls' ``values``: its part's."""
+    configs = page_configs(values)
+    part = values["part"]
+    if part == "fig1":
+        return [perceptron_task(configs["perceptron"])]
+    if part == "mass":
+        return [perceptron_task(configs["perceptron"]), mlps_task(configs["mlp"])]
+    if part == "proximity":
+        return [proximity_task(configs["proximity"])]
+    if part == "quality":
+        return [quality_task(configs["quality"])]
+    if part == "training":
+        return [mlps_task(configs["mlp"])]
+    return []  # a file of one's own: nothing shared

@@ -19,8 +19,9 @@ import torch
 import torch.nn.functional as F
 from scipy.special import ndtr
 
-from symlab import controls
+from symlab import controls, jobs
 from symlab.controls import MAX_INT, control
+from symlab.lib.adam import Adam
 from symlab.lib.gaussian import kl_to_prior
 from symlab.results import to_json
 
@@ -202,6 +203,20 @@ def exact_answer(data: ToyData, config: ToyConfig, post: GridPosterior | None = 
                        np.stack([mode, mode[::-1]]))
 
 
+PREDICTION_POINTS = 89  # where the page draws predictive bands, over x in [−2.2, 2.2]
+
+
+def exact_view(config: ToyConfig, display_grid: int = 81):
+    """What the page draws of the exact posterior for ``config``: the data, the exact answer, the posterior on a
+    ``display_grid``² grid over its mass, the predictive points x and its mean and std dev there."""
+    data = make_data(config)
+    post = exact_posterior(data, config.noise, config.prior_scale)
+    x = np.linspace(-2.2, 2.2, PREDICTION_POINTS)
+    mean, std = posterior_predictive(post, x, config.noise)
+    display = exact_posterior(data, config.noise, config.prior_scale, display_grid, mass_bound(post))
+    return data, exact_answer(data, config, post), display, x, mean, std
+
+
 # ---------------------------------------------------------------------------------------------
 # Variational families
 # ---------------------------------------------------------------------------------------------
@@ -220,6 +235,14 @@ def swap_log_ratio(w, mean, log_std):
 def exact_mutual_information(w, mean, log_std):
     """Per-sample I = log q(w) − log(½q(w) + ½q(swap w)) = log 2 − softplus(d), d the swap ratio."""
     return math.log(2.0) - F.softplus(swap_log_ratio(w, mean, log_std))
+
+
+def log_likelihood_gradient(w, x, y, noise):
+    """∂/∂w of Σ_b log N(y_b; f_w(x_b), noise²) for weights ``w[..., 2]`` and data ``x, y [..., n]`` (their
+    leading dimensions broadcasting against w's): Σ_b (y_b − f_w(x_b))/noise² · x_b · 1[w_j x_b > 0]."""
+    pre = w[..., None] * x[..., None, :]  # [..., unit, n]: w_j x_b
+    residual = (y - torch.relu(pre).sum(-2)) / noise**2  # [..., n]
+    return ((residual * x)[..., None, :] * (pre > 0)).sum(-1)
 
 
 def relu_moments(mean, std, x):
@@ -257,9 +280,21 @@ def standard_normal_points(count: int) -> torch.Tensor:
 
 def mutual_information_by_qmc(mean, log_std, points: int = INFORMATION_POINTS):
     """I = E_q[log 2 − softplus(d)] for G = {id, swap}, per run (``mean, log_std [runs, 2]``), by the fixed
-    quasi-Monte-Carlo rule: the same value every time it is asked at the same q."""
-    w = mean[:, None, :] + torch.exp(log_std)[:, None, :] * standard_normal_points(points)
-    return exact_mutual_information(w, mean[:, None, :], log_std[:, None, :]).mean(-1)
+    quasi-Monte-Carlo rule: the same value every time it is asked at the same q. With w = μ + σ ⊙ ε,
+    d = ½|ε|² − ½Σ_j z'_j² where z'_j = (w_k − μ_j)/σ_j = a_j + b_j ε_k (k the other unit), a_j = (μ_k − μ_j)/σ_j
+    and b_j = σ_k/σ_j: a few passes over the points per run rather than two log-densities of every draw."""
+    eps = standard_normal_points(points)  # [points, 2]
+    std = torch.exp(log_std)
+    a = ((mean.flip(-1) - mean) / std)[:, None, :]
+    b = (std.flip(-1) / std)[:, None, :]
+    z_swapped = torch.addcmul(a, b, eps.flip(-1))  # [runs, points, 2]
+    d = 0.5 * (_squared_norms(eps) - (z_swapped * z_swapped).sum(-1))
+    return math.log(2.0) - F.softplus(d).mean(-1)
+
+
+@functools.cache
+def _squared_norms(points: torch.Tensor) -> torch.Tensor:
+    return (points * points).sum(-1)
 
 
 def infonce_mutual_information(w, mean, log_std, K: int, generator=None):
@@ -352,57 +387,73 @@ class ToyTrainer:
 
     def reset(self) -> None:
         """Back to the same initialisation; the history is cleared."""
-        self.mean = self.initial[0].clone().requires_grad_(True)
-        self.log_std = self.initial[1].clone().requires_grad_(True)
+        self.theta = torch.cat(self.initial, -1)  # [runs, 4]: the means, then the log std devs
+        self.mean, self.log_std = self.theta[:, :2], self.theta[:, 2:]
         # Adam runs with lr = 1 and each run's update is scaled by its own lr afterwards: the
         # update is lr·m̂/(√v̂ + ε) with state independent of lr, so this is exactly per-run Adam.
-        self.optimiser = torch.optim.Adam([self.mean, self.log_std], lr=1.0)
+        self.optimiser = Adam(self.theta, lr=1.0)
         self.steps_done = 0
         self.history = [History() for _ in self.runs]
         self.diverged = [False] * len(self.runs)
         self.generator.manual_seed(self.noise_seed)
         self.record()
 
-    # -- objectives ------------------------------------------------------------------------
+    # -- the objective's gradient, written out -------------------------------------------------
 
-    def _expected_log_lik(self, w, x, y):
-        """E_q[log p(y|x,w)] per run from samples ``w[R, M, 2]``, scaled to the full data set."""
-        pred = network(w, x[:, None, :])
-        noise = self.noise[:, :, None]
-        log_lik = -0.5 * ((y[:, None, :] - pred) / noise) ** 2 - torch.log(noise) - 0.5 * _LOG_2PI
-        return log_lik.sum(-1).mean(-1) * (self.x_train.shape[1] / x.shape[1])
+    def _minibatch(self):
+        n = self.x_train.shape[1]
+        if self.batch_size >= n:
+            return self.x_train, self.y_train
+        idx = torch.argsort(torch.rand(len(self.runs), n, generator=self.generator), dim=1)[:, : self.batch_size]
+        return self.x_train.gather(1, idx), self.y_train.gather(1, idx)
 
-    def _sample(self, count):
-        eps = torch.randn(len(self.runs), count, 2, dtype=torch.float64, generator=self.generator)
-        return self.mean[:, None, :] + torch.exp(self.log_std)[:, None, :] * eps
+    def gradient(self, x, y, eps) -> torch.Tensor:
+        """∂(−objective)/∂(μ, log σ) per run, ``[runs, 4]``, at the reparameterised draws w = μ + σ ⊙ ε
+        (``eps[runs, M, 2]``) on the minibatch ``(x, y)``: each run's expected log-likelihood (scaled to the
+        full data set) less KL(q ‖ p), plus, for SGM, I(ω; g) (exact or InfoNCE, as :meth:`_information_gradient`
+        writes it). Written out, as the tests check against autograd: the arrays are a few thousand
+        numbers, so autograd's bookkeeping, not the arithmetic, would be the cost."""
+        sd = torch.exp(self.log_std)
+        w = torch.addcmul(self.mean[:, None, :], sd[:, None, :], eps)  # [runs, M, 2]
+        scale = self.x_train.shape[1] / (x.shape[1] * eps.shape[1])  # to the full data, the mean over M
+        grad_w = log_likelihood_gradient(w, x[:, None, :], y[:, None, :], self.noise[:, :, None]) * scale
+        grad_mean = grad_w.sum(1) - self.mean / self.prior_scale**2
+        grad_log_std = (grad_w * sd[:, None, :] * eps).sum(1) - (sd * sd / self.prior_scale**2 - 1.0)
+        information_mean, information_log_std = self._information_gradient(w, eps, sd)
+        return -torch.cat([grad_mean + information_mean, grad_log_std + information_log_std], -1)
 
-    def _mutual_information(self, w):
-        mean, log_std = self.mean[:, None, :], self.log_std[:, None, :]
+    def _information_gradient(self, w, eps, sd):
+        """∂I/∂(μ, log σ) per run (0 for MFVI's runs), I = mean_M of log 2 − softplus(d) (exact) or of
+        log K − log(1 + i + s·e^d) (InfoNCE: i identities, s swaps among the K − 1 draws), with
+        d = log q(swap w) − log q(w) = ½Σ_j ε_j² − ½Σ_j z'_j², z'_j = (w_{swap j} − μ_j)/σ_j."""
+        z_swapped = (w.flip(-1) - self.mean[:, None, :]) / sd[:, None, :]  # z'_j
         if self.mi == "exact":
-            return exact_mutual_information(w, mean, log_std).mean(-1)
-        return infonce_mutual_information(w, mean, log_std, self.K, self.generator).mean(-1)
+            d_weight = -torch.sigmoid(0.5 * (eps * eps).sum(-1) - 0.5 * (z_swapped * z_swapped).sum(-1))
+        else:
+            d = 0.5 * (eps * eps).sum(-1) - 0.5 * (z_swapped * z_swapped).sum(-1)
+            swaps = torch.bernoulli(torch.full((*d.shape, self.K - 1), 0.5, dtype=d.dtype), generator=self.generator).sum(-1)
+            d_weight = -torch.sigmoid(torch.log(swaps) + d - torch.log1p((self.K - 1) - swaps))  # 0 without swaps
+        d_weight = d_weight * self.symmetrised[:, None] / eps.shape[1]  # ∂I/∂d per draw: the mean over M, SGM only
+        # ∂d/∂μ_j = z'_j/σ_j − z'_k/σ_k (k the other unit); ∂d/∂log σ_j = z'_j² − z'_k σ_j ε_j/σ_k.
+        ratio = z_swapped / sd[:, None, :]
+        grad_mean = ((ratio - ratio.flip(-1)) * d_weight[..., None]).sum(1)
+        grad_log_std = ((z_swapped * z_swapped - z_swapped.flip(-1) * (sd[:, None, :] * eps) / sd.flip(-1)[:, None, :])
+                        * d_weight[..., None]).sum(1)
+        return grad_mean, grad_log_std
 
+    @torch.inference_mode()  # no autograd bookkeeping: a fifth of a step's time
     def step(self, count: int = 1) -> None:
         """``count`` Adam steps on every run (mini-batches drawn without replacement per step)."""
-        n = self.x_train.shape[1]
         for _ in range(int(count)):
-            if self.batch_size < n:
-                idx = torch.argsort(torch.rand(len(self.runs), n, generator=self.generator), dim=1)[:, : self.batch_size]
-                x, y = self.x_train.gather(1, idx), self.y_train.gather(1, idx)
-            else:
-                x, y = self.x_train, self.y_train
-            w = self._sample(self.samples)
-            elbo = self._expected_log_lik(w, x, y) - kl_to_prior(self.mean, self.log_std, self.prior_scale)
-            objective = elbo + torch.where(self.symmetrised, self._mutual_information(w), torch.zeros_like(elbo))
-            self.optimiser.zero_grad(set_to_none=True)
-            (-objective.sum()).backward()
-            before = (self.mean.detach().clone(), self.log_std.detach().clone())
-            self.optimiser.step()
-            with torch.no_grad():
-                self.mean.copy_(before[0] + self.lr * (self.mean - before[0]))
-                self.log_std.copy_(before[1] + self.lr * (self.log_std - before[1]))
-                self._freeze_diverged()
+            x, y = self._minibatch()
+            eps = torch.randn(len(self.runs), self.samples, 2, dtype=torch.float64, generator=self.generator)
+            grad = self.gradient(x, y, eps)
+            before = self.theta.clone()
+            self.optimiser.step(grad)
+            self.theta.sub_(before).mul_(self.lr).add_(before)  # each run's own learning rate
+            self._freeze_diverged()
             self.steps_done += 1
+
 
     def train_to(self, steps: int, chunk: int, progress=None) -> None:
         """Train until ``steps`` Adam steps are done, recording after every ``chunk`` steps, and call
@@ -417,16 +468,15 @@ class ToyTrainer:
                 progress(self.steps_done, steps)
 
     def _freeze_diverged(self):
-        bad = ~(torch.isfinite(self.mean).all(-1) & torch.isfinite(self.log_std).all(-1))
-        for i in torch.nonzero(bad).flatten().tolist():
-            self.diverged[i] = True
+        bad = ~torch.isfinite(self.theta).all(-1)
         if bad.any():
-            self.mean[bad] = torch.nan
-            self.log_std[bad] = torch.nan
+            for i in torch.nonzero(bad).flatten().tolist():
+                self.diverged[i] = True
+            self.theta[bad] = torch.nan
 
     # -- evaluation --------------------------------------------------------------------------
 
-    @torch.no_grad()
+    @torch.inference_mode()
     def evaluate(self, information_points: int = INFORMATION_POINTS) -> dict:
         """Per run, without Monte-Carlo noise: the full-data ELBO (closed form), ELBO + I (I by a fixed
         quasi-Monte-Carlo rule of ``information_points``), the run's own bound ("objective": MFVI's ELBO, SGM's
@@ -457,7 +507,7 @@ class ToyTrainer:
         """Means and std devs, each ``[runs, 2]``."""
         return self.mean.detach().numpy().copy(), np.exp(self.log_std.detach().numpy())
 
-    @torch.no_grad()
+    @torch.inference_mode()
     def predictive(self, x):
         """Mean and std dev (noise included) of y at ``x`` under each run's q (q_G predicts the same), exact."""
         x = torch.as_tensor(np.asarray(x, dtype=np.float64))[None, :]
@@ -654,6 +704,38 @@ def paper_table(alphas=DEFAULT_TABLE_ALPHAS, seeds: int = 5, steps: int = DEFAUL
         for row in rows[-len(METHODS):]:
             row.update(paired if row["method"] == "sgm" else dict.fromkeys(PAIRED_KEYS))
     return to_json(rows)
+
+
+# Floating-point operations per draw and training point (the two units' forward pass, the log-likelihood and its
+# gradient) and per draw (SGM's I and its gradient); per point of the quasi-Monte-Carlo rule for I.
+POINT_FLOPS, INFORMATION_FLOPS, RULE_POINT_FLOPS = 24, 40, 20
+
+
+def training_cost(config: ToyConfig, runs: int, steps: int, records: int) -> jobs.Cost:
+    """The arithmetic of ``steps`` Adam steps of ``runs`` runs on ``config``'s data (every draw on the
+    minibatch, SGM's I), element by element (no product is large enough for a matrix library), and of
+    ``records`` evaluations (:meth:`ToyTrainer.record`: the closed-form ELBO and predictive on the training
+    and test points, I by the 2¹²-point rule)."""
+    batch = min(config.batch_size, config.n_train)
+    draws = runs * steps * config.samples
+    record = runs * (TRACE_INFORMATION_POINTS * RULE_POINT_FLOPS + (config.n_train + config.n_test) * POINT_FLOPS)
+    return jobs.Cost(elementwise=draws * (batch * POINT_FLOPS + INFORMATION_FLOPS) + records * record,
+                     normals=draws * 2)
+
+
+def table_rows(alphas: tuple[float, ...], seeds: int, base: ToyConfig, progress=None) -> list[dict]:
+    """:func:`paper_table` as a shared task computes it, reporting its Adam steps."""
+    return paper_table(alphas, seeds, DEFAULT_STEPS, base,
+                       None if progress is None else (lambda done, total: progress(done, total, f"Adam step {done} / {total}")))
+
+
+def table_task(alphas, seeds: int, base: ToyConfig) -> jobs.Task:
+    """The paper tables for ``alphas`` × ``seeds`` seeds on ``base``'s other settings, as a shared task:
+    computed once for every session, in a worker process."""
+    alphas = tuple(float(a) for a in alphas)
+    runs = len(alphas) * seeds * len(METHODS) * base.restarts
+    return jobs.Task(("toy_table", alphas, seeds, base), table_rows, (alphas, seeds, base), "Training the table",
+                     training_cost(base, runs, DEFAULT_STEPS, DEFAULT_STEPS // 100 + 1))
 
 
 PAIRED_KEYS = ("elbo_gain_mean", "elbo_gain_std", "seeds_higher_elbo",

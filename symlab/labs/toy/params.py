@@ -7,6 +7,8 @@ from symlab.urlstate import Param, format_floats
 
 from .experiment import DEFAULT_TABLE_ALPHAS, ToyConfig
 
+DEFAULTS = ToyConfig()
+
 # The page's sidebar: every field the live view trains with, by field name.
 FIELDS = ("alpha", "noise", "n_train", "prior_scale", "mi", "K", "lr", "batch_size", "init", "restarts", "seed")
 # The live view redraws everything on every tick, so it keeps to what it can draw well: its 81-point
@@ -24,3 +26,28 @@ SEEDS = Param("seeds", "int", 5, 1, 100)
 
 def page_params(hosting=None) -> tuple[Param, ...]:
     return (*controls.url_params(ToyConfig, FIELDS, caps=CAPS), ALPHAS, SEEDS)
+
+
+# Each sets the data and estimator (the controls a preset does not set keep their values, but for those
+# PRESET_RESETS names: pages/toy.py); one sentence on what to watch.
+PRESETS = {
+    "Close modes (paper default)": (
+        dict(alpha=DEFAULTS.alpha, noise=DEFAULTS.noise, n=DEFAULTS.n_train, mi="exact", init="random"),
+        "The two equivalent modes are close: MFVI settles between them, SGM's mixture sits on both."),
+    "Far-apart modes": (
+        dict(alpha=2.0, noise=0.25, n=30, mi="exact", init="random"),
+        "With the modes far apart MFVI picks one; SGM's bound gains exactly ln 2 and the predictions agree."),
+    "Start at the origin": (
+        dict(alpha=DEFAULTS.alpha, noise=DEFAULTS.noise, n=DEFAULTS.n_train, mi="exact", init="origin"),
+        "Started exactly between the modes, MFVI has no reason to leave; SGM breaks the tie."),
+    "InfoNCE with K = 2": (
+        dict(alpha=DEFAULTS.alpha, noise=DEFAULTS.noise, n=DEFAULTS.n_train, mi="infonce", K=2),
+        "The cheapest estimator, I₂ ≤ min(I, ln 2): still a lower bound, noisier, same picture."),
+    "More data": (
+        dict(alpha=DEFAULTS.alpha, noise=DEFAULTS.noise, n=200, batch=50, mi="exact"),
+        "A sharper posterior separates the modes: watch MFVI commit to one of them."),
+    "A stuck start (α = 3, one start)": (
+        dict(alpha=3.0, noise=0.5, n=10, mi="exact", init="random", restarts=1, seed=11),
+        "A single start ends with both units on one side, a local optimum of training, not the symmetry: "
+        "raise Restarts to 4 and the best start reaches a mode."),
+}

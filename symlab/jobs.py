@@ -301,15 +301,12 @@ class SharedResults:
         """``waiter`` no longer waits for ``job``; a queued job nobody waits for is dropped."""
         with self._lock:
             job.waiters.discard(waiter)
+            job.seen.pop(waiter, None)
             if job.waiters or job not in self._queue:
                 return
             self._queue.remove(job)
             del self._jobs[job.key]
         job.future.cancel()
-
-    def ahead_of(self, job: Job) -> int:
-        """Computations the pool does before it starts ``job`` (0 once it runs)."""
-        return self.wait(job).ahead
 
     def wait(self, job: Job) -> Wait:
         """Where ``job`` stands: the computations before it, and the seconds until it is done, estimated

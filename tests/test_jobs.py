@@ -86,7 +86,7 @@ def test_a_queued_task_nobody_waits_for_is_dropped(results, tmp_path):
     busy = results.submit(jobs.Task(("busy",), jobtasks.counted, (2, 0.5)), "alice")
     trace = tmp_path / "ran"
     queued = results.submit(jobs.Task(("marked",), jobtasks.marked, (str(trace),)), "bob")
-    assert results.ahead_of(queued) == 1
+    assert results.wait(queued).ahead == 1
     results.release(queued, "bob")  # bob moved a slider: his old setting is not trained
     assert queued.future.cancelled()
     busy.future.result(timeout=60)

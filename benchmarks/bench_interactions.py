@@ -51,7 +51,7 @@ from symlab.urlstate import neighbours  # noqa: E402
 
 RETRAIN_TARGETS = {"align": 0.8, "symmetry": 0.4}  # CPU-s of a retrain at the defaults
 OTHER_TARGET, FLOOR_TARGET = 0.3, 3.0
-LIVE_STEPS_PER_TICK = 10  # hosted (SYMLAB_HOSTED=1): the class's setting
+LIVE_STEPS_PER_TICK = 15  # hosted (SYMLAB_HOSTED=1): the class's setting
 
 
 @dataclass(frozen=True)

@@ -113,9 +113,10 @@ def predictions_spec(present: bool) -> dict:
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)  # outlives the run, unlike a functools cache of a page
-def posterior_image(config: toy.ToyConfig) -> pd.DataFrame:
+def posterior_image(config: toy.ToyConfig) -> bytes:
+    """The exact posterior as the chart's image dataset, encoded once: it does not change while training plays."""
     display = exact_for(config)[2]
-    return ui.image_frame(display.axis, display.axis, np.exp(display.log_density).T, POSTERIOR_GREYS)
+    return ui.arrow_bytes(ui.image_frame(display.axis, display.axis, np.exp(display.log_density).T, POSTERIOR_GREYS))
 
 
 def outline_frame(label: str, mean, std, symmetrised: bool, radii=(1.0, 2.0), first_part: int = 0) -> pd.DataFrame:

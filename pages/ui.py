@@ -492,11 +492,12 @@ def vega_spec(chart, *, title: str | None = None, height: int | None = VEGA_HEIG
     return spec
 
 
-def vega_chart(container, spec: dict, datasets: dict[str, pd.DataFrame], key: str | None, *, alt_text: str | None = None,
-               width: str | int = "stretch") -> None:
-    """Draw ``spec`` with its named ``datasets`` (a new frame of the same spec updates the chart in place)."""
-    container.vega_lite_chart({**spec, "datasets": {name: arrow_bytes(frame) for name, frame in datasets.items()}},
-                              key=key, width=width, alt=alt_text)
+def vega_chart(container, spec: dict, datasets: dict[str, pd.DataFrame | bytes], key: str | None, *,
+               alt_text: str | None = None, width: str | int = "stretch") -> None:
+    """Draw ``spec`` with its named ``datasets`` (a new frame of the same spec updates the chart in place); a
+    dataset that does not change from frame to frame may come as its :func:`arrow_bytes`, made once."""
+    datasets = {name: frame if isinstance(frame, bytes) else arrow_bytes(frame) for name, frame in datasets.items()}
+    container.vega_lite_chart({**spec, "datasets": datasets}, key=key, width=width, alt=alt_text)
 
 
 def arrow_bytes(frame: pd.DataFrame) -> bytes:

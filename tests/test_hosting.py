@@ -59,10 +59,10 @@ def test_hosted_pages_show_and_apply_the_caps(monkeypatch, tmp_path):
     env = {"SYMLAB_HOSTED": "1", "SYMLAB_RUNS_DIR": str(tmp_path / "runs")}
     home = app_at("", monkeypatch, env)
     assert not home.exception
-    assert any("Shared server" in c.value and "≤ 10 steps per redraw" in c.value for c in home.sidebar.caption)
+    assert any("Shared server" in c.value and "≤ 15 steps per redraw" in c.value for c in home.sidebar.caption)
 
     toy = app_at("pages/toy.py", monkeypatch, env)
-    assert any("advances 10 Adam steps every 0.3 s" in c.value for c in toy.caption)
+    assert any("advances 15 Adam steps every 0.5 s" in c.value for c in toy.caption)
     toy.text_input(key="toy.alphas").set_value("0.25, 0.5, 0.75").run()
     toy.number_input(key="toy.seeds").set_value(10).run()
     assert any("cap of 20 runs per table" in w.value for w in toy.warning)
@@ -78,7 +78,7 @@ def test_an_unusable_setting_is_shown_and_the_defaults_apply(monkeypatch):
     at = app_at("pages/toy.py", monkeypatch, {"SYMLAB_HOSTED": "1", "SYMLAB_MAX_STEPS_PER_TICK": "many"})
     assert not at.exception
     assert any("SYMLAB_MAX_STEPS_PER_TICK" in e.value and "defaults apply" in e.value for e in at.error)
-    assert any("advances 10 Adam steps" in c.value for c in at.caption)  # the hosted defaults, not none
+    assert any("advances 15 Adam steps" in c.value for c in at.caption)  # the hosted defaults, not none
 
 
 def test_presentation_mode_hides_the_controls_and_stays_in_the_link(monkeypatch):

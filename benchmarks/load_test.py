@@ -12,8 +12,12 @@ preset (15 %), presses Play and lets the fragment's timer run ~--play-seconds be
 or opens another page (15 %). Latency: from the message sent to the end of the run it caused
 (p50 / p95 / max over opens, widget moves, presets and buttons; fragment ticks apart); requests
 that waited for a shared computation (training in the worker processes) are counted apart too.
-Errors by kind: exception (an exception element in a delta, or a script that failed to compile),
-disconnect, timeout (no end of run within --timeout), page_not_found. The server's RSS (peak) and
+A computation a request waits for ends the request's run at once with a waiting panel; the time from the
+request to the page showing its result is measured apart ("result"), and counts as a timeout error past
+--timeout. --replicas N starts N servers on one runs directory (they share its result store), each session
+staying with one, as behind a sticky proxy. Errors by kind: exception (an exception element in a delta, or
+a script that failed to compile), disconnect, timeout (no end of run, or no result, within --timeout),
+page_not_found. The server's RSS (peak) and
 CPU (cores busy) come from /proc. It ends with one JSON line: sessions, errors, p50_ms, p95_ms,
 max_ms, server_rss_peak_mib, server_cpu_cores (the last phase's), and every phase under "phases".
 Targets: N = 30: 0 errors, p95 <= 1 s; N = 100: 0 errors, p95 <= 3 s.
@@ -206,13 +210,23 @@ def cpu_list(text: str) -> list[int]:
 def app_server(extra_env: dict, log_path: Path, cpus: list[int] | None = None):
     """tests/conftest.py's app server with its output in ``log_path`` and, with ``cpus``, pinned to
     those CPUs; yields (url, pid)."""
+    with app_servers(1, extra_env, log_path, cpus) as servers:
+        yield servers[0]
+
+
+@contextlib.contextmanager
+def app_servers(count: int, extra_env: dict, log_path: Path, cpus: list[int] | None = None):
+    """``count`` app servers on one runs directory (replicas: they share its result store); yields their
+    (url, pid) pairs."""
     runs_dir = tempfile.mkdtemp(prefix="symlab-load-runs-")
     with open(log_path, "ab") as log:
-        log.write(f"\n===== server, extra env {extra_env} =====\n".encode())
+        log.write(f"\n===== {count} server(s), extra env {extra_env} =====\n".encode())
     try:
-        # Not this process's affinity, which --browser-cpus may have narrowed.
-        with app_process({"SYMLAB_RUNS_DIR": runs_dir, **extra_env}, log_path, cpus or ALL_CPUS) as (url, process):
-            yield url, process.pid
+        with contextlib.ExitStack() as stack:
+            # Not this process's affinity, which --browser-cpus may have narrowed.
+            servers = [stack.enter_context(app_process({"SYMLAB_RUNS_DIR": runs_dir, **extra_env}, log_path,
+                                                       cpus or ALL_CPUS)) for _ in range(count)]
+            yield [(url, process.pid) for url, process in servers]
     finally:
         shutil.rmtree(runs_dir, ignore_errors=True)
 
@@ -285,20 +299,23 @@ class Sampler(threading.Thread):
     """Every ``interval`` s: the server's VmRSS, its descendants' summed VmRSS, and the CPU ticks of
     the server tree, of this script's other descendants (Chromium) and of the machine."""
 
-    def __init__(self, server_pid: int | None, interval: float = 0.5):
+    def __init__(self, server_pid: int | list[int] | None, interval: float = 0.5):
         super().__init__(daemon=True)
-        self.server_pid, self.interval = server_pid, interval
+        self.server_pids = [] if server_pid is None else [server_pid] if isinstance(server_pid, int) else list(server_pid)
+        self.server_pid, self.interval = (self.server_pids or [None])[0], interval
         self.samples: list[dict] = []
         self.halt = threading.Event()
 
     def sample(self) -> dict:
+        """Summed over the servers (replicas): RSS, their descendants' RSS, CPU ticks."""
         table = process_table()
-        server_tree = descendants(self.server_pid, table) if self.server_pid else set()
-        mine = descendants(os.getpid(), table) - server_tree - {self.server_pid}
-        rss = status_kib(self.server_pid, "VmRSS").get("VmRSS") if self.server_pid else None
+        mains = set(self.server_pids)
+        server_tree = set().union(*(descendants(pid, table) for pid in mains)) - mains
+        mine = descendants(os.getpid(), table) - server_tree - mains
+        rss = sum(status_kib(pid, "VmRSS").get("VmRSS", 0) for pid in mains) if mains else None
         children_rss = sum(status_kib(pid, "VmRSS").get("VmRSS", 0) for pid in server_tree)
-        server_ticks = {pid: table[pid][1] for pid in server_tree | {self.server_pid} if pid in table}
-        main_ticks = {pid: ticks for pid, ticks in server_ticks.items() if pid == self.server_pid}
+        server_ticks = {pid: table[pid][1] for pid in server_tree | mains if pid in table}
+        main_ticks = {pid: ticks for pid, ticks in server_ticks.items() if pid in mains}
         return dict(t=time.monotonic(), rss=rss, children_rss=children_rss, children=len(server_tree),
                     server_ticks=server_ticks, main_ticks=main_ticks, browser_ticks={pid: table[pid][1] for pid in mine if pid in table},
                     machine=machine_ticks())
@@ -809,8 +826,9 @@ def nudged(widget, rng: random.Random):
     return min(max(value, proto.min), proto.max)
 
 
-async def protocol_phase(url: str, n: int, args, sampler: Sampler | None) -> dict:
-    sessions = [Session(url, timeout=args.timeout) for _ in range(n)]
+async def protocol_phase(urls: list[str], n: int, args, sampler: Sampler | None) -> dict:
+    # Each session stays with one server, as behind a sticky proxy.
+    sessions = [Session(urls[i % len(urls)], timeout=args.timeout) for i in range(n)]
     own_ticks = sum(os.times()[:2])
 
     async def one(i: int, session: Session) -> None:
@@ -874,30 +892,34 @@ def merge_protocol(sessions: list[Session]) -> dict:
 
 def run_protocol(args, server_env: dict) -> dict:
     results = dict(mode="protocol", config=dict(sessions=args.sessions, seconds=args.seconds, stagger=args.stagger,
+                                                replicas=args.replicas,
                                                 play_seconds=args.play_seconds, timeout_s=args.timeout,
                                                 server_env=server_env, cpus=NCPU), phases=[])
     log_path = Path(args.server_log or tempfile.mkstemp(prefix="symlab-load-", suffix=".log")[1])
-    with app_server(server_env, log_path, args.server_cpus) as (url, pid):
-        sampler = Sampler(pid, args.sample_interval)
+    with app_servers(args.replicas, server_env, log_path, args.server_cpus) as servers:
+        urls, pids = [url for url, _ in servers], [pid for _, pid in servers]
+        sampler = Sampler(pids, args.sample_interval)
         sampler.start()
         try:
             for n in args.sessions:
                 print(f"phase N = {n}: {n} protocol sessions × {args.seconds:g} s …", file=sys.stderr, flush=True)
-                phase_result = asyncio.run(protocol_phase(url, n, args, sampler))
+                phase_result = asyncio.run(protocol_phase(urls, n, args, sampler))
                 results["phases"].append(phase_result)
                 print(f"  {phase_result['requests']} requests, p95 {fmt(phase_result['p95_ms'])} ms, "
                       f"errors {phase_result['errors_by_kind'] or 0}", file=sys.stderr, flush=True)
         finally:
             sampler.stop()
-        results["vmhwm_mib"] = status_kib(pid, "VmHWM").get("VmHWM", 0) / 1024
+        results["vmhwm_mib"] = sum(status_kib(pid, "VmHWM").get("VmHWM", 0) for pid in pids) / 1024
     results["server_log"] = server_log_summary(log_path)
     return results
 
 
 def protocol_report(results: dict) -> str:
     config = results["config"]
-    out = [f"SymLab protocol load test — {NCPU} CPUs shared by server and client, {config['seconds']:g} s of "
-           f"activity per session, sessions {config['stagger']:g} s apart, server env {config['server_env'] or '{}'}",
+    servers = config.get("replicas", 1)
+    out = [f"SymLab protocol load test — {NCPU} CPUs shared by {'server' if servers == 1 else f'{servers} servers (replicas)'} "
+           f"and client, {config['seconds']:g} s of activity per session, sessions {config['stagger']:g} s apart, "
+           f"server env {config['server_env'] or '{}'}",
            "Latency: request sent → end of the run it caused (ms); user requests are open, widget, preset, button;",
            "waited: user requests whose run waited for a shared computation (training in the worker processes).",
            ""]
@@ -917,7 +939,7 @@ def protocol_report(results: dict) -> str:
     for p in results["phases"]:
         main, server = p.get("server_main_cpu_cores"), p.get("server_cpu_cores")
         if main is not None and server is not None:
-            out.append(f"  N={p['sessions']}: cores busy: the server's page runs {main:.2f}, its compute workers "
+            out.append(f"  N={p['sessions']}: cores busy: the servers' page runs {main:.2f}, their compute workers "
                        f"{server - main:.2f}, the whole machine {fmt(p.get('machine_cpu_cores'), '.2f')} of {NCPU}")
         if p.get("results"):
             out.append(f"  N={p['sessions']}: {p['results']} computations waited for, request → result drawn: p50 "
@@ -1032,6 +1054,9 @@ def parse_args(argv=None):
                              f"server this script starts; up to {MAX_PROTOCOL_SESSIONS} sessions")
     parser.add_argument("--stagger", type=float,
                         help="seconds between session starts (default 0.5 in Chromium, 0.1 with --protocol)")
+    parser.add_argument("--replicas", type=int, default=1,
+                        help="with --protocol: this many servers on one runs directory, each session staying with one "
+                             "(as behind a sticky proxy; default 1)")
     parser.add_argument("--play-seconds", type=float, default=10.0,
                         help="with --protocol: how long a student watches after Play before Pause (default 10)")
     parser.add_argument("--toy-prob", type=float, default=0.5,
@@ -1059,6 +1084,8 @@ def parse_args(argv=None):
         args.stagger = 0.1 if args.protocol else 0.5
     if args.protocol and args.url:
         parser.error("--protocol drives only a server it starts itself on localhost; not with --url")
+    if args.replicas < 1 or (args.replicas > 1 and not args.protocol):
+        parser.error("--replicas: a whole number >= 1, with --protocol")
     most = MAX_PROTOCOL_SESSIONS if args.protocol else MAX_BROWSER_SESSIONS
     if any(n < 1 or n > most for n in args.sessions):
         parser.error(f"--sessions: each N in 1..{most}{'' if args.protocol else ' (more with --protocol)'}")

@@ -573,7 +573,8 @@ def waiting_panel(results: jobs.SharedResults, task: jobs.Task, job: jobs.Job, w
         progress = job.progress
         st.progress(progress.fraction, text=wait_text(task.label, progress, results.wait(job)))
         if draw_progress is not None and progress.payload is not None:
-            draw_progress(progress)
+            with st.container():  # below the bar, whatever the drawing's own layout
+                draw_progress(progress)
 
     panel()
 

@@ -4,6 +4,7 @@ PostgreSQL database serve each other's (as replicas behind a sticky proxy would)
 
 import asyncio
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -35,6 +36,13 @@ async def visit(url: str) -> None:
         await session.close()
 
 
+def visited(url: str) -> None:
+    """``visit`` on its own event loop, in its own thread: Playwright's sync API (the browser tests, in
+    this same session) leaves an event loop running in the main thread, where asyncio.run refuses."""
+    with ThreadPoolExecutor(1) as thread:
+        thread.submit(asyncio.run, visit(url)).result()
+
+
 def written(results: store.ResultStore) -> list:
     """When each stored result was written: a result computed again is written again."""
     with results._connection() as connection:
@@ -45,11 +53,11 @@ def test_a_result_survives_a_restart_of_the_server(tmp_path):
     env = {**QUIET, "SYMLAB_RUNS_DIR": str(tmp_path / "runs")}
     results = store.ResultStore(tmp_path / "runs")
     with app_process(env) as (url, _):
-        asyncio.run(visit(url))
+        visited(url)
     assert KEY in results  # computed by this server, in the runs directory's store
     before = written(results)
     with app_process(env) as (url, _):
-        asyncio.run(visit(url))
+        visited(url)
     assert written(results) == before  # read back, not computed again
 
 
@@ -60,8 +68,8 @@ def test_two_servers_on_one_database_serve_each_others_results(tmp_path, postgre
     env = {**QUIET, "SYMLAB_DATABASE_URL": database, "SYMLAB_RUNS_DIR": str(tmp_path / "runs")}
     shared = store.ResultStore(tmp_path / "elsewhere", url=database)
     with app_process(env) as (first, _), app_process(env) as (second, _):
-        asyncio.run(visit(first))
+        visited(first)
         assert KEY in shared
         before = written(shared)
-        asyncio.run(visit(second))
+        visited(second)
         assert written(shared) == before  # the second server served the first one's result

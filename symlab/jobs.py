@@ -29,7 +29,6 @@ import os
 import sys
 import threading
 import time
-import types
 from collections.abc import Callable, Hashable
 from pathlib import Path
 from concurrent.futures.process import BrokenProcessPool
@@ -494,7 +493,8 @@ def _no_report(done, total, text="", payload=None) -> None:
 
 
 # Imported once by the fork server, before it forks each worker: a worker starts ready to train.
-WORKER_PRELOAD = ["torch", "symlab.labs", "symlab.store"]
+# symlab.fork_server first: the workers never import the server's main module (the page being run).
+WORKER_PRELOAD = ["symlab.fork_server", "torch", "symlab.labs", "symlab.store"]
 WORKER_NICENESS = 10  # training yields the cores to the web server's page runs
 IDLE_NICENESS = 19  # the idle pool: below everything, and scheduled only when a core is idle (SCHED_IDLE)
 SERVER_WATCH_SECONDS = 1.0
@@ -502,8 +502,8 @@ SERVER_WATCH_SECONDS = 1.0
 
 class _WorkerPool:
     """Worker processes forked from a clean fork server (never from the threaded web server, and
-    without re-running the server's main script, which Streamlit makes the app's page), and a
-    thread that hands their progress reports to the jobs. ``idle``: the idle pool's (the lowest
+    without importing the server's main module, which Streamlit makes the app's page:
+    symlab.fork_server), and a thread that hands their progress reports to the jobs. ``idle``: the idle pool's (the lowest
     priority; its tasks report nothing and send no result back, only to the store)."""
 
     def __init__(self, workers: int, torch_threads: int, job_by_number: Callable[[int], Job | None], store=None,
@@ -521,18 +521,15 @@ class _WorkerPool:
 
     def submit(self, job: Job, task: Task) -> concurrent.futures.Future:
         """``task`` for ``job``: its future's result is (value, CPU-seconds)."""
-        with _main_module_hidden():  # the pool may start a worker now
-            return self.executor.submit(_run_task, job.number, task.function, task.args, task.key)
+        return self.executor.submit(_run_task, job.number, task.function, task.args, task.key)
 
     def submit_task(self, task: Task) -> concurrent.futures.Future:
         """``task`` for the store alone: its future's result is its CPU-seconds."""
-        with _main_module_hidden():
-            return self.executor.submit(_run_task, 0, task.function, task.args, task.key, False)
+        return self.executor.submit(_run_task, 0, task.function, task.args, task.key, False)
 
     def start_workers(self, count: int) -> None:
-        with _main_module_hidden():
-            for _ in range(count):
-                self.executor.submit(int)  # a trivial call: the pool starts a worker for it
+        for _ in range(count):
+            self.executor.submit(int)  # a trivial call: the pool starts a worker for it
 
     def _listen(self) -> None:
         while True:
@@ -617,18 +614,6 @@ def _ray_task(number: int, function: Callable, args: tuple, key: Hashable, send_
 
         _store = ResultStore(*store_spec)
     return _run_task(number, function, args, key, send_value)
-
-
-@contextlib.contextmanager
-def _main_module_hidden():
-    """A new worker imports its parent's ``__main__`` by path; in a Streamlit server that is the
-    page being run, which must not run in a worker. Hidden for the moment a worker starts."""
-    main = sys.modules.get("__main__")
-    sys.modules["__main__"] = types.ModuleType("__main__")  # no __file__, no __spec__: nothing to import
-    try:
-        yield
-    finally:
-        sys.modules["__main__"] = main
 
 
 def _start_worker(reports, torch_threads: int, server_pid: int, store_spec=None, idle: bool = False) -> None:

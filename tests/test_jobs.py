@@ -1,5 +1,6 @@
 """Shared results (symlab/jobs.py): computed once, in worker processes, dropped when nobody waits."""
 
+import multiprocessing.spawn
 import subprocess
 import sys
 import threading
@@ -125,6 +126,26 @@ def test_a_worker_does_not_run_the_servers_main_script(results, tmp_path, monkey
     page.__file__ = str(script)
     monkeypatch.setitem(sys.modules, "__main__", page)
     assert results.submit(jobs.Task(("square", 3), jobtasks.square, (3,)), "w").future.result(timeout=60) == 9
+    assert not trace.exists()
+
+
+def test_a_page_run_starting_as_a_worker_starts_does_not_run_in_it(results, tmp_path, monkeypatch):
+    # Another session's page run may install its page as __main__ at the very instant a worker starts,
+    # after anything the pool could do first: the worker still skips it.
+    trace = tmp_path / "main ran"
+    script = tmp_path / "page.py"
+    script.write_text(f"open({str(trace)!r}, 'w').write('ran')\n")
+    page = types.ModuleType("__main__")
+    page.__file__ = str(script)
+    preparation_data = multiprocessing.spawn.get_preparation_data
+
+    def page_run_starts_now(name):
+        sys.modules["__main__"] = page
+        return preparation_data(name)
+
+    monkeypatch.setitem(sys.modules, "__main__", sys.modules["__main__"])  # put back afterwards
+    monkeypatch.setattr(multiprocessing.spawn, "get_preparation_data", page_run_starts_now)
+    assert results.submit(jobs.Task(("square", 4), jobtasks.square, (4,)), "w").future.result(timeout=60) == 16
     assert not trace.exists()
 
 

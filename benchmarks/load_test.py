@@ -484,7 +484,7 @@ class Student:
                 timeout=self.nav_timeout_ms)
             await self.wait_ready(page_name, charts)
             self.nav_ms.append((time.monotonic() - start) * 1000)
-        except Exception as exc:  # noqa: BLE001: a page that does not come is an app error
+        except Exception as exc:  # noqa: BLE001 - a page that does not come is an app error
             kind, message = self.failure(exc, f"going to {page_name}")
             self.error(kind, f"{message} [{await self.state()}]")
             await self.reload(page_name, charts)
@@ -581,7 +581,7 @@ class Student:
                 if time.monotonic() < end and (first or self.rng.random() < self.args.toy_prob):
                     await self.toy_visit()
                 first = False
-        except Exception as exc:  # noqa: BLE001: an app that stops answering ends this student
+        except Exception as exc:  # noqa: BLE001 - an app that stops answering ends this student
             kind, message = self.failure(exc, "session ended")
             self.error(kind, f"{message} [{await self.state()}]")
 

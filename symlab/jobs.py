@@ -26,7 +26,6 @@ import contextlib
 import math
 import multiprocessing
 import os
-import sys
 import threading
 import time
 from collections.abc import Callable, Hashable

@@ -117,26 +117,27 @@ def test_a_dead_worker_fails_its_task_and_the_next_task_gets_a_new_pool(results)
     assert results.submit(jobs.Task(("square", 7), jobtasks.square, (7,)), "w").future.result(timeout=60) == 49
 
 
-def test_a_worker_does_not_run_the_servers_main_script(results, tmp_path, monkeypatch):
-    # Streamlit makes the page being run the __main__ module; a worker started now must not run it.
-    trace = tmp_path / "main ran"
+@pytest.fixture
+def page(tmp_path):
+    """A page as Streamlit installs it for a page run: a __main__ module with a file, which leaves
+    ``main ran`` beside it if anything runs it."""
     script = tmp_path / "page.py"
-    script.write_text(f"open({str(trace)!r}, 'w').write('ran')\n")
-    page = types.ModuleType("__main__")
-    page.__file__ = str(script)
+    script.write_text(f"open({str(tmp_path / 'main ran')!r}, 'w').write('ran')\n")
+    module = types.ModuleType("__main__")
+    module.__file__ = str(script)
+    return module
+
+
+def test_a_worker_does_not_run_the_servers_main_script(results, page, tmp_path, monkeypatch):
+    # Streamlit makes the page being run the __main__ module; a worker started now must not run it.
     monkeypatch.setitem(sys.modules, "__main__", page)
     assert results.submit(jobs.Task(("square", 3), jobtasks.square, (3,)), "w").future.result(timeout=60) == 9
-    assert not trace.exists()
+    assert not (tmp_path / "main ran").exists()
 
 
-def test_a_page_run_starting_as_a_worker_starts_does_not_run_in_it(results, tmp_path, monkeypatch):
+def test_a_page_run_starting_as_a_worker_starts_does_not_run_in_it(results, page, tmp_path, monkeypatch):
     # Another session's page run may install its page as __main__ at the very instant a worker starts,
     # after anything the pool could do first: the worker still skips it.
-    trace = tmp_path / "main ran"
-    script = tmp_path / "page.py"
-    script.write_text(f"open({str(trace)!r}, 'w').write('ran')\n")
-    page = types.ModuleType("__main__")
-    page.__file__ = str(script)
     preparation_data = multiprocessing.spawn.get_preparation_data
 
     def page_run_starts_now(name):
@@ -146,7 +147,7 @@ def test_a_page_run_starting_as_a_worker_starts_does_not_run_in_it(results, tmp_
     monkeypatch.setitem(sys.modules, "__main__", sys.modules["__main__"])  # put back afterwards
     monkeypatch.setattr(multiprocessing.spawn, "get_preparation_data", page_run_starts_now)
     assert results.submit(jobs.Task(("square", 4), jobtasks.square, (4,)), "w").future.result(timeout=60) == 16
-    assert not trace.exists()
+    assert not (tmp_path / "main ran").exists()
 
 
 def test_shutdown_cancels_what_is_queued():

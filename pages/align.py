@@ -44,8 +44,9 @@ ELBO_SERIES = (ui.Series("q_A", PERSON_COLOURS["A"]), ui.Series("q_B", PERSON_CO
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)  # outlives the run, unlike a functools cache of a page
-def elbo_spec(total_steps: int, present: bool) -> dict:
-    chart = ui.altair_lines(ELBO_SERIES, ui.quantity("x", "Adam step", (0, total_steps), integer=True),
+def elbo_spec(present: bool) -> dict:
+    """Both runs' ELBO by Adam step; the x range (the run's steps) comes with the data."""
+    chart = ui.altair_lines(ELBO_SERIES, ui.quantity("x", "Adam step", ui.DOMAIN_OF_DATA, integer=True),
                             ui.quantity("y", "ELBO per training point (nats)", channel=alt.Y))
     return ui.vega_spec(chart, title="Training both posteriors", height=300)
 
@@ -53,7 +54,8 @@ def elbo_spec(total_steps: int, present: bool) -> dict:
 def elbo_chart(container, steps, elbo, total_steps: int, key: str | None) -> None:
     """Both runs' ELBO so far (drawn again at each progress report while they train: the same spec, new data)."""
     lines = pd.concat([ui.lines_frame(series.label, steps, elbo[:, index]) for index, series in enumerate(ELBO_SERIES)])
-    ui.vega_chart(container, elbo_spec(total_steps, bool(st.session_state.get("ui.present"))), {"lines": lines}, key,
+    ui.vega_chart(container, ui.with_domains(elbo_spec(bool(st.session_state.get("ui.present"))), x=(0, total_steps)),
+                  {"lines": lines}, key,
                   alt_text="The ELBO of q_A and q_B against the Adam step")
 
 
@@ -149,11 +151,11 @@ def path_data(rep: align_lab.AlignmentReport, metric: str, t: float) -> dict:
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)  # outlives the run, unlike a functools cache of a page
-def map_spec(path: str, extent: tuple, present: bool) -> dict:
-    (x_low, x_high), (y_low, y_high) = extent
-    heat = ui.altair_image("x₁", "x₂", (x_low, x_high), (y_low, y_high), smooth=False)
-    points = ui.altair_lines(CLASS_SERIES, ui.quantity("x", "x₁", (x_low, x_high)),
-                             ui.quantity("y", "x₂", (y_low, y_high), channel=alt.Y), legend=path == "before")
+def map_spec(path: str, present: bool) -> dict:
+    """The predictive's P(class 1) along ``path``, with the test points; the axes' range comes with the data."""
+    heat = ui.altair_image("x₁", "x₂", ui.DOMAIN_OF_DATA, ui.DOMAIN_OF_DATA, smooth=False)
+    points = ui.altair_lines(CLASS_SERIES, ui.quantity("x", "x₁", ui.DOMAIN_OF_DATA),
+                             ui.quantity("y", "x₂", ui.DOMAIN_OF_DATA, channel=alt.Y), legend=path == "before")
     layers = [heat, points] + ([ui.altair_colour_legend("P(class 1)", MAP_COLOURS)] if path == "w2" else [])
     return ui.vega_spec(alt.layer(*layers).resolve_legend(fill="independent"),
                         title=align_lab.PATH_TITLES[path].capitalize(),
@@ -171,8 +173,9 @@ def map_data(config, rep, path: str, frame: int, data: align_lab.Dataset) -> dic
 
 def map_chart(column, config, rep, path: str, frame: int, data: align_lab.Dataset) -> None:
     xs, ys, _ = predictive_map(config, path, frame)
-    extent = ((float(xs[0]), float(xs[-1])), (float(ys[0]), float(ys[-1])))
-    ui.vega_chart(column, map_spec(path, extent, bool(st.session_state.get("ui.present"))),
+    spec = ui.with_domains(map_spec(path, bool(st.session_state.get("ui.present"))),
+                           x=(xs[0], xs[-1]), y=(ys[0], ys[-1]))
+    ui.vega_chart(column, spec,
                   map_data(config, rep, path, frame, data), f"align.map_{path}", width="content",
                   alt_text=f"P(class 1) of the interpolated posterior at t, {align_lab.PATH_TITLES[path]}, test points")
     t, loss = rep.paths[path]["t"][frame], rep.paths[path]["loss"][frame]

@@ -131,13 +131,15 @@ def equal_scale_view(x_domain, y_domain) -> tuple[tuple, tuple[int, int]]:
     return (y_low, y_high), (round((x_high - x_low) * px_per_unit), round(height))
 
 
-@st.cache_resource(max_entries=64, show_spinner=False)  # outlives the run, unlike a functools cache of a page
-def contour_spec(x_domain: tuple, y_domain: tuple, size: tuple, forward: bool, present: bool) -> dict:
+@st.cache_resource(max_entries=16, show_spinner=False)  # outlives the run, unlike a functools cache of a page
+def contour_spec(forward: bool, present: bool) -> dict:
+    """The target's density in the plane with q's ellipses; the axes' range and the size come with the data."""
     series = ELLIPSE_SERIES if forward else ELLIPSE_SERIES[:2]
-    x, y = ui.quantity("x", "x₁ (along e₁)", x_domain), ui.quantity("y", "x₂", y_domain, channel=alt.Y)
-    chart = alt.layer(ui.altair_image("x₁ (along e₁)", "x₂", x_domain, y_domain, opacity=0.8),
+    x, y = ui.quantity("x", "x₁ (along e₁)", ui.DOMAIN_OF_DATA), ui.quantity("y", "x₂", ui.DOMAIN_OF_DATA, channel=alt.Y)
+    chart = alt.layer(ui.altair_image("x₁ (along e₁)", "x₂", ui.DOMAIN_OF_DATA, ui.DOMAIN_OF_DATA, opacity=0.8),
                       ui.altair_lines(series, x, y, data_order=True))
-    return ui.vega_spec(chart, title="In 2-D: the target's density (grey), q's ellipses", width=size[0], height=size[1])
+    return ui.vega_spec(chart, title="In 2-D: the target's density (grey), q's ellipses",
+                        width=CONTOUR_MIN_HEIGHT_PX, height=CONTOUR_MIN_HEIGHT_PX)
 
 
 def contour_chart(column, alpha, sigma, mean, std, forward):
@@ -149,8 +151,8 @@ def contour_chart(column, alpha, sigma, mean, std, forward):
              for index, radius in ((0, 1), (1, 2))]
     if forward:
         lines.append(ui.lines_frame(ELLIPSE_SERIES[2].label, *ellipse(alpha / 2, forward_std(alpha, sigma), sigma, 1)))
-    spec = contour_spec((float(x1[0]), float(x1[-1])), tuple(map(float, y_domain)), size, forward,
-                        bool(st.session_state.get("ui.present")))
+    spec = ui.with_domains(contour_spec(forward, bool(st.session_state.get("ui.present"))),
+                           x=(x1[0], x1[-1]), y=y_domain, width=size[0], height=size[1])
     ui.vega_chart(column, spec, {"image": ui.image_frame(x1, x2, density, CONTOUR_SHADES), "lines": pd.concat(lines)},
                   "modes.contour", width="content",
                   alt_text="The target's density in the plane of e₁ and x₂, shaded, with q's 1 and 2 sd ellipses")
@@ -222,15 +224,17 @@ KL_SERIES = (ui.Series("KL(q‖p_α)", ui.PALETTE["reverse"]),
 
 
 @st.cache_resource(max_entries=32, show_spinner=False)  # outlives the run, unlike a functools cache of a page
-def path_density_spec(low: float, high: float, present: bool) -> dict:
-    chart = ui.altair_lines(PATH_SERIES, ui.quantity("x", "x₁ (along e₁)", (low, high)),
+def path_density_spec(present: bool) -> dict:
+    """The target and q along e₁; the x range comes with the data."""
+    chart = ui.altair_lines(PATH_SERIES, ui.quantity("x", "x₁ (along e₁)", ui.DOMAIN_OF_DATA),
                             ui.quantity("y", "density", channel=alt.Y, scale=dict(zero=True)))
     return ui.vega_spec(chart, title="Along e₁, at the current step")
 
 
 @st.cache_resource(max_entries=32, show_spinner=False)  # outlives the run, unlike a functools cache of a page
-def path_kl_spec(steps: int, present: bool) -> dict:
-    chart = alt.layer(ui.altair_lines(KL_SERIES, ui.quantity("x", "Adam step", (0, steps - 1)),
+def path_kl_spec(present: bool) -> dict:
+    """The objective along Adam's path, the current step marked; the x range (the path's steps) comes with the data."""
+    chart = alt.layer(ui.altair_lines(KL_SERIES, ui.quantity("x", "Adam step", ui.DOMAIN_OF_DATA),
                                       ui.quantity("y", "KL (nats)", channel=alt.Y)),
                       ui.altair_rules(KL_SERIES))
     return ui.vega_spec(chart, title="Objective along the way")
@@ -254,11 +258,12 @@ def optimisation_panel(alpha, sigma):
         left, right = st.columns(2)
         mean, std, kl = path.mean[step], path.std[step], path.kl[step]
         density = pd.concat([target, ui.lines_frame(PATH_SERIES[1].label, x, normal_pdf(x, mean, std))])
-        ui.vega_chart(left, path_density_spec(float(x[0]), float(x[-1]), present), {"lines": density},
+        ui.vega_chart(left, ui.with_domains(path_density_spec(present), x=(x[0], x[-1])), {"lines": density},
                       "modes.path_density", alt_text="The target and q along e₁ at the current Adam step")
         left.caption(f"Step {step}: μ = {mean:.3f}, s = {std:.3f}")
         now = ui.lines_frame(KL_SERIES[1].label, [step], [kl])
-        ui.vega_chart(right, path_kl_spec(len(path), present), {"lines": pd.concat([objective, now]), "rules": ln2},
+        ui.vega_chart(right, ui.with_domains(path_kl_spec(present), x=(0, len(path) - 1)),
+                      {"lines": pd.concat([objective, now]), "rules": ln2},
                       "modes.path_kl", alt_text="KL(q‖p_α) along Adam's path, the current step marked")
         right.caption(f"KL(q‖p_α) = {kl:.4f} nats at step {step}")
 

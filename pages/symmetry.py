@@ -105,17 +105,18 @@ DENSITY_PX = 250
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)  # outlives the run, unlike a functools cache of a page
-def density_spec(low: float, high: float, title: str, present: bool) -> dict:
+def density_spec(title: str, present: bool) -> dict:
+    """The two output weights' density, with the mirror line; the axes' range comes with the data."""
     x_title, y_title = "v₁ (output weight of hidden unit 1)", "v₂ (of hidden unit 2)"
-    heat = ui.altair_image(x_title, y_title, (low, high), (low, high), smooth=False)
-    diagonal = ui.altair_lines(DIAGONAL, ui.quantity("x", x_title, (low, high)),
-                               ui.quantity("y", y_title, (low, high), channel=alt.Y), legend=False)
+    heat = ui.altair_image(x_title, y_title, ui.DOMAIN_OF_DATA, ui.DOMAIN_OF_DATA, smooth=False)
+    diagonal = ui.altair_lines(DIAGONAL, ui.quantity("x", x_title, ui.DOMAIN_OF_DATA),
+                               ui.quantity("y", y_title, ui.DOMAIN_OF_DATA, channel=alt.Y), legend=False)
     return ui.vega_spec(alt.layer(heat, diagonal), title=title, height=DENSITY_PX, width=DENSITY_PX)
 
 
 def density_chart(column, weights: np.ndarray, extent, title: str, key: str) -> None:
     centres, density = symmetry_lab.density_grid(weights, extent)
-    spec = density_spec(float(extent[0]), float(extent[1]), title, bool(st.session_state.get("ui.present")))
+    spec = ui.with_domains(density_spec(title, bool(st.session_state.get("ui.present"))), x=extent, y=extent)
     ui.vega_chart(column, spec, {"image": ui.image_frame(centres, centres, density, ui.VIRIDIS),
                                  "lines": ui.lines_frame(DIAGONAL[0].label, extent, extent)},
                   key, width="content", alt_text=f"Density of the two output weights, {title.lower()}")
@@ -125,8 +126,9 @@ MARGINAL_SERIES = (ui.Series("v₁", "#0072B2"), ui.Series("v₂", "#D55E00", "d
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)  # outlives the run, unlike a functools cache of a page
-def marginal_spec(low: float, high: float, present: bool) -> dict:
-    chart = ui.altair_lines(MARGINAL_SERIES, ui.quantity("x", "output weight", (low, high)),
+def marginal_spec(present: bool) -> dict:
+    """Histogram densities of the two output weights; the x range comes with the data."""
+    chart = ui.altair_lines(MARGINAL_SERIES, ui.quantity("x", "output weight", ui.DOMAIN_OF_DATA),
                             ui.quantity("y", "density", channel=alt.Y, scale=dict(zero=True)))
     return ui.vega_spec(chart, title="The two units' marginals, raw")
 
@@ -136,7 +138,7 @@ def marginal_chart(column, weights: np.ndarray, extent) -> None:
     centres = 0.5 * (edges[1:] + edges[:-1])
     lines = pd.concat([ui.lines_frame(series.label, centres, np.histogram(weights[:, index], edges, density=True)[0])
                        for index, series in enumerate(MARGINAL_SERIES)])
-    ui.vega_chart(column, marginal_spec(float(extent[0]), float(extent[1]), bool(st.session_state.get("ui.present"))),
+    ui.vega_chart(column, ui.with_domains(marginal_spec(bool(st.session_state.get("ui.present"))), x=extent),
                   {"lines": lines}, "symmetry.marginals", alt_text="Histogram densities of v₁ and v₂, raw")
 
 

@@ -92,11 +92,11 @@ POSTERIOR_GREYS = ("#FFFFFF", "#484848")  # the exact posterior's density, from 
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)  # outlives the run, unlike a functools cache of a page
-def posterior_spec(bound: float, present: bool) -> dict:
+def posterior_spec(present: bool) -> dict:
     """The exact posterior (grey: a picture, it does not change while training plays) with q's 1 and 2 sd
-    ellipses (both components of q_G) and the modes."""
-    x, y = ui.quantity("x", "w₁", (-bound, bound)), ui.quantity("y", "w₂", (-bound, bound), channel=alt.Y)
-    chart = alt.layer(ui.altair_image("w₁", "w₂", (-bound, bound), (-bound, bound)),
+    ellipses (both components of q_G) and the modes; the axes' range comes with the data (:func:`ui.with_domains`)."""
+    x, y = ui.quantity("x", "w₁", ui.DOMAIN_OF_DATA), ui.quantity("y", "w₂", ui.DOMAIN_OF_DATA, channel=alt.Y)
+    chart = alt.layer(ui.altair_image("w₁", "w₂", ui.DOMAIN_OF_DATA, ui.DOMAIN_OF_DATA),
                       ui.altair_lines(POSTERIOR_SERIES, x, y, data_order=True))
     return ui.vega_spec(chart, title="Exact posterior (grey) and q over (w₁, w₂)", height=POSTERIOR_PX,
                         width=POSTERIOR_PX, legend_columns=1)
@@ -239,7 +239,8 @@ def live_panel(config):
         present = bool(st.session_state.get("ui.present"))
         left, right = st.columns([2, 3])
         bound = float(display.axis[-1])
-        ui.vega_chart(left, posterior_spec(bound, present), posterior_data(config, fits, means, stds),
+        ui.vega_chart(left, ui.with_domains(posterior_spec(present), x=(-bound, bound), y=(-bound, bound)),
+                      posterior_data(config, fits, means, stds),
                       "toy.live_posterior", width="content",
                       alt_text="The exact posterior over the two weights, with MFVI's and SGM's ellipses")
         ui.vega_chart(right, predictions_spec(present),

@@ -4,6 +4,7 @@ Streamlit updates the chart in place (the frames' numbers travel as datasets), a
 import altair as alt
 import numpy as np
 import pandas as pd
+import pytest
 from pagetest import open_page
 from vegatest import channel, image_values, layers, png_rows, vega_charts
 
@@ -61,6 +62,30 @@ def test_a_fixed_size_is_the_plot_areas():
     spec = spec_of(ui.altair_lines(SERIES, ui.quantity("x", "w₁"), ui.quantity("y", "w₂", channel=alt.Y)),
                    width=300, height=300)
     assert (spec["width"], spec["height"], spec["autosize"]) == (300, 300, {"type": "pad"})
+
+
+def test_domains_set_on_a_built_spec_give_the_spec_built_with_them(monkeypatch):
+    def heat_and_lines(x_domain, y_domain, width):
+        chart = alt.layer(ui.altair_image("w₁", "w₂", x_domain, y_domain),
+                          ui.altair_lines(SERIES, ui.quantity("x", "w₁", x_domain),
+                                          ui.quantity("y", "w₂", y_domain, channel=alt.Y)))
+        return spec_of(chart, title="q", width=width, height=200)
+
+    for scale in (1.0, ui.PRESENT_FONT_PX / ui.FONT_PX):  # presentation mode scales the size as vega_spec does
+        monkeypatch.setattr(ui, "font_scale", lambda: scale)
+        template = heat_and_lines(ui.DOMAIN_OF_DATA, ui.DOMAIN_OF_DATA, 100)
+        kept = str(template)
+        framed = ui.with_domains(template, x=(-2.5, 3), y=np.array([-1.0, 4.25]), width=310)
+        assert framed == heat_and_lines((-2.5, 3.0), (-1.0, 4.25), 310)
+        assert str(template) == kept  # the cached spec is copied, never changed
+    only_y = ui.with_domains(template, y=(0, 9))
+    assert [view["encoding"]["x"]["scale"]["domain"] for view in layers(only_y)] == [list(ui.DOMAIN_OF_DATA)] * 3
+    with pytest.raises(ValueError, match="color"):
+        ui.with_domains(template, color=("a", "b"))  # position channels only: a legend's domain is its series
+    free_y = spec_of(ui.altair_lines(SERIES, ui.quantity("x", "step", ui.DOMAIN_OF_DATA),
+                                     ui.quantity("y", "nats", channel=alt.Y)))
+    with pytest.raises(ValueError, match="'y'"):
+        ui.with_domains(free_y, y=(0, 1))  # no view fixes it: a mistake, not a silent no-op
 
 
 def test_image_frame_is_a_png_of_the_grid_with_the_largest_y_on_top():

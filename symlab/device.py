@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 
 def describe_device() -> str:
     import torch
@@ -18,10 +20,19 @@ def set_threads(count: int) -> int:
     pools: a cap on one leaves the other at every core); returns torch's count before. ``count`` 0: torch's
     and the BLAS's own defaults (every core)."""
     import torch
-    from threadpoolctl import threadpool_limits
 
     before = torch.get_num_threads()
     if count > 0:
         torch.set_num_threads(count)
-    threadpool_limits(limits=count if count > 0 else None, user_api="blas")
+    _blas_controller().limit(limits=count if count > 0 else None, user_api="blas")
     return before
+
+
+@functools.cache
+def _blas_controller():
+    """One scan of the process's loaded libraries for the BLAS (a few milliseconds; every page run sets the
+    threads), after numpy has loaded its own."""
+    import numpy  # noqa: F401
+    from threadpoolctl import ThreadpoolController
+
+    return ThreadpoolController()

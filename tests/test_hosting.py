@@ -97,3 +97,21 @@ def test_the_usual_view_keeps_present_out_of_the_link(monkeypatch):
     assert "present" not in at.query_params
     at.toggle(key="toy.present").set_value(True).run()
     assert at.query_params["present"] == "1"
+
+
+def test_set_threads_caps_torch_and_the_blas_every_time():
+    import torch
+    from threadpoolctl import threadpool_info
+
+    from symlab.device import set_threads
+
+    def blas_threads():
+        return {pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"}
+
+    before = set_threads(1)
+    try:
+        assert torch.get_num_threads() == 1 and blas_threads() == {1}
+        set_threads(2)  # a later call applies its own count, not the first one's
+        assert torch.get_num_threads() == 2 and blas_threads() == {2}
+    finally:
+        set_threads(before)

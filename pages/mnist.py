@@ -58,13 +58,8 @@ def registry() -> runs.Registry:
     return _registry_at(str(runs.default_runs_dir()), database_url())
 
 
-@st.cache_resource(show_spinner="Checking the MNIST files…")
-def _data_problems_in(directory: str) -> list[str]:
-    return mnist_data.check_mnist(directory)
-
-
 def data_problems() -> list[str]:
-    return _data_problems_in(str(mnist_data.data_directory()))
+    return mnist_data.check_mnist_once()  # the server's warm-up has read the files once (symlab/warmup.py)
 
 
 def session_id() -> str:

@@ -5,8 +5,8 @@ labs and the pages' libraries, a few seconds, so that no visitor's script waits 
 (and no two sessions import the same modules at once), and stores the default links' shipped
 results (symlab.precomputed). Then, in a background thread at a lower priority than the
 visitors' page runs: it submits each lab's default-link tasks (Lab.tasks) to the workers, which
-compute those not shipped (or stored), and runs one toy training step, so that opening a lab's
-default link finds its results computed or under way.
+compute those not shipped (or stored), runs one toy training step and checks the MNIST files, so that
+opening a lab's default link finds its results computed or under way.
 
 After that, whenever no person's computation has been queued or running for a moment, it computes
 in the idle pool (one process at the system's idle priority: :meth:`symlab.jobs.SharedResults.precompute`)
@@ -27,8 +27,9 @@ from symlab import jobs
 
 WARM_UP_WAITER = "server warm-up"  # a warm-up task's waiter: it is never dropped
 WARM_UP_NICENESS = 10  # the warm-up thread's: a visitor's page run comes first
-# The pages' libraries, loaded before the first visitor rather than by the first visitor's script.
-PAGE_LIBRARIES = ("symlab.labs", "torch", "scipy.optimize", "pandas", "altair", "plotly.io")
+# The pages' libraries, loaded before the first visitor rather than by the first visitor's script
+# (streamlit.emojis: the pattern behind a notice's icon, a third of a second to compile).
+PAGE_LIBRARIES = ("symlab.labs", "torch", "scipy.optimize", "pandas", "altair", "plotly.io", "streamlit.emojis")
 IDLE_AFTER_SECONDS = 2.0  # no person's computation for this long: the idle pool takes the next likely task
 IDLE_POLL_SECONDS = 0.5
 LOG = logging.getLogger("symlab.warmup")
@@ -51,7 +52,8 @@ def store_shipped_results() -> None:
 
 
 def warm_up() -> None:
-    """Submit each lab's default-link tasks to the worker pool, then take one toy training step."""
+    """Submit each lab's default-link tasks to the worker pool, then pay what a first visit would: one toy
+    training step, and the MNIST page's check of the data files."""
     with contextlib.suppress(OSError):
         os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), WARM_UP_NICENESS)
     from symlab import precomputed
@@ -60,6 +62,9 @@ def warm_up() -> None:
     for task in precomputed.default_tasks(_hosting()):
         results.submit(task, WARM_UP_WAITER, keep=True)  # found stored where shipped
     _first_training_step()
+    from symlab.lib import mnist_data
+
+    mnist_data.check_mnist_once()
 
 
 def _hosting():

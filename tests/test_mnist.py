@@ -47,6 +47,13 @@ def test_user_directory_missing_and_damaged_files_say_how_to_fix(tmp_path):
     labels.unlink()
     problems = mnist_data.check_mnist(tmp_path)
     assert len(problems) == 1 and "missing" in problems[0]
+    assert mnist_data.check_mnist_once(tmp_path) == problems
+    shutil.copy(mnist_data.SHIPPED_DIR / labels.name, labels)
+    assert mnist_data.check_mnist_once(tmp_path) == []  # a file that changed is read again
+    content[100] ^= 1  # back to the right content, then damaged again in place
+    content[200] ^= 1
+    labels.write_bytes(gzip.compress(bytes(content)))
+    assert "wrong content" in mnist_data.check_mnist_once(tmp_path)[0]
     with pytest.raises(mnist_data.MnistDataError, match="does not exist"):
         mnist_data.load_mnist(tmp_path / "nowhere")
 

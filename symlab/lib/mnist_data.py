@@ -124,6 +124,29 @@ def check_mnist(directory: str | os.PathLike | None = None) -> list[str]:
     return problems
 
 
+def check_mnist_once(directory: str | os.PathLike | None = None) -> list[str]:
+    """:func:`check_mnist`'s answer, kept while the four files stay as they were (present or not, their sizes
+    and modification times): a page asks on every run, and reading them takes half a second."""
+    directory = data_directory(directory)
+    return list(_checked(str(directory), _stamp(directory)))
+
+
+def _stamp(directory: Path) -> tuple:
+    stamps = []
+    for spec in FILES.values():
+        try:
+            status = (directory / spec.name).stat()
+            stamps.append((status.st_size, status.st_mtime_ns, status.st_ino))
+        except OSError:
+            stamps.append(None)
+    return tuple(stamps)
+
+
+@functools.lru_cache(maxsize=8)
+def _checked(directory: str, stamp: tuple) -> tuple[str, ...]:
+    return tuple(check_mnist(directory))
+
+
 def download_mnist(directory: str | os.PathLike, mirrors=MIRRORS, timeout: float = 30.0) -> list[str]:
     """Fetch each missing or damaged file into ``directory`` from the first mirror whose copy
     passes the checksum; returns the names downloaded. Raises :class:`MnistDataError` when no

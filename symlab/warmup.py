@@ -2,11 +2,11 @@
 
 Before it answers: it starts the worker processes (they load torch in parallel), imports the
 labs and the pages' libraries, a few seconds, so that no visitor's script waits for an import
-(and no two sessions import the same modules at once), and stores the default links' shipped
-results (symlab.precomputed). Then, in a background thread at a lower priority than the
+(and no two sessions import the same modules at once), stores the default links' shipped
+results (symlab.precomputed) and checks the MNIST files. Then, in a background thread at a lower priority than the
 visitors' page runs: it submits each lab's default-link tasks (Lab.tasks) to the workers, which
-compute those not shipped (or stored), runs one toy training step and checks the MNIST files, so that
-opening a lab's default link finds its results computed or under way.
+compute those not shipped (or stored), and runs one toy training step, so that opening a lab's
+default link finds its results computed or under way.
 
 After that, whenever no person's computation has been queued or running for a moment, it computes
 in the idle pool (one process at the system's idle priority: :meth:`symlab.jobs.SharedResults.precompute`)
@@ -51,9 +51,16 @@ def store_shipped_results() -> None:
     LOG.info("warm-up: %d shipped default results stored", len(stored))
 
 
+def check_data_files() -> None:
+    """The MNIST page's check of the data files (half a second), once, before a class opens the page."""
+    from symlab.lib import mnist_data
+
+    problems = mnist_data.check_mnist_once()
+    LOG.info("warm-up: MNIST files %s", "; ".join(problems) if problems else "verified")
+
+
 def warm_up() -> None:
-    """Submit each lab's default-link tasks to the worker pool, then pay what a first visit would: one toy
-    training step, and the MNIST page's check of the data files."""
+    """Submit each lab's default-link tasks to the worker pool, then take one toy training step."""
     with contextlib.suppress(OSError):
         os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), WARM_UP_NICENESS)
     from symlab import precomputed
@@ -62,9 +69,6 @@ def warm_up() -> None:
     for task in precomputed.default_tasks(_hosting()):
         results.submit(task, WARM_UP_WAITER, keep=True)  # found stored where shipped
     _first_training_step()
-    from symlab.lib import mnist_data
-
-    mnist_data.check_mnist_once()
 
 
 def _hosting():
@@ -156,6 +160,7 @@ async def lifespan(app):
     jobs.shared().start()  # the workers load torch on the other core meanwhile
     LOG.info("warm-up: the pages' libraries imported in %.1f s", import_libraries())
     store_shipped_results()
+    check_data_files()
     stop = threading.Event()
     threading.Thread(target=_logged(warm_up), name="symlab-warm-up", daemon=True).start()
     if _idle_workers() > 0:

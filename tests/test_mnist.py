@@ -7,6 +7,7 @@ import http.server
 import math
 import shutil
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -228,3 +229,21 @@ def test_invalid_configurations_are_explained():
     if not torch.cuda.is_available():
         with pytest.raises(ValueError, match="no CUDA GPU"):
             mnist.resolve_device("cuda")
+
+
+def test_pages_opened_at_once_read_the_files_once(monkeypatch, tmp_path):
+    reads = []
+
+    def slow_check(directory):
+        reads.append(directory)
+        time.sleep(0.2)
+        return ["missing"]
+
+    monkeypatch.setattr(mnist_data, "check_mnist", slow_check)
+    answers = []
+    threads = [threading.Thread(target=lambda: answers.append(mnist_data.check_mnist_once(tmp_path))) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert answers == [["missing"]] * 4 and len(reads) == 1

@@ -13,15 +13,12 @@ from symlab.lib import mnist_data
 WARMED = [lab for lab in LABS if lab.tasks]
 
 
-def test_warm_up_computes_what_each_default_link_asks_for(fresh_results, monkeypatch):
+def test_warm_up_computes_what_each_default_link_asks_for(fresh_results):
     assert {lab.name for lab in WARMED} >= {"align", "symmetry"}
-    mnist_data._checked.cache_clear()
     # In a thread of its own, as the server runs it: it lowers its thread's priority.
     thread = threading.Thread(target=warmup.warm_up)
     thread.start()
     thread.join()
-    monkeypatch.setattr(mnist_data, "check_mnist", lambda directory: ["read again"])
-    assert mnist_data.check_mnist_once() == []  # the MNIST page's check: done, and kept
     tasks = [task for lab in WARMED for task in lab.tasks(lab.default_values())]
     deadline = time.monotonic() + 300
     while not all(task.key in fresh_results for task in tasks):
@@ -33,3 +30,10 @@ def test_warm_up_computes_what_each_default_link_asks_for(fresh_results, monkeyp
         assert not at.exception and not at.error
     # The pages asked for exactly the warmed keys: nothing new was computed in a worker.
     assert fresh_results.tasks_submitted == submitted
+
+
+def test_the_mnist_check_is_made_before_the_first_visit_and_kept(monkeypatch):
+    mnist_data._checked.cache_clear()
+    warmup.check_data_files()
+    monkeypatch.setattr(mnist_data, "check_mnist", lambda directory: ["read again"])
+    assert mnist_data.check_mnist_once() == []  # what the page asks on every run: kept from the warm-up

@@ -14,6 +14,7 @@ import hashlib
 import os
 import shutil
 import tempfile
+import threading
 import urllib.request
 import zlib
 from dataclasses import dataclass
@@ -128,7 +129,12 @@ def check_mnist_once(directory: str | os.PathLike | None = None) -> list[str]:
     """:func:`check_mnist`'s answer, kept while the four files stay as they were (present or not, their sizes
     and modification times): a page asks on every run, and reading them takes half a second."""
     directory = data_directory(directory)
-    return list(_checked(str(directory), _stamp(directory)))
+    stamp = _stamp(directory)
+    with _CHECKING:  # one reading at a time: a class opening the page at once waits for the first
+        return list(_checked(str(directory), stamp))
+
+
+_CHECKING = threading.Lock()
 
 
 def _stamp(directory: Path) -> tuple:

@@ -27,15 +27,18 @@ and an error (``timeout``) when it exceeds the timeout. A request the student re
 before its result came is counted as abandoned.
 
 It keeps one request in flight per session: a fragment tick due while a request is unanswered is
-skipped (and counted), so every latency is one request's own.
+skipped (and counted), so every latency is one request's own; a tick waiting for such a request is
+dropped (and counted) if that request's run stopped its timer, as the frontend clears its interval.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Callable
 
 import websockets
 from streamlit.proto.BackMsg_pb2 import BackMsg
@@ -217,13 +220,20 @@ class Session:
         state.widget_states.widgets.extend(w for w in widgets if w is not None)
         return msg.SerializeToString()
 
-    async def request(self, what: str, payload: bytes) -> float | None:
+    async def request(self, what: str, payload: bytes | Callable[[], bytes | None]) -> float | None:
         """Send one rerun and wait for the end of the run it caused; its latency in ms (None: an
-        error, already counted)."""
+        error, already counted, or a timer's tick that no longer applies). A callable ``payload`` is
+        made once the request in flight has ended: a timer's tick, which that request's run may have
+        cancelled (None)."""
         while self.pending is not None:  # a fragment tick in flight: wait for it, as one request at a time
             await asyncio.wait([self.pending.done], timeout=self.timeout)
             if self.pending is not None and not self.pending.done.done():
                 break
+        if callable(payload):
+            payload = payload()
+            if payload is None:
+                self.skipped_ticks += 1
+                return None
         request = Request(what, time.monotonic(), asyncio.get_running_loop().create_future())
         if what != "tick" and self.awaiting is not None:  # the student moved on before the result came
             self.abandoned += 1
@@ -268,9 +278,15 @@ class Session:
                 if self.pending is not None:
                     self.skipped_ticks += 1
                     continue
-                asyncio.create_task(self.request("tick", self.rerun_message(fragment_id, timer=True)))
+                asyncio.create_task(self.request("tick", functools.partial(self.timer_message, fragment_id)))
             for gone in set(next_due) - set(self.timers):
                 del next_due[gone]
+
+    def timer_message(self, fragment_id: str) -> bytes | None:
+        """A timer's rerun of its fragment, made when it is sent: None once a run since the timer fired has
+        stopped it (a full-app run of another page, a player that paused), as the frontend clears its
+        interval then; the server would drop a rerun of a fragment that run removed, and never answer."""
+        return self.rerun_message(fragment_id, timer=True) if fragment_id in self.timers else None
 
     # ------------------------------------------------------------------ messages
 

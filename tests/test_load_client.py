@@ -1,11 +1,15 @@
 """The protocol-level load client (benchmarks/streamlit_protocol.py, load_test.py --protocol)."""
 
+import asyncio
+import functools
 import json
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from streamlit.proto.BackMsg_pb2 import BackMsg
+from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 from streamlit.proto.NumberInput_pb2 import NumberInput
 from streamlit.proto.Selectbox_pb2 import Selectbox
 from streamlit.proto.Slider_pb2 import Slider
@@ -14,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import load_test  # noqa: E402
-from streamlit_protocol import Widget, drawn_value  # noqa: E402
+from streamlit_protocol import Session, Widget, drawn_value  # noqa: E402
 
 
 def test_widget_states_are_what_the_frontend_sends():
@@ -28,6 +32,48 @@ def test_widget_states_are_what_the_frontend_sends():
     preset = Widget("selectbox", Selectbox(id="$$ID-abc-toy.preset", options=["—", "Far"]), "Far")
     assert preset.state().string_value == "Far"
     assert Widget("button", Slider(id="$$ID-abc-toy.play")).state() is None  # a button sends only when pressed
+
+
+@pytest.mark.parametrize("kept", [False, True])
+def test_a_tick_is_made_when_sent_and_not_for_a_timer_a_newer_run_stopped(kept):
+    """A timer fires while the student's request is in flight; that request's full run (another page) ends
+    the timer, as the frontend's is cleared: the tick is not sent (the server would drop it unanswered).
+    A run that keeps the timer gets its tick."""
+
+    async def scenario():
+        session = Session("http://127.0.0.1:1", timeout=5)
+        sent = []
+
+        class Socket:
+            async def send(self, payload):
+                sent.append(BackMsg.FromString(payload))
+
+        session.socket, session.timers = Socket(), {"player": 0.5}
+        student = asyncio.create_task(session.request("open", session.rerun_message()))
+        await asyncio.sleep(0)
+        tick = asyncio.create_task(session.request("tick", functools.partial(session.timer_message, "player")))
+        await asyncio.sleep(0)
+        full_run = ForwardMsg()
+        full_run.new_session.SetInParent()
+        session.handle(full_run)  # a full-app run: it announces again the timers it keeps
+        if kept:
+            timer = ForwardMsg()
+            timer.auto_rerun.fragment_id, timer.auto_rerun.interval = "player", 0.5
+            session.handle(timer)
+        finished = ForwardMsg(script_finished=ForwardMsg.ScriptFinishedStatus.FINISHED_SUCCESSFULLY)
+        session.handle(finished)
+        assert await student is not None
+        if kept:
+            await asyncio.sleep(0)
+            session.handle(finished)
+        return await tick, sent, session.skipped_ticks
+
+    latency, sent, skipped = asyncio.run(scenario())
+    fragments = [message.rerun_script.fragment_id for message in sent]
+    if kept:
+        assert latency is not None and fragments == ["", "player"] and skipped == 0
+    else:
+        assert latency is None and fragments == [""] and skipped == 1
 
 
 def test_the_value_a_widget_shows():

@@ -29,9 +29,9 @@ import os
 import threading
 import time
 from collections.abc import Callable, Hashable
-from pathlib import Path
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
+from pathlib import Path
 
 PROGRESS_INTERVAL_SECONDS = 0.2  # a worker reports at most this often (a waiting page redraws at its pace)
 
@@ -197,7 +197,7 @@ class SharedResults:
         if self.store is not None:
             value = self.store.get(key, _MISSING)
             if value is not _MISSING:
-                self._remember(key, value)
+                self.remember(key, value)
                 return value
         return default
 
@@ -210,9 +210,6 @@ class SharedResults:
     def remember(self, key: Hashable, value) -> None:
         """Keep ``value`` in memory (computed here, or elsewhere: symlab.precomputed); the least recently
         used results of its kind beyond capacity make room."""
-        self._remember(key, value)
-
-    def _remember(self, key: Hashable, value) -> None:
         with self._lock:
             self._memory[key] = value
             self._memory.move_to_end(key)
@@ -416,7 +413,7 @@ class SharedResults:
 
     def _finish(self, job: Job, value=None, error: BaseException | None = None) -> None:
         if error is None:
-            self._remember(job.key, value)
+            self.remember(job.key, value)
         with self._lock:
             if self._jobs.get(job.key) is job:
                 del self._jobs[job.key]
@@ -502,15 +499,16 @@ SERVER_WATCH_SECONDS = 1.0
 class _WorkerPool:
     """Worker processes forked from a clean fork server (never from the threaded web server, and
     without importing the server's main module, which Streamlit makes the app's page:
-    symlab.fork_server), and a thread that hands their progress reports to the jobs. ``idle``: the idle pool's (the lowest
-    priority; its tasks report nothing and send no result back, only to the store)."""
+    symlab.fork_server), and a thread that hands their progress reports to the jobs. ``idle``: the
+    idle pool's (the lowest priority; its tasks report nothing and send no result back, only to the
+    store)."""
 
     def __init__(self, workers: int, torch_threads: int, job_by_number: Callable[[int], Job | None], store=None,
                  idle: bool = False):
         context = multiprocessing.get_context("forkserver")
         context.set_forkserver_preload(WORKER_PRELOAD)
         self.reports = context.Queue()
-        spec = None if store is None else (str(store.root), store.db.url, store.max_bytes)
+        spec = None if store is None else store.spec
         self.executor = concurrent.futures.ProcessPoolExecutor(
             workers, mp_context=context, initializer=_start_worker,
             initargs=(self.reports, torch_threads, os.getpid(), spec, idle))
@@ -562,7 +560,7 @@ class _RayPool:
 
         ray_executor.connect()
         self.reports = Queue()
-        self.spec = None if store is None else (str(store.root), store.db.url, store.max_bytes)
+        self.spec = None if store is None else store.spec
         self.torch_threads, self.job_by_number = torch_threads, job_by_number
         self.remote = ray.remote(num_cpus=1, max_retries=0)(_ray_task).options(
             runtime_env={"env_vars": {"PYTHONPATH": str(Path(__file__).resolve().parents[1])}})
@@ -608,7 +606,7 @@ def _ray_task(number: int, function: Callable, args: tuple, key: Hashable, send_
 
     set_threads(torch_threads)
     _reports = reports
-    if store_spec is not None and (_store is None or (str(_store.root), _store.db.url) != tuple(store_spec[:2])):
+    if store_spec is not None and (_store is None or _store.spec != tuple(store_spec)):
         from symlab.store import ResultStore
 
         _store = ResultStore(*store_spec)
@@ -630,8 +628,7 @@ def _start_worker(reports, torch_threads: int, server_pid: int, store_spec=None,
     if store_spec is not None:
         from symlab.store import ResultStore
 
-        root, url, max_bytes = store_spec
-        _store = ResultStore(root, url, max_bytes)
+        _store = ResultStore(*store_spec)
 
 
 def _exit_with(server_pid: int) -> None:

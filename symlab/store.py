@@ -125,6 +125,11 @@ class ResultStore:
     def where(self) -> str:
         return self.db.where
 
+    @property
+    def spec(self) -> tuple[str, str | None, int]:
+        """What opens this store again in another process (a compute worker): ``ResultStore(*spec)``."""
+        return str(self.root), self.db.url, self.max_bytes
+
     def _connection(self, write: bool = False):
         if not self._ready:
             with self._lock:

@@ -104,6 +104,20 @@ def kind_of(key: Hashable) -> str:
     return str(key[0] if isinstance(key, tuple) and key else key)
 
 
+IN_LIST_KEYS = 500  # keys per ``IN (...)`` list: well under SQLite's cap on a statement's parameters
+
+
+def _in_lists(row_keys: list[str]):
+    """``row_keys`` in lists short enough for one statement, each with its placeholders."""
+    for start in range(0, len(row_keys), IN_LIST_KEYS):
+        chunk = tuple(row_keys[start:start + IN_LIST_KEYS])
+        yield ",".join("?" * len(chunk)), chunk
+
+
+def _total_bytes(connection) -> int:
+    return int(connection.execute("SELECT COALESCE(SUM(size), 0) AS total FROM results").fetchone()["total"])
+
+
 class ResultStore:
     """Results by key, in SQLite (``runs_dir``/results.sqlite3) or PostgreSQL (``url``, default
     $SYMLAB_DATABASE_URL). Reads and writes never raise for the store's sake: an unreachable database
@@ -207,11 +221,8 @@ class ResultStore:
         found = set()
         try:
             with self._connection() as connection:
-                names = list(wanted)
-                for start in range(0, len(names), 500):
-                    chunk = names[start:start + 500]
-                    rows = connection.execute(f"SELECT key FROM results WHERE key IN ({','.join('?' * len(chunk))})",
-                                              tuple(chunk)).fetchall()
+                for marks, chunk in _in_lists(list(wanted)):
+                    rows = connection.execute(f"SELECT key FROM results WHERE key IN ({marks})", chunk).fetchall()
                     found.update(wanted[row["key"]] for row in rows)
         except (DatabaseError, OSError):
             return set()
@@ -263,7 +274,7 @@ class ResultStore:
 
     def total_bytes(self) -> int:
         with self._connection() as connection:
-            return int(connection.execute("SELECT COALESCE(SUM(size), 0) AS total FROM results").fetchone()["total"])
+            return _total_bytes(connection)
 
     def _touch(self, row_key: str) -> None:
         now = time.time()
@@ -279,7 +290,7 @@ class ResultStore:
     def _evict(self) -> None:
         """Least recently used first, until the store is back under 90% of its cap."""
         with self._connection() as connection:
-            total = int(connection.execute("SELECT COALESCE(SUM(size), 0) AS total FROM results").fetchone()["total"])
+            total = _total_bytes(connection)
             if total <= self.max_bytes:
                 return
             rows = connection.execute("SELECT key, size FROM results ORDER BY used").fetchall()
@@ -289,8 +300,7 @@ class ResultStore:
                     break
                 doomed.append(row["key"])
                 total -= int(row["size"])
-            for start in range(0, len(doomed), 500):
-                chunk = doomed[start:start + 500]
-                connection.execute(f"DELETE FROM results WHERE key IN ({','.join('?' * len(chunk))})", tuple(chunk))
+            for marks, chunk in _in_lists(doomed):
+                connection.execute(f"DELETE FROM results WHERE key IN ({marks})", chunk)
         LOG.info("result store %s: %d least recently used results evicted (cap %d MB)", self.where, len(doomed),
                  self.max_bytes // 2**20)

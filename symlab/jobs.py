@@ -682,12 +682,15 @@ def shared() -> SharedResults:
     with _shared_lock:
         if _shared is None:
             from symlab.hosting import LiveLimits
-            from symlab.runs import EXECUTOR_ENV, default_runs_dir
+            from symlab.runs import default_runs_dir, executor_name
             from symlab.store import ResultStore
 
             live = LiveLimits.from_env()
             store = ResultStore(default_runs_dir(), max_bytes=live.results_max_mb * 2**20)
-            executor = os.environ.get(EXECUTOR_ENV, "local").strip().lower() or "local"
+            try:
+                executor = executor_name()
+            except ValueError:  # the MNIST page says what is wrong with it; the pages compute here meanwhile
+                executor = "local"
             _shared = SharedResults(workers=live.compute_workers, torch_threads=live.torch_threads, store=store,
-                                    executor=executor if executor in EXECUTORS else "local")
+                                    executor=executor)
         return _shared

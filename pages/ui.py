@@ -591,7 +591,7 @@ def computed(task: jobs.Task, draw_progress: Callable[[jobs.Progress], None] | N
     except concurrent.futures.TimeoutError:
         pass
     except (concurrent.futures.CancelledError, BrokenProcessPool) as error:
-        raise RuntimeError(stopped_message(task, error)) from error
+        raise RuntimeError(failure_text(task, error)) from error
     waiting_panel(results, task, job, waiter, draw_progress)
     st.stop()
 
@@ -606,8 +606,7 @@ def waiting_panel(results: jobs.SharedResults, task: jobs.Task, job: jobs.Job, w
         if job.future.done():
             error = job.future.exception() if not job.future.cancelled() else concurrent.futures.CancelledError()
             if error is not None:
-                st.session_state["ui.failed"] = (task.key, str(error) if not isinstance(
-                    error, (concurrent.futures.CancelledError, BrokenProcessPool)) else stopped_message(task, error))
+                st.session_state["ui.failed"] = (task.key, failure_text(task, error))
             st.rerun()
         progress = job.progress
         st.progress(progress.fraction, text=wait_text(task.label, progress, results.wait(job)))
@@ -618,8 +617,12 @@ def waiting_panel(results: jobs.SharedResults, task: jobs.Task, job: jobs.Job, w
     panel()
 
 
-def stopped_message(task: jobs.Task, error: BaseException) -> str:
-    return f"{task.label} stopped before it finished ({type(error).__name__}); move a control or reload to try again"
+def failure_text(task: jobs.Task, error: BaseException) -> str:
+    """What the page says of a computation that failed: its error's own words, or, stopped from outside (its
+    worker died, the server is shutting down), what happened and what to do."""
+    if isinstance(error, (concurrent.futures.CancelledError, BrokenProcessPool)):
+        return f"{task.label} stopped before it finished ({type(error).__name__}); move a control or reload to try again"
+    return str(error)
 
 
 def wait_text(label: str, progress: jobs.Progress, wait: jobs.Wait) -> str:

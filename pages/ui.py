@@ -572,13 +572,14 @@ def computed(task: jobs.Task, draw_progress: Callable[[jobs.Progress], None] | N
     measured costs; done, the page runs again and draws the result. So the page answers at once, and every
     control stays live while the computation runs. A session's newer request (its controls moved) drops its
     older one if it has not started, as does a session that left (its panel stopped asking). A task that
-    failed raises RuntimeError, with what to do."""
+    failed raises RuntimeError, with what to do, in the run after it failed; the run after that asks again."""
     results = jobs.shared()
     stored = results.get(task.key, _MISSING)
     if stored is not _MISSING:
         return stored
     failed = st.session_state.get("ui.failed")
     if failed is not None and failed[0] == task.key:
+        del st.session_state["ui.failed"]  # said once: the session's next run asks again
         raise RuntimeError(failed[1])
     waiter = st.session_state.setdefault("ui.waiter", uuid.uuid4().hex)
     job = results.submit(task, waiter)

@@ -6,7 +6,8 @@ the tests do not depend on that for their outcome. Links other than the default 
 
 import numpy as np
 import pytest
-from pagetest import metrics, open_page
+from pagetest import PAGES, metrics, open_page
+from streamlit.testing.v1 import AppTest
 from vegatest import image_values, layers, png_rows, vega_chart, vega_charts
 
 from pages.ui import BLUE_RED, VIRIDIS
@@ -193,6 +194,19 @@ def test_diverged_training_is_an_error_not_a_traceback(monkeypatch):
     assert not at.exception
     assert len(at.error) == 1 and "diverged at step 7" in at.error[0].value
     assert at.sidebar.slider  # the controls stay
+
+
+def test_a_failure_is_said_once_and_the_next_run_tries_again(monkeypatch):
+    monkeypatch.setattr(jobs, "_shared", jobs.SharedResults(workers=0))  # computed in the page's run
+    config = align_lab.AlignConfig(width=16, depth=1, steps=200, samples=8, seed=4243).validate()
+    at = AppTest.from_file(str(PAGES / "align.py"), default_timeout=180)
+    at.query_params.update(SMALL, seed="4243")
+    stopped = "Training the two posteriors stopped before it finished (BrokenProcessPool)"
+    at.session_state["ui.failed"] = (align_lab.alignment_task(config).key, stopped)  # as the waiting panel leaves it
+    at.run()
+    assert [error.value for error in at.error] == [stopped] and not at.metric
+    at.run()  # the next run, e.g. a control moved and back: the computation is asked for again
+    assert not at.error and set(metrics(at)) >= METRICS
 
 
 def test_the_files_view_asks_for_two_networks_and_says_uploads_stay_out_of_links():

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import functools
+import sys
 
 
 def describe_device() -> str:
@@ -28,11 +28,16 @@ def set_threads(count: int) -> int:
     return before
 
 
-@functools.cache
+_blas = {"modules": -1, "controller": None}
+
+
 def _blas_controller():
-    """One scan of the process's loaded libraries for the BLAS (a few milliseconds; every page run sets the
-    threads), after numpy has loaded its own."""
-    import numpy  # noqa: F401
+    """The BLAS libraries the process has loaded (threadpoolctl scans every loaded library, a few milliseconds,
+    and every page run sets the threads): scanned again only after an import, which is what loads a new
+    one (scipy brings its own)."""
+    import numpy  # noqa: F401  (its BLAS, in the first scan)
     from threadpoolctl import ThreadpoolController
 
-    return ThreadpoolController()
+    if _blas["modules"] != len(sys.modules):
+        _blas["controller"], _blas["modules"] = ThreadpoolController(), len(sys.modules)
+    return _blas["controller"]

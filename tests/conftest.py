@@ -1,5 +1,6 @@
 """Shared fixtures: a live SymLab server for the browser tests."""
 
+import asyncio
 import contextlib
 import os
 import re
@@ -9,6 +10,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -21,6 +23,14 @@ CHROMIUM = os.environ.get("SYMLAB_CHROMIUM", "/usr/bin/chromium")
 # The session's runs and stored results in a directory of its own: never a checkout's runs/, and never
 # results stored by an earlier session (what a test computes, it computes).
 os.environ["SYMLAB_RUNS_DIR"] = tempfile.mkdtemp(prefix="symlab-test-runs-")
+
+
+def run_coroutine(coroutine):
+    """``asyncio.run(coroutine)`` on its own event loop, in its own thread: Playwright's sync API (the
+    browser tests, in this same session) leaves an event loop running in the main thread, where
+    asyncio.run refuses."""
+    with ThreadPoolExecutor(1) as thread:
+        return thread.submit(asyncio.run, coroutine).result()
 
 
 def _free_port() -> int:

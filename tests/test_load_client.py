@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import run_coroutine
 from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 from streamlit.proto.NumberInput_pb2 import NumberInput
@@ -68,7 +69,7 @@ def test_a_tick_is_made_when_sent_and_not_for_a_timer_a_newer_run_stopped(kept):
             session.handle(finished)
         return await tick, sent, session.skipped_ticks
 
-    latency, sent, skipped = asyncio.run(scenario())
+    latency, sent, skipped = run_coroutine(scenario())
     fragments = [message.rerun_script.fragment_id for message in sent]
     if kept:
         assert latency is not None and fragments == ["", "player"] and skipped == 0

@@ -2,14 +2,12 @@
 PostgreSQL database serve each other's (as replicas behind a sticky proxy would). Each server here is a real
 ``streamlit run serve.py``, visited at the protocol level (benchmarks/streamlit_protocol.py)."""
 
-import asyncio
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
-from conftest import app_process
+from conftest import app_process, run_coroutine
 from symlab import store
 from symlab.labs.symmetry.experiment import ProximityConfig
 
@@ -37,10 +35,7 @@ async def visit(url: str) -> None:
 
 
 def visited(url: str) -> None:
-    """``visit`` on its own event loop, in its own thread: Playwright's sync API (the browser tests, in
-    this same session) leaves an event loop running in the main thread, where asyncio.run refuses."""
-    with ThreadPoolExecutor(1) as thread:
-        thread.submit(asyncio.run, visit(url)).result()
+    run_coroutine(visit(url))
 
 
 def written(results: store.ResultStore) -> list:

@@ -507,14 +507,16 @@ def barrier(ts, losses):
 
 def test_a_link_nobody_has_trained_shows_its_training_live(page, server_url):
     # Not the default link (the warm-up trains that one): this visitor's page waits for a worker
-    # process, showing its progress and the ELBO curves it reports, then the results.
-    page.goto(f"{server_url}/align?width=12&depth=1&steps=1500&seed=77")
+    # process, showing its progress and the ELBO curves it reports, then the results. Two seconds of
+    # training (three layers of 64 units, 3000 steps): a computation done within half a second would be
+    # drawn in the page's own run, with no panel.
+    page.goto(f"{server_url}/align?width=64&depth=3&steps=3000&seed=77")
     page.locator('[data-testid="stProgress"]', has_text="⏳ Training q_A and q_B: Adam step").wait_for(timeout=60_000)
     page.wait_for_function(f"() => ({VEGA_CHART_JS})('Training both posteriors')", timeout=60_000)
     page.locator('[data-testid="stMetric"]', has_text="loss barrier before").wait_for(timeout=180_000)
     wait_for_run(page, timeout_ms=180_000)
     assert page.locator('[data-testid="stProgress"]', has_text="⏳").count() == 0
-    assert "seed=77" in page.url and "width=12" in page.url
+    assert "seed=77" in page.url and "depth=3" in page.url
 
 
 def test_alignment_collapses_the_loss_barrier_and_the_path_plays(page, server_url):

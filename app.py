@@ -15,9 +15,17 @@ ASSETS = Path(__file__).parent / "assets"
 st.set_page_config(page_title="SymLab", page_icon=str(ASSETS / "icon.svg"), layout="wide")
 st.logo(str(ASSETS / "logo.svg"), size="large", icon_image=str(ASSETS / "icon.svg"))
 SETTINGS = ui.server_settings(report=True)
-# The labs' tensors are small: one thread (the default) is fastest, and it leaves the other cores to the
-# other sessions (several threads per session oversubscribe the CPU and slow every tick ~3×).
-set_threads(SETTINGS.live.torch_threads)
+
+
+@st.cache_resource(show_spinner=False)
+def threads_set(count: int) -> int:
+    """The labs' tensors are small: one thread (the default) is fastest, and it leaves the other cores to the
+    other sessions (several threads per session oversubscribe the CPU and slow every tick ~3×). Set once per
+    process: it scans every loaded library for the BLAS, a few milliseconds of each page run otherwise."""
+    return set_threads(count)
+
+
+threads_set(SETTINGS.live.torch_threads)
 if SETTINGS.hosted:
     st.sidebar.caption(f"Shared server, caps for everyone: {SETTINGS.describe()}.")
 

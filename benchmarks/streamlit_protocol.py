@@ -246,7 +246,8 @@ class Session:
             self.error("timeout", f"{what} on /{self.page}: no end of run within {self.timeout:g} s")
             return None
         except websockets.ConnectionClosed as exc:
-            self.error("disconnect", f"{what} on /{self.page}: {exc}")
+            if not self.closing:  # the student's time is up: a tick in flight then is no one's wait
+                self.error("disconnect", f"{what} on /{self.page}: {exc}")
             return None
         finally:
             if self.pending is request:

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import websockets
 from conftest import run_coroutine
 from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
@@ -75,6 +76,28 @@ def test_a_tick_is_made_when_sent_and_not_for_a_timer_a_newer_run_stopped(kept):
         assert latency is not None and fragments == ["", "player"] and skipped == 0
     else:
         assert latency is None and fragments == [""] and skipped == 1
+
+
+def test_a_request_in_flight_when_the_session_ends_is_not_a_disconnect():
+    async def scenario():
+        session = Session("http://127.0.0.1:1", timeout=5)
+
+        class Socket:
+            async def send(self, payload):
+                pass
+
+            async def close(self):
+                pass
+
+        session.socket = Socket()
+        tick = asyncio.create_task(session.request("tick", session.rerun_message("player", timer=True)))
+        await asyncio.sleep(0)
+        await session.close()  # the phase's end
+        session.pending.done.set_exception(websockets.ConnectionClosedOK(None, None))  # as the reader then does
+        return await tick, session.errors
+
+    latency, errors = run_coroutine(scenario())
+    assert latency is None and not errors
 
 
 def test_the_value_a_widget_shows():

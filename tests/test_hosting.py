@@ -99,22 +99,16 @@ def test_the_usual_view_keeps_present_out_of_the_link(monkeypatch):
     assert at.query_params["present"] == "1"
 
 
-def test_set_threads_caps_torch_and_the_blas_every_time():
+def test_set_threads_caps_torch_and_every_blas_loaded():
+    import scipy.linalg  # noqa: F401  (a BLAS of its own, beside numpy's)
     import torch
     from threadpoolctl import threadpool_info
 
     from symlab.device import set_threads
 
-    def blas_threads():
-        return {pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"}
-
-    before = set_threads(2)
-    try:
-        assert torch.get_num_threads() == 2 and blas_threads() == {2}
-        import scipy.linalg  # noqa: F401  (its own BLAS at every core, loaded now if no test loaded it before)
-
-        set_threads(1)  # every call applies its count to every BLAS loaded by then
-        assert torch.get_num_threads() == 1 and blas_threads() == {1}
+    before = set_threads(1)
+    try:  # a cap, down to one thread, holds for every library (raising one may not: OpenBLAS keeps its start-up count)
+        assert torch.get_num_threads() == 1
+        assert {pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"} == {1}
     finally:
         set_threads(before)
-

@@ -7,10 +7,13 @@ from streamlit.testing.v1 import AppTest
 PAGES = Path(__file__).resolve().parents[1] / "pages"
 
 
-def open_page(name: str, timeout: float = 180, **query) -> AppTest:
-    """``pages/<name>.py`` run once, opened at a link carrying the query parameters ``query``."""
+def open_page(name: str, timeout: float = 180, state: dict | None = None, **query) -> AppTest:
+    """``pages/<name>.py`` run once, opened at a link carrying the query parameters ``query``, in a session
+    that already holds ``state``."""
     at = AppTest.from_file(str(PAGES / f"{name}.py"), default_timeout=timeout)
     at.query_params.update(query)
+    for key, value in (state or {}).items():
+        at.session_state[key] = value
     return at.run()
 
 

@@ -6,8 +6,7 @@ the tests do not depend on that for their outcome. Links other than the default 
 
 import numpy as np
 import pytest
-from pagetest import PAGES, metrics, open_page
-from streamlit.testing.v1 import AppTest
+from pagetest import metrics, open_page
 from vegatest import image_values, layers, png_rows, vega_chart, vega_charts
 
 from pages.ui import BLUE_RED, VIRIDIS
@@ -199,11 +198,9 @@ def test_diverged_training_is_an_error_not_a_traceback(monkeypatch):
 def test_a_failure_is_said_once_and_the_next_run_tries_again(monkeypatch):
     monkeypatch.setattr(jobs, "_shared", jobs.SharedResults(workers=0))  # computed in the page's run
     config = align_lab.AlignConfig(width=16, depth=1, steps=200, samples=8, seed=4243).validate()
-    at = AppTest.from_file(str(PAGES / "align.py"), default_timeout=180)
-    at.query_params.update(SMALL, seed="4243")
     stopped = "Training the two posteriors stopped before it finished (BrokenProcessPool)"
-    at.session_state["ui.failed"] = (align_lab.alignment_task(config).key, stopped)  # as the waiting panel leaves it
-    at.run()
+    failed = (align_lab.alignment_task(config).key, stopped)  # as the waiting panel leaves it
+    at = align_page(**SMALL, seed="4243", state={"ui.failed": failed})
     assert [error.value for error in at.error] == [stopped] and not at.metric
     at.run()  # the next run, e.g. a control moved and back: the computation is asked for again
     assert not at.error and set(metrics(at)) >= METRICS

@@ -34,10 +34,6 @@ async def visit(url: str) -> None:
         await session.close()
 
 
-def visited(url: str) -> None:
-    run_coroutine(visit(url))
-
-
 def written(results: store.ResultStore) -> list:
     """When each stored result was written: a result computed again is written again."""
     with results._connection() as connection:
@@ -48,11 +44,11 @@ def test_a_result_survives_a_restart_of_the_server(tmp_path):
     env = {**QUIET, "SYMLAB_RUNS_DIR": str(tmp_path / "runs")}
     results = store.ResultStore(tmp_path / "runs")
     with app_process(env) as (url, _):
-        visited(url)
+        run_coroutine(visit(url))
     assert KEY in results  # computed by this server, in the runs directory's store
     before = written(results)
     with app_process(env) as (url, _):
-        visited(url)
+        run_coroutine(visit(url))
     assert written(results) == before  # read back, not computed again
 
 
@@ -63,8 +59,8 @@ def test_two_servers_on_one_database_serve_each_others_results(tmp_path, postgre
     env = {**QUIET, "SYMLAB_DATABASE_URL": database, "SYMLAB_RUNS_DIR": str(tmp_path / "runs")}
     shared = store.ResultStore(tmp_path / "elsewhere", url=database)
     with app_process(env) as (first, _), app_process(env) as (second, _):
-        visited(first)
+        run_coroutine(visit(first))
         assert KEY in shared
         before = written(shared)
-        visited(second)
+        run_coroutine(visit(second))
         assert written(shared) == before  # the second server served the first one's result

@@ -175,8 +175,7 @@ def map_chart(column, config, rep, path: str, frame: int, data: align_lab.Datase
     xs, ys, _ = predictive_map(config, path, frame)
     spec = ui.with_domains(map_spec(path, bool(st.session_state.get("ui.present"))),
                            x=(xs[0], xs[-1]), y=(ys[0], ys[-1]))
-    ui.vega_chart(column, spec,
-                  map_data(config, rep, path, frame, data), f"align.map_{path}", width="content",
+    ui.vega_chart(column, spec, map_data(config, rep, path, frame, data), f"align.map_{path}", width="content",
                   alt_text=f"P(class 1) of the interpolated posterior at t, {align_lab.PATH_TITLES[path]}, test points")
     t, loss = rep.paths[path]["t"][frame], rep.paths[path]["loss"][frame]
     column.caption(f"t = {t:.2f}, loss {loss:.3f}")

@@ -135,10 +135,11 @@ def equal_scale_view(x_domain, y_domain) -> tuple[tuple, tuple[int, int]]:
 def contour_spec(forward: bool, present: bool) -> dict:
     """The target's density in the plane with q's ellipses; the axes' range and the size come with the data."""
     series = ELLIPSE_SERIES if forward else ELLIPSE_SERIES[:2]
-    x, y = ui.quantity("x", "x₁ (along e₁)", ui.DOMAIN_OF_DATA), ui.quantity("y", "x₂", ui.DOMAIN_OF_DATA, channel=alt.Y)
+    x = ui.quantity("x", "x₁ (along e₁)", ui.DOMAIN_OF_DATA)
+    y = ui.quantity("y", "x₂", ui.DOMAIN_OF_DATA, channel=alt.Y)
     chart = alt.layer(ui.altair_image("x₁ (along e₁)", "x₂", ui.DOMAIN_OF_DATA, ui.DOMAIN_OF_DATA, opacity=0.8),
                       ui.altair_lines(series, x, y, data_order=True))
-    return ui.vega_spec(chart, title="In 2-D: the target's density (grey), q's ellipses",
+    return ui.vega_spec(chart, title="In 2-D: the target's density (grey), q's ellipses",  # a placeholder size
                         width=CONTOUR_MIN_HEIGHT_PX, height=CONTOUR_MIN_HEIGHT_PX)
 
 

@@ -3,10 +3,10 @@
 Before it answers: it starts the worker processes (they load torch in parallel), imports the
 labs and the pages' libraries, a few seconds, so that no visitor's script waits for an import
 (and no two sessions import the same modules at once), stores the default links' shipped
-results (symlab.precomputed) and checks the MNIST files. Then, in a background thread at a lower priority than the
-visitors' page runs: it submits each lab's default-link tasks (Lab.tasks) to the workers, which
-compute those not shipped (or stored), and runs one toy training step, so that opening a lab's
-default link finds its results computed or under way.
+results (symlab.precomputed) and checks the MNIST files. Then, in a background thread at a lower
+priority than the visitors' page runs: it submits each lab's default-link tasks (Lab.tasks) to the
+workers, which compute those not shipped (or stored), and runs one toy training step, so that
+opening a lab's default link finds its results computed or under way.
 
 After that, whenever no person's computation has been queued or running for a moment, it computes
 in the idle pool (one process at the system's idle priority: :meth:`symlab.jobs.SharedResults.precompute`)

@@ -125,16 +125,16 @@ def check_mnist(directory: str | os.PathLike | None = None) -> list[str]:
     return problems
 
 
+_CHECKING = threading.Lock()
+
+
 def check_mnist_once(directory: str | os.PathLike | None = None) -> list[str]:
-    """:func:`check_mnist`'s answer, kept while the four files stay as they were (present or not, their sizes
-    and modification times): a page asks on every run, and reading them takes half a second."""
+    """:func:`check_mnist`'s answer, kept while the four files stay as they were (present or not, their sizes,
+    modification times and inodes): a page asks on every run, and reading them takes half a second."""
     directory = data_directory(directory)
     stamp = _stamp(directory)
     with _CHECKING:  # one reading at a time: a class opening the page at once waits for the first
         return list(_checked(str(directory), stamp))
-
-
-_CHECKING = threading.Lock()
 
 
 def _stamp(directory: Path) -> tuple:

@@ -4,17 +4,16 @@ from pathlib import Path
 
 import streamlit as st
 
-from pages import ui
-from symlab.device import describe_device, set_threads
 from symlab.labs import LABS
+from symlab.runs.device import describe_device, set_threads
+from views.common import binding
 
-ui.leave_legacy_multipage_mode()
 ASSETS = Path(__file__).parent / "assets"
 # A local file: a material-icon favicon would be fetched from fonts.gstatic.com, which a classroom
 # network or an offline laptop may not reach.
 st.set_page_config(page_title="SymLab", page_icon=str(ASSETS / "icon.svg"), layout="wide")
 st.logo(str(ASSETS / "logo.svg"), size="large", icon_image=str(ASSETS / "icon.svg"))
-SETTINGS = ui.server_settings(report=True)
+SETTINGS = binding.server_settings(report=True)
 
 
 @st.cache_resource(show_spinner=False)

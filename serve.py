@@ -3,6 +3,6 @@ what a first visitor would otherwise wait for (symlab/warmup.py) without delayin
 
 import streamlit as st
 
-from symlab.warmup import lifespan
+from symlab.serving.warmup import lifespan
 
 app = st.App("app.py", lifespan=lifespan)

@@ -21,9 +21,12 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from symlab import runs  # noqa: E402
-from symlab.hosting import RunLimits  # noqa: E402
+from symlab.labs import run_kinds
 from symlab.labs.mnist.experiment import MnistConfig  # noqa: E402
+from symlab.runs import supervisor  # noqa: E402
+from symlab.runs.registry import Registry  # noqa: E402
+from symlab.specs.run_kind import ACTIVE, FINISHED  # noqa: E402
+from symlab.specs.settings import RunLimits  # noqa: E402
 
 CONCURRENT = 2
 
@@ -34,19 +37,19 @@ def configs(count: int) -> list[MnistConfig]:
 
 
 def sweep(executor: str, count: int) -> dict:
-    registry = runs.Registry(tempfile.mkdtemp(prefix=f"bench-{executor}-"))
+    registry = Registry(run_kinds(), tempfile.mkdtemp(prefix=f"bench-{executor}-"))
     limits = RunLimits(max_concurrent_per_device=CONCURRENT, max_runs_per_hour=10_000, worker_threads=1)
     start = time.monotonic()
     submitted = {}
     for config in configs(count):
-        run_id = runs.submit(registry, config, limits, source="cli", executor=executor)
+        run_id = supervisor.submit(registry, "mnist", config, limits, source="cli", executor=executor)
         submitted[run_id] = time.time()
-    while any(run.status in runs.ACTIVE for run in registry.runs()):
-        runs.reap(registry)
+    while any(run.status in ACTIVE for run in registry.runs()):
+        supervisor.reap(registry)
         time.sleep(0.2)
     total = time.monotonic() - start
     done = registry.runs()
-    assert all(run.status == runs.FINISHED for run in done), [(r.id, r.status, r.message) for r in done]
+    assert all(run.status == FINISHED for run in done), [(r.id, r.status, r.message) for r in done]
     overheads = [run.finished - run.started - run.result["train_seconds"] for run in done]
     return {"total_s": total, "overhead_per_run_s": statistics.median(overheads)}
 

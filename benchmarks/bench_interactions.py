@@ -11,9 +11,9 @@ fits). Each runs here in this process on one torch thread (and one BLAS thread),
 CPU-seconds, the best of ``--repeat`` runs. A computation shared by several interactions (a control that
 changes nothing it computes) is measured once.
 
-The floor is the computation's arithmetic (:class:`symlab.jobs.Cost`: its matrix products' flops, the
+The floor is the computation's arithmetic (:class:`symlab.specs.tasks.Cost`: its matrix products' flops, the
 elements its other array operations must touch, its random draws; each lab counts its own, next to the
-code) at the rates this process measures first (:func:`symlab.jobs.measured_rates`): the ratio is CPU-s
+code) at the rates this process measures first (:func:`symlab.serving.shared_results.measured_rates`): the ratio is CPU-s
 over floor. The MNIST page computes nothing itself: a launch starts a run in its own process
 (``bench_mnist.py`` measures its epochs).
 
@@ -39,15 +39,17 @@ sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
 
-from symlab import jobs  # noqa: E402
-from symlab.device import set_threads  # noqa: E402
 from symlab.labs import LABS  # noqa: E402
 from symlab.labs.align import experiment as align_lab  # noqa: E402
 from symlab.labs.modes import experiment as modes  # noqa: E402
 from symlab.labs.toy import experiment as toy  # noqa: E402
 from symlab.labs.toy import params as toy_params  # noqa: E402
-from symlab.store import describe  # noqa: E402
-from symlab.urlstate import neighbours  # noqa: E402
+from symlab.lib import two_relu  # noqa: E402
+from symlab.runs.device import set_threads  # noqa: E402
+from symlab.serving import shared_results  # noqa: E402
+from symlab.serving.store import describe  # noqa: E402
+from symlab.specs.tasks import Cost, Task, kind_of  # noqa: E402
+from symlab.specs.urlstate import neighbours  # noqa: E402
 
 RETRAIN_TARGETS = {"align": 0.8, "symmetry": 0.4}  # CPU-s of a retrain at the defaults
 OTHER_TARGET, FLOOR_TARGET = 0.3, 3.0
@@ -56,7 +58,7 @@ LIVE_STEPS_PER_TICK = 15  # hosted (SYMLAB_HOSTED=1): the class's setting
 
 @dataclass(frozen=True)
 class Computation:
-    """One thing a page computes: ``run()`` and, given its result, its arithmetic (a :class:`jobs.Cost`)."""
+    """One thing a page computes: ``run()`` and, given its result, its arithmetic (a :class:`Cost`)."""
 
     name: str
     run: object
@@ -74,15 +76,15 @@ class Interaction:
 # ------------------------------------------------------------------------------------------ the labs
 
 
-def task_computation(task: jobs.Task) -> Computation:
+def task_computation(task: Task) -> Computation:
     def cost(result):
-        if jobs.kind_of(task.key) == "align":  # the paths actually walked: weight matching may equal W₂
+        if kind_of(task.key) == "align":  # the paths actually walked: weight matching may equal W₂
             config, (_, report) = task.key[1], result
             same = all(np.array_equal(a, b) for a, b in zip(report.alignments["weights"].perms,
                                                             report.alignments["w2"].perms))
             return align_lab.training_cost(config) + align_lab.report_cost(config, 2 if same else 3)
         return task.cost
-    return Computation(f"{jobs.kind_of(task.key)} {describe_key(task.key)}",
+    return Computation(f"{kind_of(task.key)} {describe_key(task.key)}",
                        lambda: task.function(*task.args, progress=lambda *a, **k: None), cost)
 
 
@@ -96,16 +98,16 @@ def lab_interactions(lab) -> list[Interaction]:
     specs = lab.page_params(None)
     default = lab.default_values(None)
     retrain = RETRAIN_TARGETS[lab.name]
-    found = [Interaction(lab.name, "open (default link)", [task_computation(t) for t in lab.tasks(default)], retrain)]
-    for name, (values, _) in lab.presets.items():
+    found = [Interaction(lab.name, "open (default link)", [task_computation(t) for t in lab.page_tasks(default)], retrain)]
+    for name, (values, _) in lab.preset_states().items():
         found.append(Interaction(lab.name, f"preset: {name}",
-                                 [task_computation(t) for t in lab.tasks({**default, **values})], None))
+                                 [task_computation(t) for t in lab.page_tasks({**default, **values})], None))
     for state in neighbours(default, specs):
         moved = next(spec for spec in specs if state[spec.name] != default[spec.name])
         if isinstance(state[moved.name], (int, float)) and state[moved.name] < default[moved.name]:
             continue  # one direction: a step down costs what a step up does
-        tasks = lab.tasks(state)
-        if {t.key for t in tasks} == {t.key for t in lab.tasks(default)}:
+        tasks = lab.page_tasks(state)
+        if {t.key for t in tasks} == {t.key for t in lab.page_tasks(default)}:
             continue  # a view of the same results (an order, a switch the computation ignores)
         found.append(Interaction(lab.name, f"{moved.name} → {state[moved.name]}", [task_computation(t) for t in tasks],
                                  retrain))
@@ -119,21 +121,21 @@ def toy_interactions() -> list[Interaction]:
     default = {spec.name: spec.default for spec in specs}
 
     def config_of(values):
-        from symlab import controls
+        from symlab.specs import controls
         return toy.ToyConfig(**controls.config_values(toy.ToyConfig, values, toy_params.FIELDS)).validate()
 
     def opened(config):
         def run():
             view = toy.exact_view(config)
-            trainer = toy.ToyTrainer(toy.starts_of("mfvi", config) + toy.starts_of("sgm", config))
+            trainer = two_relu.ToyTrainer(toy.starts_of("mfvi", config) + toy.starts_of("sgm", config))
             return view, trainer
         runs = 2 * config.restarts
         grid = 201**2 * config.n_train * 6 + 81**2 * config.n_train * 6  # exact posterior: evidence and display grids
         return Computation(f"exact posterior and new trainer {describe_key(config)}", run,
-                           lambda _: jobs.Cost(elementwise=grid) + toy.training_cost(config, runs, 0, 1))
+                           lambda _: Cost(elementwise=grid) + toy.training_cost(config, runs, 0, 1))
 
     def tick(config):
-        trainer = toy.ToyTrainer(toy.starts_of("mfvi", config) + toy.starts_of("sgm", config))
+        trainer = two_relu.ToyTrainer(toy.starts_of("mfvi", config) + toy.starts_of("sgm", config))
 
         def run():
             trainer.step(LIVE_STEPS_PER_TICK)
@@ -213,7 +215,7 @@ def counted(name: str, run) -> Computation:
             for attribute, function in originals.items():
                 setattr(modes, attribute, function)
 
-    return Computation(name, measured, lambda result: jobs.Cost(elementwise=result[1] * MODES_NODE_OPERATIONS))
+    return Computation(name, measured, lambda result: Cost(elementwise=result[1] * MODES_NODE_OPERATIONS))
 
 
 # ------------------------------------------------------------------------------------------ measuring
@@ -228,7 +230,7 @@ def cpu_seconds(function, repeat: int) -> tuple[float, object]:
     return best, result
 
 
-def measure(interactions: list[Interaction], repeat: int, rates: jobs.Rates) -> list[dict]:
+def measure(interactions: list[Interaction], repeat: int, rates: shared_results.Rates) -> list[dict]:
     measured: dict[str, tuple[float, float]] = {}
     rows = []
     for interaction in interactions:
@@ -248,7 +250,7 @@ def measure(interactions: list[Interaction], repeat: int, rates: jobs.Rates) -> 
     return rows
 
 
-def report(rows: list[dict], rates: jobs.Rates) -> str:
+def report(rows: list[dict], rates: shared_results.Rates) -> str:
     out = [f"Rates on one thread: matrix products {rates.matmul_flops / 1e9:.0f} GFLOP/s, array elements "
            f"{rates.elementwise / 1e9:.2f} G/s, normal draws {rates.normals / 1e6:.0f} M/s. CPU-s: best of the repeats.",
            "", f"{'lab':9s} {'interaction':50s} {'CPU-s':>7s} {'floor s':>8s} {'ratio':>6s} {'target':>7s}  marks",
@@ -272,7 +274,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     set_threads(1)  # torch's and numpy's BLAS
     wanted = [name.strip() for name in args.labs.split(",") if name.strip()]
-    rates = jobs.measured_rates()
+    rates = shared_results.measured_rates()
     interactions: list[Interaction] = []
     by_name = {lab.name: lab for lab in LABS}
     for name in wanted:

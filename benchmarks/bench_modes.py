@@ -77,7 +77,7 @@ def time_slider_change(values=(3.05, 3.4, 4.1, 5.5, 6.25, 7.0, 8.8, 2.2)):
 
     script_runner.ScriptRunner._run_script = timed
     try:
-        at = AppTest.from_file(str(ROOT / "pages" / "modes.py"), default_timeout=60).run()
+        at = AppTest.from_file(str(ROOT / "views" / "modes.py"), default_timeout=60).run()
         durations.clear()
         for value in values:
             at.slider(key="modes.alpha").set_value(value).run()

@@ -25,6 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from symlab.labs.toy import experiment as toy  # noqa: E402
+from symlab.lib import two_relu  # noqa: E402
 
 
 def median_time(fn, repeats):
@@ -38,7 +39,7 @@ def median_time(fn, repeats):
 
 
 def steps_per_second(runs, steps=500):
-    trainer = toy.ToyTrainer(runs)
+    trainer = two_relu.ToyTrainer(runs)
     trainer.step(20)
     start = time.perf_counter()
     trainer.step(steps)
@@ -47,7 +48,7 @@ def steps_per_second(runs, steps=500):
 
 def page_module():
     """The toy page's chart builders, without running the page."""
-    source = (ROOT / "pages" / "toy.py").read_text().rsplit("\nmain()", 1)[0]
+    source = (ROOT / "views" / "toy.py").read_text().rsplit("\nmain()", 1)[0]
     module = types.ModuleType("toy_page")
     exec(compile(source, "toy_page", "exec"), module.__dict__)
     return module
@@ -66,11 +67,11 @@ def live_tick_cost(restarts: int, repeats=20):
     page = page_module()
     config = replace(toy.ToyConfig(), restarts=restarts)
     data = toy.make_data(config)
-    post = toy.exact_posterior(data, config.noise, config.prior_scale)
+    post = two_relu.exact_posterior(data, config.noise, config.prior_scale)
     exact = toy.exact_answer(data, config, post)
     x = np.linspace(-2.2, 2.2, 89)
-    mean, std = toy.posterior_predictive(post, x, config.noise)
-    trainer = toy.ToyTrainer(toy.starts_of("mfvi", config) + toy.starts_of("sgm", config))
+    mean, std = two_relu.posterior_predictive(post, x, config.noise)
+    trainer = two_relu.ToyTrainer(toy.starts_of("mfvi", config) + toy.starts_of("sgm", config))
 
     def tick():
         trainer.step(page.STEPS_PER_TICK)
@@ -90,15 +91,15 @@ def live_tick_cost(restarts: int, repeats=20):
 def main():
     big = toy.ToyConfig(n_train=100, batch_size=100)
     data = toy.make_data(big)
-    posterior_s = median_time(lambda: toy.exact_posterior(data, big.noise, big.prior_scale, 201), 30)
+    posterior_s = median_time(lambda: two_relu.exact_posterior(data, big.noise, big.prior_scale, 201), 30)
     print(f"exact posterior 201x201, N = 100       {posterior_s * 1e3:8.2f} ms   (target <= 20 ms)")
 
     config = toy.ToyConfig()
-    single_mfvi = steps_per_second([toy.RunSpec("mfvi", config)])
-    single_sgm = steps_per_second([toy.RunSpec("sgm", config)])
-    single_infonce = steps_per_second([toy.RunSpec("sgm", replace(config, mi="infonce", K=16))])
-    table_runs = [toy.RunSpec(m, replace(config, alpha=a, seed=s))
-                  for a in toy.DEFAULT_TABLE_ALPHAS for s in range(5) for m in toy.METHODS]
+    single_mfvi = steps_per_second([toy.run_spec("mfvi", config)])
+    single_sgm = steps_per_second([toy.run_spec("sgm", config)])
+    single_infonce = steps_per_second([toy.run_spec("sgm", replace(config, mi="infonce", K=16))])
+    table_runs = [toy.run_spec(m, replace(config, alpha=a, seed=s))
+                  for a in toy.DEFAULT_TABLE_ALPHAS for s in range(5) for m in two_relu.METHODS]
     batched = steps_per_second(table_runs)
     print(f"MFVI, one run                          {single_mfvi:8.0f} steps/s")
     print(f"SGM (exact I), one run                 {single_sgm:8.0f} steps/s   ({single_sgm / single_mfvi:.2f}x MFVI)")

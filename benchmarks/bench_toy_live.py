@@ -10,9 +10,8 @@ measures, over ``--seconds``:
 - each live chart's redraws per second: the player's ticks (changes of the progress bar's label) in
   which what the chart draws changed. A MutationObserver marks the charts whose DOM changed; in such
   an animation frame the chart's signature is compared with the last one: the ``d`` of its lines
-  (Plotly: ``path.js-line``; Vega's SVG: its line, area and symbol marks' paths and its rules; cells
-  and pictures, which do not move, are left out). A Vega canvas counts as redrawn when Vega cleared
-  it. A remounting Plotly chart may pass through several drawings in one tick: it counts once;
+  (Vega's SVG: its line, area and symbol marks' paths and its rules; cells and pictures, which do not
+  move, are left out). A Vega canvas counts as redrawn when Vega cleared it; a chart counts once a tick;
 - the player's ticks shown per second and Adam steps per second (20 steps a tick: the browser's
   load slows the fragment's timer, and with it training);
 - browser CPU per tick: user + system CPU seconds of Chromium's whole process tree (renderer, GPU,
@@ -53,7 +52,7 @@ INIT_JS = r"""
 (() => {
   const s = window.__bench = {charts: [], redraws: {}, last: {}, dirty: new Set(), canvas: new Set(), on: false, ticks: [],
                             tick: 0, drawnTick: {}};
-  const CHARTS = '.js-plotly-plot, [data-testid="stVegaLiteChart"]';
+  const CHARTS = '[data-testid="stVegaLiteChart"]';
   const clear = CanvasRenderingContext2D.prototype.clearRect;
   CanvasRenderingContext2D.prototype.clearRect = function (...args) {
     const chart = this.canvas && this.canvas.closest && this.canvas.closest('[data-testid="stVegaLiteChart"]');
@@ -61,8 +60,6 @@ INIT_JS = r"""
     return clear.apply(this, args);
   };
   const signature = chart => {
-    if (chart.classList.contains('js-plotly-plot'))
-      return [...chart.querySelectorAll('path.js-line')].map(p => p.getAttribute('d')).join('|');
     const marks = chart.querySelector('.marks');
     if (!marks || marks.tagName !== 'svg') return null;  // canvas: by its clears
     return [...marks.querySelectorAll(
@@ -93,8 +90,7 @@ INIT_JS = r"""
         if (!changed) return;
         const sig = signature(chart);
         const key = String(index);
-        // A chart's redraw: the first change of what it draws during a tick of the player (a Plotly chart may
-        // pass through intermediate drawings while it remounts).
+        // A chart's redraw: the first change of what it draws during a tick of the player.
         const redrawn = () => {
           const log = s.redraws[key] = s.redraws[key] || [];
           if (s.on && s.drawnTick[key] !== s.tick) log.push(now);
@@ -115,11 +111,6 @@ INIT_JS = r"""
   };
   start();
   s.titles = () => [...document.querySelectorAll(CHARTS)].map(chart => {
-    if (chart.classList.contains('js-plotly-plot')) {
-      const layout = chart.layout || {};
-      const title = layout.title && layout.title.text;
-      return (title || (layout.annotations || []).map(a => a.text).join(' + ') || 'untitled').replace(/<[^>]+>/g, '');
-    }
     const title = chart.querySelector('.role-title-text'), labelled = chart.querySelector('[aria-label]');
     return title ? title.textContent : labelled ? labelled.getAttribute('aria-label') : 'untitled';
   });
@@ -194,7 +185,7 @@ def measure(url: str, seconds: float, server_pid: int | None = None) -> dict:
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         page.add_init_script(INIT_JS)
         page.goto(f"{url}/toy")
-        page.locator('.js-plotly-plot, [data-testid="stVegaLiteChart"]').first.wait_for(timeout=60_000)
+        page.locator('[data-testid="stVegaLiteChart"]').first.wait_for(timeout=60_000)
         page.wait_for_timeout(2500)
         titles = page.evaluate("window.__bench.titles()")
         curves = next((i for i, t in enumerate(titles) if t.startswith("Lower bounds")), len(titles) - 1)

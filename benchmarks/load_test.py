@@ -47,7 +47,7 @@ How it measures, inside the page (performance.now(), one clock, no Python schedu
     line differs from its value before the press, and returns the elapsed time. The chart is drawn
     only from the figure the server sends after rerunning the script, so this spans the whole round
     trip: the slider's own client-side delay, the websocket message, the script run, the delta, and
-    Plotly's redraw. The time from the key press to the first websocket message sent (the client's
+    Vega's redraw. The time from the key press to the first websocket message sent (the client's
     share) is reported too ("key->send").
   * Play -> first update: the same, from the click on Play to the first change of any line of the
     four live charts (Vega-Lite, drawn as SVG).
@@ -113,7 +113,7 @@ CLK_TCK = os.sysconf("SC_CLK_TCK")
 NCPU = os.cpu_count() or 1
 MODES, TOY, MNIST, HOME = "Mode interpolation", "Tractable BNN", "MNIST", "Home"
 PAGE_TITLES = {HOME: "SymLab", MODES: "Mode interpolation", TOY: "Tractable BNN", MNIST: "MNIST"}
-MODES_CHARTS, TOY_CHARTS = 8, 4  # charts (Plotly and Vega-Lite) on each page once drawn
+MODES_CHARTS, TOY_CHARTS = 8, 4  # charts on each page once drawn
 APP_ERRORS = ("exception", "pageerror", "console", "timeout", "http", "websocket", "connection", "external")
 TARGET_P95_MS, TARGET_P95_AT, NO_ERRORS_AT = 1000.0, 10, 30
 
@@ -176,7 +176,7 @@ READY_JS = """([title, charts]) => {
   if (!h || !h.innerText.includes(title)) return false;
   if (document.querySelector('[data-testid="stStatusWidget"]')) return false;
   if (document.querySelector('[data-stale="true"]')) return false;
-  return document.querySelectorAll('.js-plotly-plot, [data-testid="stVegaLiteChart"] svg.marks').length >= charts;
+  return document.querySelectorAll('[data-testid="stVegaLiteChart"] svg.marks').length >= charts;
 }"""
 # What a page that did not come shows instead: Streamlit's connection status, its "Please wait..."
 # placeholder, a script still running.

@@ -20,7 +20,7 @@ run that replaced it); an exception element in a delta, a run that failed to com
 found, a closed websocket and a request without an answer within the timeout are errors.
 
 A request whose run drew a progress bar starting with ⏳ waited for a shared computation (training
-in the server's worker processes, pages/ui.py ``computed``): those are also counted apart. Such a run
+in the server's worker processes, views/common/computing.py ``computed``): those are also counted apart. Such a run
 ends at once with a waiting panel that redraws itself; the result comes with a later full run that
 draws no ⏳. The time from the request to that run is the request's *result* time: its own measure,
 and an error (``timeout``) when it exceeds the timeout. A request the student replaced by another
@@ -47,7 +47,7 @@ from streamlit.proto.WidgetStates_pb2 import WidgetState
 
 EARLY_FOR_RERUN = ForwardMsg.ScriptFinishedStatus.FINISHED_EARLY_FOR_RERUN
 COMPILE_ERROR = ForwardMsg.ScriptFinishedStatus.FINISHED_WITH_COMPILE_ERROR
-PENDING = "⏳"  # how a page's progress bar starts while it waits for a shared computation (pages/ui.py)
+PENDING = "⏳"  # how a page's progress bar starts while it waits for a shared computation (views/common/computing.py)
 WIDGET_TYPES = ("slider", "number_input", "selectbox", "button", "checkbox", "radio")
 
 
@@ -111,7 +111,7 @@ class Request:
     sent: float
     done: asyncio.Future
     finished: float | None = None
-    waited: bool = False  # the run showed a shared computation's progress (pages/ui.py's PENDING mark)
+    waited: bool = False  # the run showed a shared computation's progress (views/common/computing.py's PENDING mark)
 
 
 @dataclass(frozen=True)

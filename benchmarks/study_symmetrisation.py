@@ -65,7 +65,7 @@ def run_job(job_and_settings) -> dict:
     import torch
 
     from symlab.labs.mnist import experiment as mnist
-    from symlab.results import TrainingDiverged
+    from symlab.specs.results import TrainingDiverged
 
     job, settings = job_and_settings
     config = mnist.MnistConfig(hidden=job["hidden"], init_sd=job["init_sd"], seed=job["seed"], device="cpu",

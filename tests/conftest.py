@@ -261,11 +261,11 @@ def database(request, tmp_path, monkeypatch):
 
 @pytest.fixture
 def fresh_results(monkeypatch):
-    """An empty shared-results store with one worker process, as this server's (symlab.jobs.shared())."""
-    from symlab import jobs
+    """An empty shared-results store with one worker process, as this server's (symlab.serving.shared_results.shared())."""
+    from symlab.serving import shared_results
 
-    store = jobs.SharedResults(workers=1)
-    monkeypatch.setattr(jobs, "_shared", store)
+    store = shared_results.SharedResults(workers=1)
+    monkeypatch.setattr(shared_results, "_shared", store)
     yield store
     store.shutdown()
 
@@ -275,6 +275,6 @@ def pages_wait_in_their_run(monkeypatch):
     """AppTest runs no fragment, so a page's waiting panel would never draw its result: pages under AppTest
     wait for their computations within the run, as long as they take. (tests/test_jobs.py checks the
     waiting panel itself.)"""
-    from pages import ui
+    from views.common import computing
 
-    monkeypatch.setattr(ui, "WAIT_IN_RUN_SECONDS", 600.0)
+    monkeypatch.setattr(computing, "WAIT_IN_RUN_SECONDS", 600.0)

@@ -4,11 +4,11 @@ from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
 
-PAGES = Path(__file__).resolve().parents[1] / "pages"
+PAGES = Path(__file__).resolve().parents[1] / "views"
 
 
 def open_page(name: str, timeout: float = 180, state: dict | None = None, **query) -> AppTest:
-    """``pages/<name>.py`` run once, opened at a link carrying the query parameters ``query``, in a session
+    """``views/<name>.py`` run once, opened at a link carrying the query parameters ``query``, in a session
     that already holds ``state``."""
     at = AppTest.from_file(str(PAGES / f"{name}.py"), default_timeout=timeout)
     at.query_params.update(query)

@@ -11,10 +11,10 @@ import torch.nn.functional as F
 from scipy.optimize import linear_sum_assignment
 from scipy.stats import norm
 
-from symlab import results
 from symlab.labs.align import experiment as align_lab
 from symlab.lib import align, mlp, symmetry
 from symlab.lib.gaussian import DiagonalGaussian
+from symlab.specs import results
 
 
 def random_posterior(sizes, seed, sd_scale=0.1) -> DiagonalGaussian:

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from symlab.labs.toy import experiment as toy
-from symlab.lib import blocks, bnn, gaussian, mlp
+from symlab.lib import blocks, bnn, gaussian, mlp, two_relu
 
 
 def posterior(sizes, seed, init_sd=0.3, spread=0.3, mean_scale=1.0):
@@ -110,8 +110,8 @@ def test_elbo_plus_block_information_is_below_the_exact_evidence_on_the_tractabl
     estimate equals the toy's exact I and ELBO + I_H stays below log p(D) from the grid."""
     config = toy.ToyConfig(alpha=0.5, seed=11)
     data = toy.make_data(config)
-    posterior_grid = toy.exact_posterior(data, config.noise, config.prior_scale)
-    trainer = toy.ToyTrainer([toy.RunSpec("mfvi", config)])
+    posterior_grid = two_relu.exact_posterior(data, config.noise, config.prior_scale)
+    trainer = two_relu.ToyTrainer([toy.run_spec("mfvi", config)])
     trainer.step(1500)
     means, stds = trainer.parameters()
     mean, log_std = torch.tensor(means[0]), torch.tensor(np.log(stds[0]))
@@ -122,7 +122,7 @@ def test_elbo_plus_block_information_is_below_the_exact_evidence_on_the_tractabl
         noise = torch.randn(2, generator=generator, dtype=torch.float64)
         w = mean + log_std.exp() * noise
         values.append(float(blocks.block_information(blocks.block_log_terms(blocks._costs(w, mean, log_std, block)))))
-        exact.append(float(toy.exact_mutual_information(w, mean, log_std)))
+        exact.append(float(two_relu.exact_mutual_information(w, mean, log_std)))
     assert np.allclose(values, exact, atol=1e-12)
     elbo = trainer.evaluate()["elbo"][0]
     assert 0 < np.mean(values) < math.log(2)

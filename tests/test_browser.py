@@ -8,7 +8,7 @@ import pytest
 from conftest import running_app
 from vegatest import VEGA_CHART_JS, image_values, png_rows
 
-from pages.ui import BLUE_RED, VIRIDIS
+from views.common.charts import BLUE_RED, VIRIDIS
 
 pytestmark = pytest.mark.browser
 
@@ -113,7 +113,7 @@ def test_malformed_link_shows_a_notice(page, server_url):
 
 
 def test_deep_link_on_a_freshly_started_server(page, browser_errors):
-    """The first session after a start is the one Streamlit runs in its legacy pages/ mode."""
+    """A deep link opened by the first session after a start lands on its page, with its parameters."""
     with running_app() as url:
         page.goto(f"{url}/modes?alpha=6.0")
         page.locator(CHART).first.wait_for()
@@ -161,7 +161,8 @@ def test_tractable_bnn_trains_live(page, server_url):
     titles = page.evaluate("() => [...document.querySelectorAll('[data-testid=\"stVegaLiteChart\"] .role-title-text')]"
                            ".map(t => t.textContent)")
     assert len(titles) == 4 and all(full.startswith(shown.rstrip("…")) for full, shown in zip(TOY_TITLES, titles))
-    assert page.evaluate(VEGA_CHART_JS, TOY_TITLES[0])["series"].keys() == {"equivalent modes (α, −α), (−α, α)"}
+    posterior = page.wait_for_function(f"title => ({VEGA_CHART_JS})(title)", arg=TOY_TITLES[0]).json_value()
+    assert posterior["series"].keys() == {"equivalent modes (α, −α), (−α, α)"}  # read once no rerun marks it stale
     assert page.locator('[data-testid="stException"]').count() == 0
     save_screenshot(page, "toy")
 
@@ -205,7 +206,9 @@ def test_tractable_bnn_names_a_stuck_start_and_restarts_recover(page, server_url
 
 def test_mnist_runs_launched_in_the_browser_survive_a_reload_and_finish(page, server_url, server_runs_dir,
                                                                            browser_errors):
-    from symlab.runs import FINISHED, Registry
+    from symlab.labs import run_kinds
+    from symlab.runs.registry import Registry
+    from symlab.specs.run_kind import FINISHED
 
     page.goto(f"{server_url}/mnist?hidden=256&epochs=4&subset=20000&samples=2&seed=11&init_sd=0.001")
     wait_for_run(page)
@@ -216,7 +219,7 @@ def test_mnist_runs_launched_in_the_browser_survive_a_reload_and_finish(page, se
     browser_errors.wait_for_idle_network(page)
     page.reload()  # as if the tab were closed and opened again
     page.locator('[data-testid="stProgress"]', has_text="SGM K=16, width 256, seed 11").wait_for()
-    registry = Registry(server_runs_dir)
+    registry = Registry(run_kinds(), server_runs_dir)
     deadline = __import__("time").monotonic() + 120
     while not all(run.status == FINISHED for run in registry.runs()):
         assert __import__("time").monotonic() < deadline, registry.runs()
@@ -230,13 +233,15 @@ def test_mnist_runs_launched_in_the_browser_survive_a_reload_and_finish(page, se
 
 
 def test_mnist_block_estimator_run_shows_its_diagnostics_per_epoch(page, server_url, server_runs_dir):
-    from symlab.runs import FINISHED, Registry
+    from symlab.labs import run_kinds
+    from symlab.runs.registry import Registry
+    from symlab.specs.run_kind import FINISHED
 
     page.goto(f"{server_url}/mnist?hidden=16&epochs=3&subset=2000&samples=2&seed=5&method=sgm&mi=blocks&block=2"
               "&init_sd=0.3")
     wait_for_run(page)
     page.get_by_role("button", name="Launch SGM blocks").click()
-    registry = Registry(server_runs_dir)
+    registry = Registry(run_kinds(), server_runs_dir)
     deadline = __import__("time").monotonic() + 120
     while not [run for run in registry.runs() if run.config.mi == "blocks" and run.status == FINISHED]:
         assert __import__("time").monotonic() < deadline, registry.runs()
@@ -408,8 +413,6 @@ def heatmaps(page) -> list[dict]:
     return shown
 
 
-FIRST_PLOT_LINES_JS = """() => document.querySelectorAll('.js-plotly-plot')[0]._fullData
-    .map(trace => ({name: trace.name, x: Array.from(trace.x), y: Array.from(trace.y)}))"""
 EPOCH_JS = """() => { const bar = [...document.querySelectorAll('[data-testid="stProgress"]')]
     .find(e => e.innerText.startsWith('Epoch')); const m = bar && /^Epoch (\\d+) \\/ 10/.exec(bar.innerText);
     return m ? Number(m[1]) : null; }"""
@@ -466,12 +469,13 @@ def test_symmetry_explorer_doubles_and_removes_the_mode_and_modes_crowd_with_wid
 
     page.goto(f"{server_url}/symmetry?part=proximity")
     page.get_by_role("heading", name="Mode proximity").wait_for(timeout=120_000)
-    page.locator(".js-plotly-plot").first.wait_for()
     wait_for_run(page, timeout_ms=120_000)
     assert metric_value(page, "widths below the bound") == "12 / 12"
-    distance, bound = page.evaluate(FIRST_PLOT_LINES_JS)
-    assert distance["name"].startswith("nearest copy") and bound["name"].startswith("Thm 3.1 bound")
+    chart = drawn_chart(page, "Equivalent modes crowd together")
+    distance, bound = chart["series"]["nearest copy: ‖gw − w‖ / ‖w‖"], chart["series"]["Thm 3.1 bound 2D / log n!"]
     assert distance["x"] == bound["x"] == [2**k for k in range(1, 13)]
+    assert chart["rules"] == [2]  # the trivial bound
+    assert (chart["x_title"], chart["y_title"]) == ("hidden width n", "distance relative to ‖w‖")
     assert distance["y"][-1] < distance["y"][0] / 100  # the nearest copy closes in as the width grows
     assert all(0 < d < b for d, b in zip(distance["y"], bound["y"]))
     save_screenshot(page, "symmetry_proximity")
@@ -645,6 +649,8 @@ def test_your_own_networks_upload_align_and_download(page, server_url, server_ru
     import subprocess
     import sys
 
+    import numpy as np
+
     from symlab.lib import weights
 
     paths, sentinel, nudge = network_files(tmp_path)
@@ -661,11 +667,23 @@ def test_your_own_networks_upload_align_and_download(page, server_url, server_ru
     assert not sentinel.exists()
     upload(page, 0, paths["a"])
     page.get_by_text("784 → 128 → 10: 2 nn.Linear layers").wait_for()
-    page.get_by_text("… with its units sorted by largest incoming weight").wait_for(timeout=60_000)
+    page.get_by_text("with its units sorted by largest incoming weight").wait_for(timeout=60_000)
     wait_for_run(page)
     relative = float(metric_value(page, "nearest copy ‖gw − w‖ / ‖w‖"))
     assert 0 < relative < float(metric_value(page, "Thm 3.1 bound 2D / log n!"))
-    assert page.locator(".js-plotly-plot").count() >= 2  # the weights as uploaded, and sorted
+    # The weights as uploaded, and sorted, as drawn: each picture's values as fractions of its colour range
+    # (± the 99th percentile of |W|), unit 0's row on top.
+    shown = []
+    for title in ("Hidden layer 1, as uploaded", "Hidden layer 1, units sorted"):
+        page.wait_for_function(f"title => {{ const c = ({VEGA_CHART_JS})(title);"
+                               " return c !== null && c.images.length === 1 && c.images[0].startsWith('data:'); }",
+                               arg=title, timeout=20_000)
+        shown.append(image_values(page.evaluate(VEGA_CHART_JS, title)["images"][0], BLUE_RED)[::-1])
+    W = weights.read_network(paths["a"]).means[0][0]
+    limit = np.quantile(np.abs(W), 0.99)
+    assert abs(shown[0] - np.clip((W + limit) / (2 * limit), 0, 1)).max() <= 3 / 1024  # the colours' rounding
+    order = np.argsort(W.max(axis=1), kind="stable")  # max_in: by each unit's largest incoming weight
+    assert (order != np.arange(128)).any() and (shown[1] == shown[0][order]).all()
     assert page.locator('[data-testid="stException"]').count() == 0
     save_screenshot(page, "symmetry_network")
 
@@ -675,7 +693,8 @@ def test_your_own_networks_upload_align_and_download(page, server_url, server_ru
     upload(page, 0, paths["a"])
     page.locator('[data-testid="stAlert"]', has_text="a.pt: 784 → 128 → 10").wait_for()
     upload(page, 1, paths["b"])
-    page.get_by_text("The path from A to B").wait_for(timeout=60_000)
+    # Both trained and aligned once the path is drawn (a chart of the current run: none marked stale).
+    page.wait_for_function(f"title => ({VEGA_CHART_JS})(title) !== null", arg="The path from A to B", timeout=120_000)
     wait_for_run(page)
     before, after = float(metric_value(page, "W₂(A, B) before")), float(metric_value(page, "W₂ after alignment"))
     assert after <= round(nudge, 3) + 0.001 and before > 3 * nudge, (before, after, nudge)

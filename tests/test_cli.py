@@ -7,6 +7,7 @@ import sys
 
 import pytest
 
+from symlab.labs import run_kinds
 from symlab.labs.toy import experiment as toy
 
 
@@ -116,9 +117,9 @@ def test_mnist_json_trains_registers_and_reports(tmp_path):
                 "mutual_info", "history", "device"):
         assert key in report
     assert report["status"] == "finished" and len(report["history"]) == 2 and report["test_acc"] > 0.3
-    from symlab.runs import Registry
+    from symlab.runs.registry import Registry
 
-    assert Registry(tmp_path).get(report["run_id"]).source == "cli"  # the app lists it too
+    assert Registry(run_kinds(), tmp_path).get(report["run_id"]).source == "cli"  # the app lists it too
 
 
 def test_mnist_blocks_json_has_the_symmetrisation_keys(tmp_path):
@@ -253,7 +254,7 @@ def test_symmetry_tables_are_readable(args, first_line, capsys):
     (["symmetry"], "the following arguments are required: <part>"),
     (["symmetry", "bogus"], "invalid choice: 'bogus'"),
     (["symmetry", "perceptrons", "--nets", "0"], "'0' must be a whole number in [10, 100000]"),
-    (["symmetry", "proximity", "--widths", "1,8"], "widths must be in [2, 16384]"),
+    (["symmetry", "proximity", "--widths", "1,8"], "--widths: '1' must be a whole number in [2, 16384]"),
     (["symmetry", "training", "--lr", "50", "--steps", "1"], "'50' must be a finite number in [0.005, 10]"),
 ])
 def test_symmetry_bad_arguments_give_a_message(args, message, capsys):

@@ -15,8 +15,19 @@ import ray
 from ray.cluster_utils import Cluster
 from streamlit.testing.v1 import AppTest
 
-from symlab import cli, runs
+from symlab import cli
+from symlab.labs import run_kinds
 from symlab.labs.mnist.experiment import MnistConfig
+from symlab.runs import supervisor
+from symlab.runs.registry import Registry
+from symlab.specs.run_kind import (
+    CANCELLED,
+    FAILED,
+    FINISHED,
+    INTERRUPTED,
+    QUEUED,
+    RUNNING,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = dict(hidden=8, epochs=2, train_subset=500, samples=2, init_sd=1e-3, device="cpu")
@@ -42,7 +53,7 @@ def cluster(tmp_path, monkeypatch, database):
 def wait_for(registry, run_id, condition, timeout=180):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        runs.reap(registry)  # what the page does on every refresh, and the command line while it waits
+        supervisor.reap(registry)  # what the page does on every refresh, and the command line while it waits
         run = registry.get(run_id)
         if condition(run):
             return run
@@ -63,47 +74,48 @@ def test_a_sweep_runs_on_both_nodes_of_the_cluster(cluster, capsys):
     assert len({r["node"] for r in report["runs"]}) == 2
     assert {(row["hidden"], row["label"]) for row in report["table"]} == {(8, "MFVI"), (16, "MFVI"), (8, "SGM K=4"),
                                                                         (16, "SGM K=4")}
-    registry = runs.Registry()
+    registry = Registry(run_kinds())
     assert all(run.node and run.executor == "ray" for run in registry.runs())
 
 
 def test_a_run_lost_with_its_node_is_interrupted_and_resumes_on_another(cluster):
-    registry = runs.Registry()
-    run_id = runs.submit(registry, MnistConfig(**LONG), executor="ray")
+    registry = Registry(run_kinds())
+    run_id = supervisor.submit(registry, "mnist", MnistConfig(**LONG), executor="ray")
     first = wait_for(registry, run_id, lambda r: r.epoch >= 2)
     [doomed] = [node for node in cluster.worker_nodes if node.node_id.startswith(ray_node(first))]
     cluster.remove_node(doomed)
-    lost = wait_for(registry, run_id, lambda r: r.status == runs.INTERRUPTED, timeout=120)
+    lost = wait_for(registry, run_id, lambda r: r.status == INTERRUPTED, timeout=120)
     assert f"on {first.node}" in lost.message and "resume continues" in lost.message
-    runs.resume(registry, run_id)
-    done = wait_for(registry, run_id, lambda r: r.status == runs.FINISHED, timeout=300)
+    supervisor.resume(registry, run_id)
+    done = wait_for(registry, run_id, lambda r: r.status == FINISHED, timeout=300)
     assert done.node != first.node and done.result["epochs_done"] == 8
     assert [m["epoch"] for m in registry.metrics([run_id])[run_id]] == list(range(1, 9))  # nothing counted twice
 
 
 def test_cancel_withdraws_a_waiting_run_and_stops_a_running_one(cluster):
-    registry = runs.Registry()
-    running = [runs.submit(registry, MnistConfig(**UNFINISHED, seed=seed), executor="ray") for seed in range(2)]
-    waiting = runs.submit(registry, MnistConfig(**TINY), executor="ray")  # both CPUs are taken
+    registry = Registry(run_kinds())
+    running = [supervisor.submit(registry, "mnist", MnistConfig(**UNFINISHED, seed=seed), executor="ray") for seed in range(2)]
+    waiting = supervisor.submit(registry, "mnist", MnistConfig(**TINY), executor="ray")  # both CPUs are taken
     for run_id in running:
-        wait_for(registry, run_id, lambda r: r.status == runs.RUNNING)
-    assert registry.get(waiting).status == runs.QUEUED
-    runs.cancel(registry, waiting)
-    assert registry.get(waiting).status == runs.CANCELLED
+        wait_for(registry, run_id, lambda r: r.status == RUNNING)
+    assert registry.get(waiting).status == QUEUED
+    supervisor.cancel(registry, waiting)
+    assert registry.get(waiting).status == CANCELLED
     wait_for(registry, running[0], lambda r: r.epoch >= 1)
-    runs.cancel(registry, running[0])
-    cancelled = wait_for(registry, running[0], lambda r: r.status == runs.CANCELLED, timeout=60)
+    supervisor.cancel(registry, running[0])
+    cancelled = wait_for(registry, running[0], lambda r: r.status == CANCELLED, timeout=60)
     assert "resume continues" in cancelled.message and registry.checkpoint_path(running[0]).exists()
     time.sleep(3)  # the withdrawn run never starts, even once a CPU is free
-    assert registry.get(waiting).status == runs.CANCELLED and registry.get(waiting).epoch == 0
-    runs.cancel(registry, running[1])
-    wait_for(registry, running[1], lambda r: r.status == runs.CANCELLED, timeout=60)
+    assert registry.get(waiting).status == CANCELLED and registry.get(waiting).epoch == 0
+    supervisor.cancel(registry, running[1])
+    wait_for(registry, running[1], lambda r: r.status == CANCELLED, timeout=60)
 
 
 def test_ray_and_psycopg_are_imported_only_when_asked_for(tmp_path):
     """The app's and the command line's start, and a local run's registry, load neither."""
-    code = ("import sys; from symlab import cli, runs; import symlab.labs; cli.build_parser(); "
-            f"runs.Registry({str(tmp_path)!r}).runs(); "
+    code = ("import sys; from symlab import cli; from symlab.labs import run_kinds; "
+            "from symlab.runs.registry import Registry; cli.build_parser(); "
+            f"Registry(run_kinds(), {str(tmp_path)!r}).runs(); "
             "print(sorted(m for m in ('ray', 'psycopg') if m in sys.modules))")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                             env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(cli.__file__).rsplit("/symlab/", 1)[0]})
@@ -112,11 +124,11 @@ def test_ray_and_psycopg_are_imported_only_when_asked_for(tmp_path):
 
 
 def test_a_worker_that_cannot_see_the_runs_directory_says_so(cluster):
-    registry = runs.Registry()
-    run_id = registry.create(MnistConfig(**TINY), "cpu", executor="ray")
+    registry = Registry(run_kinds())
+    run_id = registry.create("mnist", MnistConfig(**TINY), "cpu", executor="ray")
     shutil.rmtree(registry.run_dir(run_id))  # as on a node where the shared directory is not mounted
-    runs.start(registry, [run_id])
-    failed = wait_for(registry, run_id, lambda r: r.status == runs.FAILED, timeout=120)
+    supervisor.start(registry, [run_id])
+    failed = wait_for(registry, run_id, lambda r: r.status == FAILED, timeout=120)
     assert "is not visible on" in failed.message and "mount it at the same path" in failed.message
 
 
@@ -137,7 +149,7 @@ def test_an_unreachable_database_is_one_clear_line_on_the_command_line(tmp_path)
 def test_an_unreachable_database_is_a_message_on_the_page(tmp_path, monkeypatch):
     monkeypatch.setenv("SYMLAB_RUNS_DIR", str(tmp_path))
     monkeypatch.setenv("SYMLAB_DATABASE_URL", UNREACHABLE)
-    at = AppTest.from_file(str(ROOT / "pages" / "mnist.py"), default_timeout=60).run()
+    at = AppTest.from_file(str(ROOT / "views" / "mnist.py"), default_timeout=60).run()
     assert not at.exception
     assert any("cannot use the run registry's database" in error.value and "secret" not in error.value
                for error in at.error)
@@ -146,12 +158,12 @@ def test_an_unreachable_database_is_a_message_on_the_page(tmp_path, monkeypatch)
 def test_the_pages_computations_run_as_ray_tasks(tmp_path, monkeypatch):
     """SYMLAB_EXECUTOR=ray: a page's shared computation is a Ray task that reports its progress and writes its
     result to the result store, as a local worker would."""
-    from symlab import jobs, store
     from symlab.labs.symmetry import experiment as symmetry_lab
+    from symlab.serving import shared_results, store
 
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
     ray.init(num_cpus=2, namespace="symlab", log_to_driver=False, include_dashboard=False)
-    results = jobs.SharedResults(workers=1, executor="ray", store=store.ResultStore(tmp_path))
+    results = shared_results.SharedResults(workers=1, executor="ray", store=store.ResultStore(tmp_path))
     config = symmetry_lab.ProximityConfig(weights="trained", steps=150, widths=(2, 4, 8, 16, 32, 64))
     try:
         job = results.submit(symmetry_lab.proximity_task(config), "page")

@@ -1,4 +1,4 @@
-"""One declaration per control (symlab.controls): the URL parameter, the command-line flag and the
+"""One declaration per control (symlab.specs.controls): the URL parameter, the command-line flag and the
 validation derived from it agree with it and with each other, for every lab's declared configs."""
 
 import argparse
@@ -8,11 +8,11 @@ import math
 
 import pytest
 
-from symlab import controls, results
-from symlab.controls import control
-from symlab.hosting import Hosting
 from symlab.labs import LABS
-from symlab.urlstate import parse_query
+from symlab.specs import controls, results
+from symlab.specs.controls import control
+from symlab.specs.settings import Hosting
+from symlab.specs.urlstate import parse_query
 
 
 @dataclasses.dataclass(frozen=True)

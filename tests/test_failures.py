@@ -8,10 +8,15 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from symlab import cli, runs
-from symlab.database import SqliteDatabase
+from symlab import cli
+from symlab.labs import run_kinds
 from symlab.labs.mnist import experiment as mnist
 from symlab.labs.mnist.experiment import MnistConfig
+from symlab.runs import supervisor
+from symlab.runs.database import SqliteDatabase
+from symlab.runs.registry import Registry, RegistryError
+from symlab.specs import settings
+from symlab.specs.run_kind import FAILED, FINISHED, RESUMABLE
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = MnistConfig(hidden=8, epochs=2, train_subset=500, samples=2, device="cpu")
@@ -20,8 +25,8 @@ TINY = MnistConfig(hidden=8, epochs=2, train_subset=500, samples=2, device="cpu"
 @pytest.fixture
 def registry(tmp_path, monkeypatch):
     monkeypatch.setenv("SYMLAB_RUNS_DIR", str(tmp_path / "runs"))
-    registry = runs.Registry()
-    registry.create(TINY, "cpu", status=runs.FINISHED)
+    registry = Registry(run_kinds())
+    registry.create("mnist", TINY, "cpu", status=FINISHED)
     return registry
 
 
@@ -62,7 +67,7 @@ def full_disk(monkeypatch):
 
 
 def mnist_page() -> AppTest:
-    at = AppTest.from_file(str(ROOT / "pages" / "mnist.py"), default_timeout=60)
+    at = AppTest.from_file(str(ROOT / "views" / "mnist.py"), default_timeout=60)
     at.query_params.update(hidden="8", epochs="1", subset="500")
     return at.run()
 
@@ -70,16 +75,16 @@ def mnist_page() -> AppTest:
 @pytest.mark.parametrize("break_registry, reason", [(read_only, "readonly"), (full_disk, "full")])
 def test_an_unwritable_registry_refuses_new_runs_and_keeps_the_old(registry, monkeypatch, break_registry, reason):
     break_registry(monkeypatch)
-    with pytest.raises(runs.RegistryError, match=rf"{reason}.*writable and has free space.*kept"):
-        runs.submit(registry, TINY, runs.RunLimits(), session="dave")
-    assert [run.status for run in registry.runs()] == [runs.FINISHED]
+    with pytest.raises(RegistryError, match=rf"{reason}.*writable and has free space.*kept"):
+        supervisor.submit(registry, "mnist", TINY, settings.RunLimits(), session="dave")
+    assert [run.status for run in registry.runs()] == [FINISHED]
 
     at = mnist_page()
     assert not at.exception
     at.button(key="mnist.launch").click().run()
     assert not at.exception
     assert any("Not launched" in e.value and reason in e.value for e in at.error)
-    assert [run.status for run in registry.runs()] == [runs.FINISHED]
+    assert [run.status for run in registry.runs()] == [FINISHED]
 
 
 def test_a_full_disk_while_training_fails_the_run_resumably(registry, monkeypatch):
@@ -98,7 +103,7 @@ def test_a_full_disk_while_training_fails_the_run_resumably(registry, monkeypatc
                   "--device", "cpu", "--json"])
     assert exit_info.value.code == 1
     run = registry.runs()[-1]
-    assert run.status == runs.FAILED and run.status in runs.RESUMABLE
+    assert run.status == FAILED and run.status in RESUMABLE
     assert "No space left on device" in run.message and "epoch 1's checkpoint is intact" in run.message
     assert [m["epoch"] for m in registry.metrics([run.id])[run.id]] == [1]
     assert not registry.checkpoint_path(run.id).with_suffix(".partial").exists()
@@ -106,7 +111,7 @@ def test_a_full_disk_while_training_fails_the_run_resumably(registry, monkeypatc
     monkeypatch.setattr(mnist.torch, "save", real_save)  # space freed
     assert cli.main(["mnist", "--resume", str(run.id), "--json"]) == 0
     finished = registry.get(run.id)
-    assert finished.status == runs.FINISHED and finished.result["epochs_done"] == 2
+    assert finished.status == FINISHED and finished.result["epochs_done"] == 2
 
 
 def test_missing_mnist_files_are_named_on_the_page_and_fail_a_run_clearly(registry, tmp_path, monkeypatch, capsys):
@@ -124,5 +129,5 @@ def test_missing_mnist_files_are_named_on_the_page_and_fail_a_run_clearly(regist
     error = capsys.readouterr().err
     assert "Traceback" not in error and "train-images-idx3-ubyte.gz" in error
     failed = registry.runs()[-1]
-    assert failed.status == runs.FAILED and "train-images" in failed.message
+    assert failed.status == FAILED and "train-images" in failed.message
     assert len(registry.runs()) == 2  # the earlier run is still there

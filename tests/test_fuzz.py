@@ -23,15 +23,15 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from pages import ui
-from symlab import cli, worker
+from symlab import cli
 from symlab.labs import LABS as REGISTRY
 from symlab.labs.align import experiment as align_lab
 from symlab.labs.modes import experiment as modes
 from symlab.labs.symmetry import experiment as symmetry_lab
-from symlab.labs.toy import experiment as toy
-from symlab.lib import mnist_data
-from symlab.urlstate import Param, encode_query, parse_query
+from symlab.lib import mnist_data, two_relu
+from symlab.runs import execution
+from symlab.specs.urlstate import Param, encode_query, parse_query
+from views.common import binding
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTICE = "Some settings in the link were adjusted"
@@ -50,8 +50,8 @@ class Page:
 
 def lab_page(lab) -> Page:
     """A lab's page as the registry declares it: its URL parameters derived from the lab's declarations, with
-    this server's caps, plus the presentation-mode parameter that ui.start_page adds to every page."""
-    return Page(lab.name, lab.page, lab.title, (*lab.page_params(ui.server_settings()), ui.PRESENT))
+    this server's caps, plus the presentation-mode parameter that binding.start_page adds to every page."""
+    return Page(lab.name, lab.page, lab.title, (*lab.page_params(binding.server_settings()), binding.PRESENT))
 
 
 LABS = [lab_page(lab) for lab in REGISTRY]
@@ -218,7 +218,7 @@ def test_hostile_query_parameters(page, query, runs_dir, monkeypatch):
     else:
         assert not notices
     for spec in page.specs:
-        assert_valid_value(spec, at.session_state[ui.widget_key(page.name, spec.name)])
+        assert_valid_value(spec, at.session_state[binding.widget_key(page.name, spec.name)])
     # The link the page writes back is clean: opening it shows no notice.
     assert parse_query(at.query_params, page.specs)[1] == []
 
@@ -293,7 +293,7 @@ def option_kind(action) -> str:
         return "choice"
     if action.type is None:
         return "path" if action.dest.endswith("_dir") else "text"
-    declared = getattr(action.type, "kind", None)  # a flag derived from a declaration (symlab.controls)
+    declared = getattr(action.type, "kind", None)  # a flag derived from a declaration (symlab.specs.controls)
     if declared:
         return declared
     return "int" if "int" in getattr(action.type, "__qualname__", "") else "float"
@@ -348,8 +348,8 @@ def sentinels(monkeypatch, tmp_path):
         config.validate()  # as these do first: values the CLI passes on unchecked must be refused there
         raise Accepted()
 
-    for module, name in ((modes, "fit_exact"), (modes, "fit_monte_carlo"), (toy, "train_runs"),
-                         (worker, "execute")):
+    for module, name in ((modes, "fit_exact"), (modes, "fit_monte_carlo"), (two_relu, "train_runs"),
+                         (execution, "execute")):
         monkeypatch.setattr(module, name, accepted)
     for name in ("train_perceptrons", "train_mlps", "mode_proximity", "posterior_quality"):
         monkeypatch.setattr(symmetry_lab, name, validated_then_accepted)

@@ -5,9 +5,18 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from symlab import runs
-from symlab.hosting import HOSTED_DEFAULTS, Hosting, LiveLimits, RunLimits, SettingsError
+from symlab.labs import run_kinds
 from symlab.labs.mnist.experiment import MnistConfig
+from symlab.runs import supervisor
+from symlab.runs.registry import Registry
+from symlab.specs.run_kind import FINISHED
+from symlab.specs.settings import (
+    HOSTED_DEFAULTS,
+    Hosting,
+    LiveLimits,
+    RunLimits,
+    SettingsError,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -35,13 +44,13 @@ def test_unusable_variables_are_named(name, raw):
 
 
 def test_runs_per_hour_count_the_apps_launches_only(tmp_path):
-    registry = runs.Registry(tmp_path / "runs")
+    registry = Registry(run_kinds(), tmp_path / "runs")
     limits = RunLimits(max_runs_per_hour=2)
     config = MnistConfig(hidden=8, epochs=1, train_subset=500, device="cpu")
     for source in ("app", "app", "cli"):
-        registry.create(config, "cpu", status=runs.FINISHED, source=source)
+        registry.create("mnist", config, "cpu", status=FINISHED, source=source)
     with pytest.raises(ValueError, match="2 runs were launched on this server in the last hour"):
-        runs.submit(registry, config, limits, session="carol")
+        supervisor.submit(registry, "mnist", config, limits, session="carol")
     assert len(registry.runs()) == 3  # nothing queued
     assert registry.launched_since(0, "cli") == 1
 
@@ -61,28 +70,28 @@ def test_hosted_pages_show_and_apply_the_caps(monkeypatch, tmp_path):
     assert not home.exception
     assert any("Shared server" in c.value and "≤ 15 steps per redraw" in c.value for c in home.sidebar.caption)
 
-    toy = app_at("pages/toy.py", monkeypatch, env)
+    toy = app_at("views/toy.py", monkeypatch, env)
     assert any("advances 15 Adam steps every 0.5 s" in c.value for c in toy.caption)
     toy.text_input(key="toy.alphas").set_value("0.25, 0.5, 0.75").run()
     toy.number_input(key="toy.seeds").set_value(10).run()
     assert any("cap of 20 runs per table" in w.value for w in toy.warning)
     assert toy.button(key="toy.run_table").disabled
 
-    mnist = app_at("pages/mnist.py", monkeypatch, env, hidden="4096")
+    mnist = app_at("views/mnist.py", monkeypatch, env, hidden="4096")
     assert any("width ≤ 1024" in c.value and "30 per hour" in c.value for c in mnist.caption)
     assert mnist.query_params["hidden"] == "1024"  # clamped to the hosted cap, with a notice
     assert any("hidden=4096" in w.value for w in mnist.warning)
 
 
 def test_an_unusable_setting_is_shown_and_the_defaults_apply(monkeypatch):
-    at = app_at("pages/toy.py", monkeypatch, {"SYMLAB_HOSTED": "1", "SYMLAB_MAX_STEPS_PER_TICK": "many"})
+    at = app_at("views/toy.py", monkeypatch, {"SYMLAB_HOSTED": "1", "SYMLAB_MAX_STEPS_PER_TICK": "many"})
     assert not at.exception
     assert any("SYMLAB_MAX_STEPS_PER_TICK" in e.value and "defaults apply" in e.value for e in at.error)
     assert any("advances 15 Adam steps" in c.value for c in at.caption)  # the hosted defaults, not none
 
 
 def test_presentation_mode_hides_the_controls_and_stays_in_the_link(monkeypatch):
-    at = app_at("pages/modes.py", monkeypatch, {}, present="1", alpha="6.0")
+    at = app_at("views/modes.py", monkeypatch, {}, present="1", alpha="6.0")
     assert not at.exception
     assert at.query_params["present"] == "1" and at.query_params["alpha"] == "6.0"
     assert any("stSidebar" in h.proto.body and "display: none" in h.proto.body for h in at.get("html"))
@@ -93,7 +102,7 @@ def test_presentation_mode_hides_the_controls_and_stays_in_the_link(monkeypatch)
 
 
 def test_the_usual_view_keeps_present_out_of_the_link(monkeypatch):
-    at = app_at("pages/toy.py", monkeypatch, {})
+    at = app_at("views/toy.py", monkeypatch, {})
     assert "present" not in at.query_params
     at.toggle(key="toy.present").set_value(True).run()
     assert at.query_params["present"] == "1"
@@ -104,7 +113,7 @@ def test_set_threads_caps_torch_and_every_blas_loaded():
     import torch
     from threadpoolctl import threadpool_info
 
-    from symlab.device import set_threads
+    from symlab.runs.device import set_threads
 
     before = set_threads(1)
     try:  # a cap, down to one thread, holds for every library (raising one may not: OpenBLAS keeps its start-up count)

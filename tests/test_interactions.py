@@ -9,7 +9,7 @@ trained means by up to 0.4 and W₂ and the barrier by a few per cent, and the n
 noise in blocks, so seed by seed the numbers differ as two seeds do. The test compares them as
 distributions over the seeds: each quantity's mean over the seeds within three standard errors of the
 difference of two means (from both spreads), plus a small absolute allowance for quantities the seeds
-barely move. The tractable BNN and the MNIST MLPs reproduce the former code to rounding: tests/test_toy.py
+barely move. The tractable BNN and the MNIST MLPs reproduce the former code to rounding: tests/test_two_relu.py
 and tests/test_symmetry.py check that directly.
 """
 

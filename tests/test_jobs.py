@@ -1,4 +1,4 @@
-"""Shared results (symlab/jobs.py): computed once, in worker processes, dropped when nobody waits."""
+"""Shared results (symlab/shared_results.py): computed once, in worker processes, dropped when nobody waits."""
 
 import multiprocessing.spawn
 import subprocess
@@ -13,18 +13,19 @@ from pathlib import Path
 import jobtasks
 import pytest
 
-from symlab import jobs
+from symlab.serving import shared_results
+from symlab.specs.tasks import Progress, Task
 
 
 @pytest.fixture
 def results():
-    store = jobs.SharedResults(capacity=8, workers=1)
+    store = shared_results.SharedResults(capacity=8, workers=1)
     yield store
     store.shutdown()
 
 
 def test_concurrent_identical_computations_run_once():
-    store, calls, started = jobs.SharedResults(), [], threading.Event()
+    store, calls, started = shared_results.SharedResults(), [], threading.Event()
 
     def slow():
         calls.append(1)
@@ -45,14 +46,14 @@ def test_concurrent_identical_computations_run_once():
 
 
 def test_a_failure_reaches_every_waiter_and_is_not_stored():
-    store = jobs.SharedResults()
+    store = shared_results.SharedResults()
     with pytest.raises(ValueError):
         store.compute("k", jobtasks.failing)
     assert "k" not in store and store.compute("k", lambda: 3) == 3
 
 
 def test_the_least_recently_used_result_of_each_kind_is_dropped():
-    store = jobs.SharedResults(capacity=2)
+    store = shared_results.SharedResults(capacity=2)
     store.compute(("trained", 0), lambda: "kept")
     for frame in range(5):
         store.compute(("frame", frame), lambda: frame, capacity=3)
@@ -65,7 +66,7 @@ def test_the_least_recently_used_result_of_each_kind_is_dropped():
 
 
 def test_a_task_runs_in_a_worker_once_for_every_waiter(results):
-    task = jobs.Task(("counted",), jobtasks.counted, (3, 0.3), "Counting")
+    task = Task(("counted",), jobtasks.counted, (3, 0.3), "Counting")
     first, second = results.submit(task, "alice"), results.submit(task, "bob")
     assert first is second and first.waiters == {"alice", "bob"}
     seen = set()
@@ -80,13 +81,13 @@ def test_a_task_runs_in_a_worker_once_for_every_waiter(results):
 
 
 def test_workers_yield_the_cores_to_the_server(results):
-    assert results.submit(jobs.Task(("nice",), jobtasks.niceness), "w").future.result(timeout=60) == jobs.WORKER_NICENESS
+    assert results.submit(Task(("nice",), jobtasks.niceness), "w").future.result(timeout=60) == shared_results.COMPUTE_NICENESS
 
 
 def test_a_queued_task_nobody_waits_for_is_dropped(results, tmp_path):
-    busy = results.submit(jobs.Task(("busy",), jobtasks.counted, (2, 0.5)), "alice")
+    busy = results.submit(Task(("busy",), jobtasks.counted, (2, 0.5)), "alice")
     trace = tmp_path / "ran"
-    queued = results.submit(jobs.Task(("marked",), jobtasks.marked, (str(trace),)), "bob")
+    queued = results.submit(Task(("marked",), jobtasks.marked, (str(trace),)), "bob")
     assert results.wait(queued).ahead == 1
     results.release(queued, "bob")  # bob moved a slider: his old setting is not trained
     assert queued.future.cancelled()
@@ -96,7 +97,7 @@ def test_a_queued_task_nobody_waits_for_is_dropped(results, tmp_path):
 
 
 def test_a_running_task_goes_on_for_its_other_waiters(results):
-    task = jobs.Task(("shared",), jobtasks.counted, (2, 0.3))
+    task = Task(("shared",), jobtasks.counted, (2, 0.3))
     job = results.submit(task, "alice")
     results.submit(task, "bob")
     results.release(job, "alice")
@@ -104,17 +105,17 @@ def test_a_running_task_goes_on_for_its_other_waiters(results):
 
 
 def test_a_failed_task_is_reported_and_not_stored(results):
-    job = results.submit(jobs.Task(("failing",), jobtasks.failing), "w")
+    job = results.submit(Task(("failing",), jobtasks.failing), "w")
     with pytest.raises(ValueError, match="no such luck"):
         job.future.result(timeout=60)
     assert ("failing",) not in results
 
 
 def test_a_dead_worker_fails_its_task_and_the_next_task_gets_a_new_pool(results):
-    job = results.submit(jobs.Task(("dying",), jobtasks.dying), "w")
+    job = results.submit(Task(("dying",), jobtasks.dying), "w")
     with pytest.raises(BrokenProcessPool):
         job.future.result(timeout=60)
-    assert results.submit(jobs.Task(("square", 7), jobtasks.square, (7,)), "w").future.result(timeout=60) == 49
+    assert results.submit(Task(("square", 7), jobtasks.square, (7,)), "w").future.result(timeout=60) == 49
 
 
 @pytest.fixture
@@ -131,7 +132,7 @@ def page(tmp_path):
 def test_a_worker_does_not_run_the_servers_main_script(results, page, tmp_path, monkeypatch):
     # Streamlit makes the page being run the __main__ module; a worker started now must not run it.
     monkeypatch.setitem(sys.modules, "__main__", page)
-    assert results.submit(jobs.Task(("square", 3), jobtasks.square, (3,)), "w").future.result(timeout=60) == 9
+    assert results.submit(Task(("square", 3), jobtasks.square, (3,)), "w").future.result(timeout=60) == 9
     assert not (tmp_path / "main ran").exists()
 
 
@@ -146,14 +147,14 @@ def test_a_page_run_starting_as_a_worker_starts_does_not_run_in_it(results, page
 
     monkeypatch.setitem(sys.modules, "__main__", sys.modules["__main__"])  # put back afterwards
     monkeypatch.setattr(multiprocessing.spawn, "get_preparation_data", page_run_starts_now)
-    assert results.submit(jobs.Task(("square", 4), jobtasks.square, (4,)), "w").future.result(timeout=60) == 16
+    assert results.submit(Task(("square", 4), jobtasks.square, (4,)), "w").future.result(timeout=60) == 16
     assert not (tmp_path / "main ran").exists()
 
 
 def test_shutdown_cancels_what_is_queued():
-    store = jobs.SharedResults(workers=1)
-    busy = store.submit(jobs.Task(("busy",), jobtasks.counted, (3, 0.3)), "a")
-    queued = store.submit(jobs.Task(("square", 2), jobtasks.square, (2,)), "b")
+    store = shared_results.SharedResults(workers=1)
+    busy = store.submit(Task(("busy",), jobtasks.counted, (3, 0.3)), "a")
+    queued = store.submit(Task(("square", 2), jobtasks.square, (2,)), "b")
     while not busy.progress.done:  # the worker has started
         time.sleep(0.05)
     store.shutdown()
@@ -168,11 +169,12 @@ def test_workers_leave_when_the_server_is_killed(tmp_path):
         "import os, sys, time\n"
         "sys.path[:0] = [sys.argv[1], sys.argv[2]]\n"
         "import jobtasks\n"
-        "from symlab import jobs\n"
-        "store = jobs.SharedResults(workers=1)\n"
-        "print(store.submit(jobs.Task(('pid',), jobtasks.counted, (1, 0.01)), 'w').future.result(timeout=60), flush=True)\n"
+        "from symlab.serving import shared_results\n"
+        "from symlab.specs.tasks import Task\n"
+        "store = shared_results.SharedResults(workers=1)\n"
+        "print(store.submit(Task(('pid',), jobtasks.counted, (1, 0.01)), 'w').future.result(timeout=60), flush=True)\n"
         "time.sleep(60)\n")
-    server = subprocess.Popen([sys.executable, str(script), str(jobs.__file__).rsplit("/symlab/", 1)[0],
+    server = subprocess.Popen([sys.executable, str(script), str(shared_results.__file__).rsplit("/symlab/", 1)[0],
                                str(Path(jobtasks.__file__).parent)], stdout=subprocess.PIPE, text=True)
     worker = int(server.stdout.readline())
     assert process_alive(worker)
@@ -195,41 +197,41 @@ def process_alive(pid: int) -> bool:
 def test_a_page_answers_at_once_and_draws_the_result_when_it_comes(monkeypatch):
     from streamlit.testing.v1 import AppTest
 
-    from pages import ui
+    from views.common import computing
 
-    monkeypatch.setattr(ui, "WAIT_IN_RUN_SECONDS", 0.05)
-    results = jobs.SharedResults(workers=1)
-    monkeypatch.setattr(jobs, "_shared", results)
+    monkeypatch.setattr(computing, "WAIT_IN_RUN_SECONDS", 0.05)
+    results = shared_results.SharedResults(workers=1)
+    monkeypatch.setattr(shared_results, "_shared", results)
 
     def page():
         import jobtasks
         import streamlit as st
 
-        from pages import ui
-        from symlab import jobs
+        from symlab.specs.tasks import Task
+        from views.common import computing
 
-        st.write(f"result {ui.computed(jobs.Task(('counted', 4), jobtasks.counted, (4, 0.3), 'Counting'))}")
+        st.write(f"result {computing.computed(Task(('counted', 4), jobtasks.counted, (4, 0.3), 'Counting'))}")
 
     try:
         started = time.monotonic()
         at = AppTest.from_function(page, default_timeout=60).run()
         assert time.monotonic() - started < 5 and not at.exception  # the run ended while the task still ran
-        pending = [p for p in at.get("progress") if p.proto.text.startswith(ui.PENDING)]
+        pending = [p for p in at.get("progress") if p.proto.text.startswith(computing.PENDING)]
         assert pending and not any("result" in m.value for m in at.markdown)
         job = next(iter(results._jobs.values()))
         assert job.future.result(timeout=60)
         at.run()  # what the waiting panel does once the job is done
         assert any(m.value == f"result {job.future.result()}" for m in at.markdown)
-        assert not [p for p in at.get("progress") if p.proto.text.startswith(ui.PENDING)]
+        assert not [p for p in at.get("progress") if p.proto.text.startswith(computing.PENDING)]
     finally:
         results.shutdown()
 
 
 def test_the_wait_text_says_where_the_request_stands():
-    from pages import ui
+    from views.common import computing
 
-    queued = ui.wait_text("Training", jobs.Progress(), jobs.Wait(2, 7.4))
-    assert queued == f"{ui.PENDING} Training: queued behind 2 computations of other visitors (about 7 s left)"
-    running = ui.wait_text("Training", jobs.Progress(3, 10, "Adam step 3 / 10"), jobs.Wait(0, 0.2))
-    assert running == f"{ui.PENDING} Adam step 3 / 10 (about 1 s left)"
-    assert ui.wait_text("Training", jobs.Progress(), jobs.Wait(0, None)) == f"{ui.PENDING} Training"
+    queued = computing.wait_text("Training", Progress(), shared_results.Wait(2, 7.4))
+    assert queued == f"{computing.PENDING} Training: queued behind 2 computations of other visitors (about 7 s left)"
+    running = computing.wait_text("Training", Progress(3, 10, "Adam step 3 / 10"), shared_results.Wait(0, 0.2))
+    assert running == f"{computing.PENDING} Adam step 3 / 10 (about 1 s left)"
+    assert computing.wait_text("Training", Progress(), shared_results.Wait(0, None)) == f"{computing.PENDING} Training"

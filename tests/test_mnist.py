@@ -8,15 +8,17 @@ import math
 import shutil
 import threading
 import time
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 import torch
 
 from symlab.labs.mnist import experiment as mnist
+from symlab.labs.mnist import table as mnist_table
 from symlab.labs.mnist.experiment import MnistConfig, MnistTrainer
 from symlab.lib import bnn, mnist_data
-from symlab.results import TrainingDiverged
+from symlab.specs.results import TrainingDiverged
 
 
 @pytest.fixture(scope="module")
@@ -220,6 +222,25 @@ def test_calibration_metrics_on_known_predictions():
     metrics = mnist.classification_metrics(overconfident, labels)
     assert metrics["test_acc"] == 0.5 and metrics["test_ece"] == pytest.approx(0.4)
     assert metrics["test_nll"] == pytest.approx(-(math.log(0.9) + math.log(0.1)) / 2)
+
+
+def test_bound_gain_is_sgms_bound_minus_mfvis_elbo_of_the_same_setting_and_width():
+    def run(run_id, seed=0, train_epochs=1, hidden=16, **result):
+        return SimpleNamespace(id=run_id, status=mnist_table.FINISHED, result={"test_acc": 0.9, **result},
+                               config=MnistConfig(hidden=hidden, epochs=train_epochs, seed=seed,
+                                                  method="sgm" if "train_elbo_sym" in result else "mfvi", K=4))
+    rows = mnist_table.results_table([
+        run(1, seed=0, train_elbo=-100.0), run(2, seed=1, train_elbo=-102.0),  # MFVI at width 16: mean −101
+        run(3, train_elbo=-100.5, train_elbo_sym=-98.6),  # SGM K=4 at width 16: 2.4 nats above MFVI
+        run(4, hidden=64, train_elbo=-90.0, train_elbo_sym=-89.0),  # width 64 has no MFVI run: no gain
+        run(5, train_epochs=2, train_elbo=-50.0),  # another setting's MFVI at width 16: not compared with
+        run(6, train_epochs=2, train_elbo=-60.0, train_elbo_sym=None),  # an SGM run without its bound
+    ])
+    [gain] = mnist_table.bound_gain_rows(rows)
+    assert (gain["label"], gain["hidden"], gain["run_ids"]) == ("SGM K=4", 16, [3])
+    assert gain["gain_mean"] == pytest.approx(2.4) and gain["gain_std"] is None
+    assert gain["setting"] == mnist_table.setting_label(MnistConfig(hidden=16, epochs=1))
+    assert mnist_table.bound_gain_rows([row for row in rows if row["method"] == "sgm"]) == []
 
 
 def test_invalid_configurations_are_explained():

@@ -6,9 +6,10 @@ import numpy as np
 import pytest
 from scipy import integrate
 
-from symlab import cli, controls
+from symlab import cli
 from symlab.labs.modes import LAB, params
 from symlab.labs.modes import experiment as modes
+from symlab.specs import controls
 
 PAPER_THRESHOLDS = {0.25: 1.25, 0.5: 2.5, 1.0: 5.0, 2.0: 10.0}
 
@@ -114,20 +115,36 @@ def test_monte_carlo_is_seeded():
 
 
 def test_forward_kl_is_moment_matching():
-    alpha, sigma = 3.0, 0.7
-    fwd = modes.forward_kl_optimum([alpha], sigma, dim=2)
-    assert fwd.interpolation[0] == pytest.approx(0.5)
-    assert fwd.std_e1[0] ** 2 == pytest.approx(sigma**2 + alpha**2 / 4)
-    assert fwd.det_cov[0] == pytest.approx((sigma**2 + alpha**2 / 4) * sigma**2)
+    """The forward-KL optimum is the mixture's mean and covariance, here its numerical moments on a grid of the
+    plane (e₁, x₂), for each α of a sweep."""
+    alphas, sigma = np.array([0.0, 1.0, 3.0, 8.0]), 0.7
+    fwd = modes.forward_kl_optimum(alphas, sigma, dim=2)
+    for i, alpha in enumerate(alphas):
+        x1 = np.linspace(-10 * sigma, alpha + 10 * sigma, 1201)
+        x2 = np.linspace(-10 * sigma, 10 * sigma, 801)
+        p = np.exp(modes.log_mixture_2d(x1[None, :], x2[:, None], alpha, sigma))
+
+        def expect(f):
+            return np.trapezoid(np.trapezoid(p * f, x1, axis=1), x2)
+
+        mean = np.array([expect(x1[None, :]), expect(x2[:, None])])
+        d1, d2 = x1[None, :] - mean[0], x2[:, None] - mean[1]
+        cov = np.array([[expect(d1 * d1), expect(d1 * d2)], [expect(d1 * d2), expect(d2 * d2)]])
+        assert expect(1.0) == pytest.approx(1.0, abs=1e-9) and mean[1] == pytest.approx(0.0, abs=1e-9)
+        assert fwd.mean[i] == pytest.approx(mean[0], abs=1e-9)
+        assert fwd.std_e1[i] == pytest.approx(math.sqrt(cov[0, 0]), rel=1e-9)
+        assert fwd.det_cov[i] == pytest.approx(np.linalg.det(cov), rel=1e-9)
+    assert math.isnan(fwd.interpolation[0]) and fwd.interpolation[1:] == pytest.approx(0.5)
     # KL(p || q*) by direct integration along e1.
-    m, s = alpha / 2, fwd.std_e1[0]
+    alpha = alphas[2]
+    m, s = fwd.mean[2], fwd.std_e1[2]
 
     def integrand(x):
         log_p = float(modes.log_mixture(x, alpha, sigma))
         return math.exp(log_p) * (log_p - float(modes.log_normal(x, m, s)))
 
     reference, _ = integrate.quad(integrand, -10, alpha + 10, epsabs=1e-12)
-    assert fwd.kl[0] == pytest.approx(reference, abs=1e-9)
+    assert fwd.kl[2] == pytest.approx(reference, abs=1e-9)
 
 
 def test_alpha_zero_interpolation_is_undefined_not_an_error():

@@ -1,5 +1,5 @@
-"""CONTRIBUTING.md's recipe for a new lab, followed once: a lab package, a page file and one registry
-line, written to a temporary directory. The app's home page and navigation, the command line and the
+"""CONTRIBUTING.md's recipe for a new lab, followed once: a lab package, its command module, a page file
+and one registry line, written to a temporary directory. The app's home page and navigation, the command line and the
 hostile-input suite's parameter list pick the lab up with nothing else edited."""
 
 import json
@@ -11,16 +11,16 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from pages import ui
 from symlab import cli, labs
-from symlab.urlstate import parse_query
+from symlab.specs.urlstate import parse_query
+from views.common import binding
 
 ROOT = Path(__file__).resolve().parents[1]
 
 EXPERIMENT = '''
 from dataclasses import dataclass
 
-from symlab import controls
+from symlab.specs import controls
 
 
 @dataclass(frozen=True)
@@ -39,9 +39,8 @@ def run(config: CoinConfig) -> dict:
     return {"heads": heads, "posterior_mean": (heads + 1) / (config.flips + 2)}
 '''
 CLI = '''
-from symlab import controls
-
-from . import experiment
+from coinlab import experiment
+from symlab.specs import controls
 
 
 def register(subparsers):
@@ -52,7 +51,7 @@ def register(subparsers):
                    format=lambda report: f"posterior mean {report['posterior_mean']:.3f}")
 '''
 PARAMS = '''
-from symlab import controls
+from symlab.specs import controls
 
 from .experiment import CoinConfig
 
@@ -61,32 +60,30 @@ def page_params(hosting=None):
     return controls.url_params(CoinConfig)
 '''
 INIT = '''
-from symlab.lab import Lab
+from symlab.specs.lab import Lab
 
-from . import cli, params
-
-LAB = Lab("coin", "Coin", ":material/toll:", cli.register, params.page_params, blurb="A coin's posterior.",
-          page="{page}")
+LAB = Lab("coin", "Coin", ":material/toll:", blurb="A coin's posterior.", command="coincli:register",
+          params="coinlab.params:page_params", page="{page}")
 '''
 PAGE = '''
 import streamlit as st
 
 from coinlab import LAB
 from coinlab.experiment import CoinConfig, run
-from pages import ui
-from symlab import controls
+from views.common import binding
+from symlab.specs import controls
 
 PAGE = "coin"
-SPECS = LAB.page_params(ui.server_settings())
+SPECS = LAB.page_params(binding.server_settings())
 
 
 def widgets():
     with st.sidebar:
-        ui.control_widget(PAGE, CoinConfig, "flips")
-        ui.control_widget(PAGE, CoinConfig, "bias")
+        binding.control_widget(PAGE, CoinConfig, "flips")
+        binding.control_widget(PAGE, CoinConfig, "bias")
 
 
-values = ui.start_page(PAGE, SPECS, LAB.title, LAB.blurb, widgets)
+values = binding.start_page(PAGE, SPECS, LAB.title, LAB.blurb, widgets)
 config = CoinConfig(**controls.config_values(CoinConfig, values)).validate()
 st.metric("posterior mean", f"{run(config)['posterior_mean']:.3f}")
 '''
@@ -94,22 +91,25 @@ st.metric("posterior mean", f"{run(config)['posterior_mean']:.3f}")
 
 @pytest.fixture
 def coin_lab(tmp_path, monkeypatch):
-    """The recipe's three steps: the package ``coinlab`` (a lab package outside symlab/labs/, so that the
-    repository is not touched), the page ``coin.py`` (its path relative to app.py, as pages/ files are
-    given), and the lab added to the registry."""
+    """The recipe's steps: the package ``coinlab`` (a lab package outside symlab/labs/, so that the
+    repository is not touched), its command module ``coincli.py`` (as symlab/cli/<name>.py), the page
+    ``coin.py`` (its path relative to app.py, as views/ files are given), and the lab added to the registry."""
     package = tmp_path / "coinlab"
     package.mkdir()
     page = tmp_path / "coin.py"
-    for name, text in (("experiment.py", EXPERIMENT), ("cli.py", CLI), ("params.py", PARAMS),
+    for name, text in (("experiment.py", EXPERIMENT), ("params.py", PARAMS),
                        ("__init__.py", INIT.format(page=os.path.relpath(page, ROOT)))):
         (package / name).write_text(textwrap.dedent(text))
+    (tmp_path / "coincli.py").write_text(textwrap.dedent(CLI))
     page.write_text(textwrap.dedent(PAGE))
     monkeypatch.syspath_prepend(str(tmp_path))
     import coinlab
 
-    monkeypatch.setattr(labs, "LABS", (*labs.LABS, coinlab.LAB))
+    registered = (*labs.LABS, coinlab.LAB)  # the one line in symlab/labs/__init__.py
+    monkeypatch.setattr(labs, "LABS", registered)
+    monkeypatch.setattr(cli, "LABS", registered)  # as the command line read it when it was imported
     yield coinlab.LAB
-    for name in [m for m in sys.modules if m == "coinlab" or m.startswith("coinlab.")]:
+    for name in [m for m in sys.modules if m in ("coinlab", "coincli") or m.startswith("coinlab.")]:
         del sys.modules[name]
 
 
@@ -140,7 +140,7 @@ def test_the_app_links_and_opens_the_new_lab(coin_lab):
 
 
 def test_the_hostile_input_suite_sees_the_new_lab_parameters(coin_lab):
-    params = coin_lab.page_params(ui.server_settings())
+    params = coin_lab.page_params(binding.server_settings())
     assert [(p.name, p.kind, p.low, p.high, p.step) for p in params] == [("n", "int", 1, 1000, None),
                                                                         ("bias", "float", 0.0, 1.0, 0.05)]
     values, notices = parse_query({"n": "5000", "bias": "nan"}, params)

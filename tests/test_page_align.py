@@ -1,6 +1,6 @@
 """AppTest checks of the Alignment page (its path player, a fragment, is covered in test_browser.py).
 
-Results are kept in ``ui.shared_result`` for the life of the process, so a link opened twice trains once;
+Results are kept in ``computing.shared_result`` for the life of the process, so a link opened twice trains once;
 the tests do not depend on that for their outcome. Links other than the default use small networks.
 """
 
@@ -9,9 +9,10 @@ import pytest
 from pagetest import metrics, open_page
 from vegatest import image_values, layers, png_rows, vega_chart, vega_charts
 
-from pages.ui import BLUE_RED, VIRIDIS
-from symlab import jobs, results
 from symlab.labs.align import experiment as align_lab
+from symlab.serving import shared_results
+from symlab.specs import results
+from views.common.charts import BLUE_RED, VIRIDIS
 
 SMALL = {"width": "16", "depth": "1", "steps": "200", "samples": "8"}
 METRICS = {"loss barrier before", "loss barrier after (W₂)", "W₂(q_A, q_B) before", "W₂ after alignment"}
@@ -188,7 +189,7 @@ def test_diverged_training_is_an_error_not_a_traceback(monkeypatch):
                                        "lower the learning rate")
 
     monkeypatch.setattr(align_lab, "train_pair", diverge)
-    monkeypatch.setattr(jobs, "_shared", jobs.SharedResults(workers=0))  # trained here, where the patch holds
+    monkeypatch.setattr(shared_results, "_shared", shared_results.SharedResults(workers=0))  # trained here, where the patch holds
     at = align_page(**SMALL, seed="4242")
     assert not at.exception
     assert len(at.error) == 1 and "diverged at step 7" in at.error[0].value
@@ -196,7 +197,7 @@ def test_diverged_training_is_an_error_not_a_traceback(monkeypatch):
 
 
 def test_a_failure_is_said_once_and_the_next_run_tries_again(monkeypatch):
-    monkeypatch.setattr(jobs, "_shared", jobs.SharedResults(workers=0))  # computed in the page's run
+    monkeypatch.setattr(shared_results, "_shared", shared_results.SharedResults(workers=0))  # computed in the page's run
     config = align_lab.AlignConfig(width=16, depth=1, steps=200, samples=8, seed=4243).validate()
     stopped = "Training the two posteriors stopped before it finished (BrokenProcessPool)"
     failed = (align_lab.alignment_task(config).key, stopped)  # as the waiting panel leaves it
@@ -212,4 +213,5 @@ def test_the_files_view_asks_for_two_networks_and_says_uploads_stay_out_of_links
     assert any("cannot live in a link" in info.value for info in at.info)
     assert [uploader.label for uploader in at.get("file_uploader")] == ["Network A", "Network B"]
     assert dict(at.query_params)["source"] == "files" and dict(at.query_params)["samples"] == "8"
-    assert not at.get("plotly_chart") and not at.get("metric")  # nothing trains while it waits for the files
+    # Nothing trains, and no chart (of either kind) is drawn, while it waits for the files.
+    assert not at.get("plotly_chart") and not at.get("vega_lite_chart") and not at.get("metric")

@@ -1,6 +1,6 @@
 """AppTest checks of the Symmetry explorer page (its epoch player, a fragment, is covered in test_browser.py).
 
-The page's computations are kept in ``ui.shared_result``, a ``st.cache_resource`` that lives as long as the
+The page's computations are kept in ``computing.shared_result``, a ``st.cache_resource`` that lives as long as the
 process: every AppTest in this module after the first that needs a result reuses it (the default Fig. 1
 run takes seconds, a repeat milliseconds). The tests do not depend on that for their outcome, only for
 their speed; parts whose defaults are slow are opened with smaller settings.
@@ -8,12 +8,11 @@ their speed; parts whose defaults are slow are opened with smaller settings.
 
 import pytest
 from pagetest import metrics, open_page
-from vegatest import image_values, vega_charts
+from vegatest import channel, image_values, vega_chart, vega_charts
 
-from pages.ui import VIRIDIS
-
-from symlab import controls
 from symlab.labs.symmetry import LAB, params
+from symlab.specs import controls
+from views.common.charts import VIRIDIS
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")  # tests/conftest.py
 
@@ -23,12 +22,28 @@ def symmetry_page(**query):
 
 
 def charts(at) -> int:
-    return len(at.get("plotly_chart")) + len(at.get("vega_lite_chart"))
+    """The page's charts, all Vega-Lite (no Plotly left)."""
+    assert not at.get("plotly_chart")
+    return len(at.get("vega_lite_chart"))
+
+
+def data_names(spec: dict) -> set:
+    """The datasets a spec's views read (a view without data reads its parent's)."""
+    names = {spec["data"]["name"]} if "data" in spec else set()
+    for part in ("layer", "hconcat", "vconcat", "concat"):
+        for child in spec.get(part, []):
+            names |= data_names(child)
+    return names
+
+
+def scale_types(chart) -> tuple:
+    """The x and y scales' types set in a chart's views (a layer that sets none, as a rule's, shares the others')."""
+    return tuple({c["scale"].get("type", "linear") for c in channel(chart["spec"], name) if "scale" in c}
+                 for name in ("x", "y"))
 
 
 # Each part's link (the slow defaults of mass/training made small: 100 perceptrons, 200 SGD steps, and
-# both parts share the MNIST nets), its number of charts (Plotly, and Vega-Lite for the epoch player's
-# densities) and its metrics.
+# both parts share the MNIST nets), its number of charts (all Vega-Lite) and its metrics.
 PARTS = {
     "fig1": ({}, 4, {"nets kept", "trained per second", "share with v₁ > v₂, raw", "largest output change"}),
     "mass": ({"part": "mass", "nets": "100", "steps": "200"}, 2, set()),
@@ -51,16 +66,88 @@ def test_every_part_renders_its_charts_and_metrics(part):
                                   "proximity": "Mode proximity", "quality": "Posterior quality (MMD)",
                                   "training": "Permutations in training"}[part]
     assert charts(at) == chart_count
+    for chart in vega_charts(at):  # each view draws data the chart sends (not Altair's placeholder "empty")
+        assert data_names(chart["spec"]) and data_names(chart["spec"]) <= set(chart["datasets"]), chart["title"]
     assert set(metrics(at)) == metric_labels
     if part == "mass":
         table = at.dataframe[0].value
         assert len(table) == 2 and (table["median ratio"] <= 1 + 1e-9).all()
         assert list(table["converged"]) == [f"{n} / {n}" for n in table["count"]]
+        check_mass_charts(at, int(table["count"][0]))
+    if part == "proximity":
+        check_proximity_chart(at)
     if part == "quality":
         assert list(at.dataframe[0].value["method"]) == ["MFVI", "SGM", "ensemble", "exact vs exact"]
+        check_quality_charts(at)
     if part == "training":
         assert -1 <= float(metrics(at)["mean Kendall τ"]) <= 1
         assert float(metrics(at)["test accuracy"]) > 0.5
+        check_training_charts(at, steps=200)
+
+
+def check_mass_charts(at, perceptrons: int):
+    scatter = vega_chart(at, "2-2-1 perceptrons: every net gets lighter")
+    assert scale_types(scatter) == ({"log"}, {"log"})
+    lines = scatter["datasets"]["lines"]
+    nets = lines[lines["series"] == "perceptrons"]
+    assert len(nets) == perceptrons and (nets["y"] <= nets["x"] * (1 + 1e-9)).all()  # every net gets lighter
+    diagonal = lines[lines["series"] == "no change (after = before)"]
+    assert list(diagonal["x"]) == list(diagonal["y"]) == [nets["x"].min(), nets["x"].max()]
+    bars = vega_chart(at, "MNIST MLPs: mass per layer")["datasets"]["bars"]
+    # 784-16×1-10 (the default width and depth): two weight layers, before and after min-mass.
+    assert list(bars["category"]) == ["layer 1", "layer 2"] * 2
+    assert list(bars["series"]) == ["before"] * 2 + ["after min-mass"] * 2
+    before, after = bars["value"][:2].to_numpy(), bars["value"][2:].to_numpy()
+    assert (before > 0).all() and (after > 0).all() and after.sum() <= before.sum() * (1 + 1e-9)
+    assert not (abs(after - before) < 1e-9 * before).all()  # min-mass moved mass between the layers
+
+
+def check_proximity_chart(at):
+    chart = vega_chart(at, "Equivalent modes crowd together")
+    assert scale_types(chart) == ({"log"}, {"log"})
+    lines = chart["datasets"]["lines"]
+    distance = lines[lines["series"] == "nearest copy: ‖gw − w‖ / ‖w‖"]
+    bound = lines[lines["series"] == "Thm 3.1 bound 2D / log n!"]
+    assert list(distance["x"]) == list(bound["x"]) == [2**k for k in range(1, 13)]
+    assert (distance["y"].to_numpy() < bound["y"].to_numpy()).all()
+    rules = chart["datasets"]["rules"]
+    assert list(rules["value"]) == [2.0] and list(rules["series"]) == ["trivial bound 2"]
+
+
+def check_quality_charts(at):
+    table = at.dataframe[0].value
+    bars = vega_chart(at, "Lower is closer to the posterior")["datasets"]["bars"]
+    assert list(bars["category"]) == list(table["method"]) * 2
+    assert list(bars["series"]) == ["raw"] * 4 + ["units sorted"] * 4
+    assert list(bars["value"]) == list(table["MMD² raw"]) + list(table["MMD² units sorted"])
+    raw, ordered = vega_chart(at, "Raw samples"), vega_chart(at, "Units sorted (w₁ ≤ w₂)")
+    for chart in (raw, ordered):
+        spec = chart["spec"]
+        # Equal axes: one range on w₁ and w₂, a square plot area.
+        [x_domain] = [c["scale"]["domain"] for c in channel(spec, "x")]
+        [y_domain] = [c["scale"]["domain"] for c in channel(spec, "y")]
+        assert x_domain == y_domain and spec["width"] == spec["height"]
+        points = chart["datasets"]["lines"]
+        assert sorted(points["series"].unique()) == ["MFVI", "SGM", "ensemble", "exact posterior"]
+        assert points["x"].between(*x_domain).all() and points["y"].between(*y_domain).all()
+    points = ordered["datasets"]["lines"]
+    assert (points["x"] <= points["y"]).all()
+    shown = raw["datasets"]["lines"]
+    assert (shown["x"] > shown["y"]).any()  # raw: both orders
+    for method in ("exact posterior", "MFVI"):  # the same samples, each with its units sorted
+        a, b = shown[shown["series"] == method], points[points["series"] == method]
+        assert list(b["x"]) == list(a[["x", "y"]].min(axis=1)) and list(b["y"]) == list(a[["x", "y"]].max(axis=1))
+
+
+def check_training_charts(at, steps: int):
+    tau = vega_chart(at, "Do the units change places?")["datasets"]["lines"]
+    assert sorted(tau["series"].unique()) == ["mean of 4 steps", "τ per step"]  # window: steps // 50
+    per_step = tau[tau["series"] == "τ per step"]
+    assert list(per_step["x"]) == list(range(1, steps + 1)) and per_step["y"].between(-1, 1).all()
+    assert per_step["y"].mean() == pytest.approx(float(metrics(at)["mean Kendall τ"]), abs=5e-4)
+    loss = vega_chart(at, "Training loss")["datasets"]["lines"]
+    assert list(loss["series"].unique()) == ["training loss (mean of 4 steps)"] and len(loss) == steps
+    assert loss["y"].iloc[-1] < loss["y"].iloc[0]  # it trains
 
 
 def test_the_epoch_player_draws_three_densities_and_changes_only_their_data():

@@ -5,11 +5,12 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from symlab import controls
 from symlab.labs.toy import LAB, params
 from symlab.labs.toy import experiment as toy
+from symlab.lib import two_relu
+from symlab.specs import controls
 
-PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "toy.py")
+PAGE = str(Path(__file__).resolve().parents[1] / "views" / "toy.py")
 
 
 def toy_page(**query) -> AppTest:
@@ -111,8 +112,8 @@ def test_play_at_the_end_replays_training_from_the_start():
     trainer, frame = at.session_state["toy.live"][1], at.session_state["toy.playback"].frame
     # Play's click advances one tick; the rerun that starts the timer, if it came a tick later, another.
     assert 1 <= frame <= 2 and trainer.history[0].step == list(range(0, 20 * frame + 1, 20))
-    config = trainer.runs[0].config
-    fresh = toy.ToyTrainer(toy.starts_of("mfvi", config) + toy.starts_of("sgm", config))
+    config = trainer.runs[0].tag
+    fresh = two_relu.ToyTrainer(toy.starts_of("mfvi", config) + toy.starts_of("sgm", config))
     fresh.train_to(20 * frame, 20)
     assert [h.elbo_g for h in trainer.history] == [h.elbo_g for h in fresh.history]
 

@@ -8,9 +8,9 @@ from pagetest import metrics, open_page
 from streamlit.testing.v1 import AppTest
 from vegatest import vega_chart, vega_charts
 
-from symlab import controls
 from symlab.labs.modes import experiment as modes
 from symlab.labs.modes import params
+from symlab.specs import controls
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -1,6 +1,6 @@
 import pytest
 
-from symlab.playback import Playback
+from symlab.serving.playback import Playback
 
 
 def test_play_tick_to_the_end_stops():

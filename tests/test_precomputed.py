@@ -1,4 +1,4 @@
-"""The default links' shipped results (symlab.precomputed): each matches a recomputation, a starting
+"""The default links' shipped results (symlab.serving.precomputed): each matches a recomputation, a starting
 server stores them, and the pages then train nothing; a stale or broken file is computed instead."""
 
 import dataclasses
@@ -11,9 +11,10 @@ import pytest
 import torch
 from pagetest import open_page
 
-from symlab import jobs, precomputed, warmup
 from symlab.labs import LABS
 from symlab.labs.align import experiment as align_lab
+from symlab.serving import precomputed, warmup
+from symlab.specs.tasks import Task, kind_of
 
 TASKS = precomputed.default_tasks()
 
@@ -26,9 +27,9 @@ def shipped_elsewhere(monkeypatch, tmp_path):
 
 
 def test_every_default_task_ships_its_result():
-    assert {jobs.kind_of(task.key) for task in TASKS} == {"align", "align_map", "perceptrons"}
+    assert {kind_of(task.key) for task in TASKS} == {"align", "align_map", "perceptrons"}
     for task in TASKS:
-        assert precomputed.path_of(task).exists(), f"run python -m symlab.precomputed to write {task.key[0]}"
+        assert precomputed.path_of(task).exists(), f"run python -m symlab.serving.precomputed to write {task.key[0]}"
 
 
 @pytest.mark.parametrize("task", TASKS, ids=precomputed._name)
@@ -36,7 +37,7 @@ def test_shipped_result_matches_a_recomputation(task):
     stored = precomputed.read(task)
     assert stored is not None, "the shipped file is missing, unreadable or for another default"
     assert precomputed.differences(stored, precomputed.compute(task)) == [], \
-        "stale: rewrite the shipped results with python -m symlab.precomputed"
+        "stale: rewrite the shipped results with python -m symlab.serving.precomputed"
 
 
 @dataclasses.dataclass
@@ -72,20 +73,20 @@ def test_differences_finds_each_change_and_ignores_timings_and_rounding():
 
 
 def test_a_stored_result_is_read_back_for_its_key_only(shipped_elsewhere):
-    task, other, absent = (jobs.Task(("kind", number), abs) for number in (1, 2, 3))
+    task, other, absent = (Task(("kind", number), abs) for number in (1, 2, 3))
     assert precomputed.write([(task, trained()), (other, trained(name="p"))]) == [precomputed.path_of(task)]
     assert precomputed.differences(precomputed.read(task), trained()) == []
     assert precomputed.read(other).name == "p"  # one file per kind, each key its own result
     assert precomputed.read(absent) is None  # the same kind for another default
-    assert precomputed.read(jobs.Task(("missing", 1), abs)) is None
+    assert precomputed.read(Task(("missing", 1), abs)) is None
 
 
 @pytest.mark.parametrize("content", [b"", b"not xz at all", lzma.compress(b"not a pickle"),
                                      lzma.compress(pickle.dumps(["no", "key"])), lzma.compress(pickle.dumps({"a": 1}))])
 def test_a_broken_file_is_computed_instead(shipped_elsewhere, caplog, content):
-    task = jobs.Task(("kind", 1), abs)
+    task = Task(("kind", 1), abs)
     precomputed.path_of(task).write_bytes(content)
-    with caplog.at_level(logging.INFO, logger="symlab.precomputed"):
+    with caplog.at_level(logging.INFO, logger="symlab.serving.precomputed"):
         assert precomputed.read(task) is None
     assert "computing it instead" in caplog.text
 

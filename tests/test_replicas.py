@@ -6,10 +6,10 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import app_process, run_coroutine
-from symlab import store
+
 from symlab.labs.symmetry.experiment import ProximityConfig
+from symlab.serving import store
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 from streamlit_protocol import Session  # noqa: E402

@@ -7,17 +7,27 @@ import sqlite3
 import subprocess
 import sys
 import time
-import types
 from dataclasses import asdict, dataclass
 
 import pytest
 
-from symlab import labs, runs, worker
-from symlab.hosting import SettingsError, Work
-from symlab.lab import Lab
+from symlab.labs import run_kinds
 from symlab.labs.mnist.experiment import MnistConfig
 from symlab.labs.mnist.table import results_table
-from symlab.results import TrainingDiverged
+from symlab.runs import execution, supervisor
+from symlab.runs.registry import Registry, RegistryError
+from symlab.specs import settings
+from symlab.specs.results import TrainingDiverged
+from symlab.specs.run_kind import (
+    CANCELLED,
+    DIVERGED,
+    FINISHED,
+    INTERRUPTED,
+    QUEUED,
+    RUNNING,
+    RunKind,
+)
+from symlab.specs.settings import SettingsError, Work
 
 TINY = dict(hidden=8, epochs=2, train_subset=500, samples=2, init_sd=1e-3, device="cpu")  # σ₀ small: learns in 8 steps
 LONG = dict(hidden=256, epochs=8, train_subset=20000, samples=2, init_sd=1e-3, device="cpu")  # ~0.4 s per epoch here
@@ -26,7 +36,7 @@ LONG = dict(hidden=256, epochs=8, train_subset=20000, samples=2, init_sd=1e-3, d
 @pytest.fixture
 def registry(tmp_path, monkeypatch, database):
     monkeypatch.setenv("SYMLAB_RUNS_DIR", str(tmp_path / "runs"))
-    return runs.Registry()
+    return Registry(run_kinds())
 
 
 def wait_for(registry, run_id, condition, timeout=120):
@@ -40,86 +50,88 @@ def wait_for(registry, run_id, condition, timeout=120):
 
 
 def test_launch_reports_progress_and_results_and_queues_beyond_the_limit(registry):
-    first = runs.submit(registry, MnistConfig(**TINY, method="mfvi"))
-    second = runs.submit(registry, MnistConfig(**TINY, method="sgm", K=4))
-    assert registry.get(second).status == runs.QUEUED  # one run per device at a time
-    done = wait_for(registry, first, lambda r: r.status == runs.FINISHED)
+    first = supervisor.submit(registry, "mnist", MnistConfig(**TINY, method="mfvi"))
+    second = supervisor.submit(registry, "mnist", MnistConfig(**TINY, method="sgm", K=4))
+    assert registry.get(second).status == QUEUED  # one run per device at a time
+    done = wait_for(registry, first, lambda r: r.status == FINISHED)
     assert done.progress == 1.0 and done.result["epochs_done"] == 2 and done.result["test_acc"] > 0.2
     assert [m["epoch"] for m in registry.metrics([first])[first]] == [1, 2]
     # The finished worker started the queued run itself: no app needed.
-    done = wait_for(registry, second, lambda r: r.status == runs.FINISHED)
+    done = wait_for(registry, second, lambda r: r.status == FINISHED)
     assert done.result["mutual_info"] == pytest.approx(1.3862943611198906)
     assert registry.checkpoint_path(second).exists() and registry.log_path(second).exists()
 
 
 def test_cancel_then_resume_from_the_checkpoint(registry):
-    run_id = runs.submit(registry, MnistConfig(**LONG))
+    run_id = supervisor.submit(registry, "mnist", MnistConfig(**LONG))
     wait_for(registry, run_id, lambda r: r.epoch >= 1)
-    runs.cancel(registry, run_id)
-    cancelled = wait_for(registry, run_id, lambda r: r.status == runs.CANCELLED, timeout=30)
+    supervisor.cancel(registry, run_id)
+    cancelled = wait_for(registry, run_id, lambda r: r.status == CANCELLED, timeout=30)
     assert "resume continues" in cancelled.message and cancelled.epoch < 8
-    runs.resume(registry, run_id)
-    done = wait_for(registry, run_id, lambda r: r.status == runs.FINISHED)
+    supervisor.resume(registry, run_id)
+    done = wait_for(registry, run_id, lambda r: r.status == FINISHED)
     assert [m["epoch"] for m in registry.metrics([run_id])[run_id]] == list(range(1, 9))
     assert done.result["epochs_done"] == 8
 
 
 def test_a_killed_worker_is_marked_interrupted_and_resumes(registry):
-    run_id = runs.submit(registry, MnistConfig(**LONG))
+    run_id = supervisor.submit(registry, "mnist", MnistConfig(**LONG))
     running = wait_for(registry, run_id, lambda r: r.epoch >= 1 and r.pid)
     os.kill(running.pid, signal.SIGKILL)
     time.sleep(0.5)
-    assert runs.reap(registry) == [run_id]
+    assert supervisor.reap(registry) == [run_id]
     interrupted = registry.get(run_id)
-    assert interrupted.status == runs.INTERRUPTED and "resume" in interrupted.message
-    runs.resume(registry, run_id)
-    done = wait_for(registry, run_id, lambda r: r.status == runs.FINISHED)
+    assert interrupted.status == INTERRUPTED and "resume" in interrupted.message
+    supervisor.resume(registry, run_id)
+    done = wait_for(registry, run_id, lambda r: r.status == FINISHED)
     assert done.result["epochs_done"] == 8
     assert [m["epoch"] for m in registry.metrics([run_id])[run_id]] == list(range(1, 9))
 
 
 def test_runs_outlive_the_process_that_launched_them(registry, tmp_path):
     launcher = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time; from symlab import runs; from symlab.labs.mnist.experiment import MnistConfig; "
-         f"print(runs.submit(runs.Registry(), MnistConfig(**{TINY!r})), flush=True); time.sleep(600)"],
+        [sys.executable, "-c", "import sys, time; from symlab.labs import run_kinds; from symlab.runs import supervisor; "
+         "from symlab.runs.registry import Registry; from symlab.labs.mnist.experiment import MnistConfig; "
+         f"print(supervisor.submit(Registry(run_kinds()), 'mnist', MnistConfig(**{TINY!r})), flush=True); "
+         "time.sleep(600)"],
         stdout=subprocess.PIPE, text=True, env=os.environ)
     run_id = int(launcher.stdout.readline())
     launcher.kill()  # the "server" dies; the run goes on
     launcher.wait()
-    assert wait_for(registry, run_id, lambda r: r.status == runs.FINISHED).result["epochs_done"] == 2
+    assert wait_for(registry, run_id, lambda r: r.status == FINISHED).result["epochs_done"] == 2
 
 
 def test_caps_and_bad_settings_are_refused_with_reasons(registry, monkeypatch):
-    limits = runs.RunLimits(max_hidden=64, max_epochs=3, max_runs_per_session=1)
+    limits = settings.RunLimits(max_hidden=64, max_epochs=3, max_runs_per_session=1)
     with pytest.raises(ValueError, match="width 128 is above.*cap of 64.*5 epochs"):
-        runs.submit(registry, MnistConfig(hidden=128, epochs=5), limits)
-    runs.submit(registry, MnistConfig(**TINY), limits, session="alice")
+        supervisor.submit(registry, "mnist", MnistConfig(hidden=128, epochs=5), limits)
+    supervisor.submit(registry, "mnist", MnistConfig(**TINY), limits, session="alice")
     with pytest.raises(ValueError, match="launched 1 runs"):
-        runs.submit(registry, MnistConfig(**TINY), limits, session="alice")
+        supervisor.submit(registry, "mnist", MnistConfig(**TINY), limits, session="alice")
     monkeypatch.setenv("SYMLAB_MAX_HIDDEN", "lots")
     with pytest.raises(SettingsError, match="SYMLAB_MAX_HIDDEN"):
-        runs.RunLimits.from_env()
+        settings.RunLimits.from_env()
     monkeypatch.setenv("SYMLAB_MAX_HIDDEN", "512")
-    assert runs.RunLimits.from_env().max_hidden == 512
+    assert settings.RunLimits.from_env().max_hidden == 512
 
 
 def test_an_unusable_runs_directory_is_a_clear_error(tmp_path):
     blocker = tmp_path / "a-file"
     blocker.write_text("")
-    with pytest.raises(runs.RegistryError, match="cannot use the runs directory.*SYMLAB_RUNS_DIR"):
-        runs.Registry(blocker / "runs")
+    with pytest.raises(RegistryError, match="cannot use the runs directory.*SYMLAB_RUNS_DIR"):
+        Registry(run_kinds(), blocker / "runs")
 
 
 def test_results_table_gives_mean_and_std_over_seeds(registry):
     for seed, accuracy in ((0, 0.90), (1, 0.92)):
-        run_id = registry.create(MnistConfig(hidden=16, seed=seed), "cpu")
-        registry.update(run_id, status=runs.FINISHED, result={"test_acc": accuracy, "test_nll": 0.3,
+        run_id = registry.create("mnist", MnistConfig(hidden=16, seed=seed), "cpu")
+        registry.update(run_id, status=FINISHED, result={"test_acc": accuracy, "test_nll": 0.3,
                                                               "test_ece": 0.02, "train_elbo": -5.0,
                                                               "train_elbo_sym": None})
-    other = registry.create(MnistConfig(hidden=16, method="sgm", K=4), "cpu")
-    registry.update(other, status=runs.FINISHED, result={"test_acc": 0.95, "train_elbo": -6.0,
+    other = registry.create("mnist", MnistConfig(hidden=16, method="sgm", K=4), "cpu")
+    registry.update(other, status=FINISHED, result={"test_acc": 0.95, "train_elbo": -6.0,
                                                          "train_elbo_sym": -4.6})
-    registry.create(MnistConfig(hidden=16, seed=2), "cpu")  # still queued: not in the table
+    registry.create("mnist", MnistConfig(hidden=16, seed=2), "cpu")  # still queued: not in the table
     rows = results_table(registry.runs())
     assert [(row["label"], row["seeds"]) for row in rows] == [("MFVI", 2), ("SGM K=4", 1)]
     assert rows[0]["test_acc_mean"] == pytest.approx(0.91) and rows[0]["test_acc_std"] == pytest.approx(0.01)
@@ -150,13 +162,13 @@ def test_a_registry_written_before_runs_recorded_their_lab_still_opens(tmp_path)
         connection.execute("INSERT INTO metrics VALUES (1, 1, ?), (1, 2, ?)",
                            (json.dumps({"epoch": 1, "test_acc": 0.8}), json.dumps({"epoch": 2, "test_acc": 0.9})))
     for _ in range(2):  # the column is added once; opening again changes nothing
-        registry = runs.Registry(root)
+        registry = Registry(run_kinds(), root)
         [old] = registry.runs(lab="mnist")
         assert (old.lab, old.config, old.status, old.epoch) == ("mnist", MnistConfig(hidden=32, seed=1),
-                                                                runs.FINISHED, 2)
+                                                                FINISHED, 2)
         assert old.result == {"test_acc": 0.9, "infonce_active": 0.0}
         assert registry.metrics([old.id])[old.id] == [{"epoch": 1, "test_acc": 0.8}, {"epoch": 2, "test_acc": 0.9}]
-    new = registry.create(MnistConfig(**TINY), "cpu")
+    new = registry.create("mnist", MnistConfig(**TINY), "cpu")
     assert [(run.id, run.lab) for run in registry.runs()] == [(old.id, "mnist"), (new, "mnist")]
 
 
@@ -206,29 +218,23 @@ class Counting:
         return {"counted": self.epoch}
 
 
-@pytest.fixture
-def counting_lab(monkeypatch):
-    module = types.ModuleType("counting_lab")
-    module.KIND = runs.RunKind(config_type=CountConfig, device=lambda config: "cpu", start=Counting)
-    monkeypatch.setitem(sys.modules, "counting_lab", module)
-    counting = Lab("counting", "Counting", ":material/add:", lambda subparsers: None, lambda hosting: (),
-                   blurb="Counts.", runs="counting_lab")
-    monkeypatch.setattr(labs, "LABS", (*labs.LABS, counting))
+COUNTING = RunKind(config_type=CountConfig, device=lambda config: "cpu", start=Counting)
 
 
-def test_the_registry_and_the_worker_run_any_lab_that_declares_its_runs(registry, counting_lab):
-    mnist_run = registry.create(MnistConfig(**TINY), "cpu", status=runs.FINISHED)
-    counted = registry.create(CountConfig(epochs=3), "cpu", status=runs.RUNNING)
-    assert worker.execute(registry, counted).result == {"counted": 3}
+def test_the_registry_and_the_worker_run_any_lab_that_declares_its_runs(registry):
+    registry = Registry({**registry.kinds, "counting": COUNTING}, registry.root)  # handed the lab by its caller
+    mnist_run = registry.create("mnist", MnistConfig(**TINY), "cpu", status=FINISHED)
+    counted = registry.create("counting", CountConfig(epochs=3), "cpu", status=RUNNING)
+    assert execution.execute(registry, counted).result == {"counted": 3}
     assert [m["count"] for m in registry.metrics([counted])[counted]] == [1, 2, 3]
     assert [run.id for run in registry.runs(lab="counting")] == [counted]
     assert [run.id for run in registry.runs(lab="mnist")] == [mnist_run]
 
-    diverging = registry.create(CountConfig(epochs=3, diverge_in=3), "cpu", status=runs.RUNNING)
-    diverged = worker.execute(registry, diverging)
-    assert (diverged.status, diverged.message) == (runs.DIVERGED, "diverged in epoch 3")
+    diverging = registry.create("counting", CountConfig(epochs=3, diverge_in=3), "cpu", status=RUNNING)
+    diverged = execution.execute(registry, diverging)
+    assert (diverged.status, diverged.message) == (DIVERGED, "diverged in epoch 3")
     assert diverged.result == {"counted": 2}  # the summary of the epochs before it
     assert registry.get(diverging).config == CountConfig(epochs=3, diverge_in=3)
 
     with pytest.raises(ValueError, match="5 epochs is above this server's cap of 4"):
-        runs.submit(registry, CountConfig(epochs=5), runs.RunLimits(max_epochs=4))
+        supervisor.submit(registry, "counting", CountConfig(epochs=5), settings.RunLimits(max_epochs=4))

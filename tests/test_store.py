@@ -1,5 +1,5 @@
 """Results kept beyond one process and one start (symlab/codec.py, symlab/store.py), computed once, in idle
-time when likely (symlab/warmup.py), with honest estimates of a wait (symlab/jobs.py)."""
+time when likely (symlab/warmup.py), with honest estimates of a wait (symlab/shared_results.py)."""
 
 import dataclasses
 import json
@@ -14,14 +14,14 @@ import numpy as np
 import pytest
 import torch
 
-from symlab import codec, jobs, precomputed, store, warmup
 from symlab.labs import LABS
 from symlab.labs.align import experiment as align_lab
 from symlab.labs.symmetry import experiment as symmetry_lab
 from symlab.lib import mlp
 from symlab.lib.gaussian import DiagonalGaussian
-from symlab.urlstate import Param, neighbours
-
+from symlab.serving import codec, precomputed, shared_results, store, warmup
+from symlab.specs.tasks import Cost, Task
+from symlab.specs.urlstate import Param, neighbours
 
 # ------------------------------------------------------------------------------------------ the codec
 
@@ -71,7 +71,7 @@ def forged(tree) -> bytes:
     (b"", "not a SymLab result"), (b"\x80\x04pickle", "not a SymLab result"),
     (forged({"dataclass": "os:system", "attributes": {}}), "not a SymLab result type"),
     (forged({"dataclass": "builtins:object", "attributes": {}}), "not a SymLab result type"),
-    (forged({"dataclass": "symlab.store:describe", "attributes": {}}), "not a SymLab result type"),
+    (forged({"dataclass": "symlab.serving.store:describe", "attributes": {}}), "not a SymLab result type"),
     (forged({"ndarray": "|O", "shape": [1], "blob": 0}), "objects"),
     (forged({"tensor": "manual_seed", "shape": [1], "blob": 0}), "unknown tensor type"),
 ])
@@ -122,16 +122,17 @@ def test_a_result_of_other_code_is_never_read(tmp_path, result_store):
 
 
 def test_the_version_is_a_digest_of_the_computations_sources(tmp_path):
-    for name in ("lib/mlp.py", "labs/toy/experiment.py", "controls.py", "results.py", "codec.py", "cli.py"):
+    for name in ("lib/mlp.py", "labs/toy/experiment.py", "specs/controls.py", "specs/results.py", "serving/codec.py",
+                 "cli/toy.py"):
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(f"# {name}\n")
     before = store.source_digest(tmp_path)
-    (tmp_path / "cli.py").write_text("# not a computation\n")
+    (tmp_path / "cli/toy.py").write_text("# not a computation\n")
     assert store.source_digest(tmp_path) == before
     (tmp_path / "labs/toy/experiment.py").write_text("STEPS = 2001\n")
     assert store.source_digest(tmp_path) != before
     assert store.computation_version() == store.source_digest(
-        store.Path(store.__file__).resolve().parent, f"torch {torch.__version__} numpy {np.__version__}")
+        store.Path(store.__file__).resolve().parents[1], f"torch {torch.__version__} numpy {np.__version__}")
 
 
 def test_the_least_recently_used_go_past_the_cap(tmp_path):
@@ -171,33 +172,33 @@ def test_the_store_on_postgresql(postgres_server_url, tmp_path):
 
 def test_a_result_computed_once_is_served_again_after_a_restart(tmp_path):
     calls = []
-    first = jobs.SharedResults(workers=0, store=store.ResultStore(tmp_path))
+    first = shared_results.SharedResults(workers=0, store=store.ResultStore(tmp_path))
     assert first.compute(KEY, lambda: calls.append(1) or "value") == "value"
-    restarted = jobs.SharedResults(workers=0, store=store.ResultStore(tmp_path))
+    restarted = shared_results.SharedResults(workers=0, store=store.ResultStore(tmp_path))
     assert restarted.compute(KEY, lambda: calls.append(1) or "other") == "value" and calls == [1]
     assert restarted.compute(("volatile",), lambda: "made", persist=False) == "made"
     assert ("volatile",) not in restarted.store
 
 
 def test_a_worker_writes_its_result_to_the_store(tmp_path):
-    results = jobs.SharedResults(workers=1, store=store.ResultStore(tmp_path))
+    results = shared_results.SharedResults(workers=1, store=store.ResultStore(tmp_path))
     try:
-        task = jobs.Task(("square", 9), jobtasks.square, (9,))
+        task = Task(("square", 9), jobtasks.square, (9,))
         assert results.submit(task, "w").future.result(timeout=120) == 81
     finally:
         results.shutdown()
     assert store.ResultStore(tmp_path).get(("square", 9)) == 81
-    again = jobs.SharedResults(workers=1, store=store.ResultStore(tmp_path))
+    again = shared_results.SharedResults(workers=1, store=store.ResultStore(tmp_path))
     assert again.submit(task, "w").future.result(timeout=5) == 81 and again.tasks_submitted == 0
 
 
 def test_a_queued_job_whose_page_stopped_asking_is_dropped(monkeypatch):
-    monkeypatch.setattr(jobs, "STALE_SECONDS", 0.2)
-    results = jobs.SharedResults(workers=1)
+    monkeypatch.setattr(shared_results, "STALE_SECONDS", 0.2)
+    results = shared_results.SharedResults(workers=1)
     try:
-        busy = results.submit(jobs.Task(("busy",), jobtasks.counted, (3, 0.3)), "a", keep=True)
-        left = results.submit(jobs.Task(("square", 3), jobtasks.square, (3,)), "b")
-        staying = results.submit(jobs.Task(("square", 4), jobtasks.square, (4,)), "c")
+        busy = results.submit(Task(("busy",), jobtasks.counted, (3, 0.3)), "a", keep=True)
+        left = results.submit(Task(("square", 3), jobtasks.square, (3,)), "b")
+        staying = results.submit(Task(("square", 4), jobtasks.square, (4,)), "c")
         deadline = time.monotonic() + 60
         while not busy.future.done():  # "c" keeps asking, as its waiting panel does; "b" went away
             results.touch(staying, "c")
@@ -210,22 +211,22 @@ def test_a_queued_job_whose_page_stopped_asking_is_dropped(monkeypatch):
 
 
 def test_the_wait_adds_the_work_ahead_at_the_measured_efficiency():
-    results = jobs.SharedResults(workers=1)
-    results._rates = jobs.Rates(matmul_flops=1e9, elementwise=1e9, normals=1e6)
-    first = jobs.Task(("one",), jobtasks.square, (1,), cost=jobs.Cost(matmul_flops=2e9))  # floor 2 s
-    second = jobs.Task(("two",), jobtasks.square, (2,), cost=jobs.Cost(normals=1e6))  # floor 1 s
+    results = shared_results.SharedResults(workers=1)
+    results._rates = shared_results.Rates(matmul_flops=1e9, elementwise=1e9, normals=1e6)
+    first = Task(("one",), jobtasks.square, (1,), cost=Cost(matmul_flops=2e9))  # floor 2 s
+    second = Task(("two",), jobtasks.square, (2,), cost=Cost(normals=1e6))  # floor 1 s
     with results._lock:  # queued, nothing running: the pool is stopped for the test
         jobs_ = []
         for task in (first, second):
-            job = results._new_job(task.key, task.label, jobs.concurrent.futures.Future())
+            job = results._new_job(task.key, task.label, shared_results.concurrent.futures.Future())
             job.task = task
             results._queue.append(job)
             jobs_.append(job)
-    assert results.wait(jobs_[0]) == jobs.Wait(0, 2.0 * jobs.DEFAULT_EFFICIENCY)
-    assert results.wait(jobs_[1]) == jobs.Wait(1, 3.0 * jobs.DEFAULT_EFFICIENCY)
+    assert results.wait(jobs_[0]) == shared_results.Wait(0, 2.0 * shared_results.DEFAULT_EFFICIENCY)
+    assert results.wait(jobs_[1]) == shared_results.Wait(1, 3.0 * shared_results.DEFAULT_EFFICIENCY)
     results._learn(first, 4.0)  # measured 4 s against a 2 s floor: its kind's efficiency becomes 2
-    assert results.wait(jobs_[1]).seconds == pytest.approx(2.0 * 2 + 1.0 * jobs.DEFAULT_EFFICIENCY)
-    assert results.wait(jobs.Job(("unknown",), "", None, task=jobs.Task(("u",), jobtasks.square))).seconds is None
+    assert results.wait(jobs_[1]).seconds == pytest.approx(2.0 * 2 + 1.0 * shared_results.DEFAULT_EFFICIENCY)
+    assert results.wait(shared_results.Job(("unknown",), "", None, task=Task(("u",), jobtasks.square))).seconds is None
 
 
 def test_a_tasks_cost_is_its_arithmetic():
@@ -259,20 +260,20 @@ def test_likely_tasks_are_every_preset_and_its_neighbours_once_defaults_first():
     assert keys[:len(defaults)] == defaults or set(defaults) <= set(keys[:20])
     for lab in (lab for lab in LABS if lab.tasks):
         default = lab.default_values()
-        for values, _ in lab.presets.values():
-            assert {task.key for task in lab.tasks({**default, **values})} <= set(keys)
+        for values, _ in lab.preset_states().values():
+            assert {task.key for task in lab.page_tasks({**default, **values})} <= set(keys)
         width = {**default, "width": default.get("width", 0) + 1} if "width" in default else None
         if width is not None:
-            assert {task.key for task in lab.tasks(width)} <= set(keys)
+            assert {task.key for task in lab.page_tasks(width)} <= set(keys)
 
 
 def test_idle_time_fills_the_store_in_a_process_of_the_idle_class(tmp_path, monkeypatch):
     monkeypatch.setattr(warmup, "IDLE_AFTER_SECONDS", 0.2)
-    results = jobs.SharedResults(workers=1, store=store.ResultStore(tmp_path))
-    monkeypatch.setattr(jobs, "_shared", results)
-    tasks = [jobs.Task(("scheduling",), jobtasks.scheduling), jobs.Task(("square", 5), jobtasks.square, (5,))]
+    results = shared_results.SharedResults(workers=1, store=store.ResultStore(tmp_path))
+    monkeypatch.setattr(shared_results, "_shared", results)
+    tasks = [Task(("scheduling",), jobtasks.scheduling), Task(("square", 5), jobtasks.square, (5,))]
     try:
-        busy = results.submit(jobs.Task(("busy",), jobtasks.counted, (2, 0.4)), "person", keep=True)
+        busy = results.submit(Task(("busy",), jobtasks.counted, (2, 0.4)), "person", keep=True)
         stop = threading.Event()
         started = time.monotonic()
         assert warmup.precompute_in_idle_time(stop, tasks) == 2
@@ -280,6 +281,6 @@ def test_idle_time_fills_the_store_in_a_process_of_the_idle_class(tmp_path, monk
     finally:
         results.shutdown()
     scheduler, niceness = results.store.get(("scheduling",))
-    assert scheduler == os.SCHED_IDLE and niceness == jobs.IDLE_NICENESS
+    assert scheduler == os.SCHED_IDLE and niceness == shared_results.IDLE_NICENESS
     assert results.store.get(("square", 5)) == 25
     assert warmup.precompute_in_idle_time(threading.Event(), tasks) == 0  # stored: nothing more to do

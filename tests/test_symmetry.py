@@ -10,12 +10,12 @@ import pytest
 from scipy import optimize
 from scipy.stats import kendalltau
 
-from symlab import results
 from symlab.labs.symmetry import experiment as symmetry_lab
 from symlab.labs.toy import experiment as toy
 from symlab.lib import mlp, symmetry
 from symlab.lib.mmd import layerwise_mmd, mmd_aggregate
 from symlab.lib.mnist_data import load_mnist
+from symlab.specs import results
 
 # (layer sizes d_0 … d_L, batch shape): depth 1 to 3, single nets and batches of one and two axes.
 NETS = [((3, 5, 2), ()), ((2, 6, 1), (8,)), ((4, 6, 5, 3), (5,)), ((2, 4, 3, 5, 1), (2, 3)), ((3, 7, 7, 7, 2), ())]
@@ -120,6 +120,20 @@ def test_normalise_units_gives_rows_the_norm_and_leaves_dead_units_alone():
     for norm in (0.0, -1.0, math.nan, math.inf):
         with pytest.raises(ValueError):
             symmetry.normalise_units(layers, norm)
+
+
+# --- mass ---------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("sizes, batch", [((3, 4, 2), ()), ((2, 3, 4, 2), (2, 3))], ids=["3-4-2x1", "2-3-4-2x2x3"])
+def test_layer_masses_sum_each_layers_squared_weights(sizes, batch):
+    layers = random_net(np.random.default_rng(7), sizes, batch, spread=1.0)
+    masses = symmetry.layer_masses(layers)
+    assert masses.shape == (*batch, len(sizes) - 1)
+    for net in np.ndindex(*batch):  # one element by one, biases left out
+        for index, (W, _) in enumerate(layers):
+            expected = sum(float(W[net][i, j]) ** 2 for i in range(W.shape[-2]) for j in range(W.shape[-1]))
+            assert masses[net][index] == pytest.approx(expected, rel=1e-12), (net, index)
+    np.testing.assert_allclose(masses.sum(axis=-1), symmetry.mass(layers), rtol=1e-12)
 
 
 # --- min-mass -----------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""The live charts' helpers (pages/ui.py): Vega-Lite specs that stay the same from frame to frame, so that
+"""The live charts' helpers (views/common): Vega-Lite specs that stay the same from frame to frame, so that
 Streamlit updates the chart in place (the frames' numbers travel as datasets), and their styles."""
 
 import altair as alt
@@ -8,18 +8,18 @@ import pytest
 from pagetest import open_page
 from vegatest import channel, image_values, layers, png_rows, vega_charts
 
-from pages import ui
+from views.common import charts
 
-SERIES = (ui.Series("MFVI", "#0072B2", "dash"), ui.Series("SGM", "#D55E00", "dot", marker="square"),
-          ui.Series("data", "#999999", marker="circle", line=False))
+SERIES = (charts.Series("MFVI", "#0072B2", "dash"), charts.Series("SGM", "#D55E00", "dot", marker="square"),
+          charts.Series("data", "#999999", marker="circle", line=False))
 
 
 def spec_of(chart, **options) -> dict:
-    return ui.vega_spec(chart, **options)
+    return charts.vega_spec(chart, **options)
 
 
 def test_series_share_one_legend_with_a_second_cue_for_each():
-    spec = spec_of(ui.altair_lines(SERIES, ui.quantity("x", "step"), ui.quantity("y", "nats", channel=alt.Y)))
+    spec = spec_of(charts.altair_lines(SERIES, charts.quantity("x", "step"), charts.quantity("y", "nats", channel=alt.Y)))
     for name, styles in (("color", ["#0072B2", "#D55E00", "#999999"]), ("strokeDash", [[8, 4], [2, 3], [1, 0]]),
                          ("shape", ["stroke", "square", "circle"])):
         for definition in channel(spec, name):  # every layer: the same scale, so one legend
@@ -36,61 +36,61 @@ def test_series_share_one_legend_with_a_second_cue_for_each():
 
 
 def test_axes_carry_titles_fixed_domains_and_integer_ticks():
-    x = ui.quantity("x", "epoch", (0.5, 3.5), integer=True).to_dict()
+    x = charts.quantity("x", "epoch", (0.5, 3.5), integer=True).to_dict()
     assert x["title"] == "epoch" and x["scale"] == {"domain": [0.5, 3.5], "nice": False}
     assert x["axis"] == {"tickMinStep": 1, "format": "d"}
-    y = ui.quantity("y", "test accuracy", scale=dict(domainMax=1), channel=alt.Y).to_dict()
+    y = charts.quantity("y", "test accuracy", scale=dict(domainMax=1), channel=alt.Y).to_dict()
     assert y["scale"] == {"zero": False, "domainMax": 1}
-    assert ui.quantity("y", "nats", log=True, channel=alt.Y).to_dict()["scale"]["type"] == "log"
+    assert charts.quantity("y", "nats", log=True, channel=alt.Y).to_dict()["scale"]["type"] == "log"
 
 
 def test_a_spec_has_no_data_and_its_fonts_follow_presentation_mode(monkeypatch):
-    chart = alt.layer(ui.altair_lines(SERIES, ui.quantity("x", "step"), ui.quantity("y", "nats", channel=alt.Y)),
-                      ui.altair_rules(SERIES))
+    chart = alt.layer(charts.altair_lines(SERIES, charts.quantity("x", "step"), charts.quantity("y", "nats", channel=alt.Y)),
+                      charts.altair_rules(SERIES))
     spec = spec_of(chart, title="Bounds")
     assert "datasets" not in spec and "values" not in str(spec)
     assert spec["title"]["text"] == "Bounds" and spec["usermeta"]["embedOptions"]["renderer"] == "svg"
     assert spec["config"]["mark"] == {"aria": False}
     normal = spec["config"]["axis"]["titleFontSize"]
-    monkeypatch.setattr(ui, "font_scale", lambda: ui.PRESENT_FONT_PX / ui.FONT_PX)
+    monkeypatch.setattr(charts, "font_scale", lambda: charts.PRESENT_FONT_PX / charts.FONT_PX)
     enlarged = spec_of(chart, title="Bounds")
-    assert enlarged["config"]["axis"]["titleFontSize"] == ui.PRESENT_FONT_PX > normal
+    assert enlarged["config"]["axis"]["titleFontSize"] == charts.PRESENT_FONT_PX > normal
     assert enlarged["height"] > spec["height"]
 
 
 def test_a_fixed_size_is_the_plot_areas():
-    spec = spec_of(ui.altair_lines(SERIES, ui.quantity("x", "w₁"), ui.quantity("y", "w₂", channel=alt.Y)),
+    spec = spec_of(charts.altair_lines(SERIES, charts.quantity("x", "w₁"), charts.quantity("y", "w₂", channel=alt.Y)),
                    width=300, height=300)
     assert (spec["width"], spec["height"], spec["autosize"]) == (300, 300, {"type": "pad"})
 
 
 def test_domains_set_on_a_built_spec_give_the_spec_built_with_them(monkeypatch):
     def heat_and_lines(x_domain, y_domain, width):
-        chart = alt.layer(ui.altair_image("w₁", "w₂", x_domain, y_domain),
-                          ui.altair_lines(SERIES, ui.quantity("x", "w₁", x_domain),
-                                          ui.quantity("y", "w₂", y_domain, channel=alt.Y)))
+        chart = alt.layer(charts.altair_image("w₁", "w₂", x_domain, y_domain),
+                          charts.altair_lines(SERIES, charts.quantity("x", "w₁", x_domain),
+                                          charts.quantity("y", "w₂", y_domain, channel=alt.Y)))
         return spec_of(chart, title="q", width=width, height=200)
 
-    for scale in (1.0, ui.PRESENT_FONT_PX / ui.FONT_PX):  # presentation mode scales the size as vega_spec does
-        monkeypatch.setattr(ui, "font_scale", lambda: scale)
-        template = heat_and_lines(ui.DOMAIN_OF_DATA, ui.DOMAIN_OF_DATA, 100)
+    for scale in (1.0, charts.PRESENT_FONT_PX / charts.FONT_PX):  # presentation mode scales the size as vega_spec does
+        monkeypatch.setattr(charts, "font_scale", lambda: scale)
+        template = heat_and_lines(charts.DOMAIN_OF_DATA, charts.DOMAIN_OF_DATA, 100)
         kept = str(template)
-        framed = ui.with_domains(template, x=(-2.5, 3), y=np.array([-1.0, 4.25]), width=310)
+        framed = charts.with_domains(template, x=(-2.5, 3), y=np.array([-1.0, 4.25]), width=310)
         assert framed == heat_and_lines((-2.5, 3.0), (-1.0, 4.25), 310)
         assert str(template) == kept  # the cached spec is copied, never changed
-    only_y = ui.with_domains(template, y=(0, 9))
-    assert [view["encoding"]["x"]["scale"]["domain"] for view in layers(only_y)] == [list(ui.DOMAIN_OF_DATA)] * 3
+    only_y = charts.with_domains(template, y=(0, 9))
+    assert [view["encoding"]["x"]["scale"]["domain"] for view in layers(only_y)] == [list(charts.DOMAIN_OF_DATA)] * 3
     with pytest.raises(ValueError, match="color"):
-        ui.with_domains(template, color=("a", "b"))  # position channels only: a legend's domain is its series
-    free_y = spec_of(ui.altair_lines(SERIES, ui.quantity("x", "step", ui.DOMAIN_OF_DATA),
-                                     ui.quantity("y", "nats", channel=alt.Y)))
+        charts.with_domains(template, color=("a", "b"))  # position channels only: a legend's domain is its series
+    free_y = spec_of(charts.altair_lines(SERIES, charts.quantity("x", "step", charts.DOMAIN_OF_DATA),
+                                     charts.quantity("y", "nats", channel=alt.Y)))
     with pytest.raises(ValueError, match="'y'"):
-        ui.with_domains(free_y, y=(0, 1))  # no view fixes it: a mistake, not a silent no-op
+        charts.with_domains(free_y, y=(0, 1))  # no view fixes it: a mistake, not a silent no-op
 
 
 def test_image_frame_is_a_png_of_the_grid_with_the_largest_y_on_top():
     z = np.array([[0.0, 0.0, 0.0], [0.0, 0.0, 1.0]])  # z[y, x]: the peak at the largest x and y
-    row = ui.image_frame([0.0, 1.0, 2.0], [0.0, 2.0], z, ("#FFFFFF", "#000000")).iloc[0]
+    row = charts.image_frame([0.0, 1.0, 2.0], [0.0, 2.0], z, ("#FFFFFF", "#000000")).iloc[0]
     pixels = png_rows(row["url"])
     assert pixels.shape == (2, 3, 3)
     assert (pixels[0, 2] == 0).all() and (pixels[1] == 255).all() and (pixels[0, :2] == 255).all()
@@ -99,26 +99,26 @@ def test_image_frame_is_a_png_of_the_grid_with_the_largest_y_on_top():
 
 def test_image_values_are_recovered_from_the_colours_and_a_fixed_domain_clips():
     z = np.linspace(0.0, 1.0, 12).reshape(3, 4) ** 2
-    row = ui.image_frame(np.arange(4), np.arange(3), z, ui.VIRIDIS).iloc[0]
-    assert np.allclose(image_values(row["url"], ui.VIRIDIS), z, atol=0.01)  # colour → value, bottom row first
-    fixed = ui.image_frame(np.arange(4), np.arange(3), z * 2 - 0.5, ui.VIRIDIS, domain=(0.0, 1.0)).iloc[0]
-    assert np.allclose(image_values(fixed["url"], ui.VIRIDIS), np.clip(z * 2 - 0.5, 0, 1), atol=0.01)
-    legend = spec_of(ui.altair_colour_legend("P", ui.VIRIDIS))
-    assert legend["encoding"]["fill"]["scale"] == {"range": list(ui.VIRIDIS), "interpolate": "rgb"}  # as the PNG's
+    row = charts.image_frame(np.arange(4), np.arange(3), z, charts.VIRIDIS).iloc[0]
+    assert np.allclose(image_values(row["url"], charts.VIRIDIS), z, atol=0.01)  # colour → value, bottom row first
+    fixed = charts.image_frame(np.arange(4), np.arange(3), z * 2 - 0.5, charts.VIRIDIS, domain=(0.0, 1.0)).iloc[0]
+    assert np.allclose(image_values(fixed["url"], charts.VIRIDIS), np.clip(z * 2 - 0.5, 0, 1), atol=0.01)
+    legend = spec_of(charts.altair_colour_legend("P", charts.VIRIDIS))
+    assert legend["encoding"]["fill"]["scale"] == {"range": list(charts.VIRIDIS), "interpolate": "rgb"}  # as the PNG's
 
 
 def test_vega_chart_sends_the_datasets_apart_from_the_spec():
     def page():
         import pandas as pd
 
-        from pages import ui
+        from views.common import charts
 
-        series = (ui.Series("a", "#000000"),)
+        series = (charts.Series("a", "#000000"),)
         import altair as alt
-        spec = ui.vega_spec(ui.altair_lines(series, ui.quantity("x", "x"), ui.quantity("y", "y", channel=alt.Y)))
+        spec = charts.vega_spec(charts.altair_lines(series, charts.quantity("x", "x"), charts.quantity("y", "y", channel=alt.Y)))
         frames = [pd.DataFrame({"x": [0.0, 1.0], "y": [0.0, 1.0], "series": "a"}),
                   pd.DataFrame({"x": [1.0, 2.0], "y": [1.0, 4.0], "series": "a"})]
-        ui.vega_chart(ui.st, spec, {"lines": pd.concat(frames)}, "chart")
+        charts.vega_chart(charts.st, spec, {"lines": pd.concat(frames)}, "chart")
 
     from streamlit.testing.v1 import AppTest
 
@@ -168,6 +168,6 @@ def test_the_toy_live_charts_change_only_their_data():
 
 
 def test_series_frame_keeps_the_drawing_order():
-    frame = ui.lines_frame("q", [1, 0, -1, 0], [0, 1, 0, -1], part=3)
+    frame = charts.lines_frame("q", [1, 0, -1, 0], [0, 1, 0, -1], part=3)
     assert frame["i"].tolist() == [0, 1, 2, 3] and (frame["series"] == "q").all() and (frame["part"] == 3).all()
     assert isinstance(frame, pd.DataFrame)

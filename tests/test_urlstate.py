@@ -2,7 +2,7 @@ import math
 
 import pytest
 
-from symlab.urlstate import Param, encode_query, parse_query
+from symlab.specs.urlstate import Param, encode_query, parse_query
 
 SPECS = (
     Param("alpha", "float", 3.0, 0.0, 20.0, step=0.05),

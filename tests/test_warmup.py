@@ -6,9 +6,9 @@ import time
 
 from pagetest import open_page
 
-from symlab import warmup
 from symlab.labs import LABS
 from symlab.lib import mnist_data
+from symlab.serving import warmup
 
 WARMED = [lab for lab in LABS if lab.tasks]
 
@@ -19,7 +19,7 @@ def test_warm_up_computes_what_each_default_link_asks_for(fresh_results):
     thread = threading.Thread(target=warmup.warm_up)
     thread.start()
     thread.join()
-    tasks = [task for lab in WARMED for task in lab.tasks(lab.default_values())]
+    tasks = [task for lab in WARMED for task in lab.page_tasks(lab.default_values())]
     deadline = time.monotonic() + 300
     while not all(task.key in fresh_results for task in tasks):
         assert time.monotonic() < deadline, "the warm-up did not finish"

@@ -1,4 +1,4 @@
-"""Reading the pages' live charts (Vega-Lite, pages/ui.py) in AppTest and in Chromium."""
+"""Reading the pages' live charts (Vega-Lite, views/common) in AppTest and in Chromium."""
 
 import base64
 import json
@@ -71,7 +71,7 @@ VEGA_CHART_JS = """title => {
 
 
 def png_rows(url: str) -> np.ndarray:
-    """The pixels (rows from the top, RGB) of an image chart's PNG data URL (pages/ui.py: image_frame)."""
+    """The pixels (rows from the top, RGB) of an image chart's PNG data URL (views/common: image_frame)."""
     data = base64.b64decode(url.split(",", 1)[1])
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     width, height = struct.unpack(">II", data[16:24])
@@ -87,7 +87,7 @@ def png_rows(url: str) -> np.ndarray:
 
 
 def image_values(url: str, colours) -> np.ndarray:
-    """The values behind an image chart's PNG (pages/ui.py: image_frame), as fractions of its colour range
+    """The values behind an image chart's PNG (views/common: image_frame), as fractions of its colour range
     (0 at ``colours[0]``, 1 at the last), ``z[y, x]`` with the smallest y first: each pixel's nearest colour on
     the scale, to within one step in 1024."""
     stops = np.array([[int(c[i:i + 2], 16) for i in (1, 3, 5)] for c in colours], float)

@@ -93,8 +93,7 @@ def read_idx(path: Path, spec: IdxFile) -> np.ndarray:
 
 
 def data_directory(directory=None) -> Path:
-    """``directory``, else $SYMLAB_MNIST_DIR, else the copy shipped in assets/mnist."""
-    directory = directory or os.environ.get("SYMLAB_MNIST_DIR") or None
+    """``directory``, else the copy shipped in assets/mnist (the settings, symlab.specs.settings, say which)."""
     return SHIPPED_DIR if directory is None else Path(directory).expanduser().resolve()
 
 

@@ -41,9 +41,14 @@ def as_layers(layers) -> list[tuple[np.ndarray, np.ndarray]]:
     return out
 
 
+def layer_masses(layers) -> np.ndarray:
+    """Each layer's part of the :func:`mass`: Σ_ij (W^l_ij)², per network, shape ``(..., L)`` (layer l last)."""
+    return np.stack([np.sum(W**2, axis=(-2, -1)) for W, _ in layers], axis=-1)
+
+
 def mass(layers) -> np.ndarray:
-    """Σ of squared weights, biases excluded (Laurent's "mass"), per network."""
-    return sum(np.sum(W**2, axis=(-2, -1)) for W, _ in layers)
+    """Σ of squared weights, biases excluded (Laurent's "mass"), per network: the layers' masses summed."""
+    return layer_masses(layers).sum(axis=-1)
 
 
 def flat_norm(layers) -> np.ndarray:

@@ -19,13 +19,14 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from symlab import controls, jobs
-from symlab.controls import MAX_INT, control
 from symlab.lib import align, bnn, gaussian, mlp, weights
 from symlab.lib.adam import Adam
 from symlab.lib.gaussian import DiagonalGaussian
 from symlab.lib.mnist_data import data_directory, load_mnist_once
-from symlab.results import TrainingDiverged, in_memory
+from symlab.specs import controls, settings
+from symlab.specs.controls import MAX_INT, control
+from symlab.specs.results import TrainingDiverged, in_memory
+from symlab.specs.tasks import Cost, Task, stored_result
 
 TASKS = ("moons", "mnist")
 MNIST_TEST = 1000
@@ -228,7 +229,7 @@ def train_pair(config: AlignConfig, data: Dataset, progress=None) -> PosteriorPa
 
 @dataclass(frozen=True)
 class AlignmentReport:
-    """The barrier and distances along the three paths. JSON (:func:`symlab.results.to_json`) leaves out
+    """The barrier and distances along the three paths. JSON (:func:`symlab.specs.results.to_json`) leaves out
     the alignments, the aligned ends and the path's weight noise, which the page draws from."""
 
     config: AlignConfig
@@ -420,7 +421,7 @@ def run(config: AlignConfig, mnist=None, progress=None) -> AlignmentReport:
 
 def trained_and_aligned(config: AlignConfig, mnist_directory: str | None = None,
                         progress=None) -> tuple[PosteriorPair, AlignmentReport]:
-    """Both posteriors and their alignment report, as a :class:`symlab.jobs.Task` computes them in
+    """Both posteriors and their alignment report, as a :class:`symlab.specs.tasks.Task` computes them in
     a worker process (MNIST read there from ``mnist_directory``); ``progress(done, total, text,
     payload)`` carries the ELBO curves so far as ``(steps, elbo)``."""
     data = load_task(config.validate(), load_mnist_once(mnist_directory) if config.task == "mnist" else None)
@@ -433,10 +434,10 @@ def trained_and_aligned(config: AlignConfig, mnist_directory: str | None = None,
     return pair, alignment_report(pair, data)
 
 
-def alignment_task(config: AlignConfig) -> jobs.Task:
+def alignment_task(config: AlignConfig) -> Task:
     """:func:`trained_and_aligned` for ``config`` as a shared task (the page's, and the server's warm-up)."""
-    directory = str(data_directory()) if config.task == "mnist" else None
-    return jobs.Task(("align", config), trained_and_aligned, (config, directory), "Training q_A and q_B",
+    directory = str(data_directory(settings.mnist_directory())) if config.task == "mnist" else None
+    return Task(("align", config), trained_and_aligned, (config, directory), "Training q_A and q_B",
                      training_cost(config) + report_cost(config))
 
 
@@ -447,26 +448,26 @@ def _multiply_adds(sizes) -> tuple[int, int]:
     return sum(layers), sum(layers[1:])
 
 
-def training_cost(config: AlignConfig) -> jobs.Cost:
+def training_cost(config: AlignConfig) -> Cost:
     """:func:`train_pair`'s arithmetic: per step and posterior, the minibatch's forward pass, its weight
     gradients and the gradient sent back (2 flops a multiply-add), one normal per weight, and the passes over
     the parameter-sized arrays the step needs (the draw and its gradient: 4 per weight; Adam: 7 per
     parameter of μ and of log σ)."""
     every, past_first = _multiply_adds(config.sizes)
     batch, parameters = min(config.batch, config.train_size), mlp.Layout(config.sizes).n_params
-    per_step = jobs.Cost(matmul_flops=2 * batch * 2 * (2 * every + past_first),
+    per_step = Cost(matmul_flops=2 * batch * 2 * (2 * every + past_first),
                          elementwise=2 * (4 + 2 * 7) * parameters, normals=2 * parameters)
     return per_step * config.steps
 
 
-def report_cost(config: AlignConfig, distinct_ends: int = 3) -> jobs.Cost:
+def report_cost(config: AlignConfig, distinct_ends: int = 3) -> Cost:
     """:func:`alignment_report`'s arithmetic: the marginal predictive's forward passes (samples × test
     points) at q_A once and at every other point of each distinct path (three, or two where weight matching
     and W₂ alignment choose the same permutations)."""
     every, _ = _multiply_adds(config.sizes)
     points = MOONS_TEST if config.task == "moons" else MNIST_TEST
     evaluations = 1 + distinct_ends * (config.path_points - 1)
-    return jobs.Cost(matmul_flops=evaluations * config.samples * points * 2 * every,
+    return Cost(matmul_flops=evaluations * config.samples * points * 2 * every,
                      elementwise=evaluations * config.samples * points * sum(config.sizes[1:]))
 
 
@@ -494,17 +495,17 @@ def path_map_computed(config: AlignConfig, path: str, point: int, progress=None)
 
 @functools.lru_cache(maxsize=1)  # one pair serves both of the default link's maps
 def _trained_moons(config: AlignConfig) -> tuple[PosteriorPair, AlignmentReport]:
-    stored = jobs.stored_result(alignment_task(config).key)
+    stored = stored_result(alignment_task(config).key)
     return stored if stored is not None else trained_and_aligned(config)
 
 
 MAP_RESOLUTION = 60  # a predictive map's cells per side
 
 
-def path_map_task(config: AlignConfig, path: str, point: int) -> jobs.Task:
+def path_map_task(config: AlignConfig, path: str, point: int) -> Task:
     every, _ = _multiply_adds(config.sizes)
-    cost = jobs.Cost(matmul_flops=config.samples * MAP_RESOLUTION**2 * 2 * every)
-    return jobs.Task(path_map_key(config, path, point), path_map_computed, (config, path, point), "Predictive map", cost)
+    cost = Cost(matmul_flops=config.samples * MAP_RESOLUTION**2 * 2 * every)
+    return Task(path_map_key(config, path, point), path_map_computed, (config, path, point), "Predictive map", cost)
 
 
 @dataclass(frozen=True)

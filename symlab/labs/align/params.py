@@ -1,7 +1,8 @@
 """The alignment page's URL parameters: the declared controls of :class:`AlignConfig` it shows, and its view."""
 
-from symlab import controls, jobs
-from symlab.urlstate import Param
+from symlab.specs import controls
+from symlab.specs.tasks import Task
+from symlab.specs.urlstate import Param
 
 from .experiment import AlignConfig, alignment_task, path_map_task, player_start
 
@@ -50,7 +51,7 @@ PRESETS = {
 }
 
 
-def page_tasks(values: dict) -> list[jobs.Task]:
+def page_tasks(values: dict) -> list[Task]:
     """The shared computations the page runs for the controls' ``values``: the trained pair and the
     predictive maps the player shows first (moons)."""
     if values["source"] != "trained":

@@ -18,12 +18,12 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from symlab import controls
-from symlab.controls import control
-from symlab.hosting import Work
 from symlab.lib import blocks, bnn, gaussian, mlp, weights
 from symlab.lib.mnist_data import PIXEL_MEAN, PIXEL_STD, Mnist
-from symlab.results import TrainingDiverged
+from symlab.specs import controls
+from symlab.specs.controls import control
+from symlab.specs.results import TrainingDiverged
+from symlab.specs.settings import Work
 
 METHODS = ("mfvi", "sgm")
 MI_ESTIMATORS = ("infonce", "blocks")
@@ -33,7 +33,7 @@ DEVICES = ("auto", "cpu", "cuda")
 N_CLASSES, N_PIXELS = 10, 784
 ECE_BINS = 15
 EVAL_BATCH = 2000
-# The config fields a server caps (symlab.hosting.RunLimits), by the field of Work they ask for.
+# The config fields a server caps (symlab.specs.settings.RunLimits), by the field of Work they ask for.
 WORK_FIELDS = {"hidden": "width", "depth": "depth", "epochs": "epochs"}
 
 
@@ -44,7 +44,7 @@ class MnistConfig:
     I_H over blocks of up to ``block_size`` close units, rebuilt every ``rebuild_every`` steps).
     ``samples`` weight samples average the test predictions; ``train_subset`` (0 = all 60 000)
     draws a seeded subset. Width, depth and epochs have no upper end here: a server caps them
-    (:class:`~symlab.hosting.RunLimits`)."""
+    (:class:`~symlab.specs.settings.RunLimits`)."""
 
     hidden: int = control(400, low=1, label="Hidden units per layer", help="Units in each hidden layer (the width).")
     depth: int = control(1, low=1, label="Hidden layers", help="Number of hidden layers.")

@@ -1,8 +1,8 @@
 """The MNIST page's URL parameters: the config's declared controls, within the server's run caps."""
 
-from symlab import controls
-from symlab.hosting import Hosting, RunLimits
-from symlab.urlstate import Param
+from symlab.specs import controls
+from symlab.specs.settings import Hosting, RunLimits
+from symlab.specs.urlstate import Param
 
 from .experiment import WORK_FIELDS, MnistConfig
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from symlab.runs import FINISHED
+from symlab.specs.run_kind import FINISHED
 
 from .experiment import MnistConfig
 
@@ -46,3 +46,17 @@ def results_table(finished_runs) -> list[dict]:
             row[f"{key}_std"] = float(np.std(values)) if values else None
         rows.append(row)
     return rows
+
+
+def bound_gain_rows(rows) -> list[dict]:
+    """SGM's bound (ELBO + Î) minus MFVI's ELBO, mean over seeds, for each SGM row of :func:`results_table`'s
+    ``rows`` that has an MFVI row of the same setting and width: that row with ``gain_mean`` added (and
+    ``gain_std`` None: the two means come from different seeds' runs, so no spread is given)."""
+    mfvi = {(row["setting"], row["hidden"]): row for row in rows if row["method"] == "mfvi"}
+    gains = []
+    for row in rows:
+        base = mfvi.get((row["setting"], row["hidden"]))
+        if (row["method"] == "sgm" and base and row["train_elbo_sym_mean"] is not None
+                and base["train_elbo_mean"] is not None):
+            gains.append({**row, "gain_mean": row["train_elbo_sym_mean"] - base["train_elbo_mean"], "gain_std": None})
+    return gains

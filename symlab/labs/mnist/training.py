@@ -1,11 +1,12 @@
-"""An MNIST run as the run registry and its worker processes see it (:class:`symlab.runs.RunKind`)."""
+"""An MNIST run as the run registry and its worker processes see it (:class:`symlab.specs.run_kind.RunKind`)."""
 
 from __future__ import annotations
 
 import torch
 
 from symlab.lib import mnist_data
-from symlab.runs import RunKind
+from symlab.specs import settings
+from symlab.specs.run_kind import RunKind
 
 from . import experiment as mnist
 
@@ -16,7 +17,7 @@ class MnistTraining:
 
     def __init__(self, config: mnist.MnistConfig, device: str, data_dir=None):
         resolved = mnist.resolve_device(device)
-        data = mnist_data.load_mnist(data_dir)
+        data = mnist_data.load_mnist(settings.mnist_directory(data_dir))
         self.trainer = mnist.MnistTrainer(config, mnist.prepare_tensors(data, config, resolved), resolved)
         self.epochs = config.epochs
 

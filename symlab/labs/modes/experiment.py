@@ -20,9 +20,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from symlab import controls
-from symlab.controls import MAX_INT, control
-from symlab.results import to_json
+from symlab.specs import controls
+from symlab.specs.controls import MAX_INT, control
+from symlab.specs.results import to_json
 
 LN2 = math.log(2.0)
 _LOG_2PI = math.log(2.0 * math.pi)
@@ -78,7 +78,7 @@ def alpha_grid(alpha_max: float, points: int) -> np.ndarray:
 @dataclass(frozen=True)
 class SweepConfig:
     """A sweep of α for one σ: the target's σ and dimension d, the α grid, and the protocol (defaults: the
-    paper's). Each field's range is its one declaration (:mod:`symlab.controls`) for the page, the command
+    paper's). Each field's range is its one declaration (:mod:`symlab.specs.controls`) for the page, the command
     line and :meth:`validate`.
 
     σ only sets the unit (μ*/σ and Σ*/σ² depend on α/σ alone), so [0.1, 20] loses nothing; with d ≤ 100 it

@@ -1,8 +1,8 @@
 """The mode-interpolation page's URL parameters: σ and d as :class:`~.experiment.SweepConfig` declares
 them (σ capped for the page), and the page's own view: the α it shows and the forward-KL toggle."""
 
-from symlab import controls
-from symlab.urlstate import Param
+from symlab.specs import controls
+from symlab.specs.urlstate import Param
 
 from .experiment import SweepConfig
 

@@ -1,12 +1,11 @@
 """The posterior modulo its symmetries, and how close equivalent modes are (Laurent et al. 2024;
 Gelberg et al. 2024, Thm 3.1)."""
 
-from symlab.lab import Lab
+from symlab.specs.lab import Lab
 
-from . import cli, params
-
-LAB = Lab("symmetry", "Symmetry explorer", ":material/flip:", cli.register, params.page_params,
-          tasks=params.page_tasks, presets=params.PRESETS,
+LAB = Lab("symmetry", "Symmetry explorer", ":material/flip:",
+          command="symlab.cli.symmetry:register", params="symlab.labs.symmetry.params:page_params",
+          tasks="symlab.labs.symmetry.params:page_tasks", presets="symlab.labs.symmetry.params:PRESETS",
           blurb=("Take the symmetries out: the doubled mode of Laurent et al.'s Fig. 1 and its removal, min-mass "
                  "rescaling, how close equivalent modes are as width grows (Thm 3.1), MMD to the exact posterior, and "
                  "whether units change places during training."))

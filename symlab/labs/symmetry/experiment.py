@@ -6,7 +6,8 @@
 - Mode proximity: the nearest equivalent mode of one-hidden-layer nets of growing width, relative
   to ‖w‖, against the Thm 3.1 bound.
 - Posterior quality: MMD of MFVI, SGM and a deep ensemble against exact-posterior samples of the
-  tractable BNN, with and without permutation removal.
+  tractable BNN (its maths :mod:`symlab.lib.two_relu`; its config, data and fits the toy lab's), with and
+  without permutation removal.
 - Do networks permute while they train? Kendall's τ between successive sorting permutations.
 - A network of one's own (a file): mode proximity, permutation and scaling removal, min-mass.
 """
@@ -22,14 +23,15 @@ import torch
 import torch.nn.functional as F
 from scipy import ndimage
 
-from symlab import controls, jobs
-from symlab.controls import MAX_INT, control
 from symlab.labs.toy import experiment as toy
-from symlab.lib import mlp, symmetry, weights
+from symlab.lib import mlp, symmetry, two_relu, weights
 from symlab.lib.adam import Adam
 from symlab.lib.mmd import KERNELS_PER_FAMILY, mmd_aggregate
 from symlab.lib.mnist_data import data_directory, load_mnist_once
-from symlab.results import TrainingDiverged, in_memory
+from symlab.specs import controls, settings
+from symlab.specs.controls import MAX_INT, control
+from symlab.specs.results import TrainingDiverged, in_memory
+from symlab.specs.tasks import Cost, Task
 
 
 def _numpy_layers(layout: mlp.Layout, flat: torch.Tensor) -> list:
@@ -338,7 +340,7 @@ class MlpConfig:
 
 
 @dataclass
-class MlpTraining:
+class TrainedMlps:
     config: MlpConfig
     loss: np.ndarray             # [steps, instances]: each step's mini-batch loss, before its update
     tau: np.ndarray              # [steps, instances, hidden layers]: Kendall τ between successive sorts
@@ -354,7 +356,7 @@ def mnist_arrays(mnist, train_size: int) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 @torch.inference_mode()  # no autograd bookkeeping
-def train_mlps(config: MlpConfig, mnist, progress=None) -> MlpTraining:
+def train_mlps(config: MlpConfig, mnist, progress=None) -> TrainedMlps:
     """Train ``instances`` MLPs 784-width^depth-10 with SGD, recording after every step each hidden
     layer's sorting permutation and Kendall's τ against the previous one (Laurent §5.2).
     ``progress(step, steps)`` every 25 steps. A net whose loss turns NaN stops moving."""
@@ -390,7 +392,7 @@ def train_mlps(config: MlpConfig, mnist, progress=None) -> MlpTraining:
         test_x = torch.tensor(mnist.test_images[:2000], dtype=torch.float32) / 255.0
         predicted = mlp.forward(layout.layers(flat), test_x).argmax(-1).numpy()
     accuracy = (predicted == mnist.test_labels[:2000][None, :]).mean(1)
-    return MlpTraining(config, losses, tau, final, ~alive.numpy(),
+    return TrainedMlps(config, losses, tau, final, ~alive.numpy(),
                        time.perf_counter() - start, accuracy)
 
 
@@ -417,7 +419,7 @@ class TrainingReport:
     tau_per_step: list[float]
 
 
-def training_report(run: MlpTraining) -> TrainingReport:
+def training_report(run: TrainedMlps) -> TrainingReport:
     alive = ~run.diverged
     tau = run.tau.mean(axis=(1, 2))
     moved = np.any(run.tau < 1, axis=(1, 2))
@@ -522,7 +524,7 @@ class QualityConfig:
         return controls.validate(self, controls.nested_checks("toy", self.toy))
 
 
-def posterior_samples(post: toy.GridPosterior, count: int, rng: np.random.Generator) -> np.ndarray:
+def posterior_samples(post: two_relu.GridPosterior, count: int, rng: np.random.Generator) -> np.ndarray:
     """Draws from the grid posterior: a cell by its probability, then uniform within the cell."""
     prob = post.probabilities().ravel()
     cells = rng.choice(prob.size, count, p=prob / prob.sum())
@@ -537,14 +539,14 @@ ENSEMBLE_STEPS = 1500
 
 def map_ensemble(config: toy.ToyConfig, members: int, steps: int = ENSEMBLE_STEPS, lr: float = 0.05) -> np.ndarray:
     """A deep ensemble: ``members`` MAP fits of (w₁, w₂) by Adam from N(0, prior²) starts, on the negative log
-    joint ½Σ((y − f_w(x))/noise)² + ½|w|²/prior², its gradient written out (:func:`toy.log_likelihood_gradient`)."""
+    joint ½Σ((y − f_w(x))/noise)² + ½|w|²/prior², its gradient written out (:func:`two_relu.log_likelihood_gradient`)."""
     data = toy.make_data(config)
     x, y = torch.tensor(data.x_train), torch.tensor(data.y_train)
     g = torch.Generator().manual_seed(config.seed * 31 + 5)
     w = config.prior_scale * torch.randn(members, 2, generator=g, dtype=torch.float64)
     optimiser = Adam(w, lr=lr)
     for _ in range(steps):
-        optimiser.step(w / config.prior_scale**2 - toy.log_likelihood_gradient(w, x, y, config.noise))
+        optimiser.step(w / config.prior_scale**2 - two_relu.log_likelihood_gradient(w, x, y, config.noise))
     return w.numpy()
 
 
@@ -566,9 +568,9 @@ def method_samples(config: QualityConfig, progress=None) -> dict[str, np.ndarray
     cfg = config.validate().toy
     rng = np.random.default_rng([cfg.seed, 2024])
     vi_progress = None if progress is None else (lambda done, total: progress(done, total, "MFVI and SGM: Adam step"))
-    trainer = toy.train_runs(toy.starts_of("mfvi", cfg) + toy.starts_of("sgm", cfg), config.steps, progress=vi_progress)
+    trainer = two_relu.train_runs(toy.starts_of("mfvi", cfg) + toy.starts_of("sgm", cfg), config.steps, progress=vi_progress)
     data = toy.make_data(cfg)
-    post = toy.exact_posterior(data, cfg.noise, cfg.prior_scale)
+    post = two_relu.exact_posterior(data, cfg.noise, cfg.prior_scale)
     fits = toy.fits(trainer, trainer.evaluate()["objective"], {cfg: toy.exact_answer(data, cfg, post)})
     kept = [fit.row for fit in fits]  # MFVI's best start, then SGM's
     mean, std = (values[kept] for values in trainer.parameters())
@@ -600,7 +602,7 @@ def posterior_quality(config: QualityConfig = QualityConfig(), progress=None) ->
     if progress is not None:
         progress(0, len(QUALITY_METHODS) + 1, "MMD: method")
     rng = np.random.default_rng([config.toy.seed, 77])
-    floor = posterior_samples(toy.exact_posterior(toy.make_data(config.toy), config.toy.noise, config.toy.prior_scale),
+    floor = posterior_samples(two_relu.exact_posterior(toy.make_data(config.toy), config.toy.noise, config.toy.prior_scale),
                               config.samples, rng)
     reference = samples["exact"]
     rows = []
@@ -615,7 +617,7 @@ def posterior_quality(config: QualityConfig = QualityConfig(), progress=None) ->
 
 
 # ---------------------------------------------------------------------------------------------
-# The page's computations as shared tasks (symlab.jobs): trained once for every session, in a
+# The page's computations as shared tasks (symlab.serving.shared_results): trained once for every session, in a
 # worker process; the server's warm-up submits the default link's.
 # ---------------------------------------------------------------------------------------------
 
@@ -710,7 +712,7 @@ def perceptron_views(config: PerceptronConfig, progress=None) -> tuple[list[dict
     return weights, perceptron_report(run, stages[-1], asymmetry=False)
 
 
-def trained_mlps(config: MlpConfig, mnist_directory: str | None = None, progress=None) -> MlpTraining:
+def trained_mlps(config: MlpConfig, mnist_directory: str | None = None, progress=None) -> TrainedMlps:
     return train_mlps(config, load_mnist_once(mnist_directory),
                       _counting(progress, f"Training {config.instances} MLPs on MNIST: SGD step"))
 
@@ -723,8 +725,8 @@ def quality_report(config: QualityConfig, progress=None) -> QualityReport:
     return posterior_quality(config, _counting(progress, "Training MFVI and SGM"))
 
 
-def perceptron_task(config: PerceptronConfig) -> jobs.Task:
-    return jobs.Task(("perceptrons", config), perceptron_views, (config,), f"Training {config.nets} perceptrons",
+def perceptron_task(config: PerceptronConfig) -> Task:
+    return Task(("perceptrons", config), perceptron_views, (config,), f"Training {config.nets} perceptrons",
                      perceptron_cost(config))
 
 
@@ -735,23 +737,23 @@ PERCEPTRON_FORWARD_FLOPS, PERCEPTRON_GRADIENT_FLOPS = 15, 30
 REPORT_CHECK_POINTS = 256
 
 
-def perceptron_cost(config: PerceptronConfig) -> jobs.Cost:
+def perceptron_cost(config: PerceptronConfig) -> Cost:
     """:func:`perceptron_views`' arithmetic, element by element (no product is large enough for a matrix
     library): every example's forward pass and gradient, each epoch's shuffle (a random draw per point and
     net), and the report's checks of the removals on 256 inputs."""
     examples = config.nets * config.epochs * 2 * config.points
     checks = 4 * config.nets * REPORT_CHECK_POINTS * PERCEPTRON_FORWARD_FLOPS
-    return jobs.Cost(elementwise=examples * (PERCEPTRON_FORWARD_FLOPS + PERCEPTRON_GRADIENT_FLOPS) + checks,
+    return Cost(elementwise=examples * (PERCEPTRON_FORWARD_FLOPS + PERCEPTRON_GRADIENT_FLOPS) + checks,
                      normals=config.nets * config.epochs * 2 * config.points)
 
 
-def mlps_task(config: MlpConfig) -> jobs.Task:
-    directory = str(data_directory())
-    return jobs.Task(("mlps", config), trained_mlps, (config, directory), f"Training {config.instances} MLPs on MNIST",
+def mlps_task(config: MlpConfig) -> Task:
+    directory = str(data_directory(settings.mnist_directory()))
+    return Task(("mlps", config), trained_mlps, (config, directory), f"Training {config.instances} MLPs on MNIST",
                      mlps_cost(config))
 
 
-def mlps_cost(config: MlpConfig) -> jobs.Cost:
+def mlps_cost(config: MlpConfig) -> Cost:
     """:func:`train_mlps`' arithmetic: per step and net, the minibatch's forward pass, weight gradients and
     the gradient sent back (2 flops a multiply-add), and the SGD update of every parameter; then the test
     images' forward pass."""
@@ -759,15 +761,15 @@ def mlps_cost(config: MlpConfig) -> jobs.Cost:
     layers = [a * b for a, b in zip(sizes[:-1], sizes[1:])]
     per_example = 2 * (2 * sum(layers) + sum(layers[1:]))
     parameters = mlp.Layout(sizes).n_params
-    return jobs.Cost(matmul_flops=config.instances * (config.steps * config.batch * per_example + 2000 * 2 * sum(layers)),
+    return Cost(matmul_flops=config.instances * (config.steps * config.batch * per_example + 2000 * 2 * sum(layers)),
                      elementwise=config.instances * config.steps * 3 * parameters)
 
 
-def proximity_task(config: ProximityConfig) -> jobs.Task:
-    return jobs.Task(("proximity", config), proximity_rows, (config,), "Nearest equivalent modes", proximity_cost(config))
+def proximity_task(config: ProximityConfig) -> Task:
+    return Task(("proximity", config), proximity_rows, (config,), "Nearest equivalent modes", proximity_cost(config))
 
 
-def proximity_cost(config: ProximityConfig) -> jobs.Cost:
+def proximity_cost(config: ProximityConfig) -> Cost:
     """:func:`mode_proximity`'s arithmetic: per width n, the n² pairwise distances between the units' rows
     (d_in + 1 + d_out numbers each) and, for trained weights, each Adam step's forward and backward pass on
     the teacher's 256 points."""
@@ -776,14 +778,14 @@ def proximity_cost(config: ProximityConfig) -> jobs.Cost:
     training = 0
     if config.weights == "trained":
         training = sum(config.steps * 256 * 2 * 3 * width * (config.d_in + config.d_out) for width in config.widths)
-    return jobs.Cost(matmul_flops=distances + training)
+    return Cost(matmul_flops=distances + training)
 
 
-def quality_task(config: QualityConfig) -> jobs.Task:
-    return jobs.Task(("quality", config), quality_report, (config,), "Training MFVI and SGM", quality_cost(config))
+def quality_task(config: QualityConfig) -> Task:
+    return Task(("quality", config), quality_report, (config,), "Training MFVI and SGM", quality_cost(config))
 
 
-def quality_cost(config: QualityConfig) -> jobs.Cost:
+def quality_cost(config: QualityConfig) -> Cost:
     """:func:`posterior_quality`'s arithmetic: MFVI's and SGM's restarts (:func:`toy.training_cost`), the
     ensemble's MAP fits (every member on every training point per step), and the MMDs (one exponential per
     pair of samples and kernel, for each method and the noise floor, raw and sorted)."""
@@ -794,4 +796,4 @@ def quality_cost(config: QualityConfig) -> jobs.Cost:
     kernels = 2 * KERNELS_PER_FAMILY
     mmd = 2 * kernels * sum(n * (n - 1) / 2 + config.reference * (config.reference - 1) / 2 + n * config.reference
                             for n in sizes)
-    return vi + jobs.Cost(elementwise=ensemble + mmd)
+    return vi + Cost(elementwise=ensemble + mmd)

@@ -5,12 +5,22 @@ config that reads it accepts that whole range (tests/test_page_symmetry.py check
 are each one config's: the perceptrons' learning rate is ``lr``, the MLPs' ``sgd_lr`` (declared so).
 """
 
-from symlab import controls, jobs
 from symlab.labs.toy.experiment import ToyConfig
-from symlab.urlstate import Param
+from symlab.specs import controls
+from symlab.specs.tasks import Task
+from symlab.specs.urlstate import Param
 
-from .experiment import (DEFAULT_WIDTHS, MlpConfig, PerceptronConfig, ProximityConfig, QualityConfig, mlps_task,
-                         perceptron_task, proximity_task, quality_task)
+from .experiment import (
+    DEFAULT_WIDTHS,
+    MlpConfig,
+    PerceptronConfig,
+    ProximityConfig,
+    QualityConfig,
+    mlps_task,
+    perceptron_task,
+    proximity_task,
+    quality_task,
+)
 
 PARTS = {
     "fig1": "The doubled mode (Fig. 1)",
@@ -99,7 +109,7 @@ PRESETS = {
 }
 
 
-def page_tasks(values: dict) -> list[jobs.Task]:
+def page_tasks(values: dict) -> list[Task]:
     """The shared computations the page runs for the controls' ``values``: its part's."""
     configs = page_configs(values)
     part = values["part"]

@@ -1,10 +1,9 @@
 """Exact posterior vs MFVI vs SGM on the two-weight ReLU network (Gelberg et al. §5, Fig. 4)."""
 
-from symlab.lab import Lab
+from symlab.specs.lab import Lab
 
-from . import cli, params
-
-LAB = Lab("toy", "Tractable BNN", ":material/hub:", cli.register, params.page_params,
-          presets=params.PRESETS,
+LAB = Lab("toy", "Tractable BNN", ":material/hub:",
+          command="symlab.cli.toy:register", params="symlab.labs.toy.params:page_params",
+          presets="symlab.labs.toy.params:PRESETS",
           blurb=("The two-weight ReLU network trained live: the exact posterior against mean-field VI and its "
                  "symmetrised version, SGM (§5, Fig. 4, Tables 2–3)."))

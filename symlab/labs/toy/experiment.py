@@ -1,42 +1,32 @@
-"""The tractable BNN (Gelberg et al. §5, Fig. 4, Tables 2–3; docs/science.md, § Tractable BNN).
+"""The tractable BNN lab (Gelberg et al. §5, Fig. 4, Tables 2–3; docs/science.md, § Tractable BNN).
 
-``f_w(x) = ReLU(w₁x) + ReLU(w₂x)`` with data ``y = α|x| + ε``: two hidden units, no biases,
-output weights fixed to 1. Swapping the units, G = {identity, swap}, leaves f unchanged, so the
-posterior has two equivalent modes, (α, −α) and (−α, α). Here: the exact posterior on a grid,
-and mean-field VI (MFVI) against its symmetrised version (SGM, ELBO + I), many runs trained as
-one batched tensor program; each fit is the best of several seeded starts, and a start stuck
-with both units on one side (a local optimum of the training) is named.
+``f_w(x) = ReLU(w₁x) + ReLU(w₂x)`` with data ``y = α|x| + ε``; the posterior has two equivalent modes,
+(α, −α) and (−α, α). The maths (the network, the exact grid posterior, MFVI and SGM and their batched
+trainer) is :mod:`symlab.lib.two_relu`. Here: the lab's config and the data it draws, the runs it names,
+what the exact posterior says about a data set, fits (each the best of several seeded starts, a start
+stuck with both units on one side, a local optimum of the training, named), the paper's tables and
+their cost as shared tasks.
 """
 
 from __future__ import annotations
 
-import functools
-import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 import numpy as np
-import torch
-import torch.nn.functional as F
-from scipy.special import ndtr
 
-from symlab import controls, jobs
-from symlab.controls import MAX_INT, control
-from symlab.lib.adam import Adam
-from symlab.lib.gaussian import kl_to_prior
-from symlab.results import to_json
+from symlab.lib import two_relu
+from symlab.specs import controls
+from symlab.specs.controls import MAX_INT, control
+from symlab.specs.results import to_json
+from symlab.specs.tasks import Cost, Task
 
-_LOG_2PI = math.log(2.0 * math.pi)
-METHODS = ("mfvi", "sgm")
-MI_ESTIMATORS = ("exact", "infonce")
 INPUTS = ("uniform", "normal")
-INITS = ("random", "origin")
-
 
 @dataclass(frozen=True)
 class ToyConfig:
     """Data, prior and training settings. Defaults show MFVI squeezing between the modes.
 
-    Each field's range is its one declaration (:mod:`symlab.controls`) for the page, the command line and
+    Each field's range is its one declaration (:mod:`symlab.specs.controls`) for the page, the command line and
     :meth:`validate`. The lower ends: the exact posterior's 201-point grid has cells at least 0.02 wide, so
     noise below 0.05 or a prior std dev below 0.1 would leave the posterior a few cells wide or less; Adam
     moves a parameter about ``lr`` per step, so below 0.001 the default 2000 steps do not reach the modes.
@@ -62,9 +52,9 @@ class ToyConfig:
                            help="Monte-Carlo samples M per training step.")
     K: int = control(2, low=2, high=4096, label="K (InfoNCE)",
                      help="InfoNCE's K: K − 1 sampled group elements and the sample itself.")
-    mi: str = control("exact", choices=MI_ESTIMATORS, widget="segmented", label="SGM's mutual information",
+    mi: str = control("exact", choices=two_relu.MI_ESTIMATORS, widget="segmented", label="SGM's mutual information",
                       help="exact: G = {id, swap} enumerated; infonce: the I_K estimate.")
-    init: str = control("random", choices=INITS, widget="segmented", label="Initial means",
+    init: str = control("random", choices=two_relu.INITS, widget="segmented", label="Initial means",
                         help="random: means drawn from N(0, 0.5²); origin: both at 0. Std devs start at 0.5.")
     restarts: int = control(4, low=1, high=64, label="Restarts",
                             help="Initialisations per method, all fixed by the seed and trained together; the "
@@ -77,15 +67,7 @@ class ToyConfig:
         return controls.validate(self)
 
 
-@dataclass(frozen=True)
-class ToyData:
-    x_train: np.ndarray
-    y_train: np.ndarray
-    x_test: np.ndarray
-    y_test: np.ndarray
-
-
-def make_data(config: ToyConfig) -> ToyData:
+def make_data(config: ToyConfig) -> two_relu.ToyData:
     """Seeded draws of x and y = α|x| + ε (train and test from the same distribution)."""
     config.validate()
     rng = np.random.default_rng([config.seed, 7919])
@@ -96,89 +78,7 @@ def make_data(config: ToyConfig) -> ToyData:
 
     x_train, y_train = draw(config.n_train)
     x_test, y_test = draw(config.n_test)
-    return ToyData(x_train, y_train, x_test, y_test)
-
-
-def network(w, x):
-    """f_w(x) for weights ``w[..., 2]`` and inputs ``x[n]``: shape ``w.shape[:-1] + (n,)``."""
-    relu = torch.relu if isinstance(w, torch.Tensor) else (lambda v: np.maximum(v, 0.0))
-    return relu(w[..., 0:1] * x) + relu(w[..., 1:2] * x)
-
-
-# ---------------------------------------------------------------------------------------------
-# Exact posterior on a grid
-# ---------------------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class GridPosterior:
-    """Normalised log p(w | D) on ``axis × axis`` (index [i, j] ↔ w₁ = axis[i], w₂ = axis[j])."""
-
-    axis: np.ndarray
-    log_density: np.ndarray
-    log_evidence: float
-
-    @property
-    def cell_area(self) -> float:
-        return float((self.axis[1] - self.axis[0]) ** 2)
-
-    def probabilities(self) -> np.ndarray:
-        return np.exp(self.log_density) * self.cell_area
-
-
-def default_bound(data: ToyData, prior_scale: float) -> float:
-    """Half-width of the grid: covers both modes (±slope) and the prior's bulk."""
-    slope = abs(float(np.dot(data.y_train, np.abs(data.x_train)) / max(np.dot(data.x_train, data.x_train), 1e-12)))
-    return max(1.5 * slope + 1.0, min(4.0 * prior_scale, 2.0 * slope + 3.0), 2.0)
-
-
-def exact_posterior(data: ToyData, noise: float, prior_scale: float, grid_size: int = 201,
-                    bound: float | None = None) -> GridPosterior:
-    """Grid posterior and log evidence by a Riemann sum, in float64.
-
-    The sum of squared errors for every grid pair comes from one matrix product: with
-    a_i = ReLU(axis_i x), SSE[i, j] = Σy² + ‖a_i‖² + ‖a_j‖² − 2y·a_i − 2y·a_j + 2 a_i·a_j.
-    """
-    if bound is None:
-        bound = default_bound(data, prior_scale)
-    axis = np.linspace(-bound, bound, grid_size)
-    x, y = data.x_train, data.y_train
-    a = np.maximum(axis[:, None] * x[None, :], 0.0)
-    norms, proj = (a * a).sum(1), a @ y
-    sse = (y @ y) + norms[:, None] + norms[None, :] - 2 * proj[:, None] - 2 * proj[None, :] + 2 * (a @ a.T)
-    n = x.size
-    log_lik = -0.5 * sse / noise**2 - n * (math.log(noise) + 0.5 * _LOG_2PI)
-    log_prior_1d = -0.5 * (axis / prior_scale) ** 2 - math.log(prior_scale) - 0.5 * _LOG_2PI
-    log_joint = log_lik + log_prior_1d[:, None] + log_prior_1d[None, :]
-    cell = (axis[1] - axis[0]) ** 2
-    peak = log_joint.max()
-    log_evidence = float(peak + math.log(np.exp(log_joint - peak).sum() * cell))
-    return GridPosterior(axis, log_joint - log_evidence, log_evidence)
-
-
-def mass_bound(post: GridPosterior, tail: float = 1e-4) -> float:
-    """Smallest symmetric half-width holding all grid cells above ``tail`` × the peak (for drawing)."""
-    keep = post.log_density >= post.log_density.max() + math.log(tail)
-    i, j = np.nonzero(keep)
-    extent = max(np.abs(post.axis[i]).max(), np.abs(post.axis[j]).max())
-    return float(min(extent * 1.15 + 2 * (post.axis[1] - post.axis[0]), post.axis[-1]))
-
-
-def posterior_predictive(post: GridPosterior, x, noise: float):
-    """Mean and std dev (noise included) of y at ``x`` under the grid posterior."""
-    x = np.asarray(x, dtype=np.float64)
-    prob = post.probabilities()
-    pos = np.maximum(post.axis[:, None] * x[None, :], 0.0)  # ReLU(w x) for each grid value
-    marginal_1, marginal_2 = prob.sum(1), prob.sum(0)
-    mean = marginal_1 @ pos + marginal_2 @ pos
-    second = marginal_1 @ pos**2 + marginal_2 @ pos**2 + 2 * np.einsum("in,ij,jn->n", pos, prob, pos)
-    return mean, np.sqrt(np.maximum(second - mean**2, 0.0) + noise**2)
-
-
-def opposite_sides(mean, std):
-    """P(w₁w₂ < 0) under N(mean, diag std²) (last axis: the two units): the mass that puts the units on
-    opposite sides of 0, one for x > 0 and one for x < 0, as y = α|x| needs."""
-    positive = ndtr(np.asarray(mean, float) / np.asarray(std, float))  # P(w_i > 0)
-    return positive[..., 0] * (1 - positive[..., 1]) + (1 - positive[..., 0]) * positive[..., 1]
+    return two_relu.ToyData(x_train, y_train, x_test, y_test)
 
 
 @dataclass(frozen=True)
@@ -191,9 +91,9 @@ class ExactAnswer:
     modes: np.ndarray  # [2, 2]: the grid's maximum and its swap
 
 
-def exact_answer(data: ToyData, config: ToyConfig, post: GridPosterior | None = None) -> ExactAnswer:
-    post = exact_posterior(data, config.noise, config.prior_scale) if post is None else post
-    predicted = posterior_predictive(post, data.x_test, config.noise)[0]
+def exact_answer(data: two_relu.ToyData, config: ToyConfig, post: two_relu.GridPosterior | None = None) -> ExactAnswer:
+    post = two_relu.exact_posterior(data, config.noise, config.prior_scale) if post is None else post
+    predicted = two_relu.posterior_predictive(post, data.x_test, config.noise)[0]
     prob = post.probabilities()
     sign = np.sign(post.axis)
     opposite = float(prob[np.multiply.outer(sign, sign) < 0].sum())
@@ -210,309 +110,32 @@ def exact_view(config: ToyConfig, display_grid: int = 81):
     """What the page draws of the exact posterior for ``config``: the data, the exact answer, the posterior on a
     ``display_grid``² grid over its mass, the predictive points x and its mean and std dev there."""
     data = make_data(config)
-    post = exact_posterior(data, config.noise, config.prior_scale)
+    post = two_relu.exact_posterior(data, config.noise, config.prior_scale)
     x = np.linspace(-2.2, 2.2, PREDICTION_POINTS)
-    mean, std = posterior_predictive(post, x, config.noise)
-    display = exact_posterior(data, config.noise, config.prior_scale, display_grid, mass_bound(post))
+    mean, std = two_relu.posterior_predictive(post, x, config.noise)
+    display = two_relu.exact_posterior(data, config.noise, config.prior_scale, display_grid, two_relu.mass_bound(post))
     return data, exact_answer(data, config, post), display, x, mean, std
 
 
 # ---------------------------------------------------------------------------------------------
-# Variational families
+# The runs a config names, for the batched trainer (two_relu.ToyTrainer)
 # ---------------------------------------------------------------------------------------------
 
-def gaussian_log_density(w, mean, log_std):
-    """log N(w; mean, diag exp(2 log_std)) summed over the last axis."""
-    z = (w - mean) * torch.exp(-log_std)
-    return (-0.5 * z**2 - log_std - 0.5 * _LOG_2PI).sum(-1)
+def training_settings(config: ToyConfig) -> two_relu.TrainingSettings:
+    """How each run of ``config`` trains."""
+    return two_relu.TrainingSettings(noise=config.noise, prior_scale=config.prior_scale, lr=config.lr,
+                                     batch_size=config.batch_size, samples=config.samples, K=config.K, mi=config.mi,
+                                     init=config.init, seed=config.seed)
 
 
-def swap_log_ratio(w, mean, log_std):
-    """log q(swap w) − log q(w) for mean-field q; the normalisers cancel."""
-    return gaussian_log_density(w.flip(-1), mean, log_std) - gaussian_log_density(w, mean, log_std)
+def run_spec(method: str, config: ToyConfig, start: int = 0) -> two_relu.RunSpec:
+    """``method`` on ``config``'s data from the seed's ``start``-th initialisation, tagged with the config."""
+    return two_relu.RunSpec(method, make_data(config), training_settings(config), start, tag=config)
 
 
-def exact_mutual_information(w, mean, log_std):
-    """Per-sample I = log q(w) − log(½q(w) + ½q(swap w)) = log 2 − softplus(d), d the swap ratio."""
-    return math.log(2.0) - F.softplus(swap_log_ratio(w, mean, log_std))
-
-
-def log_likelihood_gradient(w, x, y, noise):
-    """∂/∂w of Σ_b log N(y_b; f_w(x_b), noise²) for weights ``w[..., 2]`` and data ``x, y [..., n]`` (their
-    leading dimensions broadcasting against w's): Σ_b (y_b − f_w(x_b))/noise² · x_b · 1[w_j x_b > 0]."""
-    pre = w[..., None] * x[..., None, :]  # [..., unit, n]: w_j x_b
-    residual = (y - torch.relu(pre).sum(-2)) / noise**2  # [..., n]
-    return ((residual * x)[..., None, :] * (pre > 0)).sum(-1)
-
-
-def relu_moments(mean, std, x):
-    """E[ReLU(wx)] and E[ReLU(wx)²] for w ~ N(mean, std²), in closed form: ReLU(wx) = |x| ReLU(sign(x) w), and
-    for v ~ N(m, s²), E ReLU(v) = mΦ(m/s) + sφ(m/s), E ReLU(v)² = (m² + s²)Φ(m/s) + msφ(m/s)."""
-    m = mean * torch.sign(x)
-    z = m / std
-    cdf, pdf = torch.special.ndtr(z), torch.exp(-0.5 * z * z) / math.sqrt(2.0 * math.pi)
-    return x.abs() * (m * cdf + std * pdf), x * x * ((m * m + std * std) * cdf + m * std * pdf)
-
-
-def predictive_moments(mean, std, x):
-    """Mean and variance of f_w(x) under mean-field q, ``[runs, n]`` for ``mean, std [runs, 2]`` and
-    ``x [runs or 1, n]``: the units are independent under q, so their moments add."""
-    first_1, second_1 = relu_moments(mean[:, 0:1], std[:, 0:1], x)
-    first_2, second_2 = relu_moments(mean[:, 1:2], std[:, 1:2], x)
-    variance = (second_1 - first_1**2) + (second_2 - first_2**2)
-    return first_1 + first_2, variance.clamp_min(0.0)  # ≥ 0 up to rounding
-
-
-# Points of the quasi-Monte-Carlo rule for I: its error, ~5e-5 nats at 2¹⁶ points (tests/test_toy.py), sits
-# well under the gaps it is compared with. Live traces use 2¹² (~7e-4 nats), enough to draw and to pick a start by.
-INFORMATION_POINTS = 2**16
-TRACE_INFORMATION_POINTS = 2**12
-
-
-@functools.cache
-def standard_normal_points(count: int) -> torch.Tensor:
-    """``count`` fixed points of N(0, I₂) from scrambled Sobol points: deterministic, and their average of a smooth
-    function errs ~1/count rather than Monte Carlo's 1/√count. (Gauss–Hermite rules fail here: when q's std devs
-    differ a lot, softplus(d) bends sharply in between their nodes.)"""
-    uniform = torch.quasirandom.SobolEngine(2, scramble=True, seed=0).draw(count, dtype=torch.float64)
-    return torch.special.ndtri(uniform.clamp(1e-15, 1 - 1e-15))
-
-
-def mutual_information_by_qmc(mean, log_std, points: int = INFORMATION_POINTS):
-    """I = E_q[log 2 − softplus(d)] for G = {id, swap}, per run (``mean, log_std [runs, 2]``), by the fixed
-    quasi-Monte-Carlo rule: the same value every time it is asked at the same q. With w = μ + σ ⊙ ε,
-    d = ½|ε|² − ½Σ_j z'_j² where z'_j = (w_k − μ_j)/σ_j = a_j + b_j ε_k (k the other unit), a_j = (μ_k − μ_j)/σ_j
-    and b_j = σ_k/σ_j: a few passes over the points per run rather than two log-densities of every draw."""
-    eps = standard_normal_points(points)  # [points, 2]
-    std = torch.exp(log_std)
-    a = ((mean.flip(-1) - mean) / std)[:, None, :]
-    b = (std.flip(-1) / std)[:, None, :]
-    z_swapped = torch.addcmul(a, b, eps.flip(-1))  # [runs, points, 2]
-    d = 0.5 * (_squared_norms(eps) - (z_swapped * z_swapped).sum(-1))
-    return math.log(2.0) - F.softplus(d).mean(-1)
-
-
-@functools.cache
-def _squared_norms(points: torch.Tensor) -> torch.Tensor:
-    return (points * points).sum(-1)
-
-
-def infonce_mutual_information(w, mean, log_std, K: int, generator=None):
-    """Per-sample I_K = log K − log(1 + Σ_{k<K} q(g_k⁻¹ w)/q(w)), g_k uniform on {id, swap}.
-
-    For G = {id, swap} the ratio is 1 for the identity and e^d for the swap, so only the
-    number of sampled swaps matters; it is drawn per sample as K − 1 fair coins.
-    """
-    d = swap_log_ratio(w, mean, log_std)
-    swaps = torch.bernoulli(torch.full((*d.shape, K - 1), 0.5, dtype=d.dtype, device=d.device),
-                            generator=generator).sum(-1)
-    identities = (K - 1) - swaps
-    # log(1 + identities + swaps·e^d), stably.
-    log_terms = torch.logaddexp(torch.log1p(identities), torch.log(swaps) + d)
-    return math.log(K) - log_terms
-
-
-# ---------------------------------------------------------------------------------------------
-# Batched trainer: runs = methods × seeds × α, all in one tensor program
-# ---------------------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class RunSpec:
-    """One trained q: a method on a config's data, from the config's ``start``-th seeded initialisation."""
-
-    method: str
-    config: ToyConfig
-    start: int = 0
-
-
-def starts_of(method: str, config: ToyConfig) -> list[RunSpec]:
+def starts_of(method: str, config: ToyConfig) -> list[two_relu.RunSpec]:
     """The ``config.restarts`` runs of one fit: the same data, the seed's first R initialisations."""
-    return [RunSpec(method, config, start) for start in range(config.restarts)]
-
-
-@dataclass
-class History:
-    step: list = field(default_factory=list)
-    elbo: list = field(default_factory=list)        # ELBO(θ)
-    elbo_g: list = field(default_factory=list)      # ELBO(θ) + I(θ) (exact I)
-    test_mse: list = field(default_factory=list)
-
-
-class ToyTrainer:
-    """Trains several runs of the tractable BNN at once (Adam is elementwise, so this equals
-    separate runs). Each run has its own data (α, noise, seed), method and hyperparameters.
-    Batch size, sample count, K and estimator must agree across the runs of one trainer.
-    """
-
-    def __init__(self, runs: list[RunSpec]):
-        if not runs:
-            raise ValueError("a trainer needs at least one run")
-        for run in runs:
-            if run.method not in METHODS:
-                raise ValueError(f"method must be one of {METHODS}, got {run.method!r}")
-            run.config.validate()
-        shared = {(r.config.samples, r.config.K, r.config.mi, r.config.n_train, r.config.n_test,
-                   min(r.config.batch_size, r.config.n_train)) for r in runs}
-        if len(shared) != 1:
-            raise ValueError("runs trained together must share samples, K, mi, n_train, n_test and batch_size")
-        self.runs = list(runs)
-        first = runs[0].config
-        self.samples, self.K, self.mi = first.samples, first.K, first.mi
-        self.batch_size = min(first.batch_size, first.n_train)
-        self.data = [make_data(r.config) for r in runs]
-        as_tensor = lambda key: torch.tensor(np.stack([getattr(d, key) for d in self.data]), dtype=torch.float64)
-        self.x_train, self.y_train = as_tensor("x_train"), as_tensor("y_train")
-        self.x_test, self.y_test = as_tensor("x_test"), as_tensor("y_test")
-        column = lambda values: torch.tensor(values, dtype=torch.float64)[:, None]
-        self.noise = column([r.config.noise for r in runs])
-        self.prior_scale = column([r.config.prior_scale for r in runs])
-        self.lr = column([r.config.lr for r in runs])
-        self.symmetrised = torch.tensor([r.method == "sgm" for r in runs])
-        # Sampling noise (ε, mini-batches, InfoNCE draws); reseeded by reset() so a reset replays.
-        self.noise_seed = int(first.seed) * 1_000_003 + len(runs)
-        self.generator = torch.Generator()
-        self.initial = self._initial_parameters()
-        self.reset()
-
-    def _initial_parameters(self):
-        means, log_stds = [], []
-        for run in self.runs:
-            g = torch.Generator().manual_seed(run.config.seed)
-            if run.config.init == "random":  # start r: the last of r + 1 draws, so start 0 is the one-start draw
-                means.append(0.5 * torch.randn(run.start + 1, 2, generator=g, dtype=torch.float64)[run.start])
-            else:
-                means.append(torch.zeros(2, dtype=torch.float64))
-            log_stds.append(torch.full((2,), math.log(0.5), dtype=torch.float64))
-        return torch.stack(means), torch.stack(log_stds)
-
-    def reset(self) -> None:
-        """Back to the same initialisation; the history is cleared."""
-        self.theta = torch.cat(self.initial, -1)  # [runs, 4]: the means, then the log std devs
-        self.mean, self.log_std = self.theta[:, :2], self.theta[:, 2:]
-        # Adam runs with lr = 1 and each run's update is scaled by its own lr afterwards: the
-        # update is lr·m̂/(√v̂ + ε) with state independent of lr, so this is exactly per-run Adam.
-        self.optimiser = Adam(self.theta, lr=1.0)
-        self.steps_done = 0
-        self.history = [History() for _ in self.runs]
-        self.diverged = [False] * len(self.runs)
-        self.generator.manual_seed(self.noise_seed)
-        self.record()
-
-    # -- the objective's gradient, written out -------------------------------------------------
-
-    def _minibatch(self):
-        n = self.x_train.shape[1]
-        if self.batch_size >= n:
-            return self.x_train, self.y_train
-        idx = torch.argsort(torch.rand(len(self.runs), n, generator=self.generator), dim=1)[:, : self.batch_size]
-        return self.x_train.gather(1, idx), self.y_train.gather(1, idx)
-
-    def gradient(self, x, y, eps) -> torch.Tensor:
-        """∂(−objective)/∂(μ, log σ) per run, ``[runs, 4]``, at the reparameterised draws w = μ + σ ⊙ ε
-        (``eps[runs, M, 2]``) on the minibatch ``(x, y)``: each run's expected log-likelihood (scaled to the
-        full data set) less KL(q ‖ p), plus, for SGM, I(ω; g) (exact or InfoNCE, as :meth:`_information_gradient`
-        writes it). Written out, as the tests check against autograd: the arrays are a few thousand
-        numbers, so autograd's bookkeeping, not the arithmetic, would be the cost."""
-        sd = torch.exp(self.log_std)
-        w = torch.addcmul(self.mean[:, None, :], sd[:, None, :], eps)  # [runs, M, 2]
-        scale = self.x_train.shape[1] / (x.shape[1] * eps.shape[1])  # to the full data, the mean over M
-        grad_w = log_likelihood_gradient(w, x[:, None, :], y[:, None, :], self.noise[:, :, None]) * scale
-        grad_mean = grad_w.sum(1) - self.mean / self.prior_scale**2
-        grad_log_std = (grad_w * sd[:, None, :] * eps).sum(1) - (sd * sd / self.prior_scale**2 - 1.0)
-        information_mean, information_log_std = self._information_gradient(w, eps, sd)
-        return -torch.cat([grad_mean + information_mean, grad_log_std + information_log_std], -1)
-
-    def _information_gradient(self, w, eps, sd):
-        """∂I/∂(μ, log σ) per run (0 for MFVI's runs), I = mean_M of log 2 − softplus(d) (exact) or of
-        log K − log(1 + i + s·e^d) (InfoNCE: i identities, s swaps among the K − 1 draws), with
-        d = log q(swap w) − log q(w) = ½Σ_j ε_j² − ½Σ_j z'_j², z'_j = (w_{swap j} − μ_j)/σ_j."""
-        z_swapped = (w.flip(-1) - self.mean[:, None, :]) / sd[:, None, :]  # z'_j
-        if self.mi == "exact":
-            d_weight = -torch.sigmoid(0.5 * (eps * eps).sum(-1) - 0.5 * (z_swapped * z_swapped).sum(-1))
-        else:
-            d = 0.5 * (eps * eps).sum(-1) - 0.5 * (z_swapped * z_swapped).sum(-1)
-            swaps = torch.bernoulli(torch.full((*d.shape, self.K - 1), 0.5, dtype=d.dtype), generator=self.generator).sum(-1)
-            d_weight = -torch.sigmoid(torch.log(swaps) + d - torch.log1p((self.K - 1) - swaps))  # 0 without swaps
-        d_weight = d_weight * self.symmetrised[:, None] / eps.shape[1]  # ∂I/∂d per draw: the mean over M, SGM only
-        # ∂d/∂μ_j = z'_j/σ_j − z'_k/σ_k (k the other unit); ∂d/∂log σ_j = z'_j² − z'_k σ_j ε_j/σ_k.
-        ratio = z_swapped / sd[:, None, :]
-        grad_mean = ((ratio - ratio.flip(-1)) * d_weight[..., None]).sum(1)
-        grad_log_std = ((z_swapped * z_swapped - z_swapped.flip(-1) * (sd[:, None, :] * eps) / sd.flip(-1)[:, None, :])
-                        * d_weight[..., None]).sum(1)
-        return grad_mean, grad_log_std
-
-    @torch.inference_mode()  # no autograd bookkeeping: a fifth of a step's time
-    def step(self, count: int = 1) -> None:
-        """``count`` Adam steps on every run (mini-batches drawn without replacement per step)."""
-        for _ in range(int(count)):
-            x, y = self._minibatch()
-            eps = torch.randn(len(self.runs), self.samples, 2, dtype=torch.float64, generator=self.generator)
-            grad = self.gradient(x, y, eps)
-            before = self.theta.clone()
-            self.optimiser.step(grad)
-            self.theta.sub_(before).mul_(self.lr).add_(before)  # each run's own learning rate
-            self._freeze_diverged()
-            self.steps_done += 1
-
-
-    def train_to(self, steps: int, chunk: int, progress=None) -> None:
-        """Train until ``steps`` Adam steps are done, recording after every ``chunk`` steps, and call
-        ``progress(done, steps)`` after each chunk; past ``steps`` already, start again from the
-        initialisation (a replay: the same path)."""
-        if self.steps_done > steps:
-            self.reset()
-        while self.steps_done < steps:
-            self.step(min(chunk, steps - self.steps_done))
-            self.record()
-            if progress is not None:
-                progress(self.steps_done, steps)
-
-    def _freeze_diverged(self):
-        bad = ~torch.isfinite(self.theta).all(-1)
-        if bad.any():
-            for i in torch.nonzero(bad).flatten().tolist():
-                self.diverged[i] = True
-            self.theta[bad] = torch.nan
-
-    # -- evaluation --------------------------------------------------------------------------
-
-    @torch.inference_mode()
-    def evaluate(self, information_points: int = INFORMATION_POINTS) -> dict:
-        """Per run, without Monte-Carlo noise: the full-data ELBO (closed form), ELBO + I (I by a fixed
-        quasi-Monte-Carlo rule of ``information_points``), the run's own bound ("objective": MFVI's ELBO, SGM's
-        ELBO + I) and the exact predictive mean's test MSE. Noise-free values let a start be chosen by its bound
-        without a winner's curse, and SGM's bound, often within 0.01 nats of log p(D), be compared with it."""
-        std = torch.exp(self.log_std)
-        predicted, variance = predictive_moments(self.mean, std, self.x_train)
-        squared_error = (self.y_train - predicted) ** 2 + variance  # E_q[(y − f_w(x))²]
-        expected_log_lik = (-0.5 * squared_error / self.noise**2 - torch.log(self.noise) - 0.5 * _LOG_2PI).sum(-1)
-        elbo = expected_log_lik - kl_to_prior(self.mean, self.log_std, self.prior_scale)
-        elbo_g = elbo + mutual_information_by_qmc(self.mean, self.log_std, information_points)
-        test_mse = ((predictive_moments(self.mean, std, self.x_test)[0] - self.y_test) ** 2).mean(-1)
-        return {"elbo": elbo.numpy(), "elbo_g": elbo_g.numpy(), "objective": torch.where(self.symmetrised, elbo_g, elbo).numpy(),
-                "test_mse": test_mse.numpy()}
-
-    def record(self) -> None:
-        metrics = self.evaluate(TRACE_INFORMATION_POINTS)
-        for i, history in enumerate(self.history):
-            history.step.append(self.steps_done)
-            for key in ("elbo", "elbo_g", "test_mse"):
-                getattr(history, key).append(float(metrics[key][i]))
-
-    def latest_bounds(self) -> np.ndarray:
-        """Each run's own bound as last recorded (MFVI: ELBO; SGM: ELBO + I), as ``evaluate``'s objective."""
-        return np.array([h.elbo_g[-1] if run.method == "sgm" else h.elbo[-1] for run, h in zip(self.runs, self.history)])
-
-    def parameters(self) -> tuple[np.ndarray, np.ndarray]:
-        """Means and std devs, each ``[runs, 2]``."""
-        return self.mean.detach().numpy().copy(), np.exp(self.log_std.detach().numpy())
-
-    @torch.inference_mode()
-    def predictive(self, x):
-        """Mean and std dev (noise included) of y at ``x`` under each run's q (q_G predicts the same), exact."""
-        x = torch.as_tensor(np.asarray(x, dtype=np.float64))[None, :]
-        mean, variance = predictive_moments(self.mean, torch.exp(self.log_std), x)
-        return mean.numpy(), torch.sqrt(variance + self.noise**2).numpy()
+    return [run_spec(method, config, start) for start in range(config.restarts)]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -539,7 +162,7 @@ def outcome(mean, std, exact: ExactAnswer) -> str:
     mean = np.asarray(mean, float)
     if not np.all(np.isfinite(mean)):
         return "diverged"
-    if opposite_sides(mean, std) < STUCK_OPPOSITE_SIDES and exact.opposite_sides > 0.5:
+    if two_relu.opposite_sides(mean, std) < STUCK_OPPOSITE_SIDES and exact.opposite_sides > 0.5:
         return STUCK
     to_mode = np.linalg.norm(exact.modes - mean, axis=1).min()
     return "between the modes" if np.linalg.norm(exact.modes.mean(0) - mean) < to_mode else "at a mode"
@@ -583,38 +206,20 @@ class Fit:
         return self.outcomes.count(STUCK)
 
 
-def fits(trainer: ToyTrainer, bounds, exact: dict[ToyConfig, ExactAnswer], tie: float = 0.0) -> list[Fit]:
-    """The trainer's runs grouped into fits by method and config, in order of first appearance, given each
-    run's own bound (``evaluate()["objective"]`` or ``latest_bounds()``), each config's exact answer and the
-    tie (:func:`kept_start`)."""
+def fits(trainer: two_relu.ToyTrainer, bounds, exact: dict[ToyConfig, ExactAnswer], tie: float = 0.0) -> list[Fit]:
+    """The trainer's runs grouped into fits by method and config (each run's tag, as :func:`run_spec` sets it), in
+    order of first appearance, given each run's own bound (``evaluate()["objective"]`` or ``latest_bounds()``),
+    each config's exact answer and the tie (:func:`kept_start`)."""
     mean, std = trainer.parameters()
     groups: dict = {}
     for row, run in enumerate(trainer.runs):
-        groups.setdefault((run.method, run.config), []).append(row)
+        groups.setdefault((run.method, run.tag), []).append(row)
     result = []
     for (method, config), rows in groups.items():
         fit_bounds = tuple(float(bounds[r]) for r in rows)
         outcomes = tuple(outcome(mean[r], std[r], exact[config]) for r in rows)
         result.append(Fit(method, config, tuple(rows), fit_bounds, outcomes, kept_start(fit_bounds, tie)))
     return result
-
-
-def gaussian_outlines(mean, std, symmetrised: bool, radii=(1.0, 2.0), points: int = 65):
-    """Level sets of q (or of both components of q_G) at ``radii`` standard deviations.
-
-    For a diagonal Gaussian these are axis-aligned ellipses, so they are drawn exactly and
-    cheaply (no density grid). Returns x and y with NaN between outlines, for one line trace.
-    """
-    angle = np.linspace(0.0, 2.0 * math.pi, points)
-    centres = [(np.asarray(mean, float), np.asarray(std, float))]
-    if symmetrised:
-        centres.append((centres[0][0][::-1], centres[0][1][::-1]))
-    xs, ys = [], []
-    for centre, scale in centres:
-        for radius in radii:
-            xs += [centre[0] + radius * scale[0] * np.cos(angle), [np.nan]]
-            ys += [centre[1] + radius * scale[1] * np.sin(angle), [np.nan]]
-    return np.concatenate(xs[:-1]), np.concatenate(ys[:-1])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -625,16 +230,7 @@ DEFAULT_TABLE_ALPHAS = (0.25, 0.5, 0.75, 1.0)
 DEFAULT_STEPS = 2000
 
 
-def train_runs(runs: list[RunSpec], steps: int = DEFAULT_STEPS, chunk: int = 100, progress=None) -> ToyTrainer:
-    """Train ``runs`` together for ``steps`` Adam steps; ``progress(done, steps)`` after each chunk."""
-    if int(steps) != steps or steps < 0:
-        raise ValueError(f"steps must be an integer >= 0, got {steps!r}")
-    trainer = ToyTrainer(runs)
-    trainer.train_to(steps, chunk, progress)
-    return trainer
-
-
-def fit_summary(trainer: ToyTrainer, metrics: dict, fit: Fit, exact: ExactAnswer, remedy: str) -> dict:
+def fit_summary(trainer: two_relu.ToyTrainer, metrics: dict, fit: Fit, exact: ExactAnswer, remedy: str) -> dict:
     """What the headless twin reports for one fit (JSON-ready): the kept start's numbers (from ``metrics``,
     the evaluation the start was chosen by), the exact posterior's beside them, and every start's end.
     ``remedy``: what to do about a stuck fit, in the reader's terms."""
@@ -656,7 +252,7 @@ def fit_summary(trainer: ToyTrainer, metrics: dict, fit: Fit, exact: ExactAnswer
         "sigma": std[row],
         "outcome": fit.outcome,
         "notice": stuck_notice(remedy) if fit.stuck else None,
-        "opposite_sides": opposite_sides(mean[row], std[row]),
+        "opposite_sides": two_relu.opposite_sides(mean[row], std[row]),
         "exact_opposite_sides": exact.opposite_sides,
         "restarts": len(fit.rows),
         "start": fit.kept + 1,  # counted from 1, as on the page
@@ -677,8 +273,8 @@ def paper_table(alphas=DEFAULT_TABLE_ALPHAS, seeds: int = 5, steps: int = DEFAUL
     if not alphas or int(seeds) != seeds or seeds < 1:
         raise ValueError("a table needs at least one alpha and seeds >= 1")
     configs = [replace(base, alpha=a, seed=s).validate() for a in alphas for s in range(int(seeds))]
-    runs = [run for cfg in configs for method in METHODS for run in starts_of(method, cfg)]
-    trainer = train_runs(runs, steps, progress=progress)
+    runs = [run for cfg in configs for method in two_relu.METHODS for run in starts_of(method, cfg)]
+    trainer = two_relu.train_runs(runs, steps, progress=progress)
     metrics = trainer.evaluate()
     exact = {c: exact_answer(make_data(c), c) for c in configs}
     by_method_alpha: dict = {}
@@ -687,7 +283,7 @@ def paper_table(alphas=DEFAULT_TABLE_ALPHAS, seeds: int = 5, steps: int = DEFAUL
     rows = []
     for alpha in alphas:
         per_method = {}
-        for method in METHODS:
+        for method in two_relu.METHODS:
             kept = by_method_alpha[(alpha, method)]
             idx = [fit.row for fit in kept]
             bound, mse = metrics["objective"][idx], metrics["test_mse"][idx]
@@ -701,7 +297,7 @@ def paper_table(alphas=DEFAULT_TABLE_ALPHAS, seeds: int = 5, steps: int = DEFAUL
                          "stuck_starts": sum(fit.stuck_starts for fit in kept),
                          "diverged": sum(trainer.diverged[i] for i in idx)})
         paired = _paired_with_mfvi(per_method)
-        for row in rows[-len(METHODS):]:
+        for row in rows[-len(two_relu.METHODS):]:
             row.update(paired if row["method"] == "sgm" else dict.fromkeys(PAIRED_KEYS))
     return to_json(rows)
 
@@ -711,15 +307,15 @@ def paper_table(alphas=DEFAULT_TABLE_ALPHAS, seeds: int = 5, steps: int = DEFAUL
 POINT_FLOPS, INFORMATION_FLOPS, RULE_POINT_FLOPS = 24, 40, 20
 
 
-def training_cost(config: ToyConfig, runs: int, steps: int, records: int) -> jobs.Cost:
+def training_cost(config: ToyConfig, runs: int, steps: int, records: int) -> Cost:
     """The arithmetic of ``steps`` Adam steps of ``runs`` runs on ``config``'s data (every draw on the
     minibatch, SGM's I), element by element (no product is large enough for a matrix library), and of
-    ``records`` evaluations (:meth:`ToyTrainer.record`: the closed-form ELBO and predictive on the training
+    ``records`` evaluations (:meth:`two_relu.ToyTrainer.record`: the closed-form ELBO and predictive on the training
     and test points, I by the 2¹²-point rule)."""
     batch = min(config.batch_size, config.n_train)
     draws = runs * steps * config.samples
-    record = runs * (TRACE_INFORMATION_POINTS * RULE_POINT_FLOPS + (config.n_train + config.n_test) * POINT_FLOPS)
-    return jobs.Cost(elementwise=draws * (batch * POINT_FLOPS + INFORMATION_FLOPS) + records * record,
+    record = runs * (two_relu.TRACE_INFORMATION_POINTS * RULE_POINT_FLOPS + (config.n_train + config.n_test) * POINT_FLOPS)
+    return Cost(elementwise=draws * (batch * POINT_FLOPS + INFORMATION_FLOPS) + records * record,
                      normals=draws * 2)
 
 
@@ -729,12 +325,12 @@ def table_rows(alphas: tuple[float, ...], seeds: int, base: ToyConfig, progress=
                        None if progress is None else (lambda done, total: progress(done, total, f"Adam step {done} / {total}")))
 
 
-def table_task(alphas, seeds: int, base: ToyConfig) -> jobs.Task:
+def table_task(alphas, seeds: int, base: ToyConfig) -> Task:
     """The paper tables for ``alphas`` × ``seeds`` seeds on ``base``'s other settings, as a shared task:
     computed once for every session, in a worker process."""
     alphas = tuple(float(a) for a in alphas)
-    runs = len(alphas) * seeds * len(METHODS) * base.restarts
-    return jobs.Task(("toy_table", alphas, seeds, base), table_rows, (alphas, seeds, base), "Training the table",
+    runs = len(alphas) * seeds * len(two_relu.METHODS) * base.restarts
+    return Task(("toy_table", alphas, seeds, base), table_rows, (alphas, seeds, base), "Training the table",
                      training_cost(base, runs, DEFAULT_STEPS, DEFAULT_STEPS // 100 + 1))
 
 

@@ -2,8 +2,8 @@
 shows, with the page's caps, and the paper table's α values and seeds (also the command line's
 ``--alphas`` and ``--seeds``)."""
 
-from symlab import controls
-from symlab.urlstate import Param, format_floats
+from symlab.specs import controls
+from symlab.specs.urlstate import Param, format_floats
 
 from .experiment import DEFAULT_TABLE_ALPHAS, ToyConfig
 
@@ -17,9 +17,10 @@ FIELDS = ("alpha", "noise", "n_train", "prior_scale", "mi", "K", "lr", "batch_si
 # trains and is drawn on every tick.
 CAPS = {"alpha": 3.0, "noise": 2.0, "prior_scale": 5.0, "lr": 0.2, "n_train": 500, "batch_size": 500, "restarts": 8}
 
-_ALPHA = controls.declaration(ToyConfig, "alpha")
-# The table trains every α × seed run as one batch and draws no posterior: α's full declared range.
-ALPHAS = Param("alphas", "floats", format_floats(DEFAULT_TABLE_ALPHAS), _ALPHA.low, _ALPHA.high)
+# The table's α values: a list of the config's α, in its full declared range (the table trains every α × seed run
+# as one batch and draws no posterior), on the page (``alphas``) and the command line (``--alphas``).
+ALPHA = controls.declaration(ToyConfig, "alpha")
+ALPHAS = Param("alphas", "floats", format_floats(DEFAULT_TABLE_ALPHAS), ALPHA.low, ALPHA.high)
 # This server's cap on α values × seeds (hosting's max_table_runs) is the page's real limit.
 SEEDS = Param("seeds", "int", 5, 1, 100)
 
@@ -29,7 +30,7 @@ def page_params(hosting=None) -> tuple[Param, ...]:
 
 
 # Each sets the data and estimator (the controls a preset does not set keep their values, but for those
-# PRESET_RESETS names: pages/toy.py); one sentence on what to watch.
+# PRESET_RESETS names: views/toy.py); one sentence on what to watch.
 PRESETS = {
     "Close modes (paper default)": (
         dict(alpha=DEFAULTS.alpha, noise=DEFAULTS.noise, n=DEFAULTS.n_train, mi="exact", init="random"),

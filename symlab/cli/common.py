@@ -1,0 +1,45 @@
+"""What the labs' commands share: argument types, progress on stderr, reading MNIST, mean ± sd."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from symlab.lib.mnist_data import load_mnist as load_mnist_files
+from symlab.specs.controls import MAX_INT, shown
+from symlab.specs.settings import mnist_directory
+
+# Work that a single command may ask for at once: α values × seeds of a toy table, runs of a sweep.
+MAX_RUNS = 10_000
+
+
+def int_at_least(minimum: int, maximum: int = MAX_INT):
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{shown(text)} is not a whole number") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"{shown(text)} must be >= {minimum}")
+        if value > maximum:
+            raise argparse.ArgumentTypeError(f"{shown(text)} must be <= {maximum}")
+        return value
+
+    return parse
+
+
+def stderr_progress(args, what: str = ""):
+    def progress(done, total, stage=what):
+        if not args.json:
+            print(f"  {stage} {done}/{total}", file=sys.stderr, flush=True)
+
+    return progress
+
+
+def load_mnist(directory):
+    """MNIST from ``directory`` (--data-dir), else $SYMLAB_MNIST_DIR, else the shipped copy."""
+    return load_mnist_files(mnist_directory(directory))
+
+
+def pm(mean, std, digits):
+    return "nan" if mean is None else f"{mean:.{digits}f} ± {std:.{digits}f}"

@@ -1,0 +1,63 @@
+"""The process that trains one registered run, of whichever lab the run names.
+
+``python -m symlab.runs.worker RUN_ID [--runs-dir DIR] [--detach]``; the run manager starts it with
+``--detach`` (it then re-launches itself in a new session and returns at once). The command line
+calls :func:`symlab.runs.execution.execute` in its own process instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+
+from symlab.labs import run_kinds
+from symlab.specs.settings import REPO_ROOT, RunLimits, SettingsError
+
+from .device import set_threads
+from .execution import ShutdownFlag, execute
+from .registry import Registry
+from .supervisor import dispatch
+
+
+def _limits():
+    try:
+        return RunLimits.from_env()
+    except SettingsError as error:  # the server showed it too; train with the defaults
+        print(f"ignoring a setting: {error}", flush=True)
+        return RunLimits()
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m symlab.runs.worker", description=__doc__)
+    parser.add_argument("run_id", type=int)
+    parser.add_argument("--runs-dir", default=None)
+    parser.add_argument("--detach", action="store_true", help="re-launch in a new session and return")
+    args = parser.parse_args(argv)
+    registry = Registry(run_kinds(), args.runs_dir)
+    if args.detach:
+        with open(registry.log_path(args.run_id), "ab") as log:
+            subprocess.Popen([sys.executable, "-m", "symlab.runs.worker", str(args.run_id), "--runs-dir",
+                              str(registry.root)], cwd=REPO_ROOT, start_new_session=True,
+                             stdin=subprocess.DEVNULL, stdout=log, stderr=log)
+        return 0
+    registry.register_process(args.run_id, os.getpid())
+    try:
+        os.nice(5)  # the web server stays responsive while a run trains
+    except OSError:
+        pass
+    limits = _limits()
+    if limits.worker_threads:
+        set_threads(limits.worker_threads)
+    shutdown = ShutdownFlag()
+    shutdown.install()
+    print(f"run #{args.run_id} started (pid {os.getpid()})", flush=True)
+    final = execute(registry, args.run_id, shutdown=shutdown)
+    print(f"run #{args.run_id} ended: {final.status} {final.message}", flush=True)
+    dispatch(registry, limits)  # start whatever waits in the queue
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

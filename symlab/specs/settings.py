@@ -1,0 +1,180 @@
+"""The server's settings: every ``SYMLAB_*`` environment variable is read here, and nowhere else.
+
+Where runs and results live (``SYMLAB_RUNS_DIR``, ``SYMLAB_DATABASE_URL``), where runs train
+(``SYMLAB_EXECUTOR``), where MNIST is read from (``SYMLAB_MNIST_DIR``), and the caps for a shared server.
+
+One switch, ``SYMLAB_HOSTED=1``, turns on the classroom defaults (:data:`HOSTED_DEFAULTS`): many
+students on one small server, none able to starve the others. Every cap can also be set on its
+own by an environment variable named after it in upper case with a ``SYMLAB_`` prefix (e.g.
+``SYMLAB_MAX_HIDDEN=1024``), hosted or not; such a variable wins over both defaults.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, fields
+from pathlib import Path
+
+from symlab.specs import controls
+
+TRUE_WORDS = ("1", "true", "yes", "on")
+REPO_ROOT = Path(__file__).resolve().parents[2]
+RUNS_DIR_ENV = "SYMLAB_RUNS_DIR"
+DATABASE_URL_ENV = "SYMLAB_DATABASE_URL"
+EXECUTOR_ENV = "SYMLAB_EXECUTOR"
+MNIST_DIR_ENV = "SYMLAB_MNIST_DIR"
+EXECUTORS = ("local", "ray")  # where runs and the pages' computations run: this machine's processes, or Ray
+
+
+def runs_directory() -> Path:
+    """The run registry's and the result store's directory: $SYMLAB_RUNS_DIR, else runs/ in the repository."""
+    return Path(os.environ.get(RUNS_DIR_ENV) or REPO_ROOT / "runs").expanduser().resolve()
+
+
+def database_url(url: str | None = None) -> str | None:
+    """``url``, else $SYMLAB_DATABASE_URL (a PostgreSQL server), else None (SQLite in the runs directory)."""
+    return url or os.environ.get(DATABASE_URL_ENV) or None
+
+
+def executor_name(name: str | None = None) -> str:
+    """``name``, else $SYMLAB_EXECUTOR, else "local"; checked."""
+    name = name or os.environ.get(EXECUTOR_ENV) or "local"
+    if name not in EXECUTORS:
+        raise ValueError(f"the executor must be one of {', '.join(EXECUTORS)} (got {name!r}; set by --executor or "
+                         f"{EXECUTOR_ENV})")
+    return name
+
+
+def mnist_directory(directory=None):
+    """``directory``, else $SYMLAB_MNIST_DIR, else None (the copy shipped in assets/mnist)."""
+    return directory or os.environ.get(MNIST_DIR_ENV) or None
+
+
+class SettingsError(RuntimeError):
+    """An environment variable holds an unusable value; the message names it."""
+
+
+def is_hosted(environ=os.environ) -> bool:
+    return environ.get("SYMLAB_HOSTED", "").strip().lower() in TRUE_WORDS
+
+
+@dataclass(frozen=True)
+class Work:
+    """What one background run asks of the server, in the terms of its caps."""
+
+    width: int  # units per hidden layer
+    depth: int  # hidden layers
+    epochs: int
+
+
+@dataclass(frozen=True)
+class RunLimits:
+    """Background training runs (:mod:`symlab.runs`): how many train at once, how big, how many a
+    session and the server may start."""
+
+    max_concurrent_per_device: int = 1
+    max_hidden: int = 4096
+    max_depth: int = 4
+    max_epochs: int = 100
+    max_runs_per_session: int = 40
+    max_runs_per_hour: int = 1000  # runs launched from the app, all sessions together
+    worker_threads: int = 0  # torch threads in each training process; 0: torch's default (all cores)
+
+    @classmethod
+    def from_env(cls, environ=os.environ) -> "RunLimits":
+        return _from_env(cls, environ)
+
+    def most_work(self) -> Work:
+        """The most one run may ask for."""
+        return Work(width=self.max_hidden, depth=self.max_depth, epochs=self.max_epochs)
+
+    def check(self, work: Work) -> None:
+        """One ValueError naming every cap that ``work`` is above."""
+        most = self.most_work()
+        controls.check([
+            (work.width <= most.width, f"width {work.width} is above this server's cap of {most.width}"),
+            (work.depth <= most.depth, f"depth {work.depth} is above this server's cap of {most.depth}"),
+            (work.epochs <= most.epochs, f"{work.epochs} epochs is above this server's cap of {most.epochs}"),
+        ])
+
+    def describe(self) -> str:
+        return (f"at most {self.max_concurrent_per_device} training run(s) at a time per device (others wait in "
+                f"the queue), width ≤ {self.max_hidden}, ≤ {self.max_depth} hidden layers, "
+                f"≤ {self.max_epochs} epochs, ≤ {self.max_runs_per_session} runs per session and "
+                f"{self.max_runs_per_hour} per hour on the server")
+
+
+@dataclass(frozen=True)
+class LiveLimits:
+    """Work the web server does for one session: live training and in-page tables."""
+
+    torch_threads: int = 1  # for the whole server process: every session computes in it
+    max_steps_per_tick: int = 20  # Adam steps per redraw of live training
+    min_tick_seconds: float = 0.1  # time between redraws while playing
+    max_table_runs: int = 100  # α values × seeds in one in-page table
+    compute_workers: int = 1  # processes training the pages' shared results (symlab.serving.shared_results; 0: in the page's own run)
+    results_max_mb: int = 2048  # the shared result store's size (symlab.serving.store): least recently used results go
+    idle_workers: int = 1  # 1: a process computes likely results in idle time (symlab.serving.warmup); 0: none
+
+    @classmethod
+    def from_env(cls, environ=os.environ) -> "LiveLimits":
+        return _from_env(cls, environ)
+
+    def describe(self) -> str:
+        return (f"live training: ≤ {self.max_steps_per_tick} steps per redraw, ≥ {self.min_tick_seconds:g} s apart; "
+                f"tables: ≤ {self.max_table_runs} α × seed runs; {self.compute_workers} process(es) training "
+                f"the pages' shared results")
+
+
+# The classroom: ~30 students on a 2-core server (benchmarks/load_test.py measures it).
+HOSTED_DEFAULTS = {
+    RunLimits: dict(max_concurrent_per_device=1, max_hidden=1024, max_depth=2, max_epochs=10,
+                    max_runs_per_session=4, max_runs_per_hour=30, worker_threads=1),
+    # Redraws, not Adam steps, are what live training costs the server (benchmarks/bench_interactions.py): two a
+    # second, 15 steps each, train as fast as 3.3 of 10 did, at 60 % of their cost.
+    LiveLimits: dict(torch_threads=1, max_steps_per_tick=15, min_tick_seconds=0.5, max_table_runs=20),
+}
+MINIMUM = {"worker_threads": 0, "compute_workers": 0, "idle_workers": 0}  # every other cap must be at least 1 (or > 0 for seconds)
+
+
+def _from_env(cls, environ):
+    values = dict(HOSTED_DEFAULTS[cls]) if is_hosted(environ) else {}
+    for field in fields(cls):
+        name = f"SYMLAB_{field.name.upper()}"
+        raw = environ.get(name)
+        if raw is None:
+            continue
+        number_type = float if field.type == "float" else int
+        try:
+            value = number_type(raw)
+        except ValueError:
+            kind = "a number" if number_type is float else "a whole number"
+            raise SettingsError(f"{name}={raw!r} is not {kind}") from None
+        minimum = MINIMUM.get(field.name, 1)
+        if number_type is int and value < minimum:
+            raise SettingsError(f"{name} must be >= {minimum} (got {raw})")
+        if number_type is float and not (math.isfinite(value) and value > 0):
+            raise SettingsError(f"{name} must be a finite number > 0 (got {raw})")
+        values[field.name] = value
+    return cls(**values)
+
+
+@dataclass(frozen=True)
+class Hosting:
+    hosted: bool
+    runs: RunLimits
+    live: LiveLimits
+
+    @classmethod
+    def from_env(cls, environ=os.environ) -> "Hosting":
+        return cls(is_hosted(environ), RunLimits.from_env(environ), LiveLimits.from_env(environ))
+
+    @classmethod
+    def defaults(cls, hosted: bool) -> "Hosting":
+        """The caps with no variable but the switch: the fallback when a variable is unusable."""
+        environ = {"SYMLAB_HOSTED": "1"} if hosted else {}
+        return cls.from_env(environ)
+
+    def describe(self) -> str:
+        return f"{self.live.describe()}; {self.runs.describe()}"

@@ -1,0 +1,121 @@
+"""The layers of the code (``.importlinter``): imports run one way, no module imports itself back through
+others, and no import hides inside a function to dodge either rule."""
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import grimp
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+# Imports inside functions that are there for a reason other than a cycle: an optional dependency, loaded only
+# where it is used; torch, which a starting server loads only after it has started its compute workers.
+LAZY_FOR_A_REASON = {"symlab.runs.ray_cluster": "imports ray, needed only by runs and results on a Ray cluster"}
+LAZY_IN = {("symlab/serving/shared_results.py", "symlab.serving.store.ResultStore"): "its codec imports torch",
+           ("symlab/serving/warmup.py", "symlab.labs.toy.experiment"): "imports torch",
+           ("symlab/serving/warmup.py", "symlab.lib.two_relu"): "imports torch"}
+
+
+def cycles(graph) -> list[set[str]]:
+    """The import graph's strongly connected components of more than one module (Tarjan's algorithm)."""
+    index, low, stack, on_stack, found = {}, {}, [], set(), []
+
+    def visit(module):
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        on_stack.add(module)
+        for imported in graph.find_modules_directly_imported_by(module):
+            if imported not in index:
+                visit(imported)
+                low[module] = min(low[module], low[imported])
+            elif imported in on_stack:
+                low[module] = min(low[module], index[imported])
+        if low[module] == index[module]:
+            component = set()
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.add(member)
+                if member == module:
+                    break
+            if len(component) > 1:
+                found.append(component)
+
+    for module in sorted(graph.modules):
+        if module not in index:
+            visit(module)
+    return found
+
+
+def test_the_layers_contract_is_kept_with_no_exceptions():
+    config = (ROOT / ".importlinter").read_text()
+    assert "ignore_imports" not in config and "unmatched_ignore_imports_alerting" not in config
+    # In its own process, as `lint-imports` runs: its command configures logging, which would silence this one's.
+    code = ("import sys; from importlinter.cli import lint_imports; "
+            f"sys.exit(lint_imports(config_filename={str(ROOT / '.importlinter')!r}, no_cache=True, no_logo=True))")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_no_module_imports_itself_back():
+    graph = grimp.build_graph("symlab", "views", cache_dir=None)
+    assert cycles(graph) == []
+
+
+def test_a_cycle_is_found(tmp_path, monkeypatch):
+    """The check above can fail: a package whose modules import each other in a ring is caught."""
+    package = tmp_path / "ringed"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "a.py").write_text("from ringed import b\n")
+    (package / "b.py").write_text("def f():\n    from ringed import c\n")  # hidden in a function: still an import
+    (package / "c.py").write_text("import ringed.a\n")
+    (package / "d.py").write_text("from ringed import a\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert cycles(grimp.build_graph("ringed", cache_dir=None)) == [{"ringed.a", "ringed.b", "ringed.c"}]
+
+
+def function_level_imports(path: Path) -> list[str]:
+    """The modules of this project imported inside a function of ``path``."""
+    tree = ast.parse(path.read_text())
+    package = ".".join(path.relative_to(ROOT).with_suffix("").parts[:-1])
+    found = []
+    for function in (n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))):
+        for node in ast.walk(function):
+            if isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    base = ".".join(package.split(".")[:len(package.split(".")) - node.level + 1] + ([base] if base else []))
+                names = [f"{base}.{alias.name}" for alias in node.names]  # a module, or a name in one
+                found += [name for name in names if name.split(".")[0] in ("symlab", "views")]
+            elif isinstance(node, ast.Import):
+                found += [alias.name for alias in node.names if alias.name.split(".")[0] in ("symlab", "views")]
+    return found
+
+
+@pytest.mark.parametrize("path", sorted(p.relative_to(ROOT).as_posix() for folder in ("symlab", "views")
+                                        for p in (ROOT / folder).rglob("*.py")))
+def test_no_import_hides_in_a_function(path):
+    hidden = [name for name in function_level_imports(ROOT / path)
+              if not any(name == lazy or name.startswith(f"{lazy}.") for lazy in LAZY_FOR_A_REASON)
+              and (path, name) not in LAZY_IN]
+    assert hidden == [], f"{path}: import at the top of the module (a function-level import dodges the layers)"
+
+
+def test_one_chart_stack():
+    """Every chart is Vega-Lite (Altair): no view draws Plotly, and the app does not install it."""
+    sources = [p for folder in ("symlab", "views") for p in (ROOT / folder).rglob("*.py")] + [ROOT / "app.py"]
+    drawing = [p.relative_to(ROOT).as_posix() for p in sources
+               if "plotly_chart" in p.read_text() or "import plotly" in p.read_text()]
+    assert drawing == []
+    assert "plotly" not in (ROOT / "requirements.txt").read_text().lower()
+
+
+def test_a_starting_server_loads_torch_after_it_starts_its_workers():
+    """serve.py imports the warm-up; torch loads in its lifespan, after the compute workers have started (they
+    load it on the other core meanwhile)."""
+    code = "import sys, symlab.serving.warmup; print('torch' in sys.modules)"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert result.stdout.strip() == "False", result.stderr

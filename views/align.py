@@ -1,0 +1,489 @@
+"""Alignment lab: two mean-field posteriors of one MLP, matched across permutations, and the loss
+barrier between them before and after (Rossi et al. 2023)."""
+
+
+import altair as alt
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from symlab.labs.align import LAB, params
+from symlab.labs.align import experiment as align_lab
+from symlab.labs.align.params import CAPS, ORDERS, PRESETS
+from symlab.lib import weights
+from symlab.lib.mnist_data import data_directory, load_mnist
+from symlab.serving import precomputed
+from symlab.specs import settings
+from views.common import binding, charts, computing, files, player
+
+PAGE = "align"
+SPECS = LAB.page_params(binding.server_settings())
+PRESET_DEFAULTS = {spec.name: spec.default for spec in SPECS if spec.name not in ("seed", "order")}
+PATH_STYLE = {"before": ("#D55E00", "solid", "circle"), "weights": ("#009E73", "dot", "square"),
+              "w2": ("#0072B2", "dash", "diamond")}
+PERSON_COLOURS = {"A": "#0072B2", "B": "#E69F00"}
+T_TICK_SECONDS = 0.6
+
+
+# ---------------------------------------------------------------------------------------------
+# Computation, shared by every session (results are read-only)
+# ---------------------------------------------------------------------------------------------
+
+@st.cache_resource(show_spinner="Reading MNIST…")
+def mnist(directory: str):
+    return load_mnist(directory)
+
+
+def dataset(config: align_lab.AlignConfig) -> align_lab.Dataset:
+    directory = str(data_directory(settings.mnist_directory())) if config.task == "mnist" else None
+    # Not persisted: made again from the seed (or the MNIST file) faster than read back.
+    return computing.shared_result(("align_data", config.task, config.train_size, config.noise, config.seed, directory),
+                            lambda: align_lab.load_task(config, directory and mnist(directory)), persist=False)
+
+
+ELBO_SERIES = (charts.Series("q_A", PERSON_COLOURS["A"]), charts.Series("q_B", PERSON_COLOURS["B"], "dash"))
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)  # outlives the run, unlike a functools cache of a page
+def elbo_spec(present: bool) -> dict:
+    """Both runs' ELBO by Adam step; the x range (the run's steps) comes with the data."""
+    chart = charts.altair_lines(ELBO_SERIES, charts.quantity("x", "Adam step", charts.DOMAIN_OF_DATA, integer=True),
+                            charts.quantity("y", "ELBO per training point (nats)", channel=alt.Y))
+    return charts.vega_spec(chart, title="Training both posteriors", height=300)
+
+
+def elbo_chart(container, steps, elbo, total_steps: int, key: str | None) -> None:
+    """Both runs' ELBO so far (drawn again at each progress report while they train: the same spec, new data)."""
+    lines = pd.concat([charts.lines_frame(series.label, steps, elbo[:, index]) for index, series in enumerate(ELBO_SERIES)])
+    charts.vega_chart(container, charts.with_domains(elbo_spec(bool(st.session_state.get("ui.present"))), x=(0, total_steps)),
+                  {"lines": lines}, key,
+                  alt_text="The ELBO of q_A and q_B against the Adam step")
+
+
+def trained(config: align_lab.AlignConfig) -> tuple[align_lab.PosteriorPair, align_lab.AlignmentReport]:
+    """Both posteriors and their alignment, trained once for every session in a worker process;
+    a visitor who asks first watches the ELBO curves grow."""
+    def draw_training(progress):
+        steps, elbo = progress.payload
+        elbo_chart(st, steps, elbo, int(progress.total), None)
+
+    return computing.computed(align_lab.alignment_task(config), draw_training)
+
+
+def trained_pair(config: align_lab.AlignConfig) -> align_lab.PosteriorPair:
+    return trained(config)[0]
+
+
+def report(config: align_lab.AlignConfig) -> align_lab.AlignmentReport:
+    return trained(config)[1]
+
+
+def predictive_map(config: align_lab.AlignConfig, path: str, frame: int):
+    def compute():
+        return align_lab.path_map(trained_pair(config), report(config), dataset(config), path, frame)
+
+    return computing.shared_result(align_lab.path_map_key(config, path, frame), compute, capacity=256)  # 63 maps per setting
+
+
+# ---------------------------------------------------------------------------------------------
+# Controls
+# ---------------------------------------------------------------------------------------------
+
+def key(name: str) -> str:
+    return binding.widget_key(PAGE, name)
+
+
+def widget(name: str, **options):
+    return binding.control_widget(PAGE, align_lab.AlignConfig, name, cap=CAPS.get(name), **options)
+
+
+def controls():
+    with st.sidebar:
+        st.subheader("Posteriors")
+        st.radio("Posteriors", list(params.SOURCES), format_func=params.SOURCES.get, key=key("source"),
+                 horizontal=True, label_visibility="collapsed")
+        if st.session_state[key("source")] == "files":
+            st.subheader("The path")
+            for name in ("samples", "seed"):
+                widget(name)
+            return
+        st.subheader("Presets")
+        binding.preset_picker(PAGE, PRESETS, PRESET_DEFAULTS)
+        st.subheader("Task and network")
+        widget("task", horizontal=True, format_func={"moons": "half moons (2-D)", "mnist": "MNIST subset"}.get)
+        for name in ("width", "depth", "train_size"):
+            widget(name)
+        if st.session_state[key("task")] == "moons":
+            widget("noise")
+        st.subheader("Variational inference")
+        for name in ("steps", "lr", "prior_scale", "samples", "seed"):
+            widget(name)
+        binding.new_seed_button(PAGE, help="Other data and initialisations; Reset replays the path from t = 0.")
+
+
+# ---------------------------------------------------------------------------------------------
+# Panels
+# ---------------------------------------------------------------------------------------------
+
+# The path player's charts (Vega-Lite, updated in place: views/common): fixed while it plays, the frame in the data.
+PATH_SERIES = (*(charts.Series(align_lab.PATH_TITLES[name], colour, dash, marker=symbol)
+                 for name, (colour, dash, symbol) in PATH_STYLE.items()),
+               charts.Series("current t", "#999999", "dot"))
+CLASS_SERIES = (charts.Series("class 0", "#000000", marker="circle", line=False),
+                charts.Series("class 1", "#000000", marker="x", line=False))
+MAP_PLOT_PX = (340, 280)  # a predictive map's plot area (width, height): the same for both, legends aside
+MAP_COLOURS = charts.BLUE_RED  # P(class 1) from 0 (blue) to 1 (red)
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)  # outlives the run, unlike a functools cache of a page
+def path_spec(metric: str, present: bool, title: str | None = None, current: bool = True) -> dict:
+    """``metric`` along the three paths; ``current``: t marked (the player's frame, in the data)."""
+    y_title = "test NLL of the predictive (nats)" if metric == "loss" else "test accuracy of the predictive"
+    title = title or ("Loss along the path" if metric == "loss" else "Accuracy along the path")
+    series = PATH_SERIES if current else PATH_SERIES[:-1]
+    lines = charts.altair_lines(series, charts.quantity("x", "t (0: q_A, 1: q_B)", (0, 1)),
+                                charts.quantity("y", y_title, channel=alt.Y))
+    chart = alt.layer(lines, charts.altair_rules(series, axis="x")) if current else lines
+    return charts.vega_spec(chart, title=title, height=360)
+
+
+def path_data(rep: align_lab.AlignmentReport, metric: str, t: float | None = None) -> dict:
+    """``path_spec``'s datasets: the paths, and t (where the chart marks it)."""
+    lines = [charts.lines_frame(series.label, rep.paths[name]["t"], rep.paths[name][metric])
+             for series, name in zip(PATH_SERIES, PATH_STYLE)]
+    if t is None:
+        return {"lines": pd.concat(lines)}
+    return {"lines": pd.concat(lines), "rules": pd.DataFrame({"value": [t], "series": [PATH_SERIES[-1].label]})}
+
+
+def path_rows(rep: align_lab.AlignmentReport) -> pd.DataFrame:
+    """The paths' CSV: loss and accuracy of each path by t."""
+    return pd.DataFrame({"t": rep.paths["before"]["t"],
+                         **{f"{metric}_{name}": rep.paths[name][metric]
+                            for name in align_lab.PATHS for metric in ("loss", "accuracy")}})
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)  # outlives the run, unlike a functools cache of a page
+def map_spec(path: str, present: bool) -> dict:
+    """The predictive's P(class 1) along ``path``, with the test points; the axes' range comes with the data."""
+    heat = charts.altair_image("x₁", "x₂", charts.DOMAIN_OF_DATA, charts.DOMAIN_OF_DATA, smooth=False)
+    points = charts.altair_lines(CLASS_SERIES, charts.quantity("x", "x₁", charts.DOMAIN_OF_DATA),
+                             charts.quantity("y", "x₂", charts.DOMAIN_OF_DATA, channel=alt.Y), legend=path == "before")
+    layers = [heat, points] + ([charts.altair_colour_legend("P(class 1)", MAP_COLOURS)] if path == "w2" else [])
+    return charts.vega_spec(alt.layer(*layers).resolve_legend(fill="independent"),
+                        title=align_lab.PATH_TITLES[path].capitalize(),
+                        width=MAP_PLOT_PX[0], height=MAP_PLOT_PX[1])
+
+
+def map_data(config, rep, path: str, frame: int, data: align_lab.Dataset) -> dict:
+    xs, ys, probability = predictive_map(config, path, frame)
+    shown = slice(0, 300)
+    x, y = data.x_test[shown].numpy(), data.y_test[shown].numpy()
+    points = [charts.lines_frame(CLASS_SERIES[c].label, x[y == c, 0], x[y == c, 1]) for c in (0, 1)]
+    return {"image": charts.image_frame(xs, ys, probability, MAP_COLOURS, domain=(0.0, 1.0)), "lines": pd.concat(points),
+            "scale": pd.DataFrame({"z": [0.0, 1.0]})}
+
+
+def map_chart(column, config, rep, path: str, frame: int, data: align_lab.Dataset) -> None:
+    xs, ys, _ = predictive_map(config, path, frame)
+    spec = charts.with_domains(map_spec(path, bool(st.session_state.get("ui.present"))),
+                           x=(xs[0], xs[-1]), y=(ys[0], ys[-1]))
+    charts.vega_chart(column, spec, map_data(config, rep, path, frame, data), f"align.map_{path}", width="content",
+                  alt_text=f"P(class 1) of the interpolated posterior at t, {align_lab.PATH_TITLES[path]}, test points")
+    t, loss = rep.paths[path]["t"][frame], rep.paths[path]["loss"][frame]
+    column.caption(f"t = {t:.2f}, loss {loss:.3f}")
+
+
+def path_player(config, rep: align_lab.AlignmentReport, data: align_lab.Dataset) -> None:
+    ts = rep.paths["before"]["t"]
+    present = bool(st.session_state.get("ui.present"))
+
+    def draw(frame, chart_config):
+        left, right = st.columns(2)
+        for column, metric in ((left, "loss"), (right, "accuracy")):
+            charts.vega_chart(column, path_spec(metric, present), path_data(rep, metric, ts[frame]),
+                          f"align.{metric}_path", alt_text=f"The test {metric} along the three paths, t marked")
+        if config.task == "moons":
+            for column, path in zip(st.columns(2), params.MAP_PATHS):
+                map_chart(column, config, rep, path, frame, data)
+            st.caption(f"The predictive P(class 1) of the interpolated posterior at t (the average over "
+                       f"{config.samples} samples), with test points. Unaligned, the middle of the path averages "
+                       "units that do different jobs.")
+
+    frames = len(ts)
+    player.frame_player("align", ("align.path", config), frames, align_lab.player_start(config), T_TICK_SECONDS,
+                    lambda frame: f"t = {ts[frame]:.2f}  (point {frame} of {frames - 1})", draw,
+                    play_help="Walk from q_A (t = 0) to q_B (t = 1).",
+                    reset_help="Back to t = 0 (q_A); the same posteriors.")
+
+def headline(rep: align_lab.AlignmentReport) -> None:
+    cols = st.columns(4)
+    cols[0].metric("loss barrier before", f"{rep.barrier_before:.3f}",
+                   help="max over t of the loss above the straight line between the endpoints' losses (nats).")
+    cols[1].metric("loss barrier after (W₂)", f"{rep.barrier_after:.3f}",
+                   delta=f"{rep.barrier_after - rep.barrier_before:.3f}", delta_color="inverse")
+    cols[2].metric("W₂(q_A, q_B) before", f"{rep.w2_before:.2f}")
+    cols[3].metric("W₂ after alignment", f"{rep.w2_after:.2f}",
+                   delta=f"{rep.w2_after - rep.w2_before:.2f}", delta_color="inverse")
+
+
+def summary_frame(rep: align_lab.AlignmentReport) -> pd.DataFrame:
+    rows = []
+    for name, title in align_lab.PATH_TITLES.items():
+        row = rep.summary[name]
+        rows.append({"path": title, "W₂": row["w2"], "‖μ_A − μ_B‖": row["mean_distance"],
+                     "barrier (nats)": row["barrier"], "acc. drop": row["accuracy_barrier"],
+                     "moved": " / ".join(map(str, row["units_moved"]))})
+    return pd.DataFrame(rows)
+
+
+SUMMARY_NUMBERS = ("W₂", "‖μ_A − μ_B‖", "barrier (nats)", "acc. drop")
+
+
+def summary_table(summary: pd.DataFrame) -> pd.DataFrame:
+    """Three rows as a plain table (the numbers to 3 decimals; the CSV keeps them whole)."""
+    def shown(value) -> str:
+        return "—" if value is None or pd.isna(value) else f"{value:.3f}"
+
+    return summary.assign(**{name: summary[name].map(shown) for name in SUMMARY_NUMBERS}).set_index("path")
+
+
+DISTANCE_SERIES = tuple(charts.Series(align_lab.PATH_TITLES[name], colour, marker=symbol, line=False)
+                        for name, (colour, _, symbol) in PATH_STYLE.items())
+MATCH_SERIES = (charts.Series("assigned pair", "#D55E00", marker="x", line=False),)
+
+
+def assignment_px(depth: int) -> int:
+    """The side of each assignment matrix, one per hidden layer side by side, legend and axes beside it."""
+    return min(300, 540 // depth)
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)  # outlives the run, unlike a functools cache of a page
+def distance_spec(layers: tuple, present: bool) -> dict:
+    """Grouped bars, one group per weight layer, each topped by its path's marker (the second cue besides colour)."""
+    channels = charts.series_channels(DISTANCE_SERIES)
+    x = alt.X("layer:N", title=None, sort=list(layers), axis=alt.Axis(labelAngle=0))
+    offset = alt.XOffset("series:N", sort=[series.label for series in DISTANCE_SERIES])
+    y = charts.quantity("value", "W₂ distance of the layer", channel=alt.Y, scale=dict(zero=True))
+    base = alt.Chart(alt.NamedData("bars")).encode(x=x, xOffset=offset, y=y, color=channels["color"])
+    chart = alt.layer(base.mark_bar(opacity=0.85), base.mark_point(size=charts.POINT_SIZE, strokeWidth=2, opacity=1,
+                                                                   filled=False).encode(shape=channels["shape"]))
+    return charts.vega_spec(chart, title="Distance per layer (weights and biases)", height=340)
+
+
+def distance_chart(column, rep: align_lab.AlignmentReport) -> None:
+    depth = len(rep.sizes) - 2
+    layers = tuple(f"into hidden {i + 1}" for i in range(depth)) + ("into the output",)
+    bars = pd.DataFrame([{"layer": layer, "series": series.label, "value": float(value)}
+                         for series, name in zip(DISTANCE_SERIES, PATH_STYLE)
+                         for layer, value in zip(layers, rep.summary[name]["layer_w2"])])
+    charts.vega_chart(column, distance_spec(layers, bool(st.session_state.get("ui.present"))), {"bars": bars},
+                  "align.distances", alt_text="W₂ distance per weight layer for each path's q_B")
+
+
+ASSIGNMENT_COLOURS = charts.VIRIDIS[::-1]  # 0 (the row's nearest unit) yellow, far purple
+
+
+@st.cache_resource(max_entries=32, show_spinner=False)  # outlives the run, unlike a functools cache of a page
+def assignment_spec(width: int, index: int, depth: int, aligned: bool, present: bool) -> dict:
+    x_title = "unit of q_B" + (" (aligned order)" if aligned else "")
+    domain = (-0.5, width - 0.5)
+    # Row 0 on top: a unit u of q_A sits at y = width − 1 − u, its axis labelled with u.
+    step = max(1, round(width / 6 / 5) * 5) if width > 10 else 1
+    rows = dict(values=[width - 1 - unit for unit in range(0, width, step)], labelExpr=f"{width - 1} - datum.value")
+    image = charts.altair_image(x_title, "unit of q_A", domain, domain, smooth=False, y_axis=rows)
+    scale = charts.altair_colour_legend("− row min", ASSIGNMENT_COLOURS)
+    matches = charts.altair_lines(MATCH_SERIES, charts.quantity("x", x_title, domain),
+                              charts.quantity("y", "unit of q_A", domain, channel=alt.Y, axis=rows))
+    return charts.vega_spec(alt.layer(image, scale, matches).resolve_legend(fill="independent"),
+                        title=f"Hidden layer {index + 1}: assignment", height=assignment_px(depth),
+                        width=assignment_px(depth))
+
+
+def assignment_data(view: align_lab.AssignmentView) -> dict:
+    width = len(view.columns)
+    flipped = width - 1 - np.arange(width)  # y of each unit of q_A
+    shown = view.above_nearest
+    return {"image": charts.image_frame(np.arange(width), np.arange(width), shown[::-1], ASSIGNMENT_COLOURS),
+            "scale": pd.DataFrame({"z": [float(shown.min()), float(shown.max())]}),
+            "lines": charts.lines_frame(MATCH_SERIES[0].label, view.matched, flipped)}
+
+
+def assignment_chart(column, qa, qb, perms, index: int, order: str) -> None:
+    view = align_lab.assignment_view(qa, qb, perms, index, order == "aligned")
+    spec = assignment_spec(len(view.columns), index, len(perms), order == "aligned",
+                           bool(st.session_state.get("ui.present")))
+    charts.vega_chart(column, spec, assignment_data(view), f"align.assignment_{index}", width="content",
+                  alt_text=f"Unit-to-unit distances of hidden layer {index + 1}, the matches marked")
+
+
+def assignments(qa, qb, perms, order: str) -> None:
+    """Each hidden layer's unit-to-unit distances with the W₂ alignment's matches, side by side."""
+    st.subheader("Assignments")
+    st.radio("Units of q_B", list(ORDERS), format_func=ORDERS.get, key=key("order"), horizontal=True)
+    st.caption("Distance between each unit of q_A and each unit of q_B (W₂ terms of the unit's incoming weights, "
+               "bias and outgoing weights), minus the row's smallest: 0 marks each unit of q_A's nearest unit of "
+               "q_B. × marks the pair the alignment matched (one per row and column, so not always the nearest). "
+               "In the aligned order the matches run down the diagonal: the permutation matrix P_l.")
+    for column, index in zip(st.columns(len(perms)), range(len(perms))):
+        assignment_chart(column, qa, qb, perms, index, order)
+
+
+def explanation() -> None:
+    # Folded, as the modes page's formulas: typeset as the page first loads, they delayed its first chart by 0.5 s.
+    with st.expander("The formulas: W₂ alignment, the path and its barrier"):
+        st.markdown(r"""Two runs of mean-field VI from different seeds give
+$q_A = \mathcal N(\mu_A, \mathrm{diag}\, s_A^2)$ and $q_B$. Permuting a hidden layer's units (rows of $W_l$, $b_l$
+and the columns of $W_{l+1}$) gives the same function, so $q_B$ may simply sit in another permutation copy.
+**Alignment** picks per-layer permutation matrices $P_l$ minimising the squared 2-Wasserstein distance
+between the diagonal Gaussians,
+$$W_2^2 = \textstyle\sum_l \lVert \mu_A^l - P_l\, \mu_B^l P_{l-1}^\top\rVert^2 + \lVert s_A^l - P_l\, s_B^l P_{l-1}^\top\rVert^2,$$
+by coordinate descent: with the other layers fixed, the best $P_l$ is a **linear assignment** between the
+units of layer $l$ (Hungarian method on unit-to-unit distances; incoming weights, bias and outgoing
+weights, means and standard deviations). *Weight matching* is the same on the means alone.
+The **path** interpolates means and standard deviations, $q_t = \mathcal N((1-t)\mu_A + t\mu_B,\ ((1-t)s_A + ts_B)^2)$;
+its loss is the test NLL of the marginal predictive $\frac1S\sum_s p(y \mid x, w_s)$, $w_s \sim q_t$, and the
+**barrier** is $\max_t\, [L(t) - ((1-t)L(0) + tL(1))]$ (Rossi et al. 2023).""")
+
+
+def files_alignment(a, b, config: align_lab.AlignConfig) -> align_lab.NetworkAlignment:
+    """This session's two uploads aligned, kept while the files and the path's settings stay."""
+    def aligned():
+        mnist = load_mnist(settings.mnist_directory()) if a.sizes[0] == 784 else None
+        with st.spinner("Aligning the two networks and walking the paths between them"):
+            return align_lab.align_networks(a, b, mnist, config.path_points, config.samples, config.seed)
+
+    uploads = tuple(files.upload_id(key(name)) for name in ("upload_a", "upload_b"))
+    return files.kept_in_session(key("files_report"), (uploads, config.samples, config.path_points, config.seed),
+                              aligned)
+
+
+def files_panel(config: align_lab.AlignConfig, order: str) -> None:
+    st.info(files.UPLOAD_NOTICE, icon=":material/link_off:")
+    left, right = st.columns(2)
+    with left:
+        a = files.uploaded_network("Network A", key("upload_a"))
+    with right:
+        b = files.uploaded_network("Network B", key("upload_b"))
+    if a is None or b is None:
+        st.markdown("Upload two networks of the same MLP (`nn.Linear` layers with ReLU between them): two point "
+                    "estimates, or two mean-field posteriors (the *MNIST* page and this page's pair download as "
+                    "such). B is aligned to A by permuting its hidden units; with MNIST data (784 → … → 10 nets) "
+                    "the page also walks the path between them and measures the loss barrier.")
+        return
+    try:
+        rep = files_alignment(a, b, config)  # two networks that cannot be aligned: its message
+    except weights.WeightsError as error:
+        st.error(str(error), icon=":material/error:")
+        return
+    st.table(files.layer_table(a))
+    cols = st.columns(4)
+    barrier = (lambda value: "—" if value is None else f"{value:.3f}")
+    cols[0].metric("loss barrier before", barrier(rep.barrier_before))
+    cols[1].metric("loss barrier after (W₂)", barrier(rep.barrier_after))
+    cols[2].metric("W₂(A, B) before", f"{rep.w2_before:.3f}")
+    cols[3].metric("W₂ after alignment", f"{rep.w2_after:.3f}", delta=f"{rep.w2_after - rep.w2_before:.3f}",
+                   delta_color="inverse")
+    kind = "mean-field posteriors" if rep.posterior else "point estimates (σ = 0: W₂ is the Euclidean distance)"
+    if rep.paths:
+        st.caption(f"{kind}; MNIST test accuracy A {rep.accuracy_a:.4f}, B {rep.accuracy_b:.4f} on the first "
+                   f"{align_lab.MNIST_TEST} test images, inputs scaled {rep.mnist_scaling} (the scaling A classifies "
+                   f"best). Alignment: {rep.sweeps} sweep(s), {rep.align_seconds * 1000:.0f} ms for both objectives.")
+        charts.vega_chart(st, path_spec("loss", bool(st.session_state.get("ui.present")), "The path from A to B",
+                                        current=False),
+                          path_data(rep, "loss"), "align.files_path", alt_text="The test loss along the three paths")
+        charts.csv_download(path_rows(rep), "alignment_path.csv", "Paths (CSV)", "align.csv_files_path")
+    else:
+        st.caption(f"{kind}. No loss barrier: it needs data, which the page has for 784 → … → 10 nets (MNIST).")
+    summary = summary_frame(rep)
+    left, right = st.columns([1, 1])
+    distance_chart(left, rep)
+    with right:
+        st.table(summary_table(summary))
+    assignments(rep.qa, rep.ends["before"], rep.alignments["w2"].perms, order)
+    perms = pd.DataFrame({f"layer_{i + 1}": p for i, p in enumerate(rep.permutations)}) \
+        if len(set(map(len, rep.permutations))) == 1 else pd.DataFrame()
+    d1, d2, d3 = st.columns(3)
+    with d1:
+        charts.csv_download(perms.rename_axis("unit_of_a").reset_index(), "permutations.csv", "Permutations (CSV)",
+                        "align.csv_files_perms")
+    with d2:
+        charts.csv_download(summary, "alignment_summary.csv", "Distances (CSV)", "align.csv_files_summary")
+    with d3:
+        aligned = rep.ends["w2"]
+        files.file_download(lambda: weights.posterior_bytes(aligned.means, aligned.sds if rep.posterior else None,
+                                                         {"aligned_to": a.name, "source": b.name}),
+                         "b_aligned.safetensors", "B aligned to A (safetensors)", "align.download_files_aligned")
+
+
+def pair_downloads(config: align_lab.AlignConfig, rep: align_lab.AlignmentReport) -> None:
+    pair = trained_pair(config)
+    columns = st.columns(len(align_lab.PAIR_FILES) + 1)
+    for column, (stem, title) in zip(columns, align_lab.PAIR_FILES.items()):
+        with column:
+            files.file_download(lambda stem=stem: align_lab.pair_files(pair, rep, [stem])[stem],
+                             f"{stem}_seed{config.seed}.safetensors",
+                             f"{title} (safetensors)", f"align.download_{stem}",
+                             help="Means under nn.Sequential(nn.Linear, nn.ReLU, …)'s keys, standard deviations "
+                                  "under sd.<key>, the config as metadata.")
+
+
+def main():
+    values = binding.start_page(PAGE, SPECS, "Alignment",
+                           "Match two mean-field posteriors across permutations of their hidden units and watch the "
+                           "loss barrier between them disappear (Rossi, Singh, Hannagan 2023).", controls)
+    config = params.page_config(values)
+    if values["source"] == "files":
+        files_panel(config, values["order"])
+        return
+    try:
+        data = dataset(config)
+        rep = report(config)
+    except RuntimeError as error:  # diverged training, unreadable MNIST: say so, keep the controls
+        st.error(str(error), icon=":material/error:")
+        return
+    headline(rep)
+    sizes = "-".join(map(str, rep.sizes))
+    timing = f"{rep.train_seconds:.1f} s for both" + (
+        " on the machine that computed this default, which ships with the app" if precomputed.is_shipped(
+            align_lab.alignment_task(config).key) else "")
+    st.caption(f"{sizes} MLP, {config.steps} Adam steps ({timing}); test loss "
+               f"q_A {rep.loss_a:.3f}, q_B {rep.loss_b:.3f}; accuracy {rep.accuracy_a:.3f} / "
+               f"{rep.accuracy_b:.3f}. Alignment: {rep.sweeps} sweep{'s' if rep.sweeps != 1 else ''} "
+               "of coordinate descent, "
+               f"{'converged' if rep.converged else 'stopped before converging'}, "
+               f"{rep.align_seconds * 1000:.0f} ms for both objectives.")
+    path_player(config, rep, data)
+    explanation()
+    st.subheader("Distances")
+    left, right = st.columns([1, 1])
+    distance_chart(left, rep)
+    summary = summary_frame(rep)
+    with right:
+        st.table(summary_table(summary))
+        st.caption("W₂ alignment minimises the W₂ column, weight matching the ‖μ_A − μ_B‖ column; where both pick "
+                   "the same permutations their lines on the path charts coincide. “acc. drop”: the accuracy's largest "
+                   "fall below the straight line. “moved”: units per hidden layer that the permutation sends "
+                   "elsewhere. The endpoints' losses differ a little between "
+                   "paths: the same sampled ε lands on other units once q_B is permuted.")
+    with st.expander("Training curves"):
+        pair = trained_pair(config)
+        elbo_chart(st, pair.elbo_steps, pair.elbo, config.steps, "align.elbo")
+        elbo = pd.DataFrame({"step": pair.elbo_steps, "elbo_a": pair.elbo[:, 0], "elbo_b": pair.elbo[:, 1]})
+        charts.csv_download(elbo, f"align_elbo_seed{config.seed}.csv", "ELBO (CSV)", "align.csv_elbo")
+    assignments(trained_pair(config).qa, trained_pair(config).qb, rep.alignments["w2"].perms, values["order"])
+    perms = pd.DataFrame({f"layer_{i + 1}": p for i, p in enumerate(rep.permutations)}) \
+        if len(set(map(len, rep.permutations))) == 1 else pd.DataFrame()
+    d1, d2, d3, _ = st.columns([1, 1, 1, 1])
+    with d1:
+        charts.csv_download(path_rows(rep), f"align_path_seed{config.seed}.csv", "Paths (CSV)", "align.csv_path")
+    with d2:
+        charts.csv_download(summary, f"align_summary_seed{config.seed}.csv", "Distances (CSV)", "align.csv_summary")
+    with d3:
+        charts.csv_download(perms.rename_axis("unit_of_a").reset_index(), f"align_permutations_seed{config.seed}.csv",
+                        "Permutations (CSV)", "align.csv_perms")
+    st.caption("The posteriors themselves:")
+    pair_downloads(config, rep)
+
+
+main()

@@ -1,0 +1,1 @@
+"""What the views share: page state, charts, computed results, the player, files."""

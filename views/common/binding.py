@@ -1,0 +1,180 @@
+"""A page's state: controls bound to the URL (declared once in symlab.specs.controls), presets, notices, presentation mode."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import streamlit as st
+
+from symlab.specs import controls
+from symlab.specs.settings import Hosting, SettingsError, is_hosted
+from symlab.specs.urlstate import Param, encode_query, parse_query
+
+# ?present=1: a projector view of the same state, like TensorFlow Playground's hidden-controls links.
+PRESENT = Param("present", "bool", False)
+PRESENT_CSS = """<style>
+[data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"], [data-testid="stExpandSidebarButton"],
+[data-testid="stHeader"], [data-testid="stDownloadButton"] { display: none !important; }
+html { font-size: 20px; }
+[data-testid="stMainBlockContainer"] { max-width: 100%; padding: 1rem 2rem; }
+</style>"""
+
+
+def start_page(page: str, specs: Sequence[Param], title: str, caption: str, controls) -> dict:
+    """The common top of every lab page: title, URL-bound ``controls()``, notices, presentation
+    mode; returns the controls' current values (also written back to the URL)."""
+    specs = (*specs, PRESENT)
+    notices = bind_url_state(page, specs)
+    present = st.session_state[widget_key(page, PRESENT.name)]
+    st.session_state["ui.present"] = present
+    if present:
+        st.html(PRESENT_CSS)
+        st.button("Show the controls", key=f"{page}.leave_present", icon=":material/tune:",
+                  on_click=apply_values, args=(page, {PRESENT.name: False}))
+    st.title(title)
+    st.caption(caption)
+    show_notices(notices)
+    controls()
+    with st.sidebar:
+        st.toggle("Presentation mode", key=widget_key(page, PRESENT.name),
+                  help="Hides the controls and enlarges text and charts for a projector; the page's link keeps "
+                       "it, so a shared link opens the same view without controls.")
+    return sync_url(page, specs)
+
+
+def control_widget(page: str, config_type, name: str, *, cap: float | None = None, **options):
+    """The widget of a declared config field (:mod:`symlab.specs.controls`): its label, help, range (lowered to
+    the page's ``cap``, which the help then states beside the declared range), step and format come from
+    the declaration; ``options`` (``disabled``, ``format_func``, ``horizontal``...) pass through to Streamlit."""
+    declared = controls.declaration(config_type, name)
+    spec = controls.capped(declared, cap)
+    key = widget_key(page, spec.url)
+    text = spec.help or None
+    if spec.high != declared.high:
+        beyond = ("has no such cap" if declared.high is None
+                  else f"goes up to {declared.shown(declared.high)}")
+        text = f"{text or ''} This page allows at most {spec.shown(cap)}; the command line (`python -m symlab`) {beyond}."
+        text = text.strip()
+    common = dict(key=key, help=text, **options)
+    kind = spec.widget_kind
+    if kind in ("slider", "number"):
+        number = int if spec.kind == "int" else float
+        bounds = [None if bound is None else number(bound) for bound in (spec.low, spec.high)]
+        step = number(spec.step or spec.nudge) if (spec.step or spec.nudge) else (1 if spec.kind == "int" else None)
+        if spec.format:
+            common["format"] = spec.format
+        widget = st.slider if kind == "slider" else st.number_input
+        return widget(spec.label, *bounds, step=step, **common)
+    if kind == "toggle":
+        return st.toggle(spec.label, **common)
+    choices = list(spec.choices)
+    if kind == "radio":
+        return st.radio(spec.label, choices, **common)
+    if kind == "segmented":
+        return st.segmented_control(spec.label, choices, **common)
+    return st.selectbox(spec.label, choices, **common)
+
+
+def server_settings(report: bool = False) -> Hosting:
+    """This server's caps (``SYMLAB_HOSTED`` and ``SYMLAB_*``). With an unusable variable the
+    defaults apply, and ``report`` shows why (app.py does, once per page)."""
+    try:
+        return Hosting.from_env()
+    except SettingsError as error:
+        if report:
+            st.error(f"A server setting is unusable, so the defaults apply: {error}", icon=":material/error:")
+        return Hosting.defaults(is_hosted())
+
+
+def widget_key(page: str, name: str) -> str:
+    return f"{page}.{name}"
+
+
+def bind_url_state(page: str, specs: Sequence[Param]) -> list[str]:
+    """Seed the page's widget keys from the URL on first visit; returns the notices to show.
+
+    The URL is read once per session (later reruns keep the user's moves); values are kept
+    under a non-widget key so they survive visits to other pages, where Streamlit drops the
+    widgets' own state.
+    """
+    store_key, notices_key = f"{page}:values", f"{page}:notices"
+    if store_key not in st.session_state:
+        values, notices = parse_query(st.query_params.to_dict(), specs)
+        st.session_state[store_key] = values
+        st.session_state[notices_key] = (values, notices)
+    store = st.session_state[store_key]
+    for spec in specs:
+        key = widget_key(page, spec.name)
+        if key not in st.session_state:
+            st.session_state[key] = store[spec.name]
+    parsed_values, notices = st.session_state[notices_key]
+    # The notices describe the link as opened; once the user moves a control they are stale.
+    return notices if link_untouched(page, parsed_values) else []
+
+
+def link_untouched(page: str, parsed_values: dict) -> bool:
+    """Whether every control still holds the value parsed from the link."""
+    return all(st.session_state.get(widget_key(page, name)) == value for name, value in parsed_values.items())
+
+
+def current_values(page: str, specs: Sequence[Param]) -> dict:
+    return {spec.name: st.session_state[widget_key(page, spec.name)] for spec in specs}
+
+
+def sync_url(page: str, specs: Sequence[Param]) -> dict:
+    """Write the controls' current values to the URL (and the page's store); returns them."""
+    values = current_values(page, specs)
+    st.session_state[f"{page}:values"] = values
+    encoded = encode_query(values, specs)
+    if not values.get(PRESENT.name, True):
+        del encoded[PRESENT.name]  # the usual view: a shorter link
+    if st.query_params.to_dict() != encoded:
+        st.query_params.from_dict(encoded)
+    return values
+
+
+def correct_link_value(page: str, name: str, value, notice: str) -> None:
+    """Replace a value the link carried that the page cannot use (a run that does not exist), as
+    :func:`bind_url_state` does for malformed ones: the link's notices stay, with ``notice`` added."""
+    notices_key = f"{page}:notices"
+    parsed, notices = st.session_state[notices_key]
+    if link_untouched(page, parsed):
+        st.session_state[notices_key] = ({**parsed, name: value}, [*notices, notice])
+    st.session_state[widget_key(page, name)] = value
+
+
+def apply_values(page: str, values: dict) -> None:
+    """Set controls programmatically (presets); call from a widget callback."""
+    for name, value in values.items():
+        st.session_state[widget_key(page, name)] = value
+
+
+def preset_picker(page: str, presets: dict, defaults: dict | None = None) -> None:
+    """The sidebar's preset selector and the chosen preset's one sentence on what to watch.
+    ``presets`` maps a name to (control values, sentence); a choice sets ``defaults`` (controls
+    a preset should reset) and then its own values."""
+    key = f"{page}.preset"
+
+    def apply():
+        if st.session_state[key] in presets:
+            apply_values(page, {**(defaults or {}), **presets[st.session_state[key]][0]})
+
+    st.selectbox("Preset", ["—", *presets], key=key, on_change=apply)
+    if st.session_state.get(key) in presets:
+        st.info(presets[st.session_state[key]][1])
+
+
+def new_seed_button(page: str, help: str | None = None) -> None:
+    """Draw a new seed: a separate action from Reset, which keeps the current one."""
+    def advance():
+        seed_key = widget_key(page, "seed")
+        st.session_state[seed_key] = (st.session_state[seed_key] + 1) % 100_000
+
+    st.button("New seed", on_click=advance, icon=":material/casino:", key=f"{page}.new_seed", width="stretch",
+              help=help)
+
+
+def show_notices(notices: Sequence[str]) -> None:
+    if notices:
+        st.warning("Some settings in the link were adjusted:\n\n" + "\n".join(f"- {n}" for n in notices),
+                   icon="⚠️")

@@ -1,0 +1,296 @@
+"""Charts: Vega-Lite specs built with Altair, drawn with their data and a CSV behind each; one palette."""
+
+from __future__ import annotations
+
+import base64
+import struct
+import zlib
+from dataclasses import dataclass
+from typing import Sequence
+
+import altair as alt
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import streamlit as st
+
+# Okabe–Ito: distinguishable with every common colour-vision deficiency. Lines also differ
+# by dash style, so colour is never the only cue.
+PALETTE = {
+    "target": "#000000",
+    "reverse": "#0072B2",
+    "forward": "#D55E00",
+    "current": "#009E73",
+    "threshold": "#E69F00",
+    "paper": "#CC79A7",
+    "grey": "#999999",
+}
+PRESENT_FONT_PX, FONT_PX = 20, 14  # presentation mode's root font size, and the normal one
+LEGEND_ROW_HEIGHT = 24  # pixels per row of a legend below a chart
+
+
+# ---------------------------------------------------------------------------------------------
+# Vega-Lite specs built with Altair, updated in place
+# ---------------------------------------------------------------------------------------------
+# A Vega-Lite chart without selections has no id: the frontend keeps its Vega view while the spec (the datasets
+# travel apart from it) is unchanged, and swaps changed datasets into the running view. So a live chart's spec
+# holds only what is fixed while it plays (styles, titles, fixed domains) and is built once (the builders are
+# cached); whatever changes from frame to frame comes in named datasets, as DataFrames.
+# Everything else, labels that change per frame included, goes in data or in a caption beside the chart.
+
+# Dash patterns by name (pixels on, off), and point shapes: Vega's own, or a path in [-1, 1]².
+DASH_ARRAYS = {"solid": [1, 0], "dash": [8, 4], "dot": [2, 3], "dashdot": [8, 3, 2, 3], "longdash": [14, 5],
+               "longdashdot": [14, 4, 2, 4]}
+SHAPES = {"circle": "circle", "square": "square", "diamond": "diamond", "triangle-up": "triangle-up",
+          "cross": "cross", "x": "M-0.8,-0.8L0.8,0.8M-0.8,0.8L0.8,-0.8",
+          "star": "M0,-1L0.24,-0.33L0.95,-0.31L0.38,0.12L0.59,0.81L0,0.4L-0.59,0.81L-0.38,0.12L-0.95,-0.31L-0.24,-0.33Z",
+          # A legend's sign for a line without markers: a short stroke.
+          None: "stroke"}
+LINE_WIDTH, POINT_SIZE = 2.5, 70
+VEGA_HEIGHT = 380  # the whole chart (axes and legend included) where it fits its column
+
+
+@dataclass(frozen=True)
+class Series:
+    """One entry of a live chart's legend: its colour and a second cue, the line's dash or the points' shape
+    (a third where a line has markers too)."""
+    label: str
+    colour: str
+    dash: str = "solid"
+    marker: str | None = None  # a point at every datum: a key of SHAPES
+    line: bool = True  # False: the markers alone
+
+
+def font_scale() -> float:
+    """Presentation mode's enlargement of text (and of the room text needs)."""
+    return PRESENT_FONT_PX / FONT_PX if st.session_state.get("ui.present") else 1.0
+
+
+def series_channels(series: Sequence[Series], legend: bool = True) -> dict:
+    """Colour, dash and shape of field ``series``, one legend for all three (Vega-Lite merges them), in the
+    order given. Every layer of a chart uses the same scales, so each label has one style throughout."""
+    labels = [s.label for s in series]
+    shown = alt.Legend(title=None, orient="bottom", direction="horizontal", symbolStrokeWidth=LINE_WIDTH,
+                       labelLimit=0, symbolSize=140) if legend else None
+    return dict(
+        color=alt.Color("series:N", scale=alt.Scale(domain=labels, range=[s.colour for s in series]), legend=shown),
+        strokeDash=alt.StrokeDash("series:N", scale=alt.Scale(domain=labels, range=[DASH_ARRAYS[s.dash] for s in series]),
+                                  legend=shown),
+        shape=alt.Shape("series:N", scale=alt.Scale(domain=labels, range=[SHAPES[s.marker] for s in series]),
+                        legend=shown))
+
+
+def quantity(field: str, title: str, domain=None, *, log=False, integer=False, scale: dict | None = None,
+             axis: dict | None = None, channel=alt.X):
+    """A quantitative position channel: its title (with units), a fixed ``domain`` where the chart had one
+    (else the data's, not forced through zero), a log scale, integer ticks (epochs, counts)."""
+    options = dict(zero=False) if domain is None else dict(domain=list(domain), nice=False)
+    if log:
+        options["type"] = "log"
+    options.update(scale or {})
+    axis_options = dict(tickMinStep=1, format="d") if integer else {}
+    axis_options.update(axis or {})
+    return channel(f"{field}:Q", title=title, scale=alt.Scale(**options), axis=alt.Axis(**axis_options))
+
+
+def altair_lines(series: Sequence[Series], x, y, *, data: str = "lines", data_order: bool = False,
+                 legend: bool = True) -> alt.LayerChart:
+    """Lines (with markers where a series has them) of ``series`` from the named dataset ``data``, whose rows
+    carry ``x``, ``y``, ``series`` (a label) and, optionally, ``part`` (separate lines of one series, e.g. two
+    ellipses) and, with ``data_order``, ``i`` (the order to join points in; else they are joined along x).
+    ``x`` and ``y`` are position channels (:func:`quantity`)."""
+    channels = series_channels(series, legend)
+    base = alt.Chart(alt.NamedData(data)).encode(x=x, y=y, color=channels["color"])
+    layers = []
+    lines = [s.label for s in series if s.line]
+    if lines:
+        # No shape here: Vega-Lite would add a point at every vertex of a line that has one.
+        extra = dict(order=alt.Order("i:Q")) if data_order else {}
+        layers.append(base.mark_line(strokeWidth=LINE_WIDTH, clip=True)
+                      .encode(strokeDash=channels["strokeDash"], detail="part:N", **extra)
+                      .transform_filter(alt.FieldOneOfPredicate(field="series", oneOf=lines)))
+    marked = [s.label for s in series if s.marker]
+    if marked:
+        # Not clipped: a point on the edge of a fixed domain (accuracy 1.0) stays whole.
+        layers.append(base.mark_point(size=POINT_SIZE, strokeWidth=2, opacity=1)
+                      .encode(shape=channels["shape"])
+                      .transform_filter(alt.FieldOneOfPredicate(field="series", oneOf=marked)))
+    elif legend:  # the shape scale all the same, for the legend's signs: a layer that draws nothing
+        layers.append(alt.Chart(alt.NamedData(data)).mark_point()
+                      .encode(color=channels["color"], shape=channels["shape"])
+                      .transform_filter(alt.FieldEqualPredicate(field="series", equal="")))
+    return alt.layer(*layers)
+
+
+def altair_band(series: Series, x, *, data: str = "bands", opacity: float = 0.12) -> alt.Chart:
+    """A shaded band of ``series`` (rows of the named dataset ``data`` with ``series`` = its label, and ``x``,
+    ``low``, ``high``), in its colour, without a legend entry of its own (its line has one)."""
+    return (alt.Chart(alt.NamedData(data)).mark_area(color=series.colour, opacity=opacity, clip=True)
+            .encode(x=x, y=alt.Y("low:Q"), y2="high:Q")
+            .transform_filter(alt.FieldEqualPredicate(field="series", equal=series.label)))
+
+
+def altair_rules(series: Sequence[Series], *, data: str = "rules", axis: str = "y", legend: bool = True) -> alt.Chart:
+    """Reference lines across the chart at the values of the named
+    dataset ``data``, rows of ``value`` and ``series`` (a label of ``series``, the chart's whole legend, whose
+    entry names the line); data, so they may move from frame to frame."""
+    position = alt.X("value:Q") if axis == "x" else alt.Y("value:Q")
+    channels = series_channels(series, legend)
+    del channels["shape"]
+    return alt.Chart(alt.NamedData(data)).mark_rule(strokeWidth=2).encode(position, **channels)
+
+
+# Image colour scales. Viridis (matplotlib's), sampled at 9 stops: dark purple (low) to yellow (high), readable in
+# greyscale. ColorBrewer's RdBu, diverging, blue (low) to red (high): readable with every common colour deficiency.
+VIRIDIS = ("#440154", "#472D7B", "#3B528B", "#2C728E", "#21918C", "#28AE80", "#5EC962", "#ADDC30", "#FDE725")
+BLUE_RED = ("#053061", "#2166AC", "#4393C3", "#92C5DE", "#D1E5F0", "#F7F7F7", "#FDDBC7", "#F4A582", "#D6604D",
+            "#B2182B", "#67001F")
+
+
+def altair_image(x_title: str, y_title: str, x_domain, y_domain, *, data: str = "image",
+                 opacity: float = 1.0, smooth: bool = True, y_axis: dict | None = None) -> alt.Chart:
+    """A heatmap drawn as one picture stretched over a rectangle of the data's plane, from the named dataset
+    ``data`` (one row of :func:`image_frame`). One element for the browser to draw and update, where a mark per
+    cell (thousands) took Vega most of a second; the values are in the PNG (tests decode it).
+    ``smooth=False``: each cell a sharp square (a matrix, a density grid), not a blend."""
+    return (alt.Chart(alt.NamedData(data)).mark_image(aspect=False, opacity=opacity, clip=True, smooth=smooth)
+            .encode(x=quantity("x", x_title, x_domain), x2="x2:Q",
+                    y=quantity("y", y_title, y_domain, channel=alt.Y, axis=y_axis), y2="y2:Q", url="url:N"))
+
+
+def altair_colour_legend(title: str, colours: Sequence[str], *, data: str = "scale") -> alt.Chart:
+    """The colour scale of an image (:func:`image_frame` with the same ``colours``) as a legend: an invisible
+    layer over the named dataset ``data``, rows of ``z`` spanning the image's range (its minimum and maximum,
+    or its fixed domain)."""
+    return (alt.Chart(alt.NamedData(data)).mark_rect(opacity=0)
+            .encode(fill=alt.Fill("z:Q", title=title, legend=alt.Legend(orient="right", gradientLength=160),
+                                  scale=alt.Scale(range=list(colours), interpolate="rgb"))))
+
+
+def image_frame(x_centres, y_centres, z, colours: Sequence[str], domain: tuple[float, float] | None = None
+                ) -> pd.DataFrame:
+    """:func:`altair_image`'s dataset: ``z[y, x]`` on cells centred at ``x_centres``, ``y_centres`` (ascending,
+    evenly spaced), coloured linearly through ``colours``, the first at z's minimum (or ``domain[0]``) and the
+    last at its maximum (or ``domain[1]``), as a PNG data URL."""
+    x_centres, y_centres, z = np.asarray(x_centres, float), np.asarray(y_centres, float), np.asarray(z, float)
+    low, high = (float(z.min()), float(z.max())) if domain is None else domain
+    t = np.clip((z - low) / ((high - low) or 1.0), 0.0, 1.0)
+    stops = np.array([[int(c[i:i + 2], 16) for i in (1, 3, 5)] for c in colours], float)
+    where = np.linspace(0.0, 1.0, len(stops))
+    rgb = np.stack([np.interp(t, where, stops[:, k]) for k in range(3)], axis=-1).round().astype(np.uint8)
+    rows = rgb[::-1]  # the image's first row is the top: the largest y
+    raw = b"".join(b"\x00" + row.tobytes() for row in rows)
+    height, width = rows.shape[:2]
+
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+
+    png = (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
+           + chunk(b"IDAT", zlib.compress(raw, 6)) + chunk(b"IEND", b""))
+    half_x, half_y = (x_centres[1] - x_centres[0]) / 2, (y_centres[1] - y_centres[0]) / 2
+    return pd.DataFrame({"url": ["data:image/png;base64," + base64.b64encode(png).decode()],
+                         "x": [x_centres[0] - half_x], "x2": [x_centres[-1] + half_x],
+                         "y": [y_centres[0] - half_y], "y2": [y_centres[-1] + half_y]})
+
+
+def lines_frame(series: str, x, y, part=None) -> pd.DataFrame:
+    """One series' rows of a lines dataset; ``part`` labels separate pieces, ``i`` keeps the drawing order."""
+    x = np.asarray(x, float)
+    frame = pd.DataFrame({"x": x, "y": np.asarray(y, float), "series": series, "i": np.arange(x.size)})
+    if part is not None:
+        frame["part"] = part
+    return frame
+
+
+def vega_spec(chart, *, title: str | None = None, height: int | None = VEGA_HEIGHT, width: int | None = None,
+              legend_columns: int | None = None) -> dict:
+    """A Vega-Lite spec (a plain dict) from an Altair chart: the title, the page's fonts (presentation mode
+    enlarges them and the chart), a legend below. ``height``/``width``: the whole chart's (a single or layered
+    view; Streamlit fits it there), or each view's in a concatenation (pass ``None`` and size the views)."""
+    scale = font_scale()
+    font = round(FONT_PX * scale)
+    spec = chart.to_dict()
+    spec.pop("$schema", None)
+    # SVG whatever the number of marks (Streamlit would switch a chart of many points to a canvas): Vega then
+    # updates only the elements that changed, and each mark's element holds its row (``__data__.datum``).
+    spec["usermeta"] = dict(embedOptions=dict(renderer="svg"))
+    if title:
+        spec["title"] = dict(text=title, fontSize=font + 1, anchor="start")
+    if height is not None:
+        spec["height"] = round(height * scale)
+    if width is not None:  # a fixed size (Streamlit's width="content"): the plot area's, the axes around it
+        spec["width"] = round(width * scale)
+        spec["autosize"] = dict(type="pad")
+    legend = dict(labelFontSize=font - 1, titleFontSize=font - 1, symbolStrokeWidth=LINE_WIDTH)
+    if legend_columns:
+        legend["columns"] = legend_columns
+    spec["config"] = dict(axis=dict(labelFontSize=font - 1, titleFontSize=font, labelLimit=0, grid=True),
+                          legend=legend, text=dict(fontSize=font - 2), view=dict(stroke=None),
+                          # No ARIA description per data point: Vega would build one string per vertex and cell on
+                          # every frame (the chart's own description, Streamlit's alt, names it for readers).
+                          mark=dict(aria=False))
+    return spec
+
+
+# The placeholder domain of a channel whose range comes with each frame's data (:func:`with_domains`).
+DOMAIN_OF_DATA = (0.0, 1.0)
+
+
+def with_domains(spec: dict, *, width: int | None = None, height: int | None = None, **domains) -> dict:
+    """``spec`` with the scale domain of each named position channel (``x=(low, high)``, ``y=...``) set in every
+    view that fixes one, and the plot area's ``width``/``height`` (as :func:`vega_spec`'s). Altair takes 20-50 ms
+    to build a spec, so a spec function builds one per layout (its domains :data:`DOMAIN_OF_DATA`), cached,
+    and each draw sets its numbers here in well under a millisecond. Copies what it changes: the cached spec
+    stays as built."""
+    if set(domains) - {"x", "y"}:
+        raise ValueError(f"with_domains sets the x and y channels' domains, not {sorted(set(domains) - {'x', 'y'})}")
+    found = set()
+
+    def view_with_domains(view: dict) -> dict:
+        view = dict(view)
+        encoding = view.get("encoding")
+        if encoding is not None:
+            encoding = view["encoding"] = dict(encoding)
+            for name, domain in domains.items():
+                scale = (encoding.get(name) or {}).get("scale") or {}
+                if "domain" in scale:
+                    encoding[name] = {**encoding[name], "scale": {**scale, "domain": [float(v) for v in domain]}}
+                    found.add(name)
+        for part in ("layer", "hconcat", "vconcat", "concat"):
+            if part in view:
+                view[part] = [view_with_domains(child) for child in view[part]]
+        return view
+
+    spec = view_with_domains(spec)
+    if set(domains) - found:
+        raise ValueError(f"no view of this spec fixes the domain of {sorted(set(domains) - found)}")
+    scale = font_scale()
+    for name, size in (("width", width), ("height", height)):
+        if size is not None:
+            spec[name] = round(size * scale)
+    return spec
+
+
+def vega_chart(container, spec: dict, datasets: dict[str, pd.DataFrame | bytes], key: str | None, *,
+               alt_text: str | None = None, width: str | int = "stretch") -> None:
+    """Draw ``spec`` with its named ``datasets`` (a new frame of the same spec updates the chart in place); a
+    dataset that does not change from frame to frame may come as its :func:`arrow_bytes`, made once."""
+    datasets = {name: frame if isinstance(frame, bytes) else arrow_bytes(frame) for name, frame in datasets.items()}
+    container.vega_lite_chart({**spec, "datasets": datasets}, key=key, width=width, alt=alt_text)
+
+
+def arrow_bytes(frame: pd.DataFrame) -> bytes:
+    """``frame``'s columns as Arrow IPC bytes, the form Streamlit sends a chart's data in, made straight from
+    the columns' arrays (a quarter of the time Streamlit's conversion of a DataFrame takes; no index)."""
+    table = pa.Table.from_arrays([pa.array(frame[column].to_numpy()) for column in frame.columns],
+                                 names=[str(column) for column in frame.columns])
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return sink.getvalue().to_pybytes()
+
+
+def csv_download(frame: pd.DataFrame, filename: str, label: str, key: str) -> None:
+    """A download of the data behind a chart; the CSV is written only when clicked."""
+    st.download_button(label, lambda: frame.to_csv(index=False), file_name=filename, mime="text/csv",
+                       key=key, icon=":material/download:", on_click="ignore")

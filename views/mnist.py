@@ -1,0 +1,616 @@
+"""MNIST lab: launch MFVI and SGM runs, watch them train, compare widths (Gelberg et al. §5, Table 1)."""
+
+import functools
+import os
+import time
+import uuid
+
+import altair as alt
+import pandas as pd
+import streamlit as st
+
+from symlab.labs import run_kinds
+from symlab.labs.mnist import LAB, params
+from symlab.labs.mnist import experiment as mnist_experiment
+from symlab.labs.mnist.experiment import MnistConfig, resolve_device
+from symlab.labs.mnist.table import bound_gain_rows, results_table
+from symlab.lib import mnist_data
+from symlab.lib.blocks import PRIOR_KL_PER_PARAMETER
+from symlab.runs import supervisor
+from symlab.runs.registry import Registry, RegistryError
+from symlab.specs import controls, settings
+from symlab.specs.run_kind import ACTIVE, RESUMABLE
+from symlab.specs.settings import database_url
+from views.common import binding, charts, files
+
+PAGE = LAB.name
+LIMITS = binding.server_settings().runs
+SPECS = LAB.page_params(binding.server_settings())
+PRESETS = {
+    "Tiny (seconds)": (
+        dict(hidden=16, depth=1, epochs=2, subset=2000, samples=10, init_sd=0.05),
+        "A run takes seconds: launch MFVI and SGM together and watch them move through the queue."),
+    "Quick look (a minute)": (
+        dict(hidden=64, depth=1, epochs=3, subset=10_000, samples=10, init_sd=0.05),
+        "A small net on 10 000 images: compare the two methods' accuracy and ELBO curves epoch by epoch."),
+    "Paper width 400": (
+        dict(hidden=400, depth=1, epochs=10, subset=0, samples=10, init_sd=0.05),
+        "The full training set: MFVI reaches 97.8 % test accuracy in 10 epochs; watch the closest two units draw "
+        "nearer (in nats) as σ grows, epoch after epoch."),
+    "Wide (1024 units)": (
+        dict(hidden=1024, depth=1, epochs=3, subset=0, samples=10, init_sd=0.05),
+        "The width where the paper expects SGM's gain to be largest: check the 'I active' column to see "
+        "whether its extra term ever had a gradient."),
+    "Where symmetrisation acts (σ₀ 0.2)": (
+        dict(hidden=256, depth=1, epochs=5, subset=20_000, samples=10, init_sd=0.2, method="sgm", mi="blocks",
+             block=2),
+        "A wide initial σ puts the closest units ~15 nats apart: the block term has a gradient at every step, yet "
+        "I_H stays within 1 % of log|H|; launch the MFVI/SGM pair and compare their accuracy."),
+}
+REFRESH_SECONDS = 2.0
+METHOD_COLOURS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000")
+DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
+SYMBOLS = ("circle", "square", "diamond", "triangle-up", "x", "cross", "star")  # a third cue besides colour and dash
+
+
+@st.cache_resource(show_spinner=False)
+def _registry_at(path: str, database_url: str | None) -> Registry:
+    return Registry(run_kinds(), path, database_url)
+
+
+def registry() -> Registry:
+    return _registry_at(str(settings.runs_directory()), database_url())
+
+
+def data_problems() -> list[str]:
+    return mnist_data.check_mnist_once(settings.mnist_directory())  # the server's warm-up has read the files once (symlab/warmup.py)
+
+
+def session_id() -> str:
+    if "mnist.session" not in st.session_state:
+        st.session_state["mnist.session"] = uuid.uuid4().hex
+    return st.session_state["mnist.session"]
+
+
+def config_from(values, method=None) -> MnistConfig:
+    fields = controls.config_values(MnistConfig, values, params.PAGE_FIELDS)
+    return MnistConfig(**{**fields, "method": method or fields["method"]}).validate()
+
+
+def compare_ids(values) -> list[int]:
+    text = values["compare"]
+    return [int(float(part)) for part in text.split(",") if part.strip()] if text else []
+
+
+def controls_panel():
+    widget = functools.partial(binding.control_widget, PAGE, MnistConfig)
+    caps = params.caps(LIMITS)
+    with st.sidebar:
+        st.subheader("Presets")
+        binding.preset_picker(PAGE, PRESETS)
+        st.subheader("Network")
+        widget("hidden", cap=caps["hidden"])
+        widget("depth", cap=caps["depth"])
+        sgm = widget("method", required=True, format_func=lambda m: {"mfvi": "MFVI", "sgm": "SGM"}[m]) == "sgm"
+        infonce = widget("mi", required=True, disabled=not sgm,
+                         format_func=lambda m: {"infonce": "InfoNCE Î_K", "blocks": "Blocks I_H"}[m]) == "infonce"
+        widget("K", disabled=not (sgm and infonce))
+        widget("block_size", disabled=not (sgm and not infonce))
+        widget("rebuild_every", disabled=not (sgm and not infonce))
+        st.subheader("Training")
+        widget("epochs", cap=caps["epochs"])
+        widget("estimator", required=True)
+        for name in ("train_subset", "batch_size", "lr", "prior_scale", "init_sd", "samples", "seed"):
+            widget(name)
+        binding.new_seed_button(PAGE)
+        widget("device", required=True)
+
+
+def explanation():
+    with st.expander("What is being trained", expanded=False):
+        st.markdown(
+            "A Bayesian MLP 784 → h → 10 (ReLU) with an isotropic Gaussian prior N(0, p²I) and a mean-field "
+            "Gaussian posterior q = N(μ, diag σ²). **MFVI** maximises the ELBO; **SGM** maximises the bound of "
+            "the symmetrised posterior q_G = (1/|G|) Σ_g q(g⁻¹ω), G the permutations of the hidden units:")
+        st.latex(r"\mathrm{ELBO}_G = \mathrm{ELBO} + I(\omega; g) \;\ge\; \mathrm{ELBO} + \hat I_K,\qquad "
+                 r"\hat I_K = \log \frac{K\, q(\omega)}{q(\omega) + \sum_{k=1}^{K-1} q(g_k^{-1}\omega)}")
+        st.markdown(
+            "with K − 1 random permutations g_k per step (Thm 4.3; Î_K ≤ min(I, log K)). The K log-densities "
+            "come from a pairwise cost matrix between the sampled units and the mean units, "
+            "C[j, k] = Σ (ω_j − μ_k)² / σ_k², so K costs O(h²d + Kh), not K passes over the weights. "
+            "A uniform permutation moves almost every unit, so once any units are apart its term is e^(−thousands): "
+            "Î_K = log K exactly, with no gradient, and SGM trains exactly like MFVI with the same seed.")
+        st.markdown(
+            "**Blocks** symmetrise over a subgroup H instead: permutations within blocks of B mutually close "
+            "units (greedy on the Jeffreys divergence between units' factors of q, rebuilt every N steps). "
+            "Symmetrising q_H over G gives q_G again, so the bound stays valid at every θ, and under mean-field q "
+            "it factorises over blocks, each an exact log-sum over its B! permutations (no permutations are "
+            "sampled):")
+        st.latex(r"\mathrm{ELBO} + I_H \;\le\; \mathrm{ELBO}_G \;\le\; \log p(\mathcal D),\qquad "
+                 r"\hat I_H(\omega) = \sum_{b}\Big[\log B_b! - \log\!\sum_{\pi \in S(B_b)} "
+                 r"e^{\ell_\pi - \ell_{\mathrm{id}}}\Big],\quad \ell_\pi = -\tfrac12 \sum_{j \in B_b} C[j, \pi(j)]")
+        st.markdown(
+            "**Gradient estimators** of the expected minibatch NLL, all unbiased: *reparam* draws ω = μ + σ ⊙ ε once "
+            "per step for the whole minibatch; *local* draws each example's pre-activations from their Gaussian, "
+            "a = hμ_Wᵀ + μ_b + √(h² σ_W²ᵀ + σ_b²) ⊙ ξ (no weight draw: SGM's Î keeps one of its own); *flipout* "
+            "draws one perturbation σ ⊙ ε and flips its signs per example on its inputs and outputs. Per-example "
+            "noise averages out over the minibatch, so local and flipout lower the gradient's variance, at the cost "
+            "of a second matrix product per layer.")
+        st.markdown(WHAT_TO_EXPECT)
+        st.markdown(
+            "A block's term is log B! (no gradient) when its units are far apart, and 0 when q is invariant on it "
+            "(identical units): its gradient pushes close units apart, exactly where q would sit between "
+            "equivalent modes. With several hidden layers the blocks alternate between the odd and the even "
+            "layers (adjacent layers share a weight matrix). "
+            "Per epoch: the train ELBO (running estimate over the epoch's minibatches), test accuracy, NLL and "
+            "expected calibration error (15 bins) of the predictive averaged over M weight samples, and for every "
+            "run how close q's units are: the Jeffreys divergence KL(q_j‖q_k) + KL(q_k‖q_j) from each unit to its "
+            "nearest other unit (min and median), the units at the prior (mean KL to the prior below "
+            f"{PRIOR_KL_PER_PARAMETER:g} nats per parameter), and I_H of greedy blocks measured on q.")
+
+
+WHAT_TO_EXPECT = """
+**What to expect** (measured: `benchmarks/study_symmetrisation.py`, 20 000 images, 10 epochs, batch 128,
+Adam 10⁻³, 3 seeds, paired on the same minibatches and noise):
+
+- **SGM-InfoNCE never acts in wide nets.** A uniform permutation moves almost every unit, so from width 256 up
+  its K − 1 terms are e^(−hundreds) at every step and Î_K = log K with no gradient: SGM equals MFVI to the last
+  digit. It acted only at width 16–64 with initial σ 0.2 (84 % and 47 % of steps).
+- **Equivalent copies do get closer with width** (Thm 3.1, in posterior units): the closest two units are
+  1 490 / 258 / 48 / 39 nats apart at widths 16 / 64 / 256 / 1024 (initial σ 0.05), and 214 000 / 42 700 /
+  1 980 / 523 nats with σ₀ 10⁻³, where q is a near point mass.
+- **The block estimator acts where they are close** (34 % of steps at width 1024, σ₀ 0.05; every step with
+  σ₀ 0.2), but changes nothing measurable: paired accuracy differences between −0.06 and +0.10 points, each
+  within its spread over seeds. Its term is at most log|H| (355 nats at width 1024, against an ELBO of
+  −0.9 to −4 million nats there), and I_H stayed within 0.7 % of log|H|: q's units are close on the weight
+  space's scale but still far apart on q's own.
+- **σ had not settled**: Adam moves log σ by at most about its learning rate per step, and σ was still rising
+  ~10 % per epoch from σ₀ 0.05. Four times longer (width 256, 40 epochs, 3 seeds), σ kept rising (median
+  0.11 → 0.48), the closest units came to 13–16 nats and the block term acted in 76 % of steps; the paired
+  accuracy difference was +0.01 ± 0.06 points. No unit reached the prior in any run.
+"""
+
+
+def launch(values, methods) -> None:
+    reg = registry()
+    for method in methods:
+        try:
+            config = config_from(values, method)
+            run_id = supervisor.submit(reg, "mnist", config, LIMITS, session=session_id())
+        except (ValueError, RegistryError) as error:
+            st.error(f"Not launched: {error}")
+            return
+        st.toast(f"Run #{run_id} queued: {config.label}", icon=":material/rocket_launch:")
+
+
+def where_runs_train() -> str:
+    """The executor that runs launched here use, and the registry's database, in words."""
+    try:
+        executor = settings.executor_name()
+    except ValueError as error:
+        return f"⚠ {error}"
+    place = ("on the Ray cluster at " + (os.environ.get("RAY_ADDRESS") or "a local Ray instance")
+             if executor == "ray" else "in their own processes on this machine")
+    return (f"Runs train {place}: closing the tab or restarting the server does not lose them. "
+            f"The registry is {'PostgreSQL' if database_url() else 'an SQLite file in the runs directory'}.")
+
+
+def launch_panel(values):
+    st.markdown(where_runs_train())
+    cols = st.columns(2)
+    method_name = (("SGM blocks" if values["mi"] == "blocks" else "SGM InfoNCE") if values["method"] == "sgm"
+                   else "MFVI")
+    if cols[0].button(f"Launch {method_name}", type="primary", icon=":material/rocket_launch:", key="mnist.launch",
+                      width="stretch"):
+        launch(values, [values["method"]])
+    if cols[1].button("Launch MFVI and SGM (same seed)", icon=":material/compare_arrows:", key="mnist.launch_pair",
+                      width="stretch"):
+        launch(values, ["mfvi", "sgm"])
+    st.caption(f"This server: {LIMITS.describe()}.")
+
+
+def runs_frame(all_runs) -> pd.DataFrame:
+    rows = []
+    for run in reversed(all_runs):
+        result = run.result or {}
+        rows.append({"run": run.id, "status": run.status,
+                     "method": run.config.method_label, "width": run.config.hidden,
+                     "layers": run.config.depth, "seed": run.config.seed,
+                     "epochs": f"{run.epoch}/{run.config.epochs}", "progress": run.progress,
+                     "test acc": result.get("test_acc"), "NLL": result.get("test_nll"), "ECE": result.get("test_ece"),
+                     "I active": result.get("mi_active", result.get("infonce_active")),
+                     "J min": result.get("nearest_unit_kl_min"), "at prior": result.get("units_at_prior"),
+                     "device": run.device, "executor": run.executor, "node": run.node,
+                     "from": run.source, "created": time.strftime("%Y-%m-%d %H:%M", time.localtime(run.created)),
+                     "note": run.message})
+    return pd.DataFrame(rows)
+
+
+def run_controls(all_runs):
+    reg = registry()
+    active = [run for run in all_runs if run.status in ACTIVE]
+    for run in active:
+        cols = st.columns([6, 1])
+        text = (f"#{run.id} {run.config.label}: {run.status}, epoch {run.epoch}/{run.config.epochs}"
+                + (" (cancelling…)" if run.cancel_requested else ""))
+        cols[0].progress(min(max(run.progress, 0.0), 1.0), text=text)
+        if cols[1].button("Cancel", key=f"mnist.cancel.{run.id}", icon=":material/stop:",
+                          disabled=run.cancel_requested):
+            supervisor.cancel(reg, run.id)
+            st.rerun(scope="fragment")
+    resumable = [run for run in all_runs if run.status in RESUMABLE]
+    if resumable:
+        cols = st.columns([6, 1])
+        chosen = cols[0].selectbox("Resume a stopped run from its last checkpoint", resumable,
+                                   format_func=lambda r: f"{r.label}: {r.status} ({r.message})", key="mnist.resume_pick")
+        if cols[1].button("Resume", key="mnist.resume", icon=":material/play_arrow:"):
+            try:
+                supervisor.resume(reg, chosen.id, LIMITS)
+            except ValueError as error:
+                st.error(str(error))
+            st.rerun(scope="fragment")
+
+
+# Per-epoch curves (Vega-Lite, updated in place as epochs arrive: views/common). Each metric's axis: its title,
+# and the range it lives in where it has one; epochs are whole numbers.
+CURVE_AXES = {  # y title, scale: accuracy and I_H / log|H| live in [0, 1], counts start at 0
+    "test_acc": ("test accuracy (fraction)", dict(domainMax=1)),
+    "train_elbo": ("train ELBO (nats)", {}),
+    "test_nll": ("test NLL (nats per image)", {}),
+    "nearest_unit_kl_min": ("Jeffreys div. (nats, log scale)", dict(type="log")),
+    "block_mi": ("I_H / log|H|", dict(domainMax=1)),
+    "units_at_prior": ("hidden units", dict(zero=True, domain=alt.DomainUnionWith(unionWith=[0, 1]))),
+}
+CURVE_PLOT_PX, LEGEND_ROW_PX = 380, 24  # a chart's height: room for the plot, then a legend row per run
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)  # outlives the run, unlike a functools cache of a page
+def curves_spec(metric: str, title: str, labels: tuple[str, ...], epochs: int, present: bool) -> dict:
+    """A metric's curve per run (legend: ``labels``, each run's colour, dash and marker), by epoch 1 … ``epochs``."""
+    y_title, scale = CURVE_AXES[metric]
+    series = [charts.Series(label, *run_style(i), marker=SYMBOLS[i % len(SYMBOLS)]) for i, label in enumerate(labels)]
+    x = charts.quantity("x", "epoch", (0.5, max(epochs, 1) + 0.5), integer=True)
+    integer, log = metric == "units_at_prior", scale.get("type") == "log"
+    # Short tick labels, also for one epoch's single value (Vega would write it with six decimals).
+    number_format = None if integer or log else ",.3~s" if metric == "train_elbo" else ",.4~g"
+    y = charts.quantity("y", y_title, channel=alt.Y, scale=scale, integer=integer,
+                    axis=dict(format=number_format) if number_format else None)
+    return charts.vega_spec(charts.altair_lines(series, x, y), title=title, legend_columns=1,
+                        height=CURVE_PLOT_PX + LEGEND_ROW_PX * len(labels))
+
+
+def curves_chart(container, history_by_run, labels, epochs: int, metric: str, title: str, key: str, transform=None):
+    """The curves of ``metric`` (or of ``transform(epoch's metrics)``) for each run of ``history_by_run``."""
+    frames = []
+    for run_id, history in history_by_run.items():
+        points = [(m["epoch"], transform(m) if transform else m.get(metric)) for m in history]
+        points = [(epoch, value) for epoch, value in points if value is not None]
+        if points:
+            frames.append(charts.lines_frame(labels[run_id], *zip(*points)))
+    data = pd.concat(frames, ignore_index=True) if frames else charts.lines_frame("", [], [])
+    spec = curves_spec(metric, title, tuple(labels[run_id] for run_id in history_by_run), epochs,
+                       bool(st.session_state.get("ui.present")))
+    charts.vega_chart(container, spec, {"lines": data}, key, alt_text=f"{title}, by epoch, for each run")
+
+
+def metrics_frame(history_by_run, labels) -> pd.DataFrame:
+    rows = [{"run": run_id, "label": labels[run_id], **m} for run_id, history in history_by_run.items() for m in history]
+    return pd.DataFrame(rows)
+
+
+def live_runs():
+    reg = registry()
+    try:
+        supervisor.dispatch(reg, LIMITS)
+        all_runs = reg.runs(lab=LAB.name)
+    except RegistryError as error:
+        st.error(str(error))
+        return
+    settled = tuple((run.id, run.status) for run in all_runs if run.status not in ACTIVE)
+    if st.session_state.setdefault("mnist.settled", settled) != settled:
+        # A run ended (or was stopped): refresh the whole page, so the Results tab includes it.
+        st.session_state["mnist.settled"] = settled
+        st.rerun(scope="app")
+    if not all_runs:
+        st.info("No runs yet: launch one above (or with `python -m symlab mnist`).")
+        return
+    run_controls(all_runs)
+    frame = runs_frame(all_runs)
+    st.dataframe(frame, hide_index=True, width="stretch",
+                 column_config={"progress": st.column_config.ProgressColumn("progress", min_value=0, max_value=1),
+                                "test acc": st.column_config.NumberColumn(format="%.4f"),
+                                "NLL": st.column_config.NumberColumn(format="%.4f"),
+                                "ECE": st.column_config.NumberColumn(format="%.4f"),
+                                "I active": st.column_config.NumberColumn(
+                                    format="%.2f", help="fraction of SGM's steps in which Î had a gradient; for MFVI "
+                                                        "the fraction of end-of-epoch draws in which I_H would have"),
+                                "J min": st.column_config.NumberColumn(
+                                    format="%.4g", help="Jeffreys divergence (nats) between the two closest units' "
+                                                        "factors of q"),
+                                "at prior": st.column_config.NumberColumn(
+                                    format="%d", help="hidden units within "
+                                                      f"{PRIOR_KL_PER_PARAMETER:g} nats per parameter of the prior")})
+    shown = [run for run in all_runs if run.status in ACTIVE][-4:] or all_runs[-2:]
+    history = reg.metrics(run.id for run in shown)
+    labels = {run.id: run.label for run in shown}
+    epochs = max(run.config.epochs for run in shown)
+    st.caption("Per-epoch curves of the runs in progress (or the latest two).")
+    cols = st.columns(2)
+    curves_chart(cols[0], history, labels, epochs, "test_acc", "Test accuracy", "mnist.live_acc")
+    curves_chart(cols[1], history, labels, epochs, "train_elbo", "Train ELBO", "mnist.live_elbo")
+    diagnostic_curves(history, labels, epochs, "mnist.live")
+    charts.csv_download(frame, "mnist_runs.csv", "Runs table as CSV", key="mnist.runs_csv")
+    charts.csv_download(metrics_frame(history, labels), "mnist_live_epochs.csv", "Per-epoch metrics of these runs as CSV",
+                    key="mnist.live_csv")
+
+
+def block_mi_fraction(m) -> float | None:
+    """I_H / log|H| measured on q: 1 when every block's copies are apart, 0 when q is H-invariant."""
+    if m.get("block_mi") is None or not m.get("block_log_group_size"):
+        return None
+    return m["block_mi"] / m["block_log_group_size"]
+
+
+def diagnostic_curves(history, labels, epochs: int, key: str) -> None:
+    """How close q's units are, epoch by epoch: nearest-unit divergence, I_H / log|H|, units at the prior."""
+    cols = st.columns(3)
+    curves_chart(cols[0], history, labels, epochs, "nearest_unit_kl_min", "Closest two units", f"{key}_nearest")
+    curves_chart(cols[1], history, labels, epochs, "block_mi", "Block MI on q: I_H / log|H|", f"{key}_block_mi",
+                 transform=block_mi_fraction)
+    curves_chart(cols[2], history, labels, epochs, "units_at_prior", "Units at the prior", f"{key}_prior")
+    st.caption("Closest two units: the Jeffreys divergence KL(q_j‖q_k) + KL(q_k‖q_j) between the two closest "
+               "hidden units' factors of q; a swap of units this far apart changes log q by about that much, so "
+               "below ~30 nats symmetrisation has a gradient. Block MI: I_H over greedy pairs (or blocks of B) of "
+               "close units, measured on q at the end of each epoch (8 draws), whether or not the run trains on it.")
+
+
+@st.fragment(run_every=REFRESH_SECONDS)
+def live_runs_fragment():
+    live_runs()
+
+
+def table_one(rows) -> pd.DataFrame:
+    """Test accuracy (%) by width (rows) and method (columns), mean ± std (seeds)."""
+    labels = list(method_styles(rows))
+    table = {}
+    for row in rows:
+        cell = f"{100 * row['test_acc_mean']:.2f} ± {100 * row['test_acc_std']:.2f} ({row['seeds']})"
+        table.setdefault(row["hidden"], {})[row["label"]] = cell
+    return pd.DataFrame([{"width": width, **{label: table[width].get(label, "—") for label in labels}}
+                         for width in sorted(table)])
+
+
+def run_style(i: int) -> tuple[str, str]:
+    return METHOD_COLOURS[i % len(METHOD_COLOURS)], DASHES[i % len(DASHES)]
+
+
+def method_styles(rows) -> dict[str, tuple[str, str, str]]:
+    """(colour, dash, marker) per method label, the same in every chart: MFVI first, then SGM by K."""
+    labels = sorted({row["label"] for row in rows}, key=lambda label: (label != "MFVI", len(label), label))
+    return {label: (*run_style(i), SYMBOLS[i % len(SYMBOLS)]) for i, label in enumerate(labels)}
+
+
+# Final metrics against width (Vega-Lite: views/common): one line per method, with markers; mean ± std over seeds
+# as a rule at each width, in the method's colour and dash. The x axis is log-scaled, ticked at the widths run.
+WIDTH_X_TITLE = "hidden units (width, log scale)"
+WIDTH_PLOT_PX = 320  # a chart's height: room for the plot, then a legend row per two methods
+WIDTH_MARGIN = 1.4  # the x range: this factor beyond the smallest and largest widths (log scale)
+WIDTH_BOUNDS = {"test_acc_mean": (0.0, 100.0), "units_at_prior_mean": (0.0, None)}  # error bars stop there
+WIDTH_COUNTS = ("units_at_prior_mean",)  # whole numbers from 0
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)  # outlives the run, unlike a functools cache of a page
+def width_spec(key_mean: str, y_title: str, title: str, styles: tuple[tuple[str, str, str, str], ...],
+               widths: tuple[int, ...], errors: bool, log_y: bool, present: bool) -> dict:
+    """``key_mean`` by width, a line per method (``styles``: label, colour, dash, marker), from the dataset
+    ``lines`` (rows of x, y, series and, with ``errors``, low and high, the ends of mean ± std; ``to_bottom``
+    where the lower end is off a log axis: that bar runs down to the axis, as Plotly's did)."""
+    series = [charts.Series(label, colour, dash, marker=marker) for label, colour, dash, marker in styles]
+    x = charts.quantity("x", WIDTH_X_TITLE, (min(widths) / WIDTH_MARGIN, max(widths) * WIDTH_MARGIN), log=True,
+                        axis=dict(values=list(widths), format="d"))
+    count = key_mean in WIDTH_COUNTS
+    # Short tick labels, also for a single value (Vega would write it with six decimals); a count from 0, its range
+    # at least [0, 1] (set on the means' layers; Vega-Lite unites the layers' domains).
+    number_format = None if count or log_y else ",.3~s" if key_mean == "train_elbo_mean" else ",.4~g"
+
+    def y(field: str):
+        scale = dict(zero=True, domain=alt.DomainUnionWith(unionWith=[0, 1])) if count and field == "y" else \
+            dict(zero=True) if count else None
+        return charts.quantity(field, y_title, channel=alt.Y, log=log_y, integer=count, scale=scale,
+                               axis=dict(format=number_format) if number_format else None)
+
+    layers = [charts.altair_lines(series, x, y("y"))]
+    if errors:
+        channels = charts.series_channels(series)
+        bars = (alt.Chart(alt.NamedData("lines")).mark_rule(strokeWidth=1.5)
+                .encode(x=x, color=channels["color"], strokeDash=channels["strokeDash"]))
+        layers.insert(0, bars.encode(y=y("high"), y2="low:Q")
+                      .transform_filter("isValid(datum.low) && isValid(datum.high) && !datum.to_bottom"))
+        if log_y:
+            layers.insert(0, bars.encode(y=y("high"), y2=alt.value("height"))
+                          .transform_filter("isValid(datum.high) && datum.to_bottom"))
+    columns = 2 if len(series) > 2 else None  # two methods fit in a row at 390 px; more take rows of two
+    rows = 1 if columns is None else -(-len(series) // columns)
+    return charts.vega_spec(alt.layer(*layers), title=title, legend_columns=columns,
+                            height=WIDTH_PLOT_PX + charts.LEGEND_ROW_HEIGHT * rows)
+
+
+def width_frame(rows, styles, key_mean, key_std, scale=1.0, log_y=False) -> pd.DataFrame:
+    """The rows drawn against width: x (width), y (mean), low and high (mean ∓ std, within the quantity's bounds;
+    NaN without a std), ``to_bottom`` (a lower end off the log axis), series (the method), seeds, std."""
+    low_bound, high_bound = WIDTH_BOUNDS.get(key_mean, (None, None))
+    records = []
+    for label in styles:
+        mine = sorted((row for row in rows if row["label"] == label and row[key_mean] is not None
+                       and not (log_y and row[key_mean] <= 0)),  # a log axis has no place for it
+                      key=lambda row: row["hidden"])
+        for i, row in enumerate(mine):
+            mean = scale * row[key_mean]
+            std = scale * row[key_std] if key_std and row[key_std] is not None else float("nan")
+            low, high = mean - std, mean + std
+            if low_bound is not None:
+                low = max(low, low_bound)
+            if high_bound is not None:
+                high = min(high, high_bound)
+            to_bottom = bool(log_y and low <= 0)
+            records.append({"x": float(row["hidden"]), "y": mean, "low": float("nan") if to_bottom else low,
+                            "high": high, "to_bottom": to_bottom, "series": label, "i": i, "seeds": row["seeds"],
+                            "std": std})
+    columns = ["x", "y", "low", "high", "to_bottom", "series", "i", "seeds", "std"]
+    return pd.DataFrame(records, columns=columns).astype({"x": float, "y": float, "low": float, "high": float,
+                                                          "to_bottom": bool, "i": int, "std": float})
+
+
+def width_chart(container, rows, styles, key_mean, key_std, y_title, title, key, csv_name, scale=1.0,
+                log_y=False) -> None:
+    """``key_mean`` (times ``scale``) against width, ± ``key_std`` where given, a line per method of ``styles``
+    that has a value (its colour, dash and marker), and its CSV below it."""
+    data = width_frame(rows, styles, key_mean, key_std, scale, log_y)
+    # The methods with a value (as Plotly's legend had); all of them over empty axes where none has one.
+    drawn = [label for label in styles if (data["series"] == label).any()] or list(styles)
+    widths = tuple(sorted({int(row["hidden"]) for row in rows})) or (1,)
+    spec = width_spec(key_mean, y_title, title, tuple((label, *styles[label]) for label in drawn), widths,
+                      key_std is not None, log_y, bool(st.session_state.get("ui.present")))
+    charts.vega_chart(container, spec, {"lines": data}, key,
+                      alt_text=f"{title}: {y_title} against the hidden width, a line per method")
+    table = pd.DataFrame({"width": data["x"].astype(int), "method": data["series"], "seeds": data["seeds"],
+                          f"{y_title} mean": data["y"]})
+    if key_std is not None:
+        table[f"{y_title} std"] = data["std"]
+    with container:
+        charts.csv_download(table, csv_name, "Chart data as CSV", key=f"{key}_csv")
+
+
+def results(values):
+    reg = registry()
+    try:
+        all_runs = reg.runs(lab=LAB.name)
+    except RegistryError as error:
+        st.error(str(error))
+        return
+    rows = results_table(all_runs)
+    if not rows:
+        st.info("No finished runs yet. Results appear here as runs finish, including those from "
+                "`python -m symlab mnist-sweep`.")
+    else:
+        settings = list(dict.fromkeys(row["setting"] for row in reversed(rows)))
+        setting = st.selectbox("Setting (runs are compared only when everything but width, method and seed agree)",
+                               settings, key="mnist.setting")
+        chosen = [row for row in rows if row["setting"] == setting]
+        st.markdown("**Test accuracy (%) by width and method**, mean ± std over seeds (number of seeds), "
+                    "laid out like the paper's Table 1")
+        st.dataframe(table_one(chosen), hide_index=True)
+        cols = st.columns(2)
+        styles = method_styles(chosen)
+        width_chart(cols[0], chosen, styles, "test_acc_mean", "test_acc_std", "test accuracy (%)",
+                    "Accuracy against width (± std)", "mnist.width_acc", "mnist_width_accuracy.csv", scale=100.0)
+        gains = bound_gain_rows(chosen)
+        if gains:
+            width_chart(cols[1], gains, styles, "gain_mean", None, "SGM bound − MFVI ELBO (nats)",
+                        "ELBO comparison: how much higher SGM's bound is", "mnist.width_gain",
+                        "mnist_width_bound_gain.csv")
+            cols[1].caption("The gain is at most log K; it equals log K when no sampled permutation comes near "
+                            "the sample (Î_K = log K).")
+        else:
+            width_chart(cols[1], chosen, styles, "train_elbo_mean", "train_elbo_std", "train ELBO (nats)",
+                        "Train ELBO against width", "mnist.width_elbo", "mnist_width_elbo.csv")
+        cols = st.columns(2)
+        width_chart(cols[0], chosen, styles, "nearest_unit_kl_min_mean", "nearest_unit_kl_min_std",
+                    "Jeffreys divergence (nats, log)", "Closest two units against width", "mnist.width_nearest",
+                    "mnist_width_closest_units.csv", log_y=True)
+        width_chart(cols[1], chosen, styles, "units_at_prior_mean", "units_at_prior_std", "hidden units",
+                    "Units at the prior against width", "mnist.width_prior", "mnist_width_units_at_prior.csv")
+        st.caption("The measured counterpart of Thm 3.1: the closest pair of units in posterior units (nats), not "
+                   "relative to ‖w‖. Symmetrisation can only act where this is small (below ~30 nats).")
+        table = pd.DataFrame([{k: v for k, v in row.items() if k != "run_ids"} for row in chosen])
+        charts.csv_download(table, "mnist_table1.csv", "Table as CSV", key="mnist.table_csv")
+    compare(values, all_runs)
+    posterior_download(all_runs)
+
+
+def posterior_download(all_runs):
+    """Any run's posterior at its last completed epoch, as safetensors (the command line: --export)."""
+    st.subheader("Download a posterior")
+    saved = [run for run in all_runs if run.epoch >= 1]
+    if not saved:
+        st.caption("A run's posterior can be downloaded once it has completed an epoch.")
+        return
+    cols = st.columns([3, 2])
+    run = cols[0].selectbox("Run", list(reversed(saved)), key="mnist.export_pick",
+                            format_func=lambda r: f"#{r.id} {r.config.label}: {r.status}, epoch {r.epoch}/{r.config.epochs}")
+
+    def posterior() -> bytes:
+        return mnist_experiment.exported_run(registry().checkpoint_path(run.id), run.id)
+
+    with cols[1]:
+        st.write("")  # aligns the button with the select box
+        files.file_download(posterior, f"mnist_run{run.id}_posterior.safetensors", "Posterior (safetensors)",
+                         "mnist.export", help="Means under nn.Sequential(nn.Linear, nn.ReLU, …)'s keys, standard "
+                                              "deviations under sd.<key>, the config as metadata. Inputs: "
+                                              f"{mnist_experiment.INPUT_NOTE}.")
+    st.caption(f"Load the mean network with `net.load_state_dict(safetensors.torch.load_file(path), strict=False)`; "
+               f"`python -m symlab mnist --export {run.id} FILE` writes the same file. The Symmetry explorer and "
+               "Alignment pages read it back.")
+
+
+def compare(values, all_runs):
+    st.subheader("Compare runs")
+    by_id = {run.id: run for run in all_runs}
+    key = binding.widget_key(PAGE, "compare")
+    picked = [i for i in compare_ids(values) if i in by_id]
+    chosen = st.multiselect("Runs", list(reversed(list(by_id))), default=picked,
+                            format_func=lambda i: f"{by_id[i].label} ({by_id[i].status})", max_selections=8,
+                            key="mnist.compare_pick")
+    text = ", ".join(str(i) for i in chosen)
+    if st.session_state[key] != text:
+        missing = [i for i in compare_ids(values) if i not in by_id]
+        if missing:
+            binding.correct_link_value(PAGE, "compare", text,
+                                  f"`compare`: no run {', '.join(f'#{i}' for i in missing)} here: left out.")
+        else:
+            st.session_state[key] = text
+        st.rerun()
+    if not chosen:
+        st.caption("Pick runs to see their per-epoch curves side by side.")
+        return
+    history = registry().metrics(chosen)
+    labels = {i: by_id[i].label for i in chosen}
+    epochs = max(by_id[i].config.epochs for i in chosen)
+    cols = st.columns(3)
+    curves_chart(cols[0], history, labels, epochs, "test_acc", "Test accuracy", "mnist.cmp_acc")
+    curves_chart(cols[1], history, labels, epochs, "test_nll", "Test NLL", "mnist.cmp_nll")
+    curves_chart(cols[2], history, labels, epochs, "train_elbo", "Train ELBO", "mnist.cmp_elbo")
+    diagnostic_curves(history, labels, epochs, "mnist.cmp")
+    charts.csv_download(metrics_frame(history, labels), "mnist_epochs.csv", "Per-epoch metrics as CSV",
+                    key="mnist.cmp_csv")
+
+
+def main():
+    values = binding.start_page(PAGE, SPECS, "MNIST: MFVI vs SGM across widths",
+                           "Gelberg et al. 2024, §5 and Table 1: does symmetrising the variational posterior "
+                           "help more as the network gets wider?", controls_panel)
+    problems = data_problems()
+    if problems:
+        st.error("MNIST is not available, so runs would fail:\n\n" + "\n".join(f"- {p}" for p in problems))
+    try:
+        reg = registry()
+    except RegistryError as error:
+        st.error(str(error))
+        st.stop()
+    try:
+        device_text = resolve_device(values["device"]).type
+    except ValueError as error:
+        st.warning(str(error))
+        device_text = "unavailable"
+    st.caption(f"Data: MNIST, 60 000 train / 10 000 test images, verified by checksum. Runs are kept in "
+               f"`{reg.root}`; device for new runs: {device_text}.")
+    explanation()
+    runs_tab, results_tab = st.tabs(["Launch and watch", "Results"])
+    with runs_tab:
+        launch_panel(values)
+        live_runs_fragment()
+    with results_tab:
+        results(values)
+
+
+main()

@@ -1,0 +1,348 @@
+"""Mode interpolation lab: a single Gaussian fitted by reverse KL to two modes (Gelberg et al. §3)."""
+
+
+import altair as alt
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from symlab.labs.modes import LAB, params
+from symlab.labs.modes import experiment as modes
+from views.common import binding, charts, player
+
+PAGE = "modes"
+SPECS = LAB.page_params(binding.server_settings())
+FIG5_SIGMAS = (0.25, 0.5, 1.0, 2.0)
+PAPER_THRESHOLDS = (1.25, 2.5, 5.0, 10.0)  # Gelberg et al. Fig. 5, read off their sweeps
+FRAME_STRIDE = 10  # Adam steps per animation frame
+TICK_SECONDS = 0.1
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def sweep_for(config: modes.SweepConfig):
+    alphas = config.alphas()
+    return modes.fit_exact(alphas, config.sigma, config.dim), modes.forward_kl_optimum(alphas, config.sigma, config.dim)
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def threshold_for(sigma: float) -> float:
+    return modes.exact_threshold(sigma, modes.SweepConfig(sigma=sigma).largest_alpha)
+
+
+@st.cache_data(max_entries=256, show_spinner=False)
+def optimum_at(alpha: float, sigma: float):
+    fit = modes.fit_exact([alpha], sigma)
+    return float(fit.mean[0]), float(fit.std_e1[0]), float(fit.kl[0])
+
+
+@st.cache_data(max_entries=256, show_spinner=False)
+def forward_at(alpha: float, sigma: float):
+    """The forward-KL optimum (moment matching) at α: its mean and its standard deviation along e₁."""
+    fit = modes.forward_kl_optimum([alpha], sigma)
+    return float(fit.mean[0]), float(fit.std_e1[0])
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def path_for(alpha: float, sigma: float):
+    return modes.optimisation_path(alpha, sigma)
+
+
+def apply_preset():
+    name = st.session_state["modes.preset"]
+    if name in params.PRESETS:
+        binding.apply_values(PAGE, params.PRESETS[name][0])
+
+
+def controls():
+    with st.sidebar:
+        st.subheader("Presets")
+        st.selectbox("Preset", ["—", *params.PRESETS], key="modes.preset", on_change=apply_preset,
+                     help="Sets α, σ and the forward-KL toggle.")
+        chosen = st.session_state.get("modes.preset")
+        if chosen in params.PRESETS:
+            st.info(params.PRESETS[chosen][1])
+        st.subheader("Target")
+        st.slider("Mode distance α", params.ALPHA.low, params.ALPHA.high, step=params.ALPHA.step,
+                  key=binding.widget_key(PAGE, "alpha"))
+        binding.control_widget(PAGE, modes.SweepConfig, "sigma", cap=params.CAPS["sigma"])
+        binding.control_widget(PAGE, modes.SweepConfig, "dim")
+        st.toggle("Show the forward-KL fit", key=binding.widget_key(PAGE, "forward"))
+
+
+def normal_pdf(x, mean, std):
+    return np.exp(modes.log_normal(x, mean, std))
+
+
+def density_grid(alpha, sigma):
+    return np.linspace(-4 * sigma - 0.5 * alpha, 1.5 * alpha + 4 * sigma, 400)
+
+
+# The static charts (Vega-Lite, as the player's; views/common): each spec depends on what fixes its axes and
+# legend, not on α, so moving a slider swaps the data of a chart already drawn.
+DENSITY_SERIES = (charts.Series("target p_α", charts.PALETTE["target"]),
+                  charts.Series("q (reverse KL)", charts.PALETTE["reverse"], "dash"),
+                  charts.Series("q (forward KL)", charts.PALETTE["forward"], "dot"))
+ELLIPSE_SERIES = (charts.Series("q, 1 sd (reverse)", charts.PALETTE["reverse"]),
+                  charts.Series("q, 2 sd (reverse)", charts.PALETTE["reverse"], "dash"),
+                  charts.Series("q, 1 sd (forward)", charts.PALETTE["forward"], "dot"))
+SWEEP_SERIES = (charts.Series("reverse KL", charts.PALETTE["reverse"], marker="circle"),
+                charts.Series("forward KL", charts.PALETTE["forward"], "dot", marker="square"))
+SWEEP_MARKS = (charts.Series("current α", charts.PALETTE["current"]),
+               charts.Series("threshold α*", charts.PALETTE["threshold"], "dash"),
+               charts.Series("ln 2", charts.PALETTE["grey"], "dashdot"))
+SCALING_SERIES = (charts.Series("α = 5σ", charts.PALETTE["grey"], "dash"),
+                  charts.Series("paper (Fig. 5)", charts.PALETTE["paper"], marker="square", line=False),
+                  charts.Series("exact α*", charts.PALETTE["reverse"], marker="circle", line=False),
+                  charts.Series("current σ", charts.PALETTE["current"], marker="diamond", line=False))
+CONTOUR_SHADES = ("#FFFFFF", "#525252")  # the target's density, from 0 to its largest
+CONTOUR_PLOT_PX = (440, 320)  # the largest plot area (width, height) of the 2-D view, whose axes share one scale
+CONTOUR_MIN_HEIGHT_PX = 90
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)  # outlives the run, unlike a functools cache of a page
+def density_spec(forward: bool, present: bool) -> dict:
+    series = DENSITY_SERIES if forward else DENSITY_SERIES[:2]
+    chart = charts.altair_lines(series, charts.quantity("x", "x₁ (along e₁)"),
+                            charts.quantity("y", "density", channel=alt.Y, scale=dict(zero=True)))
+    return charts.vega_spec(chart, title="Along e₁")
+
+
+def density_chart(column, alpha, sigma, mean, std, forward):
+    x = density_grid(alpha, sigma)
+    lines = [charts.lines_frame(DENSITY_SERIES[0].label, x, np.exp(modes.log_mixture(x, alpha, sigma))),
+             charts.lines_frame(DENSITY_SERIES[1].label, x, normal_pdf(x, mean, std))]
+    if forward:
+        lines.append(charts.lines_frame(DENSITY_SERIES[2].label, x, normal_pdf(x, *forward_at(alpha, sigma))))
+    charts.vega_chart(column, density_spec(forward, bool(st.session_state.get("ui.present"))), {"lines": pd.concat(lines)},
+                  "modes.density", alt_text="The target's density along e₁ and the fitted q's")
+
+
+def ellipse(mean1, std1, std2, radius):
+    t = np.linspace(0, 2 * np.pi, 100)
+    return mean1 + radius * std1 * np.cos(t), radius * std2 * np.sin(t)
+
+
+def equal_scale_view(x_domain, y_domain) -> tuple[tuple, tuple[int, int]]:
+    """A y-domain (widened where the view would be too flat) and a plot size (px) giving x and y one scale."""
+    (x_low, x_high), (y_low, y_high) = x_domain, y_domain
+    most_width, most_height = CONTOUR_PLOT_PX
+    px_per_unit = min(most_width / (x_high - x_low), most_height / (y_high - y_low))
+    height = (y_high - y_low) * px_per_unit
+    if height < CONTOUR_MIN_HEIGHT_PX:
+        half = (CONTOUR_MIN_HEIGHT_PX / px_per_unit) / 2
+        y_low, y_high, height = -half, half, CONTOUR_MIN_HEIGHT_PX
+    return (y_low, y_high), (round((x_high - x_low) * px_per_unit), round(height))
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)  # outlives the run, unlike a functools cache of a page
+def contour_spec(forward: bool, present: bool) -> dict:
+    """The target's density in the plane with q's ellipses; the axes' range and the size come with the data."""
+    series = ELLIPSE_SERIES if forward else ELLIPSE_SERIES[:2]
+    x = charts.quantity("x", "x₁ (along e₁)", charts.DOMAIN_OF_DATA)
+    y = charts.quantity("y", "x₂", charts.DOMAIN_OF_DATA, channel=alt.Y)
+    chart = alt.layer(charts.altair_image("x₁ (along e₁)", "x₂", charts.DOMAIN_OF_DATA, charts.DOMAIN_OF_DATA, opacity=0.8),
+                      charts.altair_lines(series, x, y, data_order=True))
+    return charts.vega_spec(chart, title="In 2-D: the target's density (grey), q's ellipses",  # a placeholder size
+                        width=CONTOUR_MIN_HEIGHT_PX, height=CONTOUR_MIN_HEIGHT_PX)
+
+
+def contour_chart(column, alpha, sigma, mean, std, forward):
+    x1 = np.linspace(-3.5 * sigma, alpha + 3.5 * sigma, 90)
+    y_domain, size = equal_scale_view((x1[0], x1[-1]), (-3.5 * sigma, 3.5 * sigma))
+    x2 = np.linspace(*y_domain, 60)
+    density = np.exp(modes.log_mixture_2d(x1[None, :], x2[:, None], alpha, sigma))
+    lines = [charts.lines_frame(ELLIPSE_SERIES[index].label, *ellipse(mean, std, sigma, radius))
+             for index, radius in ((0, 1), (1, 2))]
+    if forward:
+        lines.append(charts.lines_frame(ELLIPSE_SERIES[2].label, *ellipse(*forward_at(alpha, sigma), sigma, 1)))
+    spec = charts.with_domains(contour_spec(forward, bool(st.session_state.get("ui.present"))),
+                           x=(x1[0], x1[-1]), y=y_domain, width=size[0], height=size[1])
+    charts.vega_chart(column, spec, {"image": charts.image_frame(x1, x2, density, CONTOUR_SHADES), "lines": pd.concat(lines)},
+                  "modes.contour", width="content",
+                  alt_text="The target's density in the plane of e₁ and x₂, shaded, with q's 1 and 2 sd ellipses")
+
+
+@st.cache_resource(max_entries=32, show_spinner=False)  # outlives the run, unlike a functools cache of a page
+def sweep_spec(y_title: str, title: str, forward: bool, log_y: bool, asymptote: bool, present: bool) -> dict:
+    series = (SWEEP_SERIES if forward else SWEEP_SERIES[:1]) + (SWEEP_MARKS if asymptote else SWEEP_MARKS[:2])
+    chart = alt.layer(charts.altair_lines(series, charts.quantity("x", "mode distance α"),
+                                      charts.quantity("y", y_title, channel=alt.Y, log=log_y)),
+                      charts.altair_rules(series, data="vertical", axis="x"), charts.altair_rules(series, data="horizontal"))
+    return charts.vega_spec(chart, title=title, legend_columns=3 if len(series) > 4 else None)  # 5 fit in no row
+
+
+def sweep_chart(column, key, alphas, curves, alpha, threshold, y_title, title, log_y=False, asymptote=None):
+    """``curves``: (label of SWEEP_SERIES, values); ``asymptote``: a level drawn across, as "ln 2"."""
+    lines = pd.concat([charts.lines_frame(label, alphas, values) for label, values in curves])
+    vertical = [(SWEEP_MARKS[0].label, alpha)] + ([] if threshold is None else [(SWEEP_MARKS[1].label, threshold)])
+    horizontal = [] if asymptote is None else [(SWEEP_MARKS[2].label, asymptote)]
+    rules = {name: pd.DataFrame(marks or None, columns=["series", "value"])
+             for name, marks in (("vertical", vertical), ("horizontal", horizontal))}
+    spec = sweep_spec(y_title, title, len(curves) > 1, log_y, asymptote is not None,
+                      bool(st.session_state.get("ui.present")))
+    charts.vega_chart(column, spec, {"lines": lines, **rules}, key, alt_text=f"{title}: {y_title} against α")
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)  # outlives the run, unlike a functools cache of a page
+def scaling_spec(present: bool) -> dict:
+    chart = charts.altair_lines(SCALING_SERIES, charts.quantity("x", "component std dev σ", (0.0, 2.1)),
+                            charts.quantity("y", "threshold α*", channel=alt.Y, scale=dict(zero=True)))
+    return charts.vega_spec(chart, title="α* scales with σ")
+
+
+def scaling_chart(column, sigma, threshold) -> pd.DataFrame:
+    sigmas = np.array(FIG5_SIGMAS)
+    ours = np.array([threshold_for(s) for s in FIG5_SIGMAS])
+    lines = pd.concat([charts.lines_frame(SCALING_SERIES[0].label, [0.0, 2.1], [0.0, 10.5]),
+                       charts.lines_frame(SCALING_SERIES[1].label, sigmas, PAPER_THRESHOLDS),
+                       charts.lines_frame(SCALING_SERIES[2].label, sigmas, ours),
+                       charts.lines_frame(SCALING_SERIES[3].label, [sigma], [threshold])])
+    charts.vega_chart(column, scaling_spec(bool(st.session_state.get("ui.present"))), {"lines": lines}, "modes.scaling",
+                  alt_text="The threshold α* against σ: exact, the paper's, and α = 5σ")
+    return pd.DataFrame({"sigma": sigmas, "threshold_exact": ours, "threshold_paper": PAPER_THRESHOLDS})
+
+
+def result_metrics(alpha, sigma, mean, std, kl, threshold):
+    cols = st.columns(4)
+    interp = mean / alpha if alpha > 0 else float("nan")
+    cols[0].metric("α⁻¹‖μ*‖", "undefined" if alpha == 0 else f"{interp:.3f}",
+                   help="0.5: q sits midway between the modes; 0: q sits on the first mode.")
+    cols[1].metric("q's std dev along e₁ / σ", f"{std / sigma:.3f}")
+    cols[2].metric("KL(q‖p_α)", f"{kl:.4f}", help=f"ln 2 = {modes.LN2:.4f}")
+    cols[3].metric("threshold α*", "—" if threshold is None else f"{threshold:.3f}",
+                   help="Computed from a sweep, refined by bisection on the exact path.")
+    if alpha == 0:
+        verdict = "α = 0: the two components coincide and q is exactly N(0, σ²I)."
+    elif interp > modes.INTERPOLATION_CUTOFF:
+        verdict = f"α = {alpha:g} < α* ≈ {threshold:.2f}: q **interpolates**, sitting between the modes."
+    else:
+        verdict = f"α = {alpha:g} > α* ≈ {threshold:.2f}: q is **mode-seeking**, sitting on the first mode."
+    st.markdown(verdict)
+
+
+# The animation's charts (Vega-Lite, updated in place: views/common): fixed while it plays, the frame in the data.
+PATH_SERIES = DENSITY_SERIES[:2]
+KL_SERIES = (charts.Series("KL(q‖p_α)", charts.PALETTE["reverse"]),
+             charts.Series("current step", charts.PALETTE["current"], marker="diamond", line=False),
+             charts.Series("ln 2", charts.PALETTE["grey"], "dashdot"))
+
+
+@st.cache_resource(max_entries=32, show_spinner=False)  # outlives the run, unlike a functools cache of a page
+def path_density_spec(present: bool) -> dict:
+    """The target and q along e₁; the x range comes with the data."""
+    chart = charts.altair_lines(PATH_SERIES, charts.quantity("x", "x₁ (along e₁)", charts.DOMAIN_OF_DATA),
+                            charts.quantity("y", "density", channel=alt.Y, scale=dict(zero=True)))
+    return charts.vega_spec(chart, title="Along e₁, at the current step")
+
+
+@st.cache_resource(max_entries=32, show_spinner=False)  # outlives the run, unlike a functools cache of a page
+def path_kl_spec(present: bool) -> dict:
+    """The objective along Adam's path, the current step marked; the x range (the path's steps) comes with the data."""
+    chart = alt.layer(charts.altair_lines(KL_SERIES, charts.quantity("x", "Adam step", charts.DOMAIN_OF_DATA),
+                                      charts.quantity("y", "KL (nats)", channel=alt.Y)),
+                      charts.altair_rules(KL_SERIES))
+    return charts.vega_spec(chart, title="Objective along the way")
+
+
+def optimisation_panel(alpha, sigma):
+    st.subheader("Watch it optimise")
+    st.caption("Adam (learning rate 10⁻², as in the paper) on the exact, noise-free objective, "
+               f"starting at the first component. One frame = {FRAME_STRIDE} steps.")
+    path = path_for(alpha, sigma)
+    frame_steps = np.arange(0, len(path), FRAME_STRIDE)
+
+    x = density_grid(alpha, sigma)
+    target = charts.lines_frame(PATH_SERIES[0].label, x, np.exp(modes.log_mixture(x, alpha, sigma)))
+    objective = charts.lines_frame(KL_SERIES[0].label, np.arange(len(path)), path.kl)
+    ln2 = pd.DataFrame({"value": [modes.LN2], "series": [KL_SERIES[2].label]})
+    present = bool(st.session_state.get("ui.present"))
+
+    def draw(frame: int, chart_config: dict):
+        step = int(frame_steps[frame])
+        left, right = st.columns(2)
+        mean, std, kl = path.mean[step], path.std[step], path.kl[step]
+        density = pd.concat([target, charts.lines_frame(PATH_SERIES[1].label, x, normal_pdf(x, mean, std))])
+        charts.vega_chart(left, charts.with_domains(path_density_spec(present), x=(x[0], x[-1])), {"lines": density},
+                      "modes.path_density", alt_text="The target and q along e₁ at the current Adam step")
+        left.caption(f"Step {step}: μ = {mean:.3f}, s = {std:.3f}")
+        now = charts.lines_frame(KL_SERIES[1].label, [step], [kl])
+        charts.vega_chart(right, charts.with_domains(path_kl_spec(present), x=(0, len(path) - 1)),
+                      {"lines": pd.concat([objective, now]), "rules": ln2},
+                      "modes.path_kl", alt_text="KL(q‖p_α) along Adam's path, the current step marked")
+        right.caption(f"KL(q‖p_α) = {kl:.4f} nats at step {step}")
+
+    player.frame_player("modes", ("modes.path", alpha, sigma), frame_steps.size, 0, TICK_SECONDS,
+                    lambda frame: f"Adam step {frame_steps[frame]} / {len(path) - 1}", draw)
+    charts.csv_download(pd.DataFrame({"step": np.arange(len(path)), "mean": path.mean, "std": path.std,
+                                  "kl": path.kl}),
+                    f"modes_path_alpha{alpha:g}_sigma{sigma:g}.csv", "Path (CSV)", "modes.csv_path")
+
+
+def formulas():
+    with st.expander("The formulas", expanded=False):
+        st.markdown(r"""
+Target: $p_\alpha(x) = \tfrac12\,\mathcal N(x; 0, \sigma^2 I) + \tfrac12\,\mathcal N(x; \alpha e_1, \sigma^2 I)$.
+Fit $q = \mathcal N(\mu, \Sigma)$ by **reverse KL**,
+$\mathrm{KL}(q\,\|\,p_\alpha) = \mathbb E_q[\log q(x) - \log p_\alpha(x)]$, starting from $\mu = 0$, $\Sigma = \sigma^2 I$.
+
+* Orthogonal to $e_1$ the target is $\mathcal N(0, \sigma^2)$, fitted exactly, so only the 1-D problem
+  along $e_1$ matters. With $x = \sigma z$ it depends on $\alpha/\sigma$ alone: $\alpha^* \propto \sigma$.
+* Here the 1-D objective is computed by quadrature on a fine grid (no sampling noise) and
+  minimised by a damped Newton method; the paper's protocol (5000 Monte-Carlo samples, Adam) gives
+  the same curve with noise: `python -m symlab modes --sigma 1 --protocol mc`.
+* $\alpha^{-1}\lVert\mu^*\rVert = 0.5$: midpoint (**interpolation**); $\approx 0$: on one mode. Once $q$
+  covers one component, $\mathrm{KL} \to \ln 2$, the mass of the ignored half.
+* **Forward KL** $\mathrm{KL}(p_\alpha\|q)$ is minimised by moment matching:
+  $\mu = \tfrac{\alpha}{2}e_1$, $\Sigma = \sigma^2 I + \tfrac{\alpha^2}{4} e_1 e_1^\top$, always covering both modes.
+* Why it matters: a network's posterior has many equivalent modes (permutations of hidden units);
+  when they are close relative to their width, mean-field VI sits between them, where the network
+  predicts badly.
+""")
+
+
+def main():
+    values = binding.start_page(PAGE, SPECS, "Mode interpolation",
+                           "Fit one Gaussian to two equal modes by reverse KL. Below a threshold α* ≈ 5σ it "
+                           "sits between them; above, on one of them (Gelberg et al. 2024, §3).", controls)
+    alpha, sigma, dim, forward = values["alpha"], values["sigma"], values["dim"], values["forward"]
+
+    sweep, forward_sweep = sweep_for(modes.SweepConfig(sigma=sigma, dim=dim).validate())
+    threshold = threshold_for(sigma)
+    mean, std, kl = optimum_at(alpha, sigma)
+    result_metrics(alpha, sigma, mean, std, kl, threshold)
+
+    left, right = st.columns(2)
+    density_chart(left, alpha, sigma, mean, std, forward)
+    contour_chart(right, alpha, sigma, mean, std, forward)
+
+    st.subheader("Across mode distances")
+
+    def curves(rev, fwd):
+        return [(SWEEP_SERIES[0].label, rev)] + ([(SWEEP_SERIES[1].label, fwd)] if forward else [])
+
+    a = sweep.alphas
+    c1, c2 = st.columns(2)
+    sweep_chart(c1, "modes.interp", a, curves(sweep.interpolation, forward_sweep.interpolation), alpha, threshold,
+                "α⁻¹‖μ*‖", "Interpolation")
+    sweep_chart(c2, "modes.det", a, curves(sweep.det_cov, forward_sweep.det_cov), alpha, threshold,
+                f"det Σ* (d = {dim})", "Spread of q", log_y=True)
+    c3, c4 = st.columns(2)
+    kl_title = "Final KL (forward: KL(p‖q))" if forward else "Final KL(q‖p_α)"
+    sweep_chart(c3, "modes.kl", a, curves(sweep.kl, forward_sweep.kl), alpha, threshold, "KL (nats)", kl_title,
+                asymptote=modes.LN2)
+    scaling_frame = scaling_chart(c4, sigma, threshold)
+
+    frame = pd.DataFrame({"alpha": a, "interpolation": sweep.interpolation, "det_cov": sweep.det_cov,
+                          "kl": sweep.kl, "std_e1": sweep.std_e1, "forward_det_cov": forward_sweep.det_cov,
+                          "forward_kl": forward_sweep.kl})
+    d1, d2, _ = st.columns([1, 1, 2])
+    with d1:
+        charts.csv_download(frame, f"modes_sweep_sigma{sigma:g}_d{dim}.csv", "Sweep (CSV)", "modes.csv_sweep")
+    with d2:
+        charts.csv_download(scaling_frame, "modes_thresholds.csv", "Thresholds (CSV)", "modes.csv_thresholds")
+
+    optimisation_panel(alpha, sigma)
+    formulas()
+
+
+main()

@@ -1,0 +1,371 @@
+"""Tractable BNN lab: exact posterior vs MFVI vs SGM, trained live (Gelberg et al. §5, Fig. 4)."""
+
+import math
+
+import altair as alt
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from symlab.labs.toy import LAB, params
+from symlab.labs.toy import experiment as toy
+from symlab.lib import two_relu
+from symlab.specs import controls
+from symlab.specs.urlstate import parse_query
+from views.common import binding, charts, computing, player
+
+PAGE = "toy"
+SPECS = LAB.page_params(binding.server_settings())
+PRESET_RESETS = ("batch", "K", "lr", "prior", "restarts")
+# What to do about a fit stuck on one side: starts from the origin differ only in their Monte-Carlo noise.
+REMEDIES = {"random": "press New seed or raise Restarts",
+            "origin": "press New seed or choose random initial means (starts from the origin differ only in their noise)"}
+STEPS_PER_TICK = 20
+TICK_SECONDS = 0.15  # the browser, not the server, limits the redraw rate (benchmarks/bench_toy_live.py)
+MAX_STEPS = 4000
+GRID = 81  # display grid for the exact posterior (the evidence uses 201 points)
+COLOURS = {"mfvi": charts.PALETTE["reverse"], "sgm": charts.PALETTE["forward"], "exact": charts.PALETTE["target"]}
+DASHES = {"mfvi": "dash", "sgm": "dot", "exact": "solid"}
+LABELS = {"mfvi": "MFVI", "sgm": "SGM (q_G)", "exact": "exact posterior"}
+
+
+def config_from(values) -> toy.ToyConfig:
+    return toy.ToyConfig(**controls.config_values(toy.ToyConfig, values, params.FIELDS)).validate()
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def exact_for(config: toy.ToyConfig):
+    """The data, the exact answer, the posterior on the display grid and its predictive band on ``x``."""
+    return toy.exact_view(config, GRID)
+
+
+def trainer_for(config: toy.ToyConfig) -> two_relu.ToyTrainer:
+    """This session's trainer for ``config`` (a new one when any setting changes): every start of MFVI, then
+    every start of SGM."""
+    # The config and its trainer in one entry: a run stopped between two assignments cannot part them.
+    trained_config, trainer = st.session_state.get("toy.live", (None, None))
+    if trained_config != config:
+        trainer = two_relu.ToyTrainer(toy.starts_of("mfvi", config) + toy.starts_of("sgm", config))
+        st.session_state["toy.live"] = (config, trainer)
+    return trainer
+
+
+def live_fits(trainer: two_relu.ToyTrainer, config: toy.ToyConfig, exact: toy.ExactAnswer) -> list[toy.Fit]:
+    """MFVI's fit and SGM's, each kept by the latest recorded bounds."""
+    return toy.fits(trainer, trainer.latest_bounds(), {config: exact}, tie=toy.LIVE_BOUND_TIE)
+
+
+def widget(name: str, **options):
+    return binding.control_widget(PAGE, toy.ToyConfig, name, cap=params.CAPS.get(name), **options)
+
+
+def controls_panel():
+    with st.sidebar:
+        st.subheader("Presets")
+        binding.preset_picker(PAGE, params.PRESETS, {s.name: s.default for s in SPECS if s.name in PRESET_RESETS})
+        st.subheader("Data and prior")
+        for name in ("alpha", "noise", "n_train", "prior_scale"):
+            widget(name)
+        st.subheader("Training")
+        widget("mi", required=True)
+        widget("K", disabled=st.session_state[binding.widget_key(PAGE, "mi")] != "infonce")
+        widget("lr")
+        widget("batch_size")
+        widget("init", required=True)
+        widget("restarts")
+        widget("seed")
+        binding.new_seed_button(PAGE, help="A new draw of the data and the initialisation; Reset keeps the current one.")
+
+
+# Live charts (Vega-Lite, updated in place: views/common). The specs depend only on what is fixed while training
+# plays; the frame's numbers come as datasets.
+POSTERIOR_SERIES = (charts.Series(f"{LABELS['mfvi']}: 1 and 2 sd", COLOURS["mfvi"], DASHES["mfvi"]),
+                    charts.Series(f"{LABELS['sgm']}: 1 and 2 sd, both components", COLOURS["sgm"], DASHES["sgm"]),
+                    charts.Series("equivalent modes (α, −α), (−α, α)", charts.PALETTE["current"], marker="x", line=False),
+                    charts.Series("other starts (both methods): 1 sd", charts.PALETTE["grey"], "longdashdot"))
+PREDICTION_SERIES = (charts.Series("training data", charts.PALETTE["grey"], marker="circle", line=False),
+                     charts.Series("true α|x|", charts.PALETTE["current"], "longdash"),
+                     *(charts.Series(f"{LABELS[m]}: mean ± 2 sd", COLOURS[m], DASHES[m]) for m in ("exact", *two_relu.METHODS)))
+CURVE_SERIES = (*(charts.Series(LABELS[m], COLOURS[m], DASHES[m]) for m in two_relu.METHODS),
+                charts.Series("exact posterior", COLOURS["exact"], "dashdot"))
+POSTERIOR_PX = 330  # the posterior's plot area, square: equal scales on w₁ and w₂
+POSTERIOR_GREYS = ("#FFFFFF", "#484848")  # the exact posterior's density, from 0 to its peak
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)  # outlives the run, unlike a functools cache of a page
+def posterior_spec(present: bool) -> dict:
+    """The exact posterior (grey: a picture, it does not change while training plays) with q's 1 and 2 sd
+    ellipses (both components of q_G) and the modes; the axes' range comes with the data (:func:`charts.with_domains`)."""
+    x, y = charts.quantity("x", "w₁", charts.DOMAIN_OF_DATA), charts.quantity("y", "w₂", charts.DOMAIN_OF_DATA, channel=alt.Y)
+    chart = alt.layer(charts.altair_image("w₁", "w₂", charts.DOMAIN_OF_DATA, charts.DOMAIN_OF_DATA),
+                      charts.altair_lines(POSTERIOR_SERIES, x, y, data_order=True))
+    return charts.vega_spec(chart, title="Exact posterior (grey) and q over (w₁, w₂)", height=POSTERIOR_PX,
+                        width=POSTERIOR_PX, legend_columns=1)
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)  # outlives the run, unlike a functools cache of a page
+def predictions_spec(present: bool) -> dict:
+    """Data, the true function, and each method's predictive mean with a ±2 sd band."""
+    x = charts.quantity("x", "input x", (-2.2, 2.2))
+    y = charts.quantity("y", "output y (noise included in the bands)", channel=alt.Y)
+    bands = [charts.altair_band(series, x) for series in PREDICTION_SERIES[2:]]
+    chart = alt.layer(*bands, charts.altair_lines(PREDICTION_SERIES, x, y))
+    return charts.vega_spec(chart, title="Predictions", height=POSTERIOR_PX + 150, legend_columns=2)
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)  # outlives the run, unlike a functools cache of a page
+def posterior_image(config: toy.ToyConfig) -> bytes:
+    """The exact posterior as the chart's image dataset, encoded once: it does not change while training plays."""
+    display = exact_for(config)[2]
+    return charts.arrow_bytes(charts.image_frame(display.axis, display.axis, np.exp(display.log_density).T, POSTERIOR_GREYS))
+
+
+def outline_frame(label: str, mean, std, symmetrised: bool, radii=(1.0, 2.0), first_part: int = 0) -> pd.DataFrame:
+    x, y = two_relu.gaussian_outlines(mean, std, symmetrised, radii)
+    part = first_part + np.cumsum(np.isnan(x))  # NaN separates the ellipses
+    keep = ~np.isnan(x)
+    return charts.lines_frame(label, x[keep], y[keep], part[keep])
+
+
+def posterior_data(config, fits, means, stds) -> dict:
+    """The kept fits' ellipses (both components of SGM's q_G), the other starts' 1 sd ellipses, the modes."""
+    outlines = [outline_frame(POSTERIOR_SERIES[i].label, means[fit.row], stds[fit.row], fit.method == "sgm")
+                for i, fit in enumerate(fits)]
+    others = [row for fit in fits for row in fit.rows if row != fit.row]
+    outlines += [outline_frame(POSTERIOR_SERIES[3].label, means[row], stds[row], False, (1.0,), first_part=k)
+                 for k, row in enumerate(others)]
+    a = config.alpha
+    outlines.append(charts.lines_frame(POSTERIOR_SERIES[2].label, [a, -a], [-a, a]))
+    return {"image": posterior_image(config), "lines": pd.concat(outlines)}
+
+
+def predictions_data(data, x, exact_mean, exact_std, config, trainer, fits) -> dict:
+    means, stds = trainer.predictive(x)
+    bands = [("exact", exact_mean, exact_std)] + [(fit.method, means[fit.row], stds[fit.row]) for fit in fits]
+    lines = [charts.lines_frame(PREDICTION_SERIES[0].label, data.x_train, data.y_train),
+             charts.lines_frame(PREDICTION_SERIES[1].label, x, config.alpha * np.abs(x))]
+    band_rows = []
+    for series, (_, mean, std) in zip(PREDICTION_SERIES[2:], bands):
+        lines.append(charts.lines_frame(series.label, x, mean))
+        band_rows.append(pd.DataFrame({"x": x, "low": mean - 2 * std, "high": mean + 2 * std, "series": series.label}))
+    return {"lines": pd.concat(lines), "bands": pd.concat(band_rows)}
+
+
+# Each method's own lower bound on log p(D): MFVI's ELBO, SGM's ELBO + I.
+BOUNDS = {"mfvi": ("elbo", "MFVI: ELBO"), "sgm": ("elbo_g", "SGM: ELBO + I")}
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)  # outlives the run, unlike a functools cache of a page
+def curves_spec(quantity: str, present: bool) -> dict:
+    """Each method's bound under log p(D), or its test MSE, by Adam step, with the exact posterior's."""
+    y_title, title = {"bounds": ("ELBO; SGM: ELBO + I (nats)", "Lower bounds under log p(D)"),
+                      "mse": ("test MSE", "Test MSE")}[quantity]
+    chart = alt.layer(charts.altair_lines(CURVE_SERIES, charts.quantity("x", "Adam step"), charts.quantity("y", y_title, channel=alt.Y)),
+                      charts.altair_rules(CURVE_SERIES))
+    return charts.vega_spec(chart, title=title, height=340)
+
+
+def curves_data(trainer, fits, exact: toy.ExactAnswer) -> dict:
+    """The datasets of the bounds chart and of the test MSE chart: the kept starts' histories."""
+    per_chart = {"bounds": ([], exact.log_evidence), "mse": ([], exact.test_mse)}
+    for i, fit in enumerate(fits):
+        history, (bound_field, _) = trainer.history[fit.row], BOUNDS[fit.method]
+        per_chart["bounds"][0].append(charts.lines_frame(CURVE_SERIES[i].label, history.step, getattr(history, bound_field)))
+        per_chart["mse"][0].append(charts.lines_frame(CURVE_SERIES[i].label, history.step, history.test_mse))
+    return {name: {"lines": pd.concat(lines), "rules": pd.DataFrame({"value": [exact], "series": [CURVE_SERIES[2].label]})}
+            for name, (lines, exact) in per_chart.items()}
+
+
+def starts_caption(fits) -> str:
+    """Each method's starts: which is kept, where it ended, how many ended stuck on one side."""
+    return " · ".join(f"{LABELS[fit.method]}: start {fit.kept + 1} of {len(fit.rows)} kept ({fit.outcome}), "
+                      f"{fit.stuck_starts} stuck on one side" for fit in fits)
+
+
+def fit_notices(trainer, fits, config) -> None:
+    """A diverged method is an error; a kept fit stuck on one side is named, with what to do about it."""
+    for fit in fits:
+        diverged = sum(trainer.diverged[row] for row in fit.rows)
+        if diverged == len(fit.rows):
+            st.error(f"{LABELS[fit.method]} diverged (NaN parameters): lower the learning rate and press Reset.")
+        elif diverged:
+            st.warning(f"{diverged} of {LABELS[fit.method]}'s {len(fit.rows)} starts diverged (NaN parameters); "
+                       "the kept start is one of the others.")
+        if fit.stuck:
+            st.warning(f"{LABELS[fit.method]}: {toy.stuck_notice(REMEDIES[config.init])}.", icon=":material/call_split:")
+
+
+def traces_frame(trainer, fits) -> pd.DataFrame:
+    """Every start's recorded bounds and test MSE, one row per step and start (the CSV behind the curves)."""
+    kept = {fit.row for fit in fits}
+    return pd.concat([pd.DataFrame({"step": h.step, "method": run.method, "start": run.start + 1, "kept": row in kept,
+                                    "elbo": h.elbo, "elbo_plus_i": h.elbo_g, "test_mse": h.test_mse})
+                      for row, (run, h) in enumerate(zip(trainer.runs, trainer.history))], ignore_index=True)
+
+
+def live_panel(config):
+    data, exact, display, x, exact_mean, exact_std = exact_for(config)
+    trainer = trainer_for(config)
+    live = binding.server_settings().live
+    steps_per_tick = min(STEPS_PER_TICK, live.max_steps_per_tick)
+    tick_seconds = max(TICK_SECONDS, live.min_tick_seconds)
+
+    def follow(frame: int) -> bool:
+        """Train up to the frame's step (a reset trains from the start again); go on while a run is alive."""
+        trainer.train_to(frame * steps_per_tick, steps_per_tick)
+        return not all(trainer.diverged)
+
+    def draw(frame: int, chart_config: dict):
+        fits = live_fits(trainer, config, exact)
+        fit_notices(trainer, fits, config)
+        means, stds = trainer.parameters()
+        latest = {fit.method: {k: getattr(trainer.history[fit.row], k)[-1] for k in ("elbo", "elbo_g", "test_mse")}
+                  for fit in fits}
+        bounds, errors = st.columns(2)
+        with bounds:  # each method's number beside the exact posterior's
+            cols = st.columns(3)
+            cols[0].metric("MFVI: ELBO", f"{latest['mfvi']['elbo']:.3f}")
+            cols[1].metric("SGM: ELBO + I", f"{latest['sgm']['elbo_g']:.3f}")
+            cols[2].metric("log p(D) (exact)", f"{exact.log_evidence:.3f}")
+        with errors:
+            cols = st.columns(3)
+            cols[0].metric("MFVI: test MSE", f"{latest['mfvi']['test_mse']:.3f}")
+            cols[1].metric("SGM: test MSE", f"{latest['sgm']['test_mse']:.3f}")
+            cols[2].metric("test MSE (exact)", f"{exact.test_mse:.3f}",
+                           help="Of the exact posterior's predictive mean: the best a method can expect to reach.")
+        kept_means = {fit.method: (means[fit.row], stds[fit.row]) for fit in fits}
+        st.caption(" · ".join(f"{LABELS[m]}: μ = ({mu[0]:.2f}, {mu[1]:.2f}), s = ({sd[0]:.2f}, {sd[1]:.2f})"
+                              for m, (mu, sd) in kept_means.items()))
+        st.caption(starts_caption(fits))
+        present = bool(st.session_state.get("ui.present"))
+        left, right = st.columns([2, 3])
+        bound = float(display.axis[-1])
+        charts.vega_chart(left, charts.with_domains(posterior_spec(present), x=(-bound, bound), y=(-bound, bound)),
+                      posterior_data(config, fits, means, stds),
+                      "toy.live_posterior", width="content",
+                      alt_text="The exact posterior over the two weights, with MFVI's and SGM's ellipses")
+        charts.vega_chart(right, predictions_spec(present),
+                      predictions_data(data, x, exact_mean, exact_std, config, trainer, fits),
+                      "toy.live_predictions", alt_text="Each method's predictive mean and band, with the data")
+        curves = curves_data(trainer, fits, exact)
+        left, right = st.columns(2)
+        charts.vega_chart(left, curves_spec("bounds", present), curves["bounds"], "toy.bounds",
+                      alt_text="Each method's lower bound under log p(D), by Adam step")
+        charts.vega_chart(right, curves_spec("mse", present), curves["mse"], "toy.mse",
+                      alt_text="Each method's test MSE, by Adam step")
+
+    if (steps_per_tick, tick_seconds) != (STEPS_PER_TICK, TICK_SECONDS):
+        st.caption(f"On this shared server live training advances {steps_per_tick} Adam steps every "
+                   f"{tick_seconds:g} s.")
+    ticks = math.ceil(MAX_STEPS / steps_per_tick)
+    player.frame_player("toy", ("toy.live", config), ticks + 1, 0, tick_seconds,
+                    lambda frame: f"Adam step {frame * steps_per_tick} / {MAX_STEPS}", draw,
+                    play_help=f"Train both methods live, {steps_per_tick} Adam steps a tick, every start at once.",
+                    reset_help="Back to the same initialisations (same seed).", follow=follow)
+    charts.csv_download(traces_frame(trainer, live_fits(trainer, config, exact)),
+                    f"toy_traces_alpha{config.alpha:g}_seed{config.seed}.csv", "Traces (CSV)", "toy.csv_traces")
+
+
+def table_panel(values, config):
+    st.markdown("MFVI vs SGM for several α, mean ± std over seeds, all runs trained as one batch "
+                f"({toy.DEFAULT_STEPS} Adam steps; other settings from the sidebar), as in Tables 2–3. Each seed's "
+                "fit is the best of the sidebar's restarts; the exact posterior's log p(D) and predictive test MSE "
+                "are the best a method can reach.")
+    cols = st.columns([3, 1])
+    cols[0].text_input("α values (comma-separated)", key=binding.widget_key(PAGE, "alphas"))
+    cols[1].number_input("Seeds", params.SEEDS.low, params.SEEDS.high, step=1, key=binding.widget_key(PAGE, "seeds"))
+    parsed, notices = parse_query({"alphas": values["alphas"]}, [params.ALPHAS])
+    for notice in notices:
+        st.warning(notice)
+    alphas = [float(a) for a in parsed["alphas"].split(",")]
+    max_runs = binding.server_settings().live.max_table_runs
+    too_many = len(alphas) * values["seeds"] > max_runs
+    if too_many:
+        st.warning(f"{len(alphas)} α values × {values['seeds']} seeds is more than this server's cap of "
+                   f"{max_runs} runs per table: use fewer α values or seeds.")
+    if st.button("Run the table", icon=":material/table_chart:", key="toy.run_table", type="primary",
+                 disabled=too_many):
+        st.session_state["toy.table"] = (tuple(alphas), values["seeds"], config)
+    if "toy.table" in st.session_state:
+        t_alphas, t_seeds, t_config = st.session_state["toy.table"]
+        try:  # trained once for every session, in a worker process
+            rows = computing.computed(toy.table_task(t_alphas, t_seeds, t_config))
+        except RuntimeError as error:
+            st.error(str(error), icon=":material/error:")
+            return
+        frame = pd.DataFrame(rows)
+        shown = pd.DataFrame({
+            "α": frame["alpha"], "method": frame["method"].map({"mfvi": "MFVI", "sgm": "SGM"}),
+            "test MSE": [f"{m:.4f} ± {s:.4f}" for m, s in zip(frame["test_mse_mean"], frame["test_mse_std"])],
+            "exact test MSE": frame["exact_test_mse_mean"].round(4),
+            "ELBO (SGM: ELBO + I)": [f"{m:.3f} ± {s:.3f}" for m, s in zip(frame["elbo_mean"], frame["elbo_std"])],
+            "log p(D)": frame["log_evidence_mean"].round(3),
+            "fits stuck on one side": [f"{k} / {n}" for k, n in zip(frame["stuck_fits"], frame["seeds"])],
+            "starts stuck": [f"{k} / {n * r}" for k, n, r in zip(frame["stuck_starts"], frame["seeds"], frame["restarts"])],
+        })
+        st.caption(f"α = {', '.join(f'{a:g}' for a in t_alphas)}, {t_seeds} seeds, noise {t_config.noise:g}, "
+                   f"N = {t_config.n_train}, mutual information: {t_config.mi}, best of {t_config.restarts} start{'s' if t_config.restarts != 1 else ''}")
+        if frame["stuck_fits"].sum():
+            st.warning(f"{int(frame['stuck_fits'].sum())} fits ended with {toy.stuck_notice(REMEDIES[t_config.init])}: their rows "
+                       "mix that local optimum into the means.")
+        st.dataframe(shown, hide_index=True)
+        sgm = frame[frame["method"] == "sgm"]
+        st.markdown("**SGM − MFVI on the same seeds** (same data, same initialisation): most of the spread "
+                    "above is the data's and is shared by both methods, so compare the paired differences.")
+        st.dataframe(pd.DataFrame({
+            "α": sgm["alpha"],
+            "bound gain": [f"{m:+.3f} ± {s:.3f}" for m, s in zip(sgm["elbo_gain_mean"], sgm["elbo_gain_std"])],
+            "seeds with higher bound": [f"{k:.0f} / {n}" for k, n in zip(sgm["seeds_higher_elbo"], sgm["seeds"])],
+            "test MSE change": [f"{m:+.4f} ± {s:.4f}" for m, s in zip(sgm["test_mse_change_mean"], sgm["test_mse_change_std"])],
+            "seeds with lower MSE": [f"{k:.0f} / {n}" for k, n in zip(sgm["seeds_lower_test_mse"], sgm["seeds"])],
+        }), hide_index=True)
+        charts.csv_download(frame, "toy_table.csv", "Table (CSV)", "toy.csv_table")
+
+
+def formulas():
+    with st.expander("The model and the objectives", expanded=False):
+        st.markdown(r"""
+$f_w(x) = \mathrm{ReLU}(w_1 x) + \mathrm{ReLU}(w_2 x)$, data $y = \alpha|x| + \varepsilon$,
+$\varepsilon \sim \mathcal N(0, \sigma_\varepsilon^2)$, prior $w \sim \mathcal N(0, \sigma_p^2 I)$.
+Swapping the units leaves $f$ unchanged, so the posterior has two equivalent modes,
+$(\alpha, -\alpha)$ and $(-\alpha, \alpha)$, $2\sqrt2\,\alpha$ apart. The exact posterior and
+$\log p(\mathcal D)$ come from a 201 × 201 grid.
+
+* **MFVI**: $q_\theta = \mathcal N(\mu, \mathrm{diag}\, s^2)$, maximise
+  $\mathrm{ELBO}(\theta) = \mathbb E_{q_\theta}[\log p(\mathcal D\mid w)] - \mathrm{KL}(q_\theta\|p)$.
+* **SGM**: $q_G(w) = \tfrac12 q_\theta(w) + \tfrac12 q_\theta(\text{swap}\,w)$, maximise
+  $\mathrm{ELBO}_G = \mathrm{ELBO}(\theta) + I(\omega; g)$ with
+  $I = \mathbb E_{q_\theta}[\log 2 - \mathrm{softplus}(\log q_\theta(\text{swap}\,w) - \log q_\theta(w))]$
+  (exact, $G$ enumerated) or the InfoNCE bound $I_K \le \min(I, \log K)$.
+* Both bounds sit below $\log p(\mathcal D)$; $\mathrm{ELBO}_G \ge \mathrm{ELBO}$ at equal $\theta$.
+  Predictions average $f_w$ over $q_\theta$ (the same for $q_G$, since $f$ is invariant).
+* **Evaluation without sampling noise.** Under mean-field $q$ the units are independent and, for
+  $v \sim \mathcal N(m, s^2)$, $\mathbb E\,\mathrm{ReLU}(v) = m\Phi(m/s) + s\varphi(m/s)$ and
+  $\mathbb E\,\mathrm{ReLU}(v)^2 = (m^2 + s^2)\Phi(m/s) + ms\varphi(m/s)$, so the ELBO and the predictive mean and
+  variance are closed forms; $I$ is a fixed quasi-Monte-Carlo average ($2^{16}$ points, error ~$10^{-4}$ nats).
+  Training itself uses the paper's reparameterised Monte-Carlo gradients.
+* **Restarts and the stuck optimum.** Each method trains from $R$ initialisations, all fixed by the seed, and
+  keeps the one with the highest own bound. A start that ends with both units on one side, $w_1, w_2 > 0$ (or
+  both $< 0$), fits $y = \alpha x$ on one half of the inputs and nothing on the other: a local optimum of the
+  training, not the symmetry. It is named when $q$ gives the units opposite signs less than 5% of the time while
+  the exact posterior does more often than not. *Between the modes* (nearer the midpoint of the posterior's two
+  maxima than either) is the symmetry effect. Starts from the origin share their means and differ only in
+  their Monte-Carlo noise, so more of them help little there.
+* **Exact test MSE**: of the exact posterior's predictive mean, the best a method can expect to reach.
+""")
+
+
+def main():
+    values = binding.start_page(PAGE, SPECS, "Tractable BNN",
+                           "The smallest network with a permutation symmetry, trained live: mean-field VI against "
+                           "its symmetrised version and the exact posterior (Gelberg et al. 2024, §5).", controls_panel)
+    config = config_from(values)
+    live, table = st.tabs(["Live training", "Paper tables"])
+    with live:
+        live_panel(config)
+    with table:
+        table_panel(values, config)
+    formulas()
+
+
+main()

@@ -55,7 +55,7 @@ def elbo_spec(present: bool) -> dict:
 def elbo_chart(container, steps, elbo, total_steps: int, key: str | None) -> None:
     """Both runs' ELBO so far (drawn again at each progress report while they train: the same spec, new data)."""
     lines = pd.concat([charts.lines_frame(series.label, steps, elbo[:, index]) for index, series in enumerate(ELBO_SERIES)])
-    charts.vega_chart(container, charts.with_domains(elbo_spec(bool(st.session_state.get("ui.present"))), x=(0, total_steps)),
+    charts.vega_chart(container, charts.with_domains(elbo_spec(charts.presenting()), x=(0, total_steps)),
                   {"lines": lines}, key,
                   alt_text="The ELBO of q_A and q_B against the Adam step")
 
@@ -186,7 +186,7 @@ def map_data(config, rep, path: str, frame: int, data: align_lab.Dataset) -> dic
 
 def map_chart(column, config, rep, path: str, frame: int, data: align_lab.Dataset) -> None:
     xs, ys, _ = predictive_map(config, path, frame)
-    spec = charts.with_domains(map_spec(path, bool(st.session_state.get("ui.present"))),
+    spec = charts.with_domains(map_spec(path, charts.presenting()),
                            x=(xs[0], xs[-1]), y=(ys[0], ys[-1]))
     charts.vega_chart(column, spec, map_data(config, rep, path, frame, data), f"align.map_{path}", width="content",
                   alt_text=f"P(class 1) of the interpolated posterior at t, {align_lab.PATH_TITLES[path]}, test points")
@@ -196,7 +196,7 @@ def map_chart(column, config, rep, path: str, frame: int, data: align_lab.Datase
 
 def path_player(config, rep: align_lab.AlignmentReport, data: align_lab.Dataset) -> None:
     ts = rep.paths["before"]["t"]
-    present = bool(st.session_state.get("ui.present"))
+    present = charts.presenting()
 
     def draw(frame, chart_config):
         left, right = st.columns(2)
@@ -277,7 +277,7 @@ def distance_chart(column, rep: align_lab.AlignmentReport) -> None:
     bars = pd.DataFrame([{"layer": layer, "series": series.label, "value": float(value)}
                          for series, name in zip(DISTANCE_SERIES, PATH_STYLE)
                          for layer, value in zip(layers, rep.summary[name]["layer_w2"])])
-    charts.vega_chart(column, distance_spec(layers, bool(st.session_state.get("ui.present"))), {"bars": bars},
+    charts.vega_chart(column, distance_spec(layers, charts.presenting()), {"bars": bars},
                   "align.distances", alt_text="W₂ distance per weight layer for each path's q_B")
 
 
@@ -312,7 +312,7 @@ def assignment_data(view: align_lab.AssignmentView) -> dict:
 def assignment_chart(column, qa, qb, perms, index: int, order: str) -> None:
     view = align_lab.assignment_view(qa, qb, perms, index, order == "aligned")
     spec = assignment_spec(len(view.columns), index, len(perms), order == "aligned",
-                           bool(st.session_state.get("ui.present")))
+                           charts.presenting())
     charts.vega_chart(column, spec, assignment_data(view), f"align.assignment_{index}", width="content",
                   alt_text=f"Unit-to-unit distances of hidden layer {index + 1}, the matches marked")
 
@@ -389,7 +389,7 @@ def files_panel(config: align_lab.AlignConfig, order: str) -> None:
         st.caption(f"{kind}; MNIST test accuracy A {rep.accuracy_a:.4f}, B {rep.accuracy_b:.4f} on the first "
                    f"{align_lab.MNIST_TEST} test images, inputs scaled {rep.mnist_scaling} (the scaling A classifies "
                    f"best). Alignment: {rep.sweeps} sweep(s), {rep.align_seconds * 1000:.0f} ms for both objectives.")
-        charts.vega_chart(st, path_spec("loss", bool(st.session_state.get("ui.present")), "The path from A to B",
+        charts.vega_chart(st, path_spec("loss", charts.presenting(), "The path from A to B",
                                         current=False),
                           path_data(rep, "loss"), "align.files_path", alt_text="The test loss along the three paths")
         charts.csv_download(path_rows(rep), "alignment_path.csv", "Paths (CSV)", "align.csv_files_path")

@@ -63,7 +63,7 @@ def registry() -> Registry:
 
 
 def data_problems() -> list[str]:
-    return mnist_data.check_mnist_once(settings.mnist_directory())  # the server's warm-up has read the files once (symlab/warmup.py)
+    return mnist_data.check_mnist_once(settings.mnist_directory())  # read once by the server's warm-up
 
 
 def session_id() -> str:
@@ -176,7 +176,7 @@ def launch(values, methods) -> None:
     for method in methods:
         try:
             config = config_from(values, method)
-            run_id = supervisor.submit(reg, "mnist", config, LIMITS, session=session_id())
+            run_id = supervisor.submit(reg, LAB.name, config, LIMITS, session=session_id())
         except (ValueError, RegistryError) as error:
             st.error(f"Not launched: {error}")
             return
@@ -251,6 +251,14 @@ def run_controls(all_runs):
             st.rerun(scope="fragment")
 
 
+COUNT_SCALE = dict(zero=True, domain=alt.DomainUnionWith(unionWith=[0, 1]))  # a count: from 0, at least [0, 1]
+
+
+def tick_format(metric: str, whole_or_log: bool) -> str | None:
+    """Short tick labels, also for a single value (Vega would write it with six decimals); ELBOs in SI units."""
+    return None if whole_or_log else ",.3~s" if metric.startswith("train_elbo") else ",.4~g"
+
+
 # Per-epoch curves (Vega-Lite, updated in place as epochs arrive: views/common). Each metric's axis: its title,
 # and the range it lives in where it has one; epochs are whole numbers.
 CURVE_AXES = {  # y title, scale: accuracy and I_H / log|H| live in [0, 1], counts start at 0
@@ -259,9 +267,9 @@ CURVE_AXES = {  # y title, scale: accuracy and I_H / log|H| live in [0, 1], coun
     "test_nll": ("test NLL (nats per image)", {}),
     "nearest_unit_kl_min": ("Jeffreys div. (nats, log scale)", dict(type="log")),
     "block_mi": ("I_H / log|H|", dict(domainMax=1)),
-    "units_at_prior": ("hidden units", dict(zero=True, domain=alt.DomainUnionWith(unionWith=[0, 1]))),
+    "units_at_prior": ("hidden units", COUNT_SCALE),
 }
-CURVE_PLOT_PX, LEGEND_ROW_PX = 380, 24  # a chart's height: room for the plot, then a legend row per run
+CURVE_PLOT_PX = 380  # a chart's height: room for the plot, then a legend row per run
 
 
 @st.cache_resource(max_entries=64, show_spinner=False)  # outlives the run, unlike a functools cache of a page
@@ -271,12 +279,11 @@ def curves_spec(metric: str, title: str, labels: tuple[str, ...], epochs: int, p
     series = [charts.Series(label, *run_style(i), marker=SYMBOLS[i % len(SYMBOLS)]) for i, label in enumerate(labels)]
     x = charts.quantity("x", "epoch", (0.5, max(epochs, 1) + 0.5), integer=True)
     integer, log = metric == "units_at_prior", scale.get("type") == "log"
-    # Short tick labels, also for one epoch's single value (Vega would write it with six decimals).
-    number_format = None if integer or log else ",.3~s" if metric == "train_elbo" else ",.4~g"
+    number_format = tick_format(metric, integer or log)
     y = charts.quantity("y", y_title, channel=alt.Y, scale=scale, integer=integer,
                     axis=dict(format=number_format) if number_format else None)
     return charts.vega_spec(charts.altair_lines(series, x, y), title=title, legend_columns=1,
-                        height=CURVE_PLOT_PX + LEGEND_ROW_PX * len(labels))
+                        height=CURVE_PLOT_PX + charts.LEGEND_ROW_HEIGHT * len(labels))
 
 
 def curves_chart(container, history_by_run, labels, epochs: int, metric: str, title: str, key: str, transform=None):
@@ -289,7 +296,7 @@ def curves_chart(container, history_by_run, labels, epochs: int, metric: str, ti
             frames.append(charts.lines_frame(labels[run_id], *zip(*points)))
     data = pd.concat(frames, ignore_index=True) if frames else charts.lines_frame("", [], [])
     spec = curves_spec(metric, title, tuple(labels[run_id] for run_id in history_by_run), epochs,
-                       bool(st.session_state.get("ui.present")))
+                       charts.presenting())
     charts.vega_chart(container, spec, {"lines": data}, key, alt_text=f"{title}, by epoch, for each run")
 
 
@@ -404,18 +411,16 @@ def width_spec(key_mean: str, y_title: str, title: str, styles: tuple[tuple[str,
                widths: tuple[int, ...], errors: bool, log_y: bool, present: bool) -> dict:
     """``key_mean`` by width, a line per method (``styles``: label, colour, dash, marker), from the dataset
     ``lines`` (rows of x, y, series and, with ``errors``, low and high, the ends of mean ± std; ``to_bottom``
-    where the lower end is off a log axis: that bar runs down to the axis, as Plotly's did)."""
+    where the lower end is off a log axis: that bar runs down to the axis)."""
     series = [charts.Series(label, colour, dash, marker=marker) for label, colour, dash, marker in styles]
     x = charts.quantity("x", WIDTH_X_TITLE, (min(widths) / WIDTH_MARGIN, max(widths) * WIDTH_MARGIN), log=True,
                         axis=dict(values=list(widths), format="d"))
     count = key_mean in WIDTH_COUNTS
-    # Short tick labels, also for a single value (Vega would write it with six decimals); a count from 0, its range
-    # at least [0, 1] (set on the means' layers; Vega-Lite unites the layers' domains).
-    number_format = None if count or log_y else ",.3~s" if key_mean == "train_elbo_mean" else ",.4~g"
+    # A count's range is set on the means' layer (Vega-Lite unites the layers' domains).
+    number_format = tick_format(key_mean, count or log_y)
 
     def y(field: str):
-        scale = dict(zero=True, domain=alt.DomainUnionWith(unionWith=[0, 1])) if count and field == "y" else \
-            dict(zero=True) if count else None
+        scale = COUNT_SCALE if count and field == "y" else dict(zero=True) if count else None
         return charts.quantity(field, y_title, channel=alt.Y, log=log_y, integer=count, scale=scale,
                                axis=dict(format=number_format) if number_format else None)
 
@@ -466,11 +471,11 @@ def width_chart(container, rows, styles, key_mean, key_std, y_title, title, key,
     """``key_mean`` (times ``scale``) against width, ± ``key_std`` where given, a line per method of ``styles``
     that has a value (its colour, dash and marker), and its CSV below it."""
     data = width_frame(rows, styles, key_mean, key_std, scale, log_y)
-    # The methods with a value (as Plotly's legend had); all of them over empty axes where none has one.
+    # The methods with a value in the legend; all of them over empty axes where none has one.
     drawn = [label for label in styles if (data["series"] == label).any()] or list(styles)
     widths = tuple(sorted({int(row["hidden"]) for row in rows})) or (1,)
     spec = width_spec(key_mean, y_title, title, tuple((label, *styles[label]) for label in drawn), widths,
-                      key_std is not None, log_y, bool(st.session_state.get("ui.present")))
+                      key_std is not None, log_y, charts.presenting())
     charts.vega_chart(container, spec, {"lines": data}, key,
                       alt_text=f"{title}: {y_title} against the hidden width, a line per method")
     table = pd.DataFrame({"width": data["x"].astype(int), "method": data["series"], "seeds": data["seeds"],

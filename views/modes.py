@@ -113,7 +113,7 @@ def density_chart(column, alpha, sigma, mean, std, forward):
              charts.lines_frame(DENSITY_SERIES[1].label, x, normal_pdf(x, mean, std))]
     if forward:
         lines.append(charts.lines_frame(DENSITY_SERIES[2].label, x, normal_pdf(x, *forward_at(alpha, sigma))))
-    charts.vega_chart(column, density_spec(forward, bool(st.session_state.get("ui.present"))), {"lines": pd.concat(lines)},
+    charts.vega_chart(column, density_spec(forward, charts.presenting()), {"lines": pd.concat(lines)},
                   "modes.density", alt_text="The target's density along e₁ and the fitted q's")
 
 
@@ -155,7 +155,7 @@ def contour_chart(column, alpha, sigma, mean, std, forward):
              for index, radius in ((0, 1), (1, 2))]
     if forward:
         lines.append(charts.lines_frame(ELLIPSE_SERIES[2].label, *ellipse(*forward_at(alpha, sigma), sigma, 1)))
-    spec = charts.with_domains(contour_spec(forward, bool(st.session_state.get("ui.present"))),
+    spec = charts.with_domains(contour_spec(forward, charts.presenting()),
                            x=(x1[0], x1[-1]), y=y_domain, width=size[0], height=size[1])
     charts.vega_chart(column, spec, {"image": charts.image_frame(x1, x2, density, CONTOUR_SHADES), "lines": pd.concat(lines)},
                   "modes.contour", width="content",
@@ -179,7 +179,7 @@ def sweep_chart(column, key, alphas, curves, alpha, threshold, y_title, title, l
     rules = {name: pd.DataFrame(marks or None, columns=["series", "value"])
              for name, marks in (("vertical", vertical), ("horizontal", horizontal))}
     spec = sweep_spec(y_title, title, len(curves) > 1, log_y, asymptote is not None,
-                      bool(st.session_state.get("ui.present")))
+                      charts.presenting())
     charts.vega_chart(column, spec, {"lines": lines, **rules}, key, alt_text=f"{title}: {y_title} against α")
 
 
@@ -197,7 +197,7 @@ def scaling_chart(column, sigma, threshold) -> pd.DataFrame:
                        charts.lines_frame(SCALING_SERIES[1].label, sigmas, PAPER_THRESHOLDS),
                        charts.lines_frame(SCALING_SERIES[2].label, sigmas, ours),
                        charts.lines_frame(SCALING_SERIES[3].label, [sigma], [threshold])])
-    charts.vega_chart(column, scaling_spec(bool(st.session_state.get("ui.present"))), {"lines": lines}, "modes.scaling",
+    charts.vega_chart(column, scaling_spec(charts.presenting()), {"lines": lines}, "modes.scaling",
                   alt_text="The threshold α* against σ: exact, the paper's, and α = 5σ")
     return pd.DataFrame({"sigma": sigmas, "threshold_exact": ours, "threshold_paper": PAPER_THRESHOLDS})
 
@@ -255,7 +255,7 @@ def optimisation_panel(alpha, sigma):
     target = charts.lines_frame(PATH_SERIES[0].label, x, np.exp(modes.log_mixture(x, alpha, sigma)))
     objective = charts.lines_frame(KL_SERIES[0].label, np.arange(len(path)), path.kl)
     ln2 = pd.DataFrame({"value": [modes.LN2], "series": [KL_SERIES[2].label]})
-    present = bool(st.session_state.get("ui.present"))
+    present = charts.presenting()
 
     def draw(frame: int, chart_config: dict):
         step = int(frame_steps[frame])

@@ -113,11 +113,6 @@ DIAGONAL = (charts.Series("v₁ = v₂", "#FFFFFF", "dash"),)
 DENSITY_PX = 250
 
 
-def present() -> bool:
-    """Presentation mode: a key of the cached specs, which it enlarges."""
-    return bool(st.session_state.get("ui.present"))
-
-
 # Log axes' ticks: the widths at powers of two; masses and distances at powers of ten only (a line at each of 2 … 9
 # times each, Vega's default, crowds the grid), the distances written 10⁻⁵ … 10² as Plotly's "power" format did.
 WIDTH_TICKS = [2**k for k in range(1, 17)]
@@ -140,7 +135,7 @@ def density_spec(title: str, present: bool) -> dict:
 
 def density_chart(column, weights: np.ndarray, extent, title: str, key: str) -> None:
     centres, density = symmetry_lab.density_grid(weights, extent)
-    spec = charts.with_domains(density_spec(title, bool(st.session_state.get("ui.present"))), x=extent, y=extent)
+    spec = charts.with_domains(density_spec(title, charts.presenting()), x=extent, y=extent)
     charts.vega_chart(column, spec, {"image": charts.image_frame(centres, centres, density, charts.VIRIDIS),
                                  "lines": charts.lines_frame(DIAGONAL[0].label, extent, extent)},
                   key, width="content", alt_text=f"Density of the two output weights, {title.lower()}")
@@ -162,7 +157,7 @@ def marginal_chart(column, weights: np.ndarray, extent) -> None:
     centres = 0.5 * (edges[1:] + edges[:-1])
     lines = pd.concat([charts.lines_frame(series.label, centres, np.histogram(weights[:, index], edges, density=True)[0])
                        for index, series in enumerate(MARGINAL_SERIES)])
-    charts.vega_chart(column, charts.with_domains(marginal_spec(bool(st.session_state.get("ui.present"))), x=extent),
+    charts.vega_chart(column, charts.with_domains(marginal_spec(charts.presenting()), x=extent),
                   {"lines": lines}, "symmetry.marginals", alt_text="Histogram densities of v₁ and v₂, raw")
 
 
@@ -279,7 +274,7 @@ def mass_scatter(column, before: np.ndarray, after: np.ndarray) -> None:
     ends = [float(before.min()), float(before.max())]
     lines = pd.concat([charts.lines_frame(MASS_SERIES[0].label, before, after),
                        charts.lines_frame(MASS_SERIES[1].label, ends, ends)])
-    charts.vega_chart(column, mass_scatter_spec(present()), {"lines": lines}, "symmetry.mass_scatter",
+    charts.vega_chart(column, mass_scatter_spec(charts.presenting()), {"lines": lines}, "symmetry.mass_scatter",
                       alt_text="Each 2-2-1 perceptron's mass after min-mass against its mass before, log-log, "
                                "all below the line of no change")
 
@@ -304,7 +299,7 @@ def layer_mass_chart(column, frame: pd.DataFrame) -> None:
     bars = pd.concat([pd.DataFrame({"category": frame["layer"], "series": series.label, "value": frame[name]})
                       for series, name in zip(LAYER_SERIES, ("mass_before_mean", "mass_after_mean"))])
     spec = bars_spec(LAYER_SERIES, tuple(frame["layer"]), "layer", "mass (mean over the nets)",
-                     "MNIST MLPs: mass per layer", present())
+                     "MNIST MLPs: mass per layer", charts.presenting())
     charts.vega_chart(column, spec, {"bars": bars}, "symmetry.mass_layers",
                       alt_text="Mean mass of each weight layer of the MNIST MLPs, before and after min-mass")
 
@@ -347,7 +342,7 @@ def proximity_chart(frame: pd.DataFrame) -> None:
     lines = pd.concat([charts.lines_frame(PROXIMITY_SERIES[0].label, frame["width"], frame["relative_distance"]),
                        charts.lines_frame(PROXIMITY_SERIES[1].label, frame["width"], frame["bound"])])
     rules = pd.DataFrame({"value": [2.0], "series": [PROXIMITY_SERIES[2].label]})
-    charts.vega_chart(st, proximity_spec(present()), {"lines": lines, "rules": rules}, "symmetry.proximity",
+    charts.vega_chart(st, proximity_spec(charts.presenting()), {"lines": lines, "rules": rules}, "symmetry.proximity",
                       alt_text="Distance to the nearest permuted copy, relative to ‖w‖, and Thm 3.1's bound against "
                                "the hidden width, log-log, with the trivial bound 2")
 
@@ -399,17 +394,16 @@ def samples_spec(title: str, present: bool) -> dict:
                             legend_columns=2)
 
 
-def sample_points(samples: dict, removed: bool) -> dict[str, np.ndarray]:
-    """The first :data:`SAMPLES_SHOWN` samples of each method, raw or with the units sorted."""
-    return {method: (symmetry_lab.remove_toy_symmetry(samples[method]) if removed else samples[method])[:SAMPLES_SHOWN]
-            for method in SAMPLE_METHODS}
+def sample_points(samples: dict) -> dict[str, np.ndarray]:
+    """The first :data:`SAMPLES_SHOWN` samples of each method drawn."""
+    return {method: samples[method][:SAMPLES_SHOWN] for method in SAMPLE_METHODS}
 
 
 def samples_chart(column, shown: dict[str, np.ndarray], removed: bool, extent: tuple[float, float]) -> None:
     lines = pd.concat([charts.lines_frame(series.label, shown[method][:, 0], shown[method][:, 1])
                        for method, series in zip(SAMPLE_METHODS, SAMPLE_SERIES)])
     title = "Units sorted (w₁ ≤ w₂)" if removed else "Raw samples"
-    spec = charts.with_domains(samples_spec(title, present()), x=extent, y=extent)
+    spec = charts.with_domains(samples_spec(title, charts.presenting()), x=extent, y=extent)
     charts.vega_chart(column, spec, {"lines": lines}, "symmetry.samples_sorted" if removed else "symmetry.samples_raw",
                       width="content", alt_text=f"{title}: each method's samples and the exact posterior's over "
                                                 "(w₁, w₂)")
@@ -443,7 +437,7 @@ once sorted; a method that sits between the modes is penalised both ways.""")
     bars = pd.concat([pd.DataFrame({"category": methods, "series": series.label, "value": frame[name]})
                       for series, name in zip(MMD_SERIES, ("mmd2_raw", "mmd2_removed"))])
     spec = bars_spec(MMD_SERIES, methods, "method", ("median MMD²", "to the exact posterior"),
-                     "Lower is closer to the posterior", present(), label_angle=-45)
+                     "Lower is closer to the posterior", charts.presenting(), label_angle=-45)
     left, right = st.columns(2)
     charts.vega_chart(left, spec, {"bars": bars}, "symmetry.mmd",
                       alt_text="Median MMD² of each method's samples to the exact posterior's, raw and with the "
@@ -456,13 +450,14 @@ once sorted; a method that sits between the modes is penalised both ways.""")
                    "probability ½. Deep ensemble: 200 MAP fits from random starts (points, no spread). "
                    "“exact vs exact”: a second exact sample set, the value a perfect method would get.")
     samples = report.samples
-    raw, ordered = sample_points(samples, False), sample_points(samples, True)
+    sorted_samples = {method: symmetry_lab.remove_toy_symmetry(points) for method, points in samples.items()}
+    raw, ordered = sample_points(samples), sample_points(sorted_samples)
     extent = samples_extent(raw)
     c1, c2 = st.columns(2)
     samples_chart(c1, raw, False, extent)
     samples_chart(c2, ordered, True, extent)
     long = pd.concat([pd.DataFrame({"method": m, "w1": s[:, 0], "w2": s[:, 1]}) for m, s in samples.items()])
-    ordered_all = np.concatenate([symmetry_lab.remove_toy_symmetry(s) for s in samples.values()])
+    ordered_all = np.concatenate([sorted_samples[m] for m in samples])
     long = long.assign(w1_sorted=ordered_all[:, 0], w2_sorted=ordered_all[:, 1])  # the second chart's
     d1, d2, _ = st.columns([1, 1, 2])
     with d1:
@@ -516,12 +511,12 @@ def training_panel(config: symmetry_lab.MlpConfig):
     loss = pd.Series(run.loss.mean(1)).rolling(window, min_periods=1).mean()
     left, right = st.columns(2)
     tau_series, loss_series = training_series(window)
-    charts.vega_chart(left, tau_spec(window, present()),
+    charts.vega_chart(left, tau_spec(window, charts.presenting()),
                       {"lines": pd.concat([charts.lines_frame(tau_series[0].label, steps, tau),
                                            charts.lines_frame(tau_series[1].label, steps, smooth)])},
                       "symmetry.tau", alt_text="Kendall τ between successive sorts of the units per SGD step, "
                                                "and its running mean")
-    charts.vega_chart(right, loss_spec(window, present()), {"lines": charts.lines_frame(loss_series.label, steps, loss)},
+    charts.vega_chart(right, loss_spec(window, charts.presenting()), {"lines": charts.lines_frame(loss_series.label, steps, loss)},
                       "symmetry.loss", alt_text="Training loss (cross-entropy) per SGD step, running mean")
     st.markdown(rf"""Laurent et al.'s protocol (§5.2): after every SGD step, sort each hidden layer's units
 ({'by their largest incoming weight' if config.sort_key == 'max_in' else config.sort_key.replace('_', ' ')}) and compare
@@ -571,7 +566,7 @@ def weights_image(W: np.ndarray) -> tuple[pd.DataFrame, float]:
 
 def weights_heatmap(column, W: np.ndarray, title: str, chart_key: str) -> None:
     image, limit = weights_image(W)
-    spec = charts.with_domains(weights_spec(title, present()), x=(image["x"][0], image["x2"][0]),
+    spec = charts.with_domains(weights_spec(title, charts.presenting()), x=(image["x"][0], image["x2"][0]),
                                y=(image["y"][0], image["y2"][0]))
     charts.vega_chart(column, spec, {"image": image, "scale": pd.DataFrame({"z": [-limit, limit]})}, chart_key,
                       alt_text=f"{title}: the weight from each input (across) to each hidden unit (down)")

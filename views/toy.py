@@ -237,7 +237,7 @@ def live_panel(config):
         st.caption(" · ".join(f"{LABELS[m]}: μ = ({mu[0]:.2f}, {mu[1]:.2f}), s = ({sd[0]:.2f}, {sd[1]:.2f})"
                               for m, (mu, sd) in kept_means.items()))
         st.caption(starts_caption(fits))
-        present = bool(st.session_state.get("ui.present"))
+        present = charts.presenting()
         left, right = st.columns([2, 3])
         bound = float(display.axis[-1])
         charts.vega_chart(left, charts.with_domains(posterior_spec(present), x=(-bound, bound), y=(-bound, bound)),

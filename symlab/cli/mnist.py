@@ -9,6 +9,7 @@ import time
 
 from symlab.cli import common
 from symlab.labs import run_kinds
+from symlab.labs.mnist import LAB
 from symlab.labs.mnist.experiment import MnistConfig, exported_run, resolve_device
 from symlab.labs.mnist.table import results_table
 from symlab.lib import mnist_data, weights
@@ -105,7 +106,7 @@ def _mnist_config(args, **varied):
 def _train_registered(registry, config, quiet: bool, data_dir=None, resume_id=None) -> dict:
     """Train one run in this process (new, or resumed from its checkpoint); its summary."""
     if resume_id is None:
-        run_id = registry.create("mnist", config, resolve_device(config.device).type, status=RUNNING, pid=os.getpid(),
+        run_id = registry.create(LAB.name, config, resolve_device(config.device).type, status=RUNNING, pid=os.getpid(),
                                  source="cli")
     else:
         try:
@@ -176,7 +177,7 @@ def _export(registry, run_text: str, path: str) -> dict:
 
 def _train_on_ray(registry, configs, quiet: bool) -> list[dict]:
     """Submit every run to the Ray cluster at once and wait for all of them; their reports."""
-    run_ids = [registry.create("mnist", config, resolve_device(config.device).type, source="cli", executor="ray")
+    run_ids = [registry.create(LAB.name, config, resolve_device(config.device).type, source="cli", executor="ray")
                for config in configs]
     supervisor.start(registry, run_ids)
     shown: dict[int, tuple] = {}

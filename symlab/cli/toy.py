@@ -38,7 +38,7 @@ def register(subparsers) -> None:
     p.add_argument("--table", action="store_true", help="MFVI vs SGM over --alphas and --seeds")
     p.add_argument("--alphas", type=controls.list_parser(params.ALPHA, params.ALPHAS.max_items), default=list(toy.DEFAULT_TABLE_ALPHAS),
                    help=f"comma-separated α values for --table (at most {params.ALPHAS.max_items}, each "
-                        f"{controls.describe_list_item(params.ALPHA)})")
+                        f"{controls.parsed_range(params.ALPHA).describe_range()})")
     seeds = controls.Control("int", low=params.SEEDS.low, high=params.SEEDS.high)
     p.add_argument("--seeds", type=controls.number_parser(seeds), default=params.SEEDS.default,
                    help=f"seeds per α for --table ({seeds.describe_range()})")

@@ -209,17 +209,24 @@ def shown(text: str) -> str:
     return repr(text if len(text) <= 40 else text[:40] + "…")
 
 
+def parsed_range(spec: Control) -> Control:
+    """``spec`` as the command line reads it: a whole number with no declared top is capped at :data:`MAX_INT`."""
+    high = spec.high if spec.high is not None else (MAX_INT if spec.kind == "int" else None)
+    return dataclasses.replace(spec, high=high)
+
+
 def number_parser(spec: Control):
     """argparse ``type=`` for a number within ``spec``'s range."""
+    bounded = parsed_range(spec)
+
     def parse(text: str):
         try:
             value = int(text) if spec.kind == "int" else float(text)
         except ValueError:
             raise argparse.ArgumentTypeError(
                 f"{shown(text)} is not {'a whole number' if spec.kind == 'int' else 'a number'}") from None
-        high = spec.high if spec.high is not None else (MAX_INT if spec.kind == "int" else None)
-        if not dataclasses.replace(spec, high=high).accepts(value):
-            raise argparse.ArgumentTypeError(f"{shown(text)} must be {dataclasses.replace(spec, high=high).describe_range()}")
+        if not bounded.accepts(value):
+            raise argparse.ArgumentTypeError(f"{shown(text)} must be {bounded.describe_range()}")
         return value
 
     parse.kind = spec.kind  # what the hostile-input tests read to know which values may be valid
@@ -236,16 +243,12 @@ def list_parser(item: Control, max_items: int | None = None):
     def parse(text: str) -> list:
         items = list_items(text)
         if not items or (max_items and len(items) > max_items):
-            raise argparse.ArgumentTypeError(f"{shown(text)}: needs {count}, each {describe_list_item(item)}")
+            raise argparse.ArgumentTypeError(f"{shown(text)}: needs {count}, each "
+                                             f"{parsed_range(item).describe_range()}")
         return [parse_item(part) for part in items]
 
     parse.kind = item.kind
     return parse
-
-
-def describe_list_item(item: Control) -> str:
-    high = item.high if item.high is not None else (MAX_INT if item.kind == "int" else None)
-    return dataclasses.replace(item, high=high).describe_range()
 
 
 def add_flags(parser, config_type, names: Iterable[str] | None = None, *, defaults: Mapping[str, Any] | None = None,

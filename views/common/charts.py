@@ -61,9 +61,14 @@ class Series:
     line: bool = True  # False: the markers alone
 
 
+def presenting() -> bool:
+    """Presentation mode (set by binding.start_page): a key of every cached spec, which it enlarges."""
+    return bool(st.session_state.get("ui.present"))
+
+
 def font_scale() -> float:
     """Presentation mode's enlargement of text (and of the room text needs)."""
-    return PRESENT_FONT_PX / FONT_PX if st.session_state.get("ui.present") else 1.0
+    return PRESENT_FONT_PX / FONT_PX if presenting() else 1.0
 
 
 def series_channels(series: Sequence[Series], legend: bool = True) -> dict:

@@ -134,8 +134,9 @@ def run_spec(method: str, config: ToyConfig, start: int = 0) -> two_relu.RunSpec
 
 
 def starts_of(method: str, config: ToyConfig) -> list[two_relu.RunSpec]:
-    """The ``config.restarts`` runs of one fit: the same data, the seed's first R initialisations."""
-    return [run_spec(method, config, start) for start in range(config.restarts)]
+    """The ``config.restarts`` runs of one fit: the same data (drawn once), the seed's first R initialisations."""
+    data, settings = make_data(config), training_settings(config)
+    return [two_relu.RunSpec(method, data, settings, start, tag=config) for start in range(config.restarts)]
 
 
 # ---------------------------------------------------------------------------------------------

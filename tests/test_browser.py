@@ -6,6 +6,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 from conftest import running_app
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from vegatest import VEGA_CHART_JS, image_values, png_rows
 
 from views.common.charts import BLUE_RED, VIRIDIS
@@ -693,8 +694,15 @@ def test_your_own_networks_upload_align_and_download(page, server_url, server_ru
     upload(page, 0, paths["a"])
     page.locator('[data-testid="stAlert"]', has_text="a.pt: 784 → 128 → 10").wait_for()
     upload(page, 1, paths["b"])
-    # Both trained and aligned once the path is drawn (a chart of the current run: none marked stale).
-    page.wait_for_function(f"title => ({VEGA_CHART_JS})(title) !== null", arg="The path from A to B", timeout=120_000)
+    # Both trained and aligned once the path is drawn (a chart of the current run: none marked stale). Where it is
+    # not, the screenshot and the page's messages say what the page showed instead.
+    try:
+        page.wait_for_function(f"title => ({VEGA_CHART_JS})(title) !== null", arg="The path from A to B",
+                               timeout=120_000)
+    except PlaywrightTimeout:
+        save_screenshot(page, "align_files_no_path")
+        shown = page.locator('[data-testid="stAlert"], [data-testid="stCaptionContainer"], [data-testid="stException"]')
+        raise AssertionError(f"no path chart; the page says: {shown.all_inner_texts()}") from None
     wait_for_run(page)
     before, after = float(metric_value(page, "W₂(A, B) before")), float(metric_value(page, "W₂ after alignment"))
     assert after <= round(nudge, 3) + 0.001 and before > 3 * nudge, (before, after, nudge)

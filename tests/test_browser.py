@@ -642,8 +642,12 @@ def network_files(directory):
     return paths, sentinel, float(nudge.norm())
 
 
-def upload(page, index, path):
-    page.locator('[data-testid="stFileUploader"] input[type="file"]').nth(index).set_input_files(str(path))
+def upload(page, label, path):
+    """Put ``path`` into the uploader labelled ``label``. By label, not position: the frontend draws each uploader
+    when its code has loaded, so for a moment after a run the second uploader's input can be the only one there."""
+    uploader = page.locator('[data-testid="stFileUploader"]').filter(
+        has=page.get_by_text(label, exact=True))
+    uploader.locator('input[type="file"]').set_input_files(str(path))
 
 
 def test_your_own_networks_upload_align_and_download(page, server_url, server_runs_dir, tmp_path):
@@ -662,11 +666,11 @@ def test_your_own_networks_upload_align_and_download(page, server_url, server_ru
     assert "64MB per file" in page.locator('[data-testid="stFileUploader"]').inner_text()  # the server's cap
     for name, message in (("hostile", "refused: the file holds objects other than tensors"),
                           ("truncated", "truncated or corrupt PyTorch file"), ("conv", "a convolutional layer's")):
-        upload(page, 0, paths[name])
+        upload(page, "Your network", paths[name])
         page.locator('[data-testid="stAlert"]', has_text=message).wait_for()
         assert page.locator('[data-testid="stException"]').count() == 0
     assert not sentinel.exists()
-    upload(page, 0, paths["a"])
+    upload(page, "Your network", paths["a"])
     page.get_by_text("784 → 128 → 10: 2 nn.Linear layers").wait_for()
     page.get_by_text("with its units sorted by largest incoming weight").wait_for(timeout=60_000)
     wait_for_run(page)
@@ -691,9 +695,9 @@ def test_your_own_networks_upload_align_and_download(page, server_url, server_ru
     # Alignment: two networks in, B aligned to A (a permuted, nudged copy: W₂ falls to the nudge's size).
     page.goto(f"{server_url}/align?source=files")
     wait_for_run(page)
-    upload(page, 0, paths["a"])
+    upload(page, "Network A", paths["a"])
     page.locator('[data-testid="stAlert"]', has_text="a.pt: 784 → 128 → 10").wait_for()
-    upload(page, 1, paths["b"])
+    upload(page, "Network B", paths["b"])
     # Both trained and aligned once the path is drawn (a chart of the current run: none marked stale). Where it is
     # not, the screenshot and the page's messages say what the page showed instead.
     try:

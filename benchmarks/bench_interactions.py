@@ -99,9 +99,11 @@ def lab_interactions(lab) -> list[Interaction]:
     default = lab.default_values(None)
     retrain = RETRAIN_TARGETS[lab.name]
     found = [Interaction(lab.name, "open (default link)", [task_computation(t) for t in lab.page_tasks(default)], retrain)]
-    for name, (values, _) in lab.preset_states().items():
+    presets = lab.page_presets()
+    for name in presets:
         found.append(Interaction(lab.name, f"preset: {name}",
-                                 [task_computation(t) for t in lab.page_tasks({**default, **values})], None))
+                                 [task_computation(t) for t in lab.page_tasks({**default, **presets.state(name, specs)})],
+                                 None))
     for state in neighbours(default, specs):
         moved = next(spec for spec in specs if state[spec.name] != default[spec.name])
         if isinstance(state[moved.name], (int, float)) and state[moved.name] < default[moved.name]:
@@ -146,8 +148,9 @@ def toy_interactions() -> list[Interaction]:
     config = config_of(default)
     found = [Interaction("toy", "open (default link)", [opened(config)]),
              Interaction("toy", f"play: one tick ({LIVE_STEPS_PER_TICK} Adam steps, all starts)", [tick(config)])]
-    for name, (values, _) in toy_params.PRESETS.items():
-        found.append(Interaction("toy", f"preset: {name}", [opened(config_of({**default, **values}))]))
+    for name in toy_params.PRESETS:
+        found.append(Interaction("toy", f"preset: {name}",
+                                 [opened(config_of({**default, **toy_params.PRESETS.state(name, specs)}))]))
     for state in neighbours(default, [spec for spec in specs if spec.name in toy_params.FIELDS]):
         moved = next(spec for spec in specs if state[spec.name] != default[spec.name])
         if isinstance(state[moved.name], (int, float)) and not isinstance(state[moved.name], bool) \

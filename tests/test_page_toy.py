@@ -84,6 +84,23 @@ def test_preset_sets_the_controls():
     assert at.slider(key="toy.alpha").value == 2.0 and at.query_params["noise"] == "0.25"
 
 
+def test_a_preset_after_another_gives_its_own_state_and_a_moved_control_shows_custom():
+    """The lecturer's sequences: nothing of the first preset (a seed, an initialisation) survives the second."""
+    at = toy_page()
+    assert at.selectbox(key="toy.preset").value == "Close modes (paper default)"  # the default link is that preset
+    for first, second, name, expected in (("A stuck start (α = 3, one start)", "Close modes (paper default)", "seed", "0"),
+                                          ("Start at the origin", "InfoNCE with K = 2", "init", "random")):
+        at.selectbox(key="toy.preset").set_value(first).run()
+        at.selectbox(key="toy.preset").set_value(second).run()
+        assert not at.exception and at.query_params[name] == expected, (first, second)
+        alone = toy_page()
+        alone.selectbox(key="toy.preset").set_value(second).run()
+        assert dict(at.query_params) == dict(alone.query_params)
+    at.slider(key="toy.alpha").set_value(1.0).run()
+    assert at.selectbox(key="toy.preset").value == "custom"
+    assert not any("estimator" in info.value for info in at.info)  # the preset's sentence has gone with it
+
+
 def test_widgets_show_the_url_parameters_ranges_and_state_the_caps():
     """Each sidebar widget's range is its URL parameter's, which is the declared one or the page's cap."""
     at = toy_page()

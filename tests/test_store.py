@@ -260,8 +260,10 @@ def test_likely_tasks_are_every_preset_and_its_neighbours_once_defaults_first():
     assert keys[:len(defaults)] == defaults or set(defaults) <= set(keys[:20])
     for lab in (lab for lab in LABS if lab.tasks):
         default = lab.default_values()
-        for values, _ in lab.preset_states().values():
-            assert {task.key for task in lab.page_tasks({**default, **values})} <= set(keys)
+        presets = lab.page_presets()
+        for name in presets:
+            state = {**default, **presets.state(name, lab.page_params())}
+            assert {task.key for task in lab.page_tasks(state)} <= set(keys)
         width = {**default, "width": default.get("width", 0) + 1} if "width" in default else None
         if width is not None:
             assert {task.key for task in lab.page_tasks(width)} <= set(keys)

@@ -18,7 +18,6 @@ from views.common import binding, charts, computing, files, player
 
 PAGE = "align"
 SPECS = LAB.page_params(binding.server_settings())
-PRESET_DEFAULTS = {spec.name: spec.default for spec in SPECS if spec.name not in ("seed", "order")}
 PATH_STYLE = {"before": ("#D55E00", "solid", "circle"), "weights": ("#009E73", "dot", "square"),
               "w2": ("#0072B2", "dash", "diamond")}
 PERSON_COLOURS = {"A": "#0072B2", "B": "#E69F00"}
@@ -108,7 +107,7 @@ def controls():
                 widget(name)
             return
         st.subheader("Presets")
-        binding.preset_picker(PAGE, PRESETS, PRESET_DEFAULTS)
+        binding.preset_picker(PAGE, SPECS, PRESETS)
         st.subheader("Task and network")
         widget("task", horizontal=True, format_func={"moons": "half moons (2-D)", "mnist": "MNIST subset"}.get)
         for name in ("width", "depth", "train_size"):

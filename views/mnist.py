@@ -26,27 +26,6 @@ from views.common import binding, charts, files
 PAGE = LAB.name
 LIMITS = binding.server_settings().runs
 SPECS = LAB.page_params(binding.server_settings())
-PRESETS = {
-    "Tiny (seconds)": (
-        dict(hidden=16, depth=1, epochs=2, subset=2000, samples=10, init_sd=0.05),
-        "A run takes seconds: launch MFVI and SGM together and watch them move through the queue."),
-    "Quick look (a minute)": (
-        dict(hidden=64, depth=1, epochs=3, subset=10_000, samples=10, init_sd=0.05),
-        "A small net on 10 000 images: compare the two methods' accuracy and ELBO curves epoch by epoch."),
-    "Paper width 400": (
-        dict(hidden=400, depth=1, epochs=10, subset=0, samples=10, init_sd=0.05),
-        "The full training set: MFVI reaches 97.8 % test accuracy in 10 epochs; watch the closest two units draw "
-        "nearer (in nats) as σ grows, epoch after epoch."),
-    "Wide (1024 units)": (
-        dict(hidden=1024, depth=1, epochs=3, subset=0, samples=10, init_sd=0.05),
-        "The width where the paper expects SGM's gain to be largest: check the 'I active' column to see "
-        "whether its extra term ever had a gradient."),
-    "Where symmetrisation acts (σ₀ 0.2)": (
-        dict(hidden=256, depth=1, epochs=5, subset=20_000, samples=10, init_sd=0.2, method="sgm", mi="blocks",
-             block=2),
-        "A wide initial σ puts the closest units ~15 nats apart: the block term has a gradient at every step, yet "
-        "I_H stays within 1 % of log|H|; launch the MFVI/SGM pair and compare their accuracy."),
-}
 REFRESH_SECONDS = 2.0
 METHOD_COLOURS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000")
 DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
@@ -87,7 +66,7 @@ def controls_panel():
     caps = params.caps(LIMITS)
     with st.sidebar:
         st.subheader("Presets")
-        binding.preset_picker(PAGE, PRESETS)
+        binding.preset_picker(PAGE, SPECS, params.PRESETS)
         st.subheader("Network")
         widget("hidden", cap=caps["hidden"])
         widget("depth", cap=caps["depth"])

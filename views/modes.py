@@ -47,20 +47,10 @@ def path_for(alpha: float, sigma: float):
     return modes.optimisation_path(alpha, sigma)
 
 
-def apply_preset():
-    name = st.session_state["modes.preset"]
-    if name in params.PRESETS:
-        binding.apply_values(PAGE, params.PRESETS[name][0])
-
-
 def controls():
     with st.sidebar:
         st.subheader("Presets")
-        st.selectbox("Preset", ["—", *params.PRESETS], key="modes.preset", on_change=apply_preset,
-                     help="Sets α, σ and the forward-KL toggle.")
-        chosen = st.session_state.get("modes.preset")
-        if chosen in params.PRESETS:
-            st.info(params.PRESETS[chosen][1])
+        binding.preset_picker(PAGE, SPECS, params.PRESETS)
         st.subheader("Target")
         st.slider("Mode distance α", params.ALPHA.low, params.ALPHA.high, step=params.ALPHA.step,
                   key=binding.widget_key(PAGE, "alpha"))

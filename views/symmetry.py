@@ -26,7 +26,6 @@ from views.common import binding, charts, computing, files, player
 
 PAGE = "symmetry"
 SPECS = LAB.page_params(binding.server_settings())
-PRESET_DEFAULTS = {spec.name: spec.default for spec in SPECS if spec.name not in ("seed",)}
 STAGE_STYLE = {"raw": ("#0072B2", "solid"), "scaled": ("#D55E00", "dash"), "sorted": ("#009E73", "dot")}
 METHOD_STYLE = {"exact": ("#999999", "circle", "exact posterior"), "mfvi": ("#0072B2", "x", "MFVI"),
                 "sgm": ("#D55E00", "triangle-up", "SGM"), "ensemble": ("#CC79A7", "square", "ensemble"),
@@ -82,7 +81,7 @@ def controls():
     part = st.session_state[key("part")]
     with st.sidebar:
         st.subheader("Presets")
-        binding.preset_picker(PAGE, PRESETS, PRESET_DEFAULTS)
+        binding.preset_picker(PAGE, SPECS, PRESETS)
         st.subheader("Part")
         st.radio("Part", list(PARTS), format_func=PARTS.get, key=key("part"), label_visibility="collapsed")
         st.subheader("Settings")

@@ -16,7 +16,6 @@ from views.common import binding, charts, computing, player
 
 PAGE = "toy"
 SPECS = LAB.page_params(binding.server_settings())
-PRESET_RESETS = ("batch", "K", "lr", "prior", "restarts")
 # What to do about a fit stuck on one side: starts from the origin differ only in their Monte-Carlo noise.
 REMEDIES = {"random": "press New seed or raise Restarts",
             "origin": "press New seed or choose random initial means (starts from the origin differ only in their noise)"}
@@ -62,7 +61,7 @@ def widget(name: str, **options):
 def controls_panel():
     with st.sidebar:
         st.subheader("Presets")
-        binding.preset_picker(PAGE, params.PRESETS, {s.name: s.default for s in SPECS if s.name in PRESET_RESETS})
+        binding.preset_picker(PAGE, SPECS, params.PRESETS)
         st.subheader("Data and prior")
         for name in ("alpha", "noise", "n_train", "prior_scale"):
             widget(name)

@@ -99,7 +99,8 @@ def likely_tasks(hosting=None) -> list[Task]:
     for lab in (lab for lab in LABS if lab.tasks):
         specs = lab.page_params(hosting)
         default = lab.default_values(hosting)
-        states = [default, *({**default, **values} for values, _ in lab.preset_states().values())]
+        presets = lab.page_presets()
+        states = [default, *({**default, **presets.state(name, specs)} for name in presets)]
         rings[0].extend((lab, state) for state in states)
         rings[1].extend((lab, near) for state in states for near in neighbours(state, specs))
     for lab, state in (*rings[0], *rings[1]):

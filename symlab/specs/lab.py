@@ -8,9 +8,9 @@ pages, which name the labs' parts, import the labs, never the other way round)."
 from __future__ import annotations
 
 import importlib
-from collections.abc import Mapping
 from dataclasses import dataclass
 
+from symlab.specs.presets import Presets
 from symlab.specs.urlstate import parse_query
 
 
@@ -35,7 +35,7 @@ class Lab:
     # urlstate.parse_query gives them): a starting server begins the default link's at once (serve.py),
     # and computes the presets' and their neighbours' in idle time (symlab.serving.warmup).
     tasks: str = ""
-    # Preset name -> (the controls' values it sets, one sentence on what to watch), for a lab with tasks.
+    # The page's presets: a specs.presets.Presets.
     presets: str = ""
 
     def __post_init__(self):
@@ -51,8 +51,8 @@ class Lab:
     def page_tasks(self, values: dict) -> list:
         return part(self.tasks)(values) if self.tasks else []
 
-    def preset_states(self) -> Mapping[str, tuple[dict, str]]:
-        return part(self.presets) if self.presets else {}
+    def page_presets(self) -> Presets:
+        return part(self.presets) if self.presets else Presets({})
 
     def run_kind(self):
         return part(self.runs)

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Mapping, MutableMapping, Sequence
 
 import streamlit as st
 
 from symlab.specs import controls
+from symlab.specs.presets import CUSTOM, Presets
 from symlab.specs.settings import Hosting, SettingsError, is_hosted
 from symlab.specs.urlstate import Param, encode_query, parse_query
 
@@ -117,8 +118,10 @@ def link_untouched(page: str, parsed_values: dict) -> bool:
     return all(st.session_state.get(widget_key(page, name)) == value for name, value in parsed_values.items())
 
 
-def current_values(page: str, specs: Sequence[Param]) -> dict:
-    return {spec.name: st.session_state[widget_key(page, spec.name)] for spec in specs}
+def current_values(page: str, specs: Sequence[Param], session: Mapping | None = None) -> dict:
+    """The controls' values in ``session`` (default: this session's st.session_state)."""
+    session = st.session_state if session is None else session
+    return {spec.name: session[widget_key(page, spec.name)] for spec in specs}
 
 
 def sync_url(page: str, specs: Sequence[Param]) -> dict:
@@ -149,19 +152,28 @@ def apply_values(page: str, values: dict) -> None:
         st.session_state[widget_key(page, name)] = value
 
 
-def preset_picker(page: str, presets: dict, defaults: dict | None = None) -> None:
-    """The sidebar's preset selector and the chosen preset's one sentence on what to watch.
-    ``presets`` maps a name to (control values, sentence); a choice sets ``defaults`` (controls
-    a preset should reset) and then its own values."""
+def preset_picker(page: str, specs: Sequence[Param], presets: Presets) -> None:
+    """The sidebar's preset selector and the chosen preset's one sentence on what to watch. It shows the preset
+    whose state the controls hold, and "custom" once any control has moved away from it."""
     key = f"{page}.preset"
+    # Set before the widget is drawn: the box follows the controls, which a preset, a slider or a link may have set.
+    st.session_state[key] = presets.matching(current_values(page, specs), specs)
 
     def apply():
-        if st.session_state[key] in presets:
-            apply_values(page, {**(defaults or {}), **presets[st.session_state[key]][0]})
+        if st.session_state[key] != CUSTOM:
+            apply_preset(st.session_state, page, specs, presets, st.session_state[key])
 
-    st.selectbox("Preset", ["—", *presets], key=key, on_change=apply)
-    if st.session_state.get(key) in presets:
-        st.info(presets[st.session_state[key]][1])
+    kept = "".join(f" It leaves {name} to you: {why}." for name, why in presets.keeps.items())
+    st.selectbox("Preset", [CUSTOM, *presets], key=key, on_change=apply,
+                 help=f"Each preset sets every control, the seed included.{kept} Moving a control shows “custom”.")
+    if st.session_state[key] != CUSTOM:
+        st.info(presets.watch(st.session_state[key]))
+
+
+def apply_preset(session: MutableMapping, page: str, specs: Sequence[Param], presets: Presets, name: str) -> None:
+    """Set every control of ``page`` in ``session`` (st.session_state) to preset ``name``'s state."""
+    for control, value in presets.state(name, specs).items():
+        session[widget_key(page, control)] = value
 
 
 def new_seed_button(page: str, help: str | None = None) -> None:

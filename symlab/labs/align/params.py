@@ -1,6 +1,7 @@
 """The alignment page's URL parameters: the declared controls of :class:`AlignConfig` it shows, and its view."""
 
 from symlab.specs import controls
+from symlab.specs.presets import Presets
 from symlab.specs.tasks import Task
 from symlab.specs.urlstate import Param
 
@@ -28,8 +29,8 @@ def page_config(values: dict) -> AlignConfig:
     return AlignConfig(**controls.config_values(AlignConfig, values, (*FIELDS, "seed"))).validate()
 
 
-# Each sets its controls, the rest from the defaults (the seed stays); one sentence on what to watch.
-PRESETS = {
+# Each sets its controls, every other from the defaults (the seed included); one sentence on what to watch.
+PRESETS = Presets({
     "Half moons, two hidden layers": (
         {},
         "Before alignment the middle of the path forgets the task (its loss rises ~0.4 nats); after, the path is flat."),
@@ -48,7 +49,7 @@ PRESETS = {
     "MNIST subset": (
         dict(task="mnist", width=64, depth=2, train=10_000, steps=1500, lr=0.003, samples=16),
         "Digits instead of moons: the unaligned path rises 0.7–0.9 nats above its ends, the aligned one stays flat."),
-}
+}, keeps={"order": "how the assignment heat maps order the units, a way of looking at the same result"})
 
 
 def page_tasks(values: dict) -> list[Task]:

@@ -2,6 +2,7 @@
 them (σ capped for the page), and the page's own view: the α it shows and the forward-KL toggle."""
 
 from symlab.specs import controls
+from symlab.specs.presets import Presets
 from symlab.specs.urlstate import Param
 
 from .experiment import SweepConfig
@@ -19,8 +20,8 @@ def page_params(hosting=None) -> tuple[Param, ...]:
     return (ALPHA, *controls.url_params(SweepConfig, FIELDS, caps=CAPS), FORWARD)
 
 
-# Each sets α, σ and the forward-KL switch; one sentence on what to watch.
-PRESETS = {
+# Each sets every control (d at its default); one sentence on what to watch.
+PRESETS = Presets({
     "Close modes": (dict(alpha=2.0, sigma=1.0, forward=False),
                     "The modes overlap: q sits exactly at the midpoint, wider than either component."),
     "Just below α*": (dict(alpha=4.5, sigma=1.0, forward=False),
@@ -33,4 +34,4 @@ PRESETS = {
                           "α* scales with σ: at σ = 0.25 the threshold is ≈ 1.2, so α = 1.5 is already mode-seeking."),
     "Forward-KL contrast": (dict(alpha=6.0, sigma=1.0, forward=True),
                             "Forward KL matches moments: it always covers both modes, however far apart."),
-}
+})

@@ -7,6 +7,7 @@ are each one config's: the perceptrons' learning rate is ``lr``, the MLPs' ``sgd
 
 from symlab.labs.toy.experiment import ToyConfig
 from symlab.specs import controls
+from symlab.specs.presets import Presets
 from symlab.specs.tasks import Task
 from symlab.specs.urlstate import Param
 
@@ -77,8 +78,8 @@ def page_configs(values: dict) -> dict:
     }
 
 
-# Each sets its part's controls, the rest from the defaults (the seed stays); one sentence on what to watch.
-PRESETS = {
+# Each sets its part's controls, every other from the defaults (the seed included); one sentence on what to watch.
+PRESETS = Presets({
     "Fig. 1: the doubled mode": (
         dict(part="fig1"),
         "Raw, the output weights have two mirror-image modes; sorting the units folds them into one."),
@@ -106,7 +107,7 @@ PRESETS = {
     "Constant learning rate": (
         dict(part="training", schedule="constant", key="max_in"),
         "Without the decay the noisy steps keep reordering units to the end."),
-}
+})
 
 
 def page_tasks(values: dict) -> list[Task]:

@@ -3,6 +3,7 @@ shows, with the page's caps, and the paper table's α values and seeds (also the
 ``--alphas`` and ``--seeds``)."""
 
 from symlab.specs import controls
+from symlab.specs.presets import Presets
 from symlab.specs.urlstate import Param, format_floats
 
 from .experiment import DEFAULT_TABLE_ALPHAS, ToyConfig
@@ -29,9 +30,9 @@ def page_params(hosting=None) -> tuple[Param, ...]:
     return (*controls.url_params(ToyConfig, FIELDS, caps=CAPS), ALPHAS, SEEDS)
 
 
-# Each sets the data and estimator (the controls a preset does not set keep their values, but for those
-# PRESET_RESETS names: views/toy.py); one sentence on what to watch.
-PRESETS = {
+# Each sets every control of the live view (the rest at their defaults, the seed included); one sentence on what
+# to watch.
+PRESETS = Presets({
     "Close modes (paper default)": (
         dict(alpha=DEFAULTS.alpha, noise=DEFAULTS.noise, n=DEFAULTS.n_train, mi="exact", init="random"),
         "The two equivalent modes are close: MFVI settles between them, SGM's mixture sits on both."),
@@ -51,4 +52,5 @@ PRESETS = {
         dict(alpha=3.0, noise=0.5, n=10, mi="exact", init="random", restarts=1, seed=11),
         "A single start ends with both units on one side, a local optimum of training, not the symmetry: "
         "raise Restarts to 4 and the best start reaches a mode."),
-}
+}, keeps={"alphas": "the paper tables' α values, a computation apart from the live view",
+          "seeds": "the paper tables' number of seeds, a computation apart from the live view"})

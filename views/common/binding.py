@@ -146,6 +146,17 @@ def correct_link_value(page: str, name: str, value, notice: str) -> None:
     st.session_state[widget_key(page, name)] = value
 
 
+def set_page_values(page: str, specs: Sequence[Param], values: dict) -> None:
+    """Set ``page``'s controls to ``values`` before switching to it (its other controls keep this session's
+    values, or the defaults): the page then opens on them, as from a link."""
+    store_key = f"{page}:values"
+    store = {**(st.session_state.get(store_key) or parse_query({}, (*specs, PRESENT))[0]), **values}
+    st.session_state[store_key] = store
+    st.session_state[f"{page}:notices"] = (store, [])
+    for name, value in values.items():
+        st.session_state[widget_key(page, name)] = value
+
+
 def apply_values(page: str, values: dict) -> None:
     """Set controls programmatically (presets); call from a widget callback."""
     for name, value in values.items():

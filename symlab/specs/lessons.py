@@ -1,0 +1,45 @@
+"""A class's path through the labs (``lessons.toml``): each step a question to predict first, the lab and
+preset that answer it, and one sentence on what to see."""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+PATH_FILE = Path(__file__).with_name("lessons.toml")
+
+
+@dataclass(frozen=True)
+class Step:
+    number: int  # from 1
+    lab: str  # a lab's name, its page's URL path
+    preset: str  # one of that page's presets
+    minutes: int
+    question: str
+    see: str
+
+
+@dataclass(frozen=True)
+class LessonPath:
+    title: str
+    steps: tuple[Step, ...]
+
+    @property
+    def minutes(self) -> int:
+        return sum(step.minutes for step in self.steps)
+
+    def next_step(self, lab: str, preset: str | None) -> Step | None:
+        """The step after the one that ``lab``'s page shows with ``preset``; on a state that is no step of the
+        path, the first step after the lab's last. None after the last step."""
+        steps = self.steps
+        at = next((step.number for step in steps if step.lab == lab and step.preset == preset), None)
+        if at is None:
+            at = max((step.number for step in steps if step.lab == lab), default=0)
+        return steps[at] if at < len(steps) else None
+
+
+def lesson_path(path: Path = PATH_FILE) -> LessonPath:
+    data = tomllib.loads(path.read_text(encoding="utf-8"))
+    steps = tuple(Step(number=index + 1, **step) for index, step in enumerate(data["step"]))
+    return LessonPath(data["title"], steps)

@@ -131,3 +131,13 @@ def test_the_optimisation_player_steps_and_resets():
     assert progress() == "Adam step 10 / 1000"
     at.button(key="modes.reset").click().run()
     assert progress() == "Adam step 0 / 1000"
+
+
+def test_home_page_opens_with_what_the_labs_measured_and_its_threshold_is_the_computed_one():
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60).run()
+    assert at.subheader[0].value == "What the labs measured"
+    findings = " ".join(markdown.value for markdown in at.markdown)
+    threshold = modes.exact_threshold(1.0)
+    assert f"α* ≈ {threshold:.2f}σ" in findings  # the number the modes lab computes, not a remembered one
+    assert "did not change" in findings and "Still open" in findings
+    assert "predicts badly" not in findings  # the claim our measurements did not bear out

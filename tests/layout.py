@@ -1,0 +1,156 @@
+"""What a page looks like at a given width, checked from the rendered layout in Chromium: no chart wider than
+its column, no sideways scroll, no chart text over other text, past its column, or shortened to "…".
+
+Used by tests/test_layout.py; also a command that opens pages of a fresh server and prints what it finds:
+
+    python tests/layout.py symmetry?part=mass align --widths 390 1400 [--present] [--shots DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+WIDTHS = (390, 768, 1024, 1400, 1920)
+HEIGHT = 900
+
+# Problems on the page as drawn, each a sentence. Texts are those of Vega's SVG (axis labels and titles, legend
+# labels, chart titles, text marks); two overlap where their boxes share more than OVERLAP_PX in both directions.
+LAYOUT_JS = """() => {
+  const OVERLAP_PX = 1.5, EDGE_PX = 1, TEXT_EDGE_PX = 4;  // a glyph's box reaches a little past its ink
+  const problems = [];
+  const root = document.documentElement;
+  if (root.scrollWidth > root.clientWidth + EDGE_PX)
+    problems.push(`the page scrolls sideways: ${root.scrollWidth} px wide in a ${root.clientWidth} px window`);
+  for (const scroller of document.querySelectorAll('[data-testid="stMain"], [data-testid="stAppViewContainer"]')) {
+    if (scroller.scrollWidth > scroller.clientWidth + EDGE_PX)
+      problems.push(`${scroller.dataset.testid} scrolls sideways: ${scroller.scrollWidth} px in ${scroller.clientWidth}`);
+  }
+  const visible = (e) => { const r = e.getBoundingClientRect(); return r.width > 0 && r.height > 0; };
+  document.querySelectorAll('[data-testid="stVegaLiteChart"]').forEach((chart, index) => {
+    if (!visible(chart)) return;  // in a closed tab or expander
+    const svg = chart.querySelector('svg.marks') || chart.querySelector('canvas');
+    if (!svg) return;
+    const title = (chart.querySelector('svg.marks .role-title-text') || {}).textContent || `chart ${index + 1}`;
+    const column = chart.closest('[data-testid="stElementContainer"]') || chart.parentElement;
+    const box = svg.getBoundingClientRect(), room = column.getBoundingClientRect();
+    if (box.right > room.right + EDGE_PX || box.left < room.left - EDGE_PX)
+      problems.push(`"${title}" is ${Math.round(box.width)} px wide in a ${Math.round(room.width)} px column`);
+    if (box.right > root.clientWidth + EDGE_PX)
+      problems.push(`"${title}" runs ${Math.round(box.right - root.clientWidth)} px past the window`);
+    const texts = [...svg.querySelectorAll('text')].filter(t => t.textContent.trim() && visible(t)
+      && getComputedStyle(t).opacity !== '0' && t.getAttribute('opacity') !== '0');
+    const boxes = texts.map(t => t.getBoundingClientRect());
+    texts.forEach((t, i) => {
+      const b = boxes[i], words = t.textContent.trim();
+      if (words.endsWith('…')) problems.push(`"${title}": text shortened to "${words}"`);
+      if (b.left < room.left - TEXT_EDGE_PX || b.right > room.right + TEXT_EDGE_PX || b.right > root.clientWidth)
+        problems.push(`"${title}": "${words}" runs past its column`);
+      for (let j = 0; j < i; j++) {
+        const c = boxes[j];
+        const wide = Math.min(b.right, c.right) - Math.max(b.left, c.left);
+        const high = Math.min(b.bottom, c.bottom) - Math.max(b.top, c.top);
+        if (wide > OVERLAP_PX && high > OVERLAP_PX)
+          problems.push(`"${title}": "${words}" overlaps "${texts[j].textContent.trim()}"`);
+      }
+    });
+  });
+  return problems;
+}"""
+
+# The page as drawn now: how many elements, and each chart's size (null until Vega has drawn it). The frontend
+# reports the run finished before it has drawn every element (a chart's code loads on first use), and a page
+# waiting for a computation redraws its progress in a fragment; so a page is drawn once no computation is
+# pending and this stays the same for SETTLED_LOOKS looks in a row.
+DRAWN_JS = """() => JSON.stringify([document.querySelectorAll('[data-testid="stElementContainer"]').length,
+  // a computation the page waits for (views/common/computing.py's progress text starts with ⏳)
+  [...document.querySelectorAll('[data-testid="stProgress"]')].some(p => p.innerText.trim().startsWith('⏳'))
+    ? null : 'ready',
+  ...[...document.querySelectorAll('[data-testid="stVegaLiteChart"]')].map(c => {
+    const s = c.querySelector('svg.marks'); if (!s) return null;
+    const r = s.getBoundingClientRect(); return [Math.round(r.width), Math.round(r.height)]; })])"""
+SETTLED_LOOKS, LOOK_SECONDS = 4, 0.3
+
+
+def wait_until_drawn(page, timeout_ms: int = 120_000) -> None:
+    """The script has run, and every element and chart is drawn, at its settled size."""
+    page.wait_for_function(
+        "() => document.querySelector('[data-testid=\"stApp\"][data-test-script-state=\"notRunning\"]')"
+        " && !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=timeout_ms)
+    looks = []
+    for _ in range(int(timeout_ms / 1000 / LOOK_SECONDS)):
+        looks = [*looks[-SETTLED_LOOKS + 1:], page.evaluate(DRAWN_JS)]
+        if len(looks) == SETTLED_LOOKS and len(set(looks)) == 1 and "null" not in looks[0]:
+            return
+        page.wait_for_timeout(LOOK_SECONDS * 1000)
+    raise AssertionError(f"the page never settled: {looks}")
+
+
+def open_everything(page) -> None:
+    """Open every closed expander, so that the charts in them are drawn and checked."""
+    page.evaluate("""() => document.querySelectorAll('[data-testid="stExpander"] details:not([open]) > summary')
+                               .forEach(summary => summary.click())""")
+
+
+def problems_on(page, where: str) -> list[str]:
+    """The layout problems of the page as it is now, and in each of its tabs, each prefixed with ``where``."""
+    open_everything(page)
+    wait_until_drawn(page)
+    found = [f"{where}: {problem}" for problem in page.evaluate(LAYOUT_JS)]
+    tabs = page.get_by_role("tab")
+    for index in range(1, tabs.count()):
+        tab = tabs.nth(index)
+        name = tab.inner_text().strip()
+        tab.click()
+        open_everything(page)
+        wait_until_drawn(page)
+        found += [f"{where}, tab {name!r}: {problem}" for problem in page.evaluate(LAYOUT_JS)]
+    if tabs.count():
+        tabs.nth(0).click()
+    return found
+
+
+def check(page, url: str, width: int, present: bool, shots: Path | None = None) -> list[str]:
+    """Open ``url`` in ``page`` at ``width`` px (presentation mode with ``present``) and return its problems."""
+    page.set_viewport_size({"width": width, "height": HEIGHT})
+    target = url + (("&" if "?" in url else "?") + "present=1" if present else "")
+    page.goto(target)
+    found = problems_on(page, f"{target.split('/', 3)[-1] or 'home'} at {width} px")
+    if shots is not None:
+        shots.mkdir(parents=True, exist_ok=True)
+        name = target.split("/", 3)[-1].replace("?", "_").replace("&", "_").replace("=", "-") or "home"
+        page.screenshot(path=str(shots / f"{name}_{width}.png"), full_page=True)
+    return found
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("paths", nargs="+", help="pages, as in the URL after the server's address (\"\" is home)")
+    parser.add_argument("--widths", nargs="+", type=int, default=list(WIDTHS))
+    parser.add_argument("--present", action="store_true", help="presentation mode (?present=1)")
+    parser.add_argument("--shots", type=Path, help="save a full-page screenshot of each to this folder")
+    args = parser.parse_args(argv)
+    here = Path(__file__).resolve().parent
+    sys.path[:0] = [str(here), str(here.parent)]  # conftest, and the app's packages
+    from conftest import CHROMIUM, running_app
+    from playwright.sync_api import sync_playwright
+
+    problems = []
+    with running_app(tempfile.mkdtemp(prefix="symlab-layout-")) as url, sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM)
+        page = browser.new_page()
+        page.set_default_timeout(60_000)
+        for path in args.paths:
+            for width in args.widths:
+                found = check(page, f"{url}/{path}", width, args.present, args.shots)
+                print(f"{path or 'home'} at {width} px: {len(found)} problem(s)", flush=True)
+                problems += found
+        browser.close()
+    print("\n".join(problems) or "no problems")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

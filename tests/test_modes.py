@@ -1,5 +1,6 @@
 """The mode-interpolation core against known facts (docs/science.md, § Reverse KL between two modes)."""
 
+import json
 import math
 
 import numpy as np
@@ -186,9 +187,31 @@ def test_sweep_too_wide_for_sigma_is_rejected():
 
 
 def test_default_sweep_reaches_ten_sigma():
-    assert modes.SweepConfig(sigma=0.5).largest_alpha == 10.0
+    assert modes.SweepConfig(sigma=0.5).largest_alpha == 5.0
+    assert modes.SweepConfig(sigma=0.1).largest_alpha == 1.0
     assert modes.SweepConfig(sigma=2.0).largest_alpha == 20.0
     assert modes.SweepConfig(sigma=2.0, alpha_max=3.0).alphas()[-1] == 3.0
+
+
+@pytest.mark.parametrize("sigma", [0.1, 0.25, 1.0, 2.0, 20.0])
+def test_the_sweep_range_follows_sigma_and_holds_the_alpha_shown(sigma):
+    """The transition sits mid-sweep whatever σ (not squeezed below α = 0.5 at σ = 0.1, nor half the sweep empty
+    at σ = 2); an α beyond 10σ stretches the range to hold it; 10σ otherwise."""
+    largest = modes.sweep_alpha_max(sigma)
+    assert largest == pytest.approx(10 * sigma)
+    assert modes.exact_threshold(sigma, largest) / largest == pytest.approx(0.48, abs=0.01)
+    assert modes.sweep_alpha_max(sigma, 5 * sigma) == largest
+    assert modes.sweep_alpha_max(sigma, 12 * sigma) == 12 * sigma
+
+
+def test_the_command_line_sweeps_the_pages_range_with_the_same_keys(capsys):
+    assert cli.main(["modes", "--sigma", "0.1", "--points", "5", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["alphas"] == pytest.approx(list(np.linspace(0.0, modes.sweep_alpha_max(0.1), 5)))
+    assert report["threshold"] == pytest.approx(0.48, abs=0.01)
+    assert list(report) == ["sigma", "dim", "protocol", "alphas", "interpolation", "det_cov", "kl", "std_e1",
+                            "threshold", "threshold_over_sigma", "forward_kl", "options"]
+    assert list(report["forward_kl"]) == ["det_cov", "kl"]
 
 
 @pytest.mark.parametrize("sigma, dim", [(0.1, 100), (20.0, 100)])

@@ -1,12 +1,15 @@
 """AppTest checks of the pages (a fragment's timer is not run by AppTest; see test_playback.py)."""
 
+import json
+import math
+import re
 from pathlib import Path
 
 import numpy as np
 import pytest
 from pagetest import metrics, open_page
 from streamlit.testing.v1 import AppTest
-from vegatest import vega_chart, vega_charts
+from vegatest import channel, vega_chart, vega_charts
 
 from symlab.labs.modes import experiment as modes
 from symlab.labs.modes import params
@@ -40,7 +43,7 @@ def test_default_view_interpolates():
 def test_charts_show_the_fit_and_update_in_place():
     at = modes_page()
     titles = [chart["title"] for chart in vega_charts(at)]
-    assert titles[:6] == ["Along e₁", "In 2-D: the target's density (grey), q's ellipses", "Interpolation",
+    assert titles[:6] == ["Along e₁", CONTOUR_TITLE, "Interpolation",
                           "Spread of q", "Final KL(q‖p_α)", "α* scales with σ"]
     density = vega_chart(at, "Along e₁")["datasets"]["lines"]
     assert sorted(density["series"].unique()) == ["q (reverse KL)", "target p_α"]  # no forward fit unless asked
@@ -48,11 +51,7 @@ def test_charts_show_the_fit_and_update_in_place():
     assert np.trapezoid(target["y"], target["x"]) == pytest.approx(1.0, abs=1e-3)  # a density, on a wide enough grid
     marks = vega_chart(at, "Interpolation")["datasets"]["vertical"].set_index("series")["value"]
     assert marks["current α"] == 3.0 and marks["threshold α*"] == pytest.approx(4.82, abs=0.01)
-    contour = vega_chart(at, "In 2-D: the target's density (grey), q's ellipses")
-    [x_scale, y_scale] = [layer["encoding"][axis]["scale"]["domain"] for axis, layer in
-                          (("x", contour["spec"]["layer"][0]), ("y", contour["spec"]["layer"][0]))]
-    units_per_px = [(x_scale[1] - x_scale[0]) / contour["spec"]["width"], (y_scale[1] - y_scale[0]) / contour["spec"]["height"]]
-    assert units_per_px[0] == pytest.approx(units_per_px[1], rel=0.01)  # one scale on both axes: circles look round
+    assert_one_scale_at_any_size(vega_chart(at, CONTOUR_TITLE)["spec"])
 
     before = {chart["title"]: chart for chart in vega_charts(at)}
     at.slider(key="modes.alpha").set_value(7.0).run()
@@ -126,18 +125,114 @@ def test_widgets_take_the_declared_ranges_and_state_the_cap():
 def test_the_optimisation_player_steps_and_resets():
     at = modes_page()
     progress = lambda: at.get("progress")[0].proto.text
-    assert progress() == "Adam step 0 / 1000" and at.button(key="modes.pause").disabled
+    assert progress().startswith("Adam step 0 / 1000: ") and at.button(key="modes.pause").disabled
     at.button(key="modes.step").click().run()
-    assert progress() == "Adam step 10 / 1000"
+    assert progress().startswith("Adam step 10 / 1000: ")
     at.button(key="modes.reset").click().run()
-    assert progress() == "Adam step 0 / 1000"
+    assert progress().startswith("Adam step 0 / 1000: ")
 
 
-def test_home_page_opens_with_what_the_labs_measured_and_its_threshold_is_the_computed_one():
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60).run()
-    assert at.subheader[0].value == "What the labs measured"
-    findings = " ".join(markdown.value for markdown in at.markdown)
-    threshold = modes.exact_threshold(1.0)
-    assert f"α* ≈ {threshold:.2f}σ" in findings  # the number the modes lab computes, not a remembered one
-    assert "did not change" in findings and "Still open" in findings
-    assert "predicts badly" not in findings  # the claim our measurements did not bear out
+# --- what the class sees: charts that fit any column, axes that hold still, one statement of the step --------
+
+CONTOUR_TITLE = "In 2-D: the target and q"
+PLOT_SIZES = [(120, 300), (300, 300), (310, 200), (650, 320), (900, 180)]  # (width, height) px of a plot
+
+
+def vega_eval(expression: str, **signals):
+    """A Vega expression of arithmetic, arrays, max and floor (the page's), evaluated with ``signals``."""
+    return eval(expression, {"__builtins__": {}}, {"max": max, "min": min, "floor": math.floor, **signals})
+
+
+def assert_one_scale_at_any_size(spec: dict):
+    """The 2-D view's domains, expressions of the plot's size, give x and y one scale (circles round) and hold
+    the data's box (the spec's ``box`` parameter), whatever size the column gives the plot."""
+    [box] = [param["value"] for param in spec["params"] if param["name"] == "box"]
+    [x_domain] = {json.dumps(c["scale"]["domain"]) for c in channel(spec, "x") if "domain" in c.get("scale", {})}
+    [y_domain] = {json.dumps(c["scale"]["domain"]) for c in channel(spec, "y") if "domain" in c.get("scale", {})}
+    for width, height in PLOT_SIZES:
+        (x_low, x_high), (y_low, y_high) = (vega_eval(json.loads(domain)["expr"], box=box, width=width, height=height)
+                                            for domain in (x_domain, y_domain))
+        assert (x_high - x_low) / width == pytest.approx((y_high - y_low) / height, rel=1e-9)
+        assert x_low <= box[0] < box[1] <= x_high and y_low <= box[2] < box[3] <= y_high
+        assert x_high - x_low == pytest.approx(box[1] - box[0]) or y_high - y_low == pytest.approx(box[3] - box[2])
+
+
+@pytest.mark.parametrize("present", ["0", "1"])
+@pytest.mark.parametrize("alpha, sigma", [("3.0", "1.0"), ("20", "0.1")])
+def test_every_chart_fits_its_column(present, alpha, sigma):
+    """A 390 px phone's 358 px column held a 499 px 2-D view, and at 1400 px presentation mode's ran past the
+    window: every chart now takes its column's width, its legend wraps to the plot's width, and the 2-D view keeps
+    one scale on both axes at any size. (The layout itself, measured in Chromium at 390-1920 px: see the report.)"""
+    at = modes_page(alpha=alpha, sigma=sigma, forward="1", present=present)
+    assert not at.exception
+    drawn = vega_charts(at)
+    assert len(drawn) == 8
+    for chart in drawn:
+        spec = chart["spec"]
+        assert "width" not in spec and spec["autosize"]["type"] == "fit", chart["title"]  # the column's width
+        columns = spec["config"]["legend"]["columns"]["expr"]
+        by_width = [vega_eval(columns, width=width) for width, _ in PLOT_SIZES]
+        assert by_width[0] == 1 and by_width == sorted(by_width) and by_width[-1] >= 3, chart["title"]
+        assert len(chart["title"]) <= 30, chart["title"]  # Streamlit cuts a title wider than the chart (310 px at 20 px)
+    assert_one_scale_at_any_size(vega_chart(at, CONTOUR_TITLE)["spec"])
+
+
+def y_domain(chart: dict) -> list[float]:
+    [domain] = {tuple(c["scale"]["domain"]) for c in channel(chart["spec"], "y") if "domain" in c.get("scale", {})}
+    return list(domain)
+
+
+def test_the_play_keeps_its_axes_fixed():
+    """The density's y-axis rescaled from frame to frame (0.40 → 0.22), so the target's peaks seemed to grow: both
+    charts' axes are now fixed for the whole path, and hold every frame's curves."""
+    at = modes_page()
+    path = modes.optimisation_path(3.0, 1.0)
+    domains = []
+    for _ in range(4):
+        density, objective = vega_chart(at, "Along e₁, at the current step"), vega_chart(at, "Objective along the way")
+        domains.append((y_domain(density), y_domain(objective), density["spec_text"], objective["spec_text"]))
+        assert density["datasets"]["lines"]["y"].max() <= y_domain(density)[1]
+        at.button(key="modes.step").click().run()
+    assert all(frame == domains[0] for frame in domains)
+    q_peak = 1 / (math.sqrt(2 * math.pi) * path.std.min())  # q at its narrowest, the target's own peak lower here
+    assert y_domain(vega_chart(at, "Along e₁, at the current step")) == pytest.approx([0.0, 1.05 * q_peak])
+
+
+def test_a_flat_objective_is_drawn_flat():
+    """At α = 20, σ = 0.1 Adam's KL wobbles by 5·10⁻⁴ nats about ln 2: its axis, from 0 past ln 2, draws that as
+    under a pixel, where an axis of the data alone (0.6931–0.6937) drew a spike."""
+    at = modes_page(alpha="20", sigma="0.1")
+    chart = vega_chart(at, "Objective along the way")
+    low, high = y_domain(chart)
+    assert low == 0.0 and high > modes.LN2
+    lines = chart["datasets"]["lines"]
+    kl = lines[lines["series"] == "KL(q‖p_α)"]["y"]
+    assert kl.max() - kl.min() > 4e-4  # the wobble is there...
+    assert (kl.max() - kl.min()) / (high - low) < 1 / chart["spec"]["height"]  # ...and under a pixel high
+
+
+def test_the_step_is_stated_once():
+    """The player's label and a caption under each chart each stated the step, drawn at different moments of a
+    run, so while playing they disagreed by a frame: the label is now the one statement, q's values with it."""
+    at = modes_page()
+    at.button(key="modes.step").click().run()
+    path = modes.optimisation_path(3.0, 1.0)
+    assert at.get("progress")[0].proto.text == (
+        f"Adam step 10 / 1000: μ = {path.mean[10]:.3f}, s = {path.std[10]:.3f}, KL(q‖p_α) = {path.kl[10]:.4f} nats")
+    texts = [element.value for kind in (at.caption, at.markdown, at.text) for element in kind]
+    assert not [text for text in texts if re.search(r"\bstep \d", text, re.IGNORECASE)]
+
+
+@pytest.mark.parametrize("alpha, sigma, largest", [("0.3", "0.1", 1.0), ("20", "1.0", 20.0), ("3.0", "2.0", 20.0),
+                                                   ("3.0", "1.0", 10.0)])
+def test_the_sweep_follows_sigma_and_holds_alpha(alpha, sigma, largest):
+    """The sweep covered α ∈ [0, 10] whatever σ: at σ = 0.1 its whole transition fell below α = 0.5, and at
+    α = 20 half of each chart was empty. It now ends at 10σ, or at α where that is further, as on the command
+    line (experiment.sweep_alpha_max)."""
+    at = modes_page(alpha=alpha, sigma=sigma)
+    for title in ("Interpolation", "Spread of q", "Final KL(q‖p_α)"):
+        lines = vega_chart(at, title)["datasets"]["lines"]
+        assert lines["x"].min() == 0.0 and lines["x"].max() == pytest.approx(largest), title
+    marks = vega_chart(at, "Interpolation")["datasets"]["vertical"].set_index("series")["value"]
+    assert 0 < marks["threshold α*"] < largest and marks["current α"] <= largest
+    assert largest == modes.sweep_alpha_max(float(sigma), float(alpha))  # the command line's range

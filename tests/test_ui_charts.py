@@ -148,7 +148,7 @@ def test_the_mode_animation_changes_only_its_data():
     frames_differ_only_in_data(before, after)
     now = after[1]["datasets"]["lines"]
     assert now[now["series"] == "current step"]["x"].tolist() == [10]  # one frame = 10 Adam steps
-    assert any(caption.value.startswith("Step 10: μ = ") for caption in at.caption)
+    assert at.get("progress")[0].proto.text.startswith("Adam step 10 / 1000: μ = ")  # the step, stated once
 
 
 def test_the_toy_live_charts_change_only_their_data():

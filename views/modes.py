@@ -84,9 +84,58 @@ SCALING_SERIES = (charts.Series("α = 5σ", charts.PALETTE["grey"], "dash"),
                   charts.Series("paper (Fig. 5)", charts.PALETTE["paper"], marker="square", line=False),
                   charts.Series("exact α*", charts.PALETTE["reverse"], marker="circle", line=False),
                   charts.Series("current σ", charts.PALETTE["current"], marker="diamond", line=False))
+CONTOUR_TITLE = "In 2-D: the target and q"  # short: a title wider than its chart is cut
 CONTOUR_SHADES = ("#FFFFFF", "#525252")  # the target's density, from 0 to its largest
-CONTOUR_PLOT_PX = (440, 320)  # the largest plot area (width, height) of the 2-D view, whose axes share one scale
-CONTOUR_MIN_HEIGHT_PX = 90
+# The 2-D view's plot height (px) for a nominal plot width: its data's aspect, within these bounds.
+CONTOUR_NOMINAL_WIDTH_PX, CONTOUR_HEIGHT_PX = 400, (120, 320)
+CONTOUR_DECORATION_PX = 120  # the 2-D chart's title, x-axis and legend below the plot, about
+# A legend entry's width (px), estimated: its symbol and padding, and its label's characters at about 0.6 of
+# the font size each (the browser's fonts are not known here).
+LEGEND_SYMBOL_PX, LEGEND_CHAR_EM = 34, 0.6
+RIGHT_PADDING_PX = 6  # room for the x-axis' last label (see fitted)
+
+
+def fitted(spec: dict, labels) -> dict:
+    """``spec`` fitted to its column at any width: its legend (entries ``labels``) in as many columns as the
+    plot's width holds (a Vega expression: the width is the column's, known only in the browser), so that it
+    never runs past the chart nor is cut, and room on the right for the x-axis' last label (Vega's estimate of
+    its width falls short of the drawn text by a pixel or two)."""
+    font = spec["config"]["legend"]["labelFontSize"]
+    entry = round(LEGEND_SYMBOL_PX + LEGEND_CHAR_EM * font * max(len(label) for label in labels))
+    spec["config"]["legend"]["columns"] = {"expr": f"max(1, floor(width / {entry}))"}
+    spec["padding"] = dict(right=RIGHT_PADDING_PX)
+    return spec
+
+
+# The 2-D view keeps one scale on both axes at any width: its domains, Vega expressions of the plot's size, hold
+# the data's box (the parameter BOX_PARAM: x from, x to, y from, y to) at the smallest scale that fits it.
+BOX_PARAM = "box"
+UNITS_PER_PX = f"max(({BOX_PARAM}[1] - {BOX_PARAM}[0]) / width, ({BOX_PARAM}[3] - {BOX_PARAM}[2]) / height)"
+EQUAL_SCALE_DOMAINS = {
+    axis: {"expr": f"[({BOX_PARAM}[{low}] + {BOX_PARAM}[{high}] - {UNITS_PER_PX} * {size}) / 2, "
+                   f"({BOX_PARAM}[{low}] + {BOX_PARAM}[{high}] + {UNITS_PER_PX} * {size}) / 2]"}
+    for axis, low, high, size in (("x", 0, 1, "width"), ("y", 2, 3, "height"))}
+
+
+def with_domain_expressions(view: dict, domains: dict) -> dict:
+    """``view`` with the scale domain of each position channel named in ``domains`` set to its expression in
+    every (layered) view that fixes one."""
+    view = dict(view)
+    if "encoding" in view:
+        view["encoding"] = {name: ({**channel, "scale": {**channel["scale"], "domain": domains[name]}}
+                                   if name in domains and "domain" in (channel.get("scale") or {}) else channel)
+                            for name, channel in view["encoding"].items()}
+    if "layer" in view:
+        view["layer"] = [with_domain_expressions(child, domains) for child in view["layer"]]
+    return view
+
+
+def contour_height(x_domain, y_domain) -> int:
+    """The 2-D chart's height (px, before presentation mode's enlargement): its plot as high as the data's box
+    would be at a nominal width, within bounds (the domains then widen the shorter side to one scale)."""
+    (x_low, x_high), (y_low, y_high) = x_domain, y_domain
+    plot = CONTOUR_NOMINAL_WIDTH_PX * (y_high - y_low) / (x_high - x_low)
+    return round(min(max(plot, CONTOUR_HEIGHT_PX[0]), CONTOUR_HEIGHT_PX[1]) + CONTOUR_DECORATION_PX)
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)  # outlives the run, unlike a functools cache of a page
@@ -94,7 +143,7 @@ def density_spec(forward: bool, present: bool) -> dict:
     series = DENSITY_SERIES if forward else DENSITY_SERIES[:2]
     chart = charts.altair_lines(series, charts.quantity("x", "x₁ (along e₁)"),
                             charts.quantity("y", "density", channel=alt.Y, scale=dict(zero=True)))
-    return charts.vega_spec(chart, title="Along e₁")
+    return fitted(charts.vega_spec(chart, title="Along e₁"), [s.label for s in series])
 
 
 def density_chart(column, alpha, sigma, mean, std, forward):
@@ -112,44 +161,34 @@ def ellipse(mean1, std1, std2, radius):
     return mean1 + radius * std1 * np.cos(t), radius * std2 * np.sin(t)
 
 
-def equal_scale_view(x_domain, y_domain) -> tuple[tuple, tuple[int, int]]:
-    """A y-domain (widened where the view would be too flat) and a plot size (px) giving x and y one scale."""
-    (x_low, x_high), (y_low, y_high) = x_domain, y_domain
-    most_width, most_height = CONTOUR_PLOT_PX
-    px_per_unit = min(most_width / (x_high - x_low), most_height / (y_high - y_low))
-    height = (y_high - y_low) * px_per_unit
-    if height < CONTOUR_MIN_HEIGHT_PX:
-        half = (CONTOUR_MIN_HEIGHT_PX / px_per_unit) / 2
-        y_low, y_high, height = -half, half, CONTOUR_MIN_HEIGHT_PX
-    return (y_low, y_high), (round((x_high - x_low) * px_per_unit), round(height))
-
-
 @st.cache_resource(max_entries=16, show_spinner=False)  # outlives the run, unlike a functools cache of a page
 def contour_spec(forward: bool, present: bool) -> dict:
-    """The target's density in the plane with q's ellipses; the axes' range and the size come with the data."""
+    """The target's density in the plane with q's ellipses, one scale on both axes (EQUAL_SCALE_DOMAINS); the
+    data's box and the height come with the data."""
     series = ELLIPSE_SERIES if forward else ELLIPSE_SERIES[:2]
     x = charts.quantity("x", "x₁ (along e₁)", charts.DOMAIN_OF_DATA)
     y = charts.quantity("y", "x₂", charts.DOMAIN_OF_DATA, channel=alt.Y)
     chart = alt.layer(charts.altair_image("x₁ (along e₁)", "x₂", charts.DOMAIN_OF_DATA, charts.DOMAIN_OF_DATA, opacity=0.8),
                       charts.altair_lines(series, x, y, data_order=True))
-    return charts.vega_spec(chart, title="In 2-D: the target's density (grey), q's ellipses",  # a placeholder size
-                        width=CONTOUR_MIN_HEIGHT_PX, height=CONTOUR_MIN_HEIGHT_PX)
+    spec = charts.vega_spec(chart, title=CONTOUR_TITLE)
+    return fitted(with_domain_expressions(spec, EQUAL_SCALE_DOMAINS), [s.label for s in series])
 
 
 def contour_chart(column, alpha, sigma, mean, std, forward):
     x1 = np.linspace(-3.5 * sigma, alpha + 3.5 * sigma, 90)
-    y_domain, size = equal_scale_view((x1[0], x1[-1]), (-3.5 * sigma, 3.5 * sigma))
-    x2 = np.linspace(*y_domain, 60)
+    x2 = np.linspace(-3.5 * sigma, 3.5 * sigma, 60)
     density = np.exp(modes.log_mixture_2d(x1[None, :], x2[:, None], alpha, sigma))
     lines = [charts.lines_frame(ELLIPSE_SERIES[index].label, *ellipse(mean, std, sigma, radius))
              for index, radius in ((0, 1), (1, 2))]
     if forward:
         lines.append(charts.lines_frame(ELLIPSE_SERIES[2].label, *ellipse(*forward_at(alpha, sigma), sigma, 1)))
-    spec = charts.with_domains(contour_spec(forward, charts.presenting()),
-                           x=(x1[0], x1[-1]), y=y_domain, width=size[0], height=size[1])
+    box = [float(v) for v in (x1[0], x1[-1], x2[0], x2[-1])]
+    spec = {**contour_spec(forward, charts.presenting()), "params": [{"name": BOX_PARAM, "value": box}],
+            "height": round(contour_height(box[:2], box[2:]) * charts.font_scale())}
     charts.vega_chart(column, spec, {"image": charts.image_frame(x1, x2, density, CONTOUR_SHADES), "lines": pd.concat(lines)},
-                  "modes.contour", width="content",
+                  "modes.contour",
                   alt_text="The target's density in the plane of e₁ and x₂, shaded, with q's 1 and 2 sd ellipses")
+    column.caption("Grey: the target's density. Both axes share one scale.")
 
 
 @st.cache_resource(max_entries=32, show_spinner=False)  # outlives the run, unlike a functools cache of a page
@@ -158,7 +197,7 @@ def sweep_spec(y_title: str, title: str, forward: bool, log_y: bool, asymptote: 
     chart = alt.layer(charts.altair_lines(series, charts.quantity("x", "mode distance α"),
                                       charts.quantity("y", y_title, channel=alt.Y, log=log_y)),
                       charts.altair_rules(series, data="vertical", axis="x"), charts.altair_rules(series, data="horizontal"))
-    return charts.vega_spec(chart, title=title, legend_columns=3 if len(series) > 4 else None)  # 5 fit in no row
+    return fitted(charts.vega_spec(chart, title=title), [s.label for s in series])
 
 
 def sweep_chart(column, key, alphas, curves, alpha, threshold, y_title, title, log_y=False, asymptote=None):
@@ -177,7 +216,7 @@ def sweep_chart(column, key, alphas, curves, alpha, threshold, y_title, title, l
 def scaling_spec(present: bool) -> dict:
     chart = charts.altair_lines(SCALING_SERIES, charts.quantity("x", "component std dev σ", (0.0, 2.1)),
                             charts.quantity("y", "threshold α*", channel=alt.Y, scale=dict(zero=True)))
-    return charts.vega_spec(chart, title="α* scales with σ")
+    return fitted(charts.vega_spec(chart, title="α* scales with σ"), [s.label for s in SCALING_SERIES])
 
 
 def scaling_chart(column, sigma, threshold) -> pd.DataFrame:
@@ -217,52 +256,77 @@ KL_SERIES = (charts.Series("KL(q‖p_α)", charts.PALETTE["reverse"]),
              charts.Series("ln 2", charts.PALETTE["grey"], "dashdot"))
 
 
+HEADROOM = 1.05  # above the highest value a fixed axis must hold
+
+
 @st.cache_resource(max_entries=32, show_spinner=False)  # outlives the run, unlike a functools cache of a page
 def path_density_spec(present: bool) -> dict:
-    """The target and q along e₁; the x range comes with the data."""
+    """The target and q along e₁; both axes' ranges come with the data, fixed over a play."""
     chart = charts.altair_lines(PATH_SERIES, charts.quantity("x", "x₁ (along e₁)", charts.DOMAIN_OF_DATA),
-                            charts.quantity("y", "density", channel=alt.Y, scale=dict(zero=True)))
-    return charts.vega_spec(chart, title="Along e₁, at the current step")
+                            charts.quantity("y", "density", charts.DOMAIN_OF_DATA, channel=alt.Y))
+    return fitted(charts.vega_spec(chart, title="Along e₁, at the current step"), [s.label for s in PATH_SERIES])
 
 
 @st.cache_resource(max_entries=32, show_spinner=False)  # outlives the run, unlike a functools cache of a page
 def path_kl_spec(present: bool) -> dict:
-    """The objective along Adam's path, the current step marked; the x range (the path's steps) comes with the data."""
+    """The objective along Adam's path, the current step marked; both axes' ranges come with the data."""
     chart = alt.layer(charts.altair_lines(KL_SERIES, charts.quantity("x", "Adam step", charts.DOMAIN_OF_DATA),
-                                      charts.quantity("y", "KL (nats)", channel=alt.Y)),
+                                      charts.quantity("y", "KL (nats)", charts.DOMAIN_OF_DATA, channel=alt.Y)),
                       charts.altair_rules(KL_SERIES))
-    return charts.vega_spec(chart, title="Objective along the way")
+    return fitted(charts.vega_spec(chart, title="Objective along the way"), [s.label for s in KL_SERIES])
+
+
+def path_density_range(target_density, path_std) -> tuple[float, float]:
+    """The density axis of a whole play, fixed: up to the target's peak or q's at its narrowest, whichever is
+    higher, so that no frame rescales it (a rescaled axis makes the target's peaks seem to grow)."""
+    q_peak = 1.0 / (np.sqrt(2.0 * np.pi) * np.min(path_std))
+    return 0.0, HEADROOM * max(float(np.max(target_density)), float(q_peak))
+
+
+def objective_range(kl) -> tuple[float, float]:
+    """The objective's axis, fixed over a play: from 0 (KL's floor) to ln 2 (one mode ignored) or above, so that
+    a path that hardly moves (far modes: ln 2 ± 10⁻³) is drawn flat, not as a spike across a tiny range."""
+    return 0.0, HEADROOM * max(modes.LN2, float(np.max(kl)))
+
+
+def step_text(path, step: int) -> str:
+    """The one statement of the frame shown: its step and q's values there (the player's label)."""
+    return (f"Adam step {step} / {len(path) - 1}: μ = {path.mean[step]:.3f}, s = {path.std[step]:.3f}, "
+            f"KL(q‖p_α) = {path.kl[step]:.4f} nats")
 
 
 def optimisation_panel(alpha, sigma):
     st.subheader("Watch it optimise")
     st.caption("Adam (learning rate 10⁻², as in the paper) on the exact, noise-free objective, "
-               f"starting at the first component. One frame = {FRAME_STRIDE} steps.")
+               f"starting at the first component. One frame = {FRAME_STRIDE} steps; the axes hold the whole path.")
     path = path_for(alpha, sigma)
     frame_steps = np.arange(0, len(path), FRAME_STRIDE)
 
     x = density_grid(alpha, sigma)
-    target = charts.lines_frame(PATH_SERIES[0].label, x, np.exp(modes.log_mixture(x, alpha, sigma)))
+    target_density = np.exp(modes.log_mixture(x, alpha, sigma))
+    target = charts.lines_frame(PATH_SERIES[0].label, x, target_density)
     objective = charts.lines_frame(KL_SERIES[0].label, np.arange(len(path)), path.kl)
     ln2 = pd.DataFrame({"value": [modes.LN2], "series": [KL_SERIES[2].label]})
     present = charts.presenting()
+    density_spec_now = charts.with_domains(path_density_spec(present), x=(x[0], x[-1]),
+                                           y=path_density_range(target_density, path.std))
+    kl_spec_now = charts.with_domains(path_kl_spec(present), x=(0, len(path) - 1), y=objective_range(path.kl))
 
     def draw(frame: int, chart_config: dict):
+        # The step is stated once, by the player's label above: captions drawn after the charts lagged it by a
+        # frame while playing (a run cut short by the next tick leaves the earlier run's captions).
         step = int(frame_steps[frame])
         left, right = st.columns(2)
-        mean, std, kl = path.mean[step], path.std[step], path.kl[step]
-        density = pd.concat([target, charts.lines_frame(PATH_SERIES[1].label, x, normal_pdf(x, mean, std))])
-        charts.vega_chart(left, charts.with_domains(path_density_spec(present), x=(x[0], x[-1])), {"lines": density},
+        density = pd.concat([target, charts.lines_frame(PATH_SERIES[1].label, x,
+                                                        normal_pdf(x, path.mean[step], path.std[step]))])
+        charts.vega_chart(left, density_spec_now, {"lines": density},
                       "modes.path_density", alt_text="The target and q along e₁ at the current Adam step")
-        left.caption(f"Step {step}: μ = {mean:.3f}, s = {std:.3f}")
-        now = charts.lines_frame(KL_SERIES[1].label, [step], [kl])
-        charts.vega_chart(right, charts.with_domains(path_kl_spec(present), x=(0, len(path) - 1)),
-                      {"lines": pd.concat([objective, now]), "rules": ln2},
+        now = charts.lines_frame(KL_SERIES[1].label, [step], [path.kl[step]])
+        charts.vega_chart(right, kl_spec_now, {"lines": pd.concat([objective, now]), "rules": ln2},
                       "modes.path_kl", alt_text="KL(q‖p_α) along Adam's path, the current step marked")
-        right.caption(f"KL(q‖p_α) = {kl:.4f} nats at step {step}")
 
     player.frame_player("modes", ("modes.path", alpha, sigma), frame_steps.size, 0, TICK_SECONDS,
-                    lambda frame: f"Adam step {frame_steps[frame]} / {len(path) - 1}", draw)
+                    lambda frame: step_text(path, int(frame_steps[frame])), draw)
     charts.csv_download(pd.DataFrame({"step": np.arange(len(path)), "mean": path.mean, "std": path.std,
                                   "kl": path.kl}),
                     f"modes_path_alpha{alpha:g}_sigma{sigma:g}.csv", "Path (CSV)", "modes.csv_path")
@@ -296,7 +360,9 @@ def main():
                            "sits between them; above, on one of them (Gelberg et al. 2024, §3).", controls)
     alpha, sigma, dim, forward = values["alpha"], values["sigma"], values["dim"], values["forward"]
 
-    sweep, forward_sweep = sweep_for(modes.SweepConfig(sigma=sigma, dim=dim).validate())
+    # The sweep's range, as the command line's: 10σ, or further to hold the α shown.
+    sweep_config = modes.SweepConfig(sigma=sigma, dim=dim, alpha_max=modes.sweep_alpha_max(sigma, alpha)).validate()
+    sweep, forward_sweep = sweep_for(sweep_config)
     threshold = threshold_for(sigma)
     mean, std, kl = optimum_at(alpha, sigma)
     result_metrics(alpha, sigma, mean, std, kl, threshold)

@@ -75,6 +75,12 @@ def alpha_grid(alpha_max: float, points: int) -> np.ndarray:
     return np.linspace(0.0, alpha_max, int(points))
 
 
+def sweep_alpha_max(sigma: float, alpha: float = 0.0) -> float:
+    """The largest α of a sweep that names none: 10σ, twice the threshold α* ≈ 5σ, so that the transition sits
+    mid-sweep whatever σ (the problem depends on α/σ alone); further where ``alpha`` (an α to show on it) is."""
+    return max(10.0 * sigma, alpha)
+
+
 @dataclass(frozen=True)
 class SweepConfig:
     """A sweep of α for one σ: the target's σ and dimension d, the α grid, and the protocol (defaults: the
@@ -90,7 +96,7 @@ class SweepConfig:
     dim: int = control(2, low=1, high=100, label="Dimension d (for det Σ*)",
                        help="Dimension d of the target; only det Σ* (and the mc protocol's cost) depends on it.")
     alpha_max: float = control(0.0, low=0.0, label="Largest mode distance",
-                               help="Largest mode distance α of the sweep; 0: max(10, 10σ).")
+                               help="Largest mode distance α of the sweep; 0: 10σ.")
     points: int = control(100, low=2, high=10_000, label="Sweep points", help="α values in the sweep.")
     protocol: str = control("exact", choices=PROTOCOLS, label="Protocol",
                             help="exact: noise-free quadrature (fast); mc: the paper's Monte-Carlo protocol with Adam.")
@@ -104,7 +110,7 @@ class SweepConfig:
 
     @property
     def largest_alpha(self) -> float:
-        return self.alpha_max or max(10.0, 10.0 * self.sigma)
+        return self.alpha_max or sweep_alpha_max(self.sigma)
 
     def alphas(self) -> np.ndarray:
         return alpha_grid(self.largest_alpha, self.points)

@@ -8,7 +8,7 @@ from symlab.specs.urlstate import Param
 from .experiment import SweepConfig
 
 FIELDS = ("sigma", "dim")
-# The page's α slider and sweep charts end at the sweep of its largest σ, max(10, 10σ) = 20 at σ = 2:
+# The page's α slider ends at the sweep of its largest σ, 10σ = 20 at σ = 2:
 # up to there both sides of the threshold α* ≈ 5σ are within reach (and Fig. 5's σ values, 0.25 to 2).
 SIGMA_CAP = 2.0
 CAPS = {"sigma": SIGMA_CAP}

@@ -4,10 +4,13 @@ Results are kept in ``computing.shared_result`` for the life of the process, so 
 the tests do not depend on that for their outcome. Links other than the default use small networks.
 """
 
+import math
+import re
+
 import numpy as np
 import pytest
 from pagetest import metrics, open_page
-from vegatest import image_values, layers, png_rows, vega_chart, vega_charts
+from vegatest import channel, image_values, layers, png_rows, vega_chart, vega_charts
 
 from symlab.labs.align import experiment as align_lab
 from symlab.serving import shared_results
@@ -23,6 +26,65 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")  # tests/conftest.py
 
 def align_page(**query):
     return open_page("align", **query)
+
+
+# A 390 px phone's column, and the single column of a 1400 px screen beside the sidebar (measured in Chromium).
+PHONE_COLUMN_PX, WIDE_COLUMN_PX = 358, 1240
+SQUARE_TITLES = ("Unaligned", "W₂ alignment", "Hidden layer")  # the predictive maps and the assignment matrices
+
+
+def legend_entry_px(label: str, font: float) -> float:
+    """A legend entry's width, its symbol included, as Chromium draws it: "weight matching" 110 px at 13 px,
+    "unaligned" 74 px."""
+    return 0.5 * font * len(label) + font
+
+
+def legend_columns(spec: dict, container_px: int) -> int | None:
+    """The number of columns the spec's legends take in a column ``container_px`` wide (its expression
+    evaluated), or None where the spec sets none (Vega then puts every entry in one row)."""
+    columns = spec["config"]["legend"].get("columns")
+    if columns is None:
+        return None
+    expr = columns["expr"].replace("(containerSize()[0] || width)", str(container_px))
+    assert re.fullmatch(r"(?:[\d\s(),./+*-]|max|min|floor)*", expr), expr  # arithmetic on the width alone
+    return eval(expr, {"__builtins__": {}}, {"max": max, "min": min, "floor": math.floor})
+
+
+def symbol_legend_labels(spec: dict) -> list[str]:
+    """The entries of the spec's series legend (views/common/charts.series_channels: the colour scale's domain)."""
+    return next((colour["scale"]["domain"] for colour in channel(spec, "color") if colour.get("legend")), [])
+
+
+def assert_charts_fit_any_column(at) -> None:
+    """Every chart takes its column's width: none has a fixed width (a 340 px map, 417 px with its axes and colour
+    scale, scrolled a phone's page sideways); the maps and matrices keep a square plot area as wide as the column
+    lets them; colour scales lie below their plot, short enough for a phone; a legend too long for one row in a
+    phone's column wraps, and stays one row in a wide one."""
+    drawn = vega_charts(at)
+    assert drawn
+    for chart in drawn:
+        spec, title = chart["spec"], chart["title"]
+        assert "width" not in spec and spec.get("autosize", {}).get("type") != "pad", title
+        if title.startswith(SQUARE_TITLES):
+            assert spec["autosize"] == {"type": "fit-x", "contains": "padding"} and "height" not in spec, title
+            assert {"name": "height", "expr": "width"} in spec["params"], title
+        for fill in channel(spec, "fill"):
+            if fill.get("legend"):
+                legend = fill["legend"]
+                assert legend["orient"] == "bottom" and legend["direction"] == "horizontal", title
+                assert legend["gradientLength"] <= PHONE_COLUMN_PX / 2, title
+        font = spec["config"]["legend"]["labelFontSize"]
+        labels = symbol_legend_labels(spec)
+        if labels and any(fill.get("legend") for fill in channel(spec, "fill")):  # two legends below: stacked
+            assert spec["config"]["legend"]["layout"]["bottom"]["direction"] == "vertical", title
+        if len(labels) < 2:
+            continue
+        entry_px = max(legend_entry_px(label, font) for label in labels)
+        for container_px in (PHONE_COLUMN_PX, WIDE_COLUMN_PX):
+            columns = legend_columns(spec, container_px) or len(labels)
+            assert columns >= 1 and columns * entry_px + (columns - 1) * 10 <= container_px, (title, container_px)
+        if len(labels) * entry_px <= WIDE_COLUMN_PX / 2:
+            assert legend_columns(spec, WIDE_COLUMN_PX) == len(labels), title  # one row where it fits
 
 
 def titles(at) -> list[str]:
@@ -56,7 +118,7 @@ def test_default_link_shows_the_barrier_collapse():
     # The player's charts (live): loss and accuracy paths, two predictive maps; then distances, training
     # curves, one assignment per layer.
     assert titles(at) == ["Loss along the path", "Accuracy along the path", "Unaligned", "W₂ alignment",
-                          "Distance per layer (weights and biases)", "Training both posteriors",
+                          "Distance per layer", "Training both posteriors",
                           "Hidden layer 1: assignment", "Hidden layer 2: assignment"]
     loss = vega_chart(at, "Loss along the path")
     lines = loss["datasets"]["lines"]
@@ -68,7 +130,7 @@ def test_default_link_shows_the_barrier_collapse():
     assert unaligned.shape == aligned.shape == (60, 60) and aligned.min() < 0.1 and aligned.max() > 0.9
     # Half way along the unaligned path the predictive is less sure of either class than the aligned one.
     assert np.abs(unaligned - 0.5).mean() < np.abs(aligned - 0.5).mean() - 0.1
-    bars = vega_chart(at, "Distance per layer (weights and biases)")["datasets"]["bars"]
+    bars = vega_chart(at, "Distance per layer")["datasets"]["bars"]
     by_path = bars.groupby("series", sort=False)["value"].sum()
     assert list(by_path.index) == ["unaligned", "weight matching", "W₂ alignment"]
     assert by_path["W₂ alignment"] < by_path["unaligned"]  # alignment brings every layer closer
@@ -80,6 +142,7 @@ def test_default_link_shows_the_barrier_collapse():
     downloads = [button.key for button in at.get("download_button")]
     assert len(downloads) == 7 and downloads[-3:] == ["align.download_q_a", "align.download_q_b",
                                                       "align.download_q_b_aligned"]
+    assert_charts_fit_any_column(at)
     assert dict(at.query_params) == {"source": "trained", "task": "moons", "width": "64", "depth": "2", "train": "1000",
                                      "noise": "0.15", "steps": "2000", "lr": "0.01", "prior": "1.0",
                                      "samples": "32", "order": "own", "seed": "0"}
@@ -123,17 +186,33 @@ def test_depth_sets_the_number_of_assignment_matrices():
     assert not at.exception
     assert [title for title in titles(at) if title.startswith("Hidden layer")] == [
         f"Hidden layer {i}: assignment" for i in (1, 2, 3)]
-    bars = vega_chart(at, "Distance per layer (weights and biases)")["datasets"]["bars"]
-    assert bars["layer"].nunique() == 4  # weight layers
+    distances = vega_chart(at, "Distance per layer")
+    assert distances["datasets"]["bars"]["layer"].nunique() == 4  # weight layers
+    # The layers' names down the side, where four (five at depth 4) fit a phone's column; under the bars they overlapped.
+    assert {y["field"] for y in channel(distances["spec"], "y")} == {"layer"}
+    assert_charts_fit_any_column(at)
+
+
+def test_presentation_mode_charts_fit_any_column():
+    at = align_page(**SMALL, present="1")
+    assert not at.exception
+    assert titles(at) == ["Loss along the path", "Accuracy along the path", "Unaligned", "W₂ alignment",
+                          "Distance per layer", "Training both posteriors", "Hidden layer 1: assignment"]
+    assert_charts_fit_any_column(at)
+    # Larger text: the four entries of a path's legend take a row each on a phone, one row on a wide screen.
+    spec = vega_chart(at, "Loss along the path")["spec"]
+    assert spec["config"]["legend"]["labelFontSize"] == 19
+    assert legend_columns(spec, PHONE_COLUMN_PX) == 1 and legend_columns(spec, WIDE_COLUMN_PX) == 4
 
 
 def test_mnist_link_trains_on_digits_without_maps():
     at = align_page(task="mnist", width="16", depth="1", steps="100", train="1000", samples="4")
     assert not at.exception and not at.error
     assert titles(at) == ["Loss along the path", "Accuracy along the path",  # no maps: 784 inputs
-                          "Distance per layer (weights and biases)", "Training both posteriors",
+                          "Distance per layer", "Training both posteriors",
                           "Hidden layer 1: assignment"]
     assert "784-16-10 MLP" in at.caption[1].value
+    assert_charts_fit_any_column(at)
 
 
 def test_preset_sets_its_values_and_the_url():

@@ -25,6 +25,53 @@ T_TICK_SECONDS = 0.6
 
 
 # ---------------------------------------------------------------------------------------------
+# Charts that fit their column
+# ---------------------------------------------------------------------------------------------
+# Every chart is as wide as its column (Streamlit's width="stretch") at any screen width: a fixed size wider than
+# a phone's column (358 px) scrolled the page sideways and hid the colour scale. These adjust a built spec.
+
+def square_plot(spec: dict) -> dict:
+    """``spec`` as wide as its column with a square plot area: Vega fits the plot, axes and legends into the
+    column's width ("fit-x") and the height follows the plot's width, so a map or a matrix keeps its shape."""
+    spec = {name: value for name, value in spec.items() if name not in ("width", "height", "autosize")}
+    return {**spec, "autosize": dict(type="fit-x", contains="padding"),
+            "params": [*spec.get("params", []), dict(name="height", expr="width")]}
+
+
+COLOUR_SCALE_PX = 150  # a colour scale's length under a plot: fits the narrowest column with room to spare
+
+
+def colour_scale_below(spec: dict) -> dict:
+    """``spec`` with its colour scale (``charts.altair_colour_legend``'s, on the right) under the plot, across, and
+    any other legend below it too: on the right it took a square plot's width, and two maps side by side would
+    differ in size."""
+    def moved(view: dict) -> dict:
+        view = dict(view)
+        fill = (view.get("encoding") or {}).get("fill")
+        if fill and fill.get("legend"):
+            legend = dict(fill["legend"], orient="bottom", direction="horizontal", gradientLength=COLOUR_SCALE_PX)
+            view["encoding"] = {**view["encoding"], "fill": {**fill, "legend": legend}}
+        for part in ("layer", "hconcat", "vconcat", "concat"):
+            if part in view:
+                view[part] = [moved(child) for child in view[part]]
+        return view
+
+    # Legends below a plot go one under the other (Vega puts them side by side, past a narrow column's edge).
+    config = {**spec["config"], "legend": {**spec["config"]["legend"], "layout": dict(bottom=dict(direction="vertical"))}}
+    return {**moved(spec), "config": config}
+
+
+def wrapping_legend(spec: dict, labels) -> dict:
+    """``spec`` whose legend entries (``labels``) take as many columns as fit the chart's width: one row where all
+    fit, more rows on a phone (Vega never wraps a legend by itself; a row wider than the chart is cut off)."""
+    font = spec["config"]["legend"]["labelFontSize"]
+    # An entry's width from its longest label: about 0.6 em a character, the symbol and the gaps 2 em.
+    entry_px = round(0.6 * font * max(map(len, labels)) + 2 * font)
+    columns = dict(expr=f"max(1, min({len(labels)}, floor((containerSize()[0] || width) / {entry_px})))")
+    return {**spec, "config": {**spec["config"], "legend": {**spec["config"]["legend"], "columns": columns}}}
+
+
+# ---------------------------------------------------------------------------------------------
 # Computation, shared by every session (results are read-only)
 # ---------------------------------------------------------------------------------------------
 
@@ -48,7 +95,8 @@ def elbo_spec(present: bool) -> dict:
     """Both runs' ELBO by Adam step; the x range (the run's steps) comes with the data."""
     chart = charts.altair_lines(ELBO_SERIES, charts.quantity("x", "Adam step", charts.DOMAIN_OF_DATA, integer=True),
                             charts.quantity("y", "ELBO per training point (nats)", channel=alt.Y))
-    return charts.vega_spec(chart, title="Training both posteriors", height=300)
+    return wrapping_legend(charts.vega_spec(chart, title="Training both posteriors", height=300),
+                           [series.label for series in ELBO_SERIES])
 
 
 def elbo_chart(container, steps, elbo, total_steps: int, key: str | None) -> None:
@@ -130,7 +178,6 @@ PATH_SERIES = (*(charts.Series(align_lab.PATH_TITLES[name], colour, dash, marker
                charts.Series("current t", "#999999", "dot"))
 CLASS_SERIES = (charts.Series("class 0", "#000000", marker="circle", line=False),
                 charts.Series("class 1", "#000000", marker="x", line=False))
-MAP_PLOT_PX = (340, 280)  # a predictive map's plot area (width, height): the same for both, legends aside
 MAP_COLOURS = charts.BLUE_RED  # P(class 1) from 0 (blue) to 1 (red)
 
 
@@ -143,7 +190,7 @@ def path_spec(metric: str, present: bool, title: str | None = None, current: boo
     lines = charts.altair_lines(series, charts.quantity("x", "t (0: q_A, 1: q_B)", (0, 1)),
                                 charts.quantity("y", y_title, channel=alt.Y))
     chart = alt.layer(lines, charts.altair_rules(series, axis="x")) if current else lines
-    return charts.vega_spec(chart, title=title, height=360)
+    return wrapping_legend(charts.vega_spec(chart, title=title, height=360), [s.label for s in series])
 
 
 def path_data(rep: align_lab.AlignmentReport, metric: str, t: float | None = None) -> dict:
@@ -164,14 +211,16 @@ def path_rows(rep: align_lab.AlignmentReport) -> pd.DataFrame:
 
 @st.cache_resource(max_entries=16, show_spinner=False)  # outlives the run, unlike a functools cache of a page
 def map_spec(path: str, present: bool) -> dict:
-    """The predictive's P(class 1) along ``path``, with the test points; the axes' range comes with the data."""
+    """The predictive's P(class 1) along ``path``, with the test points; the axes' range comes with the data.
+    Square, as wide as its column; each map's one legend below it (the classes', or the colour scale), so the
+    two maps side by side are the same size."""
     heat = charts.altair_image("x₁", "x₂", charts.DOMAIN_OF_DATA, charts.DOMAIN_OF_DATA, smooth=False)
     points = charts.altair_lines(CLASS_SERIES, charts.quantity("x", "x₁", charts.DOMAIN_OF_DATA),
                              charts.quantity("y", "x₂", charts.DOMAIN_OF_DATA, channel=alt.Y), legend=path == "before")
     layers = [heat, points] + ([charts.altair_colour_legend("P(class 1)", MAP_COLOURS)] if path == "w2" else [])
-    return charts.vega_spec(alt.layer(*layers).resolve_legend(fill="independent"),
-                        title=align_lab.PATH_TITLES[path].capitalize(),
-                        width=MAP_PLOT_PX[0], height=MAP_PLOT_PX[1])
+    spec = charts.vega_spec(alt.layer(*layers).resolve_legend(fill="independent"),
+                            title=align_lab.PATH_TITLES[path].capitalize(), height=None)
+    return square_plot(colour_scale_below(wrapping_legend(spec, [series.label for series in CLASS_SERIES])))
 
 
 def map_data(config, rep, path: str, frame: int, data: align_lab.Dataset) -> dict:
@@ -187,7 +236,7 @@ def map_chart(column, config, rep, path: str, frame: int, data: align_lab.Datase
     xs, ys, _ = predictive_map(config, path, frame)
     spec = charts.with_domains(map_spec(path, charts.presenting()),
                            x=(xs[0], xs[-1]), y=(ys[0], ys[-1]))
-    charts.vega_chart(column, spec, map_data(config, rep, path, frame, data), f"align.map_{path}", width="content",
+    charts.vega_chart(column, spec, map_data(config, rep, path, frame, data), f"align.map_{path}",
                   alt_text=f"P(class 1) of the interpolated posterior at t, {align_lab.PATH_TITLES[path]}, test points")
     t, loss = rep.paths[path]["t"][frame], rep.paths[path]["loss"][frame]
     column.caption(f"t = {t:.2f}, loss {loss:.3f}")
@@ -252,22 +301,26 @@ DISTANCE_SERIES = tuple(charts.Series(align_lab.PATH_TITLES[name], colour, marke
 MATCH_SERIES = (charts.Series("assigned pair", "#D55E00", marker="x", line=False),)
 
 
-def assignment_px(depth: int) -> int:
-    """The side of each assignment matrix, one per hidden layer side by side, legend and axes beside it."""
-    return min(300, 540 // depth)
-
-
 @st.cache_resource(max_entries=8, show_spinner=False)  # outlives the run, unlike a functools cache of a page
 def distance_spec(layers: tuple, present: bool) -> dict:
-    """Grouped bars, one group per weight layer, each topped by its path's marker (the second cue besides colour)."""
+    """Grouped bars, one group per weight layer, each ended by its path's marker (the second cue besides colour).
+    Across, the layers' names on the left: under the bars, five groups of names overlapped in a phone's column."""
     channels = charts.series_channels(DISTANCE_SERIES)
-    x = alt.X("layer:N", title=None, sort=list(layers), axis=alt.Axis(labelAngle=0))
-    offset = alt.XOffset("series:N", sort=[series.label for series in DISTANCE_SERIES])
-    y = charts.quantity("value", "W₂ distance of the layer", channel=alt.Y, scale=dict(zero=True))
-    base = alt.Chart(alt.NamedData("bars")).encode(x=x, xOffset=offset, y=y, color=channels["color"])
+    y = alt.Y("layer:N", title=None, sort=list(layers))
+    offset = alt.YOffset("series:N", sort=[series.label for series in DISTANCE_SERIES])
+    x = charts.quantity("value", "W₂ distance", scale=dict(zero=True))
+    base = alt.Chart(alt.NamedData("bars")).encode(x=x, y=y, yOffset=offset, color=channels["color"])
     chart = alt.layer(base.mark_bar(opacity=0.85), base.mark_point(size=charts.POINT_SIZE, strokeWidth=2, opacity=1,
                                                                    filled=False).encode(shape=channels["shape"]))
-    return charts.vega_spec(chart, title="Distance per layer (weights and biases)", height=340)
+    spec = wrapping_legend(charts.vega_spec(chart, title="Distance per layer", height=340),
+                           [series.label for series in DISTANCE_SERIES])
+    # What the distance covers, under the title: as the axis's title it ran past a phone's column. Spaced for the
+    # title's size (the page's theme spaces for a smaller one, which put the two lines over each other).
+    title = spec["title"]
+    spec["title"] = {**title, "lineHeight": round(title["fontSize"] * 1.25),
+                     "subtitlePadding": round(title["fontSize"] * 0.5), "subtitle": "weights and biases",
+                     "subtitleFontSize": spec["config"]["axis"]["labelFontSize"]}
+    return spec
 
 
 def distance_chart(column, rep: align_lab.AlignmentReport) -> None:
@@ -281,10 +334,13 @@ def distance_chart(column, rep: align_lab.AlignmentReport) -> None:
 
 
 ASSIGNMENT_COLOURS = charts.VIRIDIS[::-1]  # 0 (the row's nearest unit) yellow, far purple
+ASSIGNMENTS_PER_ROW = 2
 
 
 @st.cache_resource(max_entries=32, show_spinner=False)  # outlives the run, unlike a functools cache of a page
-def assignment_spec(width: int, index: int, depth: int, aligned: bool, present: bool) -> dict:
+def assignment_spec(width: int, index: int, aligned: bool, present: bool) -> dict:
+    """Layer ``index``'s unit-to-unit distances as a square matrix as wide as its column, the matches marked,
+    the colour scale and the marker's legend below."""
     x_title = "unit of q_B" + (" (aligned order)" if aligned else "")
     domain = (-0.5, width - 0.5)
     # Row 0 on top: a unit u of q_A sits at y = width − 1 − u, its axis labelled with u.
@@ -294,9 +350,9 @@ def assignment_spec(width: int, index: int, depth: int, aligned: bool, present: 
     scale = charts.altair_colour_legend("− row min", ASSIGNMENT_COLOURS)
     matches = charts.altair_lines(MATCH_SERIES, charts.quantity("x", x_title, domain),
                               charts.quantity("y", "unit of q_A", domain, channel=alt.Y, axis=rows))
-    return charts.vega_spec(alt.layer(image, scale, matches).resolve_legend(fill="independent"),
-                        title=f"Hidden layer {index + 1}: assignment", height=assignment_px(depth),
-                        width=assignment_px(depth))
+    spec = charts.vega_spec(alt.layer(image, scale, matches).resolve_legend(fill="independent"),
+                            title=f"Hidden layer {index + 1}: assignment", height=None)
+    return square_plot(colour_scale_below(spec))
 
 
 def assignment_data(view: align_lab.AssignmentView) -> dict:
@@ -310,9 +366,8 @@ def assignment_data(view: align_lab.AssignmentView) -> dict:
 
 def assignment_chart(column, qa, qb, perms, index: int, order: str) -> None:
     view = align_lab.assignment_view(qa, qb, perms, index, order == "aligned")
-    spec = assignment_spec(len(view.columns), index, len(perms), order == "aligned",
-                           charts.presenting())
-    charts.vega_chart(column, spec, assignment_data(view), f"align.assignment_{index}", width="content",
+    spec = assignment_spec(len(view.columns), index, order == "aligned", charts.presenting())
+    charts.vega_chart(column, spec, assignment_data(view), f"align.assignment_{index}",
                   alt_text=f"Unit-to-unit distances of hidden layer {index + 1}, the matches marked")
 
 
@@ -324,8 +379,11 @@ def assignments(qa, qb, perms, order: str) -> None:
                "bias and outgoing weights), minus the row's smallest: 0 marks each unit of q_A's nearest unit of "
                "q_B. × marks the pair the alignment matched (one per row and column, so not always the nearest). "
                "In the aligned order the matches run down the diagonal: the permutation matrix P_l.")
-    for column, index in zip(st.columns(len(perms)), range(len(perms))):
-        assignment_chart(column, qa, qb, perms, index, order)
+    # Two to a row, whatever the depth: on a laptop beside the sidebar a third or fourth column left each
+    # square matrix too small to read (a phone stacks the columns).
+    for first in range(0, len(perms), ASSIGNMENTS_PER_ROW):
+        for column, index in zip(st.columns(ASSIGNMENTS_PER_ROW), range(first, len(perms))):
+            assignment_chart(column, qa, qb, perms, index, order)
 
 
 def explanation() -> None:

@@ -243,6 +243,43 @@ def test_bound_gain_is_sgms_bound_minus_mfvis_elbo_of_the_same_setting_and_width
     assert mnist_table.bound_gain_rows([row for row in rows if row["method"] == "sgm"]) == []
 
 
+def finished(run_id, seed=0, hidden=16, method="mfvi", **result):
+    return SimpleNamespace(id=run_id, status=mnist_table.FINISHED, result={"test_acc": 0.9, **result},
+                           config=MnistConfig(hidden=hidden, seed=seed, method=method, K=4))
+
+
+def test_a_seed_run_twice_counts_once_by_its_latest_run():
+    """Two runs of one setting and seed 0 were counted as two seeds, their spread as if between seeds."""
+    rows = mnist_table.results_table([
+        finished(1, seed=0, test_acc=0.40, nearest_unit_kl_min=900.0), finished(5, seed=0, test_acc=0.3651),
+        finished(3, seed=1, test_acc=0.38), finished(4, seed=1, test_acc=0.38, units_at_prior=2)])
+    [row] = rows
+    assert (row["seeds"], row["seed_list"], row["runs"], row["run_ids"]) == (2, [0, 1], 4, [5, 4])
+    assert row["test_acc_mean"] == pytest.approx((0.3651 + 0.38) / 2)  # seed 0's latest run, not 0.40
+    assert row["test_acc_std"] == pytest.approx((0.38 - 0.3651) / 2)
+    # A value the latest run lacks (recorded before it existed) comes from the seed's latest run that has it.
+    assert row["nearest_unit_kl_min_mean"] == 900.0 and row["units_at_prior_mean"] == 2.0
+
+
+def test_sgm_equals_mfvi_by_design_only_where_its_term_had_no_gradient_on_the_same_seeds():
+    rows = mnist_table.results_table([
+        finished(1, hidden=256), finished(2, hidden=256, method="sgm", mi_active=0.0),  # the same numbers
+        finished(3, hidden=16), finished(4, hidden=16, method="sgm", mi_active=0.3),  # equal, but the term acted
+        finished(5, hidden=64), finished(6, hidden=64, seed=1, method="sgm", mi_active=0.0),  # other seeds
+        finished(7, hidden=1024), finished(8, hidden=1024, method="sgm", mi_active=0.0, test_acc=0.91)])
+    assert mnist_table.same_as_mfvi(rows, "test_acc_mean") == {"SGM K=4": [256]}
+
+    history = [{"epoch": 1, "train_elbo": -10.0, "mi_active": 0.0}, {"epoch": 2, "train_elbo": -9.0, "mi_active": 0.0}]
+    mfvi_history = [{key: value for key, value in epoch.items() if key != "mi_active"} for epoch in history]
+    sgm, mfvi = MnistConfig(method="sgm", K=4), MnistConfig()
+    assert mnist_table.trained_as_mfvi(sgm, history, mfvi, mfvi_history)
+    assert mnist_table.trained_as_mfvi(sgm, history[:1], mfvi, mfvi_history)  # while it runs: the epochs so far
+    assert not mnist_table.trained_as_mfvi(mfvi, mfvi_history, sgm, history)
+    assert not mnist_table.trained_as_mfvi(MnistConfig(method="sgm", seed=1), history, mfvi, mfvi_history)
+    assert not mnist_table.trained_as_mfvi(sgm, [history[0], {**history[1], "mi_active": 0.01}], mfvi, mfvi_history)
+    assert not mnist_table.trained_as_mfvi(sgm, [], mfvi, [])
+
+
 def test_invalid_configurations_are_explained():
     with pytest.raises(ValueError, match="hidden must be.*K must be.*method must be"):
         MnistConfig(hidden=0, K=1, method="adam").validate()

@@ -37,6 +37,8 @@ def test_default_view_and_url(registry):
 
 
 def test_widgets_follow_the_declarations_and_state_the_server_caps(registry):
+    """The boxes take any number (the page keeps it in range: see the next test), and their help states the range,
+    the server's cap included."""
     at = mnist_page()
     limits = settings.RunLimits()
     for name, (spec, _) in controls.declared(MnistConfig).items():
@@ -44,11 +46,34 @@ def test_widgets_follow_the_declarations_and_state_the_server_caps(registry):
             continue
         widget = at.number_input(key=f"mnist.{spec.url or name}")
         cap = {"hidden": limits.max_hidden, "depth": limits.max_depth, "epochs": limits.max_epochs}.get(name)
-        assert (widget.label, widget.min, widget.step) == (spec.label, spec.low, spec.nudge or spec.step or 1), name
-        assert widget.max == (cap if cap is not None else spec.high), name
+        assert (widget.label, widget.min, widget.max, widget.step) == (spec.label, None, None,
+                                                                      spec.nudge or spec.step or 1), name
+        high = cap if cap is not None else spec.high
+        assert f"From {spec.shown(spec.low)} to {spec.shown(high)}." in widget.help, name
         assert ("This page allows at most" in (widget.help or "")) == (cap is not None), name
         assert cap is None or widget.help.endswith(f"at most {cap}; the command line (`python -m symlab`) has no such cap."), name
     assert at.number_input(key="mnist.batch").step == 8 and at.number_input(key="mnist.lr").step == 1e-4
+
+
+def test_a_number_typed_out_of_range_is_brought_into_it_and_the_box_shows_what_runs(registry, monkeypatch):
+    """Streamlit's own range check left 99999999 in the box while the run launched with the previous width (16):
+    now the box comes back to the range's end, the server's cap, with a notice, and that is what launches."""
+    monkeypatch.setenv("SYMLAB_MAX_HIDDEN", "64")
+    at = mnist_page(hidden="16", epochs="1", subset="500", samples="2")
+    at.number_input(key="mnist.hidden").set_value(99999999).run()
+    at.number_input(key="mnist.lr").set_value(0.0).run()
+    assert not at.exception and not at.error
+    assert at.number_input(key="mnist.hidden").value == 64 and at.query_params["hidden"] == "64"
+    assert at.number_input(key="mnist.lr").value == 1e-5 and at.query_params["lr"] == "1e-05"
+    notices = [warning.value for warning in at.sidebar.warning]
+    assert notices == ["Hidden units per layer: 99999999 is outside 1 to 64; 64 is this server's cap. Set to 64.",
+                       "Learning rate (Adam): 0 is outside 1e-05 to 1. Set to 1e-05."]
+    at.button(key="mnist.launch").click().run()
+    [run] = registry.runs()
+    assert (run.config.hidden, run.config.lr) == (64, 1e-5)
+    supervisor.cancel(registry, run.id)
+    at.number_input(key="mnist.hidden").set_value(32).run()  # a value in range: its notice goes
+    assert [warning.value for warning in at.sidebar.warning] == notices[1:]
 
 
 def test_odd_link_is_clamped_with_a_notice(registry):
@@ -84,7 +109,7 @@ def test_results_table_and_comparison_from_finished_runs(registry):
     table = at.dataframe[-1].value
     assert list(table.columns) == ["width", "MFVI", "SGM K=4"]
     assert table.iloc[0]["MFVI"] == "91.00 ± 1.00 (2)" and table.iloc[0]["SGM K=4"] == "93.00 ± 0.00 (1)"
-    gain = vega_chart(at, "ELBO comparison: how much higher SGM's bound is")  # −98.6 − (−100) nats, no spread
+    gain = vega_chart(at, "SGM's bound above MFVI's ELBO")  # −98.6 − (−100) nats, no spread
     assert gain["datasets"]["lines"][["series", "x", "y"]].values.tolist() == [["SGM K=4", 32.0, pytest.approx(1.4)]]
     assert channel(gain["spec"], "y")[0]["title"] == "SGM bound − MFVI ELBO (nats)"
     assert not [view for view in layers(gain["spec"]) if view["mark"]["type"] == "rule"]
@@ -139,7 +164,7 @@ def test_diagnostics_are_charted_per_epoch_and_against_width(registry):
     assert {"Closest two units against width", "Units at the prior against width"} <= set(by_width)
     for chart in by_width.values():  # x: the widths run, on a log axis ticked at them
         x = channel(chart["spec"], "x")[0]
-        assert x["title"] == "hidden units (width, log scale)" and x["scale"]["type"] == "log"
+        assert x["title"] == "hidden units (log scale)" and x["scale"]["type"] == "log"
         assert x["axis"]["values"] == [16, 64]
     closest = by_width["Closest two units against width"]["datasets"]["lines"]  # the old run has no value
     assert sorted(zip(closest["series"], closest["x"], closest["y"])) == [
@@ -252,3 +277,139 @@ def test_a_new_epoch_changes_only_the_curves_data(registry):
     for old, new in zip(before, after):
         assert old["spec_text"] == new["spec_text"]
         assert len(new["datasets"]["lines"]) == len(old["datasets"]["lines"]) + 1
+
+
+def finish(registry, config: MnistConfig, **result) -> int:
+    """A finished run of ``config`` with these final ``result`` values (and every epoch's, from epoch 1)."""
+    run_id = registry.create("mnist", config, "cpu")
+    registry.add_metrics(run_id, {"epoch": 1, "test_acc": result["test_acc"], "test_nll": 0.3,
+                                  "train_elbo": result["train_elbo"], "mi_active": result.get("mi_active")})
+    registry.update(run_id, status=FINISHED, result={"test_nll": 0.3, "test_ece": 0.02, **result})
+    return run_id
+
+
+def test_results_count_distinct_seeds_and_show_repeats(registry):
+    """Two runs of the same settings and seed 0 were counted as two seeds ("36.51 ± 0.00 (2)"): a seed counts
+    once, by its latest run, and the cell says how many runs there were."""
+    config = MnistConfig(hidden=16, epochs=1, train_subset=2000)
+    finish(registry, config, test_acc=0.40, train_elbo=-100.0)
+    finish(registry, config, test_acc=0.3651, train_elbo=-100.0)  # seed 0 again: the latest counts
+    finish(registry, MnistConfig(hidden=64, epochs=1, train_subset=2000), test_acc=0.9, train_elbo=-90.0)
+    at = mnist_page()
+    table = at.dataframe[-1].value
+    assert table.set_index("width")["MFVI"].to_dict() == {16: "36.51 ± 0.00 (1, 2 runs)", 64: "90.00 ± 0.00 (1)"}
+    assert any("counts once, by its latest run" in text.value for text in at.markdown)
+    accuracy = vega_chart(at, "Accuracy against width (± std)")["datasets"]["lines"]
+    assert accuracy[["x", "y", "seeds"]].values.tolist() == [[16.0, pytest.approx(36.51), 1], [64.0, 90.0, 1]]
+
+
+def test_every_chart_titles_its_y_axis_above_the_plot(registry):
+    """The y axis's title stood turned up beside the tick labels, where "Train ELBO against width" drew it over
+    them at some widths: every chart of the page now sets it level above the plot, clear of the labels."""
+    finish(registry, MnistConfig(hidden=16), test_acc=0.9, train_elbo=-3.91e6)
+    finish(registry, MnistConfig(hidden=1024), test_acc=0.95, train_elbo=-1.21e5)
+    at = mnist_page(compare="1,2")
+    drawn = vega_charts(at)
+    assert {"Train ELBO against width", "Test accuracy", "Train ELBO"} <= {chart["title"] for chart in drawn}
+    for chart in drawn:
+        axis = chart["spec"]["config"]["axisY"]
+        assert (axis["titleAngle"], axis["titleAlign"], axis["titleX"]) == (0, "left", 0), chart["title"]
+        assert axis["titleY"] < 0 and axis["titleBaseline"] == "bottom", chart["title"]
+
+
+def point_sizes(spec) -> dict:
+    [size] = [view["encoding"]["size"] for view in layers(spec) if view["mark"]["type"] == "point"]
+    return dict(zip(size["scale"]["domain"], size["scale"]["range"]))
+
+
+def test_methods_that_coincide_by_design_say_so_on_the_chart_and_both_markers_show(registry):
+    """SGM whose term never had a gradient trains exactly as MFVI with the same seed: its marker hid MFVI's, and
+    only a collapsed section said why. Now the chart says so under its title, and SGM's markers are smaller."""
+    ids = []
+    for hidden, active in ((16, 0.4), (256, 0.0)):
+        mfvi = finish(registry, MnistConfig(hidden=hidden), test_acc=0.95, train_elbo=-100.0, mi_active=None)
+        sgm = finish(registry, MnistConfig(hidden=hidden, method="sgm", K=4), mi_active=active,
+                     test_acc=0.95 if active == 0 else 0.96, train_elbo=-100.0 if active == 0 else -99.0,
+                     train_elbo_sym=-98.6)
+        ids += [mfvi, sgm]
+    at = mnist_page(compare=f"{ids[2]},{ids[3]}")
+    assert not at.exception and not at.error
+    accuracy = vega_chart(at, "Accuracy against width (± std)")["spec"]
+    note = " ".join(accuracy["title"]["subtitle"])
+    assert note == ("SGM K=4 = MFVI at width 256 by design: SGM's term never had a gradient, so it trained exactly "
+                    "as MFVI (SGM: the smaller markers).")  # not at 16, where the term acted
+    assert point_sizes(accuracy)["MFVI"] > point_sizes(accuracy)["SGM K=4"]
+    assert "subtitle" not in vega_chart(at, "SGM's bound above MFVI's ELBO")["spec"]["title"]
+    # The compared pair, epoch by epoch: the same note on each of its charts, SGM's markers the smaller.
+    compared = [chart for chart in vega_charts(at) if chart["title"] in ("Test accuracy", "Test NLL", "Train ELBO")][-3:]
+    for chart in compared:
+        assert " ".join(chart["spec"]["title"]["subtitle"]) == (
+            f"#{ids[3]} = #{ids[2]} by design: SGM's term never had a gradient, so it trained exactly as MFVI "
+            f"(#{ids[3]}: the smaller markers).")
+        sizes = point_sizes(chart["spec"])
+        assert sizes[f"#{ids[2]} MFVI, width 256, seed 0"] > sizes[f"#{ids[3]} SGM K=4, width 256, seed 0"]
+    at.multiselect(key="mnist.compare_pick").unselect(ids[2]).select(ids[0]).run()  # a pair that differs
+    compared = [chart for chart in vega_charts(at) if chart["title"] in ("Test accuracy", "Test NLL")][-2:]
+    assert [chart["title"] for chart in compared] == ["Test accuracy", "Test NLL"]
+    assert all("subtitle" not in chart["spec"]["title"] for chart in compared)
+
+
+XSRF = "_streamlit_xsrf"
+
+
+def browser_cookie(monkeypatch, token: bytes) -> None:
+    """The page's visitor sends Streamlit's XSRF cookie holding ``token``, masked afresh (as on every load)."""
+    from streamlit.runtime.context import ContextProxy
+    from streamlit.web.server.starlette.starlette_app_utils import generate_xsrf_token_string
+
+    monkeypatch.setattr(ContextProxy, "cookies", property(lambda self: {XSRF: generate_xsrf_token_string(token)}))
+
+
+def test_runs_launched_from_this_browser_are_marked_yours_and_filter(registry, monkeypatch):
+    """In a class everyone's runs filled one table: runs launched from this browser (by a one-way hash of its
+    XSRF cookie's token, which the server re-masks on each load) are marked "yours", and the table filters."""
+    registry.create("mnist", MnistConfig(hidden=8), "cpu", status=FINISHED, source="cli")  # the command line's
+    browser_cookie(monkeypatch, b"A" * 16)
+    at = mnist_page(hidden="8", epochs="1", subset="500", samples="2")
+    at.button(key="mnist.launch").click().run()
+    assert not at.exception and not at.error
+    old, mine = registry.runs()
+    assert old.owner == "" and len(mine.owner) == 32 and (b"A" * 16).hex()[:8] not in mine.owner  # a hash
+    supervisor.cancel(registry, mine.id)
+
+    browser_cookie(monkeypatch, b"A" * 16)  # the same browser, a new page load: another mask, the same token
+    again = mnist_page()
+    table = again.dataframe[0].value
+    assert table.set_index("run")["yours"].to_dict() == {mine.id: True, old.id: False}
+    assert any("launched from this browser, also after a reload" in c.value for c in again.caption)
+    again.toggle(key="mnist.only_yours").set_value(True).run()
+    assert again.dataframe[0].value["run"].tolist() == [mine.id]
+
+    browser_cookie(monkeypatch, b"B" * 16)  # another browser
+    other = mnist_page()
+    assert not other.dataframe[0].value["yours"].any()
+
+
+def test_without_the_cookie_yours_are_this_sessions_launches_and_the_page_says_so(registry):
+    at = mnist_page(hidden="8", epochs="1", subset="500", samples="2")  # AppTest sends no cookies
+    at.button(key="mnist.launch").click().run()
+    [run] = registry.runs()
+    supervisor.cancel(registry, run.id)
+    assert run.owner == "" and at.dataframe[0].value["yours"].tolist() == [True]
+    assert any("Yours: launched in this session" in c.value for c in at.caption)
+    assert not mnist_page().dataframe[0].value["yours"].any()  # another session
+
+
+def test_a_hosted_server_shows_visitors_none_of_its_file_paths(registry, monkeypatch, tmp_path):
+    def shown(at) -> str:
+        return " ".join(str(element.value) for kind in ("caption", "markdown", "error", "warning", "info")
+                        for element in at.get(kind))
+
+    failed = registry.create("mnist", MnistConfig(hidden=8), "cpu", status="failed")
+    registry.update(failed, message=f"could not start the training process: {registry.root}/run-00001/worker.log")
+    assert str(registry.root) in shown(mnist_page())  # a server of one's own says where runs are kept
+    monkeypatch.setenv("SYMLAB_HOSTED", "1")
+    at = mnist_page()
+    assert not at.exception and str(tmp_path) not in shown(at)
+    assert str(tmp_path) not in " ".join(at.dataframe[0].value["note"])
+    assert "the runs directory/run-00001/worker.log" in at.dataframe[0].value["note"].iloc[0]

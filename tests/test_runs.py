@@ -170,6 +170,15 @@ def test_a_registry_written_before_runs_recorded_their_lab_still_opens(tmp_path)
         assert registry.metrics([old.id])[old.id] == [{"epoch": 1, "test_acc": 0.8}, {"epoch": 2, "test_acc": 0.9}]
     new = registry.create("mnist", MnistConfig(**TINY), "cpu")
     assert [(run.id, run.lab) for run in registry.runs()] == [(old.id, "mnist"), (new, "mnist")]
+    assert old.owner == "" and registry.get(new).owner == ""  # launched by no one the registry knows
+
+
+def test_a_run_keeps_who_launched_it(registry):
+    mine = registry.create("mnist", MnistConfig(**TINY), "cpu", owner="5baa4bca")
+    anyone = registry.create("mnist", MnistConfig(**TINY), "cpu")
+    assert [run.owner for run in registry.runs()] == ["5baa4bca", ""]
+    registry.update(anyone, owner="77e0")
+    assert (registry.get(mine).owner, registry.get(anyone).owner) == ("5baa4bca", "77e0")
 
 
 @dataclass(frozen=True)

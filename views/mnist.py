@@ -1,7 +1,8 @@
 """MNIST lab: launch MFVI and SGM runs, watch them train, compare widths (Gelberg et al. §5, Table 1)."""
 
-import functools
+import hashlib
 import os
+import textwrap
 import time
 import uuid
 
@@ -13,18 +14,19 @@ from symlab.labs import run_kinds
 from symlab.labs.mnist import LAB, params
 from symlab.labs.mnist import experiment as mnist_experiment
 from symlab.labs.mnist.experiment import MnistConfig, resolve_device
-from symlab.labs.mnist.table import bound_gain_rows, results_table
+from symlab.labs.mnist.table import bound_gain_rows, results_table, same_as_mfvi, trained_as_mfvi
 from symlab.lib import mnist_data
 from symlab.lib.blocks import PRIOR_KL_PER_PARAMETER
 from symlab.runs import supervisor
 from symlab.runs.registry import Registry, RegistryError
 from symlab.specs import controls, settings
 from symlab.specs.run_kind import ACTIVE, RESUMABLE
-from symlab.specs.settings import database_url
+from symlab.specs.settings import REPO_ROOT, database_url
 from views.common import binding, charts, files
 
 PAGE = LAB.name
 LIMITS = binding.server_settings().runs
+HOSTED = binding.server_settings().hosted
 SPECS = LAB.page_params(binding.server_settings())
 REFRESH_SECONDS = 2.0
 METHOD_COLOURS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000")
@@ -51,6 +53,47 @@ def session_id() -> str:
     return st.session_state["mnist.session"]
 
 
+XSRF_COOKIE = "_streamlit_xsrf"  # Streamlit's own, set in every browser while XSRF protection is on (the default)
+
+
+def xsrf_token(cookie: str | None) -> bytes | None:
+    """The random token of Streamlit's XSRF cookie, "2|mask|masked token|time" with the token XOR the repeated
+    4-byte mask: the server masks it afresh on each page load, so the cookie's text changes and the token stays."""
+    try:
+        version, mask, masked, _ = cookie.strip("\"'").split("|")
+        mask, masked = bytes.fromhex(mask), bytes.fromhex(masked)
+    except (AttributeError, ValueError):
+        return None
+    if version != "2" or len(mask) != 4 or not masked:
+        return None
+    return bytes(byte ^ mask[i % 4] for i, byte in enumerate(masked))
+
+
+def browser_owner() -> str:
+    """This browser's id for the runs it launches: a one-way hash of its XSRF token, the same across reloads and
+    tabs of the browser; "" where the browser sends no such cookie."""
+    token = xsrf_token(st.context.cookies.get(XSRF_COOKIE))
+    return hashlib.sha256(b"symlab run owner\0" + token).hexdigest()[:32] if token else ""
+
+
+def is_yours(run, owner: str) -> bool:
+    """Launched from this browser (``owner``, :func:`browser_owner`), or in this session where it has no id."""
+    return (bool(owner) and run.owner == owner) or run.session == session_id()
+
+
+def for_visitors(text: str) -> str:
+    """``text`` without the server's file paths on a hosted server, where visitors have no use for them."""
+    if not HOSTED:
+        return text
+    places = {str(settings.runs_directory()): "the runs directory", str(REPO_ROOT): "the app's directory"}
+    mnist_directory = settings.mnist_directory()
+    if mnist_directory:
+        places[str(mnist_directory)] = "the MNIST directory"
+    for path in sorted(places, key=len, reverse=True):  # a path inside another first
+        text = text.replace(path, places[path])
+    return text
+
+
 def config_from(values, method=None) -> MnistConfig:
     fields = controls.config_values(MnistConfig, values, params.PAGE_FIELDS)
     return MnistConfig(**{**fields, "method": method or fields["method"]}).validate()
@@ -61,28 +104,75 @@ def compare_ids(values) -> list[int]:
     return [int(float(part)) for part in text.split(",") if part.strip()] if text else []
 
 
+RANGE_NOTICES = "mnist.range_notices"  # widget key -> (the value it was set to, what was typed and why)
+
+
+def keep_in_range(key: str, spec: controls.Control, capped: bool) -> None:
+    """A number box's callback: a value outside the range (the server's cap included) becomes the nearest end
+    of it, noted under the box."""
+    notices = st.session_state.setdefault(RANGE_NOTICES, {})
+    notices.pop(key, None)
+    value = st.session_state[key]
+    if value is None:
+        return
+    kept = min(max(value, spec.low), spec.high)
+    if kept != value:
+        st.session_state[key] = kept
+        cap = f"; {spec.shown(spec.high)} is this server's cap" if capped and value > spec.high else ""
+        notices[key] = (kept, f"{spec.label}: {spec.shown(value)} is outside {spec.shown(spec.low)} to "
+                              f"{spec.shown(spec.high)}{cap}. Set to {spec.shown(kept)}.")
+
+
+def number_control(name: str, cap: float | None = None, **options):
+    """A declared number field's box, its range checked here rather than in the browser: Streamlit's own check
+    leaves a typed value outside the range in the box while the previous value stays in use. So the box takes
+    any number and :func:`keep_in_range` brings it back into the range: the box shows what will run."""
+    declared = controls.declaration(MnistConfig, name)
+    spec = controls.capped(declared, cap)
+    key = binding.widget_key(PAGE, spec.url)
+    text = f"{declared.help} From {spec.shown(spec.low)} to {spec.shown(spec.high)}."
+    if spec.high != declared.high:
+        beyond = "has no such cap" if declared.high is None else f"goes up to {declared.shown(declared.high)}"
+        text += f" This page allows at most {spec.shown(cap)}; the command line (`python -m symlab`) {beyond}."
+    number = int if spec.kind == "int" else float
+    st.number_input(spec.label, step=number(spec.nudge or spec.step or 1), key=key, help=text,
+                    on_change=keep_in_range, args=(key, spec, spec.high != declared.high),
+                    **({"format": spec.format} if spec.format else {}), **options)
+    kept, notice = st.session_state.get(RANGE_NOTICES, {}).get(key, (None, None))
+    if notice and st.session_state[key] == kept:  # until the box changes again
+        st.warning(notice, icon=":material/straighten:")
+    return st.session_state[key]
+
+
+def control(name: str, **options):
+    """A declared field's widget: a number box with its range kept here (:func:`number_control`), any other
+    widget as every page draws it."""
+    if controls.declaration(MnistConfig, name).widget_kind == "number":
+        return number_control(name, **options)
+    return binding.control_widget(PAGE, MnistConfig, name, **options)
+
+
 def controls_panel():
-    widget = functools.partial(binding.control_widget, PAGE, MnistConfig)
     caps = params.caps(LIMITS)
     with st.sidebar:
         st.subheader("Presets")
         binding.preset_picker(PAGE, SPECS, params.PRESETS)
         st.subheader("Network")
-        widget("hidden", cap=caps["hidden"])
-        widget("depth", cap=caps["depth"])
-        sgm = widget("method", required=True, format_func=lambda m: {"mfvi": "MFVI", "sgm": "SGM"}[m]) == "sgm"
-        infonce = widget("mi", required=True, disabled=not sgm,
-                         format_func=lambda m: {"infonce": "InfoNCE Î_K", "blocks": "Blocks I_H"}[m]) == "infonce"
-        widget("K", disabled=not (sgm and infonce))
-        widget("block_size", disabled=not (sgm and not infonce))
-        widget("rebuild_every", disabled=not (sgm and not infonce))
+        control("hidden", cap=caps["hidden"])
+        control("depth", cap=caps["depth"])
+        sgm = control("method", required=True, format_func=lambda m: {"mfvi": "MFVI", "sgm": "SGM"}[m]) == "sgm"
+        infonce = control("mi", required=True, disabled=not sgm,
+                          format_func=lambda m: {"infonce": "InfoNCE Î_K", "blocks": "Blocks I_H"}[m]) == "infonce"
+        control("K", disabled=not (sgm and infonce))
+        control("block_size", disabled=not (sgm and not infonce))
+        control("rebuild_every", disabled=not (sgm and not infonce))
         st.subheader("Training")
-        widget("epochs", cap=caps["epochs"])
-        widget("estimator", required=True)
+        control("epochs", cap=caps["epochs"])
+        control("estimator", required=True)
         for name in ("train_subset", "batch_size", "lr", "prior_scale", "init_sd", "samples", "seed"):
-            widget(name)
+            control(name)
         binding.new_seed_button(PAGE)
-        widget("device", required=True)
+        control("device", required=True)
 
 
 def explanation():
@@ -152,12 +242,13 @@ Adam 10⁻³, 3 seeds, paired on the same minibatches and noise):
 
 def launch(values, methods) -> None:
     reg = registry()
+    owner = browser_owner()
     for method in methods:
         try:
             config = config_from(values, method)
-            run_id = supervisor.submit(reg, LAB.name, config, LIMITS, session=session_id())
+            run_id = supervisor.submit(reg, LAB.name, config, LIMITS, session=session_id(), owner=owner)
         except (ValueError, RegistryError) as error:
-            st.error(f"Not launched: {error}")
+            st.error(f"Not launched: {for_visitors(str(error))}")
             return
         st.toast(f"Run #{run_id} queued: {config.label}", icon=":material/rocket_launch:")
 
@@ -168,8 +259,8 @@ def where_runs_train() -> str:
         executor = settings.executor_name()
     except ValueError as error:
         return f"⚠ {error}"
-    place = ("on the Ray cluster at " + (os.environ.get("RAY_ADDRESS") or "a local Ray instance")
-             if executor == "ray" else "in their own processes on this machine")
+    cluster = "a Ray cluster" if HOSTED else os.environ.get("RAY_ADDRESS") or "a local Ray instance"
+    place = f"on the Ray cluster at {cluster}" if executor == "ray" else "in their own processes on this machine"
     return (f"Runs train {place}: closing the tab or restarting the server does not lose them. "
             f"The registry is {'PostgreSQL' if database_url() else 'an SQLite file in the runs directory'}.")
 
@@ -188,11 +279,12 @@ def launch_panel(values):
     st.caption(f"This server: {LIMITS.describe()}.")
 
 
-def runs_frame(all_runs) -> pd.DataFrame:
+def runs_frame(all_runs, owner: str) -> pd.DataFrame:
+    """The runs, newest first, each marked ``yours`` (:func:`is_yours`)."""
     rows = []
     for run in reversed(all_runs):
         result = run.result or {}
-        rows.append({"run": run.id, "status": run.status,
+        rows.append({"run": run.id, "yours": is_yours(run, owner), "status": run.status,
                      "method": run.config.method_label, "width": run.config.hidden,
                      "layers": run.config.depth, "seed": run.config.seed,
                      "epochs": f"{run.epoch}/{run.config.epochs}", "progress": run.progress,
@@ -201,16 +293,27 @@ def runs_frame(all_runs) -> pd.DataFrame:
                      "J min": result.get("nearest_unit_kl_min"), "at prior": result.get("units_at_prior"),
                      "device": run.device, "executor": run.executor, "node": run.node,
                      "from": run.source, "created": time.strftime("%Y-%m-%d %H:%M", time.localtime(run.created)),
-                     "note": run.message})
+                     "note": for_visitors(run.message)})
     return pd.DataFrame(rows)
 
 
-def run_controls(all_runs):
+def runs_filter(frame: pd.DataFrame, owner: str) -> bool:
+    """The table's filter, with what "yours" means here; returns whether to show only yours."""
+    cols = st.columns([2, 3])
+    mine = cols[0].toggle(f"Only yours ({int(frame['yours'].sum())} of {len(frame)})", key="mnist.only_yours")
+    cols[1].caption("Yours: launched from this browser, also after a reload." if owner else
+                    "Yours: launched in this session. This browser sends no cookie the page can tell it by, so "
+                    "after a reload your earlier runs show as others'.")
+    return mine
+
+
+def run_controls(all_runs, owner: str):
     reg = registry()
     active = [run for run in all_runs if run.status in ACTIVE]
     for run in active:
         cols = st.columns([6, 1])
-        text = (f"#{run.id} {run.config.label}: {run.status}, epoch {run.epoch}/{run.config.epochs}"
+        text = (f"{'yours: ' if is_yours(run, owner) else ''}#{run.id} {run.config.label}: {run.status}, "
+                f"epoch {run.epoch}/{run.config.epochs}"
                 + (" (cancelling…)" if run.cancel_requested else ""))
         cols[0].progress(min(max(run.progress, 0.0), 1.0), text=text)
         if cols[1].button("Cancel", key=f"mnist.cancel.{run.id}", icon=":material/stop:",
@@ -221,12 +324,13 @@ def run_controls(all_runs):
     if resumable:
         cols = st.columns([6, 1])
         chosen = cols[0].selectbox("Resume a stopped run from its last checkpoint", resumable,
-                                   format_func=lambda r: f"{r.label}: {r.status} ({r.message})", key="mnist.resume_pick")
+                                   format_func=lambda r: f"{r.label}: {r.status} ({for_visitors(r.message)})",
+                                   key="mnist.resume_pick")
         if cols[1].button("Resume", key="mnist.resume", icon=":material/play_arrow:"):
             try:
                 supervisor.resume(reg, chosen.id, LIMITS)
             except ValueError as error:
-                st.error(str(error))
+                st.error(for_visitors(str(error)))
             st.rerun(scope="fragment")
 
 
@@ -249,11 +353,49 @@ CURVE_AXES = {  # y title, scale: accuracy and I_H / log|H| live in [0, 1], coun
     "units_at_prior": ("hidden units", COUNT_SCALE),
 }
 CURVE_PLOT_PX = 380  # a chart's height: room for the plot, then a legend row per run
+# Marker areas (px²) by series, largest first: where two series coincide, each later marker sits inside the
+# earlier ones (the markers are hollow), so every one stays visible.
+MARKER_SIZES = (170, 70, 28)
+NOTE_CHARACTERS = 44  # a note's line on a chart: fits a 358 px column (a 390 px phone's) in the page's font
+NOTE_LINE_PX = 18  # the room a line of a note takes, which the chart's height gains: the plot keeps its own
+
+
+def marker_sizes(lines) -> alt.Size:
+    """Each of ``lines`` (labels of field ``series``, in order) its marker's size, :data:`MARKER_SIZES`."""
+    sizes = [MARKER_SIZES[min(i, len(MARKER_SIZES) - 1)] for i in range(len(lines))]
+    return alt.Size("series:N", scale=alt.Scale(domain=list(lines), range=sizes), legend=None)
+
+
+def with_marker_sizes(chart: alt.LayerChart, labels) -> alt.LayerChart:
+    """``chart`` (:func:`charts.altair_lines`) with its markers sized by series (:func:`marker_sizes`)."""
+    sized = chart.copy()  # keeps the data Altair lifted from the layers to the layer chart
+    sized.layer = [layer.encode(size=marker_sizes(labels)) if layer.mark.type == "point" else layer
+                   for layer in chart.layer]
+    return sized
+
+
+def fitted(spec: dict, notes: tuple[str, ...] = ()) -> dict:
+    """``spec`` made to fit a narrow column: the y axis's title above the plot, level, rather than turned up beside
+    the tick labels (where it took their width again, and Vega could draw it over them); ``notes`` (sentences on
+    what the chart shows) under its title, each wrapped to the column."""
+    scale = charts.font_scale()
+    spec["config"]["axisY"] = dict(titleAngle=0, titleAlign="left", titleBaseline="bottom", titleX=0,
+                                   titleY=round(-10 * scale))
+    if notes:
+        lines = [line for note in notes for line in textwrap.wrap(note, round(NOTE_CHARACTERS / scale))]
+        spec["height"] += round(len(lines) * NOTE_LINE_PX * scale)
+        spec["title"]["subtitle"] = lines
+        spec["title"]["subtitleFontSize"] = round((charts.FONT_PX - 1) * scale)
+        spec["title"]["subtitleColor"] = "#31333F"
+        spec["title"]["subtitlePadding"] = round(4 * scale)
+    return spec
 
 
 @st.cache_resource(max_entries=64, show_spinner=False)  # outlives the run, unlike a functools cache of a page
-def curves_spec(metric: str, title: str, labels: tuple[str, ...], epochs: int, present: bool) -> dict:
-    """A metric's curve per run (legend: ``labels``, each run's colour, dash and marker), by epoch 1 … ``epochs``."""
+def curves_spec(metric: str, title: str, labels: tuple[str, ...], epochs: int, notes: tuple[str, ...],
+                present: bool) -> dict:
+    """A metric's curve per run (legend: ``labels``, each run's colour, dash and marker, the markers smaller from
+    one run to the next), by epoch 1 … ``epochs``; ``notes`` under the title."""
     y_title, scale = CURVE_AXES[metric]
     series = [charts.Series(label, *run_style(i), marker=SYMBOLS[i % len(SYMBOLS)]) for i, label in enumerate(labels)]
     x = charts.quantity("x", "epoch", (0.5, max(epochs, 1) + 0.5), integer=True)
@@ -261,11 +403,28 @@ def curves_spec(metric: str, title: str, labels: tuple[str, ...], epochs: int, p
     number_format = tick_format(metric, integer or log)
     y = charts.quantity("y", y_title, channel=alt.Y, scale=scale, integer=integer,
                     axis=dict(format=number_format) if number_format else None)
-    return charts.vega_spec(charts.altair_lines(series, x, y), title=title, legend_columns=1,
-                        height=CURVE_PLOT_PX + charts.LEGEND_ROW_HEIGHT * len(labels))
+    lines = with_marker_sizes(charts.altair_lines(series, x, y), labels)
+    return fitted(charts.vega_spec(lines, title=title, legend_columns=1,
+                                   height=CURVE_PLOT_PX + charts.LEGEND_ROW_HEIGHT * len(labels)),
+                  notes)
 
 
-def curves_chart(container, history_by_run, labels, epochs: int, metric: str, title: str, key: str, transform=None):
+def twin_notes(runs, history_by_run) -> tuple[str, ...]:
+    """A sentence for each SGM run of ``runs`` (in the charts' order) that trained exactly as an MFVI run among
+    them, by design (:func:`trained_as_mfvi`): their curves coincide, and the later run's markers are smaller."""
+    notes = []
+    for sgm in runs:
+        for mfvi in runs:
+            if trained_as_mfvi(sgm.config, history_by_run.get(sgm.id, []), mfvi.config, history_by_run.get(mfvi.id, [])):
+                later = max((sgm, mfvi), key=runs.index)
+                notes.append(f"#{sgm.id} = #{mfvi.id} by design: SGM's term never had a gradient, so it trained "
+                             f"exactly as MFVI (#{later.id}: the smaller markers).")
+                break
+    return tuple(notes)
+
+
+def curves_chart(container, history_by_run, labels, epochs: int, metric: str, title: str, key: str, transform=None,
+                 notes: tuple[str, ...] = ()):
     """The curves of ``metric`` (or of ``transform(epoch's metrics)``) for each run of ``history_by_run``."""
     frames = []
     for run_id, history in history_by_run.items():
@@ -274,7 +433,7 @@ def curves_chart(container, history_by_run, labels, epochs: int, metric: str, ti
         if points:
             frames.append(charts.lines_frame(labels[run_id], *zip(*points)))
     data = pd.concat(frames, ignore_index=True) if frames else charts.lines_frame("", [], [])
-    spec = curves_spec(metric, title, tuple(labels[run_id] for run_id in history_by_run), epochs,
+    spec = curves_spec(metric, title, tuple(labels[run_id] for run_id in history_by_run), epochs, notes,
                        charts.presenting())
     charts.vega_chart(container, spec, {"lines": data}, key, alt_text=f"{title}, by epoch, for each run")
 
@@ -290,7 +449,7 @@ def live_runs():
         supervisor.dispatch(reg, LIMITS)
         all_runs = reg.runs(lab=LAB.name)
     except RegistryError as error:
-        st.error(str(error))
+        st.error(for_visitors(str(error)))
         return
     settled = tuple((run.id, run.status) for run in all_runs if run.status not in ACTIVE)
     if st.session_state.setdefault("mnist.settled", settled) != settled:
@@ -300,10 +459,15 @@ def live_runs():
     if not all_runs:
         st.info("No runs yet: launch one above (or with `python -m symlab mnist`).")
         return
-    run_controls(all_runs)
-    frame = runs_frame(all_runs)
-    st.dataframe(frame, hide_index=True, width="stretch",
-                 column_config={"progress": st.column_config.ProgressColumn("progress", min_value=0, max_value=1),
+    owner = browser_owner()
+    run_controls(all_runs, owner)
+    frame = runs_frame(all_runs, owner)
+    shown_runs = frame[frame["yours"]] if runs_filter(frame, owner) else frame
+    st.dataframe(shown_runs, hide_index=True, width="stretch",
+                 column_config={"yours": st.column_config.CheckboxColumn(
+                                    "yours", help="launched from this browser" if owner else
+                                                  "launched in this session (this browser sends no id)"),
+                                "progress": st.column_config.ProgressColumn("progress", min_value=0, max_value=1),
                                 "test acc": st.column_config.NumberColumn(format="%.4f"),
                                 "NLL": st.column_config.NumberColumn(format="%.4f"),
                                 "ECE": st.column_config.NumberColumn(format="%.4f"),
@@ -322,9 +486,10 @@ def live_runs():
     epochs = max(run.config.epochs for run in shown)
     st.caption("Per-epoch curves of the runs in progress (or the latest two).")
     cols = st.columns(2)
-    curves_chart(cols[0], history, labels, epochs, "test_acc", "Test accuracy", "mnist.live_acc")
-    curves_chart(cols[1], history, labels, epochs, "train_elbo", "Train ELBO", "mnist.live_elbo")
-    diagnostic_curves(history, labels, epochs, "mnist.live")
+    notes = twin_notes(shown, history)
+    curves_chart(cols[0], history, labels, epochs, "test_acc", "Test accuracy", "mnist.live_acc", notes=notes)
+    curves_chart(cols[1], history, labels, epochs, "train_elbo", "Train ELBO", "mnist.live_elbo", notes=notes)
+    diagnostic_curves(history, labels, epochs, "mnist.live", notes)
     charts.csv_download(frame, "mnist_runs.csv", "Runs table as CSV", key="mnist.runs_csv")
     charts.csv_download(metrics_frame(history, labels), "mnist_live_epochs.csv", "Per-epoch metrics of these runs as CSV",
                     key="mnist.live_csv")
@@ -337,13 +502,15 @@ def block_mi_fraction(m) -> float | None:
     return m["block_mi"] / m["block_log_group_size"]
 
 
-def diagnostic_curves(history, labels, epochs: int, key: str) -> None:
+def diagnostic_curves(history, labels, epochs: int, key: str, notes: tuple[str, ...]) -> None:
     """How close q's units are, epoch by epoch: nearest-unit divergence, I_H / log|H|, units at the prior."""
     cols = st.columns(3)
-    curves_chart(cols[0], history, labels, epochs, "nearest_unit_kl_min", "Closest two units", f"{key}_nearest")
+    curves_chart(cols[0], history, labels, epochs, "nearest_unit_kl_min", "Closest two units", f"{key}_nearest",
+                 notes=notes)
     curves_chart(cols[1], history, labels, epochs, "block_mi", "Block MI on q: I_H / log|H|", f"{key}_block_mi",
-                 transform=block_mi_fraction)
-    curves_chart(cols[2], history, labels, epochs, "units_at_prior", "Units at the prior", f"{key}_prior")
+                 transform=block_mi_fraction, notes=notes)
+    curves_chart(cols[2], history, labels, epochs, "units_at_prior", "Units at the prior", f"{key}_prior",
+                 notes=notes)
     st.caption("Closest two units: the Jeffreys divergence KL(q_j‖q_k) + KL(q_k‖q_j) between the two closest "
                "hidden units' factors of q; a swap of units this far apart changes log q by about that much, so "
                "below ~30 nats symmetrisation has a gradient. Block MI: I_H over greedy pairs (or blocks of B) of "
@@ -356,11 +523,13 @@ def live_runs_fragment():
 
 
 def table_one(rows) -> pd.DataFrame:
-    """Test accuracy (%) by width (rows) and method (columns), mean ± std (seeds)."""
+    """Test accuracy (%) by width (rows) and method (columns), mean ± std over distinct seeds (their number, and
+    the runs' where a seed ran more than once: its latest run counts)."""
     labels = list(method_styles(rows))
     table = {}
     for row in rows:
-        cell = f"{100 * row['test_acc_mean']:.2f} ± {100 * row['test_acc_std']:.2f} ({row['seeds']})"
+        repeats = f", {row['runs']} runs" if row["runs"] > row["seeds"] else ""
+        cell = f"{100 * row['test_acc_mean']:.2f} ± {100 * row['test_acc_std']:.2f} ({row['seeds']}{repeats})"
         table.setdefault(row["hidden"], {})[row["label"]] = cell
     return pd.DataFrame([{"width": width, **{label: table[width].get(label, "—") for label in labels}}
                          for width in sorted(table)])
@@ -378,7 +547,7 @@ def method_styles(rows) -> dict[str, tuple[str, str, str]]:
 
 # Final metrics against width (Vega-Lite: views/common): one line per method, with markers; mean ± std over seeds
 # as a rule at each width, in the method's colour and dash. The x axis is log-scaled, ticked at the widths run.
-WIDTH_X_TITLE = "hidden units (width, log scale)"
+WIDTH_X_TITLE = "hidden units (log scale)"
 WIDTH_PLOT_PX = 320  # a chart's height: room for the plot, then a legend row per two methods
 WIDTH_MARGIN = 1.4  # the x range: this factor beyond the smallest and largest widths (log scale)
 WIDTH_BOUNDS = {"test_acc_mean": (0.0, 100.0), "units_at_prior_mean": (0.0, None)}  # error bars stop there
@@ -387,8 +556,9 @@ WIDTH_COUNTS = ("units_at_prior_mean",)  # whole numbers from 0
 
 @st.cache_resource(max_entries=64, show_spinner=False)  # outlives the run, unlike a functools cache of a page
 def width_spec(key_mean: str, y_title: str, title: str, styles: tuple[tuple[str, str, str, str], ...],
-               widths: tuple[int, ...], errors: bool, log_y: bool, present: bool) -> dict:
-    """``key_mean`` by width, a line per method (``styles``: label, colour, dash, marker), from the dataset
+               widths: tuple[int, ...], errors: bool, log_y: bool, notes: tuple[str, ...], present: bool) -> dict:
+    """``key_mean`` by width, a line per method (``styles``: label, colour, dash, marker; the markers smaller from
+    one method to the next), ``notes`` under the title, from the dataset
     ``lines`` (rows of x, y, series and, with ``errors``, low and high, the ends of mean ± std; ``to_bottom``
     where the lower end is off a log axis: that bar runs down to the axis)."""
     series = [charts.Series(label, colour, dash, marker=marker) for label, colour, dash, marker in styles]
@@ -403,7 +573,8 @@ def width_spec(key_mean: str, y_title: str, title: str, styles: tuple[tuple[str,
         return charts.quantity(field, y_title, channel=alt.Y, log=log_y, integer=count, scale=scale,
                                axis=dict(format=number_format) if number_format else None)
 
-    layers = [charts.altair_lines(series, x, y("y"))]
+    labels = [label for label, *_ in styles]
+    layers = [with_marker_sizes(charts.altair_lines(series, x, y("y")), labels)]
     if errors:
         channels = charts.series_channels(series)
         bars = (alt.Chart(alt.NamedData("lines")).mark_rule(strokeWidth=1.5)
@@ -415,8 +586,8 @@ def width_spec(key_mean: str, y_title: str, title: str, styles: tuple[tuple[str,
                           .transform_filter("isValid(datum.high) && datum.to_bottom"))
     columns = 2 if len(series) > 2 else None  # two methods fit in a row at 390 px; more take rows of two
     rows = 1 if columns is None else -(-len(series) // columns)
-    return charts.vega_spec(alt.layer(*layers), title=title, legend_columns=columns,
-                            height=WIDTH_PLOT_PX + charts.LEGEND_ROW_HEIGHT * rows)
+    return fitted(charts.vega_spec(alt.layer(*layers), title=title, legend_columns=columns,
+                                   height=WIDTH_PLOT_PX + charts.LEGEND_ROW_HEIGHT * rows), notes)
 
 
 def width_frame(rows, styles, key_mean, key_std, scale=1.0, log_y=False) -> pd.DataFrame:
@@ -445,6 +616,14 @@ def width_frame(rows, styles, key_mean, key_std, scale=1.0, log_y=False) -> pd.D
                                                           "to_bottom": bool, "i": int, "std": float})
 
 
+def same_as_mfvi_notes(rows, key: str) -> tuple[str, ...]:
+    """A sentence for each SGM method whose ``key`` equals MFVI's by design at some widths (:func:`same_as_mfvi`):
+    there their markers coincide, SGM's the smaller."""
+    return tuple(f"{label} = MFVI at width {', '.join(map(str, widths))} by design: SGM's term never had a "
+                 "gradient, so it trained exactly as MFVI (SGM: the smaller markers)."
+                 for label, widths in same_as_mfvi(rows, key).items())
+
+
 def width_chart(container, rows, styles, key_mean, key_std, y_title, title, key, csv_name, scale=1.0,
                 log_y=False) -> None:
     """``key_mean`` (times ``scale``) against width, ± ``key_std`` where given, a line per method of ``styles``
@@ -454,7 +633,7 @@ def width_chart(container, rows, styles, key_mean, key_std, y_title, title, key,
     drawn = [label for label in styles if (data["series"] == label).any()] or list(styles)
     widths = tuple(sorted({int(row["hidden"]) for row in rows})) or (1,)
     spec = width_spec(key_mean, y_title, title, tuple((label, *styles[label]) for label in drawn), widths,
-                      key_std is not None, log_y, charts.presenting())
+                      key_std is not None, log_y, same_as_mfvi_notes(rows, key_mean), charts.presenting())
     charts.vega_chart(container, spec, {"lines": data}, key,
                       alt_text=f"{title}: {y_title} against the hidden width, a line per method")
     table = pd.DataFrame({"width": data["x"].astype(int), "method": data["series"], "seeds": data["seeds"],
@@ -470,7 +649,7 @@ def results(values):
     try:
         all_runs = reg.runs(lab=LAB.name)
     except RegistryError as error:
-        st.error(str(error))
+        st.error(for_visitors(str(error)))
         return
     rows = results_table(all_runs)
     if not rows:
@@ -481,8 +660,9 @@ def results(values):
         setting = st.selectbox("Setting (runs are compared only when everything but width, method and seed agree)",
                                settings, key="mnist.setting")
         chosen = [row for row in rows if row["setting"] == setting]
-        st.markdown("**Test accuracy (%) by width and method**, mean ± std over seeds (number of seeds), "
-                    "laid out like the paper's Table 1")
+        st.markdown("**Test accuracy (%) by width and method**, mean ± std over distinct seeds (number of "
+                    "seeds), laid out like the paper's Table 1. A seed run more than once counts once, by its "
+                    "latest run (“2, 3 runs”: two seeds from three runs).")
         st.dataframe(table_one(chosen), hide_index=True)
         cols = st.columns(2)
         styles = method_styles(chosen)
@@ -491,7 +671,7 @@ def results(values):
         gains = bound_gain_rows(chosen)
         if gains:
             width_chart(cols[1], gains, styles, "gain_mean", None, "SGM bound − MFVI ELBO (nats)",
-                        "ELBO comparison: how much higher SGM's bound is", "mnist.width_gain",
+                        "SGM's bound above MFVI's ELBO", "mnist.width_gain",
                         "mnist_width_bound_gain.csv")
             cols[1].caption("The gain is at most log K; it equals log K when no sampled permutation comes near "
                             "the sample (Î_K = log K).")
@@ -560,11 +740,12 @@ def compare(values, all_runs):
     history = registry().metrics(chosen)
     labels = {i: by_id[i].label for i in chosen}
     epochs = max(by_id[i].config.epochs for i in chosen)
+    notes = twin_notes([by_id[i] for i in chosen], history)
     cols = st.columns(3)
-    curves_chart(cols[0], history, labels, epochs, "test_acc", "Test accuracy", "mnist.cmp_acc")
-    curves_chart(cols[1], history, labels, epochs, "test_nll", "Test NLL", "mnist.cmp_nll")
-    curves_chart(cols[2], history, labels, epochs, "train_elbo", "Train ELBO", "mnist.cmp_elbo")
-    diagnostic_curves(history, labels, epochs, "mnist.cmp")
+    curves_chart(cols[0], history, labels, epochs, "test_acc", "Test accuracy", "mnist.cmp_acc", notes=notes)
+    curves_chart(cols[1], history, labels, epochs, "test_nll", "Test NLL", "mnist.cmp_nll", notes=notes)
+    curves_chart(cols[2], history, labels, epochs, "train_elbo", "Train ELBO", "mnist.cmp_elbo", notes=notes)
+    diagnostic_curves(history, labels, epochs, "mnist.cmp", notes)
     charts.csv_download(metrics_frame(history, labels), "mnist_epochs.csv", "Per-epoch metrics as CSV",
                     key="mnist.cmp_csv")
 
@@ -575,19 +756,21 @@ def main():
                            "help more as the network gets wider?", controls_panel)
     problems = data_problems()
     if problems:
-        st.error("MNIST is not available, so runs would fail:\n\n" + "\n".join(f"- {p}" for p in problems))
+        st.error("MNIST is not available, so runs would fail:\n\n"
+                 + "\n".join(f"- {for_visitors(p)}" for p in problems))
     try:
         reg = registry()
     except RegistryError as error:
-        st.error(str(error))
+        st.error(for_visitors(str(error)))
         st.stop()
     try:
         device_text = resolve_device(values["device"]).type
     except ValueError as error:
         st.warning(str(error))
         device_text = "unavailable"
-    st.caption(f"Data: MNIST, 60 000 train / 10 000 test images, verified by checksum. Runs are kept in "
-               f"`{reg.root}`; device for new runs: {device_text}.")
+    kept = "" if HOSTED else f" Runs are kept in `{reg.root}`."  # a hosted server's paths are not the visitors'
+    st.caption(f"Data: MNIST, 60 000 train / 10 000 test images, verified by checksum.{kept} Device for new runs: "
+               f"{device_text}.")
     explanation()
     runs_tab, results_tab = st.tabs(["Launch and watch", "Results"])
     with runs_tab:

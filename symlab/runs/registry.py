@@ -67,6 +67,9 @@ class Run:
     executor: str  # "local" (a process of this machine) or "ray" (a task of a Ray cluster)
     node: str  # where it last trained: host name (and Ray node) — empty until it starts
     task: str  # the executor's name for its task (a Ray actor's), empty for a local process
+    # Who launched it, as a page knows its visitor: a one-way hash of its browser's id; empty when not known
+    # (the command line, and runs recorded before it was kept).
+    owner: str = ""
 
     @property
     def label(self) -> str:
@@ -97,7 +100,8 @@ CREATE TABLE IF NOT EXISTS runs (
     lab TEXT NOT NULL DEFAULT '""" + LEGACY_LAB + """',
     executor TEXT NOT NULL DEFAULT 'local',
     node TEXT NOT NULL DEFAULT '',
-    task TEXT NOT NULL DEFAULT ''
+    task TEXT NOT NULL DEFAULT '',
+    owner TEXT NOT NULL DEFAULT ''
 )""", """
 CREATE TABLE IF NOT EXISTS metrics (
     run_id INTEGER NOT NULL REFERENCES runs(id),
@@ -110,7 +114,7 @@ CREATE TABLE IF NOT EXISTS metrics (
 # Columns added after the first registries were written: an older registry gains them when opened.
 _ADDED_COLUMNS = {"lab": f"TEXT NOT NULL DEFAULT '{LEGACY_LAB}'", "executor": "TEXT NOT NULL DEFAULT 'local'",
                   "node": "TEXT NOT NULL DEFAULT ''",
-                  "task": "TEXT NOT NULL DEFAULT ''"}
+                  "task": "TEXT NOT NULL DEFAULT ''", "owner": "TEXT NOT NULL DEFAULT ''"}
 
 
 class Registry:
@@ -175,17 +179,17 @@ class Registry:
     # --- records --------------------------------------------------------------------------
 
     def create(self, lab: str, config, device: str, *, status=QUEUED, session="", source="app", pid=None,
-               executor: str = "local") -> int:
+               executor: str = "local", owner: str = "") -> int:
         """Record a run of ``lab`` (one of :attr:`kinds`) with ``config`` on ``device``, to be trained by
-        ``executor``."""
+        ``executor``, launched by ``owner`` (:attr:`Run.owner`)."""
         self.kind(lab)
         now = time.time()
         rows = self._execute(
             "INSERT INTO runs (lab, config, status, device, created, started, heartbeat, pid, pid_started, session,"
-            " source, executor, node) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+            " source, executor, node, owner) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
             (lab, json.dumps(config.to_dict()), status, device, now, now if status == RUNNING else None,
              now if status == RUNNING else None, pid, _process_start(pid) if pid else None, session, source,
-             executor, node_name() if pid else ""),
+             executor, node_name() if pid else "", owner),
             write=True)
         run_id = rows[0]["id"]
         self.run_dir(run_id).mkdir(parents=True, exist_ok=True)
@@ -290,7 +294,7 @@ class Registry:
                    message=row["message"], session=row["session"], source=row["source"],
                    result=json.loads(row["result"]) if row["result"] else None,
                    cancel_requested=bool(row["cancel_requested"]), executor=row["executor"], node=row["node"],
-                   task=row["task"])
+                   task=row["task"], owner=row["owner"])
 
 
 def node_name() -> str:

@@ -83,10 +83,10 @@ def launch_worker(registry: Registry, run_id: int) -> None:
 
 
 def submit(registry: Registry, lab: str, config, limits: RunLimits | None = None, session: str = "",
-           source: str = "app", executor: str | None = None) -> int:
-    """Validate ``config`` (of ``lab``, one of the registry's kinds), check the caps, and queue it: with the local executor it starts if its
-    device has room; on Ray (``executor``, default $SYMLAB_EXECUTOR, else local) Ray's scheduler places it.
-    Returns the run id."""
+           source: str = "app", executor: str | None = None, owner: str = "") -> int:
+    """Validate ``config`` (of ``lab``, one of the registry's kinds), check the caps, and queue it, recorded as
+    launched by ``owner`` (a browser's id): with the local executor it starts if its device has room; on Ray
+    (``executor``, default $SYMLAB_EXECUTOR, else local) Ray's scheduler places it. Returns the run id."""
     executor = executor_name(executor)
     kind = registry.kind(lab)
     limits = limits or RunLimits.from_env()
@@ -100,7 +100,8 @@ def submit(registry: Registry, lab: str, config, limits: RunLimits | None = None
     if source == "app" and registry.launched_since(time.time() - 3600, source) >= limits.max_runs_per_hour:
         raise ValueError(f"{limits.max_runs_per_hour} runs were launched on this server in the last hour, its cap: "
                          "try again later")
-    run_id = registry.create(lab, config, kind.device(config), session=session, source=source, executor=executor)
+    run_id = registry.create(lab, config, kind.device(config), session=session, source=source, executor=executor,
+                             owner=owner)
     start(registry, [run_id], limits)
     return run_id
 

@@ -9,6 +9,7 @@ from symlab.labs.toy import LAB, params
 from symlab.labs.toy import experiment as toy
 from symlab.lib import two_relu
 from symlab.specs import controls
+from vegatest import vega_charts
 
 PAGE = str(Path(__file__).resolve().parents[1] / "views" / "toy.py")
 
@@ -152,3 +153,86 @@ def test_a_stuck_fit_is_named_and_more_restarts_recover():
         starts = next(c.value for c in at.caption if "kept" in c.value)
         assert f"start 1 of {restarts} kept" in starts or not stuck
         assert ("(both units on one side)" in starts) == stuck and ("(at a mode)" in starts) != stuck
+
+
+# -- issue 31: charts that fit, captions that wait for a fit, a reload that resumes, seeds that run as shown ------
+
+def test_every_live_chart_fits_its_column_and_the_posterior_stays_square():
+    """No fixed width (a 400 px posterior ran past a 368 px column and off a phone): each chart takes its
+    column's width, the posterior's plot as tall as it is wide, and each legend wraps to the width it gets."""
+    for present in ("0", "1"):
+        at = toy_page(alpha="2.0", noise="0.25", n="30", present=present)
+        drawn = vega_charts(at)
+        assert len(drawn) == 4
+        for chart in drawn:
+            spec = chart["spec"]
+            assert "width" not in spec and spec.get("autosize", {}).get("type") != "pad", chart["title"]
+            assert "expr" in str(spec["config"]["legend"]["columns"]), chart["title"]
+        [posterior] = [chart for chart in drawn if "posterior" in str(chart["spec"]["title"]["text"])]
+        assert posterior["spec"]["autosize"]["type"] == "fit-x"
+        assert {"name": "height", "expr": "width"} in posterior["spec"]["params"]
+
+
+def test_step_zero_shows_the_starting_points_not_a_fit():
+    """Before any training there is no fit to keep, place (at a mode) or call stuck."""
+    at = toy_page(alpha="3", noise="0.5", n="10", restarts="1", seed="11")
+    captions = [caption.value for caption in at.caption]
+    assert not any("kept" in text for text in captions), captions
+    assert any(text.startswith("Adam step 0, before training: each method's one starting point") for text in captions)
+    assert not any(toy.STUCK in warning.value for warning in at.warning)
+    at.button(key="toy.step").click().run()
+    assert any("start 1 of 1 kept" in caption.value for caption in at.caption)
+
+
+def test_a_reload_resumes_training_where_it_was_paused():
+    """The link keeps the paused step; a new session opened on it replays the seeded training to that step,
+    paused, and says so: the same numbers as the session that wrote the link."""
+    at = toy_page()
+    for _ in range(3):
+        at.button(key="toy.step").click().run()
+    assert at.query_params["adam_step"] == "60"
+    assert at.selectbox(key="toy.preset").value == "Close modes (paper default)"  # a place in a run, not a setting
+    reloaded = toy_page(**{name: at.query_params[name] for name in at.query_params})
+    assert not reloaded.exception
+    assert reloaded.get("progress")[0].proto.text == "Adam step 60 / 4000"
+    assert not reloaded.session_state["toy.playback"].playing
+    assert metrics(reloaded) == metrics(at)
+    assert [info.value for info in reloaded.info if "Resumed" in info.value] == [
+        "Resumed at Adam step 60: training replayed from its seed."]
+    reloaded.button(key="toy.step").click().run()  # on from there: the notice has done its work
+    assert reloaded.query_params["adam_step"] == "80" and not any("Resumed" in i.value for i in reloaded.info)
+    reloaded.slider(key="toy.alpha").set_value(1.0).run()  # new settings train from the start
+    assert reloaded.query_params["adam_step"] == "0"
+    assert reloaded.get("progress")[0].proto.text == "Adam step 0 / 4000"
+
+
+def test_a_reload_too_long_to_replay_says_where_it_resumed():
+    """At the page's caps 4000 steps take far longer to replay than the page waits: it stops at a whole tick,
+    says so, and the link follows the step shown."""
+    at = toy_page(alpha="3", n="500", batch="500", restarts="8", adam_step="4000")
+    assert not at.exception
+    shown = int(at.query_params["adam_step"])
+    assert shown < 4000 and shown % 20 == 0
+    assert at.get("progress")[0].proto.text == f"Adam step {shown} / 4000"
+    [notice] = [warning.value for warning in at.warning if "Resumed" in warning.value]
+    assert notice.startswith(f"Resumed at Adam step {shown}, not the link's 4000: replaying 4000 steps")
+
+
+def test_seeds_out_of_range_become_the_seeds_that_run():
+    """99999999 seeds: the box shows what the table will run, and the range (the server's cap on α values ×
+    seeds included) is stated; never a number out of range beside a different one in use."""
+    at = toy_page(alphas="0.25,0.5,0.75,1")
+    at.number_input(key="toy.seeds").set_value(99999999).run()
+    assert at.number_input(key="toy.seeds").value == 25 and at.query_params["seeds"] == "25"
+    assert not at.button(key="toy.run_table").disabled
+    assert any("Seeds: 25, not 99999999" in info.value and "1 to 25 seeds" in info.value for info in at.info)
+    box = at.number_input(key="toy.seeds")
+    assert box.min is None and box.max is None  # no range for the browser to hold a red number against
+    assert "1 to 25 seeds with 4 α values" in box.help
+    box.set_value(0).run()
+    assert at.number_input(key="toy.seeds").value == 1
+    # More α values after the seeds were set: running is blocked, with the range for these α values.
+    at.number_input(key="toy.seeds").set_value(25).run()
+    at.text_input(key="toy.alphas").input("0.25,0.5,0.75,1,1.25").run()
+    assert at.button(key="toy.run_table").disabled
+    assert any("use 1 to 20 seeds" in warning.value for warning in at.warning)

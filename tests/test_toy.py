@@ -107,7 +107,11 @@ def test_table_flags_take_the_page_parameters_ranges(capsys):
 
 def test_page_parameters_are_the_declarations_with_the_page_caps():
     by_name = {param.name: param for param in LAB.page_params(None)}
-    assert list(by_name) == [controls.url_name(toy.ToyConfig, name) for name in params.FIELDS] + ["alphas", "seeds"]
+    assert list(by_name) == [controls.url_name(toy.ToyConfig, name) for name in params.FIELDS] + ["alphas", "seeds",
+                                                                                                  "adam_step"]
+    # The live training's place in its run, which presets leave alone (new settings start it over).
+    assert (by_name["adam_step"].low, by_name["adam_step"].high) == (0, params.LIVE_STEPS)
+    assert "adam_step" in params.PRESETS.keeps
     for name in params.FIELDS:
         spec, default = controls.declared(toy.ToyConfig)[name]
         param = by_name[controls.url_name(toy.ToyConfig, name)]

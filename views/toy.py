@@ -1,6 +1,9 @@
 """Tractable BNN lab: exact posterior vs MFVI vs SGM, trained live (Gelberg et al. §5, Fig. 4)."""
 
+import json
 import math
+import time
+from dataclasses import dataclass
 
 import altair as alt
 import numpy as np
@@ -21,7 +24,12 @@ REMEDIES = {"random": "press New seed or raise Restarts",
             "origin": "press New seed or choose random initial means (starts from the origin differ only in their noise)"}
 STEPS_PER_TICK = 20
 TICK_SECONDS = 0.15  # the browser, not the server, limits the redraw rate (benchmarks/bench_toy_live.py)
-MAX_STEPS = 4000
+MAX_STEPS = params.LIVE_STEPS
+# A reloaded page replays its training from the seed for at most this long, within the page's 3 s to its first
+# chart. Measured on one core: the default settings' whole run (4000 Adam steps) takes 1.0 s; at the page's caps
+# (N = 500, 8 restarts) 1.5 s replays about 300 steps.
+REPLAY_SECONDS = 1.5
+STEP_KEY = binding.widget_key(PAGE, params.ADAM_STEP.name)  # the Adam step in the link
 GRID = 81  # display grid for the exact posterior (the evidence uses 201 points)
 COLOURS = {"mfvi": charts.PALETTE["reverse"], "sgm": charts.PALETTE["forward"], "exact": charts.PALETTE["target"]}
 DASHES = {"mfvi": "dash", "sgm": "dot", "exact": "solid"}
@@ -74,6 +82,14 @@ def controls_panel():
         widget("restarts")
         widget("seed")
         binding.new_seed_button(PAGE, help="A new draw of the data and the initialisation; Reset keeps the current one.")
+    new_settings_start_over()
+
+
+def new_settings_start_over() -> None:
+    """New settings train from the start: the link's Adam step goes back to 0 before the link is written."""
+    trained = st.session_state.get("toy.live", (None, None))[0]
+    if trained is not None and trained != config_from(binding.current_values(PAGE, SPECS)):
+        st.session_state[STEP_KEY] = 0
 
 
 # Live charts (Vega-Lite, updated in place: views/common). The specs depend only on what is fixed while training
@@ -87,19 +103,82 @@ PREDICTION_SERIES = (charts.Series("training data", charts.PALETTE["grey"], mark
                      *(charts.Series(f"{LABELS[m]}: mean ± 2 sd", COLOURS[m], DASHES[m]) for m in ("exact", *two_relu.METHODS)))
 CURVE_SERIES = (*(charts.Series(LABELS[m], COLOURS[m], DASHES[m]) for m in two_relu.METHODS),
                 charts.Series("exact posterior", COLOURS["exact"], "dashdot"))
-POSTERIOR_PX = 330  # the posterior's plot area, square: equal scales on w₁ and w₂
 POSTERIOR_GREYS = ("#FFFFFF", "#484848")  # the exact posterior's density, from 0 to its peak
+PREDICTIONS_PX, CURVES_PX = 480, 340  # the whole chart's height, title and legend included
+
+
+# Every chart is as wide as its column (Streamlit's width="stretch"), whatever the screen: a fixed size wider than a
+# phone's column (358 px; 310 px in presentation mode) or a narrow desktop column ran past its edge.
+def square_plot(spec: dict) -> dict:
+    """``spec`` as wide as its column with a square plot area (equal scales on w₁ and w₂): Vega fits the plot, axes
+    and legend into the column's width ("fit-x") and the plot's height follows its width (a Vega signal)."""
+    spec = {name: value for name, value in spec.items() if name not in ("width", "height", "autosize")}
+    return {**spec, "autosize": dict(type="fit-x", contains="padding"),
+            "params": [*spec.get("params", []), dict(name="height", expr="width")]}
+
+
+# A text's width, at most: this many font sizes a character (Vega measures it only in the browser; the page's font
+# averages 0.42, a bold title's 0.41); a legend entry's symbol and gaps, and the y-axis beside the plot (the legend
+# below starts under the plot), in font sizes.
+CHAR_EM, TITLE_CHAR_EM, SYMBOL_EM, Y_AXIS_EM = 0.5, 0.45, 2.5, 5
+COLUMN_PX = "(containerSize()[0] || width)"  # the chart's column, known only in the browser
+
+
+def two_lines(text: str) -> list[str]:
+    """``text`` broken at the space nearest its middle."""
+    spaces = [i for i, c in enumerate(text) if c == " "]
+    if not spaces:
+        return [text]
+    cut = min(spaces, key=lambda i: abs(i - len(text) / 2))
+    return [text[:cut], text[cut + 1:]]
+
+
+def fitted_legend(spec: dict, labels) -> dict:
+    """``spec`` whose legend (entries ``labels``) fits its column at any width: as many columns as fit (one row
+    where all fit, one entry a row in a narrow column), and a label wider than its column on two lines there
+    (Vega never wraps a legend by itself; a row or a label wider than the chart is cut off)."""
+    font = spec["config"]["legend"]["labelFontSize"]
+    room = f"({COLUMN_PX} - {Y_AXIS_EM * font})"
+    width = {label: round(CHAR_EM * font * len(label) + SYMBOL_EM * font) for label in labels}
+    columns = dict(expr=f"max(1, min({len(labels)}, floor({room} / {max(width.values())})))")
+    spec = {**spec, "config": {**spec["config"], "legend": {**spec["config"]["legend"], "columns": columns}}}
+    shown = "datum.label"
+    for label in (label for label in labels if " " in label):
+        shown = (f"datum.label === {json.dumps(label)} && {room} < {width[label]} ? "
+                 f"{json.dumps(two_lines(label))} : {shown}")
+
+    def with_labels(view: dict) -> dict:
+        view = dict(view)
+        if "encoding" in view:
+            view["encoding"] = {name: ({**channel, "legend": {**channel["legend"], "labelExpr": shown}}
+                                       if isinstance(channel, dict) and channel.get("legend") else channel)
+                                for name, channel in view["encoding"].items()}
+        for part in ("layer", "hconcat", "vconcat", "concat"):
+            if part in view:
+                view[part] = [with_labels(child) for child in view[part]]
+        return view
+
+    return with_labels(spec)
+
+
+def fitted_title(spec: dict) -> dict:
+    """``spec`` whose title may take its column's width (Vega would cut it short, with "…", at the plot's), set
+    smaller where even that is too narrow for it."""
+    title = spec["title"]
+    size = dict(expr=f"min({title['fontSize']}, floor({COLUMN_PX} / {TITLE_CHAR_EM * len(title['text'])}))")
+    return {**spec, "title": {**title, "fontSize": size, "limit": dict(expr=COLUMN_PX)}}
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)  # outlives the run, unlike a functools cache of a page
 def posterior_spec(present: bool) -> dict:
     """The exact posterior (grey: a picture, it does not change while training plays) with q's 1 and 2 sd
-    ellipses (both components of q_G) and the modes; the axes' range comes with the data (:func:`charts.with_domains`)."""
+    ellipses (both components of q_G) and the modes, square; the axes' range comes with the data
+    (:func:`charts.with_domains`)."""
     x, y = charts.quantity("x", "w₁", charts.DOMAIN_OF_DATA), charts.quantity("y", "w₂", charts.DOMAIN_OF_DATA, channel=alt.Y)
     chart = alt.layer(charts.altair_image("w₁", "w₂", charts.DOMAIN_OF_DATA, charts.DOMAIN_OF_DATA),
                       charts.altair_lines(POSTERIOR_SERIES, x, y, data_order=True))
-    return charts.vega_spec(chart, title="Exact posterior (grey) and q over (w₁, w₂)", height=POSTERIOR_PX,
-                        width=POSTERIOR_PX, legend_columns=1)
+    spec = charts.vega_spec(chart, title="Exact posterior (grey) and q over (w₁, w₂)", height=None)
+    return square_plot(fitted_title(fitted_legend(spec, [series.label for series in POSTERIOR_SERIES])))
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)  # outlives the run, unlike a functools cache of a page
@@ -109,7 +188,8 @@ def predictions_spec(present: bool) -> dict:
     y = charts.quantity("y", "output y (noise included in the bands)", channel=alt.Y)
     bands = [charts.altair_band(series, x) for series in PREDICTION_SERIES[2:]]
     chart = alt.layer(*bands, charts.altair_lines(PREDICTION_SERIES, x, y))
-    return charts.vega_spec(chart, title="Predictions", height=POSTERIOR_PX + 150, legend_columns=2)
+    spec = charts.vega_spec(chart, title="Predictions", height=PREDICTIONS_PX)
+    return fitted_title(fitted_legend(spec, [series.label for series in PREDICTION_SERIES]))
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)  # outlives the run, unlike a functools cache of a page
@@ -159,9 +239,10 @@ def curves_spec(quantity: str, present: bool) -> dict:
     """Each method's bound under log p(D), or its test MSE, by Adam step, with the exact posterior's."""
     y_title, title = {"bounds": ("ELBO; SGM: ELBO + I (nats)", "Lower bounds under log p(D)"),
                       "mse": ("test MSE", "Test MSE")}[quantity]
-    chart = alt.layer(charts.altair_lines(CURVE_SERIES, charts.quantity("x", "Adam step"), charts.quantity("y", y_title, channel=alt.Y)),
+    chart = alt.layer(charts.altair_lines(CURVE_SERIES, charts.quantity("x", "Adam step", integer=True), charts.quantity("y", y_title, channel=alt.Y)),
                       charts.altair_rules(CURVE_SERIES))
-    return charts.vega_spec(chart, title=title, height=340)
+    spec = charts.vega_spec(chart, title=title, height=CURVES_PX)
+    return fitted_title(fitted_legend(spec, [series.label for series in CURVE_SERIES]))
 
 
 def curves_data(trainer, fits, exact: toy.ExactAnswer) -> dict:
@@ -179,6 +260,14 @@ def starts_caption(fits) -> str:
     """Each method's starts: which is kept, where it ended, how many ended stuck on one side."""
     return " · ".join(f"{LABELS[fit.method]}: start {fit.kept + 1} of {len(fit.rows)} kept ({fit.outcome}), "
                       f"{fit.stuck_starts} stuck on one side" for fit in fits)
+
+
+def starting_points_caption(config: toy.ToyConfig) -> str:
+    """What step 0 shows: the starts, before any training (no fit yet to keep, place or call stuck)."""
+    means = "drawn from N(0, 0.5²)" if config.init == "random" else "at the origin"
+    starts = f"{config.restarts} starting points" if config.restarts > 1 else "one starting point"
+    return (f"Adam step 0, before training: each method's {starts} (means {means}, std devs 0.5). In colour, "
+            "the start with the best bound so far; Play or Step trains them all and keeps the best.")
 
 
 def fit_notices(trainer, fits, config) -> None:
@@ -202,12 +291,67 @@ def traces_frame(trainer, fits) -> pd.DataFrame:
                       for row, (run, h) in enumerate(zip(trainer.runs, trainer.history))], ignore_index=True)
 
 
-def live_panel(config):
-    data, exact, display, x, exact_mean, exact_std = exact_for(config)
-    trainer = trainer_for(config)
+@dataclass(frozen=True)
+class Resumed:
+    """Live training replayed to the link's Adam step in a new session."""
+
+    config: toy.ToyConfig
+    asked: int  # the link's step
+    step: int  # the step replayed to: a whole tick, at most ``asked``
+    diverged: bool  # every run diverged on the way
+
+
+def resume(trainer: two_relu.ToyTrainer, config: toy.ToyConfig, asked: int, steps_per_tick: int) -> Resumed:
+    """Replay ``trainer`` from its seed to the link's step ``asked`` (down to a whole tick), tick by tick as
+    playing would, for at most :data:`REPLAY_SECONDS`: the same path the link's session trained."""
+    target = asked // steps_per_tick * steps_per_tick
+    deadline = time.monotonic() + REPLAY_SECONDS
+    with st.spinner(f"Replaying training from its seed to Adam step {target}…"):
+        while trainer.steps_done < target and time.monotonic() < deadline and not all(trainer.diverged):
+            trainer.train_to(trainer.steps_done + steps_per_tick, steps_per_tick)
+    return Resumed(config, asked, trainer.steps_done, all(trainer.diverged))
+
+
+def resumed_notice(resumed: Resumed, steps_per_tick: int) -> None:
+    if resumed.step == resumed.asked:
+        st.info(f"Resumed at Adam step {resumed.step}: training replayed from its seed.", icon=":material/replay:")
+    elif resumed.diverged:
+        st.info(f"Resumed at Adam step {resumed.step}, where training diverged, before the link's "
+                f"{resumed.asked}: replayed from its seed.", icon=":material/replay:")
+    elif resumed.asked - resumed.step < steps_per_tick:
+        st.info(f"Resumed at Adam step {resumed.step}, the last whole tick of {steps_per_tick} steps before the "
+                f"link's {resumed.asked}: training replayed from its seed.", icon=":material/replay:")
+    else:
+        st.warning(f"Resumed at Adam step {resumed.step}, not the link's {resumed.asked}: replaying {resumed.asked} "
+                   f"steps from the seed takes longer than this page waits ({REPLAY_SECONDS:g} s). Play goes on "
+                   "from here along the same path.", icon=":material/replay:")
+
+
+def keep_step_in_link(step: int) -> None:
+    """The link keeps the step training shows while paused, for a reload to replay to. Not while playing: each
+    change of the link is an entry in the browser's history (a rerun it is not)."""
+    if st.session_state[STEP_KEY] != step:
+        st.session_state[STEP_KEY] = step
+        st.query_params[params.ADAM_STEP.name] = str(step)
+
+
+def live_pace() -> tuple[int, float]:
+    """Adam steps per tick and seconds per tick: the page's, or this server's where it allows less."""
     live = binding.server_settings().live
-    steps_per_tick = min(STEPS_PER_TICK, live.max_steps_per_tick)
-    tick_seconds = max(TICK_SECONDS, live.min_tick_seconds)
+    return min(STEPS_PER_TICK, live.max_steps_per_tick), max(TICK_SECONDS, live.min_tick_seconds)
+
+
+def live_panel(config, asked_step: int):
+    data, exact, display, x, exact_mean, exact_std = exact_for(config)
+    steps_per_tick, tick_seconds = live_pace()
+    new_session = "toy.live" not in st.session_state
+    trainer = trainer_for(config)
+    if new_session and asked_step > 0:  # a reload, or a link shared while paused
+        st.session_state["toy.resumed"] = resume(trainer, config, asked_step, steps_per_tick)
+    resumed = st.session_state.get("toy.resumed")
+    if resumed is not None and resumed.config != config:  # new settings: training starts over
+        del st.session_state["toy.resumed"]
+        resumed = None
 
     def follow(frame: int) -> bool:
         """Train up to the frame's step (a reset trains from the start again); go on while a run is alive."""
@@ -215,33 +359,40 @@ def live_panel(config):
         return not all(trainer.diverged)
 
     def draw(frame: int, chart_config: dict):
+        playing = st.session_state["toy.playback"].playing
+        if not playing:
+            keep_step_in_link(frame * steps_per_tick)
+        if "toy.resumed" in st.session_state:  # where training resumed, said until it moves on
+            if not playing and frame * steps_per_tick == st.session_state["toy.resumed"].step:
+                resumed_notice(st.session_state["toy.resumed"], steps_per_tick)
+            else:
+                del st.session_state["toy.resumed"]
         fits = live_fits(trainer, config, exact)
-        fit_notices(trainer, fits, config)
+        if trainer.steps_done:  # a fit, its outcome and its troubles once there is training to judge
+            fit_notices(trainer, fits, config)
         means, stds = trainer.parameters()
         latest = {fit.method: {k: getattr(trainer.history[fit.row], k)[-1] for k in ("elbo", "elbo_g", "test_mse")}
                   for fit in fits}
-        bounds, errors = st.columns(2)
-        with bounds:  # each method's number beside the exact posterior's
-            cols = st.columns(3)
-            cols[0].metric("MFVI: ELBO", f"{latest['mfvi']['elbo']:.3f}")
-            cols[1].metric("SGM: ELBO + I", f"{latest['sgm']['elbo_g']:.3f}")
-            cols[2].metric("log p(D) (exact)", f"{exact.log_evidence:.3f}")
-        with errors:
-            cols = st.columns(3)
-            cols[0].metric("MFVI: test MSE", f"{latest['mfvi']['test_mse']:.3f}")
-            cols[1].metric("SGM: test MSE", f"{latest['sgm']['test_mse']:.3f}")
-            cols[2].metric("test MSE (exact)", f"{exact.test_mse:.3f}",
-                           help="Of the exact posterior's predictive mean: the best a method can expect to reach.")
+        # Each method's number beside the exact posterior's, three to a row: six in a row cut the numbers short.
+        cols = st.columns(3)
+        cols[0].metric("MFVI: ELBO", f"{latest['mfvi']['elbo']:.3f}")
+        cols[1].metric("SGM: ELBO + I", f"{latest['sgm']['elbo_g']:.3f}")
+        cols[2].metric("log p(D) (exact)", f"{exact.log_evidence:.3f}")
+        cols = st.columns(3)
+        cols[0].metric("MFVI: test MSE", f"{latest['mfvi']['test_mse']:.3f}")
+        cols[1].metric("SGM: test MSE", f"{latest['sgm']['test_mse']:.3f}")
+        cols[2].metric("test MSE (exact)", f"{exact.test_mse:.3f}",
+                       help="Of the exact posterior's predictive mean: the best a method can expect to reach.")
         kept_means = {fit.method: (means[fit.row], stds[fit.row]) for fit in fits}
         st.caption(" · ".join(f"{LABELS[m]}: μ = ({mu[0]:.2f}, {mu[1]:.2f}), s = ({sd[0]:.2f}, {sd[1]:.2f})"
                               for m, (mu, sd) in kept_means.items()))
-        st.caption(starts_caption(fits))
+        st.caption(starts_caption(fits) if trainer.steps_done else starting_points_caption(config))
         present = charts.presenting()
-        left, right = st.columns([2, 3])
+        left, right = st.columns(2)  # the square posterior needs the room: a narrower share was 215 px at 1024 px
         bound = float(display.axis[-1])
         charts.vega_chart(left, charts.with_domains(posterior_spec(present), x=(-bound, bound), y=(-bound, bound)),
                       posterior_data(config, fits, means, stds),
-                      "toy.live_posterior", width="content",
+                      "toy.live_posterior",
                       alt_text="The exact posterior over the two weights, with MFVI's and SGM's ellipses")
         charts.vega_chart(right, predictions_spec(present),
                       predictions_data(data, x, exact_mean, exact_std, config, trainer, fits),
@@ -257,7 +408,8 @@ def live_panel(config):
         st.caption(f"On this shared server live training advances {steps_per_tick} Adam steps every "
                    f"{tick_seconds:g} s.")
     ticks = math.ceil(MAX_STEPS / steps_per_tick)
-    player.frame_player("toy", ("toy.live", config), ticks + 1, 0, tick_seconds,
+    start = 0 if resumed is None else resumed.step // steps_per_tick
+    player.frame_player("toy", ("toy.live", config), ticks + 1, start, tick_seconds,
                     lambda frame: f"Adam step {frame * steps_per_tick} / {MAX_STEPS}", draw,
                     play_help=f"Train both methods live, {steps_per_tick} Adam steps a tick, every start at once.",
                     reset_help="Back to the same initialisations (same seed).", follow=follow)
@@ -265,23 +417,61 @@ def live_panel(config):
                     f"toy_traces_alpha{config.alpha:g}_seed{config.seed}.csv", "Traces (CSV)", "toy.csv_traces")
 
 
+SEEDS_KEY, SEEDS_NOTICE = binding.widget_key(PAGE, params.SEEDS.name), "toy.seeds_notice"
+
+
+def max_table_runs() -> int:
+    return binding.server_settings().live.max_table_runs
+
+
+def table_alphas(text: str) -> list[float]:
+    """The table's α values as the link's parser reads them (clamped to α's range, the first ten)."""
+    return [float(a) for a in parse_query({"alphas": text}, [params.ALPHAS])[0]["alphas"].split(",")]
+
+
+def seeds_range(alphas: int) -> tuple[int, int]:
+    """The seeds a table of ``alphas`` α values may run: the parameter's range, within this server's cap on
+    α values × seeds (empty where the α values alone pass the cap)."""
+    return params.SEEDS.low, min(params.SEEDS.high, max_table_runs() // alphas)
+
+
+def seeds_in_range() -> None:
+    """A number of seeds typed in becomes the nearest the table may run, saying so."""
+    typed = st.session_state[SEEDS_KEY]
+    alphas = table_alphas(st.session_state[binding.widget_key(PAGE, params.ALPHAS.name)])
+    low, high = seeds_range(len(alphas))
+    kept = min(max(int(typed), low), max(high, low))
+    if kept != typed:
+        st.session_state[SEEDS_KEY] = kept
+        st.session_state[SEEDS_NOTICE] = (
+            f"Seeds: {kept}, not {typed}: with {len(alphas)} α value{'s' if len(alphas) != 1 else ''} a table here "
+            f"runs {low} to {high} seeds (at most {max_table_runs()} runs, α values × seeds).")
+
+
 def table_panel(values, config):
     st.markdown("MFVI vs SGM for several α, mean ± std over seeds, all runs trained as one batch "
                 f"({toy.DEFAULT_STEPS} Adam steps; other settings from the sidebar), as in Tables 2–3. Each seed's "
                 "fit is the best of the sidebar's restarts; the exact posterior's log p(D) and predictive test MSE "
                 "are the best a method can reach.")
-    cols = st.columns([3, 1])
+    cols = st.columns([3, 2])
     cols[0].text_input("α values (comma-separated)", key=binding.widget_key(PAGE, "alphas"))
-    cols[1].number_input("Seeds", params.SEEDS.low, params.SEEDS.high, step=1, key=binding.widget_key(PAGE, "seeds"))
-    parsed, notices = parse_query({"alphas": values["alphas"]}, [params.ALPHAS])
-    for notice in notices:
+    alphas = table_alphas(values["alphas"])
+    low, high = seeds_range(len(alphas))
+    # No range in the box itself: the browser would keep a number out of range in it, in red, beside the value in
+    # use; a number typed in becomes the nearest in range, and the box shows the seeds the table will run.
+    cols[1].number_input("Seeds", step=1, key=SEEDS_KEY, on_change=seeds_in_range,
+                         help=f"{low} to {high} seeds with {len(alphas)} α value{'s' if len(alphas) != 1 else ''}: "
+                              f"this server trains at most {max_table_runs()} runs (α values × seeds) per table.")
+    for notice in parse_query({"alphas": values["alphas"]}, [params.ALPHAS])[1]:
         st.warning(notice)
-    alphas = [float(a) for a in parsed["alphas"].split(",")]
-    max_runs = binding.server_settings().live.max_table_runs
-    too_many = len(alphas) * values["seeds"] > max_runs
-    if too_many:
+    if SEEDS_NOTICE in st.session_state:
+        st.info(st.session_state.pop(SEEDS_NOTICE), icon=":material/info:")
+    too_many = len(alphas) * values["seeds"] > max_table_runs()
+    if too_many:  # the α values changed after the seeds were set, or a link asked for more
+        fewer = (f"with {len(alphas)} α values, use {low} to {high} seeds" if low <= high
+                 else f"use at most {max_table_runs()} α values")
         st.warning(f"{len(alphas)} α values × {values['seeds']} seeds is more than this server's cap of "
-                   f"{max_runs} runs per table: use fewer α values or seeds.")
+                   f"{max_table_runs()} runs per table: {fewer}.")
     if st.button("Run the table", icon=":material/table_chart:", key="toy.run_table", type="primary",
                  disabled=too_many):
         st.session_state["toy.table"] = (tuple(alphas), values["seeds"], config)
@@ -361,7 +551,7 @@ def main():
     config = config_from(values)
     live, table = st.tabs(["Live training", "Paper tables"])
     with live:
-        live_panel(config)
+        live_panel(config, values[params.ADAM_STEP.name])
     with table:
         table_panel(values, config)
     formulas()

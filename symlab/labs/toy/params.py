@@ -1,6 +1,6 @@
 """The tractable-BNN page's URL parameters: the declared controls of :class:`~.experiment.ToyConfig` it
-shows, with the page's caps, and the paper table's α values and seeds (also the command line's
-``--alphas`` and ``--seeds``)."""
+shows, with the page's caps, the paper table's α values and seeds (also the command line's
+``--alphas`` and ``--seeds``), and the live training's Adam step."""
 
 from symlab.specs import controls
 from symlab.specs.presets import Presets
@@ -25,9 +25,14 @@ ALPHAS = Param("alphas", "floats", format_floats(DEFAULT_TABLE_ALPHAS), ALPHA.lo
 # This server's cap on α values × seeds (hosting's max_table_runs) is the page's real limit.
 SEEDS = Param("seeds", "int", 5, 1, 100)
 
+# Live training: how far it goes, and the Adam step it was paused at, which a reloaded page replays to (training is
+# seeded: the same settings give the same path). A place in a run, not a setting.
+LIVE_STEPS = 4000
+ADAM_STEP = Param("adam_step", "int", 0, 0, LIVE_STEPS)
+
 
 def page_params(hosting=None) -> tuple[Param, ...]:
-    return (*controls.url_params(ToyConfig, FIELDS, caps=CAPS), ALPHAS, SEEDS)
+    return (*controls.url_params(ToyConfig, FIELDS, caps=CAPS), ALPHAS, SEEDS, ADAM_STEP)
 
 
 # Each sets every control of the live view (the rest at their defaults, the seed included); one sentence on what
@@ -53,4 +58,5 @@ PRESETS = Presets({
         "A single start ends with both units on one side, a local optimum of training, not the symmetry: "
         "raise Restarts to 4 and the best start reaches a mode."),
 }, keeps={"alphas": "the paper tables' α values, a computation apart from the live view",
-          "seeds": "the paper tables' number of seeds, a computation apart from the live view"})
+          "seeds": "the paper tables' number of seeds, a computation apart from the live view",
+          "adam_step": "the live training's place in its run, not a setting (new settings start it over)"})

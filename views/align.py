@@ -316,9 +316,9 @@ def distance_spec(layers: tuple, present: bool) -> dict:
                            [series.label for series in DISTANCE_SERIES])
     # What the distance covers, under the title: as the axis's title it ran past a phone's column. Spaced for the
     # title's size (the page's theme spaces for a smaller one, which put the two lines over each other).
-    title = spec["title"]
-    spec["title"] = {**title, "lineHeight": round(title["fontSize"] * 1.25),
-                     "subtitlePadding": round(title["fontSize"] * 0.5), "subtitle": "weights and biases",
+    title, size = spec["title"], spec["config"]["axis"]["titleFontSize"] + 1  # the title's largest font size
+    spec["title"] = {**title, "lineHeight": round(size * 1.25),
+                     "subtitlePadding": round(size * 0.5), "subtitle": "weights and biases",
                      "subtitleFontSize": spec["config"]["axis"]["labelFontSize"]}
     return spec
 

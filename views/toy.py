@@ -120,8 +120,8 @@ def square_plot(spec: dict) -> dict:
 # A text's width, at most: this many font sizes a character (Vega measures it only in the browser; the page's font
 # averages 0.42, a bold title's 0.41); a legend entry's symbol and gaps, and the y-axis beside the plot (the legend
 # below starts under the plot), in font sizes.
-CHAR_EM, TITLE_CHAR_EM, SYMBOL_EM, Y_AXIS_EM = 0.5, 0.45, 2.5, 5
-COLUMN_PX = "(containerSize()[0] || width)"  # the chart's column, known only in the browser
+CHAR_EM, SYMBOL_EM, Y_AXIS_EM = 0.5, 2.5, 5
+COLUMN_PX = charts.COLUMN_PX
 
 
 def two_lines(text: str) -> list[str]:
@@ -161,14 +161,6 @@ def fitted_legend(spec: dict, labels) -> dict:
     return with_labels(spec)
 
 
-def fitted_title(spec: dict) -> dict:
-    """``spec`` whose title may take its column's width (Vega would cut it short, with "…", at the plot's), set
-    smaller where even that is too narrow for it."""
-    title = spec["title"]
-    size = dict(expr=f"min({title['fontSize']}, floor({COLUMN_PX} / {TITLE_CHAR_EM * len(title['text'])}))")
-    return {**spec, "title": {**title, "fontSize": size, "limit": dict(expr=COLUMN_PX)}}
-
-
 @st.cache_resource(max_entries=16, show_spinner=False)  # outlives the run, unlike a functools cache of a page
 def posterior_spec(present: bool) -> dict:
     """The exact posterior (grey: a picture, it does not change while training plays) with q's 1 and 2 sd
@@ -178,7 +170,7 @@ def posterior_spec(present: bool) -> dict:
     chart = alt.layer(charts.altair_image("w₁", "w₂", charts.DOMAIN_OF_DATA, charts.DOMAIN_OF_DATA),
                       charts.altair_lines(POSTERIOR_SERIES, x, y, data_order=True))
     spec = charts.vega_spec(chart, title="Exact posterior (grey) and q over (w₁, w₂)", height=None)
-    return square_plot(fitted_title(fitted_legend(spec, [series.label for series in POSTERIOR_SERIES])))
+    return square_plot(fitted_legend(spec, [series.label for series in POSTERIOR_SERIES]))
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)  # outlives the run, unlike a functools cache of a page
@@ -189,7 +181,7 @@ def predictions_spec(present: bool) -> dict:
     bands = [charts.altair_band(series, x) for series in PREDICTION_SERIES[2:]]
     chart = alt.layer(*bands, charts.altair_lines(PREDICTION_SERIES, x, y))
     spec = charts.vega_spec(chart, title="Predictions", height=PREDICTIONS_PX)
-    return fitted_title(fitted_legend(spec, [series.label for series in PREDICTION_SERIES]))
+    return fitted_legend(spec, [series.label for series in PREDICTION_SERIES])
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)  # outlives the run, unlike a functools cache of a page
@@ -242,7 +234,7 @@ def curves_spec(quantity: str, present: bool) -> dict:
     chart = alt.layer(charts.altair_lines(CURVE_SERIES, charts.quantity("x", "Adam step", integer=True), charts.quantity("y", y_title, channel=alt.Y)),
                       charts.altair_rules(CURVE_SERIES))
     spec = charts.vega_spec(chart, title=title, height=CURVES_PX)
-    return fitted_title(fitted_legend(spec, [series.label for series in CURVE_SERIES]))
+    return fitted_legend(spec, [series.label for series in CURVE_SERIES])
 
 
 def curves_data(trainer, fits, exact: toy.ExactAnswer) -> dict:

@@ -207,6 +207,18 @@ def lines_frame(series: str, x, y, part=None) -> pd.DataFrame:
     return frame
 
 
+# The chart's column, known only in the browser; a title's characters average under 0.45 of its font size.
+COLUMN_PX = "(containerSize()[0] || width)"
+TITLE_CHAR_EM = 0.45
+
+
+def fitted_title(text: str, size: int) -> dict:
+    """A chart title that may take its column's width (Vega would cut it, with "…", at the plot's), set smaller
+    where even that is too narrow for it (a phone in presentation mode)."""
+    return dict(text=text, anchor="start", limit=dict(expr=COLUMN_PX),
+                fontSize=dict(expr=f"min({size}, floor({COLUMN_PX} / {TITLE_CHAR_EM * len(text):.2f}))"))
+
+
 def vega_spec(chart, *, title: str | None = None, height: int | None = VEGA_HEIGHT, width: int | None = None,
               legend_columns: int | None = None) -> dict:
     """A Vega-Lite spec (a plain dict) from an Altair chart: the title, the page's fonts (presentation mode
@@ -220,7 +232,7 @@ def vega_spec(chart, *, title: str | None = None, height: int | None = VEGA_HEIG
     # updates only the elements that changed, and each mark's element holds its row (``__data__.datum``).
     spec["usermeta"] = dict(embedOptions=dict(renderer="svg"))
     if title:
-        spec["title"] = dict(text=title, fontSize=font + 1, anchor="start")
+        spec["title"] = fitted_title(title, font + 1)
     if height is not None:
         spec["height"] = round(height * scale)
     if width is not None:  # a fixed size (Streamlit's width="content"): the plot area's, the axes around it

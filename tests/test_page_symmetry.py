@@ -6,9 +6,12 @@ run takes seconds, a repeat milliseconds). The tests do not depend on that for t
 their speed; parts whose defaults are slow are opened with smaller settings.
 """
 
+import json
+
+import numpy as np
 import pytest
 from pagetest import metrics, open_page
-from vegatest import channel, image_values, vega_chart, vega_charts
+from vegatest import channel, image_values, layers, vega_chart, vega_charts
 
 from symlab.labs.symmetry import LAB, params
 from symlab.specs import controls
@@ -51,7 +54,8 @@ PARTS = {
                   {"‖gw − w‖ / ‖w‖ at width 4096", "Thm 3.1 bound there", "widths below the bound"}),
     "quality": ({"part": "quality"}, 3, set()),
     "training": ({"part": "training", "steps": "200"}, 2,
-                 {"mean Kendall τ", "steps with a swap, first half", "… second half", "test accuracy"}),
+                 {"mean Kendall τ", "… in the last tenth", "steps with a swap, first half", "… last tenth",
+                  "test accuracy"}),
 }
 
 
@@ -68,6 +72,7 @@ def test_every_part_renders_its_charts_and_metrics(part):
     assert charts(at) == chart_count
     for chart in vega_charts(at):  # each view draws data the chart sends (not Altair's placeholder "empty")
         assert data_names(chart["spec"]) and data_names(chart["spec"]) <= set(chart["datasets"]), chart["title"]
+        check_fits_its_column(chart)
     assert set(metrics(at)) == metric_labels
     if part == "mass":
         table = at.dataframe[0].value
@@ -85,15 +90,45 @@ def test_every_part_renders_its_charts_and_metrics(part):
         check_training_charts(at, steps=200)
 
 
+def check_fits_its_column(chart):
+    """No fixed size: the chart stretches to its column (Streamlit's width="stretch"), whatever the screen."""
+    spec = chart["spec"]
+    assert "width" not in spec and spec.get("autosize", {}).get("type") == "fit", chart["title"]
+    assert all("width" not in view for view in layers(spec)), chart["title"]
+
+
+def check_square(spec: dict):
+    """Both scales map onto the largest square in the plot area, at its bottom left, whatever its width."""
+    side = "min(width, height)"
+    ranges = {name: [c["scale"]["range"] for c in channel(spec, name) if "scale" in c] for name in ("x", "y")}
+    assert ranges["x"] and all(r == [0, {"expr": side}] for r in ranges["x"])
+    assert ranges["y"] and all(r == [{"expr": "height"}, {"expr": f"height - {side}"}] for r in ranges["y"])
+
+
+def check_bars_read_across(chart):
+    """Grouped bars across: the categories level down the left, no axis title beside them to collide with
+    (a title under slanted or crowded labels was drawn over them), the legend in one column."""
+    spec = chart["spec"]
+    [category] = {json.dumps(c, sort_keys=True) for c in channel(spec, "y")}
+    category = json.loads(category)
+    assert category["type"] == "nominal" and category["title"] is None
+    assert category["axis"].get("labelAngle", 0) == 0
+    assert all(c["type"] == "quantitative" for c in channel(spec, "x"))
+    assert channel(spec, "yOffset") and not channel(spec, "xOffset")
+    assert spec["config"]["legend"]["columns"] == 1
+
+
 def check_mass_charts(at, perceptrons: int):
-    scatter = vega_chart(at, "2-2-1 perceptrons: every net gets lighter")
+    scatter = vega_chart(at, "Every perceptron gets lighter")
     assert scale_types(scatter) == ({"log"}, {"log"})
     lines = scatter["datasets"]["lines"]
     nets = lines[lines["series"] == "perceptrons"]
     assert len(nets) == perceptrons and (nets["y"] <= nets["x"] * (1 + 1e-9)).all()  # every net gets lighter
-    diagonal = lines[lines["series"] == "no change (after = before)"]
+    diagonal = lines[lines["series"] == "after = before"]
     assert list(diagonal["x"]) == list(diagonal["y"]) == [nets["x"].min(), nets["x"].max()]
-    bars = vega_chart(at, "MNIST MLPs: mass per layer")["datasets"]["bars"]
+    bar_chart = vega_chart(at, "MNIST MLPs: mass per layer")
+    check_bars_read_across(bar_chart)
+    bars = bar_chart["datasets"]["bars"]
     # 784-16×1-10 (the default width and depth): two weight layers, before and after min-mass.
     assert list(bars["category"]) == ["layer 1", "layer 2"] * 2
     assert list(bars["series"]) == ["before"] * 2 + ["after min-mass"] * 2
@@ -116,17 +151,20 @@ def check_proximity_chart(at):
 
 def check_quality_charts(at):
     table = at.dataframe[0].value
-    bars = vega_chart(at, "Lower is closer to the posterior")["datasets"]["bars"]
+    bar_chart = vega_chart(at, "MMD² to the posterior")
+    check_bars_read_across(bar_chart)
+    bars = bar_chart["datasets"]["bars"]
     assert list(bars["category"]) == list(table["method"]) * 2
     assert list(bars["series"]) == ["raw"] * 4 + ["units sorted"] * 4
     assert list(bars["value"]) == list(table["MMD² raw"]) + list(table["MMD² units sorted"])
     raw, ordered = vega_chart(at, "Raw samples"), vega_chart(at, "Units sorted (w₁ ≤ w₂)")
     for chart in (raw, ordered):
         spec = chart["spec"]
-        # Equal axes: one range on w₁ and w₂, a square plot area.
+        # Equal axes: one range on w₁ and w₂, drawn on a square.
         [x_domain] = [c["scale"]["domain"] for c in channel(spec, "x")]
         [y_domain] = [c["scale"]["domain"] for c in channel(spec, "y")]
-        assert x_domain == y_domain and spec["width"] == spec["height"]
+        assert x_domain == y_domain
+        check_square(spec)
         points = chart["datasets"]["lines"]
         assert sorted(points["series"].unique()) == ["MFVI", "SGM", "ensemble", "exact posterior"]
         assert points["x"].between(*x_domain).all() and points["y"].between(*y_domain).all()
@@ -140,7 +178,13 @@ def check_quality_charts(at):
 
 
 def check_training_charts(at, steps: int):
-    tau = vega_chart(at, "Do the units change places?")["datasets"]["lines"]
+    chart = vega_chart(at, "Do the units change places?")
+    tau = chart["datasets"]["lines"]
+    # The axis from the 2nd percentile of the steps' τ to 1 (with a margin): the gap near 1 between the schedules
+    # shows, where the first steps' far lower τ would squash it into a line.
+    low = float(np.quantile(tau[tau["series"] == "τ per step"]["y"], 0.02))
+    [domain] = [c["scale"]["domain"] for c in channel(chart["spec"], "y") if "domain" in c.get("scale", {})]
+    assert domain == pytest.approx([low - 0.05 * (1 - low), 1 + 0.05 * (1 - low)]) and low > 0.5
     assert sorted(tau["series"].unique()) == ["mean of 4 steps", "τ per step"]  # window: steps // 50
     per_step = tau[tau["series"] == "τ per step"]
     assert list(per_step["x"]) == list(range(1, steps + 1)) and per_step["y"].between(-1, 1).all()
@@ -157,7 +201,8 @@ def test_the_epoch_player_draws_three_densities_and_changes_only_their_data():
                                                   "The two units' marginals, raw"]
     marginals = last.pop()["datasets"]["lines"]
     assert sorted(marginals["series"].unique()) == ["v₁", "v₂"] and len(marginals) == 2 * 80
-    for chart in last:  # a 60 × 60 grid of the density, from empty cells (0) to the peak (1)
+    for chart in last:  # a 60 × 60 grid of the density, from empty cells (0) to the peak (1), drawn square
+        check_square(chart["spec"])
         density = image_values(chart["datasets"]["image"]["url"][0], VIRIDIS)
         assert density.shape == (60, 60) and density.min() == 0 and density.max() == 1
     at.button(key="symmetry.reset").click().run()  # epoch 0: the initialisation
@@ -260,3 +305,37 @@ def test_the_network_part_asks_for_a_file_and_keeps_the_sort_key_in_the_link():
     assert any("cannot live in a link" in info.value for info in at.info)
     assert [uploader.label for uploader in at.get("file_uploader")] == ["Your network"]
     assert dict(at.query_params)["part"] == "network" and dict(at.query_params)["key"] == "first_in"
+
+
+def test_a_784_input_layer_is_pictured_by_its_most_varied_inputs_and_sorting_reorders_its_rows(monkeypatch):
+    """784 columns in a half-page column blur into one another, and the sorted picture looks like the raw one: the
+    pictures show the 64 inputs whose weights vary most across the units (the same for both), drawn exactly,
+    the sorted one the raw one's rows reordered."""
+    import torch
+
+    from symlab.lib import weights
+    from views.common import files
+    from views.common.charts import BLUE_RED
+
+    torch.manual_seed(3)
+    net = torch.nn.Sequential(torch.nn.Linear(784, 24), torch.nn.ReLU(), torch.nn.Linear(24, 10))
+    with torch.no_grad():  # inputs of very different spread, as a trained net's pixels have
+        net[0].weight.mul_(torch.linspace(0.2, 3.0, 784)[torch.randperm(784)])
+    network = weights.network_from_tensors({k: v.double() for k, v in net.state_dict().items()}, "net.pt")
+    monkeypatch.setattr(files, "uploaded_network", lambda label, key: network)
+    at = open_page("symmetry", part="network", key="max_in")
+    assert not at.exception and not at.error, [e.value for e in at.exception]
+    W = network.means[0][0]
+    inputs = np.sort(np.argsort(-W.var(axis=0), kind="stable")[:64])
+    shown = []
+    for title in ("Hidden layer 1, as uploaded", "Hidden layer 1, units sorted"):
+        chart = vega_chart(at, title)
+        [x] = channel(chart["spec"], "x")
+        assert x["title"] == ["64 of 784 inputs:", "those that vary most"] and x["axis"]["labels"] is False
+        shown.append(image_values(chart["datasets"]["image"]["url"][0], BLUE_RED)[::-1])
+    limit = np.quantile(np.abs(W[:, inputs]), 0.99)
+    assert shown[0].shape == (24, 64)
+    assert abs(shown[0] - np.clip((W[:, inputs] + limit) / (2 * limit), 0, 1)).max() <= 3 / 1024  # colour rounding
+    order = np.argsort(W.max(axis=1), kind="stable")  # max_in: by each unit's largest incoming weight
+    assert (order != np.arange(24)).any() and (shown[1] == shown[0][order]).all()
+    assert any("the 64 of its 784 inputs whose weights vary most" in c.value for c in at.caption)

@@ -109,8 +109,7 @@ def controls():
 # The epoch player's densities (Vega-Lite, updated in place: views/common): fixed while it plays (each stage's
 # window is the last epoch's), the epoch's density in the data. Square: equal scales on v₁ and v₂.
 DIAGONAL = (charts.Series("v₁ = v₂", "#FFFFFF", "dash"),)
-DENSITY_PX = 250
-
+SQUARE_HEIGHT = 340  # the whole chart's: a plot about 250 px high, as wide as a column of three at 1400 px is
 
 # Log axes' ticks: the widths at powers of two; masses and distances at powers of ten only (a line at each of 2 … 9
 # times each, Vega's default, crowds the grid), the distances written 10⁻⁵ … 10² as Plotly's "power" format did.
@@ -122,14 +121,42 @@ for _plain, _raised in zip("-−0123456789", "⁻⁻⁰¹²³⁴⁵⁶⁷⁸⁹"
 POWER_LABELS = f"'10' + {_EXPONENT}"
 
 
+# A square plot whatever its column's width: the chart stretches to its column, and both scales map onto the
+# largest square that fits the plot area, at its bottom left (where the axes meet), so mirror images across
+# the diagonal look like mirror images at every width.
+SQUARE_SIDE = "min(width, height)"
+SQUARE_RANGES = {"x": [0, {"expr": SQUARE_SIDE}], "y": [{"expr": "height"}, {"expr": f"height - {SQUARE_SIDE}"}]}
+
+
+def square_plot(spec: dict) -> dict:
+    """``spec`` (a cached one: changed in place before it is cached) with its x and y scales on the square."""
+    for view in single_views(spec):
+        for name, scale_range in SQUARE_RANGES.items():
+            channel = view.get("encoding", {}).get(name, {})
+            if "scale" in channel:
+                channel["scale"]["range"] = scale_range
+                # No grid: its lines would cross the whole plot area, past the square.
+                axis = channel["axis"] = {**(channel.get("axis") or {}), "grid": False}
+                if name == "x":  # its title centred under the square, not under the whole plot area
+                    axis["titleX"] = {"expr": f"{SQUARE_SIDE} / 2"}
+    return spec
+
+
+def single_views(spec: dict):
+    """Every single view of a (layered) spec."""
+    yield spec
+    for child in spec.get("layer", []):
+        yield from single_views(child)
+
+
 @st.cache_resource(max_entries=16, show_spinner=False)  # outlives the run, unlike a functools cache of a page
 def density_spec(title: str, present: bool) -> dict:
-    """The two output weights' density, with the mirror line; the axes' range comes with the data."""
-    x_title, y_title = "v₁ (output weight of hidden unit 1)", "v₂ (of hidden unit 2)"
+    """The two output weights' density, with the mirror line, square; the axes' range comes with the data."""
+    x_title, y_title = "output weight v₁", "output weight v₂"
     heat = charts.altair_image(x_title, y_title, charts.DOMAIN_OF_DATA, charts.DOMAIN_OF_DATA, smooth=False)
     diagonal = charts.altair_lines(DIAGONAL, charts.quantity("x", x_title, charts.DOMAIN_OF_DATA),
                                charts.quantity("y", y_title, charts.DOMAIN_OF_DATA, channel=alt.Y), legend=False)
-    return charts.vega_spec(alt.layer(heat, diagonal), title=title, height=DENSITY_PX, width=DENSITY_PX)
+    return square_plot(charts.vega_spec(alt.layer(heat, diagonal), title=title, height=SQUARE_HEIGHT))
 
 
 def density_chart(column, weights: np.ndarray, extent, title: str, key: str) -> None:
@@ -137,7 +164,7 @@ def density_chart(column, weights: np.ndarray, extent, title: str, key: str) -> 
     spec = charts.with_domains(density_spec(title, charts.presenting()), x=extent, y=extent)
     charts.vega_chart(column, spec, {"image": charts.image_frame(centres, centres, density, charts.VIRIDIS),
                                  "lines": charts.lines_frame(DIAGONAL[0].label, extent, extent)},
-                  key, width="content", alt_text=f"Density of the two output weights, {title.lower()}")
+                  key, alt_text=f"Density of the two output weights, {title.lower()}")
 
 
 MARGINAL_SERIES = (charts.Series("v₁", "#0072B2"), charts.Series("v₂", "#D55E00", "dash"))
@@ -211,7 +238,8 @@ def epoch_player(stages, extents, config):
             weights = stages[epoch][name]
             density_chart(column, weights, extents[name], symmetry_lab.STAGE_TITLES[name].capitalize(),
                           f"symmetry.density_{name}")
-        st.caption("Brighter: more nets. Dashed: v₁ = v₂, the mirror line of swapping the two hidden units.")
+        st.caption("v₁, v₂: the output weights of hidden units 1 and 2. Brighter: more nets. Dashed: v₁ = v₂, the "
+                   "mirror line of swapping the two units.")
 
     frames = len(stages)
     player.frame_player("symmetry", ("symmetry.epochs", config), frames, frames - 1, EPOCH_TICK_SECONDS,
@@ -254,7 +282,7 @@ each unit contributes $2\,\lVert w^{\text{in}}_i\rVert\,\lVert w^{\text{out}}_i\
 
 
 MASS_SERIES = (charts.Series("perceptrons", "#0072B2", marker="circle", line=False),
-               charts.Series("no change (after = before)", "#999999", "dash"))
+               charts.Series("after = before", "#999999", "dash"))
 
 
 @st.cache_resource(max_entries=4, show_spinner=False)  # outlives the run, unlike a functools cache of a page
@@ -266,7 +294,8 @@ def mass_scatter_spec(present: bool) -> dict:
     line, marks = chart.layer  # (alt.layer moved their dataset up to the layer: hence data= below)
     # One point per net (thousands): small and see-through, the line of no change on top.
     dots = marks.mark_point(size=18, strokeWidth=1, opacity=0.6)
-    return charts.vega_spec(alt.layer(dots, line, data=chart.data), title="2-2-1 perceptrons: every net gets lighter")
+    return charts.vega_spec(alt.layer(dots, line, data=chart.data), title="Every perceptron gets lighter",
+                            legend_columns=1)
 
 
 def mass_scatter(column, before: np.ndarray, after: np.ndarray) -> None:
@@ -297,29 +326,28 @@ def layer_mass_frame(before_layers, after_layers) -> pd.DataFrame:
 def layer_mass_chart(column, frame: pd.DataFrame) -> None:
     bars = pd.concat([pd.DataFrame({"category": frame["layer"], "series": series.label, "value": frame[name]})
                       for series, name in zip(LAYER_SERIES, ("mass_before_mean", "mass_after_mean"))])
-    spec = bars_spec(LAYER_SERIES, tuple(frame["layer"]), "layer", "mass (mean over the nets)",
+    spec = bars_spec(LAYER_SERIES, tuple(frame["layer"]), ("mass", "(mean over the nets)"),
                      "MNIST MLPs: mass per layer", charts.presenting())
     charts.vega_chart(column, spec, {"bars": bars}, "symmetry.mass_layers",
                       alt_text="Mean mass of each weight layer of the MNIST MLPs, before and after min-mass")
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)  # outlives the run, unlike a functools cache of a page
-def bars_spec(series: tuple, categories: tuple, x_title: str | None, y_title: str | tuple, title: str, present: bool,
-              label_angle: int = 0) -> dict:
-    """Grouped bars (rows of ``category``, ``series``, ``value`` in dataset ``bars``), one group per category,
-    each bar topped by its series' marker (the second cue besides colour); ``label_angle``: the categories'
-    labels slanted, where they would not fit side by side in a phone's width. ``y_title``: a tuple for lines of
-    its own (an axis title longer than the plot is tall pushes the chart's title out of the chart's top)."""
+def bars_spec(series: tuple, categories: tuple, value_title: str | tuple, title: str, present: bool) -> dict:
+    """Grouped bars across (rows of ``category``, ``series``, ``value`` in dataset ``bars``), one group per
+    category, each bar ended by its series' marker (the second cue besides colour). Across, so that every
+    category's name reads level at its group's left in any column, with no axis title to collide with
+    (the names say what they are). ``value_title``: a tuple for lines of its own."""
     channels = charts.series_channels(series)
-    # Every category named: Vega would hide labels that overlap (at a slant, they do not from 390 px up).
-    x = alt.X("category:N", title=x_title, sort=list(categories), axis=alt.Axis(labelAngle=label_angle, labelOverlap=False))
-    offset = alt.XOffset("series:N", sort=[s.label for s in series])
-    y = charts.quantity("value", list(y_title) if isinstance(y_title, tuple) else y_title, channel=alt.Y,
+    # Every category named: Vega would hide labels that overlap (level and one per group, they do not).
+    y = alt.Y("category:N", title=None, sort=list(categories), axis=alt.Axis(labelOverlap=False, grid=False))
+    offset = alt.YOffset("series:N", sort=[s.label for s in series])
+    x = charts.quantity("value", list(value_title) if isinstance(value_title, tuple) else value_title,
                         scale=dict(zero=True))
-    base = alt.Chart(alt.NamedData("bars")).encode(x=x, xOffset=offset, y=y, color=channels["color"])
+    base = alt.Chart(alt.NamedData("bars")).encode(y=y, yOffset=offset, x=x, color=channels["color"])
     chart = alt.layer(base.mark_bar(opacity=0.85), base.mark_point(size=charts.POINT_SIZE, strokeWidth=2, opacity=1,
                                                                    filled=False).encode(shape=channels["shape"]))
-    return charts.vega_spec(chart, title=title)
+    return charts.vega_spec(chart, title=title, legend_columns=1)
 
 
 PROXIMITY_SERIES = (charts.Series("nearest copy: ‖gw − w‖ / ‖w‖", "#0072B2", marker="circle"),
@@ -334,7 +362,25 @@ def proximity_spec(present: bool) -> dict:
     y = charts.quantity("y", "distance relative to ‖w‖", log=True, channel=alt.Y,
                         axis=dict(values=POWERS_OF_TEN, labelExpr=POWER_LABELS))
     chart = alt.layer(charts.altair_lines(PROXIMITY_SERIES, x, y), charts.altair_rules(PROXIMITY_SERIES))
-    return charts.vega_spec(chart, title="Equivalent modes crowd together", height=420, legend_columns=1)
+    spec = charts.vega_spec(chart, title="Equivalent modes crowd together", height=420, legend_columns=1)
+    if present:  # presentation mode's larger text: the long labels on two lines each, to fit a phone's column
+        for view in single_views(spec):
+            for definition in view.get("encoding", {}).values():
+                if isinstance(definition, dict) and definition.get("legend"):
+                    definition["legend"]["labelExpr"] = two_line_labels(PROXIMITY_LABEL_LINES)
+    return spec
+
+
+PROXIMITY_LABEL_LINES = {PROXIMITY_SERIES[0].label: ("nearest copy:", "‖gw − w‖ / ‖w‖"),
+                         PROXIMITY_SERIES[1].label: ("Thm 3.1 bound", "2D / log n!")}
+
+
+def two_line_labels(lines: dict[str, tuple[str, str]]) -> str:
+    """A legend's ``labelExpr`` that draws each label of ``lines`` as its two lines (the datum keeps its label)."""
+    expression = "datum.label"
+    for label, (first, second) in lines.items():
+        expression = f"datum.label === '{label}' ? ['{first}', '{second}'] : {expression}"
+    return expression
 
 
 def proximity_chart(frame: pd.DataFrame) -> None:
@@ -373,12 +419,12 @@ SAMPLE_SERIES = tuple(charts.Series(METHOD_STYLE[m][2], METHOD_STYLE[m][0], mark
 # The exact posterior's many samples small and faint; the ensemble's few points large.
 SAMPLE_SIZES = {"exact": 20, "mfvi": 45, "sgm": 45, "ensemble": 110}
 SAMPLE_OPACITY = {"exact": 0.35, "mfvi": 0.7, "sgm": 0.7, "ensemble": 1.0}
-SAMPLES_SHOWN, SAMPLES_PX = 400, 280  # points per method; the square plot area: one scale on w₁ and w₂
+SAMPLES_SHOWN = 400  # points per method
 
 
 @st.cache_resource(max_entries=4, show_spinner=False)  # outlives the run, unlike a functools cache of a page
 def samples_spec(title: str, present: bool) -> dict:
-    """Each method's samples over (w₁, w₂) on equal scales; the (square) range comes with the data."""
+    """Each method's samples over (w₁, w₂) on equal scales, square; the range comes with the data."""
     labels = [series.label for series in SAMPLE_SERIES]
     x = charts.quantity("x", "w₁", charts.DOMAIN_OF_DATA)
     y = charts.quantity("y", "w₂", charts.DOMAIN_OF_DATA, channel=alt.Y)
@@ -389,8 +435,10 @@ def samples_spec(title: str, present: bool) -> dict:
                       legend=None),
         opacity=alt.Opacity("series:N", legend=None,
                             scale=alt.Scale(domain=labels, range=[SAMPLE_OPACITY[m] for m in SAMPLE_METHODS])))
-    return charts.vega_spec(alt.layer(marks, data=chart.data), title=title, width=SAMPLES_PX, height=SAMPLES_PX,
-                            legend_columns=2)
+    # The legend's four entries in two rows, or in four where presentation mode's text needs the room.
+    rows = 4 if present else 2
+    return square_plot(charts.vega_spec(alt.layer(marks, data=chart.data), title=title, legend_columns=4 // rows,
+                                        height=SQUARE_HEIGHT + charts.LEGEND_ROW_HEIGHT * rows))
 
 
 def sample_points(samples: dict) -> dict[str, np.ndarray]:
@@ -404,8 +452,7 @@ def samples_chart(column, shown: dict[str, np.ndarray], removed: bool, extent: t
     title = "Units sorted (w₁ ≤ w₂)" if removed else "Raw samples"
     spec = charts.with_domains(samples_spec(title, charts.presenting()), x=extent, y=extent)
     charts.vega_chart(column, spec, {"lines": lines}, "symmetry.samples_sorted" if removed else "symmetry.samples_raw",
-                      width="content", alt_text=f"{title}: each method's samples and the exact posterior's over "
-                                                "(w₁, w₂)")
+                      alt_text=f"{title}: each method's samples and the exact posterior's over (w₁, w₂)")
 
 
 def samples_extent(shown: dict[str, np.ndarray]) -> tuple[float, float]:
@@ -435,8 +482,8 @@ once sorted; a method that sits between the modes is penalised both ways.""")
     methods = tuple(METHOD_STYLE[m][2] for m in frame["method"])
     bars = pd.concat([pd.DataFrame({"category": methods, "series": series.label, "value": frame[name]})
                       for series, name in zip(MMD_SERIES, ("mmd2_raw", "mmd2_removed"))])
-    spec = bars_spec(MMD_SERIES, methods, "method", ("median MMD²", "to the exact posterior"),
-                     "Lower is closer to the posterior", charts.presenting(), label_angle=-45)
+    spec = bars_spec(MMD_SERIES, methods, ("median MMD²", "lower is closer"),
+                     "MMD² to the posterior", charts.presenting())
     left, right = st.columns(2)
     charts.vega_chart(left, spec, {"bars": bars}, "symmetry.mmd",
                       alt_text="Median MMD² of each method's samples to the exact posterior's, raw and with the "
@@ -475,30 +522,48 @@ def training_series(window: int) -> tuple[tuple[charts.Series, charts.Series], c
 def tau_spec(window: int, present: bool) -> dict:
     series = training_series(window)[0]
     chart = charts.altair_lines(series, charts.quantity("x", "SGD step", integer=True),
-                                charts.quantity("y", "Kendall τ (successive sorts)", channel=alt.Y))
+                                charts.quantity("y", "Kendall τ (successive sorts)", charts.DOMAIN_OF_DATA,
+                                                channel=alt.Y))
     line, *legend = chart.layer  # (alt.layer moved their dataset up to the layer: hence data= below)
     # Every step's τ thin (it jumps from step to step), its running mean thick.
     line = line.encode(strokeWidth=alt.StrokeWidth("series:N", legend=None,
                                                    scale=alt.Scale(domain=[s.label for s in series], range=[1, 3])))
-    return charts.vega_spec(alt.layer(line, *legend, data=chart.data), title="Do the units change places?")
+    return charts.vega_spec(alt.layer(line, *legend, data=chart.data), title="Do the units change places?",
+                            legend_columns=1)
 
 
 @st.cache_resource(max_entries=8, show_spinner=False)  # outlives the run, unlike a functools cache of a page
 def loss_spec(window: int, present: bool) -> dict:
+    # One line: no legend; the axis title says what it is.
     chart = charts.altair_lines((training_series(window)[1],), charts.quantity("x", "SGD step", integer=True),
-                                charts.quantity("y", "cross-entropy (nats)", channel=alt.Y))
+                                charts.quantity("y", ["cross-entropy (nats),", f"mean of {window} steps"],
+                                                channel=alt.Y), legend=False)
     return charts.vega_spec(chart, title="Training loss")
+
+
+TAU_FLOOR_QUANTILE = 0.02
+
+
+def tau_domain(tau: np.ndarray) -> tuple[float, float]:
+    """The τ axis: from the 2nd percentile of the steps' τ to 1, so that the differences near 1 the schedules
+    make show (the first steps' τ, far lower, would squash them into a line); a margin either end."""
+    low = float(np.quantile(tau, TAU_FLOOR_QUANTILE)) if tau.size else 0.0
+    margin = 0.05 * (1.0 - low) or 0.01
+    return low - margin, 1.0 + margin
 
 
 def training_panel(config: symmetry_lab.MlpConfig):
     run = trained_mlps(config)
     report = symmetry_lab.training_report(run)
-    cols = st.columns(4)
+    cols = st.columns(5)
     cols[0].metric("mean Kendall τ", f"{report.tau_mean:.3f}", help="1: the units kept their order.")
-    cols[1].metric("steps with a swap, first half", f"{report.share_steps_with_permutation_first_half:.0%}")
-    cols[2].metric("… second half", f"{report.share_steps_with_permutation_second_half:.0%}")
+    cols[1].metric("… in the last tenth", f"{report.tau_mean_last_tenth:.3f}",
+                   help="Over the last tenth of the steps, where a decaying learning rate is near 0.")
+    first_half = report.share_steps_with_permutation_first_half  # None for a single step
+    cols[2].metric("steps with a swap, first half", "—" if first_half is None else f"{first_half:.0%}")
+    cols[3].metric("… last tenth", f"{report.share_steps_with_permutation_last_tenth:.0%}")
     accuracy = report.test_accuracy_mean
-    cols[3].metric("test accuracy", "—" if accuracy is None else f"{accuracy:.3f}",
+    cols[4].metric("test accuracy", "—" if accuracy is None else f"{accuracy:.3f}",
                    help="Mean over the nets that did not diverge, 2000 test images.")
     if report.diverged:
         st.warning(f"{report.diverged} of {config.instances} nets diverged (NaN loss) and stopped: lower the "
@@ -510,7 +575,7 @@ def training_panel(config: symmetry_lab.MlpConfig):
     loss = pd.Series(run.loss.mean(1)).rolling(window, min_periods=1).mean()
     left, right = st.columns(2)
     tau_series, loss_series = training_series(window)
-    charts.vega_chart(left, tau_spec(window, charts.presenting()),
+    charts.vega_chart(left, charts.with_domains(tau_spec(window, charts.presenting()), y=tau_domain(tau)),
                       {"lines": pd.concat([charts.lines_frame(tau_series[0].label, steps, tau),
                                            charts.lines_frame(tau_series[1].label, steps, smooth)])},
                       "symmetry.tau", alt_text="Kendall τ between successive sorts of the units per SGD step, "
@@ -522,7 +587,8 @@ def training_panel(config: symmetry_lab.MlpConfig):
 the sorting permutation with the previous step's by **Kendall's τ** (1: same order; −1: reversed). Units change
 places while the steps are large and noisy; with a decaying learning rate the order freezes at the end, so a trained
 net sits in one permutation copy. Sorting by the weight from the first pixel never changes anything: that pixel
-is black in every MNIST image, so its weights never move.""")
+is black in every MNIST image, so its weights never move. The τ axis starts at the 2nd percentile of the steps' τ:
+the few steps lower still run off its foot.""")
     frame = pd.DataFrame({"step": steps, "tau_mean": tau, "loss_mean": run.loss.mean(1)})
     charts.csv_download(frame, f"permutations_seed{config.seed}.csv", "τ and loss per step (CSV)", "symmetry.csv_tau")
 
@@ -537,14 +603,35 @@ def network_report(network, sort_key: str) -> symmetry_lab.NetworkReport:
     return files.kept_in_session(key("network_report"), (files.upload_id(key("upload")), sort_key), measure)
 
 
+# A weight picture's columns at most: a few pixels each in a phone's column, where 784 (MNIST's pixels) would get
+# half a pixel each and the rows' order, the lesson, would be lost in the blur.
+PICTURED_INPUTS = 64
+
+
+def pictured_inputs(W: np.ndarray) -> np.ndarray:
+    """The inputs (columns of ``W[unit, input]``) its picture shows: every one of up to :data:`PICTURED_INPUTS`,
+    else the :data:`PICTURED_INPUTS` whose weights vary most across the units, in input order. Sorting the units
+    reorders rows only: the sorted copy's picture takes the raw matrix's choice."""
+    if W.shape[1] <= PICTURED_INPUTS:
+        return np.arange(W.shape[1])
+    return np.sort(np.argsort(-W.var(axis=0), kind="stable")[:PICTURED_INPUTS])
+
+
+def inputs_title(shown: int, inputs: int) -> str | tuple:
+    return "input" if shown == inputs else (f"{shown} of {inputs} inputs:", "those that vary most")
+
+
 @st.cache_resource(max_entries=8, show_spinner=False)  # outlives the run, unlike a functools cache of a page
-def weights_spec(title: str, present: bool) -> dict:
+def weights_spec(title: str, x_title: str | tuple, numbered: bool, present: bool) -> dict:
     """A weight matrix as a picture, unit 0 on top (unit u at y = −u), in a diverging scale centred on 0 with its
-    legend; the axes' range comes with the data."""
+    legend; the axes' range comes with the data. ``numbered``: the x axis numbers the inputs (not for a choice
+    of them, drawn side by side)."""
     rows = dict(labelExpr="-datum.value", tickMinStep=1)
     heat = charts.altair_image("input", "hidden unit (row)", charts.DOMAIN_OF_DATA, charts.DOMAIN_OF_DATA,
                                smooth=False, y_axis=rows)
-    heat = heat.encode(x=charts.quantity("x", "input", charts.DOMAIN_OF_DATA, integer=True))
+    columns = {} if numbered else dict(labels=False, ticks=False)
+    heat = heat.encode(x=charts.quantity("x", list(x_title) if isinstance(x_title, tuple) else x_title,
+                                         charts.DOMAIN_OF_DATA, integer=True, axis=columns))
     scale = charts.altair_colour_legend("weight", charts.BLUE_RED)
     return charts.vega_spec(alt.layer(heat, scale).resolve_legend(fill="independent"), title=title, height=420)
 
@@ -563,10 +650,12 @@ def weights_image(W: np.ndarray) -> tuple[pd.DataFrame, float]:
     return charts.image_frame(xs, ys, z, charts.BLUE_RED, domain=(-limit, limit)), limit
 
 
-def weights_heatmap(column, W: np.ndarray, title: str, chart_key: str) -> None:
-    image, limit = weights_image(W)
-    spec = charts.with_domains(weights_spec(title, charts.presenting()), x=(image["x"][0], image["x2"][0]),
-                               y=(image["y"][0], image["y2"][0]))
+def weights_heatmap(column, W: np.ndarray, inputs: np.ndarray, title: str, chart_key: str) -> None:
+    """``W``'s columns ``inputs`` (:func:`pictured_inputs`) as a picture."""
+    image, limit = weights_image(W[:, inputs])
+    x_title = inputs_title(len(inputs), W.shape[1])
+    spec = charts.with_domains(weights_spec(title, x_title, len(inputs) == W.shape[1], charts.presenting()),
+                               x=(image["x"][0], image["x2"][0]), y=(image["y"][0], image["y2"][0]))
     charts.vega_chart(column, spec, {"image": image, "scale": pd.DataFrame({"z": [-limit, limit]})}, chart_key,
                       alt_text=f"{title}: the weight from each input (across) to each hidden unit (down)")
 
@@ -605,11 +694,16 @@ def network_panel(sort_key: str):
                f"on the D = {rep.n_parameters:,} parameters, so for each layer's permutations too; it is informative "
                f"only once log n! > 2D.")
     layers = {"raw": rep.raw_layers[0][0], "sorted": rep.sorted_layers[0][0]}
+    inputs = pictured_inputs(layers["raw"])
     left, right = st.columns(2)
-    weights_heatmap(left, layers["raw"], "Hidden layer 1, as uploaded", "symmetry.net_raw")
-    weights_heatmap(right, layers["sorted"], "Hidden layer 1, units sorted", "symmetry.net_sorted")
+    weights_heatmap(left, layers["raw"], inputs, "Hidden layer 1, as uploaded", "symmetry.net_raw")
+    weights_heatmap(right, layers["sorted"], inputs, "Hidden layer 1, units sorted", "symmetry.net_sorted")
+    shown = "" if len(inputs) == network.sizes[0] else (
+        f" The pictures show the {len(inputs)} of its {network.sizes[0]} inputs whose weights vary most across the "
+        f"units, side by side in input order; the CSVs below hold them all.")
     st.caption(f"Hidden layer 1's incoming weights (a row per unit, unit 0 on top), as uploaded and with its units "
-               f"sorted by {SORT_KEY_NAMES[sort_key]}. Colours saturate at ± the 99th percentile of |weight|.")
+               f"sorted by {SORT_KEY_NAMES[sort_key]}: the same rows, reordered.{shown} Colours saturate at ± the 99th "
+               f"percentile of the shown weights' size.")
     checks = pd.DataFrame([("units sorted (permutation removal)", rep.permutation_removal_change),
                            ("units normalised (scaling removal)", rep.scaling_removal_change),
                            ("min-mass rescaling", rep.min_mass_change)], columns=["removal", "largest output change"])

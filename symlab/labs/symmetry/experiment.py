@@ -416,6 +416,9 @@ class TrainingReport:
     steps_with_permutation: int
     share_steps_with_permutation_first_half: float | None
     share_steps_with_permutation_second_half: float | None
+    # The end of training, where a decaying learning rate freezes the order and a constant one does not.
+    tau_mean_last_tenth: float
+    share_steps_with_permutation_last_tenth: float
     tau_per_step: list[float]
 
 
@@ -423,7 +426,7 @@ def training_report(run: TrainedMlps) -> TrainingReport:
     alive = ~run.diverged
     tau = run.tau.mean(axis=(1, 2))
     moved = np.any(run.tau < 1, axis=(1, 2))
-    half = len(moved) // 2
+    half, tenth = len(moved) // 2, max(1, len(moved) // 10)
 
     def share(part):
         return float(part.mean()) if part.size else None
@@ -434,7 +437,8 @@ def training_report(run: TrainedMlps) -> TrainingReport:
         test_accuracy_mean=float(np.mean(run.accuracy[alive])) if alive.any() else None,
         diverged=int(run.diverged.sum()), tau_mean=float(tau.mean()), tau_min=float(run.tau.min()),
         steps_with_permutation=int(moved.sum()), share_steps_with_permutation_first_half=share(moved[:half]),
-        share_steps_with_permutation_second_half=share(moved[half:]), tau_per_step=[float(v) for v in tau])
+        share_steps_with_permutation_second_half=share(moved[half:]), tau_mean_last_tenth=float(tau[-tenth:].mean()),
+        share_steps_with_permutation_last_tenth=share(moved[-tenth:]), tau_per_step=[float(v) for v in tau])
 
 
 # ---------------------------------------------------------------------------------------------

@@ -29,7 +29,7 @@ if SETTINGS.hosted:
     st.sidebar.caption(f"Shared server, caps for everyone: {SETTINGS.describe()}.")
 
 
-# What the labs measured, in the order of the argument: each finding with the page that shows it.
+# What the labs measured, each with the lab that shows it (its card on the home page).
 FINDINGS = (
     ("modes", "**Reverse KL interpolates, then jumps.** A single Gaussian fitted to two equal modes sits *between* "
               "them while they are less than α* ≈ 4.82σ apart, and on one of them beyond; the KL then tends to "
@@ -54,29 +54,37 @@ def device_text() -> str:
     return describe_device()
 
 
+CARDS_PER_ROW = 3  # a phone stacks them
+
+
+def lab_card(column, lab, page) -> None:
+    """A lab's card: a picture of its key chart (assets/cards, taken by tests/cards.py), its link, and what it
+    measured (its blurb where it has no finding of its own)."""
+    with column.container(border=True):
+        picture = ASSETS / "cards" / f"{lab.name}.png"
+        if picture.exists():
+            st.image(str(picture), width="stretch", alt=f"{lab.title}: a picture of its key chart")
+        st.page_link(page, label=f"**{lab.title}**", icon=lab.icon)
+        for finding in [text for name, text in FINDINGS if name == lab.name] or [lab.blurb]:
+            st.markdown(finding)
+
+
 def home():
     st.title("SymLab")
     st.markdown("How the symmetries of a neural network's weights affect variational inference: permuting hidden "
                 "units leaves the function unchanged, so the posterior has many equivalent modes. Each lab shows "
                 "one step, live, with the formulas beside the pictures; every control lives in the page's link.")
     st.subheader("What the labs measured")
-    for lab_name, finding in FINDINGS:
-        left, right = st.columns([4, 1], vertical_alignment="center")
-        left.markdown(finding)
-        with right:
-            st.page_link(PAGES_BY_NAME[lab_name], label=LABS_BY_NAME[lab_name].title, icon=LABS_BY_NAME[lab_name].icon)
+    for row in range(0, len(LABS), CARDS_PER_ROW):
+        for column, lab, page in zip(st.columns(CARDS_PER_ROW), LABS[row:], LAB_PAGES[row:]):
+            lab_card(column, lab, page)
     lessons.show_path()
-    st.subheader("The labs")
-    for lab, page in zip(LABS, LAB_PAGES):
-        st.page_link(page, label=f"**{lab.title}**")
-        st.caption(lab.blurb)
     st.caption(f"Compute device: {device_text()}")
     st.caption("Papers: Gelberg, van der Ouderaa, van der Wilk, Gal (2024), *Variational Inference Failures "
                "Under Model Symmetries*; Laurent, Aldea, Franchi (ICLR 2024); Rossi, Singh, Hannagan (NeurIPS 2023).")
 
 
 LAB_PAGES = [st.Page(lab.page, title=lab.title, icon=lab.icon, url_path=lab.name) for lab in LABS]
-PAGES_BY_NAME = {lab.name: page for lab, page in zip(LABS, LAB_PAGES)}
 LABS_BY_NAME = {lab.name: lab for lab in LABS}
 navigation = st.navigation([st.Page(home, title="Home", icon=":material/home:", default=True), *LAB_PAGES])
 navigation.run()

@@ -15,6 +15,7 @@ from pathlib import Path
 
 WIDTHS = (390, 768, 1024, 1400, 1920)
 HEIGHT = 900
+SHOT_MAX_PX = 12_000  # the tallest screenshot taken
 
 # Problems on the page as drawn, each a sentence. Texts are those of Vega's SVG (axis labels and titles, legend
 # labels, chart titles, text marks); two overlap where their boxes share more than OVERLAP_PX in both directions.
@@ -68,7 +69,9 @@ DRAWN_JS = """() => JSON.stringify([document.querySelectorAll('[data-testid="stE
   // a computation the page waits for (views/common/computing.py's progress text starts with ⏳)
   [...document.querySelectorAll('[data-testid="stProgress"]')].some(p => p.innerText.trim().startsWith('⏳'))
     ? null : 'ready',
-  ...[...document.querySelectorAll('[data-testid="stVegaLiteChart"]')].map(c => {
+  ...[...document.querySelectorAll('[data-testid="stVegaLiteChart"]')]
+    .filter(c => c.getBoundingClientRect().width > 0)  // a chart in a closed tab is drawn when the tab opens
+    .map(c => {
     const s = c.querySelector('svg.marks'); if (!s) return null;
     const r = s.getBoundingClientRect(); return [Math.round(r.width), Math.round(r.height)]; })])"""
 SETTLED_LOOKS, LOOK_SECONDS = 4, 0.3
@@ -121,7 +124,12 @@ def check(page, url: str, width: int, present: bool, shots: Path | None = None) 
     if shots is not None:
         shots.mkdir(parents=True, exist_ok=True)
         name = target.split("/", 3)[-1].replace("?", "_").replace("&", "_").replace("=", "-") or "home"
-        page.screenshot(path=str(shots / f"{name}_{width}.png"), full_page=True)
+        # The app scrolls inside its main block, so a whole-page picture needs a window as tall as that block.
+        tall = page.evaluate("() => document.querySelector('[data-testid=\"stMain\"]').scrollHeight")
+        page.set_viewport_size({"width": width, "height": min(max(tall, HEIGHT), SHOT_MAX_PX)})
+        wait_until_drawn(page)
+        page.screenshot(path=str(shots / f"{name}_{width}{'_present' if present else ''}.png"))
+        page.set_viewport_size({"width": width, "height": HEIGHT})
     return found
 
 

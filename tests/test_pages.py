@@ -26,7 +26,7 @@ def test_home_page_runs_and_names_the_device():
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60).run()
     assert not at.exception
     assert any("Compute device" in c.value for c in at.caption)
-    links = at.get("page_link")[-5:]  # the labs' list, after the findings' links
+    links = at.get("page_link")  # a card per lab
     assert [link.proto.page for link in links] == ["modes", "toy", "mnist", "symmetry", "align"]
     assert links[-1].proto.label == "**Alignment**"
 
@@ -236,3 +236,15 @@ def test_the_sweep_follows_sigma_and_holds_alpha(alpha, sigma, largest):
     marks = vega_chart(at, "Interpolation")["datasets"]["vertical"].set_index("series")["value"]
     assert 0 < marks["threshold α*"] < largest and marks["current α"] <= largest
     assert largest == modes.sweep_alpha_max(float(sigma), float(alpha))  # the command line's range
+
+
+def test_each_lab_has_a_card_with_a_picture_of_its_key_chart():
+    from PIL import Image
+
+    from symlab.labs import LABS
+
+    for lab in LABS:
+        with Image.open(ROOT / "assets" / "cards" / f"{lab.name}.png") as picture:
+            assert picture.format == "PNG" and picture.width >= 300 and picture.height >= 300, lab.name
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60).run()
+    assert len(at.get("image")) == len(LABS)

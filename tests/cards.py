@@ -1,0 +1,82 @@
+"""The home page's lab cards: a picture of each lab's key chart, taken from the app as drawn in Chromium and
+shipped in assets/cards/. Rerun after changing one of these charts:
+
+    python tests/cards.py [--out assets/cards]
+
+MNIST's picture needs runs: it trains three small MFVI runs (widths 16, 64, 256; a minute in all) first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CARDS = ROOT / "assets" / "cards"
+WIDTH, SCALE = 1400, 2  # the window the pictures are taken in (a desktop), at twice its pixels: sharp on any screen
+# lab -> (the page to open, the tab to show first or None, the title of the chart to take)
+PICTURES = {
+    "modes": ("modes", None, "Interpolation"),
+    "toy": ("toy", None, "Exact posterior (grey) and q over (w₁, w₂)"),
+    "mnist": ("mnist", "Results", "Closest two units against width"),
+    "symmetry": ("symmetry?part=proximity", None, None),
+    "align": ("align", None, None),
+}
+MNIST_WIDTHS = (16, 64, 256)
+
+
+def train_mnist_runs(runs_dir: Path) -> None:
+    for hidden in MNIST_WIDTHS:
+        subprocess.run([sys.executable, "-m", "symlab", "mnist", "--hidden", str(hidden), "--epochs", "1",
+                        "--train-subset", "5000", "--runs-dir", str(runs_dir), "--json"],
+                       check=True, capture_output=True, cwd=ROOT, timeout=600)
+
+
+def chart(page, title: str | None):
+    """The chart titled ``title`` (None: the page's first)."""
+    charts = page.locator('[data-testid="stVegaLiteChart"]')
+    if title is None:
+        return charts.first
+    return charts.filter(has_text=title).first
+
+
+def take_pictures(out: Path) -> list[Path]:
+    sys.path[:0] = [str(ROOT / "tests"), str(ROOT)]
+    from conftest import CHROMIUM, running_app
+    from layout import wait_until_drawn
+    from playwright.sync_api import sync_playwright
+
+    out.mkdir(parents=True, exist_ok=True)
+    runs_dir = Path(tempfile.mkdtemp(prefix="symlab-cards-"))
+    train_mnist_runs(runs_dir)
+    taken = []
+    with running_app(runs_dir) as url, sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM)
+        page = browser.new_page(viewport={"width": WIDTH, "height": 1000}, device_scale_factor=SCALE)
+        page.set_default_timeout(180_000)
+        for lab, (target, tab, title) in PICTURES.items():
+            page.goto(f"{url}/{target}")
+            wait_until_drawn(page, 300_000)
+            if tab is not None:
+                page.get_by_role("tab", name=tab).click()
+                wait_until_drawn(page)
+            path = out / f"{lab}.png"
+            chart(page, title).screenshot(path=str(path))
+            taken.append(path)
+            print(f"{lab}: {path}", flush=True)
+        browser.close()
+    return taken
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, default=CARDS, help="where to write <lab>.png (default: assets/cards)")
+    take_pictures(parser.parse_args(argv).out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

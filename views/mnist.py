@@ -363,7 +363,9 @@ NOTE_LINE_PX = 18  # the room a line of a note takes, which the chart's height g
 def marker_sizes(lines) -> alt.Size:
     """Each of ``lines`` (labels of field ``series``, in order) its marker's size, :data:`MARKER_SIZES`."""
     sizes = [MARKER_SIZES[min(i, len(MARKER_SIZES) - 1)] for i in range(len(lines))]
-    return alt.Size("series:N", scale=alt.Scale(domain=list(lines), range=sizes), legend=None)
+    # An ordinal scale: Vega-Lite's default for a nominal size is a point scale, which spreads over the range's
+    # ends and draws NaN-sized markers when there is one run.
+    return alt.Size("series:N", scale=alt.Scale(type="ordinal", domain=list(lines), range=sizes), legend=None)
 
 
 def with_marker_sizes(chart: alt.LayerChart, labels) -> alt.LayerChart:

@@ -279,6 +279,7 @@ def test_home_page_links_to_each_lab(page, server_url):
     page.get_by_role("heading", name="SymLab").wait_for()
     wait_for_run(page)
     links = page.locator('[data-testid="stMain"] [data-testid="stPageLink"] a')
+    links.nth(4).wait_for()  # drawn a moment after the run ends, with the cards' pictures
     assert links.count() == 5
     assert [text.splitlines()[-1] for text in links.all_inner_texts()] == [
         "Mode interpolation", "Tractable BNN", "MNIST", "Symmetry explorer", "Alignment"]

@@ -73,7 +73,11 @@ def test_hosted_pages_show_and_apply_the_caps(monkeypatch, tmp_path):
     toy = app_at("views/toy.py", monkeypatch, env)
     assert any("advances 15 Adam steps every 0.5 s" in c.value for c in toy.caption)
     toy.text_input(key="toy.alphas").set_value("0.25, 0.5, 0.75").run()
-    toy.number_input(key="toy.seeds").set_value(10).run()
+    toy.number_input(key="toy.seeds").set_value(10).run()  # 30 runs: the box shows the 6 seeds the table runs
+    assert toy.number_input(key="toy.seeds").value == 6
+    assert any("Seeds: 6, not 10" in i.value and "at most 20 runs" in i.value for i in toy.info)
+    assert not toy.button(key="toy.run_table").disabled
+    toy.text_input(key="toy.alphas").set_value("0.25, 0.5, 0.75, 1").run()  # 24 runs: α values added after
     assert any("cap of 20 runs per table" in w.value for w in toy.warning)
     assert toy.button(key="toy.run_table").disabled
 

@@ -376,13 +376,17 @@ def with_marker_sizes(chart: alt.LayerChart, labels) -> alt.LayerChart:
     return sized
 
 
-def fitted(spec: dict, notes: tuple[str, ...] = ()) -> dict:
-    """``spec`` made to fit a narrow column: the y axis's title above the plot, level, rather than turned up beside
-    the tick labels (where it took their width again, and Vega could draw it over them); ``notes`` (sentences on
-    what the chart shows) under its title, each wrapped to the column."""
+def fitted(spec: dict, y_title: str, labels, notes: tuple[str, ...] = ()) -> dict:
+    """``spec`` made to fit a narrow column: the y axis's title (``y_title``) above the plot, level, rather than
+    turned up beside the tick labels (where it took their width again, and Vega could draw it over them), set
+    smaller where the plot is narrower than it; its legend (entries ``labels``) wrapped to the column; ``notes``
+    (sentences on what the chart shows) under its title, each wrapped to the column."""
     scale = charts.font_scale()
+    size = spec["config"]["axis"]["titleFontSize"]
     spec["config"]["axisY"] = dict(titleAngle=0, titleAlign="left", titleBaseline="bottom", titleX=0,
-                                   titleY=round(-10 * scale))
+                                   titleY=round(-10 * scale), titleFontSize=dict(
+                                       expr=f"min({size}, floor(width / {charts.CHAR_EM * len(y_title):.2f}))"))
+    spec = charts.fitted_legend(spec, list(labels))
     if notes:
         lines = [line for note in notes for line in textwrap.wrap(note, round(NOTE_CHARACTERS / scale))]
         spec["height"] += round(len(lines) * NOTE_LINE_PX * scale)
@@ -406,9 +410,8 @@ def curves_spec(metric: str, title: str, labels: tuple[str, ...], epochs: int, n
     y = charts.quantity("y", y_title, channel=alt.Y, scale=scale, integer=integer,
                     axis=dict(format=number_format) if number_format else None)
     lines = with_marker_sizes(charts.altair_lines(series, x, y), labels)
-    return fitted(charts.vega_spec(lines, title=title, legend_columns=1,
-                                   height=CURVE_PLOT_PX + charts.LEGEND_ROW_HEIGHT * len(labels)),
-                  notes)
+    return fitted(charts.vega_spec(lines, title=title, height=CURVE_PLOT_PX + charts.LEGEND_ROW_HEIGHT * len(labels)),
+                  y_title, labels, notes)
 
 
 def twin_notes(runs, history_by_run) -> tuple[str, ...]:
@@ -588,8 +591,8 @@ def width_spec(key_mean: str, y_title: str, title: str, styles: tuple[tuple[str,
                           .transform_filter("isValid(datum.high) && datum.to_bottom"))
     columns = 2 if len(series) > 2 else None  # two methods fit in a row at 390 px; more take rows of two
     rows = 1 if columns is None else -(-len(series) // columns)
-    return fitted(charts.vega_spec(alt.layer(*layers), title=title, legend_columns=columns,
-                                   height=WIDTH_PLOT_PX + charts.LEGEND_ROW_HEIGHT * rows), notes)
+    return fitted(charts.vega_spec(alt.layer(*layers), title=title,
+                                   height=WIDTH_PLOT_PX + charts.LEGEND_ROW_HEIGHT * rows), y_title, labels, notes)
 
 
 def width_frame(rows, styles, key_mean, key_std, scale=1.0, log_y=False) -> pd.DataFrame:

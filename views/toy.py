@@ -1,6 +1,5 @@
 """Tractable BNN lab: exact posterior vs MFVI vs SGM, trained live (Gelberg et al. §5, Fig. 4)."""
 
-import json
 import math
 import time
 from dataclasses import dataclass
@@ -117,50 +116,6 @@ def square_plot(spec: dict) -> dict:
             "params": [*spec.get("params", []), dict(name="height", expr="width")]}
 
 
-# A text's width, at most: this many font sizes a character (Vega measures it only in the browser; the page's font
-# averages 0.42, a bold title's 0.41); a legend entry's symbol and gaps, and the y-axis beside the plot (the legend
-# below starts under the plot), in font sizes.
-CHAR_EM, SYMBOL_EM, Y_AXIS_EM = 0.5, 2.5, 5
-COLUMN_PX = charts.COLUMN_PX
-
-
-def two_lines(text: str) -> list[str]:
-    """``text`` broken at the space nearest its middle."""
-    spaces = [i for i, c in enumerate(text) if c == " "]
-    if not spaces:
-        return [text]
-    cut = min(spaces, key=lambda i: abs(i - len(text) / 2))
-    return [text[:cut], text[cut + 1:]]
-
-
-def fitted_legend(spec: dict, labels) -> dict:
-    """``spec`` whose legend (entries ``labels``) fits its column at any width: as many columns as fit (one row
-    where all fit, one entry a row in a narrow column), and a label wider than its column on two lines there
-    (Vega never wraps a legend by itself; a row or a label wider than the chart is cut off)."""
-    font = spec["config"]["legend"]["labelFontSize"]
-    room = f"({COLUMN_PX} - {Y_AXIS_EM * font})"
-    width = {label: round(CHAR_EM * font * len(label) + SYMBOL_EM * font) for label in labels}
-    columns = dict(expr=f"max(1, min({len(labels)}, floor({room} / {max(width.values())})))")
-    spec = {**spec, "config": {**spec["config"], "legend": {**spec["config"]["legend"], "columns": columns}}}
-    shown = "datum.label"
-    for label in (label for label in labels if " " in label):
-        shown = (f"datum.label === {json.dumps(label)} && {room} < {width[label]} ? "
-                 f"{json.dumps(two_lines(label))} : {shown}")
-
-    def with_labels(view: dict) -> dict:
-        view = dict(view)
-        if "encoding" in view:
-            view["encoding"] = {name: ({**channel, "legend": {**channel["legend"], "labelExpr": shown}}
-                                       if isinstance(channel, dict) and channel.get("legend") else channel)
-                                for name, channel in view["encoding"].items()}
-        for part in ("layer", "hconcat", "vconcat", "concat"):
-            if part in view:
-                view[part] = [with_labels(child) for child in view[part]]
-        return view
-
-    return with_labels(spec)
-
-
 @st.cache_resource(max_entries=16, show_spinner=False)  # outlives the run, unlike a functools cache of a page
 def posterior_spec(present: bool) -> dict:
     """The exact posterior (grey: a picture, it does not change while training plays) with q's 1 and 2 sd
@@ -170,7 +125,7 @@ def posterior_spec(present: bool) -> dict:
     chart = alt.layer(charts.altair_image("w₁", "w₂", charts.DOMAIN_OF_DATA, charts.DOMAIN_OF_DATA),
                       charts.altair_lines(POSTERIOR_SERIES, x, y, data_order=True))
     spec = charts.vega_spec(chart, title="Exact posterior (grey) and q over (w₁, w₂)", height=None)
-    return square_plot(fitted_legend(spec, [series.label for series in POSTERIOR_SERIES]))
+    return square_plot(charts.fitted_legend(spec, [series.label for series in POSTERIOR_SERIES]))
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)  # outlives the run, unlike a functools cache of a page
@@ -181,7 +136,7 @@ def predictions_spec(present: bool) -> dict:
     bands = [charts.altair_band(series, x) for series in PREDICTION_SERIES[2:]]
     chart = alt.layer(*bands, charts.altair_lines(PREDICTION_SERIES, x, y))
     spec = charts.vega_spec(chart, title="Predictions", height=PREDICTIONS_PX)
-    return fitted_legend(spec, [series.label for series in PREDICTION_SERIES])
+    return charts.fitted_legend(spec, [series.label for series in PREDICTION_SERIES])
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)  # outlives the run, unlike a functools cache of a page
@@ -234,7 +189,7 @@ def curves_spec(quantity: str, present: bool) -> dict:
     chart = alt.layer(charts.altair_lines(CURVE_SERIES, charts.quantity("x", "Adam step", integer=True), charts.quantity("y", y_title, channel=alt.Y)),
                       charts.altair_rules(CURVE_SERIES))
     spec = charts.vega_spec(chart, title=title, height=CURVES_PX)
-    return fitted_legend(spec, [series.label for series in CURVE_SERIES])
+    return charts.fitted_legend(spec, [series.label for series in CURVE_SERIES])
 
 
 def curves_data(trainer, fits, exact: toy.ExactAnswer) -> dict:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import base64
+import json
+import textwrap
 import struct
 import zlib
 from dataclasses import dataclass
@@ -217,6 +219,47 @@ def fitted_title(text: str, size: int) -> dict:
     where even that is too narrow for it (a phone in presentation mode)."""
     return dict(text=text, anchor="start", limit=dict(expr=COLUMN_PX),
                 fontSize=dict(expr=f"min({size}, floor({COLUMN_PX} / {TITLE_CHAR_EM * len(text):.2f}))"))
+
+
+# A text's width, at most: this many font sizes a character (Vega measures it only in the browser; the page's font
+# averages 0.42, a bold title's 0.41); a legend entry's symbol and gaps, and the y-axis beside the plot (the legend
+# below starts under the plot), in font sizes.
+CHAR_EM, SYMBOL_EM, Y_AXIS_EM = 0.5, 2.5, 5
+
+
+def broken_lines(text: str, count: int) -> list[str]:
+    """``text`` in ``count`` lines (or fewer) of about equal length, broken at spaces."""
+    return textwrap.wrap(text, max(1, -(-len(text) // count)), break_long_words=False) or [text]
+
+
+def fitted_legend(spec: dict, labels) -> dict:
+    """``spec`` whose legend (entries ``labels``) fits its column at any width: as many columns as fit (one row
+    where all fit, one entry a row in a narrow column), and a label wider than its column on more lines there
+    (Vega never wraps a legend by itself; a row or a label wider than the chart is cut off)."""
+    font = spec["config"]["legend"]["labelFontSize"]
+    room = f"({COLUMN_PX} - {Y_AXIS_EM * font})"
+    width = {label: round(CHAR_EM * font * len(label) + SYMBOL_EM * font) for label in labels}
+    columns = dict(expr=f"max(1, min({len(labels)}, floor({room} / {max(width.values())})))")
+    spec = {**spec, "config": {**spec["config"], "legend": {**spec["config"]["legend"], "columns": columns}}}
+    shown = "datum.label"
+    for label in (label for label in labels if " " in label):
+        for lines in (2, 3):  # the fewest lines that fit: two where the column is narrower than the label, three where
+            # it is narrower than half of it (a symbol's room aside)
+            shown = (f"datum.label === {json.dumps(label)} && {room} < {width[label] / (lines - 1):.0f} ? "
+                     f"{json.dumps(broken_lines(label, lines))} : {shown}")
+
+    def with_labels(view: dict) -> dict:
+        view = dict(view)
+        if "encoding" in view:
+            view["encoding"] = {name: ({**channel, "legend": {**channel["legend"], "labelExpr": shown}}
+                                       if isinstance(channel, dict) and channel.get("legend") else channel)
+                                for name, channel in view["encoding"].items()}
+        for part in ("layer", "hconcat", "vconcat", "concat"):
+            if part in view:
+                view[part] = [with_labels(child) for child in view[part]]
+        return view
+
+    return with_labels(spec)
 
 
 def vega_spec(chart, *, title: str | None = None, height: int | None = VEGA_HEIGHT, width: int | None = None,

@@ -30,14 +30,6 @@ T_TICK_SECONDS = 0.6
 # Every chart is as wide as its column (Streamlit's width="stretch") at any screen width: a fixed size wider than
 # a phone's column (358 px) scrolled the page sideways and hid the colour scale. These adjust a built spec.
 
-def square_plot(spec: dict) -> dict:
-    """``spec`` as wide as its column with a square plot area: Vega fits the plot, axes and legends into the
-    column's width ("fit-x") and the height follows the plot's width, so a map or a matrix keeps its shape."""
-    spec = {name: value for name, value in spec.items() if name not in ("width", "height", "autosize")}
-    return {**spec, "autosize": dict(type="fit-x", contains="padding"),
-            "params": [*spec.get("params", []), dict(name="height", expr="width")]}
-
-
 COLOUR_SCALE_PX = 150  # a colour scale's length under a plot: fits the narrowest column with room to spare
 
 
@@ -220,7 +212,7 @@ def map_spec(path: str, present: bool) -> dict:
     layers = [heat, points] + ([charts.altair_colour_legend("P(class 1)", MAP_COLOURS)] if path == "w2" else [])
     spec = charts.vega_spec(alt.layer(*layers).resolve_legend(fill="independent"),
                             title=align_lab.PATH_TITLES[path].capitalize(), height=None)
-    return square_plot(colour_scale_below(wrapping_legend(spec, [series.label for series in CLASS_SERIES])))
+    return charts.square_plot(colour_scale_below(wrapping_legend(spec, [series.label for series in CLASS_SERIES])))
 
 
 def map_data(config, rep, path: str, frame: int, data: align_lab.Dataset) -> dict:
@@ -352,7 +344,7 @@ def assignment_spec(width: int, index: int, aligned: bool, present: bool) -> dic
                               charts.quantity("y", "unit of q_A", domain, channel=alt.Y, axis=rows))
     spec = charts.vega_spec(alt.layer(image, scale, matches).resolve_legend(fill="independent"),
                             title=f"Hidden layer {index + 1}: assignment", height=None)
-    return square_plot(colour_scale_below(spec))
+    return charts.square_plot(colour_scale_below(spec))
 
 
 def assignment_data(view: align_lab.AssignmentView) -> dict:

@@ -128,7 +128,7 @@ SQUARE_SIDE = "min(width, height)"
 SQUARE_RANGES = {"x": [0, {"expr": SQUARE_SIDE}], "y": [{"expr": "height"}, {"expr": f"height - {SQUARE_SIDE}"}]}
 
 
-def square_plot(spec: dict) -> dict:
+def square_scales(spec: dict) -> dict:
     """``spec`` (a cached one: changed in place before it is cached) with its x and y scales on the square."""
     for view in single_views(spec):
         for name, scale_range in SQUARE_RANGES.items():
@@ -156,7 +156,7 @@ def density_spec(title: str, present: bool) -> dict:
     heat = charts.altair_image(x_title, y_title, charts.DOMAIN_OF_DATA, charts.DOMAIN_OF_DATA, smooth=False)
     diagonal = charts.altair_lines(DIAGONAL, charts.quantity("x", x_title, charts.DOMAIN_OF_DATA),
                                charts.quantity("y", y_title, charts.DOMAIN_OF_DATA, channel=alt.Y), legend=False)
-    return square_plot(charts.vega_spec(alt.layer(heat, diagonal), title=title, height=SQUARE_HEIGHT))
+    return square_scales(charts.vega_spec(alt.layer(heat, diagonal), title=title, height=SQUARE_HEIGHT))
 
 
 def density_chart(column, weights: np.ndarray, extent, title: str, key: str) -> None:
@@ -437,7 +437,7 @@ def samples_spec(title: str, present: bool) -> dict:
                             scale=alt.Scale(domain=labels, range=[SAMPLE_OPACITY[m] for m in SAMPLE_METHODS])))
     # The legend's four entries in two rows, or in four where presentation mode's text needs the room.
     rows = 4 if present else 2
-    return square_plot(charts.vega_spec(alt.layer(marks, data=chart.data), title=title, legend_columns=4 // rows,
+    return square_scales(charts.vega_spec(alt.layer(marks, data=chart.data), title=title, legend_columns=4 // rows,
                                         height=SQUARE_HEIGHT + charts.LEGEND_ROW_HEIGHT * rows))
 
 

@@ -106,16 +106,6 @@ POSTERIOR_GREYS = ("#FFFFFF", "#484848")  # the exact posterior's density, from 
 PREDICTIONS_PX, CURVES_PX = 480, 340  # the whole chart's height, title and legend included
 
 
-# Every chart is as wide as its column (Streamlit's width="stretch"), whatever the screen: a fixed size wider than a
-# phone's column (358 px; 310 px in presentation mode) or a narrow desktop column ran past its edge.
-def square_plot(spec: dict) -> dict:
-    """``spec`` as wide as its column with a square plot area (equal scales on w₁ and w₂): Vega fits the plot, axes
-    and legend into the column's width ("fit-x") and the plot's height follows its width (a Vega signal)."""
-    spec = {name: value for name, value in spec.items() if name not in ("width", "height", "autosize")}
-    return {**spec, "autosize": dict(type="fit-x", contains="padding"),
-            "params": [*spec.get("params", []), dict(name="height", expr="width")]}
-
-
 @st.cache_resource(max_entries=16, show_spinner=False)  # outlives the run, unlike a functools cache of a page
 def posterior_spec(present: bool) -> dict:
     """The exact posterior (grey: a picture, it does not change while training plays) with q's 1 and 2 sd
@@ -125,7 +115,7 @@ def posterior_spec(present: bool) -> dict:
     chart = alt.layer(charts.altair_image("w₁", "w₂", charts.DOMAIN_OF_DATA, charts.DOMAIN_OF_DATA),
                       charts.altair_lines(POSTERIOR_SERIES, x, y, data_order=True))
     spec = charts.vega_spec(chart, title="Exact posterior (grey) and q over (w₁, w₂)", height=None)
-    return square_plot(charts.fitted_legend(spec, [series.label for series in POSTERIOR_SERIES]))
+    return charts.square_plot(charts.fitted_legend(spec, [series.label for series in POSTERIOR_SERIES]))
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)  # outlives the run, unlike a functools cache of a page

@@ -227,6 +227,15 @@ def fitted_title(text: str, size: int) -> dict:
 CHAR_EM, SYMBOL_EM, Y_AXIS_EM = 0.5, 2.5, 5
 
 
+def square_plot(spec: dict) -> dict:
+    """``spec`` as wide as its column with a square plot area: Vega fits the plot, axes and legends into the
+    column's width ("fit-x") and the height follows the plot's width (a Vega signal), so a map, a matrix or a
+    plane of equal scales keeps its shape at any screen width."""
+    spec = {name: value for name, value in spec.items() if name not in ("width", "height", "autosize")}
+    return {**spec, "autosize": dict(type="fit-x", contains="padding"),
+            "params": [*spec.get("params", []), dict(name="height", expr="width")]}
+
+
 def broken_lines(text: str, count: int) -> list[str]:
     """``text`` in ``count`` lines (or fewer) of about equal length, broken at spaces."""
     return textwrap.wrap(text, max(1, -(-len(text) // count)), break_long_words=False) or [text]

@@ -28,9 +28,10 @@ def test_every_step_names_a_lab_and_one_of_its_presets_and_asks_a_question():
 def test_each_steps_link_opens_its_preset_without_a_notice():
     for step in PATH.steps:
         lab = LABS_BY_NAME[step.lab]
-        address = urlsplit(lessons.step_link(step))
+        hosting = Hosting.defaults(False)
+        address = urlsplit(lessons.step_link(step, hosting))
         assert address.path == step.lab
-        specs = lab.page_params(Hosting.defaults(False))
+        specs = lab.page_params(hosting)
         values, notices = parse_query(dict(parse_qsl(address.query)), specs)
         assert not notices, (step, notices)
         assert lab.page_presets().matching(values, specs) == step.preset, step

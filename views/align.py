@@ -59,7 +59,7 @@ def wrapping_legend(spec: dict, labels) -> dict:
     font = spec["config"]["legend"]["labelFontSize"]
     # An entry's width from its longest label: about 0.6 em a character, the symbol and the gaps 2 em.
     entry_px = round(0.6 * font * max(map(len, labels)) + 2 * font)
-    columns = dict(expr=f"max(1, min({len(labels)}, floor((containerSize()[0] || width) / {entry_px})))")
+    columns = dict(expr=f"max(1, min({len(labels)}, floor({charts.COLUMN_PX} / {entry_px})))")
     return {**spec, "config": {**spec["config"], "legend": {**spec["config"]["legend"], "columns": columns}}}
 
 

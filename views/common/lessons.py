@@ -10,6 +10,7 @@ import streamlit as st
 
 from symlab.labs import LABS
 from symlab.specs.lessons import LessonPath, Step, lesson_path
+from symlab.specs.settings import Hosting
 from symlab.specs.urlstate import encode_query
 from views.common import binding
 
@@ -21,31 +22,32 @@ def class_path() -> LessonPath:
     return lesson_path()
 
 
-def step_state(step: Step) -> dict:
-    """The controls' values of ``step``'s preset (those presets leave to the user aside)."""
+@cache  # a step's state and link depend only on the step and the server's settings: made once, not on every run
+def step_state(step: Step, hosting: Hosting) -> dict:
+    """The controls' values of ``step``'s preset on a server of ``hosting`` (those presets leave to the user aside)."""
     lab = LABS_BY_NAME[step.lab]
-    return lab.page_presets().state(step.preset, lab.page_params(binding.server_settings()))
+    return lab.page_presets().state(step.preset, lab.page_params(hosting))
 
 
-def step_link(step: Step) -> str:
+@cache
+def step_link(step: Step, hosting: Hosting) -> str:
     """The link to ``step``'s page with its preset, relative to the app's root: the values in which the preset's
     state differs from the page's default link."""
     lab = LABS_BY_NAME[step.lab]
-    hosting = binding.server_settings()
-    specs = lab.page_params(hosting)
-    default = encode_query(lab.default_values(hosting), specs)
-    encoded = encode_query({**lab.default_values(hosting), **step_state(step)}, specs)
+    specs, defaults = lab.page_params(hosting), lab.default_values(hosting)
+    default = encode_query(defaults, specs)
+    encoded = encode_query({**defaults, **step_state(step, hosting)}, specs)
     changed = {name: value for name, value in encoded.items() if value != default[name]}
     return step.lab + (f"?{urlencode(changed)}" if changed else "")
 
 
 def open_button(step: Step, key: str, on_page: str | None = None) -> None:
     """A button that opens ``step``'s page with its preset set, in this session (from the page ``on_page``)."""
-    lab = LABS_BY_NAME[step.lab]
+    lab, hosting = LABS_BY_NAME[step.lab], binding.server_settings()
     # The values are set in the click's callback, before this run draws any widget that holds them.
     if st.button(f"Open step {step.number}: {lab.title}, *{step.preset}*", key=key, icon=":material/arrow_forward:",
-                 help=f"Or share the link: {step_link(step)}", on_click=binding.set_page_values,
-                 args=(step.lab, lab.page_params(binding.server_settings()), step_state(step))) \
+                 help=f"Or share the link: {step_link(step, hosting)}", on_click=binding.set_page_values,
+                 args=(step.lab, lab.page_params(hosting), step_state(step, hosting))) \
             and step.lab != on_page:
         st.switch_page(lab.page)
 

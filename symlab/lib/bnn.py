@@ -283,6 +283,16 @@ def infonce(layout: Layout, w, noise, mu, log_sd, K: int, generator: torch.Gener
     return infonce_from_log_densities(permutation_log_densities(layout, w, mu, log_sd, perms)), True
 
 
+def group_information(w, mu, log_sd, indices: torch.Tensor) -> torch.Tensor:
+    """I(ω) = log q(ω) − log((1/|G|) Σ_g q(g⁻¹ω)) for one draw ω, with every element of a group G given as a
+    flat permutation index (``indices[|G|, P]``, :func:`symlab.lib.mlp.permutation_index` or a convnet's),
+    the identity among them; its mean over ω ~ q is the mutual information between g and ω (Thm 4.1), whose
+    gradient SGM follows. Differentiable in ω, μ and log σ; float64."""
+    terms = -0.5 * (((w - mu[indices]) * torch.exp(-log_sd[indices])) ** 2).sum(-1).double()
+    identity = log_density_terms(w, mu, log_sd).double()
+    return identity - (torch.logsumexp(terms, 0) - math.log(len(indices)))
+
+
 def exact_mutual_information(layout: Layout, mu, log_sd, samples: int, generator: torch.Generator):
     """Monte-Carlo estimate of I = E_ω[log q(ω) − log((1/|G|) Σ_g q(g⁻¹ω))] with all of G
     enumerated (tiny networks only: |G| = Π h_l!)."""
@@ -291,11 +301,7 @@ def exact_mutual_information(layout: Layout, mu, log_sd, samples: int, generator
     group = [list(p) for p in itertools.product(*[itertools.permutations(range(h)) for h in layout.hidden])]
     if len(group) > 50_000:
         raise ValueError(f"|G| = {len(group)} is too large to enumerate")
-    indices = [permutation_index(layout, [torch.tensor(p, device=mu.device) for p in element])
-               for element in group]
-    values = []
-    for _ in range(samples):
-        w = sample_weights(mu, log_sd, generator)
-        terms = torch.stack([log_density_terms(w, mu, log_sd, index).double() for index in indices])
-        values.append(terms[0] - (torch.logsumexp(terms, 0) - math.log(len(indices))))
+    indices = torch.stack([permutation_index(layout, [torch.tensor(p, device=mu.device) for p in element])
+                           for element in group])
+    values = [group_information(sample_weights(mu, log_sd, generator), mu, log_sd, indices) for _ in range(samples)]
     return torch.stack(values).mean().item()

@@ -18,7 +18,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from symlab.lib import blocks, bnn, gaussian, mlp, weights
+from symlab.lib import blocks, bnn, gaussian, mlp, uncertainty, weights
 from symlab.lib.mnist_data import PIXEL_MEAN, PIXEL_STD, Mnist
 from symlab.specs import controls
 from symlab.specs.controls import control
@@ -354,15 +354,10 @@ class MnistTrainer:
 
 def classification_metrics(log_probs: torch.Tensor, labels: torch.Tensor, bins: int = ECE_BINS) -> dict:
     """Test accuracy, mean negative log-likelihood, and expected calibration error (equal-width
-    confidence bins: Σ_b (n_b/n) |accuracy_b − confidence_b|)."""
-    log_probs = log_probs.double()
-    confidence, predicted = log_probs.exp().max(dim=1)
-    correct = (predicted == labels).double()
-    nll = -log_probs.gather(1, labels[:, None]).mean()
-    bin_index = torch.clamp((confidence * bins).long(), max=bins - 1)
-    gap = torch.bincount(bin_index, weights=correct - confidence, minlength=bins).abs()
-    ece = gap.sum() / len(labels)
-    return {"test_acc": correct.mean().item(), "test_nll": nll.item(), "test_ece": ece.item()}
+    confidence bins: Σ_b (n_b/n) |accuracy_b − confidence_b|), by symlab.lib.uncertainty's formulas."""
+    return {"test_acc": uncertainty.accuracy(log_probs, labels),
+            "test_nll": uncertainty.negative_log_likelihood(log_probs, labels),
+            "test_ece": uncertainty.expected_calibration_error(log_probs, labels, bins)}
 
 
 class CheckpointError(RuntimeError):

@@ -1,0 +1,216 @@
+"""The Laplace approximation (symlab.lib.laplace): the exact Hessian against finite differences, the GGN
+against Jᵀ Λ J built example by example, the posterior against the exact one of a linear-Gaussian model,
+the samples against the covariance, and the fitted prior precision against a grid."""
+
+import math
+
+import pytest
+import torch
+from scipy.stats import multivariate_normal
+from torch import nn
+
+from symlab.lib import laplace
+
+torch.set_num_threads(1)
+
+
+def tanh_mlp(flat, x):
+    """A 4-3-3 MLP with tanh (smooth, so finite differences see no kink): 27 parameters."""
+    W1, b1, W2, b2 = flat[:12].view(3, 4), flat[12:15], flat[15:24].view(3, 3), flat[24:27]
+    return torch.tanh(x @ W1.T + b1) @ W2.T + b2
+
+
+def conv_net():
+    """A tiny ReLU conv net as a function of its flat parameters (119 of them), via functional_call."""
+    net = nn.Sequential(nn.Conv2d(1, 2, 3), nn.ReLU(), nn.Flatten(), nn.Linear(32, 3))
+    shapes = [(name, p.shape) for name, p in net.named_parameters()]
+
+    def logits_fn(flat, x):
+        params, start = {}, 0
+        for name, shape in shapes:
+            params[name] = flat[start:start + math.prod(shape)].view(shape)
+            start += math.prod(shape)
+        return torch.func.functional_call(net, params, (x,))
+    return logits_fn, sum(math.prod(shape) for _, shape in shapes)
+
+
+def data(n=10, seed=0):
+    generator = torch.Generator().manual_seed(seed)
+    return torch.randn(n, 4, generator=generator), torch.randint(0, 3, (n,), generator=generator)
+
+
+def random_point(size, seed=1, dtype=torch.float64):
+    return torch.randn(size, generator=torch.Generator().manual_seed(seed), dtype=dtype)
+
+
+def finite_difference_hessian(f, w, h):
+    """Central second differences: [f(w+he_j+he_k) − f(w+he_j−he_k) − f(w−he_j+he_k) + f(w−he_j−he_k)]/4h²."""
+    size = len(w)
+    hessian = torch.zeros(size, size, dtype=torch.float64)
+    eye = torch.eye(size, dtype=torch.float64) * h
+    for j in range(size):
+        for k in range(j, size):
+            value = (f(w + eye[j] + eye[k]) - f(w + eye[j] - eye[k]) - f(w - eye[j] + eye[k])
+                     + f(w - eye[j] - eye[k])) / (4 * h * h)
+            hessian[j, k] = hessian[k, j] = value
+    return hessian
+
+
+def test_exact_hessian_matches_finite_differences():
+    x, y = data()
+    w, delta = random_point(27), 0.7
+    exact = laplace.nll_hessian(tanh_mlp, w, x, y, chunk_size=3) + delta * torch.eye(27, dtype=torch.float64)
+    numeric = finite_difference_hessian(
+        lambda v: laplace.negative_log_posterior(tanh_mlp, v, x, y, prior_precision=delta, chunk_size=4), w, 1e-4)
+    assert exact.abs().max() > 1.0
+    torch.testing.assert_close(exact, numeric, rtol=1e-5, atol=1e-5 * float(exact.abs().max()))
+
+
+def test_cross_entropy_output_hessian_is_diag_p_minus_ppT():
+    logits = torch.randn(5, 4, generator=torch.Generator().manual_seed(2), dtype=torch.float64)
+    labels = torch.tensor([0, 3, 1, 1, 2])
+    p = logits.softmax(-1)
+    expected = torch.diag_embed(p) - p[:, :, None] * p[:, None, :]
+    torch.testing.assert_close(laplace.output_hessians(logits, labels), expected, rtol=1e-12, atol=1e-14)
+
+
+def brute_force_ggn(logits_fn, w, x, y):
+    """Σᵢ Jᵢᵀ (diag pᵢ − pᵢpᵢᵀ) Jᵢ with each Jᵢ from torch.autograd.functional.jacobian."""
+    total = torch.zeros(len(w), len(w), dtype=torch.float64)
+    for xi in x.double():
+        J = torch.autograd.functional.jacobian(lambda v: logits_fn(v, xi[None])[0], w)
+        p = logits_fn(w, xi[None])[0].softmax(-1)
+        total += J.T @ (torch.diag(p) - torch.outer(p, p)) @ J
+    return total
+
+
+def test_ggn_matches_brute_force_on_a_conv_net():
+    logits_fn, size = conv_net()
+    generator = torch.Generator().manual_seed(3)
+    x, y = torch.randn(7, 1, 6, 6, generator=generator), torch.randint(0, 3, (7,), generator=generator)
+    w = 0.5 * random_point(size, seed=4)
+    ggn = laplace.nll_ggn(logits_fn, w, x, y, chunk_size=3)
+    expected = brute_force_ggn(logits_fn, w, x, y)
+    assert expected.abs().max() > 0.1
+    torch.testing.assert_close(ggn, expected, rtol=1e-10, atol=1e-12)
+    assert torch.linalg.eigvalsh(ggn).min() > -1e-10 * float(ggn.abs().max())
+
+
+def linear_gaussian(n=30, d=4, noise_var=0.25, seed=5):
+    """y = Xw + ε, ε ~ N(0, s²): its posterior under N(0, δ⁻¹I) is exactly Gaussian."""
+    generator = torch.Generator().manual_seed(seed)
+    X = torch.randn(n, d, generator=generator, dtype=torch.float64)
+    y = X @ torch.randn(d, generator=generator, dtype=torch.float64) + 0.5 * torch.randn(
+        n, generator=generator, dtype=torch.float64)
+
+    def loss(f, target):  # the Gaussian negative log-likelihood, constants included
+        return 0.5 * (f[:, 0] - target).square().sum() / noise_var + 0.5 * len(f) * math.log(2 * math.pi * noise_var)
+    return X, y, loss, noise_var
+
+
+def linear(flat, x):
+    return (x @ flat)[:, None]
+
+
+@pytest.mark.parametrize("curvature", laplace.CURVATURES)
+def test_linear_gaussian_posterior_and_evidence_are_exact(curvature):
+    X, y, loss, noise_var = linear_gaussian()
+    delta = 2.0
+    precision = X.T @ X / noise_var + delta * torch.eye(X.shape[1], dtype=torch.float64)
+    mean = torch.linalg.solve(precision, X.T @ y / noise_var)
+    posterior = laplace.laplace_fit(linear, mean, X, y, prior_precision=delta, curvature=curvature, loss=loss,
+                                    chunk_size=7)
+    torch.testing.assert_close(posterior.covariance(), torch.linalg.inv(precision), rtol=1e-10, atol=1e-13)
+    torch.testing.assert_close(posterior.precision(), precision, rtol=1e-10, atol=1e-10)
+    evidence = multivariate_normal(mean=torch.zeros(len(y)).numpy(),
+                                   cov=(noise_var * torch.eye(len(y)) + X @ X.T / delta).numpy()).logpdf(y.numpy())
+    assert posterior.log_marginal_likelihood() == pytest.approx(evidence, rel=1e-10)
+    assert posterior.negative_curvature == 0
+
+
+def mlp_posterior(curvature="ggn", delta=3.0, dtype=torch.float32):
+    x, y = data(n=40)
+    return laplace.laplace_fit(tanh_mlp, random_point(27, dtype=dtype), x, y, prior_precision=delta,
+                               curvature=curvature, chunk_size=16)
+
+
+def test_samples_have_the_posterior_mean_and_covariance():
+    posterior = mlp_posterior()
+    count = 20_000
+    samples = posterior.sample(count, torch.Generator().manual_seed(6))
+    assert samples.dtype == torch.float32 and samples.shape == (count, 27)
+    covariance = torch.linalg.inv(laplace.nll_ggn(tanh_mlp, posterior.mean, *data(n=40))
+                                  + 3.0 * torch.eye(27, dtype=torch.float64))
+    torch.testing.assert_close(posterior.covariance(), covariance, rtol=1e-9, atol=1e-12)
+    samples = samples.double()
+    sd = covariance.diagonal().sqrt()
+    # 5 standard errors: the mean's is σⱼ/√N, a covariance entry's √((Σⱼₖ² + ΣⱼⱼΣₖₖ)/N) for Gaussian samples
+    assert ((samples.mean(0) - posterior.mean).abs() <= 5 * sd / math.sqrt(count) + 1e-6).all()
+    entry_sd = ((covariance.square() + torch.outer(sd.square(), sd.square())) / count).sqrt()
+    assert ((torch.cov(samples.T) - covariance).abs() <= 5 * entry_sd).all()
+
+
+def test_samples_are_reproducible_from_the_seed():
+    posterior = mlp_posterior()
+    first, again = (posterior.sample(5, torch.Generator().manual_seed(7)) for _ in range(2))
+    assert torch.equal(first, again)
+    assert not torch.equal(first, posterior.sample(5, torch.Generator().manual_seed(8)))
+    samples = laplace.laplace_samples(tanh_mlp, random_point(27, dtype=torch.float32), *data(n=40), count=5,
+                                      generator=torch.Generator().manual_seed(7), prior_precision=3.0, chunk_size=16)
+    assert torch.equal(samples, first)
+
+
+def test_negative_curvature_of_the_exact_hessian_gets_the_prior_variance():
+    delta = 0.5
+    posterior = mlp_posterior("exact", delta=delta, dtype=torch.float64)
+    hessian = laplace.nll_hessian(tanh_mlp, posterior.mean, *data(n=40))
+    values, vectors = torch.linalg.eigh(hessian)
+    negative = values < -1e-6
+    assert negative.sum() > 0 and posterior.negative_curvature == int(negative.sum())
+    covariance = posterior.covariance()
+    along = vectors[:, negative]
+    torch.testing.assert_close(along.T @ covariance @ along, torch.eye(int(negative.sum()), dtype=torch.float64) / delta,
+                               rtol=1e-8, atol=1e-10)
+    assert torch.linalg.eigvalsh(covariance).min() > 0
+
+
+def test_fitted_prior_precision_maximises_the_evidence():
+    posterior = mlp_posterior("ggn", delta=1.0, dtype=torch.float64)
+    fitted = laplace.fit_prior_precision(posterior.mean, posterior.eigenvalues)
+    grid = torch.logspace(-6, 6, 4001, dtype=torch.float64)
+    values = [laplace.log_marginal_likelihood(0.0, posterior.mean, posterior.eigenvalues, float(d)) for d in grid]
+    best = float(grid[int(torch.tensor(values).argmax())])
+    assert abs(math.log(fitted / best)) <= math.log(10) * 12 / 4000
+    # MacKay's condition at the optimum: δ‖w*‖² = γ = Σⱼ hⱼ/(hⱼ + δ), the effective number of parameters
+    gamma = float((posterior.eigenvalues / (posterior.eigenvalues + fitted)).sum())
+    assert fitted * float(posterior.mean.square().sum()) == pytest.approx(gamma, rel=1e-5)
+    refit = laplace.laplace_fit(tanh_mlp, posterior.mean, *data(n=40), prior_precision=1.0, fit_prior=True)
+    assert refit.prior_precision == pytest.approx(fitted, rel=1e-6)
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"prior_precision": 0.0}, "prior precision"),
+    ({"prior_precision": float("nan")}, "prior precision"),
+    ({"prior_precision": 1.0, "curvature": "kfac"}, "curvature"),
+    ({"prior_precision": 1.0, "chunk_size": 0}, "chunk_size"),
+])
+def test_invalid_options_raise(options, message):
+    with pytest.raises(ValueError, match=message):
+        laplace.laplace_fit(tanh_mlp, random_point(27), *data(), **options)
+
+
+def test_invalid_data_and_counts_raise():
+    x, y = data()
+    with pytest.raises(ValueError, match="same positive number"):
+        laplace.laplace_fit(tanh_mlp, random_point(27), x, y[:-1], prior_precision=1.0)
+    with pytest.raises(ValueError, match="flat"):
+        laplace.laplace_fit(tanh_mlp, random_point(27)[None], x, y, prior_precision=1.0)
+    with pytest.raises(ValueError, match="count"):
+        mlp_posterior().sample(0, torch.Generator())
+
+
+def test_a_non_finite_map_raises_floating_point_error():
+    w = random_point(27)
+    w[3] = float("nan")
+    with pytest.raises(FloatingPointError, match="not finite"):
+        laplace.laplace_fit(tanh_mlp, w, *data(), prior_precision=1.0)

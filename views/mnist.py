@@ -1,16 +1,12 @@
 """MNIST lab: launch MFVI and SGM runs, watch them train, compare widths (Gelberg et al. §5, Table 1)."""
 
-import hashlib
-import os
 import textwrap
 import time
-import uuid
 
 import altair as alt
 import pandas as pd
 import streamlit as st
 
-from symlab.labs import run_kinds
 from symlab.labs.mnist import LAB, params
 from symlab.labs.mnist import experiment as mnist_experiment
 from symlab.labs.mnist.experiment import MnistConfig, resolve_device
@@ -18,11 +14,10 @@ from symlab.labs.mnist.table import bound_gain_rows, results_table, same_as_mfvi
 from symlab.lib import mnist_data
 from symlab.lib.blocks import PRIOR_KL_PER_PARAMETER
 from symlab.runs import supervisor
-from symlab.runs.registry import Registry, RegistryError
+from symlab.runs.registry import RegistryError
 from symlab.specs import controls, settings
-from symlab.specs.run_kind import ACTIVE, RESUMABLE
-from symlab.specs.settings import REPO_ROOT, database_url
-from views.common import binding, charts, files
+from symlab.specs.run_kind import ACTIVE
+from views.common import binding, charts, files, runs
 
 PAGE = LAB.name
 LIMITS = binding.server_settings().runs
@@ -34,64 +29,8 @@ DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
 SYMBOLS = ("circle", "square", "diamond", "triangle-up", "x", "cross", "star")  # a third cue besides colour and dash
 
 
-@st.cache_resource(show_spinner=False)
-def _registry_at(path: str, database_url: str | None) -> Registry:
-    return Registry(run_kinds(), path, database_url)
-
-
-def registry() -> Registry:
-    return _registry_at(str(settings.runs_directory()), database_url())
-
-
 def data_problems() -> list[str]:
     return mnist_data.check_mnist_once(settings.mnist_directory())  # read once by the server's warm-up
-
-
-def session_id() -> str:
-    if "mnist.session" not in st.session_state:
-        st.session_state["mnist.session"] = uuid.uuid4().hex
-    return st.session_state["mnist.session"]
-
-
-XSRF_COOKIE = "_streamlit_xsrf"  # Streamlit's own, set in every browser while XSRF protection is on (the default)
-
-
-def xsrf_token(cookie: str | None) -> bytes | None:
-    """The random token of Streamlit's XSRF cookie, "2|mask|masked token|time" with the token XOR the repeated
-    4-byte mask: the server masks it afresh on each page load, so the cookie's text changes and the token stays."""
-    try:
-        version, mask, masked, _ = cookie.strip("\"'").split("|")
-        mask, masked = bytes.fromhex(mask), bytes.fromhex(masked)
-    except (AttributeError, ValueError):
-        return None
-    if version != "2" or len(mask) != 4 or not masked:
-        return None
-    return bytes(byte ^ mask[i % 4] for i, byte in enumerate(masked))
-
-
-def browser_owner() -> str:
-    """This browser's id for the runs it launches: a one-way hash of its XSRF token, the same across reloads and
-    tabs of the browser; "" where the browser sends no such cookie."""
-    token = xsrf_token(st.context.cookies.get(XSRF_COOKIE))
-    return hashlib.sha256(b"symlab run owner\0" + token).hexdigest()[:32] if token else ""
-
-
-def is_yours(run, owner: str) -> bool:
-    """Launched from this browser (``owner``, :func:`browser_owner`), or in this session where it has no id."""
-    return (bool(owner) and run.owner == owner) or run.session == session_id()
-
-
-def for_visitors(text: str) -> str:
-    """``text`` without the server's file paths on a hosted server, where visitors have no use for them."""
-    if not HOSTED:
-        return text
-    places = {str(settings.runs_directory()): "the runs directory", str(REPO_ROOT): "the app's directory"}
-    mnist_directory = settings.mnist_directory()
-    if mnist_directory:
-        places[str(mnist_directory)] = "the MNIST directory"
-    for path in sorted(places, key=len, reverse=True):  # a path inside another first
-        text = text.replace(path, places[path])
-    return text
 
 
 def config_from(values, method=None) -> MnistConfig:
@@ -241,32 +180,20 @@ Adam 10⁻³, 3 seeds, paired on the same minibatches and noise):
 
 
 def launch(values, methods) -> None:
-    reg = registry()
-    owner = browser_owner()
+    reg = runs.registry()
+    owner = runs.browser_owner()
     for method in methods:
         try:
             config = config_from(values, method)
-            run_id = supervisor.submit(reg, LAB.name, config, LIMITS, session=session_id(), owner=owner)
+            run_id = supervisor.submit(reg, LAB.name, config, LIMITS, session=runs.session_id(), owner=owner)
         except (ValueError, RegistryError) as error:
-            st.error(f"Not launched: {for_visitors(str(error))}")
+            st.error(f"Not launched: {runs.for_visitors(str(error))}")
             return
         st.toast(f"Run #{run_id} queued: {config.label}", icon=":material/rocket_launch:")
 
 
-def where_runs_train() -> str:
-    """The executor that runs launched here use, and the registry's database, in words."""
-    try:
-        executor = settings.executor_name()
-    except ValueError as error:
-        return f"⚠ {error}"
-    cluster = "a Ray cluster" if HOSTED else os.environ.get("RAY_ADDRESS") or "a local Ray instance"
-    place = f"on the Ray cluster at {cluster}" if executor == "ray" else "in their own processes on this machine"
-    return (f"Runs train {place}: closing the tab or restarting the server does not lose them. "
-            f"The registry is {'PostgreSQL' if database_url() else 'an SQLite file in the runs directory'}.")
-
-
 def launch_panel(values):
-    st.markdown(where_runs_train())
+    st.markdown(runs.where_runs_train())
     cols = st.columns(2)
     method_name = (("SGM blocks" if values["mi"] == "blocks" else "SGM InfoNCE") if values["method"] == "sgm"
                    else "MFVI")
@@ -284,7 +211,7 @@ def runs_frame(all_runs, owner: str) -> pd.DataFrame:
     rows = []
     for run in reversed(all_runs):
         result = run.result or {}
-        rows.append({"run": run.id, "yours": is_yours(run, owner), "status": run.status,
+        rows.append({"run": run.id, "yours": runs.is_yours(run, owner), "status": run.status,
                      "method": run.config.method_label, "width": run.config.hidden,
                      "layers": run.config.depth, "seed": run.config.seed,
                      "epochs": f"{run.epoch}/{run.config.epochs}", "progress": run.progress,
@@ -293,7 +220,7 @@ def runs_frame(all_runs, owner: str) -> pd.DataFrame:
                      "J min": result.get("nearest_unit_kl_min"), "at prior": result.get("units_at_prior"),
                      "device": run.device, "executor": run.executor, "node": run.node,
                      "from": run.source, "created": time.strftime("%Y-%m-%d %H:%M", time.localtime(run.created)),
-                     "note": for_visitors(run.message)})
+                     "note": runs.for_visitors(run.message)})
     return pd.DataFrame(rows)
 
 
@@ -305,33 +232,6 @@ def runs_filter(frame: pd.DataFrame, owner: str) -> bool:
                     "Yours: launched in this session. This browser sends no cookie the page can tell it by, so "
                     "after a reload your earlier runs show as others'.")
     return mine
-
-
-def run_controls(all_runs, owner: str):
-    reg = registry()
-    active = [run for run in all_runs if run.status in ACTIVE]
-    for run in active:
-        cols = st.columns([6, 1])
-        text = (f"{'yours: ' if is_yours(run, owner) else ''}#{run.id} {run.config.label}: {run.status}, "
-                f"epoch {run.epoch}/{run.config.epochs}"
-                + (" (cancelling…)" if run.cancel_requested else ""))
-        cols[0].progress(min(max(run.progress, 0.0), 1.0), text=text)
-        if cols[1].button("Cancel", key=f"mnist.cancel.{run.id}", icon=":material/stop:",
-                          disabled=run.cancel_requested):
-            supervisor.cancel(reg, run.id)
-            st.rerun(scope="fragment")
-    resumable = [run for run in all_runs if run.status in RESUMABLE]
-    if resumable:
-        cols = st.columns([6, 1])
-        chosen = cols[0].selectbox("Resume a stopped run from its last checkpoint", resumable,
-                                   format_func=lambda r: f"{r.label}: {r.status} ({for_visitors(r.message)})",
-                                   key="mnist.resume_pick")
-        if cols[1].button("Resume", key="mnist.resume", icon=":material/play_arrow:"):
-            try:
-                supervisor.resume(reg, chosen.id, LIMITS)
-            except ValueError as error:
-                st.error(for_visitors(str(error)))
-            st.rerun(scope="fragment")
 
 
 COUNT_SCALE = dict(zero=True, domain=alt.DomainUnionWith(unionWith=[0, 1]))  # a count: from 0, at least [0, 1]
@@ -449,12 +349,12 @@ def metrics_frame(history_by_run, labels) -> pd.DataFrame:
 
 
 def live_runs():
-    reg = registry()
+    reg = runs.registry()
     try:
         supervisor.dispatch(reg, LIMITS)
         all_runs = reg.runs(lab=LAB.name)
     except RegistryError as error:
-        st.error(for_visitors(str(error)))
+        st.error(runs.for_visitors(str(error)))
         return
     settled = tuple((run.id, run.status) for run in all_runs if run.status not in ACTIVE)
     if st.session_state.setdefault("mnist.settled", settled) != settled:
@@ -464,8 +364,8 @@ def live_runs():
     if not all_runs:
         st.info("No runs yet: launch one above (or with `python -m symlab mnist`).")
         return
-    owner = browser_owner()
-    run_controls(all_runs, owner)
+    owner = runs.browser_owner()
+    runs.run_controls(PAGE, all_runs, owner, LIMITS, lambda run: f"epoch {run.epoch}/{run.config.epochs}")
     frame = runs_frame(all_runs, owner)
     shown_runs = frame[frame["yours"]] if runs_filter(frame, owner) else frame
     st.dataframe(shown_runs, hide_index=True, width="stretch",
@@ -650,11 +550,11 @@ def width_chart(container, rows, styles, key_mean, key_std, y_title, title, key,
 
 
 def results(values):
-    reg = registry()
+    reg = runs.registry()
     try:
         all_runs = reg.runs(lab=LAB.name)
     except RegistryError as error:
-        st.error(for_visitors(str(error)))
+        st.error(runs.for_visitors(str(error)))
         return
     rows = results_table(all_runs)
     if not rows:
@@ -709,7 +609,7 @@ def posterior_download(all_runs):
                             format_func=lambda r: f"#{r.id} {r.config.label}: {r.status}, epoch {r.epoch}/{r.config.epochs}")
 
     def posterior() -> bytes:
-        return mnist_experiment.exported_run(registry().checkpoint_path(run.id), run.id)
+        return mnist_experiment.exported_run(runs.registry().checkpoint_path(run.id), run.id)
 
     with cols[1]:
         st.write("")  # aligns the button with the select box
@@ -742,7 +642,7 @@ def compare(values, all_runs):
     if not chosen:
         st.caption("Pick runs to see their per-epoch curves side by side.")
         return
-    history = registry().metrics(chosen)
+    history = runs.registry().metrics(chosen)
     labels = {i: by_id[i].label for i in chosen}
     epochs = max(by_id[i].config.epochs for i in chosen)
     notes = twin_notes([by_id[i] for i in chosen], history)
@@ -762,11 +662,11 @@ def main():
     problems = data_problems()
     if problems:
         st.error("MNIST is not available, so runs would fail:\n\n"
-                 + "\n".join(f"- {for_visitors(p)}" for p in problems))
+                 + "\n".join(f"- {runs.for_visitors(p)}" for p in problems))
     try:
-        reg = registry()
+        reg = runs.registry()
     except RegistryError as error:
-        st.error(for_visitors(str(error)))
+        st.error(runs.for_visitors(str(error)))
         st.stop()
     try:
         device_text = resolve_device(values["device"]).type

@@ -1,7 +1,7 @@
 """The home page's lab cards: a picture of each lab's key chart, taken from the app as drawn in Chromium and
 shipped in assets/cards/. Rerun after changing one of these charts:
 
-    python tests/cards.py [--out assets/cards]
+    python tests/cards.py [--out assets/cards] [--labs modes toy ...]
 
 MNIST's picture needs runs: it trains three small MFVI runs (widths 16, 64, 256; a minute in all) first.
 """
@@ -24,6 +24,7 @@ PICTURES = {
     "mnist": ("mnist", "Results", "Closest two units against width"),
     "symmetry": ("symmetry?part=proximity", None, None),
     "align": ("align", None, None),
+    "methods": ("methods", None, "MMD² with the symmetries removed"),
 }
 MNIST_WIDTHS = (16, 64, 256)
 
@@ -43,7 +44,7 @@ def chart(page, title: str | None):
     return charts.filter(has_text=title).first
 
 
-def take_pictures(out: Path) -> list[Path]:
+def take_pictures(out: Path, labs=tuple(PICTURES)) -> list[Path]:
     sys.path[:0] = [str(ROOT / "tests"), str(ROOT)]
     from conftest import CHROMIUM, running_app
     from layout import wait_until_drawn
@@ -51,13 +52,14 @@ def take_pictures(out: Path) -> list[Path]:
 
     out.mkdir(parents=True, exist_ok=True)
     runs_dir = Path(tempfile.mkdtemp(prefix="symlab-cards-"))
-    train_mnist_runs(runs_dir)
+    if "mnist" in labs:
+        train_mnist_runs(runs_dir)
     taken = []
     with running_app(runs_dir) as url, sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM)
         page = browser.new_page(viewport={"width": WIDTH, "height": 1000}, device_scale_factor=SCALE)
         page.set_default_timeout(180_000)
-        for lab, (target, tab, title) in PICTURES.items():
+        for lab, (target, tab, title) in ((lab, PICTURES[lab]) for lab in labs):
             page.goto(f"{url}/{target}")
             wait_until_drawn(page, 300_000)
             if tab is not None:
@@ -74,7 +76,10 @@ def take_pictures(out: Path) -> list[Path]:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=CARDS, help="where to write <lab>.png (default: assets/cards)")
-    take_pictures(parser.parse_args(argv).out)
+    parser.add_argument("--labs", nargs="+", choices=tuple(PICTURES), default=tuple(PICTURES),
+                        help="the labs whose pictures to take (default: all)")
+    args = parser.parse_args(argv)
+    take_pictures(args.out, args.labs)
     return 0
 
 

@@ -10,7 +10,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 # Every page, and every part of a page that has parts (a page's tabs and expanders are opened by the check).
 TARGETS = ("", "modes", "toy", "mnist", *(f"symmetry?part={part}" for part in
                                             ("fig1", "mass", "proximity", "quality", "training", "network")),
-           "align", "align?source=files")
+           "align", "align?source=files", "methods")
 
 
 @pytest.mark.parametrize("target", TARGETS, ids=lambda target: target or "home")

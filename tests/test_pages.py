@@ -27,8 +27,8 @@ def test_home_page_runs_and_names_the_device():
     assert not at.exception
     assert any("Compute device" in c.value for c in at.caption)
     links = at.get("page_link")  # a card per lab
-    assert [link.proto.page for link in links] == ["modes", "toy", "mnist", "symmetry", "align"]
-    assert links[-1].proto.label == "**Alignment**"
+    assert [link.proto.page for link in links] == ["modes", "toy", "mnist", "symmetry", "align", "methods"]
+    assert links[-1].proto.label == "**Posterior approximations**"
 
 
 def test_default_view_interpolates():

@@ -6,12 +6,13 @@ Listing the labs imports none of their computations: each entry names its parts 
 """
 
 from .align import LAB as ALIGN
+from .methods import LAB as METHODS
 from .mnist import LAB as MNIST
 from .modes import LAB as MODES
 from .symmetry import LAB as SYMMETRY
 from .toy import LAB as TOY
 
-LABS = (MODES, TOY, MNIST, SYMMETRY, ALIGN)
+LABS = (MODES, TOY, MNIST, SYMMETRY, ALIGN, METHODS)
 
 
 def run_kinds() -> dict:

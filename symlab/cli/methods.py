@@ -1,0 +1,118 @@
+"""The posterior-approximation lab on the command line: ``python -m symlab methods ...``."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+from symlab.cli import common
+from symlab.labs import run_kinds
+from symlab.labs.methods import LAB
+from symlab.labs.methods.experiment import LABELS, PAPER_ROWS, MethodsConfig
+from symlab.runs import execution, supervisor
+from symlab.runs.registry import Registry
+from symlab.specs import controls, results
+from symlab.specs.run_kind import ACTIVE, RESUMABLE, RUNNING
+from symlab.specs.settings import EXECUTORS, executor_name
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "methods", help="which approximation gets closest to the posterior: Laurent et al.'s Table 1 on MNIST",
+        description=("Train a reference posterior of independently trained networks, then draw weight samples from "
+                     "MC dropout, mean-field VI (Bayes by backprop), SWAG, Laplace, SGHMC and a deep ensemble, "
+                     "each from one start and from several, and score each sample set by its MMD to the reference "
+                     "(with and without the symmetries removed), accuracy, NLL, ECE, Brier score, OOD detection "
+                     "(AUPR, FPR95) against a set of letters, and mutual information. The comparison is recorded in "
+                     "the run registry the app shows, one stage per method, and resumes from its last finished "
+                     "stage."))
+    controls.add_flags(p, MethodsConfig)
+    p.add_argument("--resume", type=common.int_at_least(1), default=None, metavar="RUN_ID",
+                   help="continue an interrupted, cancelled or failed comparison from its last finished stage")
+    p.add_argument("--data-dir", default=None,
+                   help="directory with the four MNIST IDX .gz files (default: $SYMLAB_MNIST_DIR, else assets/mnist)")
+    p.add_argument("--runs-dir", default=None,
+                   help="run registry and checkpoints (default: $SYMLAB_RUNS_DIR or ./runs), shared with the app")
+    p.add_argument("--executor", choices=EXECUTORS, default=None,
+                   help="local: in this process (the default, or $SYMLAB_EXECUTOR); ray: on the Ray cluster at "
+                        "$RAY_ADDRESS (else a local Ray instance), waiting for it")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+    p.set_defaults(run=_run, format=_format)
+
+
+def _run(args) -> dict:
+    registry = Registry(run_kinds(), args.runs_dir)
+    if args.resume is not None:
+        run_id = _resumed(registry, args.resume)
+    else:
+        config = controls.from_args(MethodsConfig, args)
+        on_ray = executor_name(args.executor) == "ray"
+        run_id = registry.create(LAB.name, config, "cpu", status="queued" if on_ray else RUNNING,
+                                 pid=None if on_ray else os.getpid(), source="cli", executor="ray" if on_ray else "local")
+        if on_ray:
+            return _report(_wait_on_ray(registry, run_id, args.json))
+    echo = None if args.json else (lambda m: print(f"  {m['stage']}: {m['seconds']:.1f} s", file=sys.stderr,
+                                                   flush=True))
+    final = execution.execute(registry, run_id, data_dir=args.data_dir, echo=echo)
+    return _report(final)
+
+
+def _resumed(registry, run_id: int) -> int:
+    try:
+        run = registry.get(run_id)
+    except KeyError as error:
+        raise ValueError(error.args[0]) from None
+    if run.lab != LAB.name:
+        raise ValueError(f"run #{run_id} is not a comparison of posterior approximations")
+    if run.status not in RESUMABLE:
+        raise ValueError(f"run #{run_id} is {run.status}; only {', '.join(RESUMABLE)} runs can be resumed")
+    registry.update(run_id, status=RUNNING, cancel_requested=0, finished=None, message="")
+    registry.register_process(run_id, os.getpid())
+    return run_id
+
+
+def _wait_on_ray(registry, run_id: int, quiet: bool):
+    supervisor.start(registry, [run_id])
+    shown = None
+    try:
+        while True:
+            supervisor.reap(registry)
+            run = registry.get(run_id)
+            if not quiet and shown != (run.status, run.epoch):
+                shown = (run.status, run.epoch)
+                print(f"  run #{run_id}: {run.status}, stage {run.epoch}", file=sys.stderr, flush=True)
+            if run.status not in ACTIVE:
+                return run
+            time.sleep(0.5)
+    except KeyboardInterrupt:
+        supervisor.cancel(registry, run_id)
+        raise
+
+
+def _report(run) -> dict:
+    if run.status != "finished":
+        raise RuntimeError(f"run #{run.id} {run.status}: {run.message}")
+    return results.to_json({"run_id": run.id, **run.result})
+
+
+def _number(value, scale: float = 100.0, digits: int = 1) -> str:
+    return "—" if value is None else f"{value * scale:.{digits}f}"
+
+
+def _format(report: dict) -> str:
+    """Our rows with the paper's MNIST-OptuNet rows beside them, every column × 100 as Table 1 prints it."""
+    columns = ("mmd", "mmd_no_symmetry", "accuracy", "ece", "brier", "aupr", "fpr95", "id_mi", "ood_mi")
+    heads = ("MMD", "MMD no sym", "Acc", "ECE", "Brier", "AUPR", "FPR95", "IDMI", "OODMI")
+    lines = [f"{report['architecture']}: {report['reference_checkpoints']} reference checkpoints, "
+             f"{report['samples_per_method']} samples per method (run #{report['run_id']}); all × 100, NLL in nats; "
+             f"the paper's row (MNIST, OptuNet) under ours",
+             f"{'method':<16}{'modes':>6}" + "".join(f"{h:>11}" for h in heads) + f"{'NLL':>8}"]
+    for row in report["rows"]:
+        name = LABELS[row["method"]]
+        lines.append(f"{name:<16}{row['modes']:>6}" + "".join(f"{_number(row[c]):>11}" for c in columns)
+                     + f"{row['nll']:>8.3f}")
+        paper = PAPER_ROWS.get((row["method"], 1 if row["modes"] == 1 else 10))
+        if paper:
+            lines.append(f"{'  paper':<16}{'':>6}" + "".join(f"{v:>11.1f}" for v in paper))
+    return "\n".join(lines)

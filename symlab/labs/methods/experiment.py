@@ -1,0 +1,445 @@
+"""Posterior approximations against a reference posterior on MNIST (Laurent et al. 2024, §4 and Table 1;
+docs/science.md, § Posterior approximations).
+
+The reference posterior is ``reference`` independently trained checkpoints (SGD, each its own
+initialisation and minibatch order, trained together: :mod:`symlab.lib.ensembles`). Each method gives
+``samples`` weight samples, single-mode (from one trained start) and multi-mode (``modes`` independent
+starts, ``samples / modes`` from each); a deep ensemble is the ``modes`` starts themselves. Each sample set
+is scored by:
+
+- its MMD to the reference, layer by layer, the median over 10 Gaussian and 10 Laplace kernels, averaged
+  with weights = the layer's parameter count (:func:`symlab.lib.mmd.layerwise_mmd`), on the weights as they
+  are (``mmd``) and with the symmetries removed from both sets (``mmd_no_symmetry``: unit norms, then units
+  sorted by ``removal``'s key: :func:`symlab.lib.networks.remove_symmetries`);
+- its predictions, averaged over the samples: accuracy, NLL, ECE, Brier, OOD AUPR and FPR95 against an
+  offline letter set, in- and out-of-distribution mutual information (:mod:`symlab.lib.uncertainty`).
+
+A comparison runs in stages (the reference in chunks, the starts, then one method per stage) so that a
+background run shows progress per method and resumes from the last finished stage.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from safetensors import safe_open
+from safetensors.torch import load_file, save
+
+from symlab.lib import bbb, bnn, ensembles, laplace, mlp, mmd, networks, sghmc, swag, uncertainty
+from symlab.lib.glyphs import load_glyphs
+from symlab.lib.mnist_data import PIXEL_MEAN, PIXEL_STD, Mnist
+from symlab.lib.weights import write_atomically
+from symlab.specs import controls
+from symlab.specs.controls import control
+from symlab.specs.results import TrainingDiverged
+from symlab.specs.settings import REPO_ROOT, Work
+
+METHODS = ("dropout", "mfvi", "sgm", "swag", "laplace", "sghmc", "ensemble")
+LABELS = {"dropout": "MC dropout", "mfvi": "MFVI (BBB)", "sgm": "SGM", "swag": "SWAG", "laplace": "Laplace",
+          "sghmc": "SGHMC", "ensemble": "Deep ensemble"}
+SINGLE_ONLY, MULTI_ONLY = ("sghmc",), ("ensemble",)  # as Table 1 has them
+DROPOUT_RATE = 0.2            # on the last layer, in training and testing (App. B.1)
+CHUNK = 50                    # reference checkpoints trained per stage
+CURVATURE_IMAGES = 1000       # Laplace's curvature: the GGN over this many training images
+SGHMC_LR, SGHMC_FRICTION = 0.01, 1.0
+BBB_LR = 1e-3
+SGM_K = 16  # the MLP's InfoNCE terms (its S_h is too large to enumerate; the convnet's 32 symmetries are not)
+LR, MOMENTUM, WEIGHT_DECAY = 0.04, 0.9, 5e-4  # the weight decay's value is lost from the paper's text
+SHIPPED_REPORT = REPO_ROOT / "assets" / "methods" / "default.json"
+MMD_KEYS = ("mmd", "mmd_no_symmetry")
+ROW_KEYS = ("method", "modes", "samples", *MMD_KEYS, "mmd_by_reference", *uncertainty.METRIC_KEYS, "seconds")
+# Table 1's MNIST-OptuNet rows (every column × 100; no NLL), docs/science.md.
+PAPER_COLUMNS = ("mmd", "mmd_no_symmetry", "accuracy", "ece", "brier", "aupr", "fpr95", "id_mi", "ood_mi")
+PAPER_ROWS = {
+    ("dropout", 1): (15.0, 14.3, 83.3, 33.4, 26.1, 96.4, 98.6, 26.1, 22.2),
+    ("mfvi", 1): (18.8, 17.1, 78.1, 7.4, 30.9, 67.9, 93.7, 0.1, 0.1),
+    ("sghmc", 1): (16.7, 17.7, 95.1, 7.6, 2.8, 73.7, 98.4, 4.3, 14.5),
+    ("swag", 1): (16.0, 14.6, 88.3, 17.7, 4.9, 73.4, 68.6, 4.0, 8.7),
+    ("laplace", 1): (10.6, 9.5, 87.9, 18.1, 4.8, 48.2, 74.6, 6.2, 5.9),
+    ("dropout", 10): (2.1, 2.1, 92.1, 29.2, 36.8, 97.2, 78.2, 36.6, 52.5),
+    ("mfvi", 10): (2.8, 2.5, 86.5, 17.5, 24.4, 96.9, 27.2, 21.1, 52.3),
+    ("swag", 10): (1.8, 1.3, 95.0, 13.1, 17.5, 88.7, 24.6, 27.6, 62.2),
+    ("laplace", 10): (1.8, 0.8, 94.8, 12.8, 15.8, 95.4, 32.1, 21.1, 52.2),
+    ("ensemble", 10): (0.0, 0.0, 95.3, 10.7, 13.5, 95.7, 12.8, 19.3, 62.6),
+}
+
+
+class CheckpointError(RuntimeError):
+    """A comparison's checkpoint cannot be written or read."""
+
+
+@dataclass(frozen=True)
+class MethodsConfig:
+    """One comparison. The paper's setting is ``reference`` 1000, ``samples`` 100, ``epochs`` 60 on all 60 000
+    images; the defaults are a few minutes' worth of it on a CPU."""
+
+    architecture: str = control("convnet", choices=networks.ARCHITECTURES, label="Network", widget="segmented",
+                                help="convnet: 350 parameters, a grouped second convolution (OptuNet's spirit); "
+                                     "mlp: the MNIST lab's one-hidden-layer MLP.")
+    width: int = control(16, low=2, high=64, label="MLP hidden units", help="Hidden units of the MLP (mlp only).")
+    reference: int = control(100, low=20, high=1000, nudge=10, label="Reference checkpoints",
+                             help="Independently trained networks that stand for the posterior (the paper: 1000).")
+    samples: int = control(50, low=10, high=100, nudge=10, label="Samples per method",
+                           help="Weight samples drawn from each method (the paper: 100).")
+    modes: int = control(10, low=2, high=10, label="Modes (multi-mode starts)",
+                         help="Independent starts of the multi-mode methods and members of the deep ensemble.")
+    epochs: int = control(5, low=1, high=60, label="Epochs",
+                          help="SGD epochs of every network (the paper: 60, the rate halved after ¼ and ½ of them).")
+    train_size: int = control(10_000, low=1000, high=60_000, nudge=1000, label="Training images", url="train",
+                              help="Training images (a seeded subset of MNIST's 60 000).")
+    test_size: int = control(2000, low=500, high=5000, nudge=500, label="Test images", url="test",
+                             help="Test images scored, and as many out-of-distribution letters.")
+    removal: str = control("first", choices=networks.REMOVAL_KEYS, label="Sort units by", widget="segmented",
+                           help="first: a unit's first incoming weight (the paper's rule); max: its largest "
+                                "incoming weight.")
+    seed: int = control(0, low=0, high=100_000, label="Seed",
+                        help="Seeds every network, minibatch, mask and sample.")
+
+    def validate(self) -> "MethodsConfig":
+        return controls.validate(self, [(self.samples >= self.modes,
+                                         f"samples ({self.samples}) must be at least modes ({self.modes})")])
+
+    @property
+    def arch(self) -> networks.Architecture:
+        return networks.architecture(self.architecture, self.width)
+
+    @property
+    def label(self) -> str:
+        return f"{self.arch.label}, {self.reference} checkpoints, {self.epochs} epochs, seed {self.seed}"
+
+    def work(self) -> Work:
+        return Work(width=self.width if self.architecture == "mlp" else 4, depth=1, epochs=self.epochs)
+
+    def recipe(self, dropout: float = 0.0) -> ensembles.Recipe:
+        """The paper's SGD (lr 0.04, batch 64, weight decay; App. B.1) with the rate halved after ¼ and ½ of the
+        epochs, and momentum 0.9 (their CIFAR recipe's; the MNIST one names none): without it, a few epochs
+        leave the convnet at 20–80 % test accuracy, with it at 86–91 % after 3 epochs on 10 000 images."""
+        halve = tuple(sorted({e for e in (round(self.epochs / 4), round(self.epochs / 2)) if 0 < e < self.epochs}))
+        return ensembles.Recipe(epochs=self.epochs, batch_size=64, lr=LR, momentum=MOMENTUM, weight_decay=WEIGHT_DECAY,
+                                halve_at=halve, dropout=dropout)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, values: dict) -> "MethodsConfig":
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in values.items() if k in known})
+
+
+@dataclass(frozen=True)
+class Data:
+    x: torch.Tensor       # training images [n, 1, 28, 28], normalised as the MNIST lab's
+    y: torch.Tensor
+    x_test: torch.Tensor
+    y_test: torch.Tensor
+    x_ood: torch.Tensor   # as many letters as test images
+
+
+def _images(pixels: np.ndarray) -> torch.Tensor:
+    return ((torch.tensor(pixels, dtype=torch.float32) / 255 - PIXEL_MEAN) / PIXEL_STD).reshape(-1, 1, 28, 28)
+
+
+def prepare_data(mnist: Mnist, config: MethodsConfig, glyphs=None) -> Data:
+    """Seeded subsets of MNIST's training and test sets and of the letters."""
+    glyphs = load_glyphs() if glyphs is None else glyphs
+    rng = np.random.default_rng(config.seed)
+    train = np.sort(rng.choice(len(mnist.train_labels), config.train_size, replace=False))
+    test = np.sort(rng.choice(len(mnist.test_labels), config.test_size, replace=False))
+    ood = np.sort(rng.choice(len(glyphs.images), min(config.test_size, len(glyphs.images)), replace=False))
+    return Data(_images(mnist.train_images[train]), torch.tensor(mnist.train_labels[train], dtype=torch.long),
+                _images(mnist.test_images[test]), torch.tensor(mnist.test_labels[test], dtype=torch.long),
+                _images(glyphs.images[ood]))
+
+
+# ---------------------------------------------------------------------------------------------
+# Each method's samples around one start
+# ---------------------------------------------------------------------------------------------
+
+def _generator(config: MethodsConfig, *parts: int) -> torch.Generator:
+    return torch.Generator().manual_seed(int(np.random.SeedSequence([config.seed, *parts]).generate_state(1)[0]))
+
+
+def method_samples(method: str, config: MethodsConfig, data: Data, start: torch.Tensor, dropout_start: torch.Tensor,
+                   count: int, index: int) -> torch.Tensor:
+    """``count`` weight samples ``[count, P]`` of ``method`` around start ``index`` (its trained network
+    ``start``; ``dropout_start`` the same network trained with dropout)."""
+    arch, g = config.arch, _generator(config, METHODS.index(method), index)
+    steps_per_epoch = math.ceil(config.train_size / 64)
+    if method == "dropout":
+        return networks.dropout_weights(arch, dropout_start, DROPOUT_RATE, count, g)
+    if method in ("mfvi", "sgm"):  # from the start's initialisation, for as many epochs (App. B.1)
+        init = ensembles.initial_networks(arch, range(index, index + 1), config.seed)[0]
+        information = symmetry_information(arch, g) if method == "sgm" else None
+        mean, sd = bbb.bbb_fit(arch.logits, init, data.x, data.y, epochs=config.epochs, batch_size=64, lr=BBB_LR,
+                               generator=g, information=information)
+        samples = bbb.bbb_samples(mean, sd, count, g)
+        return symmetrised(arch, samples, g) if method == "sgm" else samples
+    if method == "swag":  # SGD at the starting rate for twice as long, 20 snapshots (App. B.1)
+        posterior = swag.swag_fit(arch.logits, start, data.x, data.y, lr=LR, momentum=MOMENTUM,
+                                  weight_decay=WEIGHT_DECAY, batch_size=64, snapshots=20, generator=g,
+                                  steps_between=max(1, 2 * config.epochs * steps_per_epoch // 20))
+        return posterior.sample(count, g)
+    if method == "laplace":
+        return _laplace_samples(config, data, start, count, g)
+    if method == "sghmc":
+        return sghmc.sghmc_samples(arch.logits, start, data.x, data.y, prior_var=1 / (config.train_size * WEIGHT_DECAY),
+                                   lr=SGHMC_LR, friction=SGHMC_FRICTION, batch_size=64, burn_in=steps_per_epoch,
+                                   thinning=max(1, steps_per_epoch // 10), count=count, generator=g)
+    raise ValueError(f"no sampler for {method!r}")
+
+
+def symmetry_information(arch: networks.Architecture, generator: torch.Generator):
+    """SGM's information term I(w) for one draw: exact over the convnet's 32 permutation symmetries; for the MLP
+    InfoNCE Î_K over the identity and K − 1 random permutations of its hidden units (Gelberg et al. Thm 4.3)."""
+    if arch.name == "convnet":
+        indices = networks.convnet_group(arch)
+        return lambda w, mu, log_sd: bnn.group_information(w, mu, log_sd, indices)
+    layout = mlp.Layout((784, arch.width, networks.CLASSES))
+
+    def infonce(w, mu, log_sd):
+        perms = bnn.random_permutations(layout, SGM_K - 1, generator)
+        indices = torch.stack([torch.arange(arch.n_params), *(mlp.permutation_index(layout, bnn.group_element(perms, k))
+                                                              for k in range(SGM_K - 1))])
+        return bnn.group_information(w, mu, log_sd, indices)
+
+    return infonce
+
+
+def symmetrised(arch: networks.Architecture, samples: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+    """Draws of the symmetrised posterior (1/|G|) Σ_g q(g⁻¹w): each of q's draws moved by a uniformly random
+    permutation symmetry (of the convnet's 32; of all h! orders of the MLP's hidden units)."""
+    if arch.name == "convnet":
+        group = networks.convnet_group(arch)
+        chosen = torch.randint(len(group), (len(samples),), generator=generator)
+        return torch.gather(samples, 1, group[chosen])
+    layout = mlp.Layout((784, arch.width, networks.CLASSES))
+    return torch.stack([sample[mlp.permutation_index(layout, [torch.randperm(arch.width, generator=generator)])]
+                        for sample in samples])
+
+
+def _laplace_samples(config: MethodsConfig, data: Data, start: torch.Tensor, count: int, g) -> torch.Tensor:
+    """The GGN Laplace posterior at ``start`` over the first training images, the prior precision n·λ of
+    SGD's weight decay. The convnet's covers every weight (the paper's full Laplace); the MLP's its last
+    layer, the hidden layer fixed (as the paper did for ResNet-18), since a full one would be P² numbers."""
+    arch = config.arch
+    x, y = data.x[:CURVATURE_IMAGES], data.y[:CURVATURE_IMAGES]
+    precision = config.train_size * WEIGHT_DECAY
+    if arch.name == "convnet":
+        return laplace.laplace_samples(arch.logits, start, x, y, count=count, generator=g, prior_precision=precision)
+    last = arch.layers[-1][1]
+
+    def last_layer_logits(w, images):
+        return arch.logits(torch.cat([start[:last.start].to(w.dtype), w]), images)
+
+    tail = laplace.laplace_samples(last_layer_logits, start[last], x, y, count=count, generator=g,
+                                   prior_precision=precision)
+    return torch.cat([start[:last.start].expand(count, -1), tail], -1)
+
+
+# ---------------------------------------------------------------------------------------------
+# Scores
+# ---------------------------------------------------------------------------------------------
+
+def layer_sets(arch: networks.Architecture, flat: np.ndarray) -> list[np.ndarray]:
+    return [flat[:, part] for _, part in arch.layers]
+
+
+def reference_counts(total: int) -> list[int]:
+    """The reference sizes each MMD is also measured against (a quarter, half and all of the checkpoints): a
+    ranking that holds as the count grows is not an artefact of too few checkpoints."""
+    return sorted({max(2, total // 4), max(2, total // 2), total})
+
+
+def mmd_scores(config: MethodsConfig, samples: torch.Tensor, reference: np.ndarray, reference_canonical: np.ndarray
+               ) -> dict:
+    """Layer-wise MMD² to the reference, raw and with the symmetries removed from both sets, and the latter
+    against the first quarter and half of the reference too (``mmd_by_reference``: count → MMD²)."""
+    arch, flat = config.arch, samples.double().numpy()
+    canonical = networks.remove_symmetries(arch, flat, config.removal)
+
+    def against(points, ref):
+        return mmd.layerwise_mmd(layer_sets(arch, points), layer_sets(arch, ref), seed=config.seed)
+
+    by_count = {str(count): against(canonical, reference_canonical[:count])
+                for count in reference_counts(len(reference))}
+    return {"mmd": against(flat, reference), "mmd_no_symmetry": by_count[str(len(reference))],
+            "mmd_by_reference": by_count}
+
+
+def prediction_scores(config: MethodsConfig, samples: torch.Tensor, data: Data) -> dict:
+    """:func:`symlab.lib.uncertainty.prediction_metrics` of the samples' predictions."""
+    def log_probs(x):
+        with torch.no_grad():
+            return torch.cat([F.log_softmax(networks.batched_logits(config.arch, part.to(x.dtype), x), -1)
+                              for part in samples.split(25)])
+
+    return uncertainty.prediction_metrics(log_probs(data.x_test), data.y_test, log_probs(data.x_ood))
+
+
+# ---------------------------------------------------------------------------------------------
+# The comparison, stage by stage
+# ---------------------------------------------------------------------------------------------
+
+def stage_count(config: MethodsConfig) -> int:
+    """The reference's chunks, the starts, and one stage per method."""
+    return math.ceil(config.reference / CHUNK) + 1 + len(METHODS)
+
+
+class Comparison:
+    """A comparison's state: the reference checkpoints, the starts, each method's samples and rows. Stage k
+    < ``reference_stages`` trains reference chunk k; the next trains the starts (with and without dropout);
+    then one stage per method. :meth:`run_stage` does the next one; :meth:`save` / :meth:`load` keep it."""
+
+    def __init__(self, config: MethodsConfig, data: Data):
+        self.config = config.validate()
+        self.data = data
+        self.reference = torch.empty(0, config.arch.n_params)
+        self.starts = self.dropout_starts = None
+        self.samples: dict[str, torch.Tensor] = {}
+        self.rows: list[dict] = []
+        self.stage = 0
+        self._canonical = None
+
+    @property
+    def reference_stages(self) -> int:
+        return math.ceil(self.config.reference / CHUNK)
+
+    @property
+    def stages(self) -> int:
+        return stage_count(self.config)
+
+    def stage_name(self, stage: int) -> str:
+        if stage < self.reference_stages:
+            done = min((stage + 1) * CHUNK, self.config.reference)
+            return f"reference checkpoints {stage * CHUNK + 1}–{done}"
+        if stage == self.reference_stages:
+            return f"{self.config.modes} starts"
+        return LABELS[METHODS[stage - self.reference_stages - 1]]
+
+    def run_stage(self) -> dict:
+        """Run the next stage; returns what it did (its name, seconds and any rows)."""
+        began, stage = time.perf_counter(), self.stage
+        config, arch, data = self.config, self.config.arch, self.data
+        rows = []
+        try:
+            if stage < self.reference_stages:
+                indices = range(stage * CHUNK, min((stage + 1) * CHUNK, config.reference))
+                chunk = ensembles.train_networks(arch, data.x, data.y, config.recipe(), config.seed, indices)
+                self.reference = torch.cat([self.reference, chunk])
+            elif stage == self.reference_stages:
+                indices = range(config.reference, config.reference + config.modes)
+                self.starts = ensembles.train_networks(arch, data.x, data.y, config.recipe(), config.seed, indices)
+                self.dropout_starts = ensembles.train_networks(arch, data.x, data.y, config.recipe(DROPOUT_RATE),
+                                                               config.seed, indices)
+            else:
+                rows = self._method_rows(METHODS[stage - self.reference_stages - 1])
+        except FloatingPointError as error:
+            raise TrainingDiverged(f"{self.stage_name(stage)}: {error}") from None
+        self.rows += rows
+        self.stage += 1
+        return {"stage": self.stage, "name": self.stage_name(stage), "seconds": time.perf_counter() - began,
+                "rows": rows}
+
+    def _method_rows(self, method: str) -> list[dict]:
+        config = self.config
+        rows = []
+        for modes in (1, config.modes):
+            if (modes == 1 and method in MULTI_ONLY) or (modes > 1 and method in SINGLE_ONLY):
+                continue
+            began = time.perf_counter()
+            if method == "ensemble":
+                samples = self.starts.clone()
+            else:
+                each = config.samples // modes
+                samples = torch.cat([method_samples(method, config, self.data, self.starts[i], self.dropout_starts[i],
+                                                    each, i) for i in range(modes)])
+            samples = samples.to(torch.float32)
+            if not torch.isfinite(samples).all():
+                raise TrainingDiverged(f"{LABELS[method]} drew non-finite weights")
+            self.samples[f"{method}/{modes}"] = samples
+            row = {"method": method, "modes": modes, "samples": len(samples)}
+            row.update(mmd_scores(config, samples, *self._reference_sets()))
+            row.update(prediction_scores(config, samples, self.data))
+            row["seconds"] = time.perf_counter() - began
+            rows.append(row)
+        return rows
+
+    def _reference_sets(self) -> tuple[np.ndarray, np.ndarray]:
+        if self._canonical is None:
+            flat = self.reference.double().numpy()
+            self._canonical = (flat, networks.remove_symmetries(self.config.arch, flat, self.config.removal))
+        return self._canonical
+
+    @property
+    def finished(self) -> bool:
+        return self.stage >= self.stages
+
+    def report(self) -> dict:
+        """The JSON report: the rows, the paper's rows beside them, what was used, and a 2-D view."""
+        return {"config": self.config.to_dict(), "architecture": self.config.arch.label,
+                "parameters": self.config.arch.n_params, "reference_checkpoints": len(self.reference),
+                "samples_per_method": self.config.samples, "stages_done": self.stage, "stages": self.stages,
+                "rows": self.rows, "paper_rows": paper_rows(), "projection": self.projection()}
+
+    def projection(self) -> dict:
+        """Reference checkpoints and each method's samples on the reference's first two principal axes, the
+        weights as they are (``raw``) and with the symmetries removed (``canonical``): per set, [x…], [y…]."""
+        if len(self.reference) < 3:
+            return {}
+        raw, canonical = self._reference_sets()
+        sets = {"raw": (raw, lambda flat: flat), "canonical": (canonical, lambda flat: networks.remove_symmetries(
+            self.config.arch, flat, self.config.removal))}
+        out = {}
+        for view, (reference, transform) in sets.items():
+            centre = reference.mean(0)
+            axes = np.linalg.svd(reference - centre, full_matrices=False)[2][:2]
+            points = {"reference": reference, **{key: transform(value.double().numpy())
+                                                 for key, value in self.samples.items()}}
+            out[view] = {key: ((flat - centre) @ axes.T).T.round(5).tolist() for key, flat in points.items()}
+        return out
+
+    # Checkpoints: every tensor in one safetensors file, the rest in its metadata.
+    def save(self, path: Path) -> None:
+        tensors = {"reference": self.reference.contiguous()}
+        if self.starts is not None:
+            tensors.update(starts=self.starts.contiguous(), dropout_starts=self.dropout_starts.contiguous())
+        tensors.update({f"samples/{key}": value.contiguous() for key, value in self.samples.items()})
+        metadata = {"config": json.dumps(self.config.to_dict()), "stage": str(self.stage),
+                    "rows": json.dumps(self.rows)}
+        write_atomically(path, save(tensors, metadata=metadata))
+
+    def load(self, path: Path) -> None:
+        with safe_open(str(path), "pt") as handle:
+            metadata = handle.metadata()
+        if MethodsConfig.from_dict(json.loads(metadata["config"])) != self.config:
+            raise ValueError(f"{path} holds another comparison's checkpoint")
+        tensors = load_file(str(path))
+        self.reference = tensors["reference"]
+        self.starts, self.dropout_starts = tensors.get("starts"), tensors.get("dropout_starts")
+        self.samples = {key.split("/", 1)[1]: value for key, value in tensors.items() if key.startswith("samples/")}
+        self.rows = json.loads(metadata["rows"])
+        self.stage = int(metadata["stage"])
+        self._canonical = None
+
+
+def shipped_report() -> dict | None:
+    """The default comparison's report, shipped so that the page's default link shows results at once
+    (``python -m symlab methods --json > assets/methods/default.json`` writes it again)."""
+    try:
+        return json.loads(SHIPPED_REPORT.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def paper_rows() -> list[dict]:
+    """Table 1's MNIST rows, each column × 100 as printed."""
+    return [{"method": method, "modes": modes, **dict(zip(PAPER_COLUMNS, values))}
+            for (method, modes), values in PAPER_ROWS.items()]

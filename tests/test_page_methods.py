@@ -1,0 +1,83 @@
+"""AppTest checks of the posterior-approximation page: the shipped comparison on the default link, a run's
+results for its settings, the paper's rows beside ours, and the data behind every chart."""
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+from vegatest import vega_chart, vega_charts
+
+from symlab.labs import run_kinds
+from symlab.labs.methods import experiment as ex
+from symlab.runs.registry import Registry
+from symlab.specs.run_kind import FINISHED
+
+PAGE = str(Path(__file__).resolve().parents[1] / "views" / "methods.py")
+TINY = dict(reference=20, samples=10, modes=2, epochs=1, train_size=1000, test_size=500)
+TINY_QUERY = dict(reference="20", samples="10", modes="2", epochs="1", train="1000", test="500")
+
+
+@pytest.fixture
+def registry(tmp_path, monkeypatch):
+    monkeypatch.setenv("SYMLAB_RUNS_DIR", str(tmp_path / "runs"))
+    return Registry(run_kinds())
+
+
+def methods_page(**query) -> AppTest:
+    at = AppTest.from_file(PAGE, default_timeout=60)
+    at.query_params.update(query)
+    return at.run()
+
+
+def test_the_default_link_shows_the_shipped_comparison(registry):
+    report = ex.shipped_report()
+    assert report is not None and ex.MethodsConfig.from_dict(report["config"]) == ex.MethodsConfig()
+    at = methods_page()
+    assert not at.exception and not at.error
+    assert any("shipped with the app" in caption.value for caption in at.caption)
+    table = at.dataframe[0].value
+    ours = table[table["source"] == "ours"]
+    assert len(ours) == len(report["rows"])
+    assert set(table["source"]) == {"ours", "paper"}
+    titles = [chart["title"] for chart in vega_charts(at)]
+    assert "MMD² with the symmetries removed" in titles and "Does the ranking hold as the reference grows?" in titles
+
+
+def test_settings_without_results_say_how_to_get_them(registry):
+    at = methods_page(**TINY_QUERY)
+    assert not at.exception
+    assert any("No finished comparison with these settings" in info.value for info in at.info)
+
+
+@pytest.fixture(scope="module")
+def tiny_report():
+    from symlab.lib.mnist_data import load_mnist
+    config = ex.MethodsConfig(**TINY)
+    comparison = ex.Comparison(config, ex.prepare_data(load_mnist(), config))
+    while not comparison.finished:
+        comparison.run_stage()
+    return comparison.report()
+
+
+def test_a_finished_run_is_shown_for_its_settings_with_the_paper_beside_it(registry, tiny_report):
+    run_id = registry.create("methods", ex.MethodsConfig(**TINY), "cpu")
+    registry.update(run_id, status=FINISHED, result=tiny_report)
+    at = methods_page(**TINY_QUERY)
+    assert not at.exception and not at.error
+    assert any(f"run #{run_id}" in caption.value for caption in at.caption)
+    chart = vega_chart(at, "MMD² with the symmetries removed")
+    points = chart["datasets"]["points"]
+    ours = points[points["series"] == "ours, one mode"].set_index("method")["value"]
+    row = next(r for r in tiny_report["rows"] if r["method"] == "laplace" and r["modes"] == 1)
+    assert ours["Laplace"] == pytest.approx(100 * row["mmd_no_symmetry"])
+    paper = points[points["series"] == "paper, one mode"].set_index("method")["value"]
+    assert paper["Laplace"] == 9.5
+    # A run named in the link is shown whatever the settings.
+    again = methods_page(run=str(run_id))
+    assert any(f"run #{run_id}" in caption.value for caption in again.caption)
+
+
+def test_every_chart_has_its_csv(registry):
+    at = methods_page()
+    downloads = [button.label for button in at.get("download_button")]
+    assert downloads.count("Data as CSV") >= len(vega_charts(at))

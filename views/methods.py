@@ -1,0 +1,340 @@
+"""Posterior approximations: which method's weight samples lie closest to a reference posterior (Laurent et al.
+2024, §4 and Table 1), with SGM's place among them."""
+
+import json
+import time
+
+import altair as alt
+import pandas as pd
+import streamlit as st
+
+from symlab.labs.methods import LAB, params
+from symlab.labs.methods.experiment import (LABELS, METHODS, PAPER_COLUMNS, MethodsConfig, paper_rows, shipped_report,
+                                           stage_count)
+from symlab.runs import supervisor
+from symlab.runs.registry import RegistryError
+from symlab.specs import controls
+from symlab.specs.run_kind import ACTIVE
+from views.common import binding, charts, runs
+
+PAGE = LAB.name
+LIMITS = binding.server_settings().runs
+SPECS = LAB.page_params(binding.server_settings())
+REFRESH_SECONDS = 2.0
+COLUMN_NAMES = {"mmd": "MMD", "mmd_no_symmetry": "MMD, no symmetries", "accuracy": "Acc", "ece": "ECE",
+                "brier": "Brier", "aupr": "AUPR", "fpr95": "FPR95", "id_mi": "IDMI", "ood_mi": "OODMI", "nll": "NLL"}
+STABILITY_PLOT_PX = 300
+ROW_PX = 34  # a method's row in the dot charts: room for its label at any font size
+METRICS = {  # key: (chart title, axis title)
+    "mmd": ("MMD² to the reference", "MMD² × 100"),
+    "mmd_no_symmetry": ("MMD² with the symmetries removed", "MMD² × 100"),
+    "accuracy": ("Test accuracy", "accuracy (%)"),
+    "nll": ("Test NLL", "NLL (nats)"),
+    "ece": ("Calibration error (ECE)", "ECE (%)"),
+    "brier": ("Brier score", "Brier × 100"),
+    "aupr": ("OOD detection: AUPR", "AUPR (%)"),
+    "fpr95": ("OOD detection: FPR at 95 % recall", "FPR95 (%)"),
+    "id_mi": ("Mutual information, in distribution", "MI (centinats)"),
+    "ood_mi": ("Mutual information, out of distribution", "MI (centinats)"),
+}
+SETS = (charts.Series("ours, one mode", "#0072B2", marker="circle", line=False),
+        charts.Series("ours, several modes", "#D55E00", marker="square", line=False),
+        charts.Series("paper, one mode", "#56B4E9", marker="triangle-up", line=False),
+        charts.Series("paper, 10 modes", "#E69F00", marker="diamond", line=False))
+# Okabe–Ito, one colour and one marker per method (a dash per number of modes on the lines).
+METHOD_COLOURS = dict(zip(METHODS, ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000"),
+                          strict=True))
+METHOD_MARKERS = dict(zip(METHODS, ("circle", "square", "diamond", "triangle-up", "cross", "star", "x"),
+                          strict=True))
+
+
+def config_from(values) -> MethodsConfig:
+    return MethodsConfig(**controls.config_values(MethodsConfig, values, params.PAGE_FIELDS)).validate()
+
+
+def controls_panel():
+    binding.preset_picker(PAGE, SPECS, params.PRESETS)
+    with st.expander("Settings", expanded=False):
+        cols = st.columns(2)
+        for index, name in enumerate(params.PAGE_FIELDS):
+            with cols[index % 2]:
+                binding.control_widget(PAGE, MethodsConfig, name)
+
+
+def explanation():
+    with st.expander("What is measured", expanded=False):
+        st.markdown(r"""
+**The reference posterior** is $R$ networks trained independently by SGD (each its own initialisation and
+minibatch order). Each method draws weight samples from one trained start (*one mode*) or from several
+independent starts (*several modes*); a deep ensemble is the starts themselves.
+
+**MMD.** For sample sets $X$ and $Y$ of one layer's weights and a kernel $k$,
+$\mathrm{MMD}^2 = \mathbb E\,k(x, x') + \mathbb E\,k(y, y') - 2\,\mathbb E\,k(x, y)$ (unbiased estimates),
+for 10 Gaussian kernels $e^{-\lVert x-y\rVert_2^2/h^2}$ and 10 Laplace kernels $e^{-\lVert x-y\rVert_1/h}$.
+Reported: the median over the 20 kernels, averaged over layers weighted by their parameter counts.
+
+**Symmetry removal** (both sets): each hidden unit's incoming weights scaled to norm 1 (its outgoing weights
+by the inverse), then each layer's units sorted by their first incoming weight (or the largest); the
+convnet's channels move only within their group of the grouped convolution, or a whole group at once.
+The function each network computes is unchanged.
+
+**Predictions** average the samples' probabilities $\bar p = \frac1S\sum_s p_s$: accuracy, NLL, ECE (15 bins),
+Brier $\sum_c(\bar p_c - [c=y])^2$; OOD detection scores $1-\max_c \bar p_c$ on letters A–J (FashionMNIST,
+the paper's, cannot be downloaded here); mutual information $H[\bar p] - \frac1S\sum_s H[p_s]$.
+""")
+
+
+# ---------------------------------------------------------------------------------------------
+# Which results to show
+# ---------------------------------------------------------------------------------------------
+
+def finished_runs(reg) -> list:
+    return [run for run in reg.runs(lab=LAB.name) if run.status == "finished" and run.result]
+
+
+def chosen_report(values, config: MethodsConfig) -> tuple[dict | None, str]:
+    """The report to show and where it comes from: the run named in the link, else the latest finished run with
+    these settings, else the shipped default comparison when the settings are the default's."""
+    try:
+        done = finished_runs(runs.registry())
+    except RegistryError as error:
+        st.warning(runs.for_visitors(str(error)))
+        done = []
+    if values["run"]:
+        named = [run for run in done if run.id == values["run"]]
+        if named:
+            return named[0].result, f"run #{named[0].id}: {named[0].config.label}"
+        st.warning(f"Run #{values['run']} is not a finished comparison here; showing the settings' results instead.")
+    same = [run for run in done if run.config == config]
+    if same:
+        return same[-1].result, f"run #{same[-1].id}: {same[-1].config.label}"
+    report = shipped_report()
+    if report is not None and MethodsConfig.from_dict(report["config"]) == config:
+        return report, f"the comparison shipped with the app: {config.label}"
+    return None, ""
+
+
+# ---------------------------------------------------------------------------------------------
+# Table and charts
+# ---------------------------------------------------------------------------------------------
+
+def row_label(row) -> str:
+    modes = "one mode" if row["modes"] == 1 else f"{row['modes']} modes"
+    return f"{LABELS[row['method']]}, {modes}"
+
+
+def table(report) -> pd.DataFrame:
+    """Our rows (× 100 as Table 1 prints them, NLL in nats), each followed by the paper's row for the same
+    method and number of modes."""
+    paper = {(row["method"], row["modes"]): row for row in report["paper_rows"]}
+    lines = []
+    for row in report["rows"]:
+        lines.append({"method": LABELS[row["method"]], "modes": row["modes"], "source": "ours",
+                      **{key: 100 * row[key] for key in PAPER_COLUMNS}, "nll": row["nll"]})
+        theirs = paper.get((row["method"], 1 if row["modes"] == 1 else 10))
+        if theirs:
+            lines.append({"method": LABELS[row["method"]], "modes": theirs["modes"], "source": "paper",
+                          **{key: theirs[key] for key in PAPER_COLUMNS}, "nll": None})
+    return pd.DataFrame(lines).rename(columns=COLUMN_NAMES)
+
+
+def metric_frame(report, metric: str) -> pd.DataFrame:
+    scale = 1.0 if metric == "nll" else 100.0
+    points = [{"method": LABELS[row["method"]], "series": SETS[0 if row["modes"] == 1 else 1].label,
+               "value": scale * row[metric]} for row in report["rows"]]
+    if metric in PAPER_COLUMNS:
+        points += [{"method": LABELS[row["method"]], "series": SETS[2 if row["modes"] == 1 else 3].label,
+                    "value": row[metric]} for row in paper_rows()]
+    return pd.DataFrame(points)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def metric_spec(metric: str, present: bool) -> dict:
+    title, axis = METRICS[metric]
+    channels = charts.series_channels(SETS)
+    chart = (alt.Chart(alt.NamedData("points")).mark_point(size=110, strokeWidth=2, filled=True, opacity=0.9)
+             .encode(x=charts.quantity("value", axis), y=alt.Y("method:N", title=None,
+                                                               sort=[LABELS[m] for m in METHODS]),
+                     color=channels["color"], shape=channels["shape"], tooltip=["method:N", "series:N", "value:Q"]))
+    spec = charts.vega_spec(chart, title=title, height=ROW_PX * len(METHODS) + 150)
+    return charts.fitted_legend(spec, [s.label for s in SETS])
+
+
+def metric_chart(container, report, metric: str, key: str) -> None:
+    frame = metric_frame(report, metric)
+    charts.vega_chart(container, metric_spec(metric, charts.presenting()), {"points": frame}, key,
+                      alt_text=f"{METRICS[metric][0]} per method, ours and the paper's")
+    with container:
+        charts.csv_download(frame, f"methods_{metric}.csv", "Data as CSV", key=f"{key}.csv")
+
+
+def stability_frame(report) -> pd.DataFrame:
+    return pd.DataFrame([{"series": row_label(row), "x": int(count), "y": 100 * value}
+                         for row in report["rows"] for count, value in row["mmd_by_reference"].items()])
+
+
+def stability_series(report) -> list[charts.Series]:
+    return [charts.Series(row_label(row), METHOD_COLOURS[row["method"]], "solid" if row["modes"] == 1 else "dash",
+                          marker=METHOD_MARKERS[row["method"]]) for row in report["rows"]]
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def stability_spec(labels: tuple, present: bool, report_json: str) -> dict:
+    series = stability_series(json.loads(report_json))
+    chart = charts.altair_lines(series, charts.quantity("x", "reference checkpoints", integer=True),
+                                charts.quantity("y", "MMD² × 100, symmetries removed", channel=alt.Y))
+    # Room for the legend on a phone, one entry a row; a wider column gives the plot what the legend leaves.
+    height = STABILITY_PLOT_PX + charts.LEGEND_ROW_HEIGHT * len(labels)
+    return charts.fitted_legend(charts.vega_spec(chart, title="Does the ranking hold as the reference grows?",
+                                                 height=height), list(labels))
+
+
+def projection_frame(report, view: str, sample_set: str) -> pd.DataFrame:
+    points = report["projection"][view]
+    frames = [pd.DataFrame({"x": points["reference"][0], "y": points["reference"][1], "series": "reference"})]
+    if sample_set in points:
+        frames.append(pd.DataFrame({"x": points[sample_set][0], "y": points[sample_set][1], "series": "samples"}))
+    return pd.concat(frames, ignore_index=True)
+
+
+PROJECTION_SERIES = (charts.Series("reference", "#999999", marker="circle", line=False),
+                     charts.Series("samples", "#D55E00", marker="cross", line=False))
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def projection_spec(title: str, present: bool) -> dict:
+    channels = charts.series_channels(PROJECTION_SERIES)
+    chart = (alt.Chart(alt.NamedData("points")).mark_point(size=50, strokeWidth=1.5, opacity=0.8)
+             .encode(x=charts.quantity("x", "first principal axis"),
+                     y=charts.quantity("y", "second principal axis", channel=alt.Y),
+                     color=channels["color"], shape=channels["shape"]))
+    return charts.square_plot(charts.vega_spec(chart, title=title))
+
+
+def projection_charts(report, key: str) -> None:
+    if not report.get("projection"):
+        return
+    keys = [key for key in report["projection"]["raw"] if key != "reference"]
+    names = {key: row_label({"method": key.split("/")[0], "modes": int(key.split("/")[1])}) for key in keys}
+    chosen = st.selectbox("Samples shown against the reference", keys, format_func=names.get, key=f"{key}.set")
+    cols = st.columns(2)
+    for col, view, title in ((cols[0], "raw", "Weights as they are"), (cols[1], "canonical", "Symmetries removed")):
+        frame = projection_frame(report, view, chosen)
+        charts.vega_chart(col, projection_spec(title, charts.presenting()), {"points": frame}, f"{key}.{view}",
+                          alt_text=f"{title}: reference checkpoints and {names[chosen]} on two principal axes")
+        with col:
+            charts.csv_download(frame, f"methods_projection_{view}.csv", "Data as CSV", key=f"{key}.{view}.csv")
+    st.caption("Each network is a point on the reference's two principal axes (of its weights as they are, "
+               "or with the symmetries removed). Removal gathers equivalent networks: compare the spread of the "
+               "reference on the left and on the right.")
+
+
+def results(values, config: MethodsConfig) -> None:
+    report, source = chosen_report(values, config)
+    if report is None:
+        st.info("No finished comparison with these settings yet: launch one in the next tab (or with "
+                "`python -m symlab methods`), or pick a preset.")
+        return
+    st.caption(f"Showing {source}. {report['architecture']}, {report['reference_checkpoints']} reference "
+               f"checkpoints, {report['samples_per_method']} samples per method.")
+    frame = table(report)
+    st.dataframe(frame, hide_index=True, width="stretch",
+                 column_config={COLUMN_NAMES[key]: st.column_config.NumberColumn(format="%.1f") for key in PAPER_COLUMNS}
+                 | {"NLL": st.column_config.NumberColumn(format="%.3f")})
+    st.caption("Every column × 100 as the paper's Table 1 prints it (MNIST, OptuNet); NLL in nats (the paper "
+               "reports none). The paper's OOD set is FashionMNIST, ours letters: compare their OOD columns "
+               "loosely.")
+    cols = st.columns(2)
+    charts.csv_download(frame, "methods_table.csv", "Table as CSV", key="methods.table_csv")
+    cols[1].download_button("Report as JSON", json.dumps(report), file_name="methods_report.json",
+                            mime="application/json", key="methods.json", icon=":material/download:",
+                            on_click="ignore")
+    metric = st.selectbox("Metric", list(METRICS), format_func=lambda key: METRICS[key][0], key="methods.metric")
+    cols = st.columns(2)
+    metric_chart(cols[0], report, "mmd_no_symmetry", "methods.mmd")
+    metric_chart(cols[1], report, metric, "methods.chosen")
+    labels = tuple(row_label(row) for row in report["rows"])
+    frame = stability_frame(report)
+    charts.vega_chart(st, stability_spec(labels, charts.presenting(), json.dumps(report, sort_keys=True)),
+                      {"lines": frame}, "methods.stability",
+                      alt_text="MMD without symmetries against the number of reference checkpoints, per method")
+    charts.csv_download(frame, "methods_reference_counts.csv", "Data as CSV", key="methods.stability_csv")
+    projection_charts(report, "methods.projection")
+
+
+# ---------------------------------------------------------------------------------------------
+# Launch and watch
+# ---------------------------------------------------------------------------------------------
+
+def launch(config: MethodsConfig) -> None:
+    try:
+        run_id = supervisor.submit(runs.registry(), LAB.name, config, LIMITS, session=runs.session_id(),
+                                   owner=runs.browser_owner())
+    except (ValueError, RegistryError) as error:
+        st.error(f"Not launched: {runs.for_visitors(str(error))}")
+        return
+    st.toast(f"Comparison #{run_id} queued: {config.label}", icon=":material/rocket_launch:")
+
+
+def stage_text(run) -> str:
+    return f"stage {run.epoch} of {stage_count(run.config)}"
+
+
+def runs_frame(all_runs, owner: str) -> pd.DataFrame:
+    return pd.DataFrame([{"run": run.id, "yours": runs.is_yours(run, owner), "status": run.status,
+                          "settings": run.config.label, "progress": run.progress,
+                          "created": time.strftime("%Y-%m-%d %H:%M", time.localtime(run.created)),
+                          "note": runs.for_visitors(run.message)} for run in reversed(all_runs)])
+
+
+@st.fragment(run_every=REFRESH_SECONDS)
+def live_runs():
+    reg = runs.registry()
+    try:
+        supervisor.dispatch(reg, LIMITS)
+        all_runs = reg.runs(lab=LAB.name)
+    except RegistryError as error:
+        st.error(runs.for_visitors(str(error)))
+        return
+    settled = tuple((run.id, run.status) for run in all_runs if run.status not in ACTIVE)
+    if st.session_state.setdefault("methods.settled", settled) != settled:
+        st.session_state["methods.settled"] = settled  # a run ended: the Results tab can show it
+        st.rerun(scope="app")
+    if not all_runs:
+        st.info("No comparisons yet: launch one above.")
+        return
+    owner = runs.browser_owner()
+    runs.run_controls(PAGE, all_runs, owner, LIMITS, stage_text)
+    frame = runs_frame(all_runs, owner)
+    st.dataframe(frame, hide_index=True, width="stretch",
+                 column_config={"progress": st.column_config.ProgressColumn("progress", min_value=0, max_value=1)})
+    charts.csv_download(frame, "methods_runs.csv", "Runs as CSV", key="methods.runs_csv")
+
+
+def launch_panel(config: MethodsConfig) -> None:
+    st.markdown(runs.where_runs_train())
+    if st.button("Launch this comparison", type="primary", icon=":material/rocket_launch:", key="methods.launch"):
+        launch(config)
+    st.caption(f"Each method is a stage: the progress bar moves as each finishes. This server: {LIMITS.describe()}.")
+    live_runs()
+
+
+def main():
+    values = binding.start_page(PAGE, SPECS, "Posterior approximations",
+                                "Laurent et al. 2024, §4 and Table 1: which method's samples lie closest to a "
+                                "reference posterior of independently trained networks, with and without the "
+                                "weight-space symmetries?", controls_panel)
+    try:
+        config = config_from(values)
+    except ValueError as error:
+        st.error(str(error))
+        st.stop()
+    explanation()
+    results_tab, runs_tab = st.tabs(["Results", "Launch and watch"])
+    with results_tab:
+        results(values, config)
+    with runs_tab:
+        launch_panel(config)
+
+
+main()

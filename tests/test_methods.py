@@ -208,3 +208,25 @@ def test_sgm_information_over_the_convnets_group_is_exact():
     terms = torch.stack([torch.distributions.Normal(mu[index], sd[index]).log_prob(w).sum() for index in group])
     expected = terms[0] - (torch.logsumexp(terms, 0) - np.log(32))
     assert bnn.group_information(w, mu, sd.log(), group).item() == pytest.approx(expected.item(), rel=1e-9)
+
+
+def test_a_runs_reference_exports_as_a_checkpoint_set(tmp_path, capsys, tiny_comparison):
+    from safetensors.torch import load_file
+
+    from symlab.labs import run_kinds
+    from symlab.runs.registry import Registry
+    registry = Registry(run_kinds(), tmp_path / "runs")
+    run_id = registry.create("methods", tiny_comparison.config, "cpu", status="finished")
+    tiny_comparison.save(registry.checkpoint_path(run_id))
+    target = tmp_path / "set.safetensors"
+    assert cli.main(["methods", "--export", str(run_id), str(target), "--runs-dir", str(tmp_path / "runs"),
+                     "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["parameters"]["conv1.weight"] == [20, 4, 1, 5, 5]
+    stacked = load_file(target)
+    arch = tiny_comparison.config.arch
+    module = arch.module()
+    module.load_state_dict({name: tensor[3] for name, tensor in stacked.items()})
+    assert torch.equal(torch.nn.utils.parameters_to_vector(module.parameters()), tiny_comparison.reference[3])
+    with pytest.raises(SystemExit) as refused:
+        cli.main(["methods", "--export", "99", str(target), "--runs-dir", str(tmp_path / "runs")])
+    assert refused.value.code == 2 and "no run #99" in capsys.readouterr().err

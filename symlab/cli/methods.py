@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 import time
 
+from safetensors import safe_open
+
 from symlab.cli import common
 from symlab.labs import run_kinds
 from symlab.labs.methods import LAB
-from symlab.labs.methods.experiment import LABELS, PAPER_ROWS, MethodsConfig
+from symlab.labs.methods.experiment import LABELS, PAPER_ROWS, MethodsConfig, checkpoint_set
+from symlab.lib import weights
 from symlab.runs import execution, supervisor
 from symlab.runs.registry import Registry
 from symlab.specs import controls, results
@@ -30,6 +34,9 @@ def register(subparsers) -> None:
     controls.add_flags(p, MethodsConfig)
     p.add_argument("--resume", type=common.int_at_least(1), default=None, metavar="RUN_ID",
                    help="continue an interrupted, cancelled or failed comparison from its last finished stage")
+    p.add_argument("--export", nargs=2, metavar=("RUN_ID", "FILE"), default=None,
+                   help="write run RUN_ID's reference checkpoints to FILE as safetensors (each parameter stacked over "
+                        "the checkpoints, the settings as metadata), and train nothing")
     p.add_argument("--data-dir", default=None,
                    help="directory with the four MNIST IDX .gz files (default: $SYMLAB_MNIST_DIR, else assets/mnist)")
     p.add_argument("--runs-dir", default=None,
@@ -43,6 +50,8 @@ def register(subparsers) -> None:
 
 def _run(args) -> dict:
     registry = Registry(run_kinds(), args.runs_dir)
+    if args.export:
+        return _export(registry, *args.export)
     if args.resume is not None:
         run_id = _resumed(registry, args.resume)
     else:
@@ -58,13 +67,31 @@ def _run(args) -> dict:
     return _report(final)
 
 
-def _resumed(registry, run_id: int) -> int:
+def _comparison(registry, run_id: int):
     try:
         run = registry.get(run_id)
     except KeyError as error:
         raise ValueError(error.args[0]) from None
     if run.lab != LAB.name:
         raise ValueError(f"run #{run_id} is not a comparison of posterior approximations")
+    return run
+
+
+def _export(registry, run_text: str, path: str) -> dict:
+    try:
+        run_id = common.int_at_least(1)(run_text)
+    except argparse.ArgumentTypeError as error:
+        raise ValueError(f"--export RUN_ID: {error}") from None
+    run = _comparison(registry, run_id)
+    written = weights.write_atomically(path, checkpoint_set(registry.checkpoint_path(run_id), run_id))
+    with safe_open(str(written), "pt") as handle:
+        shapes = {name: list(handle.get_slice(name).get_shape()) for name in handle.keys()}
+    return {"exported": str(written), "run_id": run_id, "status": run.status, "parameters": shapes,
+            "bytes": written.stat().st_size}
+
+
+def _resumed(registry, run_id: int) -> int:
+    run = _comparison(registry, run_id)
     if run.status not in RESUMABLE:
         raise ValueError(f"run #{run_id} is {run.status}; only {', '.join(RESUMABLE)} runs can be resumed")
     registry.update(run_id, status=RUNNING, cancel_requested=0, finished=None, message="")
@@ -101,6 +128,13 @@ def _number(value, scale: float = 100.0, digits: int = 1) -> str:
 
 
 def _format(report: dict) -> str:
+    if "exported" in report:
+        return (f"run #{report['run_id']} ({report['status']}): reference checkpoints written to {report['exported']} "
+                f"({report['bytes']} bytes): " + ", ".join(f"{k} {v}" for k, v in report["parameters"].items()))
+    return _table(report)
+
+
+def _table(report: dict) -> str:
     """Our rows with the paper's MNIST-OptuNet rows beside them, every column × 100 as Table 1 prints it."""
     columns = ("mmd", "mmd_no_symmetry", "accuracy", "ece", "brier", "aupr", "fpr95", "id_mi", "ood_mi")
     heads = ("MMD", "MMD no sym", "Acc", "ECE", "Brier", "AUPR", "FPR95", "IDMI", "OODMI")

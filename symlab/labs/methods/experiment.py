@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 import torch
 import torch.nn.functional as F
-from safetensors import safe_open
+from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_file, save
 
 from symlab.lib import bbb, bnn, ensembles, laplace, mlp, mmd, networks, sghmc, swag, uncertainty
@@ -428,6 +428,26 @@ class Comparison:
         self.rows = json.loads(metadata["rows"])
         self.stage = int(metadata["stage"])
         self._canonical = None
+
+
+def checkpoint_set(checkpoint: Path, run_id: int) -> bytes:
+    """Run ``run_id``'s reference checkpoints as a safetensors file: each of the network's parameters stacked over
+    the checkpoints (``conv1.weight`` of shape [R, 4, 1, 5, 5], …; checkpoint i loads into
+    ``Architecture.module()`` by ``{name: tensor[i]}``), the settings and the input scaling as metadata."""
+    if not Path(checkpoint).exists():
+        raise ValueError(f"run #{run_id} has no checkpoint yet: one is written after each finished stage")
+    try:
+        with safe_open(str(checkpoint), "pt") as handle:
+            config = MethodsConfig.from_dict(json.loads(handle.metadata()["config"]))
+            reference = handle.get_tensor("reference")
+    except (OSError, KeyError, ValueError, SafetensorError) as error:
+        raise ValueError(f"run #{run_id}'s checkpoint cannot be read ({error})") from None
+    if not len(reference):
+        raise ValueError(f"run #{run_id} has trained no reference checkpoint yet")
+    tensors = {name: part.contiguous() for name, part in config.arch.parameters(reference).items()}
+    metadata = {"config": json.dumps(config.to_dict()), "architecture": config.arch.label, "run_id": str(run_id),
+                "checkpoints": str(len(reference)), "inputs": f"pixels / 255, then (x - {PIXEL_MEAN}) / {PIXEL_STD}"}
+    return save(tensors, metadata=metadata)
 
 
 def shipped_report() -> dict | None:

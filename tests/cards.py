@@ -24,7 +24,7 @@ PICTURES = {
     "mnist": ("mnist", "Results", "Closest two units against width"),
     "symmetry": ("symmetry?part=proximity", None, None),
     "align": ("align", None, None),
-    "methods": ("methods", None, "MMD² with the symmetries removed"),
+    "methods": ("methods", None, "MMD², symmetries removed"),
 }
 MNIST_WIDTHS = (16, 64, 256)
 

@@ -230,3 +230,20 @@ def test_a_runs_reference_exports_as_a_checkpoint_set(tmp_path, capsys, tiny_com
     with pytest.raises(SystemExit) as refused:
         cli.main(["methods", "--export", "99", str(target), "--runs-dir", str(tmp_path / "runs")])
     assert refused.value.code == 2 and "no run #99" in capsys.readouterr().err
+
+
+def test_the_summary_over_seeds_pairs_each_seeds_rows():
+    def report(seed, offset):
+        rows = [{"method": m, "modes": k, **{key: offset + (0.5 if k == 1 else 0.1) + (0.01 if m == "sgm" else 0)
+                                            for key in (*ex.MMD_KEYS, *ex.uncertainty.METRIC_KEYS)}}
+                for m in ("mfvi", "sgm") for k in (1, 10)]
+        return {"config": {**ex.MethodsConfig(seed=seed).to_dict()}, "rows": rows}
+
+    summary = ex.seed_summary([report(0, 0.0), report(1, 0.2)])
+    assert summary["seeds"] == 2
+    assert summary["multi_minus_single"]["mfvi"] == pytest.approx([-0.4, -0.4])
+    assert summary["sgm_minus_mfvi"][1]["mmd"] == pytest.approx([0.01, 0.01])
+    mfvi_one = next(r for r in summary["rows"] if r["method"] == "mfvi" and r["modes"] == 1)
+    assert mfvi_one["mmd"] == pytest.approx(0.6) and mfvi_one["mmd_sd"] == pytest.approx(np.std([0.5, 0.7], ddof=1))
+    assert ex.same_but_seed(ex.MethodsConfig(seed=3), ex.MethodsConfig(seed=4))
+    assert not ex.same_but_seed(ex.MethodsConfig(seed=3), ex.MethodsConfig(seed=4, epochs=2))

@@ -29,9 +29,11 @@ def methods_page(**query) -> AppTest:
     return at.run()
 
 
-def test_the_default_link_shows_the_shipped_comparison(registry):
-    report = ex.shipped_report()
-    assert report is not None and ex.MethodsConfig.from_dict(report["config"]) == ex.MethodsConfig()
+def test_the_default_link_shows_the_shipped_comparison_and_its_spread_over_seeds(registry):
+    reports = ex.shipped_reports()
+    assert [r["config"]["seed"] for r in reports] == [0, 1, 2]
+    assert all(ex.MethodsConfig.from_dict(r["config"]) == ex.MethodsConfig(seed=seed) for seed, r in enumerate(reports))
+    report = reports[0]
     at = methods_page()
     assert not at.exception and not at.error
     assert any("shipped with the app" in caption.value for caption in at.caption)
@@ -40,7 +42,10 @@ def test_the_default_link_shows_the_shipped_comparison(registry):
     assert len(ours) == len(report["rows"])
     assert set(table["source"]) == {"ours", "paper"}
     titles = [chart["title"] for chart in vega_charts(at)]
-    assert "MMD² with the symmetries removed" in titles and "Does the ranking hold as the reference grows?" in titles
+    assert "MMD², symmetries removed" in titles and "Does the ranking hold as the reference grows?" in titles
+    assert any("Across 3 seeds (0, 1, 2)" in header.value for header in at.subheader)
+    answers = " ".join(m.value for m in at.markdown)
+    assert "Do several modes beat one?" in answers and "SGM against MFVI, one mode" in answers
 
 
 def test_settings_without_results_say_how_to_get_them(registry):
@@ -65,7 +70,7 @@ def test_a_finished_run_is_shown_for_its_settings_with_the_paper_beside_it(regis
     at = methods_page(**TINY_QUERY)
     assert not at.exception and not at.error
     assert any(f"run #{run_id}" in caption.value for caption in at.caption)
-    chart = vega_chart(at, "MMD² with the symmetries removed")
+    chart = vega_chart(at, "MMD², symmetries removed")
     points = chart["datasets"]["points"]
     ours = points[points["series"] == "ours, one mode"].set_index("method")["value"]
     row = next(r for r in tiny_report["rows"] if r["method"] == "laplace" and r["modes"] == 1)

@@ -9,8 +9,8 @@ import pandas as pd
 import streamlit as st
 
 from symlab.labs.methods import LAB, params
-from symlab.labs.methods.experiment import (LABELS, METHODS, PAPER_COLUMNS, MethodsConfig, paper_rows, shipped_report,
-                                           stage_count)
+from symlab.labs.methods import experiment as ex
+from symlab.labs.methods.experiment import LABELS, METHODS, PAPER_COLUMNS, MethodsConfig, paper_rows, stage_count
 from symlab.runs import supervisor
 from symlab.runs.registry import RegistryError
 from symlab.specs import controls
@@ -24,10 +24,11 @@ REFRESH_SECONDS = 2.0
 COLUMN_NAMES = {"mmd": "MMD", "mmd_no_symmetry": "MMD, no symmetries", "accuracy": "Acc", "ece": "ECE",
                 "brier": "Brier", "aupr": "AUPR", "fpr95": "FPR95", "id_mi": "IDMI", "ood_mi": "OODMI", "nll": "NLL"}
 STABILITY_PLOT_PX = 300
+PROJECTION_PX = 380
 ROW_PX = 34  # a method's row in the dot charts: room for its label at any font size
 METRICS = {  # key: (chart title, axis title)
     "mmd": ("MMD² to the reference", "MMD² × 100"),
-    "mmd_no_symmetry": ("MMD² with the symmetries removed", "MMD² × 100"),
+    "mmd_no_symmetry": ("MMD², symmetries removed", "MMD² × 100"),
     "accuracy": ("Test accuracy", "accuracy (%)"),
     "nll": ("Test NLL", "NLL (nats)"),
     "ece": ("Calibration error (ECE)", "ECE (%)"),
@@ -88,18 +89,9 @@ the paper's, cannot be downloaded here); mutual information $H[\bar p] - \frac1S
 # Which results to show
 # ---------------------------------------------------------------------------------------------
 
-def finished_runs(reg) -> list:
-    return [run for run in reg.runs(lab=LAB.name) if run.status == "finished" and run.result]
-
-
-def chosen_report(values, config: MethodsConfig) -> tuple[dict | None, str]:
+def chosen_report(values, config: MethodsConfig, done, shipped) -> tuple[dict | None, str]:
     """The report to show and where it comes from: the run named in the link, else the latest finished run with
-    these settings, else the shipped default comparison when the settings are the default's."""
-    try:
-        done = finished_runs(runs.registry())
-    except RegistryError as error:
-        st.warning(runs.for_visitors(str(error)))
-        done = []
+    these settings, else the shipped comparison with these settings."""
     if values["run"]:
         named = [run for run in done if run.id == values["run"]]
         if named:
@@ -108,10 +100,54 @@ def chosen_report(values, config: MethodsConfig) -> tuple[dict | None, str]:
     same = [run for run in done if run.config == config]
     if same:
         return same[-1].result, f"run #{same[-1].id}: {same[-1].config.label}"
-    report = shipped_report()
-    if report is not None and MethodsConfig.from_dict(report["config"]) == config:
-        return report, f"the comparison shipped with the app: {config.label}"
+    for report in shipped:
+        if MethodsConfig.from_dict(report["config"]) == config:
+            return report, f"the comparison shipped with the app: {config.label}"
     return None, ""
+
+
+def seed_reports(report: dict, done, shipped) -> list[dict]:
+    """``report`` and every other finished or shipped comparison that differs from it only by its seed, one per
+    seed (a run of one's own before a shipped one)."""
+    config = MethodsConfig.from_dict(report["config"])
+    found = {config.seed: report}
+    for other in [run.result for run in reversed(done)] + shipped:
+        seed = other["config"]["seed"]
+        if seed not in found and ex.same_but_seed(MethodsConfig.from_dict(other["config"]), config):
+            found[seed] = other
+    return [found[seed] for seed in sorted(found)]
+
+
+def spread(values, scale: float = 100.0, digits: int = 1) -> str:
+    values = [scale * v for v in values]
+    mean = sum(values) / len(values)
+    sd = (sum((v - mean) ** 2 for v in values) / (len(values) - 1)) ** 0.5 if len(values) > 1 else 0.0
+    return f"{mean:+.{digits}f} ± {sd:.{digits}f}"
+
+
+def across_seeds(reports: list[dict]) -> None:
+    """The two questions answered over the seeds at hand: paired differences, mean ± standard deviation."""
+    summary = ex.seed_summary(reports)
+    seeds = ", ".join(str(r["config"]["seed"]) for r in reports)
+    st.subheader(f"Across {len(reports)} seeds ({seeds})")
+    lines = []
+    for method, differences in summary["multi_minus_single"].items():
+        lower = sum(d < 0 for d in differences)
+        lines.append(f"{LABELS[method]} {spread(differences)} (lower in {lower} of {len(differences)})")
+    st.markdown("**Do several modes beat one?** The several-mode MMD² minus the one-mode MMD², symmetries removed, "
+                "× 100: " + "; ".join(lines) + ".")
+    for modes, differences in summary["sgm_minus_mfvi"].items():
+        st.markdown(f"**SGM against MFVI, {'one mode' if modes == 1 else f'{modes} modes'}** (SGM − MFVI, × 100): "
+                    f"MMD² {spread(differences['mmd'])} on the weights as they are, "
+                    f"{spread(differences['mmd_no_symmetry'])} with the symmetries removed; accuracy "
+                    f"{spread(differences['accuracy'])} points, NLL {spread(differences['nll'], 1.0, 3)} nats, "
+                    f"ECE {spread(differences['ece'])} points.")
+    frame = pd.DataFrame([{"method": LABELS[row["method"]], "modes": row["modes"], "seeds": row["seeds"],
+                           **{COLUMN_NAMES[key]: (f"{100 * row[key]:.1f} ± {100 * row[key + '_sd']:.1f}"
+                                                  if row[key + "_sd"] is not None else f"{100 * row[key]:.1f}")
+                              for key in PAPER_COLUMNS}} for row in summary["rows"]])
+    st.dataframe(frame, hide_index=True, width="stretch")
+    charts.csv_download(frame, "methods_across_seeds.csv", "Table as CSV", key="methods.seeds_csv")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -205,10 +241,11 @@ PROJECTION_SERIES = (charts.Series("reference", "#999999", marker="circle", line
 def projection_spec(title: str, present: bool) -> dict:
     channels = charts.series_channels(PROJECTION_SERIES)
     chart = (alt.Chart(alt.NamedData("points")).mark_point(size=50, strokeWidth=1.5, opacity=0.8)
-             .encode(x=charts.quantity("x", "first principal axis"),
+             .encode(x=charts.quantity("x", "first principal axis", axis=dict(labelFlush=True)),
                      y=charts.quantity("y", "second principal axis", channel=alt.Y),
                      color=channels["color"], shape=channels["shape"]))
-    return charts.square_plot(charts.vega_spec(chart, title=title))
+    # Not square: the two axes' scales differ (the first principal axis has the larger spread).
+    return charts.vega_spec(chart, title=title, height=PROJECTION_PX)
 
 
 def projection_charts(report, key: str) -> None:
@@ -229,8 +266,17 @@ def projection_charts(report, key: str) -> None:
                "reference on the left and on the right.")
 
 
+def finished_results():
+    try:
+        return [run for run in runs.registry().runs(lab=LAB.name) if run.status == "finished" and run.result]
+    except RegistryError as error:
+        st.warning(runs.for_visitors(str(error)))
+        return []
+
+
 def results(values, config: MethodsConfig) -> None:
-    report, source = chosen_report(values, config)
+    done, shipped = finished_results(), ex.shipped_reports()
+    report, source = chosen_report(values, config, done, shipped)
     if report is None:
         st.info("No finished comparison with these settings yet: launch one in the next tab (or with "
                 "`python -m symlab methods`), or pick a preset.")
@@ -260,6 +306,11 @@ def results(values, config: MethodsConfig) -> None:
                       alt_text="MMD without symmetries against the number of reference checkpoints, per method")
     charts.csv_download(frame, "methods_reference_counts.csv", "Data as CSV", key="methods.stability_csv")
     projection_charts(report, "methods.projection")
+    reports = seed_reports(report, done, shipped)
+    if len(reports) > 1:
+        across_seeds(reports)
+    else:
+        st.caption("Launch the same settings with other seeds to see the spread over seeds here.")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import math
 import time
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 
 import numpy as np
@@ -52,7 +52,7 @@ SGHMC_LR, SGHMC_FRICTION = 0.01, 1.0
 BBB_LR = 1e-3
 SGM_K = 16  # the MLP's InfoNCE terms (its S_h is too large to enumerate; the convnet's 32 symmetries are not)
 LR, MOMENTUM, WEIGHT_DECAY = 0.04, 0.9, 5e-4  # the weight decay's value is lost from the paper's text
-SHIPPED_REPORT = REPO_ROOT / "assets" / "methods" / "default.json"
+SHIPPED_REPORTS = REPO_ROOT / "assets" / "methods"  # seed<N>.json: the default comparison for seeds 0, 1, 2
 MMD_KEYS = ("mmd", "mmd_no_symmetry")
 ROW_KEYS = ("method", "modes", "samples", *MMD_KEYS, "mmd_by_reference", *uncertainty.METRIC_KEYS, "seconds")
 # Table 1's MNIST-OptuNet rows (every column × 100; no NLL), docs/science.md.
@@ -450,13 +450,43 @@ def checkpoint_set(checkpoint: Path, run_id: int) -> bytes:
     return save(tensors, metadata=metadata)
 
 
-def shipped_report() -> dict | None:
-    """The default comparison's report, shipped so that the page's default link shows results at once
-    (``python -m symlab methods --json > assets/methods/default.json`` writes it again)."""
-    try:
-        return json.loads(SHIPPED_REPORT.read_text())
-    except (OSError, ValueError):
-        return None
+def shipped_reports() -> list[dict]:
+    """The default comparison's reports for seeds 0, 1 and 2, shipped so that the page's default link shows results,
+    and their spread over seeds, at once (``python -m symlab methods --seed N --json > assets/methods/seedN.json``
+    writes one again). A missing or unreadable file is left out."""
+    reports = []
+    for path in sorted(SHIPPED_REPORTS.glob("seed*.json")):
+        try:
+            reports.append(json.loads(path.read_text()))
+        except (OSError, ValueError):
+            continue
+    return reports
+
+
+def same_but_seed(a: MethodsConfig, b: MethodsConfig) -> bool:
+    return replace(a, seed=0) == replace(b, seed=0)
+
+
+def seed_summary(reports: list[dict]) -> dict:
+    """Over comparisons that differ only by their seed: each row's mean and standard deviation per column, and the
+    two paired answers, per seed: each method's several-mode MMD² (symmetries removed) minus its one-mode one, and
+    SGM's minus MFVI's for every column. Lists hold one value per seed, in the reports' order."""
+    by_row: dict[tuple, list[dict]] = {}
+    for report in reports:
+        for row in report["rows"]:
+            by_row.setdefault((row["method"], row["modes"]), []).append(row)
+    keys = (*MMD_KEYS, *uncertainty.METRIC_KEYS)
+    rows = [{"method": method, "modes": modes, "seeds": len(found),
+             **{key: float(np.mean([r[key] for r in found])) for key in keys},
+             **{f"{key}_sd": float(np.std([r[key] for r in found], ddof=1)) if len(found) > 1 else None for key in keys}}
+            for (method, modes), found in by_row.items()]
+    multi = {method: [b["mmd_no_symmetry"] - a["mmd_no_symmetry"] for a, b in
+                      zip(by_row[(method, 1)], by_row[(method, modes)])]
+             for (method, modes) in by_row if modes > 1 and (method, 1) in by_row}
+    sgm = {modes: {key: [b[key] - a[key] for a, b in zip(by_row[("mfvi", modes)], by_row[("sgm", modes)])]
+                   for key in keys}
+           for (method, modes) in by_row if method == "sgm" and ("mfvi", modes) in by_row}
+    return {"seeds": len(reports), "rows": rows, "multi_minus_single": multi, "sgm_minus_mfvi": sgm}
 
 
 def paper_rows() -> list[dict]:

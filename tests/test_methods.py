@@ -163,8 +163,8 @@ def test_the_paper_table_is_table_one():
 
 @pytest.mark.slow
 def test_the_command_prints_the_issues_keys(tmp_path, capsys):
-    args = ["methods", "--reference", "20", "--samples", "10", "--modes", "2", "--epochs", "1", "--train", "1000",
-            "--test", "500", "--runs-dir", str(tmp_path), "--json"]
+    args = ["methods", "--reference", "20", "--samples", "10", "--modes", "2", "--epochs", "1", "--train-size", "1000",
+            "--test-size", "500", "--runs-dir", str(tmp_path), "--json"]
     assert cli.main(args) == 0
     report = json.loads(capsys.readouterr().out)
     assert {"rows", "reference_checkpoints", "samples_per_method"} <= set(report)

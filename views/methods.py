@@ -14,7 +14,6 @@ from symlab.labs.methods.experiment import LABELS, METHODS, PAPER_COLUMNS, Metho
 from symlab.runs import supervisor
 from symlab.runs.registry import RegistryError
 from symlab.specs import controls
-from symlab.specs.run_kind import ACTIVE
 from views.common import binding, charts, runs
 
 PAGE = LAB.name
@@ -340,17 +339,9 @@ def runs_frame(all_runs, owner: str) -> pd.DataFrame:
 
 @st.fragment(run_every=REFRESH_SECONDS)
 def live_runs():
-    reg = runs.registry()
-    try:
-        supervisor.dispatch(reg, LIMITS)
-        all_runs = reg.runs(lab=LAB.name)
-    except RegistryError as error:
-        st.error(runs.for_visitors(str(error)))
+    all_runs = runs.lab_runs(PAGE, LAB.name, LIMITS)
+    if all_runs is None:
         return
-    settled = tuple((run.id, run.status) for run in all_runs if run.status not in ACTIVE)
-    if st.session_state.setdefault("methods.settled", settled) != settled:
-        st.session_state["methods.settled"] = settled  # a run ended: the Results tab can show it
-        st.rerun(scope="app")
     if not all_runs:
         st.info("No comparisons yet: launch one above.")
         return

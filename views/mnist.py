@@ -349,18 +349,10 @@ def metrics_frame(history_by_run, labels) -> pd.DataFrame:
 
 
 def live_runs():
-    reg = runs.registry()
-    try:
-        supervisor.dispatch(reg, LIMITS)
-        all_runs = reg.runs(lab=LAB.name)
-    except RegistryError as error:
-        st.error(runs.for_visitors(str(error)))
+    all_runs = runs.lab_runs(PAGE, LAB.name, LIMITS)
+    if all_runs is None:
         return
-    settled = tuple((run.id, run.status) for run in all_runs if run.status not in ACTIVE)
-    if st.session_state.setdefault("mnist.settled", settled) != settled:
-        # A run ended (or was stopped): refresh the whole page, so the Results tab includes it.
-        st.session_state["mnist.settled"] = settled
-        st.rerun(scope="app")
+    reg = runs.registry()
     if not all_runs:
         st.info("No runs yet: launch one above (or with `python -m symlab mnist`).")
         return

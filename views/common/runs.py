@@ -9,7 +9,7 @@ import streamlit as st
 
 from symlab.labs import run_kinds
 from symlab.runs import supervisor
-from symlab.runs.registry import Registry
+from symlab.runs.registry import Registry, RegistryError
 from symlab.specs import settings
 from symlab.specs.run_kind import ACTIVE, RESUMABLE
 from symlab.specs.settings import REPO_ROOT, database_url
@@ -86,6 +86,23 @@ def where_runs_train() -> str:
     place = f"on the Ray cluster at {cluster}" if executor == "ray" else "in their own processes on this machine"
     return (f"Runs train {place}: closing the tab or restarting the server does not lose them. "
             f"The registry is {'PostgreSQL' if database_url() else 'an SQLite file in the runs directory'}.")
+
+
+def lab_runs(page: str, lab: str, limits) -> list | None:
+    """``lab``'s runs, after starting what the queue allows; None, with the error shown, where the registry cannot
+    be read. A run that ended since the page last looked reruns the whole page, so that its results show."""
+    reg = registry()
+    try:
+        supervisor.dispatch(reg, limits)
+        all_runs = reg.runs(lab=lab)
+    except RegistryError as error:
+        st.error(for_visitors(str(error)))
+        return None
+    settled = tuple((run.id, run.status) for run in all_runs if run.status not in ACTIVE)
+    if st.session_state.setdefault(f"{page}.settled", settled) != settled:
+        st.session_state[f"{page}.settled"] = settled
+        st.rerun(scope="app")
+    return all_runs
 
 
 def run_controls(page: str, all_runs, owner: str, limits, progress_text) -> None:

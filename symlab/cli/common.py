@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from symlab.lib.mnist_data import load_mnist as load_mnist_files
+from symlab.specs.run_kind import RESUMABLE, RUNNING
 from symlab.specs.controls import MAX_INT, shown
 from symlab.specs.settings import mnist_directory
 
@@ -43,3 +45,30 @@ def load_mnist(directory):
 
 def pm(mean, std, digits):
     return "nan" if mean is None else f"{mean:.{digits}f} ± {std:.{digits}f}"
+
+
+def lab_run(registry, run_id: int, lab: str, what: str):
+    """Run ``run_id`` of ``registry``, which must be one of ``lab``'s; ``what`` names such a run in the error."""
+    try:
+        run = registry.get(run_id)
+    except KeyError as error:
+        raise ValueError(error.args[0]) from None
+    if run.lab != lab:
+        raise ValueError(f"run #{run_id} is not {what}")
+    return run
+
+
+def export_run_id(text: str) -> int:
+    """--export's RUN_ID, a whole number >= 1."""
+    try:
+        return int_at_least(1)(text)
+    except argparse.ArgumentTypeError as error:
+        raise ValueError(f"--export RUN_ID: {error}") from None
+
+
+def resume_here(registry, run) -> None:
+    """Mark a stopped ``run`` as running in this process, to train it on from its checkpoint."""
+    if run.status not in RESUMABLE:
+        raise ValueError(f"run #{run.id} is {run.status}; only {', '.join(RESUMABLE)} runs can be resumed")
+    registry.update(run.id, status=RUNNING, cancel_requested=0, finished=None, message="")
+    registry.register_process(run.id, os.getpid())

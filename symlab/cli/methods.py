@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import time
@@ -17,7 +16,7 @@ from symlab.lib import weights
 from symlab.runs import execution, supervisor
 from symlab.runs.registry import Registry
 from symlab.specs import controls, results
-from symlab.specs.run_kind import ACTIVE, RESUMABLE, RUNNING
+from symlab.specs.run_kind import ACTIVE, RUNNING
 from symlab.specs.settings import EXECUTORS, executor_name
 
 
@@ -68,20 +67,11 @@ def _run(args) -> dict:
 
 
 def _comparison(registry, run_id: int):
-    try:
-        run = registry.get(run_id)
-    except KeyError as error:
-        raise ValueError(error.args[0]) from None
-    if run.lab != LAB.name:
-        raise ValueError(f"run #{run_id} is not a comparison of posterior approximations")
-    return run
+    return common.lab_run(registry, run_id, LAB.name, "a comparison of posterior approximations")
 
 
 def _export(registry, run_text: str, path: str) -> dict:
-    try:
-        run_id = common.int_at_least(1)(run_text)
-    except argparse.ArgumentTypeError as error:
-        raise ValueError(f"--export RUN_ID: {error}") from None
+    run_id = common.export_run_id(run_text)
     run = _comparison(registry, run_id)
     written = weights.write_atomically(path, checkpoint_set(registry.checkpoint_path(run_id), run_id))
     with safe_open(str(written), "pt") as handle:
@@ -91,11 +81,7 @@ def _export(registry, run_text: str, path: str) -> dict:
 
 
 def _resumed(registry, run_id: int) -> int:
-    run = _comparison(registry, run_id)
-    if run.status not in RESUMABLE:
-        raise ValueError(f"run #{run_id} is {run.status}; only {', '.join(RESUMABLE)} runs can be resumed")
-    registry.update(run_id, status=RUNNING, cancel_requested=0, finished=None, message="")
-    registry.register_process(run_id, os.getpid())
+    common.resume_here(registry, _comparison(registry, run_id))
     return run_id
 
 

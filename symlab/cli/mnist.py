@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import time
@@ -16,7 +15,7 @@ from symlab.lib import mnist_data, weights
 from symlab.runs import execution, supervisor
 from symlab.runs.registry import Registry
 from symlab.specs import controls, results, settings
-from symlab.specs.run_kind import ACTIVE, RESUMABLE, RUNNING
+from symlab.specs.run_kind import ACTIVE, RUNNING
 from symlab.specs.settings import EXECUTORS, executor_name
 
 # The settings of one run that a sweep varies: it takes lists of widths and Ks, methods and a seed count.
@@ -109,15 +108,9 @@ def _train_registered(registry, config, quiet: bool, data_dir=None, resume_id=No
         run_id = registry.create(LAB.name, config, resolve_device(config.device).type, status=RUNNING, pid=os.getpid(),
                                  source="cli")
     else:
-        try:
-            run = registry.get(resume_id)
-        except KeyError as error:
-            raise ValueError(error.args[0]) from None
-        if run.status not in RESUMABLE:
-            raise ValueError(f"run #{resume_id} is {run.status}; only {', '.join(RESUMABLE)} runs can be resumed")
+        run = common.lab_run(registry, resume_id, LAB.name, "an MNIST run")
+        common.resume_here(registry, run)
         run_id, config = resume_id, run.config
-        registry.update(run_id, status=RUNNING, cancel_requested=0, finished=None, message="")
-        registry.register_process(run_id, os.getpid())
 
     def echo(metrics):
         if not quiet:
@@ -159,16 +152,8 @@ def _run_mnist(args) -> dict:
 
 
 def _export(registry, run_text: str, path: str) -> dict:
-    try:
-        run_id = common.int_at_least(1)(run_text)
-    except argparse.ArgumentTypeError as error:
-        raise ValueError(f"--export RUN_ID: {error}") from None
-    try:
-        run = registry.get(run_id)
-    except KeyError as error:
-        raise ValueError(error.args[0]) from None
-    if not isinstance(run.config, MnistConfig):
-        raise ValueError(f"run #{run_id} is not an MNIST run")
+    run_id = common.export_run_id(run_text)
+    run = common.lab_run(registry, run_id, LAB.name, "an MNIST run")
     written = weights.write_atomically(path, exported_run(registry.checkpoint_path(run_id), run_id))
     network = weights.read_network(written)
     return {"exported": str(written), "run_id": run_id, "status": run.status, "epochs_done": run.epoch,

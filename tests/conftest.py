@@ -16,7 +16,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from symlab.labs import LABS
+from symlab.labs import LABS, run_kinds
+from symlab.runs.registry import Registry
 
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = os.environ.get("SYMLAB_CHROMIUM", "/usr/bin/chromium")
@@ -92,6 +93,14 @@ def running_app(runs_dir=None):
             yield url
     except AppDidNotStart as error:
         pytest.fail(str(error))
+
+
+@pytest.fixture
+def registry(tmp_path, monkeypatch):
+    """An empty run registry in a fresh runs directory, where the pages and commands find it too
+    ($SYMLAB_RUNS_DIR)."""
+    monkeypatch.setenv("SYMLAB_RUNS_DIR", str(tmp_path / "runs"))
+    return Registry(run_kinds())
 
 
 @pytest.fixture(scope="session")

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from test_sghmc import conv_logits, gaussian_data, gaussian_logits, mlp_logits
+from test_sghmc import gaussian_data, gaussian_logits
+from tiny_networks import classification_problem, mlp_logits
 
 from symlab.lib import bbb, gaussian
 
@@ -164,11 +165,7 @@ def test_the_learning_rate_drops_after_each_milestone():
 @pytest.mark.parametrize("net", ["mlp", "conv"])
 def test_real_networks_fit_and_sample(net):
     generator = torch.Generator().manual_seed(0)
-    if net == "mlp":
-        logits, p, x = mlp_logits, 27, torch.randn(60, 4, generator=generator)
-    else:
-        (logits, p), x = conv_logits(), torch.randn(60, 1, 6, 6, generator=generator)
-    y = torch.randint(3, (60,), generator=generator)
+    logits, p, x, y = classification_problem(net, 60, generator)
     seen = []
     mean, sd = bbb.bbb_fit(logits, 0.3 * torch.randn(p, generator=generator), x, y, epochs=30, batch_size=20,
                            lr=0.01, generator=generator, on_step=lambda step, loss: seen.append(loss))

@@ -7,31 +7,11 @@ import math
 import pytest
 import torch
 from scipy.stats import multivariate_normal
-from torch import nn
+from tiny_networks import conv_logits, tanh_mlp
 
 from symlab.lib import laplace
 
 torch.set_num_threads(1)
-
-
-def tanh_mlp(flat, x):
-    """A 4-3-3 MLP with tanh (smooth, so finite differences see no kink): 27 parameters."""
-    W1, b1, W2, b2 = flat[:12].view(3, 4), flat[12:15], flat[15:24].view(3, 3), flat[24:27]
-    return torch.tanh(x @ W1.T + b1) @ W2.T + b2
-
-
-def conv_net():
-    """A tiny ReLU conv net as a function of its flat parameters (119 of them), via functional_call."""
-    net = nn.Sequential(nn.Conv2d(1, 2, 3), nn.ReLU(), nn.Flatten(), nn.Linear(32, 3))
-    shapes = [(name, p.shape) for name, p in net.named_parameters()]
-
-    def logits_fn(flat, x):
-        params, start = {}, 0
-        for name, shape in shapes:
-            params[name] = flat[start:start + math.prod(shape)].view(shape)
-            start += math.prod(shape)
-        return torch.func.functional_call(net, params, (x,))
-    return logits_fn, sum(math.prod(shape) for _, shape in shapes)
 
 
 def data(n=10, seed=0):
@@ -85,7 +65,7 @@ def brute_force_ggn(logits_fn, w, x, y):
 
 
 def test_ggn_matches_brute_force_on_a_conv_net():
-    logits_fn, size = conv_net()
+    logits_fn, size = conv_logits()
     generator = torch.Generator().manual_seed(3)
     x, y = torch.randn(7, 1, 6, 6, generator=generator), torch.randint(0, 3, (7,), generator=generator)
     w = 0.5 * random_point(size, seed=4)

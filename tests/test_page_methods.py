@@ -7,20 +7,12 @@ import pytest
 from streamlit.testing.v1 import AppTest
 from vegatest import vega_chart, vega_charts
 
-from symlab.labs import run_kinds
 from symlab.labs.methods import experiment as ex
-from symlab.runs.registry import Registry
 from symlab.specs.run_kind import FINISHED
 
 PAGE = str(Path(__file__).resolve().parents[1] / "views" / "methods.py")
 TINY = dict(reference=20, samples=10, modes=2, epochs=1, train_size=1000, test_size=500)
 TINY_QUERY = dict(reference="20", samples="10", modes="2", epochs="1", train="1000", test="500")
-
-
-@pytest.fixture
-def registry(tmp_path, monkeypatch):
-    monkeypatch.setenv("SYMLAB_RUNS_DIR", str(tmp_path / "runs"))
-    return Registry(run_kinds())
 
 
 def methods_page(**query) -> AppTest:

@@ -7,20 +7,12 @@ import pytest
 from streamlit.testing.v1 import AppTest
 from vegatest import channel, layers, vega_chart, vega_charts
 
-from symlab.labs import run_kinds
 from symlab.labs.mnist.experiment import MnistConfig
 from symlab.runs import supervisor
-from symlab.runs.registry import Registry
 from symlab.specs import controls, settings
 from symlab.specs.run_kind import FINISHED
 
 PAGE = str(Path(__file__).resolve().parents[1] / "views" / "mnist.py")
-
-
-@pytest.fixture
-def registry(tmp_path, monkeypatch):
-    monkeypatch.setenv("SYMLAB_RUNS_DIR", str(tmp_path / "runs"))
-    return Registry(run_kinds())
 
 
 def mnist_page(**query) -> AppTest:

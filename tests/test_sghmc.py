@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 import scipy.linalg
 import torch
+from tiny_networks import classification_problem
 
 from symlab.lib import sghmc
 
@@ -199,32 +200,10 @@ def test_invalid_parameters_are_refused(change, message):
                             **{**kwargs, **change})
 
 
-def mlp_logits(flat, x):
-    """A 4-3-3 ReLU MLP on a flat vector of 4·3 + 3 + 3·3 + 3 = 27 parameters."""
-    w1, b1, w2, b2 = flat[:12].view(3, 4), flat[12:15], flat[15:24].view(3, 3), flat[24:27]
-    return torch.relu(x @ w1.T + b1) @ w2.T + b2
-
-
-def conv_logits():
-    net = torch.nn.Sequential(torch.nn.Conv2d(1, 2, 3), torch.nn.ReLU(), torch.nn.Flatten(),
-                              torch.nn.Linear(2 * 4 * 4, 3))
-    names = [(name, p.shape) for name, p in net.named_parameters()]
-    sizes = [s.numel() for _, s in names]
-
-    def logits(flat, x):
-        params = {name: piece.view(shape) for (name, shape), piece in zip(names, flat.split(sizes))}
-        return torch.func.functional_call(net, params, (x,))
-    return logits, sum(sizes)
-
-
 @pytest.mark.parametrize("net", ["mlp", "conv"])
 def test_real_networks_sample(net):
     generator = torch.Generator().manual_seed(0)
-    if net == "mlp":
-        logits, p, x = mlp_logits, 27, torch.randn(30, 4, generator=generator)
-    else:
-        (logits, p), x = conv_logits(), torch.randn(30, 1, 6, 6, generator=generator)
-    y = torch.randint(3, (30,), generator=generator)
+    logits, p, x, y = classification_problem(net, 30, generator)
     start = 0.3 * torch.randn(p, generator=generator)
     samples = sghmc.sghmc_samples(logits, start, x, y, prior_var=1.0, lr=0.05, friction=1.0, batch_size=8,
                                   burn_in=20, thinning=2, count=5, generator=generator)

@@ -7,18 +7,13 @@ import math
 
 import pytest
 import torch
+from tiny_networks import mlp_logits
 from torch_uncertainty_parts import torch_uncertainty_part
 from torch import nn
 
 from symlab.lib import swag
 
 torch.set_num_threads(1)
-
-
-def relu_mlp(flat, x):
-    """A 4-3-3 ReLU MLP: 27 parameters."""
-    W1, b1, W2, b2 = flat[:12].view(3, 4), flat[12:15], flat[15:24].view(3, 3), flat[24:27]
-    return torch.relu(x @ W1.T + b1) @ W2.T + b2
 
 
 def data(n=40, seed=0):
@@ -35,7 +30,7 @@ SGD = dict(lr=0.05, weight_decay=1e-3, batch_size=8, steps_between=3)
 
 def snapshots(count=8, seed=2, **options):
     settings = SGD | options
-    return list(swag.sgd_snapshots(relu_mlp, start(), *data(), snapshots=count,
+    return list(swag.sgd_snapshots(mlp_logits, start(), *data(), snapshots=count,
                                    generator=torch.Generator().manual_seed(seed), **settings))
 
 
@@ -52,12 +47,12 @@ def test_moments_match_the_snapshots():
 
 
 def test_fit_is_the_moments_of_the_seeded_run():
-    fitted = swag.swag_fit(relu_mlp, start(), *data(), snapshots=8, rank=5, generator=torch.Generator().manual_seed(2),
+    fitted = swag.swag_fit(mlp_logits, start(), *data(), snapshots=8, rank=5, generator=torch.Generator().manual_seed(2),
                            **SGD)
     expected = swag.swag_moments(snapshots(), rank=5)
     for field in ("mean", "sq_mean", "deviations"):
         assert torch.equal(getattr(fitted, field), getattr(expected, field))
-    other = swag.swag_fit(relu_mlp, start(), *data(), snapshots=8, rank=5, generator=torch.Generator().manual_seed(3),
+    other = swag.swag_fit(mlp_logits, start(), *data(), snapshots=8, rank=5, generator=torch.Generator().manual_seed(3),
                           **SGD)
     assert not torch.equal(fitted.mean, other.mean)
 
@@ -67,7 +62,7 @@ def test_sgd_matches_torch_optim_sgd():
     weight decay and a linear warm-up (LambdaLR)."""
     x, y = data()
     warmup, steps_between, count = 4, 3, 3
-    ours = list(swag.sgd_snapshots(relu_mlp, start(), x, y, snapshots=count, generator=torch.Generator().manual_seed(2),
+    ours = list(swag.sgd_snapshots(mlp_logits, start(), x, y, snapshots=count, generator=torch.Generator().manual_seed(2),
                                    warmup_steps=warmup, momentum=0.9, **SGD))
     w = nn.Parameter(start().clone())
     optimiser = torch.optim.SGD([w], lr=SGD["lr"], momentum=0.9, weight_decay=SGD["weight_decay"])
@@ -78,7 +73,7 @@ def test_sgd_matches_torch_optim_sgd():
             batches = list(torch.randperm(len(x), generator=generator).split(SGD["batch_size"]))
         index = batches.pop(0)
         optimiser.zero_grad()
-        nn.functional.cross_entropy(relu_mlp(w, x[index]), y[index]).backward()
+        nn.functional.cross_entropy(mlp_logits(w, x[index]), y[index]).backward()
         optimiser.step()
         schedule.step()
         if step >= warmup and (step - warmup + 1) % steps_between == 0:
@@ -199,7 +194,7 @@ def test_divergence_raises_naming_the_step():
 def test_invalid_options_raise(options, message):
     settings = SGD | {"snapshots": 4} | options
     with pytest.raises(ValueError, match=message):
-        swag.swag_fit(relu_mlp, start(), *data(), generator=torch.Generator(), **settings)
+        swag.swag_fit(mlp_logits, start(), *data(), generator=torch.Generator(), **settings)
 
 
 def test_invalid_sampling_raises():

@@ -5,6 +5,7 @@ import math
 
 import pytest
 import torch
+from tiny_networks import mlp_logits
 from torch_uncertainty_parts import torch_uncertainty_part
 from sklearn.metrics import average_precision_score, roc_curve
 
@@ -131,19 +132,13 @@ def test_detection_with_many_ties_against_scikit_learn(seed):
         assert unc.false_positive_rate_at_recall(scores, positive, recall) == pytest.approx(expected)
 
 
-def tiny_mlp(flat, x):
-    """A 4-3-3 ReLU MLP as a function of one flat parameter vector (the labs' logits_fn contract)."""
-    w1, b1, w2, b2 = torch.split(flat, [12, 3, 9, 3])
-    return torch.relu(x @ w1.view(4, 3) + b1) @ w2.view(3, 3) + b2
-
-
 def test_metrics_of_weight_samples_through_a_network():
     generator = torch.Generator().manual_seed(1)
     weights = torch.randn(8, 27, generator=generator)
     x, ood_x = torch.randn(50, 4, generator=generator), 4 * torch.randn(30, 4, generator=generator)
     labels = torch.randint(0, 3, (50,), generator=generator)
-    log_probs = torch.vmap(lambda flat: torch.log_softmax(tiny_mlp(flat, x), -1))(weights)
-    ood_log_probs = torch.vmap(lambda flat: torch.log_softmax(tiny_mlp(flat, ood_x), -1))(weights)
+    log_probs = torch.vmap(lambda flat: torch.log_softmax(mlp_logits(flat, x), -1))(weights)
+    ood_log_probs = torch.vmap(lambda flat: torch.log_softmax(mlp_logits(flat, ood_x), -1))(weights)
     metrics = unc.prediction_metrics(log_probs, labels, ood_log_probs)
     assert all(math.isfinite(value) for value in metrics.values())
     # One sample repeated: its own predictions, no disagreement.

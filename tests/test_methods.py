@@ -6,6 +6,7 @@ import json
 import numpy as np
 import pytest
 import torch
+from test_networks import random_symmetry
 
 from symlab import cli
 from symlab.labs.methods import experiment as ex
@@ -16,27 +17,8 @@ from symlab.lib.mnist_data import load_mnist
 TINY = dict(reference=20, samples=10, modes=2, epochs=1, train_size=1000, test_size=500)
 
 
-def _symmetric_copies(arch, flat: np.ndarray, rng) -> np.ndarray:
-    """Each network moved by a random symmetry: permuted units (channels within groups) and positive scalings."""
-    if arch.name == "convnet":
-        first, second = networks.random_convnet_permutation(rng, (len(flat),))
-        moved = networks.convnet_permutation(arch, flat, first, second)
-        p = arch.parameters(moved)
-        scales = np.exp(rng.normal(size=(len(flat), networks.CHANNELS)))
-        p["conv1.weight"] *= scales[..., None, None, None]
-        p["conv1.bias"] *= scales
-        inputs = (np.arange(networks.CHANNELS)[:, None] // 2) * 2 + np.arange(2)
-        p["conv2.weight"] /= scales[..., inputs][..., None, None]
-        return moved
-    from symlab.lib import symmetry
-    layers = symmetry.as_layers(networks.mlp_layers(arch, flat))
-    layers = symmetry.permute_units(layers, 0, np.stack([rng.permutation(arch.width) for _ in flat]))
-    layers = symmetry.scale_units(layers, [rng.normal(size=(len(flat), arch.width))])
-    return np.concatenate([part for W, b in layers for part in (W.reshape(len(flat), -1), b)], -1)
-
-
 @pytest.mark.parametrize("name", ["convnet", "mlp"])
-def test_mmd_with_removal_sees_through_symmetric_copies(name):
+def test_mmd_with_removal_sees_throughrandom_symmetry(name):
     """A sample set equal to the reference up to symmetries: with removal its MMD is the estimator's value for
     identical sets (up to the bandwidths, which the copies' round-off distances of 1e-16 shift a little); without,
     it is far above it."""
@@ -45,7 +27,7 @@ def test_mmd_with_removal_sees_through_symmetric_copies(name):
     # A posterior around one network (random networks would be no test: their law is symmetric already).
     base = arch.init(1, torch.Generator().manual_seed(0)).double().numpy()
     reference = base + 0.1 * base.std() * rng.normal(size=(40, arch.n_params))
-    copies = _symmetric_copies(arch, reference, rng)
+    copies = random_symmetry(arch, reference, rng)
     config = ex.MethodsConfig(architecture=name, width=5, **TINY)
     canonical = networks.remove_symmetries(arch, reference, config.removal)
     scores = ex.mmd_scores(config, torch.tensor(copies), reference, canonical)

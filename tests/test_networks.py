@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 
-from symlab.lib import networks
+from symlab.lib import networks, symmetry
 
 ARCHS = [networks.architecture("convnet"), networks.architecture("mlp", 6)]
 
@@ -70,11 +70,11 @@ def test_removal_keeps_the_function(arch, key, scaling):
     assert not torch.allclose(canonical, flat)  # it did move something
 
 
-def _random_symmetry(arch, flat: np.ndarray, rng) -> np.ndarray:
-    """A random element of the network's symmetry group applied to ``flat[nets, P]``: permutations and
-    positive scalings of hidden units."""
+def random_symmetry(arch, flat: np.ndarray, rng) -> np.ndarray:
+    """A random element of the network's symmetry group applied to each network of ``flat[nets, P]``: permuted
+    hidden units (the convnet's channels within their groups, or whole groups) and positive scalings of every
+    hidden unit."""
     if arch.name == "mlp":
-        from symlab.lib import symmetry
         layers = networks.mlp_layers(arch, flat)
         perm = np.stack([rng.permutation(arch.width) for _ in range(len(flat))])
         layers = symmetry.permute_units(symmetry.as_layers(layers), 0, perm)
@@ -83,10 +83,14 @@ def _random_symmetry(arch, flat: np.ndarray, rng) -> np.ndarray:
     first, second = networks.random_convnet_permutation(rng, (len(flat),))
     moved = networks.convnet_permutation(arch, flat, first, second)
     p = arch.parameters(moved)
-    scales = np.exp(rng.normal(size=(len(flat), networks.CHANNELS)))
-    p["conv2.weight"] *= scales[..., None, None, None]
-    p["conv2.bias"] *= scales
-    p["fc.weight"] /= np.repeat(scales, networks.POOLED, -1)[:, None, :]
+    first_scales, second_scales = (np.exp(rng.normal(size=(len(flat), networks.CHANNELS))) for _ in range(2))
+    p["conv1.weight"] *= first_scales[..., None, None, None]
+    p["conv1.bias"] *= first_scales
+    inputs = (np.arange(networks.CHANNELS)[:, None] // 2) * 2 + np.arange(2)  # output k's inputs, by channel
+    p["conv2.weight"] /= first_scales[..., inputs][..., None, None]
+    p["conv2.weight"] *= second_scales[..., None, None, None]
+    p["conv2.bias"] *= second_scales
+    p["fc.weight"] /= np.repeat(second_scales, networks.POOLED, -1)[:, None, :]
     return moved
 
 
@@ -94,7 +98,7 @@ def _random_symmetry(arch, flat: np.ndarray, rng) -> np.ndarray:
 def test_removal_maps_a_whole_symmetry_class_to_one_network(arch, key):
     rng = np.random.default_rng(4)
     flat = arch.init(5, torch.Generator().manual_seed(4)).double().numpy()
-    moved = _random_symmetry(arch, flat, rng)
+    moved = random_symmetry(arch, flat, rng)
     x = torch.randn(3, 1, 28, 28, dtype=torch.float64)
     assert torch.allclose(networks.batched_logits(arch, torch.tensor(moved), x),
                           networks.batched_logits(arch, torch.tensor(flat), x), atol=1e-9)

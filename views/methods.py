@@ -208,20 +208,21 @@ def stability_frame(report) -> pd.DataFrame:
                          for row in report["rows"] for count, value in row["mmd_by_reference"].items()])
 
 
-def stability_series(report) -> list[charts.Series]:
-    return [charts.Series(row_label(row), METHOD_COLOURS[row["method"]], "solid" if row["modes"] == 1 else "dash",
-                          marker=METHOD_MARKERS[row["method"]]) for row in report["rows"]]
+def stability_series(rows: tuple[tuple[str, int], ...]) -> list[charts.Series]:
+    """A line per (method, modes): the method's colour and marker, solid for one mode, dashed for several."""
+    return [charts.Series(row_label(dict(method=method, modes=modes)), METHOD_COLOURS[method],
+                          "solid" if modes == 1 else "dash", marker=METHOD_MARKERS[method]) for method, modes in rows]
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
-def stability_spec(labels: tuple, present: bool, report_json: str) -> dict:
-    series = stability_series(json.loads(report_json))
+def stability_spec(rows: tuple[tuple[str, int], ...], present: bool) -> dict:
+    series = stability_series(rows)
     chart = charts.altair_lines(series, charts.quantity("x", "reference checkpoints", integer=True),
                                 charts.quantity("y", "MMD² × 100, symmetries removed", channel=alt.Y))
     # Room for the legend on a phone, one entry a row; a wider column gives the plot what the legend leaves.
-    height = STABILITY_PLOT_PX + charts.LEGEND_ROW_HEIGHT * len(labels)
+    height = STABILITY_PLOT_PX + charts.LEGEND_ROW_HEIGHT * len(series)
     return charts.fitted_legend(charts.vega_spec(chart, title="Does the ranking hold as the reference grows?",
-                                                 height=height), list(labels))
+                                                 height=height), [s.label for s in series])
 
 
 def projection_frame(report, view: str, sample_set: str) -> pd.DataFrame:
@@ -298,9 +299,9 @@ def results(values, config: MethodsConfig) -> None:
     cols = st.columns(2)
     metric_chart(cols[0], report, "mmd_no_symmetry", "methods.mmd")
     metric_chart(cols[1], report, metric, "methods.chosen")
-    labels = tuple(row_label(row) for row in report["rows"])
     frame = stability_frame(report)
-    charts.vega_chart(st, stability_spec(labels, charts.presenting(), json.dumps(report, sort_keys=True)),
+    rows = tuple((row["method"], row["modes"]) for row in report["rows"])
+    charts.vega_chart(st, stability_spec(rows, charts.presenting()),
                       {"lines": frame}, "methods.stability",
                       alt_text="MMD without symmetries against the number of reference checkpoints, per method")
     charts.csv_download(frame, "methods_reference_counts.csv", "Data as CSV", key="methods.stability_csv")

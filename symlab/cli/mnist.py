@@ -8,7 +8,7 @@ import time
 
 from symlab.cli import common
 from symlab.labs import run_kinds
-from symlab.labs.mnist import LAB
+from symlab.labs.mnist import LAB, convergence
 from symlab.labs.mnist.experiment import MnistConfig, exported_run, resolve_device
 from symlab.labs.mnist.table import results_table
 from symlab.lib import mnist_data, weights
@@ -21,7 +21,8 @@ from symlab.specs.settings import EXECUTORS, executor_name
 # The settings of one run that a sweep varies: it takes lists of widths and Ks, methods and a seed count.
 VARIED = ("hidden", "method", "K", "seed")
 # The settings every run of a command shares.
-SHARED = ("mi", "block_size", "rebuild_every", "depth", "epochs", "batch_size", "lr", "prior_scale", "init_sd",
+SHARED = ("mi", "block_size", "rebuild_every", "depth", "epochs", "batch_size", "lr", "lr_schedule", "prior_scale",
+          "init_sd", "sd_fit", "eval_every",
           "samples", "train_subset", "device", "estimator")
 
 
@@ -113,7 +114,7 @@ def _train_registered(registry, config, quiet: bool, data_dir=None, resume_id=No
         run_id, config = resume_id, run.config
 
     def echo(metrics):
-        if not quiet:
+        if not quiet and metrics["test_acc"] is not None:  # an evaluated epoch
             print(f"  run #{run_id} ({config.label}) epoch {metrics['epoch']}/{config.epochs}: "
                   f"test acc {metrics['test_acc']:.4f}, NLL {metrics['test_nll']:.4f}, "
                   f"ELBO {metrics['train_elbo']:.1f} ({metrics['seconds']:.1f} s)", file=sys.stderr, flush=True)
@@ -129,7 +130,8 @@ def _run_report(registry, run) -> dict:
     keys = ("epochs_done", "test_acc", "test_nll", "test_ece", "train_elbo", "train_elbo_sym", "mi_estimator",
             "mi_trained", "mutual_info", "log_group_size", "mi_active", "nearest_unit_kl_min",
             "nearest_unit_kl_median", "units_at_prior", "block_mi", "block_log_group_size", "block_mi_active",
-            "sd_median", "train_seconds")
+            "sd_median", "train_seconds", "converged", "converged_epoch", "elbo_change", "elbo_change_se",
+            "log_sd_change")
     report.update({key: (run.result or {}).get(key) for key in keys})
     report["history"] = registry.metrics([run.id])[run.id]
     return results.to_json(report)
@@ -229,9 +231,10 @@ def _format_mnist(report: dict) -> str:
     lines = [f"run #{report['run_id']}: {report['status']} on {report['device']}"
              + (f" ({report['message']})" if report["message"] else ""),
              estimator,
+             "convergence: " + convergence.describe(report) if report.get("converged") is not None else "",
              f"{'epoch':>5} {'test acc':>9} {'NLL':>7} {'ECE':>7} {'train ELBO':>13} {'ELBO + Î':>13} "
              f"{'J min':>9} {'J median':>9} {'prior':>5} {'I_H':>8} {'log|H|':>8} {'s':>6}"]
-    for m in report["history"]:
+    for m in (m for m in report["history"] if m.get("test_acc") is not None):  # the evaluated epochs
         sym = "" if m["train_elbo_sym"] is None else f"{m['train_elbo_sym']:.1f}"
         lines.append(f"{m['epoch']:5d} {m['test_acc']:9.4f} {m['test_nll']:7.4f} {m['test_ece']:7.4f} "
                      f"{m['train_elbo']:13.1f} {sym:>13} {_number(m.get('nearest_unit_kl_min')):>9} "

@@ -156,6 +156,20 @@ class BlockPlan:
         return found
 
 
+def plan_state(plan: BlockPlan) -> dict:
+    """The plan as plain data for a checkpoint (tensors, ints and lists: loadable with weights_only)."""
+    return {"layers": list(plan.layers),
+            "groups": [{"layer": group.layer, "units": group.units.cpu(), "screen_index": group.screen_index.cpu()}
+                       for group in plan.groups]}
+
+
+def plan_from_state(state: dict, device) -> BlockPlan:
+    """The inverse of :func:`plan_state`, on ``device``."""
+    return BlockPlan(tuple(state["layers"]),
+                     tuple(BlockGroup(int(group["layer"]), group["units"].to(device), group["screen_index"].to(device))
+                           for group in state["groups"]))
+
+
 def block_layers(layout: Layout, parity: int) -> tuple[int, ...]:
     """Hidden layers a block subgroup acts on: every other one (adjacent layers share a weight
     matrix, so blocks in both would not factorise), starting at ``parity`` (0 or 1); a network with

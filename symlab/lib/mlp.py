@@ -122,6 +122,32 @@ def cross_entropy_gradient(layers, x: torch.Tensor, labels: torch.Tensor, grads)
     return loss
 
 
+def fisher_diagonal(layers, x: torch.Tensor, generator: torch.Generator, out) -> None:
+    """An unbiased estimate of the per-example mean of the loss's Hessian diagonal, written into ``out`` (the
+    :meth:`Layout.layers` views of a parameter-sized vector): Σ_n (∂ℓ(x_n, ŷ_n)/∂θ)² / n with each label ŷ_n
+    drawn from the network's own softmax. Its expectation over ŷ is the Gauss-Newton diagonal, which for a ReLU
+    MLP equals the Hessian diagonal wherever that exists (the outputs are piecewise linear in any one weight).
+    One network, ``x[n, d_in]``; a linear layer's per-example gradient is an outer product, so the sum of its
+    squares is one matrix product of the squared factors."""
+    *hidden, (W_out, b_out) = layers
+    inputs, h = [], x
+    for W, b in hidden:
+        inputs.append(h)
+        h = torch.relu(torch.addmm(b, h, W.t()))
+    inputs.append(h)
+    with torch.no_grad():
+        probs = torch.softmax(torch.addmm(b_out, h, W_out.t()), -1)
+        drawn = torch.multinomial(probs, 1, generator=generator)
+        upstream = probs.scatter_add_(-1, drawn, torch.full_like(drawn, -1.0, dtype=probs.dtype))  # ∂ℓ_n/∂logits
+        scale = 1.0 / x.shape[0]
+        for index in range(len(layers) - 1, -1, -1):
+            (W, _), (out_W, out_b) = layers[index], out[index]
+            torch.matmul(upstream.square().t(), inputs[index].square(), out=out_W).mul_(scale)
+            torch.sum(upstream.square(), 0, out=out_b).mul_(scale)
+            if index:
+                upstream = _relu_backward(upstream @ W, inputs[index], 0.0)
+
+
 _relu_backward = torch.ops.aten.threshold_backward  # the gradient where the input was above 0, else 0
 
 

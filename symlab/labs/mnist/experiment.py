@@ -22,6 +22,8 @@ from symlab.lib import blocks, bnn, gaussian, mlp, uncertainty, weights
 from symlab.lib.mnist_data import PIXEL_MEAN, PIXEL_STD, Mnist
 from symlab.specs import controls
 from symlab.specs.controls import control
+
+from . import convergence
 from symlab.specs.results import TrainingDiverged
 from symlab.specs.settings import Work
 
@@ -30,11 +32,21 @@ MI_ESTIMATORS = ("infonce", "blocks")
 MAX_BLOCK_SIZE = 5  # 5! = 120 permutations per block
 DIAGNOSTIC_DRAWS = 8  # draws of q for the end-of-epoch estimate of I_H
 DEVICES = ("auto", "cpu", "cuda")
+SD_FITS = ("curvature", "adam")
+LR_SCHEDULES = ("cosine", "constant")
+# The curvature fit's running mean of the Hessian diagonal forgets with this factor per step (about the last
+# 100 minibatches count): enough to average out one minibatch's noise, short enough to follow μ as it moves.
+CURVATURE_DECAY = 0.99
+# Configs stored before a field existed ran as this value, not as the field's current default.
+LEGACY_VALUES = {"sd_fit": "adam", "lr_schedule": "constant", "eval_every": 1}
 N_CLASSES, N_PIXELS = 10, 784
 ECE_BINS = 15
 EVAL_BATCH = 2000
-# The config fields a server caps (symlab.specs.settings.RunLimits), by the field of Work they ask for.
+# The config fields a server caps (symlab.specs.settings.RunLimits), by the field of Work they ask for; epochs
+# count as passes over all 60 000 training images, so an epoch of a subset counts by the subset's share.
 WORK_FIELDS = {"hidden": "width", "depth": "depth", "epochs": "epochs"}
+TRAIN_IMAGES = 60_000
+SMALLEST_CAPPED_SUBSET = 500  # the page's box for epochs goes up to the cap's worth of epochs of this many images
 
 
 @dataclass(frozen=True)
@@ -65,16 +77,30 @@ class MnistConfig:
                               help="SGM blocks: units per block (H = product of S_B).")
     rebuild_every: int = control(100, low=1, high=10_000, nudge=10, label="Rebuild blocks every N steps", url="rebuild",
                                  help="SGM blocks: steps between rebuilds of the blocks from the current posterior.")
-    epochs: int = control(10, low=1, label="Epochs", help="Passes over the training set.")
+    epochs: int = control(10, low=1, label="Epochs",
+                          help="Passes over the training set. A server caps them in passes over all 60 000 images: "
+                               "an epoch of a subset counts by its share (1 000 epochs of 500 images count as 8.3).")
     batch_size: int = control(128, low=1, high=2048, nudge=8, label="Batch size", url="batch",
                               help="Training examples per Adam step.")
     lr: float = control(1e-3, low=1e-5, high=1.0, nudge=1e-4, label="Learning rate (Adam)", format="%.5f",
                         help="Adam learning rate.")
+    lr_schedule: str = control("cosine", choices=LR_SCHEDULES, label="Learning-rate schedule", widget="segmented",
+                               url="schedule",
+                               help="cosine: the rate falls from its value to 0 over the run (0.5(1 + cos πt/T)), so "
+                                    "the last steps average out minibatch noise; constant: it stays, and μ keeps "
+                                    "jittering by about the rate at every step.")
     prior_scale: float = control(1.0, low=0.01, high=10.0, nudge=0.1, label="Prior std dev", url="prior",
                                  help="Std dev of the isotropic Gaussian prior.")
     # 10⁻³ leaves q a near point mass for any run of a few epochs (σ grows ≤ ~lr per step)
     init_sd: float = control(0.05, low=1e-5, high=1.0, nudge=1e-3, label="Initial posterior std dev", format="%.5f",
                              help="Initial posterior std dev of every weight.")
+    sd_fit: str = control("curvature", choices=SD_FITS, label="How σ is fitted", widget="segmented", url="sdfit",
+                          help="curvature: each step sets σ to the ELBO's stationary point, 1/σ² = 1/s² + N·E_q[∂²ℓ/∂w²] "
+                               "(with SGM's ∂Î/∂σ added), from a running mean of the Hessian diagonal; adam: σ follows "
+                               "Adam on log σ at the learning rate, which takes thousands of steps to settle.")
+    eval_every: int = control(1, low=1, high=10_000, label="Evaluate every N epochs", url="every",
+                              help="Test metrics and unit diagnostics after every N-th epoch (and the last): small "
+                                   "training sets have epochs of a few steps, and evaluating costs more than that.")
     samples: int = control(10, low=1, high=100, label="Prediction samples M",
                            help="Weight samples M averaged in test predictions.")
     train_subset: int = control(0, low=0, high=60_000, nudge=1000, label="Training subset (0 = all 60 000)", url="subset",
@@ -88,8 +114,9 @@ class MnistConfig:
         return controls.validate(self)
 
     def work(self) -> Work:
-        """What the run asks of a server, for its caps."""
-        return Work(**{work: getattr(self, name) for name, work in WORK_FIELDS.items()})
+        """What the run asks of a server, for its caps: its epochs in passes over all 60 000 images."""
+        images = self.train_subset or TRAIN_IMAGES
+        return Work(width=self.hidden, depth=self.depth, epochs=math.ceil(self.epochs * images / TRAIN_IMAGES))
 
     @property
     def layout(self) -> mlp.Layout:
@@ -113,7 +140,7 @@ class MnistConfig:
     @classmethod
     def from_dict(cls, values: dict) -> "MnistConfig":
         known = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in values.items() if k in known})
+        return cls(**{**LEGACY_VALUES, **{k: v for k, v in values.items() if k in known}})
 
 
 def resolve_device(name: str) -> torch.device:
@@ -159,6 +186,12 @@ def _generator(device: torch.device, *seed_parts: int) -> torch.Generator:
     return torch.Generator(device=device).manual_seed(seed)
 
 
+# The metrics of an evaluated epoch only (None in the others): test metrics and unit diagnostics.
+EVALUATED_KEYS = ("test_acc", "test_nll", "test_ece", "nearest_unit_kl_min", "nearest_unit_kl_median",
+                  "units_at_prior", "unit_layers", "block_mi", "block_mi_se", "block_log_group_size",
+                  "block_mi_active", "sd_median")
+
+
 class MnistTrainer:
     """Variational parameters, Adam state and history of one run."""
 
@@ -173,7 +206,13 @@ class MnistTrainer:
         q = gaussian.init_posterior(self.layout, config.init_sd, _generator(device, config.seed, 0), device)
         self.mu = q.mean.requires_grad_()
         self.log_sd = q.log_sd.requires_grad_()
-        self.optimizer = torch.optim.Adam([self.mu, self.log_sd], lr=config.lr, fused=True)
+        fits_curvature = config.sd_fit == "curvature"
+        self.optimizer = torch.optim.Adam([self.mu] if fits_curvature else [self.mu, self.log_sd], lr=config.lr,
+                                          fused=True)
+        # The curvature fit's running means: the Hessian diagonal, started where it gives σ₀, and SGM's ∂Î/∂σ.
+        self.curvature = ((1.0 / q.log_sd.detach().exp().square() - 1.0 / config.prior_scale**2).clamp_(min=0.0)
+                          / self.n_train) if fits_curvature else None
+        self.info_grad = torch.zeros_like(self.mu) if fits_curvature and config.method == "sgm" else None
         self.epoch = 0  # completed epochs
         self.history: list[dict] = []
         self.block_plan: blocks.BlockPlan | None = None  # H(θ) for SGM with mi="blocks"
@@ -195,8 +234,8 @@ class MnistTrainer:
 
     @property
     def draws_weights(self) -> bool:
-        """Whether a step draws ω = μ + σ ⊙ noise: all but MFVI with local reparameterisation."""
-        return self.config.estimator != "local" or self.config.method == "sgm"
+        """Whether a step draws ω = μ + σ ⊙ noise: all but MFVI fitting σ by Adam with local reparameterisation."""
+        return self.config.estimator != "local" or self.config.method == "sgm" or self.curvature is not None
 
     @property
     def steps_per_epoch(self) -> int:
@@ -227,9 +266,10 @@ class MnistTrainer:
             w = None if noise is None else torch.addcmul(mu, sd, noise)
         return nll, grad_mu.add_(kl_mu), grad_log_sd.add_(kl_log_sd), w
 
-    def step(self, x, y, noise, perm_generator, sample_generator=None) -> dict:
+    def step(self, x, y, noise, perm_generator, sample_generator=None, label_generator=None) -> dict:
         """One Adam step on −(ELBO [+ Î]) / N from one minibatch, by the config's gradient estimator
-        (:meth:`negative_elbo_gradients`); returns the step's estimates. SGM's Î is Î_K (InfoNCE) or Î_H
+        (:meth:`negative_elbo_gradients`), then σ by :meth:`fit_sd` when the config fits it by curvature
+        (``label_generator`` draws its labels); returns the step's estimates. SGM's Î is Î_K (InfoNCE) or Î_H
         over ``block_plan``, at the weight draw ω = μ + σ ⊙ noise (its own draw under ``local``)."""
         config, mu, log_sd = self.config, self.mu, self.log_sd
         with torch.no_grad():
@@ -238,6 +278,7 @@ class MnistTrainer:
         with torch.no_grad():
             kl = gaussian.flat_kl_to_prior(mu, log_sd, config.prior_scale, sd)
         estimates = {"elbo": -self.n_train * nll.item() - kl.item()}
+        info_grad_log_sd = None  # ∂(−Î/N)/∂log σ, when Î had a gradient
         if config.method == "sgm":
             if config.mi == "blocks":
                 mutual_info, active = blocks.block_mutual_info(self.layout, w.detach(), noise, mu, log_sd,
@@ -251,13 +292,51 @@ class MnistTrainer:
                 extra_mu, extra_log_sd = torch.autograd.grad(-mutual_info.float() / self.n_train, [mu, log_sd])
                 grad_mu += extra_mu
                 grad_log_sd += extra_log_sd
+                info_grad_log_sd = extra_log_sd
             estimates.update(mutual_info=mutual_info.item(), active=active, log_group_size=log_group_size)
         # One sum is finite exactly when every term is (NaN and ±inf propagate): a cheap check.
         if not math.isfinite(estimates["elbo"]) or not math.isfinite((grad_mu.sum() + grad_log_sd.sum()).item()):
             raise TrainingDiverged("the loss became NaN or infinite")
         mu.grad, log_sd.grad = grad_mu, grad_log_sd
+        if self.curvature is not None:
+            with torch.no_grad():
+                weights = w if w is not None else torch.addcmul(mu, sd, noise, out=self._scratch("w"))
+                self.fit_sd(x, weights, sd, info_grad_log_sd, label_generator)
         self.optimizer.step()
         return estimates
+
+    def set_learning_rate(self, step: int, total_steps: int) -> None:
+        """The schedule's rate for step ``step`` (from 0) of ``total_steps``."""
+        rate = self.config.lr
+        if self.config.lr_schedule == "cosine":
+            rate *= 0.5 * (1.0 + math.cos(math.pi * step / total_steps))
+        for group in self.optimizer.param_groups:
+            group["lr"] = rate
+
+    def fit_sd(self, x, weights, sd, info_grad_log_sd, label_generator) -> None:
+        """σ at the stationary point of ELBO [+ Î] for the running means. By Price's theorem
+        ∂E_q[Σ_n ℓ_n]/∂σ = σ N E_q[∂²ℓ/∂w²], so ∂(ELBO + I)/∂σ = 1/σ − aσ + g with a = 1/s² + N E_q[∂²ℓ/∂w²]
+        and g = ∂I/∂σ; its root is σ = (g + √(g² + 4a)) / 2a, and 1/σ² = a for MFVI (g = 0). The Hessian
+        diagonal at this step's draw ω (:func:`~symlab.lib.mlp.fisher_diagonal`, unbiased) and g enter
+        running means, so the noise of one minibatch averages out. μ's Adam step is left as it is."""
+        config = self.config
+        hessian = self._scratch("hessian")
+        mlp.fisher_diagonal(self.layout.layers(weights), x, label_generator, self._views("hessian"))
+        self.curvature.mul_(CURVATURE_DECAY).add_(hessian, alpha=1.0 - CURVATURE_DECAY)
+        precision = torch.mul(self.curvature, float(self.n_train), out=hessian).add_(1.0 / config.prior_scale**2)
+        g = self.info_grad
+        if g is not None:
+            g.mul_(CURVATURE_DECAY)
+            if info_grad_log_sd is not None:  # ∂I/∂σ = −N ∂(−Î/N)/∂log σ / σ
+                g.add_(info_grad_log_sd / sd, alpha=-(1.0 - CURVATURE_DECAY) * self.n_train)
+        # One expression for both: with g = 0 it is 1/√a to the last bit, as MFVI's is.
+        root = precision.mul(4.0)
+        if g is not None:
+            root.addcmul_(g, g)
+        root.sqrt_()
+        if g is not None:
+            root.add_(g)
+        self.log_sd.data.copy_(root.div_(precision.mul_(2.0)).log_())
 
     def train_epoch(self, on_step=None) -> dict:
         """Train one epoch and evaluate; ``on_step(step, steps)`` may raise to stop it mid-epoch.
@@ -267,45 +346,55 @@ class MnistTrainer:
         # SGM's permutations have their own stream, so MFVI and SGM runs with the same seed see the
         # same minibatches and weight noise: their difference is the Î_K term alone.
         perm_generator = _generator(self.device, config.seed, epoch, 2)
+        label_generator = _generator(self.device, config.seed, epoch, 4)  # the curvature fit's labels
         order = torch.randperm(self.n_train, generator=generator, device=self.device)
         steps = self.steps_per_epoch
         normals = self.normals(self.layout.n_params, steps, generator, self.device) if self.draws_weights else None
-        totals = {"elbo": 0.0, "mutual_info": 0.0, "active": 0.0, "log_group_size": 0.0}
+        totals = {"elbo": 0.0, "elbo_squared": 0.0, "mutual_info": 0.0, "active": 0.0, "log_group_size": 0.0}
         started = time.perf_counter()
         for step in range(steps):
-            if config.method == "sgm" and config.mi == "blocks" and step % config.rebuild_every == 0:
-                self.block_plan = self._plan_blocks(epoch, step)
+            global_step = (epoch - 1) * steps + step
+            if config.method == "sgm" and config.mi == "blocks" and global_step % config.rebuild_every == 0:
+                self.block_plan = self._plan_blocks(global_step)
             batch = order[step * config.batch_size:(step + 1) * config.batch_size]
             noise = None if normals is None else normals.draw(step)
+            self.set_learning_rate((epoch - 1) * steps + step, config.epochs * steps)
             try:
                 estimates = self.step(self.data.train_x[batch], self.data.train_y[batch], noise, perm_generator,
-                                      generator)
+                                      generator, label_generator)
             except TrainingDiverged:
                 raise TrainingDiverged(f"training diverged at epoch {epoch}, step {step + 1}: the loss became "
                                        f"NaN or infinite (try a lower learning rate than {config.lr:g})") from None
             for key, value in estimates.items():
                 totals[key] += float(value)
+            totals["elbo_squared"] += estimates["elbo"] ** 2
             if on_step is not None:
                 on_step(step + 1, steps)
         seconds = time.perf_counter() - started
-        metrics = {"epoch": epoch, "train_elbo": totals["elbo"] / steps, "train_elbo_sym": None,
+        mean_elbo = totals["elbo"] / steps
+        metrics = {"epoch": epoch, "steps": steps, "train_elbo": mean_elbo,
+                   "train_elbo_sd": math.sqrt(max(totals["elbo_squared"] / steps - mean_elbo**2, 0.0)),
+                   "log_sd_mean": float(self.log_sd.detach().mean()), "train_elbo_sym": None,
                    "mutual_info": None, "log_group_size": None, "mi_active": None, "seconds": seconds}
         if config.method == "sgm":
             metrics.update(train_elbo_sym=(totals["elbo"] + totals["mutual_info"]) / steps,
                            mutual_info=totals["mutual_info"] / steps, mi_active=totals["active"] / steps,
                            log_group_size=totals["log_group_size"] / steps)
-        metrics.update(self.evaluate(_generator(self.device, config.seed, epoch, 1)))
-        metrics.update(self.diagnose(_generator(self.device, config.seed, epoch, 3)))
+        if epoch % config.eval_every == 0 or epoch >= config.epochs:
+            metrics.update(self.evaluate(_generator(self.device, config.seed, epoch, 1)))
+            metrics.update(self.diagnose(_generator(self.device, config.seed, epoch, 3)))
+        else:
+            metrics.update(dict.fromkeys(EVALUATED_KEYS))
         self.epoch = epoch
         self.history.append(metrics)
         return metrics
 
-    def _plan_blocks(self, epoch: int, step: int) -> blocks.BlockPlan:
-        """H(θ) from the current q. Deeper nets alternate between the odd and even hidden layers
-        at each rebuild (blocks in adjacent layers would not factorise). A function of the step
-        and the parameters only, so a resumed run rebuilds the same blocks."""
-        rebuilds_per_epoch = math.ceil(self.steps_per_epoch / self.config.rebuild_every)
-        parity = ((epoch - 1) * rebuilds_per_epoch + step // self.config.rebuild_every) % 2
+    def _plan_blocks(self, global_step: int) -> blocks.BlockPlan:
+        """H(θ) from the current q, every ``rebuild_every`` steps counted over the whole run (an epoch of a
+        small training set is shorter than that). Deeper nets alternate between the odd and even hidden layers
+        at each rebuild (blocks in adjacent layers would not factorise). The plan is kept in checkpoints, so a
+        resumed run goes on with the blocks it had."""
+        parity = (global_step // self.config.rebuild_every) % 2
         return blocks.plan_blocks(self.layout, self.mu.detach(), self.log_sd.detach(), self.config.block_size,
                                   parity)
 
@@ -342,13 +431,21 @@ class MnistTrainer:
     def state_dict(self) -> dict:
         return {"config": self.config.to_dict(), "epoch": self.epoch, "history": self.history,
                 "mu": self.mu.detach().cpu(), "log_sd": self.log_sd.detach().cpu(),
-                "optimizer": self.optimizer.state_dict()}
+                "optimizer": self.optimizer.state_dict(),
+                **{name: getattr(self, name).cpu() for name in ("curvature", "info_grad")
+                   if getattr(self, name) is not None},
+                **({"block_plan": blocks.plan_state(self.block_plan)} if self.block_plan is not None else {})}
 
     def load_state_dict(self, state: dict) -> None:
         with torch.no_grad():
             self.mu.copy_(state["mu"].to(self.device))
             self.log_sd.copy_(state["log_sd"].to(self.device))
+            for name in ("curvature", "info_grad"):
+                if getattr(self, name) is not None:
+                    getattr(self, name).copy_(state[name].to(self.device))
         self.optimizer.load_state_dict(state["optimizer"])
+        if "block_plan" in state:
+            self.block_plan = blocks.plan_from_state(state["block_plan"], self.device)
         self.epoch, self.history = int(state["epoch"]), list(state["history"])
 
 
@@ -432,4 +529,5 @@ def final_summary(trainer: MnistTrainer) -> dict:
                "mi_active": last.get("mi_active" if trained else "block_mi_active"),
                "train_seconds": sum(m["seconds"] for m in trainer.history)}
     summary.update({key: last.get(key) for key in DIAGNOSTIC_KEYS})
+    summary.update(convergence.convergence(trainer.history))
     return summary

@@ -5,18 +5,23 @@ from symlab.specs.presets import Presets
 from symlab.specs.settings import Hosting, RunLimits
 from symlab.specs.urlstate import Param
 
-from .experiment import WORK_FIELDS, MnistConfig
+from .experiment import SMALLEST_CAPPED_SUBSET, TRAIN_IMAGES, WORK_FIELDS, MnistConfig
 
 # The config fields the page sets, in the link's order.
 PAGE_FIELDS = ("hidden", "depth", "method", "mi", "K", "block_size", "rebuild_every", "epochs", "train_subset",
-               "batch_size", "lr", "prior_scale", "init_sd", "samples", "seed", "device", "estimator")
+               "batch_size", "lr", "lr_schedule", "sd_fit", "prior_scale", "init_sd", "samples", "eval_every", "seed",
+               "device", "estimator")
 COMPARE = Param("compare", "floats", "", 1, 1e9, max_items=8)  # the runs compared, by id
 
 
 def caps(limits: RunLimits) -> dict[str, int]:
-    """The server's caps on the config's fields: the page allows no more than it would run."""
+    """The server's caps on the config's fields. Width and depth: the page allows no more than it would run.
+    Epochs are capped in passes over all 60 000 images (:meth:`MnistConfig.work`), so the box allows the cap's
+    worth of epochs of a 500-image subset; a launch over the cap is refused with the reason."""
     most = limits.most_work()
-    return {name: getattr(most, work) for name, work in WORK_FIELDS.items()}
+    found = {name: getattr(most, work) for name, work in WORK_FIELDS.items()}
+    found["epochs"] = most.epochs * (TRAIN_IMAGES // SMALLEST_CAPPED_SUBSET)
+    return found
 
 
 def page_params(hosting: Hosting) -> tuple[Param, ...]:

@@ -18,7 +18,9 @@ def setting_label(config: MnistConfig) -> str:
     depth = "" if config.depth == 1 else f"{config.depth} hidden layers, "
     epochs = f"{config.epochs} epoch{'s' * (config.epochs != 1)}"
     estimator = "" if config.estimator == "reparam" else f", {config.estimator} gradients"
-    return (f"{depth}{epochs}, {subset}, batch {config.batch_size}, lr {config.lr:g}, "
+    schedule = "" if config.lr_schedule == "cosine" else f" {config.lr_schedule}"
+    fit = "" if config.sd_fit == "curvature" else f", σ by {config.sd_fit}"
+    return (f"{depth}{epochs}, {subset}, batch {config.batch_size}, lr {config.lr:g}{schedule}{fit}, "
             f"prior {config.prior_scale:g}, init sd {config.init_sd:g}, M={config.samples}{estimator}")
 
 

@@ -78,6 +78,25 @@ def test_a_sweep_runs_on_both_nodes_of_the_cluster(cluster, capsys):
     assert all(run.node and run.executor == "ray" for run in registry.runs())
 
 
+def test_the_symmetrisation_study_is_one_sweep_on_ray(cluster, monkeypatch, tmp_path):
+    """--executor ray: the study's runs are registered runs on the cluster, recorded as local ones are."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import study_symmetrisation as study
+
+    monkeypatch.setattr(study, "WIDTHS", {500: (8,)})
+    monkeypatch.setattr(study, "STEPS", {500: 100})
+    monkeypatch.setattr(study, "SGM_VARIANTS", ("blocks2",))
+    out = tmp_path / "study.jsonl"
+    assert study.main(["--sizes", "500", "--seeds", "1", "--executor", "ray", "--out", str(out)]) == 0
+    entries = study.load(out)
+    assert sorted(entries) == ["blocks2|500|8|0.05|0", "mfvi|500|8|0.05|0"]
+    assert all(e["status"] == "finished" and e["history"][-1]["test_acc"] > 0.1 for e in entries.values())
+    registry = Registry(run_kinds())
+    assert {run.executor for run in registry.runs()} == {"ray"} and len(registry.runs()) == 2
+    [row] = study.summarise(entries)["rows"]
+    assert row["variant"] == "blocks2" and row["seeds"] == 1
+
+
 def test_a_run_lost_with_its_node_is_interrupted_and_resumes_on_another(cluster):
     registry = Registry(run_kinds())
     run_id = supervisor.submit(registry, "mnist", MnistConfig(**LONG), executor="ray")

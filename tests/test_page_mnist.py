@@ -406,3 +406,29 @@ def test_a_hosted_server_shows_visitors_none_of_its_file_paths(registry, monkeyp
     assert not at.exception and str(tmp_path) not in shown(at)
     assert str(tmp_path) not in " ".join(at.dataframe[0].value["note"])
     assert "the runs directory/run-00001/worker.log" in at.dataframe[0].value["note"].iloc[0]
+
+
+def test_results_open_with_the_shipped_study_and_its_tables(registry):
+    from symlab.labs.mnist import study
+
+    summary = study.load_study()
+    at = mnist_page()
+    assert not at.exception
+    assert any(header.value.startswith("The study: MFVI against SGM once VI has converged") for header in at.subheader)
+    effects = next(frame.value for frame in at.dataframe if "Δ accuracy (pp)" in frame.value.columns)
+    assert len(effects) == len(summary["rows"])
+    assert list(effects.columns[:3]) == ["images", "width", "method"]
+    assert {"mnist.study_csv", "mnist.study_starts_csv", "mnist.study_recipes_csv"} <= {
+        button.key for button in at.get("download_button")}
+
+
+def test_the_runs_table_says_whether_each_finished_run_converged(registry):
+    run_id = registry.create("mnist", MnistConfig(hidden=16), "cpu")
+    registry.update(run_id, status=FINISHED, result={"test_acc": 0.9, "converged": True, "converged_epoch": 7,
+                                                     "elbo_change": 1.0, "elbo_change_se": 2.0, "log_sd_change": 0.0})
+    other = registry.create("mnist", MnistConfig(hidden=16, seed=1), "cpu")
+    registry.update(other, status=FINISHED, result={"test_acc": 0.9, "converged": False, "converged_epoch": None,
+                                                    "elbo_change": 90.0, "elbo_change_se": 2.0, "log_sd_change": 0.0})
+    at = mnist_page()
+    runs_table = next(frame.value for frame in at.dataframe if "converged" in frame.value.columns)
+    assert dict(zip(runs_table["run"], runs_table["converged"])) == {run_id: "epoch 7", other: "no"}

@@ -7,7 +7,7 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
-from symlab.labs.mnist import LAB, params
+from symlab.labs.mnist import LAB, params, study
 from symlab.labs.mnist import experiment as mnist_experiment
 from symlab.labs.mnist.experiment import MnistConfig, resolve_device
 from symlab.labs.mnist.table import bound_gain_rows, results_table, same_as_mfvi, trained_as_mfvi
@@ -108,7 +108,11 @@ def controls_panel():
         st.subheader("Training")
         control("epochs", cap=caps["epochs"])
         control("estimator", required=True)
-        for name in ("train_subset", "batch_size", "lr", "prior_scale", "init_sd", "samples", "seed"):
+        for name in ("train_subset", "batch_size", "lr"):
+            control(name)
+        control("lr_schedule", required=True)
+        control("sd_fit", required=True)
+        for name in ("prior_scale", "init_sd", "samples", "eval_every", "seed"):
             control(name)
         binding.new_seed_button(PAGE)
         control("device", required=True)
@@ -156,6 +160,10 @@ def explanation():
             "nearest other unit (min and median), the units at the prior (mean KL to the prior below "
             f"{PRIOR_KL_PER_PARAMETER:g} nats per parameter), and I_H of greedy blocks measured on q.")
 
+
+STUDY_READING = """
+(reading to be written from the study)
+"""
 
 WHAT_TO_EXPECT = """
 **What to expect** (measured: `benchmarks/study_symmetrisation.py`, 20 000 images, 10 epochs, batch 128,
@@ -218,10 +226,21 @@ def runs_frame(all_runs, owner: str) -> pd.DataFrame:
                      "test acc": result.get("test_acc"), "NLL": result.get("test_nll"), "ECE": result.get("test_ece"),
                      "I active": result.get("mi_active", result.get("infonce_active")),
                      "J min": result.get("nearest_unit_kl_min"), "at prior": result.get("units_at_prior"),
+                     "converged": converged_cell(result),
                      "device": run.device, "executor": run.executor, "node": run.node,
                      "from": run.source, "created": time.strftime("%Y-%m-%d %H:%M", time.localtime(run.created)),
                      "note": runs.for_visitors(run.message)})
     return pd.DataFrame(rows)
+
+
+def converged_cell(result: dict) -> str | None:
+    """The convergence test's verdict on a finished run, short: "epoch N", "no" or "too short" (None while it runs
+    or for runs recorded before the test existed)."""
+    if result.get("converged") is None:
+        return None
+    if result["converged"]:
+        return f"epoch {result['converged_epoch']}"
+    return "no" if result.get("elbo_change") is not None else "too short"
 
 
 def runs_filter(frame: pd.DataFrame, owner: str) -> bool:
@@ -541,7 +560,55 @@ def width_chart(container, rows, styles, key_mean, key_std, y_title, title, key,
         charts.csv_download(table, csv_name, "Chart data as CSV", key=f"{key}_csv")
 
 
+def study_section() -> None:
+    """The converged study's tables (shipped), with what they say."""
+    st.subheader("The study: MFVI against SGM once VI has converged")
+    try:
+        summary = study.load_study()
+    except study.StudyError as error:
+        st.warning(str(error))
+        return
+    st.markdown(STUDY_READING)
+    effects = pd.DataFrame(study.effect_rows(summary))
+    st.markdown("**SGM minus MFVI**, paired on seeds (same minibatches, weight noise and curvature labels): mean "
+                "and standard deviation over seeds of the difference at the end of training.")
+    st.dataframe(effects, hide_index=True,
+                 column_config={"steps with a gradient": st.column_config.NumberColumn(format="%.2f"),
+                                "Î / log|H|": st.column_config.NumberColumn(format="%.4f"),
+                                "closest units (nats)": st.column_config.NumberColumn(format="%.3g"),
+                                **{name: st.column_config.NumberColumn(format="%+.2f")
+                                   for name in ("Δ accuracy (pp)", "± (pp)")},
+                                **{name: st.column_config.NumberColumn(format="%+.4f")
+                                   for name in ("Δ NLL", "± NLL", "Δ ECE", "± ECE")},
+                                **{name: st.column_config.NumberColumn(format="%+.0f")
+                                   for name in ("Δ ELBO (nats)", "± ELBO")}})
+    charts.csv_download(effects, "mnist_study_effects.csv", "Table as CSV", key="mnist.study_csv")
+    if summary["starts"]:
+        starts = pd.DataFrame([{"images": s["subset"], "width": s["hidden"], "initial σ": s["init_sd"],
+                                "converged": f"{s['converged']}/{s['seeds']}", "ELBO (nats)": s["elbo"],
+                                "Δ ELBO vs σ₀ 0.05": s["d_elbo"][0], "± (seeds)": s["d_elbo"][1],
+                                "window SE": s["window_se"]} for s in summary["starts"]])
+        st.markdown("**The same optimum from every start**: MFVI's final ELBO (mean over its last 500 steps) from "
+                    "three initial σ, and its difference from σ₀ 0.05's on the same seed.")
+        st.dataframe(starts, hide_index=True)
+        charts.csv_download(starts, "mnist_study_starts.csv", "Table as CSV", key="mnist.study_starts_csv")
+    if summary["recipes"]:
+        recipes = pd.DataFrame([{"images": r["subset"], "width": r["hidden"],
+                                 "converged (σ by Adam)": f"{r['converged']}/{r['seeds']}",
+                                 "converged (σ by curvature)": f"{r['mfvi_converged']}/{r['mfvi_seeds']}",
+                                 "ELBO, σ by Adam": r["elbo"], "ELBO, σ by curvature": r["mfvi_elbo"],
+                                 "closest units, Adam (nats)": r["j_min"],
+                                 "closest units, curvature (nats)": r["mfvi_j_min"]} for r in summary["recipes"]])
+        st.markdown("**The earlier recipe** (σ by Adam on log σ at a constant 10⁻³) against this one.")
+        st.dataframe(recipes, hide_index=True)
+        charts.csv_download(recipes, "mnist_study_recipes.csv", "Table as CSV", key="mnist.study_recipes_csv")
+    st.caption("Rerun or extend it: `python benchmarks/study_symmetrisation.py` (resumes from its file; "
+               "`--executor ray` submits it to a Ray cluster as one sweep).")
+
+
 def results(values):
+    study_section()
+    st.subheader("Your runs")
     reg = runs.registry()
     try:
         all_runs = reg.runs(lab=LAB.name)

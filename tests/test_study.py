@@ -25,8 +25,9 @@ def test_the_grid_pairs_every_sgm_variant_with_mfvi_and_checks_the_starts():
     assert len(keys) == len(jobs)
     for job in jobs:
         assert study.job_key(dict(job, variant="mfvi", init_sd=study.DEFAULT_INIT_SD)) in keys
-    assert not any(job["variant"] == "infonce64" and job["hidden"] > study.LARGEST_K_WIDTH for job in jobs)
-    starts = {job["init_sd"] for job in jobs if job["variant"] == "mfvi" and job["subset"] == study.CHECK_SIZE}
+    assert all((job["subset"], job["hidden"]) in study.LARGEST_K_CELLS for job in jobs if job["variant"] == "infonce64")
+    starts = {job["init_sd"] for job in jobs if job["variant"] == "mfvi" and job["subset"] == study.CHECK_SIZE
+              and job["hidden"] in study.CHECK_WIDTHS}
     assert starts == {1e-3, 0.05, 0.2}
     config = study.job_config(jobs[0])
     assert config.sd_fit == "curvature" and config.lr_schedule == "cosine" and config.epochs * 128 >= jobs[0]["steps"]

@@ -162,28 +162,36 @@ def explanation():
 
 
 STUDY_READING = """
-(reading to be written from the study)
+Every run fits σ by curvature and μ by Adam on a cosine schedule, for 4 000 steps (500 and 2 000 images) or
+8 000 (10 000 and all 60 000), 3 seeds, SGM paired with MFVI on the same minibatches and noise; the
+convergence test is applied to every run (the *converged* column). What it says:
+
+- **Converged MFVI prunes.** Its σ reaches the prior for most weights (median σ 0.96–1.0 up to 2 000 images) and most hidden
+  units sit at the prior: 965 of 1 024 with 500 images, about 190 of 256 with 10 000. Those units are
+  copies of one another, so MFVI's closest units are 1–3 nats apart, and symmetrising its q over pairs of
+  close units would add 209 nats to its bound at width 1 024 with 500 images (I_H = 0.59 log|H|).
+- **The block term acts there, on the pruned units**, at 97–98 % of steps, and SGM's bound ELBO + Î beats
+  MFVI's ELBO by up to +148 nats (width 1 024, 500 images, B = 4) — less than symmetrising MFVI's own q
+  afterwards would add (209 nats of I_H over pairs there).
+- **Uniform InfoNCE never has a gradient**, not even with units 0.8 nats apart: each of its permutations
+  moves every unit, the units in use too, and those are far apart. SGM-InfoNCE is MFVI to the last digit.
+- **Predictions do not change**: no paired difference in accuracy, NLL or calibration exceeds 2.3 standard
+  deviations over seeds (with 3 seeds, p ≈ 0.15); see the table's ± columns.
+- **Converged, but not unique**: 156 of 198 runs pass the test (the rest are flagged, most on 10 000 and
+  60 000 images); σ by Adam (the earlier recipe) passes in none of 9. From σ₀ 10⁻³ MFVI settles up to 620 nats
+  below σ₀ 0.05, from 0.2 up to 161 above, each flat within its noise: MFVI has several optima, differing in
+  how many units they prune, and the start picks one.
+
+So symmetrisation matters for the bound where VI prunes units to the prior, and there it symmetrises units
+that do nothing; it does not change what the network predicts.
 """
 
 WHAT_TO_EXPECT = """
-**What to expect** (measured: `benchmarks/study_symmetrisation.py`, 20 000 images, 10 epochs, batch 128,
-Adam 10⁻³, 3 seeds, paired on the same minibatches and noise):
-
-- **SGM-InfoNCE never acts in wide nets.** A uniform permutation moves almost every unit, so from width 256 up
-  its K − 1 terms are e^(−hundreds) at every step and Î_K = log K with no gradient: SGM equals MFVI to the last
-  digit. It acted only at width 16–64 with initial σ 0.2 (84 % and 47 % of steps).
-- **Equivalent copies do get closer with width** (Thm 3.1, in posterior units): the closest two units are
-  1 490 / 258 / 48 / 39 nats apart at widths 16 / 64 / 256 / 1024 (initial σ 0.05), and 214 000 / 42 700 /
-  1 980 / 523 nats with σ₀ 10⁻³, where q is a near point mass.
-- **The block estimator acts where they are close** (34 % of steps at width 1024, σ₀ 0.05; every step with
-  σ₀ 0.2), but changes nothing measurable: paired accuracy differences between −0.06 and +0.10 points, each
-  within its spread over seeds. Its term is at most log|H| (355 nats at width 1024, against an ELBO of
-  −0.9 to −4 million nats there), and I_H stayed within 0.7 % of log|H|: q's units are close on the weight
-  space's scale but still far apart on q's own.
-- **σ had not settled**: Adam moves log σ by at most about its learning rate per step, and σ was still rising
-  ~10 % per epoch from σ₀ 0.05. Four times longer (width 256, 40 epochs, 3 seeds), σ kept rising (median
-  0.11 → 0.48), the closest units came to 13–16 nats and the block term acted in 76 % of steps; the paired
-  accuracy difference was +0.01 ± 0.06 points. No unit reached the prior in any run.
+**What to expect** (the study on the Results tab: 198 runs over 500 to 60 000 images and widths 16 to 1 024):
+with few images, a converged MFVI puts most hidden units at the prior, where they are interchangeable, so the
+closest units are a few nats apart and the block term has a gradient at almost every step. It raises the bound
+by up to 148 nats and changes no prediction beyond the spread over seeds; uniform InfoNCE never has a gradient.
+σ fitted by Adam (the earlier recipe) had not converged after 4 000 steps in any run.
 """
 
 
@@ -576,6 +584,12 @@ def study_section() -> None:
                  column_config={"steps with a gradient": st.column_config.NumberColumn(format="%.2f"),
                                 "Î / log|H|": st.column_config.NumberColumn(format="%.4f"),
                                 "closest units (nats)": st.column_config.NumberColumn(format="%.3g"),
+                                "MFVI closest units (nats)": st.column_config.NumberColumn(format="%.3g"),
+                                "MFVI I_H / log|H|": st.column_config.NumberColumn(format="%.4f"),
+                                "MFVI accuracy (%)": st.column_config.NumberColumn(format="%.2f"),
+                                "MFVI units at the prior": st.column_config.NumberColumn(format="%.0f"),
+                                "bound gain (nats)": st.column_config.NumberColumn(format="%+.0f"),
+                                "I_H on MFVI's q (nats)": st.column_config.NumberColumn(format="%+.0f"),
                                 **{name: st.column_config.NumberColumn(format="%+.2f")
                                    for name in ("Δ accuracy (pp)", "± (pp)")},
                                 **{name: st.column_config.NumberColumn(format="%+.4f")

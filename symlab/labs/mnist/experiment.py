@@ -91,7 +91,8 @@ class MnistConfig:
                                     "jittering by about the rate at every step.")
     prior_scale: float = control(1.0, low=0.01, high=10.0, nudge=0.1, label="Prior std dev", url="prior",
                                  help="Std dev of the isotropic Gaussian prior.")
-    # 10⁻³ leaves q a near point mass for any run of a few epochs (σ grows ≤ ~lr per step)
+    # Fitted by curvature, σ leaves σ₀ within a few hundred steps; by Adam it grows ≤ ~lr per step, so 10⁻³ leaves q
+    # a near point mass for any run of a few epochs.
     init_sd: float = control(0.05, low=1e-5, high=1.0, nudge=1e-3, label="Initial posterior std dev", format="%.5f",
                              help="Initial posterior std dev of every weight.")
     sd_fit: str = control("curvature", choices=SD_FITS, label="How σ is fitted", widget="segmented", url="sdfit",

@@ -8,7 +8,8 @@ from pathlib import Path
 
 SHIPPED = Path(__file__).resolve().parents[3] / "assets" / "study" / "symmetrisation.json"
 TABLES = ("rows", "starts", "recipes")
-ROW_KEYS = ("subset", "hidden", "variant", "seeds", "converged", "mi_active", "mi_fraction", "j_min",
+ROW_KEYS = ("subset", "hidden", "variant", "seeds", "converged", "mi_active", "mi_fraction", "j_min", "mfvi_acc",
+            "mfvi_j_min", "mfvi_units_at_prior", "mfvi_block_fraction", "mfvi_block_mi", "elbo_sym", "mfvi_elbo",
             "d_test_acc_mean", "d_test_acc_sd", "d_test_nll_mean", "d_test_nll_sd", "d_test_ece_mean",
             "d_test_ece_sd", "d_elbo_mean", "d_elbo_sd")
 VARIANT_LABELS = {"blocks2": "SGM blocks B=2", "blocks4": "SGM blocks B=4", "infonce16": "SGM InfoNCE K=16",
@@ -45,11 +46,18 @@ def effect_rows(summary: dict) -> list[dict]:
                       "seeds": row["seeds"], "converged": f"{row['converged']}/{row['seeds']}",
                       "steps with a gradient": row["mi_active"], "Î / log|H|": row["mi_fraction"],
                       "closest units (nats)": row["j_min"],
+                      "bound gain (nats)": None if row["elbo_sym"] is None or row["mfvi_elbo"] is None
+                      else row["elbo_sym"] - row["mfvi_elbo"],
                       "Δ accuracy (pp)": _scaled(row["d_test_acc_mean"], 100.0),
                       "± (pp)": _scaled(row["d_test_acc_sd"], 100.0),
                       "Δ NLL": row["d_test_nll_mean"], "± NLL": row["d_test_nll_sd"],
                       "Δ ECE": row["d_test_ece_mean"], "± ECE": row["d_test_ece_sd"],
-                      "Δ ELBO (nats)": row["d_elbo_mean"], "± ELBO": row["d_elbo_sd"]})
+                      "Δ ELBO (nats)": row["d_elbo_mean"], "± ELBO": row["d_elbo_sd"],
+                      "MFVI accuracy (%)": _scaled(row["mfvi_acc"], 100.0),
+                      "MFVI units at the prior": row["mfvi_units_at_prior"],
+                      "MFVI closest units (nats)": row["mfvi_j_min"],
+                      "MFVI I_H / log|H|": row["mfvi_block_fraction"],
+                      "I_H on MFVI's q (nats)": row["mfvi_block_mi"]})
     return table
 
 

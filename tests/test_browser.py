@@ -238,8 +238,10 @@ def test_mnist_block_estimator_run_shows_its_diagnostics_per_epoch(page, server_
     from symlab.runs.registry import Registry
     from symlab.specs.run_kind import FINISHED
 
+    # σ by Adam keeps σ₀ 0.3 over these 48 steps, and the pairs' term acts; fitted by curvature, σ leaves σ₀ and
+    # this run's term had no gradient (mi_active 0).
     page.goto(f"{server_url}/mnist?hidden=16&epochs=3&subset=2000&samples=2&seed=5&method=sgm&mi=blocks&block=2"
-              "&init_sd=0.3")
+              "&init_sd=0.3&sdfit=adam&schedule=constant")
     wait_for_run(page)
     page.get_by_role("button", name="Launch SGM blocks").click()
     registry = Registry(run_kinds(), server_runs_dir)
@@ -249,7 +251,7 @@ def test_mnist_block_estimator_run_shows_its_diagnostics_per_epoch(page, server_
         page.wait_for_timeout(1000)
     [run] = [run for run in registry.runs() if run.config.mi == "blocks"]
     epochs = registry.metrics([run.id])[run.id]
-    assert run.result["mi_active"] > 0  # σ 0.3 on 16 units: close pairs, the term acts
+    assert run.config.sd_fit == "adam" and run.result["mi_active"] > 0  # σ 0.3 on 16 units: close pairs, the term acts
     # Compared runs get the per-epoch diagnostic charts: one point per epoch of this run.
     page.goto(f"{server_url}/mnist?compare={run.id}")
     wait_for_run(page)

@@ -123,10 +123,8 @@ def compact_history(history: list[dict]) -> list[dict]:
     def flush():
         if not pending:
             return
-        steps = sum(m["steps"] for m in pending)
-        mean = sum(m["steps"] * m["train_elbo"] for m in pending) / steps
-        square = sum(m["steps"] * (m["train_elbo_sd"] ** 2 + m["train_elbo"] ** 2) for m in pending) / steps
-        merged = {**pending[-1], "steps": steps, "train_elbo": mean, "train_elbo_sd": math.sqrt(max(square - mean**2, 0.0)),
+        steps, mean, sd = convergence.pooled(pending)
+        merged = {**pending[-1], "steps": steps, "train_elbo": mean, "train_elbo_sd": sd,
                   "seconds": sum(m["seconds"] for m in pending)}
         for key in AVERAGED_KEYS:
             if pending[-1].get(key) is not None:
@@ -201,10 +199,9 @@ def run_on_ray(jobs, args, out) -> None:
     registry = Registry(run_kinds(), args.runs_dir)
     reports = _train_on_ray(registry, [job_config(job) for job in jobs], quiet=False)
     for job, report in zip(jobs, reports):
-        status = report["status"] if report["status"] != "finished" else "finished"
         summary = {key: value for key, value in report.items() if key not in ("history", "config")}
         seconds = sum(m["seconds"] for m in report["history"])
-        out.write(json.dumps(record(job, status, report["history"], summary, seconds)) + "\n")
+        out.write(json.dumps(record(job, report["status"], report["history"], summary, seconds)) + "\n")
     out.flush()
 
 

@@ -23,22 +23,26 @@ ELBO_SE = 3.0
 LOG_SD_CHANGE = 0.01
 
 
+def pooled(entries: list[dict]) -> tuple[int, float, float]:
+    """(steps, mean, standard deviation) of the train ELBO over the steps of ``entries`` together, from each
+    entry's step count, mean and standard deviation."""
+    steps = sum(entry["steps"] for entry in entries)
+    mean = sum(entry["steps"] * entry["train_elbo"] for entry in entries) / steps
+    square = sum(entry["steps"] * (entry["train_elbo_sd"] ** 2 + entry["train_elbo"] ** 2) for entry in entries) / steps
+    return steps, mean, math.sqrt(max(square - mean**2, 0.0))
+
+
 def _window(history: list[dict], end: int, steps_wanted: int) -> tuple[int, dict] | None:
     """(the index where the window of whole epochs ending before ``end`` starts, its pooled statistics), or
     None when the history before ``end`` has fewer than ``steps_wanted`` steps."""
-    steps, total, squares, start = 0, 0.0, 0.0, end
+    steps, start = 0, end
     while steps < steps_wanted:
         start -= 1
         if start < 0:
             return None
-        entry = history[start]
-        n = entry["steps"]
-        steps += n
-        total += n * entry["train_elbo"]
-        squares += n * (entry["train_elbo_sd"] ** 2 + entry["train_elbo"] ** 2)
-    mean = total / steps
-    variance = max(squares / steps - mean**2, 0.0)
-    return start, {"mean": mean, "se": math.sqrt(variance / steps), "log_sd": history[end - 1]["log_sd_mean"]}
+        steps += history[start]["steps"]
+    steps, mean, sd = pooled(history[start:end])
+    return start, {"mean": mean, "se": sd / math.sqrt(steps), "log_sd": history[end - 1]["log_sd_mean"]}
 
 
 def check(history: list[dict], end: int, window_steps: int = WINDOW_STEPS) -> dict | None:

@@ -359,7 +359,7 @@ class MnistTrainer:
                 self.block_plan = self._plan_blocks(global_step)
             batch = order[step * config.batch_size:(step + 1) * config.batch_size]
             noise = None if normals is None else normals.draw(step)
-            self.set_learning_rate((epoch - 1) * steps + step, config.epochs * steps)
+            self.set_learning_rate(global_step, config.epochs * steps)
             try:
                 estimates = self.step(self.data.train_x[batch], self.data.train_y[batch], noise, perm_generator,
                                       generator, label_generator)

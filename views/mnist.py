@@ -568,6 +568,11 @@ def width_chart(container, rows, styles, key_mean, key_std, y_title, title, key,
         charts.csv_download(table, csv_name, "Chart data as CSV", key=f"{key}_csv")
 
 
+def whole_nats(columns) -> dict:
+    """Nats to the nat: these ELBOs, differences and spreads are thousands of nats, known to a few."""
+    return {name: st.column_config.NumberColumn(format="%.0f") for name in columns}
+
+
 def study_section() -> None:
     """The converged study's tables (shipped), with what they say."""
     st.subheader("The study: MFVI against SGM once VI has converged")
@@ -604,7 +609,7 @@ def study_section() -> None:
                                 "window SE": s["window_se"]} for s in summary["starts"]])
         st.markdown("**The same optimum from every start**: MFVI's final ELBO (mean over its last 500 steps) from "
                     "three initial σ, and its difference from σ₀ 0.05's on the same seed.")
-        st.dataframe(starts, hide_index=True)
+        st.dataframe(starts, hide_index=True, column_config=whole_nats(starts.columns[4:]))
         charts.csv_download(starts, "mnist_study_starts.csv", "Table as CSV", key="mnist.study_starts_csv")
     if summary["recipes"]:
         recipes = pd.DataFrame([{"images": r["subset"], "width": r["hidden"],
@@ -614,7 +619,7 @@ def study_section() -> None:
                                  "closest units, Adam (nats)": r["j_min"],
                                  "closest units, curvature (nats)": r["mfvi_j_min"]} for r in summary["recipes"]])
         st.markdown("**The earlier recipe** (σ by Adam on log σ at a constant 10⁻³) against this one.")
-        st.dataframe(recipes, hide_index=True)
+        st.dataframe(recipes, hide_index=True, column_config=whole_nats(recipes.columns[4:]))
         charts.csv_download(recipes, "mnist_study_recipes.csv", "Table as CSV", key="mnist.study_recipes_csv")
     st.caption("Rerun or extend it: `python benchmarks/study_symmetrisation.py` (resumes from its file; "
                "`--executor ray` submits it to a Ray cluster as one sweep).")

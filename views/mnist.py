@@ -619,7 +619,7 @@ def study_section() -> None:
                                  "closest units, Adam (nats)": r["j_min"],
                                  "closest units, curvature (nats)": r["mfvi_j_min"]} for r in summary["recipes"]])
         st.markdown("**The earlier recipe** (σ by Adam on log σ at a constant 10⁻³) against this one.")
-        st.dataframe(recipes, hide_index=True, column_config=whole_nats(recipes.columns[4:]))
+        st.dataframe(recipes, hide_index=True, column_config=whole_nats(recipes.columns[4:6]))
         charts.csv_download(recipes, "mnist_study_recipes.csv", "Table as CSV", key="mnist.study_recipes_csv")
     st.caption("Rerun or extend it: `python benchmarks/study_symmetrisation.py` (resumes from its file; "
                "`--executor ray` submits it to a Ray cluster as one sweep).")

@@ -35,7 +35,8 @@ FINDINGS = (
               "them while they are less than α* ≈ 4.82σ apart, and on one of them beyond; the KL then tends to "
               "ln 2."),
     ("symmetry", "**Equivalent modes crowd together in wide networks.** A layer's nearest permuted copy gets "
-                 "closer, relative to ‖w‖, as the layer widens, always below the bound 2D / log n! (Thm 3.1)."),
+                 "closer, relative to ‖w‖, as the layer widens, far faster than the bound 2D / log n! (Thm 3.1), "
+                 "which says nothing until it drops below 2."),
     ("toy", "**Symmetrising gains up to log |G| in the bound.** On the two-weight network, SGM's bound on log p(D) "
             "beats MFVI's by 0.30 nats when the modes are close and by exactly ln 2 = log |G| once they are apart."),
     ("toy", "**The predictions did not change.** MFVI between the modes predicts as well as the exact posterior: "

@@ -208,7 +208,9 @@ def test_symmetry_proximity_json():
     assert report["config"]["widths"] == [2, 8, 64]
     rows = report["rows"]
     assert [row["width"] for row in rows] == [2, 8, 64]
-    assert all(row["below_bound"] and row["relative_distance"] < row["bound"] for row in rows)
+    assert all(row["relative_distance"] < row["bound"] for row in rows)
+    assert [row["bound_vacuous"] for row in rows] == [True, True, False]
+    assert [row["below_bound"] for row in rows] == [None, None, True]
     assert rows[2]["relative_distance"] < rows[1]["relative_distance"] < rows[0]["relative_distance"]
     assert rows[0]["pair"] == [0, 1] and rows[2]["n_parameters"] == 3 * 64 + 1
 

@@ -51,7 +51,7 @@ PARTS = {
     "fig1": ({}, 4, {"nets kept", "trained per second", "share with v₁ > v₂, raw", "largest output change"}),
     "mass": ({"part": "mass", "nets": "100", "steps": "200"}, 2, set()),
     "proximity": ({"part": "proximity"}, 1,
-                  {"‖gw − w‖ / ‖w‖ at width 4096", "Thm 3.1 bound there", "widths below the bound"}),
+                  {"‖gw − w‖ / ‖w‖ at width 4096", "Thm 3.1 bound there", "widths with a bound < 2"}),
     "quality": ({"part": "quality"}, 3, set()),
     "training": ({"part": "training", "steps": "200"}, 2,
                  {"mean Kendall τ", "… in the last tenth", "steps with a swap, first half", "… last tenth",
@@ -225,10 +225,10 @@ def test_fig1_default_shows_the_mirror_image_modes():
     assert at.query_params["seed"] == "0"
 
 
-def test_proximity_default_is_below_the_bound_at_every_width():
+def test_proximity_default_bound_says_something_from_width_64():
     at = symmetry_page(part="proximity")
     values = metrics(at)
-    assert values["widths below the bound"] == "12 / 12"
+    assert values["widths with a bound < 2"] == "7 / 12"
     assert float(values["‖gw − w‖ / ‖w‖ at width 4096"]) < float(values["Thm 3.1 bound there"])
 
 
@@ -243,7 +243,7 @@ def test_preset_switches_the_part_and_writes_the_url():
     assert at.query_params["part"] == "proximity" and at.query_params["d_in"] == "1"
     assert at.query_params["max_width"] == "4096" and at.query_params["nets"] == "2000"
     assert at.header[0].value == "Mode proximity" and charts(at) == 1
-    assert metrics(at)["widths below the bound"] == "12 / 12"
+    assert metrics(at)["widths with a bound < 2"] == "7 / 12"
     assert any("closer, relative to ‖w‖" in i.value for i in at.info)
 
 

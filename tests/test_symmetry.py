@@ -198,18 +198,84 @@ def test_min_mass_never_increases_the_mass(sizes):
     assert relative_change(layers, result.layers, rng.standard_normal((32, sizes[0]))) < 1e-10
 
 
+def brute_force_infimum(layers, sizes, box: float = 40.0) -> float:
+    """The least mass over log-scales in [−box, box] by L-BFGS-B from many starts: a degenerate unit's scale
+    runs to the box's edge, where its vanishing terms are e^{−2·box} of their size."""
+    f = mass_of_log_scales(layers, sizes)
+    rng = np.random.default_rng(0)
+    starts = [np.zeros(sum(sizes))] + [rng.uniform(-3, 3, sum(sizes)) for _ in range(5)]
+    found = [optimize.minimize(f, start, method="L-BFGS-B", bounds=[(-box, box)] * sum(sizes),
+                               options={"ftol": 1e-15, "gtol": 1e-13, "maxiter": 20_000}).fun for start in starts]
+    return min(found)
+
+
 @pytest.mark.parametrize("sizes", [(3, 4, 2), (3, 4, 4, 2)])
-def test_min_mass_with_a_dead_unit_keeps_it_and_the_function(sizes):
+def test_min_mass_with_a_dead_unit_reports_the_infimum_and_keeps_the_function(sizes):
     rng = np.random.default_rng(2)
     layers = random_net(rng, sizes, (6,), spread=1.0)
     layers[0][0][2, 1] = 0.0     # net 2, first hidden layer, unit 1: no incoming weight (its bias stays)
     layers[-1][0][4, :, 0] = 0.0  # net 4, last hidden layer, unit 0: no outgoing weight
     result = symmetry.min_mass(layers)
-    assert result.degenerate_units == 2
+    assert result.degenerate_units == 2 and list(result.degenerate) == [0, 0, 1, 0, 1, 0]
     assert result.log_scales[0][2, 1] == 0 and result.log_scales[-1][4, 0] == 0
     assert result.converged.all()
-    assert np.all(result.mass_after <= result.mass_before * (1 + 1e-12))
+    for net in range(6):
+        single = [(W[net], b[net]) for W, b in layers]
+        reference = brute_force_infimum(single, list(sizes[1:-1]))
+        assert result.mass_after[net] <= reference * (1 + 1e-12) and result.mass_after[net] == pytest.approx(
+            reference, rel=1e-8), net
+    # The dead units' terms vanish only in the limit: the rescaled nets returned keep them.
+    assert np.all(result.mass_after[[2, 4]] < result.mass_of_layers[[2, 4]] * (1 - 1e-3))
+    np.testing.assert_allclose(result.mass_of_layers, symmetry.mass(result.layers), rtol=1e-12)
+    np.testing.assert_allclose(result.mass_after[[0, 1, 3, 5]], result.mass_of_layers[[0, 1, 3, 5]], rtol=1e-12)
     assert relative_change(layers, result.layers, 2 * rng.standard_normal((64, sizes[0]))) < 1e-10
+
+
+def test_a_dead_unit_with_no_bias_costs_nothing_and_the_mass_approaches_the_infimum():
+    """A unit with zero incoming weights and bias contributes nothing: scaled up by e^t its outgoing terms
+    fall as e^{−2t}, so the reported mass is approached along that path and never reached at a finite scale."""
+    rng = np.random.default_rng(7)
+    layers = random_net(rng, (4, 5, 3), spread=1.0)
+    layers[0][0][2], layers[0][1][2] = 0.0, 0.0
+    result = symmetry.min_mass(layers)
+    assert int(result.degenerate) == 1 and result.degenerate_units == 1
+    # Without the dead unit, each other unit sits at 2·‖in‖·‖out‖ (the closed form of one hidden layer).
+    (W1, _), (W2, _) = layers
+    live = [0, 1, 3, 4]
+    closed_form = np.sum(2 * np.linalg.norm(W1[live], axis=-1) * np.linalg.norm(W2[:, live], axis=-2))
+    assert float(result.mass_after) == pytest.approx(closed_form, rel=1e-12)
+    # The brute force stops where the vanishing terms' gradient is lost in rounding (~e^{-20}): 1e-8 apart.
+    reference = brute_force_infimum(layers, [5])
+    assert float(result.mass_after) <= reference and float(result.mass_after) == pytest.approx(reference, rel=1e-8)
+    masses = []
+    for t in (0.0, 2.0, 5.0, 10.0):
+        scales = [result.log_scales[0].copy()]
+        scales[0][2] = t
+        masses.append(float(symmetry.mass(symmetry.scale_units(layers, scales))))
+    assert all(a > b for a, b in zip(masses, masses[1:])) and masses[-1] > float(result.mass_after)
+    assert masses[-1] == pytest.approx(float(result.mass_after), rel=1e-8)
+
+
+def test_units_cut_off_behind_a_dead_unit_are_degenerate_too():
+    """Unit 0 of the second hidden layer hears only from a dead unit; unit 1 of the first speaks only to a
+    unit that speaks to nothing: both cascades are followed, and the infimum is the brute-force one."""
+    rng = np.random.default_rng(3)
+    layers = random_net(rng, (3, 4, 3, 2), spread=1.0)
+    (W1, b1), (W2, _), (W3, _) = layers
+    W1[0], b1[0] = 0.0, 0.0          # dead
+    W2[0] = 0.0
+    W2[0, 0] = 1.3                    # hears only from the dead unit
+    W3[:, 2] = 0.0                    # speaks to nothing
+    W2[:, 1] = 0.0
+    W2[2, 1] = 0.7                    # speaks only to that unit
+    rising, falling = symmetry.degenerate_units([W[None] ** 2 for W, _ in layers])
+    assert rising[0][0].tolist() == [True, False, False, False] and rising[1][0].tolist() == [True, False, False]
+    assert falling[0][0].tolist() == [False, True, False, False] and falling[1][0].tolist() == [False, False, True]
+    result = symmetry.min_mass(layers)
+    assert result.degenerate_units == 4 and bool(result.converged)
+    reference = brute_force_infimum(layers, [4, 3])
+    assert float(result.mass_after) <= reference * (1 + 1e-12)
+    assert float(result.mass_after) == pytest.approx(reference, rel=1e-8)
 
 
 def test_min_mass_of_a_single_net_returns_scalars():
@@ -283,6 +349,19 @@ def test_nearest_equivalent_mode_is_the_best_permutation(width):
         assert np.linalg.norm(flat(permute_one(layers, swap)) - flat(layers)) == pytest.approx(expected, rel=1e-9)
         assert nearest.relative == pytest.approx(expected / np.linalg.norm(flat(layers)), rel=1e-12)
         assert nearest.n_parameters == flat(layers).size and nearest.width == width
+
+
+def test_the_bound_is_vacuous_at_two_and_takes_the_parameters_it_is_given():
+    """‖πw − w‖ ≤ ‖πw‖ + ‖w‖ = 2‖w‖ for every π, so a bound ≥ 2 carries no information."""
+    layers = random_net(np.random.default_rng(4), (1, 64, 1))
+    full = symmetry.nearest_equivalent_mode(layers)
+    assert full.n_parameters == 3 * 64 + 1 and full.bound == pytest.approx(2 * 193 / math.lgamma(65))
+    assert not full.vacuous and full.below_bound is True and full.bound < 2
+    fewer = symmetry.nearest_equivalent_mode(layers, n_params=129)  # say, a net saved without its biases
+    assert fewer.n_parameters == 129 and fewer.bound == pytest.approx(2 * 129 / math.lgamma(65))
+    assert fewer.distance == full.distance
+    wide = symmetry.nearest_equivalent_mode(random_net(np.random.default_rng(4), (8, 16, 4)))
+    assert wide.vacuous and wide.below_bound is None and wide.bound >= 2
 
 
 def test_nearest_equivalent_mode_survives_a_large_shared_component():
@@ -511,15 +590,20 @@ def test_mass_report_leaves_out_diverged_nets():
 def test_mode_proximity_falls_with_width_and_stays_below_the_bound():
     rows = symmetry_lab.mode_proximity(symmetry_lab.ProximityConfig(widths=(2, 4, 64, 1024)))
     assert [row["width"] for row in rows] == [2, 4, 64, 1024]
-    assert all(row["below_bound"] and row["relative_distance"] < row["bound"] for row in rows)
+    assert all(row["relative_distance"] < row["bound"] for row in rows)
+    # D = 3n + 1: the bound 2D / log n! drops below the trivial 2 only between 4 and 64 units.
+    assert [row["bound_vacuous"] for row in rows] == [True, True, False, False]
+    assert [row["below_bound"] for row in rows] == [None, None, True, True]
     relative = [row["relative_distance"] for row in rows]
     assert relative[-1] < relative[-2] < relative[0] / 10 and relative[-1] < 1e-2
     assert rows[-1]["n_parameters"] == 3 * 1024 + 1
 
 
 def test_trained_mode_proximity_is_below_the_bound():
-    rows = symmetry_lab.mode_proximity(symmetry_lab.ProximityConfig(widths=(4, 32), d_in=2, weights="trained", steps=30))
-    assert all(row["below_bound"] and 0 < row["relative_distance"] for row in rows)
+    rows = symmetry_lab.mode_proximity(symmetry_lab.ProximityConfig(widths=(4, 32, 256), d_in=2, weights="trained",
+                                                                     steps=30))
+    assert all(0 < row["relative_distance"] < row["bound"] for row in rows)
+    assert [row["below_bound"] for row in rows] == [None, None, True]
 
 
 def test_posterior_quality_sgm_beats_mfvi_and_the_floor_is_near_zero():

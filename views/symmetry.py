@@ -255,7 +255,9 @@ layer $l$ by $e^{\lambda_i^{l}}$ keeps the function; the **min-mass problem** mi
 $\sum_l \sum_{ij} (W^{l}_{ij})^2\, e^{2(\lambda^{l}_i - \lambda^{l-1}_j)}$ over the log-scales λ
 (inputs and outputs fixed at 0). It is strictly convex in λ: Newton's method reaches the unique optimum in a
 few steps, checked by the gradient. With one hidden layer it has a closed form:
-each unit contributes $2\,\lVert w^{\text{in}}_i\rVert\,\lVert w^{\text{out}}_i\rVert$.""")
+each unit contributes $2\,\lVert w^{\text{in}}_i\rVert\,\lVert w^{\text{out}}_i\rVert$. A *degenerate* unit, with no
+incoming weight (dead, or a constant) or no outgoing weight, has no optimum: scaling it runs its other terms to 0, so
+the mass reported is then the infimum, approached and not reached (the table counts such units).""")
     mlps = trained_mlps(cfg["mlp"])
     mlp_report = computing.shared_result(("mlp_mass", cfg["mlp"]), lambda: symmetry_lab.mass_report(mlps.layers))
     rows = []
@@ -264,7 +266,8 @@ each unit contributes $2\,\lVert w^{\text{in}}_i\rVert\,\lVert w^{\text{out}}_i\
         rows.append({"nets": name, "count": rep.nets, "median mass before": rep.mass_before_median,
                      "median mass after": rep.mass_after_median, "median ratio": rep.ratio_median,
                      "smallest ratio": rep.ratio_min, "converged": f"{rep.converged} / {rep.nets}",
-                     "Newton steps": rep.iterations, "largest output change": f"{rep.max_output_change:.1e}"})
+                     "Newton steps": rep.iterations, "degenerate units": rep.degenerate_units,
+                     "largest output change": f"{rep.max_output_change:.1e}"})
     st.dataframe(pd.DataFrame(rows), hide_index=True)
     left, right = st.columns(2)
     before, after = result.mass_before, result.mass_after
@@ -392,6 +395,24 @@ def proximity_chart(frame: pd.DataFrame) -> None:
                                "the hidden width, log-log, with the trivial bound 2")
 
 
+def vacuous_note(modes: list[dict]) -> str:
+    vacuous = [str(row["layer"]) for row in modes if row["bound_vacuous"]]
+    if not vacuous:
+        return "Here it is below 2, and the nearest copies are within it." if all(
+            row["below_bound"] for row in modes) else "Here it is below 2, and some nearest copy lies beyond it."
+    where = "every hidden layer" if len(vacuous) == len(modes) else "hidden layer " + ", ".join(vacuous)
+    return f"Here it is vacuous for {where}: being below it is no finding."
+
+
+def degenerate_note(count: int) -> str:
+    """Min-mass where some units have no incoming or no outgoing weight: the mass shown is an infimum."""
+    if not count:
+        return ""
+    return (f" {count} unit{'s' * (count != 1)} {'are' if count != 1 else 'is'} degenerate (no incoming or no "
+            "outgoing weight, or cut off behind such a unit): scaling them further lowers the mass toward the value "
+            "shown, the infimum, which no finite rescaling reaches; the rescaled net keeps them at scale 1.")
+
+
 def proximity_panel(config: symmetry_lab.ProximityConfig):
     rows = proximity(config)
     frame = pd.DataFrame(rows)
@@ -399,7 +420,11 @@ def proximity_panel(config: symmetry_lab.ProximityConfig):
     cols = st.columns(3)
     cols[0].metric(f"‖gw − w‖ / ‖w‖ at width {widest['width']}", f"{widest['relative_distance']:.2e}")
     cols[1].metric("Thm 3.1 bound there", f"{widest['bound']:.3f}")
-    cols[2].metric("widths below the bound", f"{int(frame['below_bound'].sum())} / {len(rows)}")
+    informative = frame[~frame["bound_vacuous"]]
+    cols[2].metric("widths with a bound < 2", f"{len(informative)} / {len(rows)}",
+                   help="Below 2: no permutation moves w by more than 2‖w‖, so a bound ≥ 2 is vacuous. "
+                        f"Of the widths where it is below 2, {int(informative['below_bound'].sum())} have their "
+                        "nearest copy within it.")
     proximity_chart(frame)
     st.markdown(rf"""For a one-hidden-layer net of width $n$ with $D$ parameters, **Thm 3.1** (Gelberg et al.) guarantees a
 non-trivial permutation $g$ with $\lVert g w - w\rVert \le \frac{{2D}}{{\log n!}}\lVert w\rVert$: the $n!$ copies of $w$ must
@@ -407,7 +432,8 @@ fit in a ball of radius about $\lVert w\rVert$, so some two are close. With $d_\
 $D/\log n! = O(1/\log n) \to 0$. Here the exact nearest copy: $\lVert gw - w\rVert^2$ sums over the cycles of $g$ and every
 step of a cycle joins two different units, so the best $g$ swaps the two closest units
 (checked against all $n!$ permutations in the tests). Measured distances fall much faster than the bound, which
-only drops below the trivial 2 once $\log n! > D$ (here {config.d_in} input(s), {config.d_out} output(s)).
+only drops below the trivial 2 (no permutation moves $w$ farther than $2\lVert w\rVert$) once $\log n! > D$: before
+that it is vacuous, and being below it is no finding (here {config.d_in} input(s), {config.d_out} output(s)).
 Close copies are what a single Gaussian straddles, as in the *Mode interpolation* lab.""")
     charts.csv_download(frame.drop(columns=["pair"]), f"proximity_{config.weights}.csv", "Distances (CSV)",
                     "symmetry.csv_proximity")
@@ -680,7 +706,9 @@ def network_panel(sort_key: str):
     cols[0].metric("nearest copy ‖gw − w‖ / ‖w‖", finite_or_dash(first["relative_distance"], ".3g"),
                    help="Hidden layer 1: the transposition of its two closest units (— with one unit, or all "
                         "weights 0).")
-    cols[1].metric("Thm 3.1 bound 2D / log n!", finite_or_dash(first["bound"], ".3g"))
+    cols[1].metric("Thm 3.1 bound 2D / log n!", finite_or_dash(first["bound"], ".3g"),
+                   delta="vacuous (≥ 2)" if first["bound_vacuous"] else None, delta_color="off", delta_arrow="off",
+                   help="Any permutation moves w by at most 2‖w‖, so a bound ≥ 2 says nothing about this net.")
     cols[2].metric("min-mass: mass after / before", finite_or_dash(rep.mass_ratio, ".3f"))
     cols[3].metric("MNIST test accuracy", "—" if rep.mnist_accuracy is None else f"{rep.mnist_accuracy:.4f}",
                    help=None if rep.mnist_scaling is None else f"Inputs scaled {rep.mnist_scaling}: the scaling "
@@ -692,7 +720,7 @@ def network_panel(sort_key: str):
     st.caption(f"Per hidden layer, the nearest of its n! permuted copies swaps its two closest units (their rows: "
                f"incoming weights, bias, outgoing weights). Thm 3.1's bound holds for any group acting by isometries "
                f"on the D = {rep.n_parameters:,} parameters, so for each layer's permutations too; it is informative "
-               f"only once log n! > 2D.")
+               f"only once log n! > D (below the trivial 2). {vacuous_note(rep.nearest_modes)}")
     layers = {"raw": rep.raw_layers[0][0], "sorted": rep.sorted_layers[0][0]}
     inputs = pictured_inputs(layers["raw"])
     left, right = st.columns(2)
@@ -711,7 +739,7 @@ def network_panel(sort_key: str):
              .set_index("removal"))
     st.caption(f"Each removal is checked on {rep.check_inputs}: a change at rounding level means it kept the "
                f"function. Min-mass: mass {rep.mass_before:.5g} → {rep.mass_after:.5g} "
-               f"({'converged' if rep.min_mass_converged else 'not converged'}).")
+               f"({'converged' if rep.min_mass_converged else 'not converged'}).{degenerate_note(rep.degenerate_units)}")
     d1, d2, d3, _ = st.columns([1, 1, 1, 1])
     with d1:
         charts.csv_download(modes.drop(columns=["pair"]), "nearest_modes.csv", "Nearest copies (CSV)", "symmetry.csv_net")

@@ -141,14 +141,26 @@ def _format_network(report: dict) -> str:
     for row in report["nearest_modes"]:
         pair = str(tuple(row["pair"])) if row["width"] > 1 else "(one unit)"
         lines.append(f"{row['layer']:>12} {row['width']:>6} {_or_na(row['distance'], '>12.4g'):>12} "
-                     f"{_or_na(row['relative_distance'], '>12.4g'):>12} {_or_na(row['bound'], '>14.4g'):>14} {pair:>14}")
+                     f"{_or_na(row['relative_distance'], '>12.4g'):>12} {_bound(row):>14} {pair:>14}")
+    if any(row["bound_vacuous"] for row in report["nearest_modes"]):
+        lines.append(f"  * vacuous: 2D / log n! ≥ 2 (D = {report['n_parameters']:,}), and no permutation moves w by more "
+                     "than 2|w|: the bound says nothing about this net")
     lines += [f"largest output change on {report['check_inputs']}:",
               f"  units sorted by {report['sort_key']}: {report['permutation_removal_change']:.2e}; "
               f"units normalised: {report['scaling_removal_change']:.2e}; min-mass: {report['min_mass_change']:.2e}",
               f"min-mass: mass {report['mass_before']:.6g} → {report['mass_after']:.6g} (ratio "
               f"{_or_na(report['mass_ratio'], '.4f')}, "
               f"{'converged' if report['min_mass_converged'] else 'not converged'})"]
+    if report["degenerate_units"]:
+        lines.append(f"  {report['degenerate_units']} degenerate unit(s) (no incoming or no outgoing weight, or cut off "
+                     "behind one): their terms vanish as their scales run off, so the mass after is the infimum, "
+                     "approached, not reached")
     return "\n".join(lines)
+
+
+def _bound(row: dict) -> str:
+    """The Thm 3.1 bound, starred where it is vacuous (≥ 2)."""
+    return _or_na(row["bound"], ".4g") + (" *" if row["bound_vacuous"] else "")
 
 def _format_mass_line(name: str, report: dict) -> str:
     return (f"{name:>12} {report['nets']:>6} {report['mass_before_median']:>12.4g} {report['mass_after_median']:>12.4g} "
@@ -181,7 +193,9 @@ def _format_symmetry(report: dict) -> str:
                  f"{'width':>6} {'D':>8} {'|gw - w|':>12} {'/ |w|':>12} {'Thm 3.1 bound':>14}"]
         for row in report["rows"]:
             lines.append(f"{row['width']:>6} {row['n_parameters']:>8} {row['distance']:>12.4g} "
-                         f"{row['relative_distance']:>12.4g} {row['bound']:>14.4g}")
+                         f"{row['relative_distance']:>12.4g} {_bound(row):>14}")
+        if any(row["bound_vacuous"] for row in report["rows"]):
+            lines.append("  * vacuous: 2D / log n! ≥ 2, and no permutation moves w by more than 2|w|")
         return "\n".join(lines)
     if "rows" in report:
         lines = ["median MMD² to the exact posterior (20 kernels); lower is better",

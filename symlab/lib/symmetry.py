@@ -168,14 +168,19 @@ def normalise_units(layers, norm: float = 1.0) -> list:
 
 @dataclass(frozen=True)
 class MinMass:
-    layers: list              # the rescaled networks
+    layers: list              # the rescaled networks (degenerate units at scale 1: see min_mass)
     log_scales: list          # λ per hidden layer, shape (..., d_l)
     mass_before: np.ndarray   # per network
-    mass_after: np.ndarray
+    mass_after: np.ndarray    # per network: the infimum of the mass over rescalings
+    mass_of_layers: np.ndarray  # per network: the mass of ``layers``; above the infimum where units are degenerate
     iterations: int
     converged: np.ndarray     # per network: relative gradient below the tolerance
     gradient: np.ndarray      # per network: max |∂mass/∂λ| / mass at the end
-    degenerate_units: int     # units with no incoming or no outgoing weight, kept at scale 1
+    degenerate: np.ndarray    # per network: how many units are degenerate (the infimum is approached, not reached)
+
+    @property
+    def degenerate_units(self) -> int:
+        return int(np.sum(self.degenerate))
 
 
 def _mass_terms(squares, log_scales):
@@ -190,6 +195,39 @@ def _mass_terms(squares, log_scales):
         terms.append(sq * np.exp(exponent))
         below = log_scales[index] if index < len(squares) - 1 else None
     return terms
+
+
+def degenerate_units(squares) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Per hidden layer, masks ``(B, d_l)`` of the units the mass has no minimum for: ``rising`` units, whose
+    every nonzero incoming weight comes from a rising unit (or that have none: a dead or constant unit), and
+    ``falling`` units, whose every nonzero outgoing weight goes to a falling unit (or that have none).
+
+    Scaling a rising unit up takes its outgoing terms toward 0 at no cost, as its incoming terms are 0 or
+    fall faster (its rising sources run off faster: rates that shrink with depth); a falling unit scaled down
+    does the same for its incoming terms. The mass's infimum is the minimum over the other units of the terms
+    that touch no degenerate unit. A unit that would both rise and fall counts as rising."""
+    hidden = len(squares) - 1
+    rising, falling = [None] * hidden, [None] * hidden
+    for index in range(hidden):
+        incoming = squares[index] if index == 0 else squares[index] * ~rising[index - 1][:, None, :]
+        rising[index] = incoming.sum(-1) == 0
+    for index in reversed(range(hidden)):
+        outgoing = squares[index + 1] if index == hidden - 1 else squares[index + 1] * ~falling[index + 1][:, :, None]
+        falling[index] = (outgoing.sum(-2) == 0) & ~rising[index]
+    return rising, falling
+
+
+def _terms_kept(squares, degenerate) -> list[np.ndarray]:
+    """The squares with every term touching a degenerate unit set to 0 (the terms that vanish in the limit)."""
+    kept = []
+    for index, sq in enumerate(squares):
+        keep = np.ones(sq.shape, dtype=bool)
+        if index < len(degenerate):
+            keep &= ~degenerate[index][:, :, None]
+        if index > 0:
+            keep &= ~degenerate[index - 1][:, None, :]
+        kept.append(np.where(keep, sq, 0.0))
+    return kept
 
 
 def _mass_gradient(terms, sizes) -> np.ndarray:
@@ -220,24 +258,27 @@ def _newton_step(terms, sizes, grad, free) -> np.ndarray:
 
 
 def min_mass(layers, tol: float = 1e-10, max_iter: int = 100) -> MinMass:
-    """Solve the min-mass problem for each network by damped Newton in the log-scales.
+    """The infimum of the mass over rescalings of each network, by damped Newton in the log-scales.
 
     The mass is a sum of exponentials of affine functions of λ: smooth and strictly convex when
     every unit has incoming and outgoing weight, so Newton with backtracking converges to the
-    unique optimum. Converged means max|∂mass/∂λ| ≤ ``tol``·mass. Units whose incoming or outgoing
-    weights are all zero have no optimum (the mass falls forever as the scale runs off), so
-    they keep scale 1; the rest is solved exactly.
+    unique optimum. Converged means max|∂mass/∂λ| ≤ ``tol``·mass. :func:`degenerate_units` (a dead unit,
+    one with no outgoing weight, and those cut off behind them) have no optimum: their terms vanish as their
+    scales run off, so ``mass_after`` is the minimum of the other terms, the infimum, approached but not
+    reached. ``layers`` keeps those units at scale 1; its mass is ``mass_of_layers``.
     """
     layers = as_layers(layers)
     if len(layers) < 2:
         raise ValueError("min-mass needs at least one hidden layer")
     batch_shape = layers[0][0].shape[:-2]
     flat = [(W.reshape(-1, *W.shape[-2:]), b.reshape(-1, b.shape[-1])) for W, b in layers]
-    squares = [W**2 for W, _ in flat]
+    rising, falling = degenerate_units([W**2 for W, _ in flat])
+    degenerate = [r | f for r, f in zip(rising, falling)]
+    squares = _terms_kept([W**2 for W, _ in flat], degenerate)
     sizes = [W.shape[-2] for W, _ in flat[:-1]]
     offsets = np.concatenate([[0], np.cumsum(sizes)])
     batch, total = squares[0].shape[0], sum(sizes)
-    free = np.concatenate([(squares[i].sum(-1) > 0) & (squares[i + 1].sum(-2) > 0) for i in range(len(sizes))], axis=1)
+    free = ~np.concatenate(degenerate, axis=1)
 
     def unflatten(lam):
         return [lam[:, offsets[i]:offsets[i + 1]] for i in range(len(sizes))]
@@ -247,7 +288,6 @@ def min_mass(layers, tol: float = 1e-10, max_iter: int = 100) -> MinMass:
 
     lam = np.zeros((batch, total))
     value = objective(lam)
-    before = value.copy()
     iterations = 0
     for iterations in range(1, max_iter + 1):
         terms = _mass_terms(squares, unflatten(lam))
@@ -265,8 +305,9 @@ def min_mass(layers, tol: float = 1e-10, max_iter: int = 100) -> MinMass:
     relative = np.abs(np.where(free, grad, 0.0)).max(-1) / np.maximum(value, np.finfo(float).tiny)
     log_scales = [s.reshape(*batch_shape, width) for s, width in zip(unflatten(lam), sizes)]
     result_layers = scale_units(layers, log_scales)
-    return MinMass(result_layers, log_scales, before.reshape(batch_shape), value.reshape(batch_shape), iterations,
-                   (relative <= tol).reshape(batch_shape), relative.reshape(batch_shape), int((~free).sum()))
+    return MinMass(result_layers, log_scales, mass(layers), value.reshape(batch_shape), mass(result_layers),
+                   iterations, (relative <= tol).reshape(batch_shape), relative.reshape(batch_shape),
+                   (~free).sum(-1).reshape(batch_shape))
 
 
 def _backtrack(lam, step, value, grad, objective, shrink=0.5, armijo=1e-4, tries=60):
@@ -313,6 +354,19 @@ class NearestMode:
     width: int
     n_parameters: int
 
+    @property
+    def vacuous(self) -> bool:
+        """The bound says nothing: any permutation moves w by at most ‖πw‖ + ‖w‖ = 2‖w‖."""
+        return self.bound >= TRIVIAL_BOUND
+
+    @property
+    def below_bound(self) -> bool | None:
+        """Whether the nearest copy is within the bound; None where the bound is vacuous (always true there)."""
+        return None if self.vacuous else bool(self.relative <= self.bound)
+
+
+TRIVIAL_BOUND = 2.0  # ‖πw − w‖ ≤ 2‖w‖ for every permutation π
+
 
 def theorem_bound(width: int, n_params: int) -> float:
     """Gelberg Thm 3.1: some non-trivial permutation moves w by at most (2D / log n!)‖w‖."""
@@ -321,7 +375,8 @@ def theorem_bound(width: int, n_params: int) -> float:
     return 2.0 * n_params / math.lgamma(width + 1)
 
 
-def nearest_equivalent_mode(layers, chunk: int = 1024, index: int | None = None) -> NearestMode:
+def nearest_equivalent_mode(layers, chunk: int = 1024, index: int | None = None,
+                            n_params: int | None = None) -> NearestMode:
     """The permuted copy of a one-hidden-layer net nearest to it; for a deeper net, the nearest among
     the permutations of hidden layer ``index``.
 
@@ -330,7 +385,8 @@ def nearest_equivalent_mode(layers, chunk: int = 1024, index: int | None = None)
     so a cycle of length m ≥ 2 costs at least m·d²_min: the best non-trivial π is the transposition of
     the two closest units (distance √2·d_min). The bound's proof packs the orbit of any group acting by
     isometries on the D parameters, so one layer's n! permutations of a deeper net obey it too.
-    Pairwise distances in row blocks keep memory at ``chunk`` × width.
+    Pairwise distances in row blocks keep memory at ``chunk`` × width. ``n_params``: the bound's D when the
+    net has fewer parameters than its layers' shapes (a bias-free layer's zeros are not parameters).
     """
     layers = as_layers(layers)
     if index is None:
@@ -342,7 +398,7 @@ def nearest_equivalent_mode(layers, chunk: int = 1024, index: int | None = None)
     if units.ndim != 2:
         raise ValueError("nearest_equivalent_mode takes one network, not a batch")
     width = units.shape[0]
-    n_params = n_parameters(layers)
+    n_params = n_parameters(layers) if n_params is None else n_params
     norm = float(flat_norm(layers))
     if width < 2:
         return NearestMode(math.inf, math.inf, math.inf, (0, 0), width, n_params)

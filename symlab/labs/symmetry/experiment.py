@@ -494,15 +494,19 @@ def proximity_net(config: ProximityConfig, width: int):
     return _numpy_layers(layout, flat[0])
 
 
+def mode_row(mode: symmetry.NearestMode) -> dict:
+    """The nearest copy against the Thm 3.1 bound: ``below_bound`` is None where the bound is vacuous (≥ 2)."""
+    return {"distance": mode.distance, "relative_distance": mode.relative, "bound": mode.bound,
+            "bound_vacuous": mode.vacuous, "below_bound": mode.below_bound, "pair": list(mode.pair)}
+
+
 def mode_proximity(config: ProximityConfig = ProximityConfig(), progress=None) -> list[dict]:
     """Per width: the nearest equivalent mode's distance, relative to ‖w‖, and the bound."""
     config.validate()
     rows = []
     for done, width in enumerate(config.widths, 1):
         nearest = symmetry.nearest_equivalent_mode(proximity_net(config, width))
-        rows.append({"width": width, "n_parameters": nearest.n_parameters, "distance": nearest.distance,
-                     "relative_distance": nearest.relative, "bound": nearest.bound,
-                     "below_bound": bool(nearest.relative <= nearest.bound), "pair": list(nearest.pair)})
+        rows.append({"width": width, "n_parameters": nearest.n_parameters, **mode_row(nearest)})
         if progress is not None:
             progress(done, len(config.widths))
     return rows
@@ -650,8 +654,9 @@ class NetworkReport:
     permutation_removal_change: float
     scaling_removal_change: float
     mass_before: float
-    mass_after: float
+    mass_after: float         # the infimum over rescalings
     mass_ratio: float
+    degenerate_units: int     # units the mass has no minimum for: mass_after is approached as they scale, not reached
     min_mass_converged: bool
     min_mass_change: float
     mnist_accuracy: float | None
@@ -679,10 +684,8 @@ def network_report(network: weights.Network, mnist=None, sort_key: str = "max_in
     inputs, described = check_inputs(network.sizes, mnist)
     nearest = []
     for index, width in enumerate(network.sizes[1:-1]):
-        mode = symmetry.nearest_equivalent_mode(layers, index=index)
-        nearest.append({"layer": index + 1, "width": width, "distance": mode.distance,
-                        "relative_distance": mode.relative, "bound": mode.bound,
-                        "below_bound": bool(mode.relative <= mode.bound), "pair": list(mode.pair)})
+        mode = symmetry.nearest_equivalent_mode(layers, index=index, n_params=network.n_parameters)
+        nearest.append({"layer": index + 1, "width": width, **mode_row(mode)})
     sorted_layers = symmetry.sort_units(layers, sort_key)
     scaled = symmetry.normalise_units(layers)
     result = symmetry.min_mass(layers)
@@ -695,7 +698,7 @@ def network_report(network: weights.Network, mnist=None, sort_key: str = "max_in
         nearest_modes=nearest, permutation_removal_change=max_output_change(layers, sorted_layers, inputs),
         scaling_removal_change=max_output_change(layers, scaled, inputs), mass_before=mass_before,
         mass_after=mass_after, mass_ratio=mass_after / mass_before if mass_before > 0 else math.nan,
-        min_mass_converged=bool(np.all(result.converged)),
+        degenerate_units=result.degenerate_units, min_mass_converged=bool(np.all(result.converged)),
         min_mass_change=max_output_change(layers, result.layers, inputs), mnist_accuracy=accuracy,
         mnist_scaling=scaling, seconds=time.perf_counter() - started, raw_layers=layers, sorted_layers=sorted_layers)
 

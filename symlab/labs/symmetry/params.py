@@ -91,7 +91,8 @@ PRESETS = Presets({
         "Every trained net can be rescaled to a lighter one that computes the same function."),
     "Wide nets: modes crowd together": (
         dict(part="proximity", weights="random", d_in=1, d_out=1, max_width="4096"),
-        "The nearest permuted copy gets closer, relative to ‖w‖, as the width grows: below Thm 3.1's bound."),
+        "The nearest permuted copy gets closer, relative to ‖w‖, as the width grows; Thm 3.1's bound says "
+        "something (< 2) only from width 64."),
     "Trained nets, 2-D inputs": (
         dict(part="proximity", weights="trained", d_in=2, d_out=1, max_width="2048"),
         "Training does not keep the copies apart: the trend of random weights holds."),

@@ -136,6 +136,7 @@ def test_default_link_shows_the_barrier_collapse():
     assert by_path["W₂ alignment"] < by_path["unaligned"]  # alignment brings every layer closer
     elbo = vega_chart(at, "Training both posteriors")["datasets"]["lines"]
     assert sorted(elbo["series"].unique()) == ["q_A", "q_B"] and elbo["x"].max() <= 2000
+    assert any("the closest of 64 descents (this page runs at most 64)" in c.value for c in at.caption)
     summary = at.table[0].value
     assert list(summary.index) == ["unaligned", "weight matching", "W₂ alignment"]
     assert float(summary["barrier (nats)"].iloc[0]) > float(summary["barrier (nats)"].iloc[2])
@@ -145,7 +146,7 @@ def test_default_link_shows_the_barrier_collapse():
     assert_charts_fit_any_column(at)
     assert dict(at.query_params) == {"source": "trained", "task": "moons", "width": "64", "depth": "2", "train": "1000",
                                      "noise": "0.15", "steps": "2000", "lr": "0.01", "prior": "1.0",
-                                     "samples": "32", "order": "own", "seed": "0"}
+                                     "samples": "32", "starts": "64", "order": "own", "seed": "0"}
 
 
 def test_the_path_player_changes_only_its_charts_data():

@@ -5,6 +5,7 @@ and never code execution (the sentinel file a malicious pickle would create must
 """
 
 import io
+import math
 import json
 import os
 import pickle
@@ -16,6 +17,7 @@ import pytest
 import torch
 from safetensors.torch import save as safetensors_bytes
 
+from symlab.labs.symmetry import experiment as symmetry_lab
 from symlab.lib import mlp, weights
 from symlab.lib.weights import WeightsError
 
@@ -64,6 +66,24 @@ def test_named_layers_checkpoints_missing_biases_and_safetensors_key_order_all_r
     path = tmp_path / "deep.safetensors"
     path.write_bytes(safetensors_bytes(deep))
     assert weights.read_network(path).sizes == sizes
+
+
+def test_a_bias_free_net_counts_only_its_weights_and_the_bound_uses_that_count():
+    """784-32-10 with bias=False: 25 408 parameters, not 25 450 with the absent biases counted as zeros."""
+    torch.manual_seed(0)
+    network = weights.read_network(torch_bytes(mlp_module(784, 32, 10, bias=False).state_dict()), "nobias.pt")
+    assert network.n_parameters == 784 * 32 + 32 * 10 == 25_408
+    assert network.has_bias == (False, False) and "25,408 parameters (no bias in layers 1, 2)" in network.describe()
+    report = symmetry_lab.network_report(network)
+    assert report.n_parameters == 25_408
+    [layer] = report.nearest_modes
+    assert layer["bound"] == pytest.approx(2 * 25_408 / math.lgamma(33), rel=1e-12)
+    # 2D / log n! ≈ 623 here: any permutation moves w by at most 2‖w‖, so "below the bound" says nothing.
+    assert layer["bound_vacuous"] and layer["below_bound"] is None
+    mixed = mlp_module(6, 5, 3)
+    state = {key: value for key, value in mixed.state_dict().items() if key != "2.bias"}
+    partly = weights.read_network(torch_bytes(state))
+    assert partly.has_bias == (True, False) and partly.n_parameters == 6 * 5 + 5 + 5 * 3
 
 
 def test_an_exported_posterior_round_trips_and_loads_into_a_plain_sequential():
@@ -284,8 +304,35 @@ def test_the_alignment_pair_exports_as_three_files_that_read_back(tmp_path, caps
     assert align.w2_distance(qa.gaussian(), aligned.gaussian()) == pytest.approx(report["w2_after"], rel=1e-5)
     assert align.w2_distance(qa.gaussian(), qb.gaussian()) == pytest.approx(report["w2_before"], rel=1e-5)
     assert json.loads(aligned.metadata["config"])["width"] == 16
-    assert "--export writes a trained pair" in cli_error(capsys, "align", "--weights", report["exported"][0],
-                                                         report["exported"][1], "--export", str(tmp_path))
+
+
+def test_two_files_of_ones_own_export_b_aligned_and_the_permutations(tmp_path, capsys):
+    """``align --weights A B --export DIR`` writes what the page downloads; a bias-free B stays bias-free."""
+    torch.manual_seed(6)
+    net = mlp_module(7, 12, 9, 3, bias=False)
+    order = [torch.randperm(12, generator=torch.Generator().manual_seed(7)),
+             torch.randperm(9, generator=torch.Generator().manual_seed(8))]
+    copy = mlp_module(7, 12, 9, 3, bias=False)
+    with torch.no_grad():
+        copy[0].weight.copy_(net[0].weight[order[0]])
+        copy[2].weight.copy_(net[2].weight[order[1]][:, order[0]])
+        copy[4].weight.copy_(net[4].weight[:, order[1]])
+    a, b = tmp_path / "a.pt", tmp_path / "b.pt"
+    torch.save(net.state_dict(), a)
+    torch.save(copy.state_dict(), b)
+    report = cli_json(capsys, "align", "--weights", str(a), str(b), "--export", str(tmp_path / "out"))
+    assert [Path(p).name for p in report["exported"]] == ["b_aligned.safetensors", "permutations.csv"]
+    aligned = weights.read_network(report["exported"][0])
+    assert aligned.has_bias == (False, False, False) and aligned.n_parameters == 7 * 12 + 12 * 9 + 9 * 3
+    for (Wa, _), (Wb, _) in zip(weights.read_network(a).means, aligned.means):
+        np.testing.assert_allclose(Wb, Wa, rtol=0, atol=0)  # the permuted copy put back exactly
+    rows = (tmp_path / "out" / "permutations.csv").read_text().splitlines()
+    assert rows[0] == "layer,unit_of_a,unit_of_b" and len(rows) == 1 + 12 + 9
+    found = [[int(r.split(",")[2]) for r in rows[1:] if r.startswith(f"{layer},")] for layer in (1, 2)]
+    assert found == report["permutations"]
+    # unit k of aligned B is unit found[k] of B: B's unit order[k] came from A's unit k, so found[k] = order⁻¹[k]
+    assert found == [torch.argsort(o).tolist() for o in order]
+    assert cli_error(capsys, "align", "--weights", str(a), str(b), "--export", str(a / "x")).endswith("(Not a directory)\n")
 
 
 def test_degenerate_networks_are_reported_not_crashed_on(tmp_path, capsys):

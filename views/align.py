@@ -143,7 +143,7 @@ def controls():
                  horizontal=True, label_visibility="collapsed")
         if st.session_state[key("source")] == "files":
             st.subheader("The path")
-            for name in ("samples", "seed"):
+            for name in ("samples", "seed", "starts"):
                 widget(name)
             return
         st.subheader("Presets")
@@ -158,6 +158,8 @@ def controls():
         for name in ("steps", "lr", "prior_scale", "samples", "seed"):
             widget(name)
         binding.new_seed_button(PAGE, help="Other data and initialisations; Reset replays the path from t = 0.")
+        st.subheader("Alignment")
+        widget("starts")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -400,11 +402,20 @@ def files_alignment(a, b, config: align_lab.AlignConfig) -> align_lab.NetworkAli
     def aligned():
         mnist = load_mnist(settings.mnist_directory()) if a.sizes[0] == 784 else None
         with st.spinner("Aligning the two networks and walking the paths between them"):
-            return align_lab.align_networks(a, b, mnist, config.path_points, config.samples, config.seed)
+            return align_lab.align_networks(a, b, mnist, config.path_points, config.samples, config.seed,
+                                            starts=config.starts)
 
     uploads = tuple(files.upload_id(key(name)) for name in ("upload_a", "upload_b"))
-    return files.kept_in_session(key("files_report"), (uploads, config.samples, config.path_points, config.seed),
-                              aligned)
+    return files.kept_in_session(key("files_report"),
+                                 (uploads, config.samples, config.path_points, config.seed, config.starts), aligned)
+
+
+def starts_text(rep) -> str:
+    """How many descents the alignment ran (at most the page's cap), and which one won."""
+    if rep.starts_tried == 1:
+        return "one descent (one hidden layer: each assignment is exact)"
+    return (f"the closest of {rep.starts_tried} descents (this page runs at most {CAPS['starts']}) came from "
+            f"{rep.best_start}")
 
 
 def files_panel(config: align_lab.AlignConfig, order: str) -> None:
@@ -437,32 +448,32 @@ def files_panel(config: align_lab.AlignConfig, order: str) -> None:
     if rep.paths:
         st.caption(f"{kind}; MNIST test accuracy A {rep.accuracy_a:.4f}, B {rep.accuracy_b:.4f} on the first "
                    f"{align_lab.MNIST_TEST} test images, inputs scaled {rep.mnist_scaling} (the scaling A classifies "
-                   f"best). Alignment: {rep.sweeps} sweep(s), {rep.align_seconds * 1000:.0f} ms for both objectives.")
+                   f"best). Alignment: {starts_text(rep)}, {rep.sweeps} sweep(s), {rep.align_seconds * 1000:.0f} ms "
+                   "for both objectives.")
         charts.vega_chart(st, path_spec("loss", charts.presenting(), "The path from A to B",
                                         current=False),
                           path_data(rep, "loss"), "align.files_path", alt_text="The test loss along the three paths")
         charts.csv_download(path_rows(rep), "alignment_path.csv", "Paths (CSV)", "align.csv_files_path")
     else:
-        st.caption(f"{kind}. No loss barrier: it needs data, which the page has for 784 → … → 10 nets (MNIST).")
+        st.caption(f"{kind}. No loss barrier: it needs data, which the page has for 784 → … → 10 nets (MNIST). "
+                   f"Alignment: {starts_text(rep)}, {rep.sweeps} sweep(s), {rep.align_seconds * 1000:.0f} ms for both "
+                   "objectives.")
     summary = summary_frame(rep)
     left, right = st.columns([1, 1])
     distance_chart(left, rep)
     with right:
         st.table(summary_table(summary))
     assignments(rep.qa, rep.ends["before"], rep.alignments["w2"].perms, order)
-    perms = pd.DataFrame({f"layer_{i + 1}": p for i, p in enumerate(rep.permutations)}) \
-        if len(set(map(len, rep.permutations))) == 1 else pd.DataFrame()
+    exported = align_lab.network_files(a, b, rep)
     d1, d2, d3 = st.columns(3)
     with d1:
-        charts.csv_download(perms.rename_axis("unit_of_a").reset_index(), "permutations.csv", "Permutations (CSV)",
-                        "align.csv_files_perms")
+        files.file_download(lambda: exported["permutations.csv"], "permutations.csv", "Permutations (CSV)",
+                            "align.csv_files_perms", mime="text/csv")
     with d2:
         charts.csv_download(summary, "alignment_summary.csv", "Distances (CSV)", "align.csv_files_summary")
     with d3:
-        aligned = rep.ends["w2"]
-        files.file_download(lambda: weights.posterior_bytes(aligned.means, aligned.sds if rep.posterior else None,
-                                                         {"aligned_to": a.name, "source": b.name}),
-                         "b_aligned.safetensors", "B aligned to A (safetensors)", "align.download_files_aligned")
+        files.file_download(lambda: exported["b_aligned.safetensors"], "b_aligned.safetensors",
+                            "B aligned to A (safetensors)", "align.download_files_aligned")
 
 
 def pair_downloads(config: align_lab.AlignConfig, rep: align_lab.AlignmentReport) -> None:
@@ -498,8 +509,8 @@ def main():
             align_lab.alignment_task(config).key) else "")
     st.caption(f"{sizes} MLP, {config.steps} Adam steps ({timing}); test loss "
                f"q_A {rep.loss_a:.3f}, q_B {rep.loss_b:.3f}; accuracy {rep.accuracy_a:.3f} / "
-               f"{rep.accuracy_b:.3f}. Alignment: {rep.sweeps} sweep{'s' if rep.sweeps != 1 else ''} "
-               "of coordinate descent, "
+               f"{rep.accuracy_b:.3f}. Alignment: {starts_text(rep)}; {rep.sweeps} "
+               f"sweep{'s' if rep.sweeps != 1 else ''} of coordinate descent, "
                f"{'converged' if rep.converged else 'stopped before converging'}, "
                f"{rep.align_seconds * 1000:.0f} ms for both objectives.")
     path_player(config, rep, data)

@@ -24,19 +24,19 @@ def register(subparsers) -> None:
                         "barrier needs data: MNIST for 784 → … → 10 nets; --samples, --path-points and --seed apply")
     p.add_argument("--export", dest="export_dir", metavar="DIR", default=None,
                    help="write the trained pair to DIR: q_a.safetensors, q_b.safetensors and q_b_aligned.safetensors "
-                        "(W₂-aligned), each loadable into nn.Sequential(nn.Linear, nn.ReLU, …)")
+                        "(W₂-aligned), each loadable into nn.Sequential(nn.Linear, nn.ReLU, …); with --weights A B, "
+                        "B aligned to A (b_aligned.safetensors) and the permutations (permutations.csv: layer, "
+                        "unit_of_a, unit_of_b), as the page downloads them")
     p.add_argument("--data-dir", default=None, help="MNIST directory (default: the copy shipped in assets/mnist)")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(run=_run_align, format=_format_align)
 
 def _run_align(args) -> dict:
     config = controls.from_args(align_lab.AlignConfig, args)
-    if args.weights:
-        if args.export_dir:
-            raise ValueError("--export writes a trained pair; with --weights the networks are already yours")
-        return _run_networks(args, config)
-    if args.export_dir:  # a directory that cannot be made fails now, not after the training
+    if args.export_dir:  # a directory that cannot be made fails now, not after the work
         align_lab.export_directory(args.export_dir)
+    if args.weights:
+        return _run_networks(args, config)
     mnist = common.load_mnist(args.data_dir) if config.task == "mnist" else None
     progress = common.stderr_progress(args, "Adam step")
 
@@ -58,7 +58,12 @@ def _run_align(args) -> dict:
 def _run_networks(args, config) -> dict:
     a, b = (weights.read_network(path) for path in args.weights)
     mnist = common.load_mnist(args.data_dir) if weights.is_mnist_classifier(a.sizes) else None
-    return results.to_json(align_lab.align_networks(a, b, mnist, config.path_points, config.samples, config.seed))
+    report = align_lab.align_networks(a, b, mnist, config.path_points, config.samples, config.seed,
+                                      starts=config.starts)
+    result = results.to_json(report)
+    if args.export_dir:
+        result["exported"] = [str(path) for path in align_lab.export_networks(a, b, report, args.export_dir)]
+    return result
 
 def _format_align(report: dict) -> str:
     if "names" in report:
@@ -68,7 +73,8 @@ def _format_align(report: dict) -> str:
     lines = [f"{c['task']}: two MFVI posteriors of a {sizes} MLP, {c['steps']} Adam steps "
              f"({report['train_seconds']:.1f} s); test loss {report['loss_a']:.3f} / {report['loss_b']:.3f}, "
              f"accuracy {report['accuracy_a']:.3f} / {report['accuracy_b']:.3f}",
-             f"alignment: {report['sweeps']} sweep(s), {'converged' if report['converged'] else 'not converged'}, "
+             f"alignment: {_starts(report)}, {report['sweeps']} sweep(s), "
+             f"{'converged' if report['converged'] else 'not converged'}, "
              f"{report['align_seconds'] * 1000:.0f} ms for both objectives",
              f"{'path':>26} {'W2 distance':>12} {'|mu_A - mu_B|':>14} {'loss barrier':>13} {'acc. drop':>10}"]
     for name, title in align_lab.PATH_TITLES.items():
@@ -87,7 +93,8 @@ def _format_networks(report: dict) -> str:
                      f"{align_lab.MNIST_TEST} test images, inputs scaled {report['mnist_scaling']})")
     else:
         lines.append("no loss barrier: it needs data (MNIST, for 784 → … → 10 nets)")
-    lines.append(f"alignment: {report['sweeps']} sweep(s), {'converged' if report['converged'] else 'not converged'}, "
+    lines.append(f"alignment: {_starts(report)}, {report['sweeps']} sweep(s), "
+                 f"{'converged' if report['converged'] else 'not converged'}, "
                  f"{report['align_seconds'] * 1000:.0f} ms for both objectives")
     lines.append(f"{'path':>26} {'W2 distance':>12} {'|mu_A - mu_B|':>14} {'loss barrier':>13} {'units moved':>14}")
     for name, title in align_lab.PATH_TITLES.items():
@@ -95,4 +102,11 @@ def _format_networks(report: dict) -> str:
         barrier = "n/a" if row["barrier"] is None else f"{row['barrier']:.4f}"
         lines.append(f"{title:>26} {row['w2']:>12.4g} {row['mean_distance']:>14.4g} {barrier:>13} "
                      f"{'+'.join(map(str, row['units_moved'])):>14}")
+    if "exported" in report:
+        lines.append("exported: " + ", ".join(report["exported"]))
     return "\n".join(lines)
+
+
+def _starts(report: dict) -> str:
+    """How many descents ran, and which one W₂'s result came from."""
+    return f"best of {report['starts_tried']} start(s) ({report['best_start']})"

@@ -8,13 +8,24 @@ per-layer permutations P_l minimising the squared 2-Wasserstein distance between
     W₂²(q_A, P·q_B) = Σ_l ‖μ_A^l − P_l μ_B^l P_{l−1}ᵀ‖² + ‖s_A^l − P_l s_B^l P_{l−1}ᵀ‖²,
 
 by coordinate descent over hidden layers: with the others fixed, the best P_l is a linear
-assignment between the units of layer l. Weight matching (Ainsworth et al.) is the same descent on
-the means alone.
+assignment between the units of layer l. Weight matching (Ainsworth et al.; Git Re-Basin) is the
+same descent on the means alone.
+
+A descent ends at a local minimum, so :func:`align` runs several (``starts``: 64 by default with two
+or more hidden layers, at most :data:`MAX_STARTS`; one for a single hidden layer, where one
+assignment is exact) and keeps the closest: three with the layers in order from the identity and
+from one-pass matchings (``starts=3``: these alone), three from the same in other layer orders, then
+in turn Git Re-Basin's restarts (a random layer order each sweep) and steps of a local search from
+the closest results so far. tests/test_align_reference.py compares it with Git Re-Basin's best of 100
+random-order runs.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -93,7 +104,18 @@ class Alignment:
     sweeps: int            # full passes of coordinate descent over the layers
     converged: bool        # the last pass changed no permutation
     history: list          # squared distance after initialisation and after each pass
-    start: str             # the start it descended from: "identity", "incoming" or "outgoing"
+    start: str             # the descent that won: "identity", "incoming", "outgoing" (layers in order
+                           # 0, 1, …), "… backwards first", "restart k in random orders" or
+                           # "local-search step k" (see align)
+    starts: int = 1        # descents tried
+
+
+START_POINTS = ("identity", "incoming", "outgoing")
+DEFAULT_STARTS = 64  # descents with two or more hidden layers (one hidden layer needs one)
+MAX_STARTS = 256     # a cap on ``starts``: each is one more descent, about as costly as the first
+DEFAULT_SEED = 0
+TIE_TOLERANCE = 1e-12  # relative: a gain this small is rounding, not an improvement
+SAME_ENDS = 8  # descents in a row ending at the closest distance: the search stops there
 
 
 def _assign(similarity: np.ndarray) -> np.ndarray:
@@ -101,68 +123,237 @@ def _assign(similarity: np.ndarray) -> np.ndarray:
     return cols
 
 
-def _squared_distance(qa, qb, perms, objective) -> float:
-    return float(layer_distances(qa, permute(qb, perms), objective).sum())
+def _inner_products(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """S[i, j] = ⟨row i of a, row j of b⟩: every cost matrix of the descent is made here."""
+    return a @ b.T
+
+
+class _Side:
+    """One side of a hidden layer's units, in q_A and in q_B: their weights from the layer below
+    (incoming) or to the layer above (outgoing), one row per unit, means and (for "w2") standard
+    deviations side by side. Aligning that neighbouring layer permutes the columns of each."""
+
+    def __init__(self, sets, weights, neighbour_fixed: bool):
+        self.a, self.b = (np.concatenate([weights(layers) for layers in side], axis=1) for side in zip(*sets))
+        # The input and the output are never permuted: their side's product is made once.
+        self.fixed = _inner_products(self.a, self.b) if neighbour_fixed else None
+
+    def similarity(self, neighbour: np.ndarray | None) -> np.ndarray:
+        """⟨unit i of q_A, unit j of q_B⟩ over this side, q_B's neighbouring layer aligned by ``neighbour``."""
+        if self.fixed is not None:
+            return self.fixed
+        columns = (np.arange(0, self.b.shape[1], len(neighbour))[:, None] + neighbour).ravel()
+        return _inner_products(self.a, self.b[:, columns])
+
+
+class _Pair:
+    """q_A and q_B as the descent reads them. Layer l's similarity is
+    S_l = B_l + In_l(P_{l−1}) + Out_l(P_{l+1}) (biases, incoming and outgoing weights), over q_B's units
+    in its own order, so a layer's assignment is P_l itself. The sides facing the input and the output
+    (for MNIST, the 784-wide first layer: most of the arithmetic) are multiplied once and shared by
+    every start and every descent."""
+
+    def __init__(self, qa: DiagonalGaussian, qb: DiagonalGaussian, objective: str):
+        self.sets = [(qa.means, qb.means)] + ([(qa.sds, qb.sds)] if objective == "w2" else [])
+        self.qb, self.objective = qb, objective
+        last = len(qb.hidden) - 1
+        self.incoming = [_Side(self.sets, lambda layers, i=index: layers[i][0], index == 0) for index in range(last + 1)]
+        self.outgoing = [_Side(self.sets, lambda layers, i=index: layers[i + 1][0].T, index == last)
+                         for index in range(last + 1)]
+        self.biases = [_Side(self.sets, lambda layers, i=index: layers[i][1][:, None], True).fixed
+                       for index in range(last + 1)]
+
+    def incoming_similarity(self, index: int, perms) -> np.ndarray:
+        return self.biases[index] + self.incoming[index].similarity(perms[index - 1] if index > 0 else None)
+
+    def outgoing_similarity(self, index: int, perms) -> np.ndarray:
+        return self.outgoing[index].similarity(perms[index + 1] if index + 1 < len(perms) else None)
+
+    def similarity(self, index: int, perms) -> np.ndarray:
+        return self.incoming_similarity(index, perms) + self.outgoing_similarity(index, perms)
+
+    def squared_distance(self, perms) -> float:
+        """The squared distance to q_B aligned by ``perms``, gathering each layer's rows and columns
+        (cheaper than permuting all of q_B)."""
+        units = [slice(None), *perms, slice(None)]  # the input and the output stay in place
+        total = 0.0
+        for index, (rows, columns) in enumerate(zip(units[1:], units[:-1])):
+            for a, b in self.sets:
+                (Wa, ba), (Wb, bb) = a[index], b[index]
+                total += np.sum((Wa - Wb[rows][:, columns]) ** 2) + np.sum((ba - bb[rows]) ** 2)
+        return float(total)
+
+
+def _incoming_matching(pair: _Pair) -> list[np.ndarray]:
+    perms = identity_permutations(pair.qb)
+    for index in range(len(perms)):
+        perms[index] = _assign(pair.incoming_similarity(index, perms))
+    return perms
+
+
+def _outgoing_matching(pair: _Pair) -> list[np.ndarray]:
+    perms = identity_permutations(pair.qb)
+    for index in reversed(range(len(perms))):
+        perms[index] = _assign(pair.outgoing_similarity(index, perms))
+    return perms
 
 
 def incoming_matching(qa: DiagonalGaussian, qb: DiagonalGaussian, objective: str = "w2") -> list[np.ndarray]:
     """One forward pass: each layer's permutation from its incoming weights alone, given the layers
     before it. The inputs are never permuted, so a permuted copy of q_A is recovered exactly."""
-    perms = identity_permutations(qb)
-    for index in range(len(perms)):
-        aligned = permute(qb, perms)
-        perms[index] = perms[index][_assign(unit_similarity(qa, aligned, index, objective, outgoing=False))]
-    return perms
+    return _incoming_matching(_Pair(qa, qb, objective))
 
 
 def outgoing_matching(qa: DiagonalGaussian, qb: DiagonalGaussian, objective: str = "w2") -> list[np.ndarray]:
     """The same pass backwards: each layer's permutation from its outgoing weights alone, given the
     layers after it (the outputs are never permuted either)."""
-    perms = identity_permutations(qb)
-    for index in reversed(range(len(perms))):
-        aligned = permute(qb, perms)
-        perms[index] = perms[index][_assign(unit_similarity(qa, aligned, index, objective, incoming=False))]
-    return perms
+    return _outgoing_matching(_Pair(qa, qb, objective))
 
 
-def align(qa: DiagonalGaussian, qb: DiagonalGaussian, objective: str = "w2", max_sweeps: int = 100) -> Alignment:
+_START_MATCHINGS = {"identity": lambda pair: identity_permutations(pair.qb),
+                    "incoming": _incoming_matching, "outgoing": _outgoing_matching}
+
+
+def align(qa: DiagonalGaussian, qb: DiagonalGaussian, objective: str = "w2", max_sweeps: int = 100, *,
+          starts: int = DEFAULT_STARTS, seed: int = DEFAULT_SEED) -> Alignment:
     """Permutations of q_B's hidden units bringing it closest to q_A, by coordinate descent.
 
     Each sweep passes over the hidden layers; each step solves one layer's linear assignment
     exactly with the other layers fixed, so the distance never increases. A sweep that changes
     nothing ends it (a fixed point: no single layer can improve). Coordinate descent finds a local
-    minimum, so it runs from three starts: the identity (the result is never farther than the
-    unaligned q_B), :func:`incoming_matching` and :func:`outgoing_matching` (each recovers a
-    permuted copy of q_A exactly), and keeps the closest result."""
+    minimum, so with two or more hidden layers it runs ``starts`` descents (at most
+    :data:`MAX_STARTS`) and keeps the closest result (the first of equals):
+
+    1. three in layer order 0, 1, … from the identity (so the result is never farther than the
+       unaligned q_B), :func:`incoming_matching` and :func:`outgoing_matching` (each recovers a
+       permuted copy of q_A exactly): ``starts=3`` runs these alone;
+    2. three from the same starts, sweeping the layers backwards first, then in a random order
+       each sweep, as Git Re-Basin's weight matching does (with two hidden layers: layer 1 first);
+    3. the rest in turn: a Git Re-Basin restart (the identity, a random layer order each sweep), and
+       a local search step: one of the four closest distinct results so far with a random 10–50 %
+       of one layer's units moved one place round a cycle (:func:`_reshuffled`), that layer solved
+       last in the first sweep. The restarts find other basins, the steps search near the best.
+
+    The search stops early once :data:`SAME_ENDS` descents in a row end at the closest distance so far
+    (one basin: a permuted copy, or an easy pair); ``Alignment.starts`` counts the descents run.
+
+    Random choices come from ``seed``: the same call gives the same result, and more starts
+    repeat the fewer's descents first, so they never end farther. One hidden layer is a single
+    exact assignment: one descent, from the identity."""
     _check_pair(qa, qb, objective)
-    if not (isinstance(max_sweeps, int) and max_sweeps >= 1):
-        raise ValueError(f"max_sweeps must be a whole number >= 1 (got {max_sweeps!r})")
-    starts = {"identity": identity_permutations(qb), "incoming": incoming_matching(qa, qb, objective),
-              "outgoing": outgoing_matching(qa, qb, objective)}
-    results = [_descend(qa, qb, perms, objective, max_sweeps, name) for name, perms in starts.items()]
-    return min(results, key=lambda result: result.history[-1])
+    _check_whole("max_sweeps", max_sweeps, 1)
+    _check_whole("starts", starts, 1, MAX_STARTS)
+    _check_whole("seed", seed, 0)
+    pair = _Pair(qa, qb, objective)
+    layers, rng = len(qa.hidden), np.random.default_rng(seed)
+    count = starts if layers > 1 else 1
+    points = {name: match(pair) for name, match in list(_START_MATCHINGS.items())[:count]}
+    found: list[Alignment] = []
+    for number in range(count):
+        perms, orders, name = _start(number, layers, points, found, rng)
+        found.append(_descend(pair, perms, orders, max_sweeps, name))
+        if _one_basin(found):
+            break
+    best = min(found, key=lambda result: result.history[-1])  # the first of equals
+    return dataclasses.replace(best, starts=len(found))
 
 
-def _descend(qa, qb, perms, objective, max_sweeps, start) -> Alignment:
-    current = _squared_distance(qa, qb, perms, objective)
+def _one_basin(found: list[Alignment]) -> bool:
+    """Whether the last :data:`SAME_ENDS` descents, from different starts and orders, all ended at the closest
+    distance so far: the pair has one basin near the best (a permuted copy, or an easy pair), and more
+    descents would find it again."""
+    if len(found) < SAME_ENDS:
+        return False
+    best = min(result.history[-1] for result in found)
+    return all(result.history[-1] <= best * (1 + TIE_TOLERANCE) for result in found[-SAME_ENDS:])
+
+
+def _check_whole(name: str, value, low: int, high: float = math.inf) -> None:
+    if not (isinstance(value, int) and not isinstance(value, bool) and low <= value <= high):
+        bounds = f">= {low}" if high == math.inf else f"from {low} to {high}"
+        raise ValueError(f"{name} must be a whole number {bounds} (got {value!r})")
+
+
+def _start(number: int, layers: int, points: dict, found: list[Alignment],
+           rng: np.random.Generator) -> tuple[list[np.ndarray], Iterator, str]:
+    """Descent ``number``'s first permutations, its layer order for each sweep and its name (see align)."""
+    if number >= 2 * len(START_POINTS):
+        if number % 2 == 0:
+            return points["identity"], _random_orders(layers, rng), f"restart {number} in random orders"
+        perms, moved = _reshuffled(rng.choice(_closest_distinct(found)).perms, rng)
+        return perms, _orders_after_reshuffle(layers, moved, rng), f"local-search step {number}"
+    name = START_POINTS[number % len(START_POINTS)]
+    if number < len(START_POINTS):
+        return points[name], itertools.repeat(range(layers)), name
+    backwards = itertools.chain([range(layers - 1, -1, -1)], _random_orders(layers, rng))
+    return points[name], backwards, f"{name}, backwards first"
+
+
+def _closest_distinct(found: list[Alignment], count: int = 4) -> list[Alignment]:
+    """The ``count`` closest results at different distances: the local search's places to step from."""
+    distinct: list[Alignment] = []
+    for result in sorted(found, key=lambda result: result.history[-1]):
+        if all(abs(result.history[-1] - kept.history[-1]) > TIE_TOLERANCE * kept.history[-1] for kept in distinct):
+            distinct.append(result)
+        if len(distinct) == count:
+            break
+    return distinct
+
+
+def _random_orders(layers: int, rng: np.random.Generator) -> Iterator:
+    return (rng.permutation(layers) for _ in itertools.count())
+
+
+def _reshuffled(perms, rng: np.random.Generator) -> tuple[list[np.ndarray], int]:
+    """``perms`` with a random 10–50 % (at least two) of one random layer's units moved one place
+    round a random cycle: a start near a local minimum, but off it. Also returns that layer."""
+    perms = [perm.copy() for perm in perms]
+    moved = int(rng.integers(len(perms)))
+    width = len(perms[moved])
+    units = rng.choice(width, min(width, max(2, round(width * rng.uniform(0.1, 0.5)))), replace=False)
+    perms[moved][units] = perms[moved][np.roll(units, 1)]
+    return perms, moved
+
+
+def _orders_after_reshuffle(layers: int, moved: int, rng: np.random.Generator) -> Iterator:
+    """Random orders, the first sweep solving the reshuffled layer last: solved first, with its
+    neighbours as they were, it would only move back."""
+    first = [index for index in rng.permutation(layers) if index != moved] + [moved]
+    return itertools.chain([first], _random_orders(layers, rng))
+
+
+def _descend(pair: _Pair, perms, orders: Iterator, max_sweeps: int, start: str) -> Alignment:
+    perms = list(perms)
+    current = pair.squared_distance(perms)
     history = [current]
+    # A layer solved since its neighbours last moved would get the same assignment again: skip it.
+    unsettled = set(range(len(perms)))
     converged, sweeps = False, 0
     while sweeps < max_sweeps and not converged:
         sweeps += 1
         converged = True
-        for index in range(len(perms)):
-            aligned = permute(qb, perms)
-            step = _assign(unit_similarity(qa, aligned, index, objective))
-            if not np.array_equal(step, np.arange(len(step))):
-                # Ties (equal units, e.g. all pruned to the prior) could make the solver swap them
-                # back and forth: accept a change only when it strictly lowers the distance.
-                candidate = list(perms)
-                candidate[index] = perms[index][step]
-                distance = _squared_distance(qa, qb, candidate, objective)
-                if distance < current:
-                    perms, current, converged = candidate, distance, False
+        for index in next(orders):
+            if index not in unsettled:
+                continue
+            unsettled.discard(index)
+            similarity = pair.similarity(index, perms)
+            proposed = _assign(similarity)
+            if _improves(similarity, perms[index], proposed):
+                perms[index], converged = proposed, False
+                unsettled |= {index - 1, index + 1}  # the neighbours' similarities changed
+        if not converged:
+            current = pair.squared_distance(perms)
         history.append(current)
-    return Alignment(perms, objective, sweeps, converged, history, start)
+    return Alignment(perms, pair.objective, sweeps, converged, history, start)
+
+
+def _improves(similarity: np.ndarray, current: np.ndarray, proposed: np.ndarray) -> bool:
+    """Whether ``proposed`` raises Σ_i S[i, P(i)] (the distance falls by twice as much) by more than
+    rounding. Ties (equal units, e.g. all pruned to the prior) could otherwise make the solver swap
+    them back and forth."""
+    rows = np.arange(len(current))
+    new, old = similarity[rows, proposed], similarity[rows, current]
+    return new.sum() - old.sum() > TIE_TOLERANCE * np.abs(new).sum()
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,8 +1,9 @@
 """Networks from files, and posteriors to files.
 
 A network comes in as a PyTorch ``state_dict`` of ``nn.Linear`` layers (``torch.save``) or as a
-safetensors file: point estimates, or mean-field posteriors in the format :func:`save_posterior`
-writes (the means under the usual keys, the standard deviations under ``sd.<key>``). A file is data,
+safetensors file: point estimates, or mean-field posteriors in the format :func:`posterior_bytes`
+writes (the means under the usual keys, the standard deviations under ``sd.<key>``), or as saved by a
+BNN library (:mod:`symlab.lib.bnn_formats` renames those to SymLab's keys first). A file is data,
 never code: safetensors holds only tensors, and torch files are read with ``weights_only=True``,
 which refuses any pickled object but tensors and plain containers. Files are capped in size; every
 tensor is checked for shape, dtype and finite values; the layer structure is inferred from the shapes
@@ -26,7 +27,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from symlab.lib import mlp
+from symlab.lib import bnn_formats, mlp
 from symlab.lib.gaussian import DiagonalGaussian
 from symlab.lib.mnist_data import PIXEL_MEAN, PIXEL_STD
 
@@ -42,20 +43,28 @@ class WeightsError(ValueError):
 @dataclass(frozen=True)
 class Network:
     """An MLP read from a file: ``means`` (the point estimate, or a posterior's means) and, for a
-    mean-field posterior, ``sds``; both lists of float64 ``(W, b)`` with W of shape (out, in)."""
+    mean-field posterior, ``sds``; both lists of float64 ``(W, b)`` with W of shape (out, in). A layer
+    saved without a bias (``nn.Linear(..., bias=False)``) has b = 0 here, and ``has_bias`` says so."""
 
     name: str
     means: list
     sds: list | None = None
     metadata: dict | None = None
+    has_bias: tuple[bool, ...] | None = None  # per layer; None: every layer has one
+    library: str | None = None  # a BNN library's posterior it was read from (bnn_formats.BnnFormat.library)
 
     @property
     def sizes(self) -> tuple[int, ...]:
         return (self.means[0][0].shape[1],) + tuple(W.shape[0] for W, _ in self.means)
 
     @property
+    def biases(self) -> tuple[bool, ...]:
+        return self.has_bias or (True,) * len(self.means)
+
+    @property
     def n_parameters(self) -> int:
-        return sum(W.size + b.size for W, b in self.means)
+        """The parameters the file holds: a bias-free layer's zeros are not counted."""
+        return sum(W.size + b.size * present for (W, b), present in zip(self.means, self.biases))
 
     @property
     def is_posterior(self) -> bool:
@@ -63,8 +72,11 @@ class Network:
 
     def describe(self) -> str:
         kind = "a mean-field posterior (means and standard deviations)" if self.is_posterior else "a point estimate"
+        missing = [str(index + 1) for index, present in enumerate(self.biases) if not present]
+        no_bias = f" (no bias in layer{'s' * (len(missing) > 1)} {', '.join(missing)})" if missing else ""
         return (f"{' → '.join(map(str, self.sizes))}: {len(self.means)} nn.Linear layers with ReLU between them, "
-                f"{self.n_parameters:,} parameters, {kind}")
+                f"{self.n_parameters:,} parameters{no_bias}, {kind}"
+                + (f", read from a {self.library}" if self.library else ""))
 
     def gaussian(self) -> DiagonalGaussian:
         """q over the flat parameters; a point estimate is the point mass (σ = 0)."""
@@ -169,6 +181,7 @@ def network_from_tensors(tensors: dict, name: str, metadata: dict | None = None,
     not_tensors = [key for key, value in tensors.items() if not isinstance(value, torch.Tensor)]
     if not_tensors:
         raise WeightsError(f"{name}: {_listed(not_tensors)} are not tensors")
+    tensors, library = _from_bnn_library(tensors, name)
     sd_keys = {key[len(SD_PREFIX):]: value for key, value in tensors.items() if key.startswith(SD_PREFIX)}
     mean_keys = {key: value for key, value in tensors.items() if not key.startswith(SD_PREFIX)}
     prefixes = _layer_prefixes(mean_keys, name)
@@ -184,7 +197,24 @@ def network_from_tensors(tensors: dict, name: str, metadata: dict | None = None,
         negative = [prefix for prefix, (W, b) in zip(prefixes, sds) if (W < 0).any() or (b < 0).any()]
         if negative:
             raise WeightsError(f"{name}: negative standard deviations in {_listed(negative)}")
-    return Network(name, means, sds, metadata or None)
+    has_bias = tuple(prefix + "bias" in mean_keys for prefix in prefixes)
+    return Network(name, means, sds, metadata or None, None if all(has_bias) else has_bias, library=library)
+
+
+def _from_bnn_library(tensors: dict, name: str) -> tuple[dict, str | None]:
+    """A BNN library's posterior under SymLab's keys, and where it came from; any other file as it is."""
+    try:
+        fmt = bnn_formats.detect(tensors)
+        return (bnn_formats.to_symlab(tensors, fmt), fmt.library) if fmt else (tensors, None)
+    except bnn_formats.FormatError as error:
+        raise WeightsError(f"{name}: {error}") from None
+
+
+# What the refusal of an unknown tensor lists: every format read, and how to bring another one.
+_READABLE = ("a plain state_dict or safetensors file, a SymLab posterior (standard deviations under sd.<key>), or "
+             f"a mean-field posterior saved by {', '.join(fmt.name for fmt in bnn_formats.FORMATS[:-1])} or "
+             f"{bnn_formats.FORMATS[-1].name} ({bnn_formats.UNREADABLE}); from another library, save the means as "
+             "<layer>.weight/<layer>.bias and the standard deviations as sd.<layer>.weight/sd.<layer>.bias")
 
 
 def _layer_prefixes(tensors: dict, name: str) -> list[str]:
@@ -203,7 +233,7 @@ def _layer_prefixes(tensors: dict, name: str) -> list[str]:
             extra.append(key)
     if extra:
         raise WeightsError(f"{name}: {_listed(extra)} belong to no nn.Linear layer (weight, bias); only MLPs of "
-                           "nn.Linear layers with ReLU between them can be read")
+                           f"nn.Linear layers with ReLU between them can be read, from {_READABLE}")
     orphans = [key for key in tensors if key.endswith("bias") and key[:-len("bias")] not in prefixes]
     if orphans:
         raise WeightsError(f"{name}: {_listed(orphans)} have no weight beside them")
@@ -305,13 +335,19 @@ def sequential_keys(n_layers: int) -> list[str]:
     return [f"{2 * index}." for index in range(n_layers)]
 
 
-def posterior_tensors(means, sds=None) -> dict[str, torch.Tensor]:
-    """The named float32 tensors of :func:`save_posterior`."""
+def posterior_tensors(means, sds=None, has_bias=None) -> dict[str, torch.Tensor]:
+    """The named float32 tensors of :func:`posterior_bytes`; layers whose ``has_bias`` is False get no bias
+    (a bias-free network stays one)."""
+    has_bias = has_bias or (True,) * len(means)
     tensors = {}
-    for prefix, (W, b) in zip(sequential_keys(len(means)), means):
-        tensors[prefix + "weight"], tensors[prefix + "bias"] = _tensor(W), _tensor(b)
-    for prefix, (W, b) in zip(sequential_keys(len(means)), sds or []):
-        tensors[SD_PREFIX + prefix + "weight"], tensors[SD_PREFIX + prefix + "bias"] = _tensor(W), _tensor(b)
+    for prefix, (W, b), present in zip(sequential_keys(len(means)), means, has_bias):
+        tensors[prefix + "weight"] = _tensor(W)
+        if present:
+            tensors[prefix + "bias"] = _tensor(b)
+    for prefix, (W, b), present in zip(sequential_keys(len(means)), sds or [], has_bias):
+        tensors[SD_PREFIX + prefix + "weight"] = _tensor(W)
+        if present:
+            tensors[SD_PREFIX + prefix + "bias"] = _tensor(b)
     return tensors
 
 
@@ -320,7 +356,7 @@ def _tensor(array) -> torch.Tensor:
     return tensor.to(torch.float32).contiguous()
 
 
-def posterior_bytes(means, sds=None, metadata: dict | None = None) -> bytes:
+def posterior_bytes(means, sds=None, metadata: dict | None = None, has_bias=None) -> bytes:
     """A safetensors file of an MLP posterior: the means under nn.Sequential's keys ("0.weight", "0.bias",
     "2.weight", …), so ``nn.Sequential(nn.Linear, nn.ReLU, …).load_state_dict(tensors, strict=False)`` takes
     the mean network; the standard deviations under "sd.0.weight", …; ``metadata`` (strings) as its header's
@@ -330,7 +366,7 @@ def posterior_bytes(means, sds=None, metadata: dict | None = None) -> bytes:
     sizes = (np.shape(means[0][0])[1],) + tuple(np.shape(W)[0] for W, _ in means)
     header = {"format": FORMAT, "sizes": json.dumps(sizes)}
     header.update({key: value if isinstance(value, str) else json.dumps(value) for key, value in (metadata or {}).items()})
-    return save(posterior_tensors(means, sds), metadata=header)
+    return save(posterior_tensors(means, sds, has_bias), metadata=header)
 
 
 def write_atomically(path: str | Path, data: bytes) -> Path:

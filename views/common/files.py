@@ -51,11 +51,13 @@ def uploaded_network(label: str, key: str) -> weights.Network | None:
 def layer_table(network: weights.Network) -> pd.DataFrame:
     """The inferred structure, one row per nn.Linear layer, for the user to confirm."""
     return pd.DataFrame([{"layer": index + 1, "inputs": W.shape[1], "outputs": W.shape[0],
-                          "parameters": W.size + b.size, "then": "ReLU" if index < len(network.means) - 1 else "—"}
-                         for index, (W, b) in enumerate(network.means)]).set_index("layer")
+                          "parameters": W.size + b.size * present, "bias": "yes" if present else "none",
+                          "then": "ReLU" if index < len(network.means) - 1 else "—"}
+                         for index, ((W, b), present) in enumerate(zip(network.means, network.biases))]).set_index("layer")
 
 
-def file_download(data: Callable[[], bytes] | bytes, filename: str, label: str, key: str, help: str | None = None) -> None:
+def file_download(data: Callable[[], bytes] | bytes, filename: str, label: str, key: str, help: str | None = None,
+                  mime: str = "application/octet-stream") -> None:
     """A download of a file (a posterior as safetensors), written only when clicked."""
-    st.download_button(label, data, file_name=filename, mime="application/octet-stream", key=key,
+    st.download_button(label, data, file_name=filename, mime=mime, key=key,
                        icon=":material/download:", on_click="ignore", help=help)

@@ -59,6 +59,12 @@ class AlignConfig:
     init_sd: float = control(0.001, low=1e-6, high=1.0, label="Initial posterior standard deviation")
     samples: int = control(32, low=1, high=1000, label="Posterior samples per point of the path", widget="slider")
     path_points: int = control(21, low=3, high=201, label="Points of the path", help="Values of t from 0 to 1.")
+    starts: int = control(align.DEFAULT_STARTS, low=1, high=align.MAX_STARTS, label="Alignment starts",
+                          help="Most coordinate descents tried with two or more hidden layers, the closest kept: three "
+                               "from the identity and one-pass matchings with the layers in order, three in other "
+                               "orders, then Git Re-Basin's random-order restarts and local-search steps in turn; "
+                               "it stops once 8 in a row end at the best distance. One hidden layer is one exact "
+                               "assignment.")
     seed: int = control(0, low=0, high=MAX_INT, label="Seed",
                         help="The data and both initialisations (q_A and q_B get different seeds derived from it).")
 
@@ -246,6 +252,8 @@ class AlignmentReport:
     accuracy_b: float
     sweeps: int
     converged: bool
+    starts_tried: int           # descents run per objective (one with one hidden layer)
+    best_start: str             # the descent W₂'s result came from
     w2_history: list[float]
     permutations: list[list[int]]
     summary: dict               # path -> its distances, barriers and units moved
@@ -269,11 +277,13 @@ class Comparison:
     seconds: float    # aligning both ways
 
 
-def compare(qa: DiagonalGaussian, qb: DiagonalGaussian, ts, noise, data: Dataset | None, progress=None) -> Comparison:
-    """Align q_B to q_A by weight matching and by W₂, and, given ``data``, evaluate the loss and accuracy of
-    the marginal predictive (test set) along the three paths."""
+def compare(qa: DiagonalGaussian, qb: DiagonalGaussian, ts, noise, data: Dataset | None, progress=None,
+            starts: int = align.DEFAULT_STARTS) -> Comparison:
+    """Align q_B to q_A by weight matching and by W₂ (``starts`` descents each), and, given ``data``, evaluate the
+    loss and accuracy of the marginal predictive (test set) along the three paths."""
     started = time.perf_counter()
-    alignments = {"weights": align.align(qa, qb, "means"), "w2": align.align(qa, qb, "w2")}
+    alignments = {name: align.align(qa, qb, objective, starts=starts)
+                  for name, objective in (("weights", "means"), ("w2", "w2"))}
     seconds = time.perf_counter() - started
     ends = {"before": qb, **{name: align.permute(qb, a.perms) for name, a in alignments.items()}}
     paths = align.paths(qa, ends, ts, noise, data.x_test, data.y_test, progress) if data is not None else {}
@@ -296,7 +306,7 @@ def alignment_report(pair: PosteriorPair, data: Dataset, progress=None) -> Align
     config = pair.config
     ts = np.linspace(0.0, 1.0, config.path_points)
     noise = align.standard_noise(config.sizes, config.samples, config.seed * 2 + 4)
-    found = compare(pair.qa, pair.qb, ts, noise, data, progress)
+    found = compare(pair.qa, pair.qb, ts, noise, data, progress, config.starts)
     summary, paths, w2 = found.summary, found.paths, found.alignments["w2"]
     return AlignmentReport(
         config=config, sizes=list(config.sizes), barrier_before=summary["before"]["barrier"],
@@ -304,7 +314,8 @@ def alignment_report(pair: PosteriorPair, data: Dataset, progress=None) -> Align
         w2_before=summary["before"]["w2"], w2_after=summary["w2"]["w2"], w2_weight_matching=summary["weights"]["w2"],
         loss_a=paths["before"]["loss"][0], loss_b=paths["before"]["loss"][-1],
         accuracy_a=paths["before"]["accuracy"][0], accuracy_b=paths["before"]["accuracy"][-1],
-        sweeps=w2.sweeps, converged=w2.converged, w2_history=[math.sqrt(max(v, 0.0)) for v in w2.history],
+        sweeps=w2.sweeps, converged=w2.converged, starts_tried=w2.starts, best_start=w2.start,
+        w2_history=[math.sqrt(max(v, 0.0)) for v in w2.history],
         permutations=[p.tolist() for p in w2.perms], summary=summary, paths=paths, train_seconds=pair.seconds,
         align_seconds=found.seconds, elbo_final=pair.elbo[-1].tolist(), alignments=found.alignments,
         ends=found.ends, noise=noise)
@@ -369,6 +380,8 @@ class NetworkAlignment:
     mnist_scaling: str | None
     sweeps: int
     converged: bool
+    starts_tried: int
+    best_start: str
     permutations: list[list[int]]
     summary: dict
     paths: dict
@@ -389,13 +402,13 @@ def network_data(network: weights.Network, mnist) -> tuple[Dataset | None, str |
 
 
 def align_networks(a: weights.Network, b: weights.Network, mnist=None, path_points: int = 21, samples: int = 32,
-                   seed: int = 0, progress=None) -> NetworkAlignment:
+                   seed: int = 0, progress=None, starts: int = align.DEFAULT_STARTS) -> NetworkAlignment:
     weights.check_pair(a, b)
     qa, qb = a.gaussian(), b.gaussian()
     data, scaling = network_data(a, mnist)
     ts = np.linspace(0.0, 1.0, path_points)
     noise = align.standard_noise(a.sizes, samples if a.is_posterior else 1, seed)
-    found = compare(qa, qb, ts, noise, data, progress)
+    found = compare(qa, qb, ts, noise, data, progress, starts)
     summary, paths, w2 = found.summary, found.paths, found.alignments["w2"]
 
     def end_value(path: str, key: str, index: int):
@@ -408,8 +421,31 @@ def align_networks(a: weights.Network, b: weights.Network, mnist=None, path_poin
         barrier_weight_matching=summary["weights"]["barrier"], loss_a=end_value("before", "loss", 0),
         loss_b=end_value("before", "loss", -1), accuracy_a=end_value("before", "accuracy", 0),
         accuracy_b=end_value("before", "accuracy", -1), mnist_scaling=scaling, sweeps=w2.sweeps,
-        converged=w2.converged, permutations=[p.tolist() for p in w2.perms], summary=summary, paths=paths,
+        converged=w2.converged, starts_tried=w2.starts, best_start=w2.start, permutations=[p.tolist() for p in w2.perms], summary=summary, paths=paths,
         align_seconds=found.seconds, qa=qa, alignments=found.alignments, ends=found.ends)
+
+
+def network_files(a: weights.Network, b: weights.Network, report: NetworkAlignment) -> dict[str, bytes]:
+    """What the page downloads and ``align --weights A B --export DIR`` writes: B permuted by its W₂ alignment
+    (safetensors, bias-free layers kept bias-free) and the permutations, one row per unit of each hidden layer."""
+    aligned = report.ends["w2"]
+    metadata = {"aligned_to": a.name, "source": b.name, "w2_to_a": report.w2_after}
+    return {"b_aligned.safetensors": weights.posterior_bytes(aligned.means, aligned.sds if report.posterior else None,
+                                                             metadata, b.has_bias),
+            "permutations.csv": permutations_csv(report.permutations)}
+
+
+def permutations_csv(perms) -> bytes:
+    """``layer,unit_of_a,unit_of_b`` rows: unit ``unit_of_a`` of aligned B is B's unit ``unit_of_b`` (layers from 1)."""
+    rows = ["layer,unit_of_a,unit_of_b"] + [f"{layer},{unit},{source}" for layer, perm in enumerate(perms, 1)
+                                            for unit, source in enumerate(perm)]
+    return ("\n".join(rows) + "\n").encode()
+
+
+def export_networks(a: weights.Network, b: weights.Network, report: NetworkAlignment, directory) -> list[Path]:
+    """Write :func:`network_files` into ``directory``."""
+    directory = export_directory(directory)
+    return [weights.write_atomically(directory / name, data) for name, data in network_files(a, b, report).items()]
 
 
 def run(config: AlignConfig, mnist=None, progress=None) -> AlignmentReport:

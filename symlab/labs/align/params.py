@@ -8,10 +8,10 @@ from symlab.specs.urlstate import Param
 from .experiment import AlignConfig, alignment_task, path_map_task, player_start
 
 # The settings the page shows (the command line has all of AlignConfig's), in the sidebar's order.
-FIELDS = ("task", "width", "depth", "train_size", "noise", "steps", "lr", "prior_scale", "samples")
+FIELDS = ("task", "width", "depth", "train_size", "noise", "steps", "lr", "prior_scale", "samples", "starts")
 # The shared server trains and aligns while a visitor waits, and keeps each link's data and posteriors in
 # memory: the page stays below the declared ranges (the widgets' help says so); the command line does not.
-CAPS = {"width": 128, "train_size": 20_000, "steps": 3000, "samples": 64}
+CAPS = {"width": 128, "train_size": 20_000, "steps": 3000, "samples": 64, "starts": 64}
 ORDERS = {"own": "in its own order", "aligned": "in the aligned order"}
 MAP_PATHS = ("before", "w2")  # the player's maps: unaligned, and after W₂ alignment
 ORDER = Param("order", "choice", "own", choices=tuple(ORDERS))  # a view of the assignments, not a setting

@@ -16,6 +16,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
+import prerequisites
+
 from symlab.labs import LABS, run_kinds
 from symlab.runs.registry import Registry
 
@@ -24,6 +26,54 @@ CHROMIUM = os.environ.get("SYMLAB_CHROMIUM", "/usr/bin/chromium")
 # The session's runs and stored results in a directory of its own: never a checkout's runs/, and never
 # results stored by an earlier session (what a test computes, it computes).
 os.environ["SYMLAB_RUNS_DIR"] = tempfile.mkdtemp(prefix="symlab-test-runs-")
+
+
+# Test files whose every test starts servers, clusters or processes of its own, or trains for long: left out of
+# the fast lane (python -m pytest -m "not slow"), run by CI and by the plain command.
+SLOW_MODULES = {"test_browser", "test_layout", "test_deploy", "test_cluster", "test_replicas", "test_interactions",
+                "test_hosting", "test_load_client", "test_accessibility", "test_warmup", "test_study", "test_runs",
+                "test_jobs", "test_fuzz", "test_cli", "test_page_mnist", "test_page_methods", "test_methods",
+                "test_mnist", "test_mnist_convergence", "test_failures"}
+
+
+def fixtures_used(item) -> set[str]:
+    """The fixtures ``item`` uses, with the throwaway PostgreSQL server where its ``database`` is PostgreSQL."""
+    used = set(getattr(item, "fixturenames", ()))
+    if getattr(getattr(item, "callspec", None), "params", {}).get("database") == "postgresql":
+        used.add("postgres_server_url")
+    return used
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """Mark the slow tests before -m selects: whole slow modules, the browser and deploy tests, and every test of
+    a server of its own (the browser's app, PostgreSQL)."""
+    for item in items:
+        own_servers = fixtures_used(item) & {"server_url", "postgres_server_url"}
+        if item.module.__name__ in SLOW_MODULES or own_servers or any(
+                item.get_closest_marker(name) for name in ("browser", "deploy")):
+            item.add_marker(pytest.mark.slow)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_finish(session):
+    """Before the first test: find or install what the selected tests need (tests/prerequisites.py); where that
+    cannot be done, stop with one line."""
+    needs = prerequisites.missing(set().union(*map(fixtures_used, session.items)) if session.items else set())
+    if needs:
+        problem = prerequisites.install(needs)
+        if problem:
+            pytest.exit(problem, returncode=pytest.ExitCode.USAGE_ERROR)
+
+
+@pytest.fixture(scope="session")
+def bnn_libraries():
+    """bayesian-torch and BLiTZ, installed (tests/prerequisites.py sees this fixture's name)."""
+
+
+@pytest.fixture(scope="session")
+def fonts_installed():
+    """The DejaVu and Liberation fonts the letters are rendered from, installed (tests/prerequisites.py)."""
 
 
 def run_coroutine(coroutine):

@@ -222,7 +222,7 @@ def library(module: str):
 
 
 @pytest.fixture(scope="module")
-def make():
+def make(bnn_libraries):
     """tests/data/bnn_formats/make.py, which writes the libraries' files."""
     spec = importlib.util.spec_from_file_location("make_bnn_formats", DATA / "make.py")
     module = importlib.util.module_from_spec(spec)

@@ -5,8 +5,6 @@ import pytest
 
 from symlab.lib import glyphs, mnist_data
 
-FONTS_PRESENT = all((glyphs.FONT_DIR / name).is_file() for name in glyphs.FONT_FILES)
-
 
 @pytest.fixture(scope="module")
 def shipped():
@@ -67,8 +65,7 @@ def test_the_checksum_covers_names_shapes_and_dtypes():
     assert len(digests) == 4
 
 
-@pytest.mark.skipif(not FONTS_PRESENT, reason=f"the fonts are not installed: {glyphs.FONTS_HINT}")
-def test_rendering_is_seeded_and_reproduces_the_shipped_images(shipped):
+def test_rendering_is_seeded_and_reproduces_the_shipped_images(shipped, fonts_installed):
     first, again = glyphs.render_glyphs(12, seed=0), glyphs.render_glyphs(12, seed=0)
     other = glyphs.render_glyphs(12, seed=1)
     assert all(np.array_equal(first[name], again[name]) for name in glyphs.ARRAYS)

@@ -15,7 +15,8 @@ ROOT = Path(__file__).resolve().parents[1]
 LAZY_FOR_A_REASON = {"symlab.runs.ray_cluster": "imports ray, needed only by runs and results on a Ray cluster"}
 LAZY_IN = {("symlab/serving/shared_results.py", "symlab.serving.store.ResultStore"): "its codec imports torch",
            ("symlab/serving/warmup.py", "symlab.labs.toy.experiment"): "imports torch",
-           ("symlab/serving/warmup.py", "symlab.lib.two_relu"): "imports torch"}
+           ("symlab/serving/warmup.py", "symlab.lib.two_relu"): "imports torch",
+           ("symlab/serving/precomputed.py", "symlab.serving.codec"): "imports torch"}
 
 
 def cycles(graph) -> list[set[str]]:

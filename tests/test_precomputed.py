@@ -4,7 +4,6 @@ server stores them, and the pages then train nothing; a stale or broken file is 
 import dataclasses
 import logging
 import lzma
-import pickle
 
 import numpy as np
 import pytest
@@ -13,7 +12,7 @@ from pagetest import open_page
 
 from symlab.labs import LABS
 from symlab.labs.align import experiment as align_lab
-from symlab.serving import precomputed, warmup
+from symlab.serving import codec, precomputed, warmup
 from symlab.specs.tasks import Task, kind_of
 
 TASKS = precomputed.default_tasks()
@@ -74,21 +73,34 @@ def test_differences_finds_each_change_and_ignores_timings_and_rounding():
 
 def test_a_stored_result_is_read_back_for_its_key_only(shipped_elsewhere):
     task, other, absent = (Task(("kind", number), abs) for number in (1, 2, 3))
-    assert precomputed.write([(task, trained()), (other, trained(name="p"))]) == [precomputed.path_of(task)]
-    assert precomputed.differences(precomputed.read(task), trained()) == []
-    assert precomputed.read(other).name == "p"  # one file per kind, each key its own result
+    results = {name: dataclasses.asdict(trained(name=name)) for name in ("q", "p")}  # the codec takes SymLab's types
+    assert precomputed.write([(task, results["q"]), (other, results["p"])]) == [precomputed.path_of(task)]
+    assert precomputed.path_of(task).name == "kind.result.xz"
+    assert precomputed.differences(precomputed.read(task), results["q"]) == []
+    assert precomputed.read(other)["name"] == "p"  # one file per kind, each key its own result
     assert precomputed.read(absent) is None  # the same kind for another default
     assert precomputed.read(Task(("missing", 1), abs)) is None
 
 
-@pytest.mark.parametrize("content", [b"", b"not xz at all", lzma.compress(b"not a pickle"),
-                                     lzma.compress(pickle.dumps(["no", "key"])), lzma.compress(pickle.dumps({"a": 1}))])
+@pytest.mark.parametrize("content", [b"", b"not xz at all", lzma.compress(b"not a result"),
+                                     lzma.compress(codec.encode(["no", "key"])), lzma.compress(codec.encode({"a": 1})),
+                                     lzma.compress(codec.encode([{"key": 1}])),
+                                     lzma.compress(codec.encode([{"key": ("kind", 1), "value": 1}]))[:-20]])
 def test_a_broken_file_is_computed_instead(shipped_elsewhere, caplog, content):
     task = Task(("kind", 1), abs)
     precomputed.path_of(task).write_bytes(content)
     with caplog.at_level(logging.INFO, logger="symlab.serving.precomputed"):
         assert precomputed.read(task) is None
     assert "computing it instead" in caplog.text
+
+
+def test_the_shipped_files_hold_data_not_pickles():
+    """The shipped results read back through the codec alone: JSON and raw arrays, never a pickle."""
+    for path in {precomputed.path_of(task) for task in TASKS}:
+        data = lzma.decompress(path.read_bytes())
+        assert data.startswith(codec.MAGIC) and b"\x80\x05" not in data[:2], path.name
+        assert isinstance(codec.decode(data), list)
+    assert not list(precomputed.DIRECTORY.glob("*.pickle*"))
 
 
 def test_a_started_server_trains_nothing_for_the_default_links(fresh_results, monkeypatch):

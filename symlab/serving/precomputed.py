@@ -2,8 +2,10 @@
 them at once instead of training first (alignment's pair and first maps, the symmetry explorer's
 perceptrons).
 
-Each lab's ``warm`` tasks (:mod:`symlab.serving.warmup`) are shipped in ``assets/precomputed/<kind>.pickle.xz``,
-one file per kind of result (a key's first item), holding each task's key and result. A starting
+Each lab's ``warm`` tasks (:mod:`symlab.serving.warmup`) are shipped in ``assets/precomputed/<kind>.result.xz``,
+one file per kind of result (a key's first item), holding each task's key and result as data only: the
+result store's codec (:mod:`symlab.serving.codec`: JSON and raw array bytes, SymLab dataclasses rebuilt
+without running code), compressed by xz. No pickle is read, not even one the repository ships. A starting
 server stores each result whose key is still one the page asks for (a changed default, or an
 unreadable file, means the task is computed as before). ``tests/test_precomputed.py`` recomputes
 every result and compares; ``python -m symlab.serving.precomputed`` rewrites the files (after a change to a
@@ -17,7 +19,6 @@ import dataclasses
 import logging
 import lzma
 import math
-import pickle
 import sys
 from collections.abc import Hashable, Iterable
 from pathlib import Path
@@ -36,10 +37,11 @@ DIRECTORY = REPO_ROOT / "assets" / "precomputed"
 RELATIVE_TOLERANCE, ABSOLUTE_TOLERANCE = 1e-3, 1e-5
 
 LOG = logging.getLogger("symlab.serving.precomputed")
+SUFFIX = ".result.xz"
 
 
 def path_of(task: Task) -> Path:
-    return DIRECTORY / f"{kind_of(task.key)}.pickle.xz"
+    return DIRECTORY / f"{kind_of(task.key)}{SUFFIX}"
 
 
 def write(computed: Iterable[tuple[Task, object]]) -> list[Path]:
@@ -49,7 +51,7 @@ def write(computed: Iterable[tuple[Task, object]]) -> list[Path]:
         by_path.setdefault(path_of(task), []).append({"key": task.key, "value": value})
     for path, entries in by_path.items():
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(lzma.compress(pickle.dumps(entries, protocol=5)))
+        path.write_bytes(lzma.compress(_codec().encode(entries)))
     return list(by_path)
 
 
@@ -59,17 +61,26 @@ def read(task: Task):
     path = path_of(task)
     if not path.exists():
         return None
+    codec = _codec()
     try:
-        entries = pickle.loads(lzma.decompress(path.read_bytes()))
+        entries = codec.decode(lzma.decompress(path.read_bytes()))
         found = [entry["value"] for entry in entries if entry["key"] == task.key]
-    except (OSError, EOFError, lzma.LZMAError, pickle.UnpicklingError, AttributeError, ImportError, TypeError,
-            ValueError, KeyError) as error:  # corrupt, truncated, or written by code whose classes changed since
+    except (OSError, EOFError, lzma.LZMAError, codec.CodecError, TypeError, KeyError) as error:
+        # corrupt, truncated, not a list of entries, or written by code whose classes changed since
         LOG.warning("precomputed %s unreadable (%s: %s): computing it instead", path.name, type(error).__name__, error)
         return None
     if not found:
         LOG.info("precomputed %s has nothing for %r (another default): computing it instead", path.name, task.key)
         return None
     return found[0]
+
+
+def _codec():
+    """The result codec, imported when a file is read or written: it imports torch, which a starting server
+    loads only after its workers have started (tests/test_layers.py)."""
+    from symlab.serving import codec
+
+    return codec
 
 
 def store_into(results: shared_results.SharedResults, tasks: Iterable[Task]) -> list[Hashable]:

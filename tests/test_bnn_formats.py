@@ -3,8 +3,8 @@
 The files in tests/data/bnn_formats/ were written by bayesian-torch, BLiTZ, torchbnn and Pyro themselves
 (tests/data/bnn_formats/make.py), so most tests here read them without the libraries. The tests at the end check
 with the libraries: that make.py still writes those files, and that σ is what each library computes. They need
-the libraries (requirements.txt, and requirements-formats.txt with --no-deps: .ci/run installs both) and fail,
-not skip, without them.
+the libraries (requirements.txt, and requirements-formats.txt with --no-deps, which python -m pytest installs:
+tests/prerequisites.py) and fail, not skip, without them.
 """
 
 import dataclasses
@@ -217,8 +217,8 @@ def library(module: str):
     try:
         return importlib.import_module(module)
     except ImportError as error:
-        pytest.fail(f"{module} is missing ({error}): install requirements.txt, then "
-                    "python -m pip install --no-deps -r requirements-formats.txt (as .ci/run does)")
+        pytest.fail(f"{module} is missing ({error}): install requirements.txt, then python -m pip install "
+                    "--no-deps -r requirements-formats.txt (python -m pytest does: tests/prerequisites.py)")
 
 
 @pytest.fixture(scope="module")

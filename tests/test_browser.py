@@ -680,6 +680,9 @@ def test_bnn_library_files_load_and_align_in_the_browser(page, server_url):
     expected = align_lab.align_networks(*(weights.read_network(formats / name) for name in ("blitz.pt", "torchbnn.pt")))
     assert float(metric_value(page, "W₂ after alignment")) == pytest.approx(expected.w2_after, abs=1.5e-3)
     assert float(metric_value(page, "W₂(A, B) before")) == pytest.approx(expected.w2_before, abs=1.5e-3)
+    # Every component drawn (the downloads' code loads last): closing earlier aborts its request.
+    page.get_by_role("button", name="B aligned to A (safetensors)").wait_for()
+    page.wait_for_load_state("networkidle")
     assert page.locator('[data-testid="stException"]').count() == 0
     save_screenshot(page, "align_library_files")
 

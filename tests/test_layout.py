@@ -3,7 +3,7 @@ included, no chart is wider than its column, nothing scrolls sideways, and no ch
 runs past its column or is shortened (tests/layout.py reads all of it from the rendered layout)."""
 
 import pytest
-from layout import WIDTHS, check
+from layout import WIDTHS, check, wait_until_drawn
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -18,10 +18,28 @@ def test_the_page_fits_every_width_in_both_modes(new_page, server_url, target):
     problems = []
     for present in (False, True):
         for width in WIDTHS:
-            # A new tab at each width, as a phone or a projector opens the link: a page resized in place is another
-            # matter (a square chart then reflows with the window, and Vega can lose track of its column).
+            # A new tab at each width, as a phone or a projector opens the link (a page resized in place:
+            # test_a_square_plot_settles_at_every_width_as_the_window_is_resized).
             page = new_page()
             page.set_default_timeout(120_000)
             problems += check(page, f"{server_url}/{target}", width, present)
             page.close()
     assert not problems, "\n".join(problems)
+
+
+# Pages with square plots (the plot's height follows its width, charts.square_plot), and a run of column widths
+# where Vega once chased its own tail: the y-axis ticks followed the height, their labels the axis's width, and
+# "fit-x" the labels (a stack overflow in Chromium, at 382-384 px on the toy page).
+SQUARE_PLOT_PAGES = ("toy", "align")
+
+
+@pytest.mark.parametrize("target", SQUARE_PLOT_PAGES)
+def test_a_square_plot_settles_at_every_width_as_the_window_is_resized(new_page, server_url, target):
+    page = new_page()
+    page.set_viewport_size({"width": 380, "height": 900})
+    page.goto(f"{server_url}/{target}")
+    wait_until_drawn(page)
+    for width in range(380, 520):  # in place, one pixel at a time: each width a new fit of every square plot
+        page.set_viewport_size({"width": width, "height": 900})
+        page.wait_for_timeout(100)
+    wait_until_drawn(page)  # and new_page's teardown fails on any browser error seen on the way

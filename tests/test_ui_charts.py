@@ -58,6 +58,16 @@ def test_a_spec_has_no_data_and_its_fonts_follow_presentation_mode(monkeypatch):
     assert enlarged["height"] > spec["height"]
 
 
+def test_a_square_plots_ticks_do_not_follow_its_size():
+    """Vega's default tick count follows the plot's height, which in a square plot follows its width, which
+    "fit-x" sets from the labels' width: a loop. A fixed count breaks it."""
+    spec = charts.square_plot(spec_of(charts.altair_lines(SERIES, charts.quantity("x", "w₁"),
+                                                          charts.quantity("y", "w₂", channel=alt.Y)), height=None))
+    assert spec["autosize"]["type"] == "fit-x" and {"name": "height", "expr": "width"} in spec["params"]
+    assert spec["config"]["axis"]["tickCount"] == charts.SQUARE_PLOT_TICKS
+    assert spec["config"]["axis"]["titleFontSize"] == charts.FONT_PX  # the page's axis style kept
+
+
 def test_a_fixed_size_is_the_plot_areas():
     spec = spec_of(charts.altair_lines(SERIES, charts.quantity("x", "w₁"), charts.quantity("y", "w₂", channel=alt.Y)),
                    width=300, height=300)

@@ -19,6 +19,7 @@ from symlab.labs.symmetry.params import (
 )
 from symlab.labs.toy import experiment as toy
 from symlab.lib import symmetry
+from symlab.lib.weights import LIBRARIES
 from symlab.lib.mnist_data import load_mnist_once
 from symlab.serving import precomputed
 from symlab.specs import settings
@@ -696,8 +697,9 @@ def network_panel(sort_key: str):
     if network is None:
         st.markdown("Upload a trained MLP of `nn.Linear` layers with ReLU between them "
                     "(`torch.save(model.state_dict(), 'net.pt')`, or safetensors; an MNIST run's posterior from the "
-                    "*MNIST* page reads too). The page then measures how close its equivalent copies are, takes its "
-                    "permutation and scaling symmetries out, and checks that each removal keeps its function.")
+                    f"*MNIST* page reads too, and so does a mean-field posterior saved by {LIBRARIES}). The "
+                    "page then measures how close its equivalent copies are, takes its permutation and scaling "
+                    "symmetries out, and checks that each removal keeps its function.")
         return
     st.table(files.layer_table(network))
     rep = network_report(network, sort_key)

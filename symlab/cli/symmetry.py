@@ -86,8 +86,9 @@ def register(subparsers) -> None:
                                      "min-mass problem. A 784-input net is checked on MNIST test images, and a "
                                      "784 → … → 10 net's test accuracy is reported.")
     q.add_argument("--weights", required=True, metavar="FILE",
-                   help=f"the network: a torch state_dict or a safetensors file (at most "
-                        f"{weights.MAX_FILE_BYTES // 2**20} MB; read as data, never run)")
+                   help=f"the network: a torch state_dict or a safetensors file, a mean-field posterior saved by "
+                        f"{weights.LIBRARIES} included (at most {weights.MAX_FILE_BYTES // 2**20} MB; read as "
+                        "data, never run)")
     q.add_argument("--sort-key", choices=symmetry.SORT_KEYS, default="max_in",
                    help="what permutation removal sorts each hidden layer's units by (default max_in)")
     q.add_argument("--data-dir", default=None, help="MNIST directory (default: the copy shipped in assets/mnist)")

@@ -210,11 +210,12 @@ def _from_bnn_library(tensors: dict, name: str) -> tuple[dict, str | None]:
         raise WeightsError(f"{name}: {error}") from None
 
 
+# The BNN libraries whose saved posteriors are read as they are (symlab.lib.bnn_formats), as the help texts say it.
+LIBRARIES = f"{', '.join(fmt.name for fmt in bnn_formats.FORMATS[:-1])} or {bnn_formats.FORMATS[-1].name}"
 # What the refusal of an unknown tensor lists: every format read, and how to bring another one.
 _READABLE = ("a plain state_dict or safetensors file, a SymLab posterior (standard deviations under sd.<key>), or "
-             f"a mean-field posterior saved by {', '.join(fmt.name for fmt in bnn_formats.FORMATS[:-1])} or "
-             f"{bnn_formats.FORMATS[-1].name} ({bnn_formats.UNREADABLE}); from another library, save the means as "
-             "<layer>.weight/<layer>.bias and the standard deviations as sd.<layer>.weight/sd.<layer>.bias")
+             f"a mean-field posterior saved by {LIBRARIES} ({bnn_formats.UNREADABLE}); from another library, save "
+             "the means as <layer>.weight/<layer>.bias and the standard deviations as sd.<layer>.weight/sd.<layer>.bias")
 
 
 def _layer_prefixes(tensors: dict, name: str) -> list[str]:

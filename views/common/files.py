@@ -12,7 +12,8 @@ from symlab.lib import weights
 UPLOAD_NOTICE = ("An uploaded network cannot live in a link: the link keeps every other setting, so share the "
                  "file with it.")
 UPLOAD_HELP = (f"A torch.save'd state_dict of an MLP of nn.Linear layers (.pt, .pth), or a safetensors file: a "
-               f"point estimate, or a mean-field posterior as this app exports them. At most "
+               f"point estimate, or a mean-field posterior as this app exports them or as {weights.LIBRARIES} save "
+               f"them (each library's σ transform applied). At most "
                f"{weights.MAX_FILE_BYTES // 2**20} MB. The file is read as data only: nothing in it is run.")
 
 

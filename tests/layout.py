@@ -11,15 +11,19 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
+import warnings
 from pathlib import Path
 
 WIDTHS = (390, 768, 1024, 1400, 1920)
 HEIGHT = 900
 SHOT_MAX_PX = 12_000  # the tallest screenshot taken
+RECHECK_MS = 2_000  # how long after a problem the page is looked at again
+AT = " · where: "  # in a problem, before where its boxes lay across the window (LAYOUT_JS)
 
-# Problems on the page as drawn, each a sentence. Texts are those of Vega's SVG (axis labels and titles, legend
-# labels, chart titles, text marks); two overlap where their boxes share more than OVERLAP_PX in both directions.
-LAYOUT_JS = """() => {
+# Problems on the page as drawn, each a sentence (some followed by AT and where the boxes lay). Texts are those of
+# Vega's SVG (axis labels and titles, legend labels, chart titles, text marks); two overlap where their boxes share
+# more than OVERLAP_PX in both directions.
+LAYOUT_JS = """(AT) => {
   const OVERLAP_PX = 1.5, EDGE_PX = 1, TEXT_EDGE_PX = 4;  // a glyph's box reaches a little past its ink
   const problems = [];
   const root = document.documentElement;
@@ -30,6 +34,7 @@ LAYOUT_JS = """() => {
       problems.push(`${scroller.dataset.testid} scrolls sideways: ${scroller.scrollWidth} px in ${scroller.clientWidth}`);
   }
   const visible = (e) => { const r = e.getBoundingClientRect(); return r.width > 0 && r.height > 0; };
+  const span = (r) => `${Math.round(r.left)}-${Math.round(r.right)}`;  // where a box lies across the window, in px
   document.querySelectorAll('[data-testid="stVegaLiteChart"]').forEach((chart, index) => {
     if (!visible(chart)) return;  // in a closed tab or expander
     const svg = chart.querySelector('svg.marks') || chart.querySelector('canvas');
@@ -38,7 +43,8 @@ LAYOUT_JS = """() => {
     const column = chart.closest('[data-testid="stElementContainer"]') || chart.parentElement;
     const box = svg.getBoundingClientRect(), room = column.getBoundingClientRect();
     if (box.right > room.right + EDGE_PX || box.left < room.left - EDGE_PX)
-      problems.push(`"${title}" is ${Math.round(box.width)} px wide in a ${Math.round(room.width)} px column`);
+      problems.push(`"${title}" is ${Math.round(box.width)} px wide in a ${Math.round(room.width)} px column`
+                    + `${AT}chart ${span(box)}, column ${span(room)} px`);
     if (box.right > root.clientWidth + EDGE_PX)
       problems.push(`"${title}" runs ${Math.round(box.right - root.clientWidth)} px past the window`);
     const texts = [...svg.querySelectorAll('text')].filter(t => t.textContent.trim() && visible(t)
@@ -48,7 +54,8 @@ LAYOUT_JS = """() => {
       const b = boxes[i], words = t.textContent.trim();
       if (words.endsWith('…')) problems.push(`"${title}": text shortened to "${words}"`);
       if (b.left < room.left - TEXT_EDGE_PX || b.right > room.right + TEXT_EDGE_PX || b.right > root.clientWidth)
-        problems.push(`"${title}": "${words}" runs past its column`);
+        problems.push(`"${title}": "${words}" runs past its column${AT}text ${span(b)}, chart ${span(box)}, `
+                      + `column ${span(room)} px`);
       for (let j = 0; j < i; j++) {
         const c = boxes[j];
         const wide = Math.min(b.right, c.right) - Math.max(b.left, c.left);
@@ -97,19 +104,35 @@ def open_everything(page) -> None:
                                .forEach(summary => summary.click())""")
 
 
+def lasting_problems(page) -> list[str]:
+    """The layout's problems, once drawn, that are still there a moment later. A page the check finds settled can
+    still be drawn once more (a chart's resize can lag its column's on a busy machine); what then went away is
+    reported as a warning, and what stays as a problem."""
+    wait_until_drawn(page)
+    found = page.evaluate(LAYOUT_JS, AT)
+    if not found:
+        return []
+    page.wait_for_timeout(RECHECK_MS)
+    wait_until_drawn(page)
+    lasting = page.evaluate(LAYOUT_JS, AT)
+    kept = {problem.split(AT)[0] for problem in lasting}
+    for problem in found:
+        if problem.split(AT)[0] not in kept:
+            warnings.warn(f"{page.url}: a layout problem that went away {RECHECK_MS} ms later: {problem}")
+    return lasting
+
+
 def problems_on(page, where: str) -> list[str]:
     """The layout problems of the page as it is now, and in each of its tabs, each prefixed with ``where``."""
     open_everything(page)
-    wait_until_drawn(page)
-    found = [f"{where}: {problem}" for problem in page.evaluate(LAYOUT_JS)]
+    found = [f"{where}: {problem}" for problem in lasting_problems(page)]
     tabs = page.get_by_role("tab")
     for index in range(1, tabs.count()):
         tab = tabs.nth(index)
         name = tab.inner_text().strip()
         tab.click()
         open_everything(page)
-        wait_until_drawn(page)
-        found += [f"{where}, tab {name!r}: {problem}" for problem in page.evaluate(LAYOUT_JS)]
+        found += [f"{where}, tab {name!r}: {problem}" for problem in lasting_problems(page)]
     if tabs.count():
         tabs.nth(0).click()
     return found

@@ -7,6 +7,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 from conftest import running_app
+from layout import wait_until_drawn
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from vegatest import VEGA_CHART_JS, image_values, png_rows
 
@@ -655,7 +656,7 @@ def upload(page, label, path):
     uploader.locator('input[type="file"]').set_input_files(str(path))
 
 
-def test_bnn_library_files_load_and_align_in_the_browser(page, server_url):
+def test_bnn_library_files_load_and_align_in_the_browser(page, server_url, browser_errors):
     """Posteriors saved by bayesian-torch, BLiTZ and torchbnn (files the libraries wrote) read on both pages, the
     library named, and align to the numbers the command line gives."""
     from symlab.labs.align import experiment as align_lab
@@ -668,6 +669,8 @@ def test_bnn_library_files_load_and_align_in_the_browser(page, server_url):
     page.get_by_text("read from a bayesian-torch posterior (σ = softplus(ρ))").wait_for()
     page.get_by_text("A mean-field posterior: the analyses are of its means.").wait_for(timeout=60_000)
     assert page.locator('[data-testid="stException"]').count() == 0
+    wait_until_drawn(page)  # every chart drawn, its code loaded: leaving earlier would abort those requests
+    browser_errors.wait_for_idle_network(page)
 
     page.goto(f"{server_url}/align?source=files")
     wait_for_run(page)
@@ -682,7 +685,8 @@ def test_bnn_library_files_load_and_align_in_the_browser(page, server_url):
     assert float(metric_value(page, "W₂(A, B) before")) == pytest.approx(expected.w2_before, abs=1.5e-3)
     # Every component drawn (the downloads' code loads last): closing earlier aborts its request.
     page.get_by_role("button", name="B aligned to A (safetensors)").wait_for()
-    page.wait_for_load_state("networkidle")
+    wait_until_drawn(page)
+    browser_errors.wait_for_idle_network(page)
     assert page.locator('[data-testid="stException"]').count() == 0
     save_screenshot(page, "align_library_files")
 

@@ -19,8 +19,8 @@ from symlab.labs.symmetry.params import (
 )
 from symlab.labs.toy import experiment as toy
 from symlab.lib import symmetry
-from symlab.lib.weights import LIBRARIES
 from symlab.lib.mnist_data import load_mnist_once
+from symlab.lib.weights import LIBRARIES
 from symlab.serving import precomputed
 from symlab.specs import settings
 from views.common import binding, charts, computing, files, player

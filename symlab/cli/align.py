@@ -19,9 +19,9 @@ def register(subparsers) -> None:
     controls.add_flags(p, align_lab.AlignConfig)
     p.add_argument("--weights", nargs=2, metavar=("A", "B"), default=None,
                    help="align two networks of your own instead of training a pair: two files of the same MLP "
-                        "(torch state_dicts or safetensors; two point estimates or two mean-field posteriors, SymLab's or saved by "
-                        f"{weights.LIBRARIES}; "
-                        f"at most {weights.MAX_FILE_BYTES // 2**20} MB each, read as data, never run). The loss "
+                        "(torch state_dicts or safetensors; two point estimates or two mean-field posteriors, "
+                        f"SymLab's or saved by {weights.LIBRARIES}; at most {weights.MAX_FILE_BYTES // 2**20} MB "
+                        "each, read as data, never run). The loss "
                         "barrier needs data: MNIST for 784 → … → 10 nets; --samples, --path-points and --seed apply")
     p.add_argument("--export", dest="export_dir", metavar="DIR", default=None,
                    help="write the trained pair to DIR: q_a.safetensors, q_b.safetensors and q_b_aligned.safetensors "

@@ -215,7 +215,8 @@ LIBRARIES = f"{', '.join(fmt.name for fmt in bnn_formats.FORMATS[:-1])} or {bnn_
 # What the refusal of an unknown tensor lists: every format read, and how to bring another one.
 _READABLE = ("a plain state_dict or safetensors file, a SymLab posterior (standard deviations under sd.<key>), or "
              f"a mean-field posterior saved by {LIBRARIES} ({bnn_formats.UNREADABLE}); from another library, save "
-             "the means as <layer>.weight/<layer>.bias and the standard deviations as sd.<layer>.weight/sd.<layer>.bias")
+             "the means as <layer>.weight/<layer>.bias and the standard deviations as "
+             "sd.<layer>.weight/sd.<layer>.bias")
 
 
 def _layer_prefixes(tensors: dict, name: str) -> list[str]:

@@ -227,6 +227,9 @@ def fitted_title(text: str, size: int) -> dict:
 CHAR_EM, SYMBOL_EM, Y_AXIS_EM = 0.5, 2.5, 5
 
 
+# A square plot's ticks, a fixed number: Vega's default count (one per 40 px) follows the plot's height, so the
+# labels' width would follow the height, which follows the width, and "fit-x" could chase its own tail (a stack
+# overflow in the browser at some column widths).
 SQUARE_PLOT_TICKS = 6
 
 
@@ -235,9 +238,6 @@ def square_plot(spec: dict) -> dict:
     column's width ("fit-x") and the height follows the plot's width (a Vega signal), so a map, a matrix or a
     plane of equal scales keeps its shape at any screen width."""
     spec = {name: value for name, value in spec.items() if name not in ("width", "height", "autosize")}
-    # Ticks in a number fixed, not one per 40 px: Vega's default count follows the plot's size, so the labels'
-    # width would follow the height, which follows the width, and "fit-x" could chase its own tail (a stack
-    # overflow in the browser at some column widths).
     config = spec.get("config", {})
     config = {**config, "axis": {**config.get("axis", {}), "tickCount": SQUARE_PLOT_TICKS}}
     return {**spec, "config": config, "autosize": dict(type="fit-x", contains="padding"),

@@ -6,7 +6,8 @@ import streamlit as st
 
 from symlab.labs import LABS
 from symlab.runs.device import describe_device, set_threads
-from views.common import binding, lessons
+from symlab.serving.heap import return_large_blocks
+from views.common import binding, lessons, sessions
 
 ASSETS = Path(__file__).parent / "assets"
 # A local file: a material-icon favicon would be fetched from fonts.gstatic.com, which a classroom
@@ -14,6 +15,14 @@ ASSETS = Path(__file__).parent / "assets"
 st.set_page_config(page_title="SymLab", page_icon=str(ASSETS / "icon.svg"), layout="wide")
 st.logo(str(ASSETS / "logo.svg"), size="large", icon_image=str(ASSETS / "icon.svg"))
 SETTINGS = binding.server_settings(report=True)
+if SETTINGS.hosted:  # a visitor sees that something failed, never the traceback (the server's log keeps it)
+    st.set_option("client.showErrorDetails", "none")
+
+
+@st.cache_resource(show_spinner=False)
+def large_blocks_returned() -> bool:
+    """Once per process (serve.py does it first; ``streamlit run app.py`` does not run serve.py)."""
+    return return_large_blocks()
 
 
 @st.cache_resource(show_spinner=False)
@@ -25,6 +34,8 @@ def threads_set(count: int) -> int:
 
 
 threads_set(SETTINGS.live.torch_threads)
+large_blocks_returned()
+sessions.sweep_now_and_then()  # what visitors who left for good still hold (views/common/sessions.py)
 if SETTINGS.hosted:
     st.sidebar.caption(f"Shared server, caps for everyone: {SETTINGS.describe()}.")
 

@@ -1,8 +1,10 @@
 """SymLab's server: ``streamlit run serve.py`` serves the app (app.py) and, as it starts, warms
-what a first visitor would otherwise wait for (symlab/warmup.py) without delaying its health check."""
+what a first visitor would otherwise wait for (symlab/serving/warmup.py) without delaying its health check."""
 
 import streamlit as st
 
+from symlab.serving.heap import return_large_blocks
 from symlab.serving.warmup import lifespan
 
+return_large_blocks()  # before the first upload: freed, it goes back to the system (symlab/serving/heap.py)
 app = st.App("app.py", lifespan=lifespan)

@@ -83,6 +83,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import itertools
 import json
 import os
 import random
@@ -815,6 +816,32 @@ async def protocol_student(session: Session, rng: random.Random, seconds: float,
             await session.open(rng.choice([p for p in PROTOCOL_PAGES if p != session.page]))
 
 
+UPLOAD_UNITS = 5000  # the uploaders' network: 784 → 5 000 → 10, float32, 16 MB
+UPLOAD_TIMEOUT = 300.0  # an upload's run reads and analyses the file, in turn with the others: not a click's wait
+
+
+async def protocol_uploader(session: Session, files: list[tuple[str, bytes]], seconds: float) -> None:
+    """A student who uploads a 16 MB network on the symmetry explorer's network part again and again (each upload a
+    new file to read and analyse), waiting for each analysis, for ``seconds``."""
+    deadline = time.monotonic() + seconds
+    await session.open("symmetry", "part=network")
+    for index in itertools.count():
+        uploader = session.widget(".upload")
+        if uploader is None:
+            session.error("upload", "/symmetry?part=network: no file uploader drawn")
+            return
+        if time.monotonic() >= deadline:
+            return
+        name, data = files[index % len(files)]
+        await session.upload(uploader, name, data, UPLOAD_TIMEOUT)
+
+
+def upload_files() -> list[tuple[str, bytes]]:
+    import hostile_files
+
+    return [(f"net{seed}.pt", hostile_files.wide_network(UPLOAD_UNITS, seed)) for seed in (0, 1)]
+
+
 def nudged(widget, rng: random.Random):
     """One or two steps up or down, within the control's range (a slider's arrow keys, a number box's +/-)."""
     proto = widget.proto
@@ -843,11 +870,25 @@ async def protocol_phase(urls: list[str], n: int, args, sampler: Sampler | None)
         finally:
             await session.close()
 
+    uploaders = [Session(urls[i % len(urls)], timeout=args.timeout) for i in range(args.uploaders)]
+    files = upload_files() if uploaders else []
+
+    async def uploading(session: Session) -> None:
+        try:
+            await session.connect()
+            await protocol_uploader(session, files, args.seconds + n * args.stagger)
+        except (OSError, asyncio.TimeoutError, websockets.InvalidHandshake) as exc:
+            session.error("disconnect", f"connect: {exc}")
+        finally:
+            await session.close()
+
     start = time.monotonic()
-    await asyncio.gather(*(one(i, s) for i, s in enumerate(sessions)))
+    await asyncio.gather(*(one(i, s) for i, s in enumerate(sessions)), *(uploading(s) for s in uploaders))
     end = time.monotonic()
     result = dict(sessions=n, wall_s=end - start, **merge_protocol(sessions),
                   client_cpu_cores=(sum(os.times()[:2]) - own_ticks) / (end - start))
+    if uploaders:
+        result["uploaders"] = merge_uploaders(uploaders)
     if sampler:
         time.sleep(args.sample_interval * 2)
         window = sampler.window(start, end)
@@ -890,9 +931,18 @@ def merge_protocol(sessions: list[Session]) -> dict:
     )
 
 
+def merge_uploaders(sessions: list[Session]) -> dict:
+    """The uploading students apart: their uploads (request → the run that analysed the file), their errors."""
+    errors, messages = merged_errors(sessions)
+    uploads = [a.ms for s in sessions for a in s.answered if a.what == "upload"]
+    return dict(sessions=len(sessions), uploads=len(uploads), p50_ms=percentile(uploads, 50),
+                p95_ms=percentile(uploads, 95), max_ms=max(uploads, default=None), errors=sum(errors.values()),
+                errors_by_kind=dict(errors), error_samples=messages)
+
+
 def run_protocol(args, server_env: dict) -> dict:
     results = dict(mode="protocol", config=dict(sessions=args.sessions, seconds=args.seconds, stagger=args.stagger,
-                                                replicas=args.replicas,
+                                                replicas=args.replicas, uploaders=args.uploaders,
                                                 play_seconds=args.play_seconds, timeout_s=args.timeout,
                                                 server_env=server_env, cpus=NCPU), phases=[])
     log_path = Path(args.server_log or tempfile.mkstemp(prefix="symlab-load-", suffix=".log")[1])
@@ -952,6 +1002,14 @@ def protocol_report(results: dict) -> str:
                                      for page, row in p.get("by_page", {}).items()))
         for kind, kept in p["error_samples"].items():
             out.extend(f"  N={p['sessions']} {kind}: {m}" for m in kept[:3])
+        if p.get("uploaders"):
+            up = p["uploaders"]
+            out.append(f"  N={p['sessions']}: beside them, {up['sessions']} sessions uploading a 16 MB network again "
+                       f"and again: {up['uploads']} uploads read and analysed, upload → analysis shown p50 "
+                       f"{fmt(up['p50_ms'], '.0f')} ms, p95 {fmt(up['p95_ms'], '.0f')} ms; {up['errors']} errors "
+                       f"{up['errors_by_kind'] or ''}")
+            for kind, kept in up["error_samples"].items():
+                out.extend(f"  N={p['sessions']} uploader {kind}: {m}" for m in kept[:3])
     out.append("\nTargets (0 errors and p95 within the bound):")
     by_n = {p["sessions"]: p for p in results["phases"]}
     for n, bound in PROTOCOL_TARGETS.items():
@@ -1057,6 +1115,9 @@ def parse_args(argv=None):
     parser.add_argument("--replicas", type=int, default=1,
                         help="with --protocol: this many servers on one runs directory, each session staying with one "
                              "(as behind a sticky proxy; default 1)")
+    parser.add_argument("--uploaders", type=int, default=0,
+                        help="with --protocol: this many more sessions upload a 16 MB network on the symmetry "
+                             "explorer, one upload after another, throughout each phase (default 0)")
     parser.add_argument("--play-seconds", type=float, default=10.0,
                         help="with --protocol: how long a student watches after Play before Pause (default 10)")
     parser.add_argument("--toy-prob", type=float, default=0.5,

@@ -48,7 +48,10 @@ from streamlit.proto.WidgetStates_pb2 import WidgetState
 EARLY_FOR_RERUN = ForwardMsg.ScriptFinishedStatus.FINISHED_EARLY_FOR_RERUN
 COMPILE_ERROR = ForwardMsg.ScriptFinishedStatus.FINISHED_WITH_COMPILE_ERROR
 PENDING = "⏳"  # how a page's progress bar starts while it waits for a shared computation (views/common/computing.py)
-WIDGET_TYPES = ("slider", "number_input", "selectbox", "button", "checkbox", "radio")
+WIDGET_TYPES = ("slider", "number_input", "selectbox", "button", "checkbox", "radio", "file_uploader")
+# An XSRF token of the frontend's form ("2|mask|masked token|time"), sent as the cookie and the header an upload
+# needs (the server compares the two): any token will do, as long as both carry the same one.
+XSRF_TOKEN = "2|00000000|" + bytes(range(16)).hex() + "|0"
 
 
 @dataclass
@@ -82,6 +85,8 @@ class Widget:
             state.bool_value = bool(self.value)
         elif self.kind == "button":
             state.trigger_value = True
+        elif self.kind == "file_uploader":  # the files it holds: UploadedFileInfo protos
+            state.file_uploader_state_value.uploaded_file_info.extend(self.value)
         return state
 
 
@@ -102,6 +107,8 @@ def drawn_value(kind: str, proto, held):
         return proto.options[proto.default] if proto.HasField("default") and proto.options else None
     if kind == "checkbox":
         return proto.value if proto.set_value else held if held is not None else proto.default
+    if kind == "file_uploader":
+        return held
     return None  # buttons hold nothing between runs
 
 
@@ -155,6 +162,8 @@ class Session:
         self.run_pending = False  # the run under way drew a ⏳ progress bar
         self.full_run = False  # the run under way is the whole page's (not a fragment's)
         self.socket = None
+        self.session_id = ""  # the server's id for this session, which an upload's address names
+        self.file_urls: dict[str, asyncio.Future] = {}  # upload request id -> its answer
         self.reader: asyncio.Task | None = None
         self.ticker: asyncio.Task | None = None
         self.closing = False
@@ -201,6 +210,41 @@ class Session:
         widget.value = value
         return await self.request(what, self.rerun_message(widget.fragment_id))
 
+    async def upload(self, widget: Widget, name: str, data: bytes, timeout: float) -> float | None:
+        """Put a file in an uploader as the frontend does: ask the server where to send it, send it (HTTP PUT), then
+        rerun with the uploader holding it; the latency of that run, which reads the file (at most ``timeout`` s)."""
+        from streamlit.proto.Common_pb2 import UploadedFileInfo
+
+        msg = BackMsg()
+        request_id = f"upload-{len(self.file_urls)}"
+        msg.file_urls_request.request_id = request_id
+        msg.file_urls_request.file_names.append(name)
+        msg.file_urls_request.session_id = self.session_id
+        self.file_urls[request_id] = asyncio.get_running_loop().create_future()
+        try:
+            await self.socket.send(msg.SerializeToString())
+            urls = await asyncio.wait_for(self.file_urls[request_id], self.timeout)
+            await asyncio.to_thread(self.put_file, urls.upload_url, name, data)
+        except (asyncio.TimeoutError, OSError, websockets.ConnectionClosed) as exc:
+            self.error("upload", f"{name} on /{self.page}: {type(exc).__name__}: {exc}")
+            return None
+        widget.value = [UploadedFileInfo(name=name, size=len(data), file_id=urls.file_id, file_urls=urls)]
+        return await self.request("upload", self.rerun_message(widget.fragment_id), timeout)
+
+    def put_file(self, path: str, name: str, data: bytes) -> None:
+        """The multipart PUT the frontend sends, with the XSRF cookie and header."""
+        import urllib.request
+
+        boundary = "symlab-upload-boundary"
+        body = b"".join([f"--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{name}\"\r\n"
+                         "Content-Type: application/octet-stream\r\n\r\n".encode(), data,
+                         f"\r\n--{boundary}--\r\n".encode()])
+        request = urllib.request.Request(self.url.rstrip("/") + path, data=body, method="PUT", headers={
+            "Content-Type": f"multipart/form-data; boundary={boundary}", "X-Xsrftoken": XSRF_TOKEN,
+            "Cookie": f"_streamlit_xsrf={XSRF_TOKEN}"})
+        with urllib.request.urlopen(request, timeout=self.timeout) as response:
+            response.read()
+
     async def press(self, widget: Widget, what: str = "button") -> float | None:
         widget.value = True
         try:
@@ -220,11 +264,13 @@ class Session:
         state.widget_states.widgets.extend(w for w in widgets if w is not None)
         return msg.SerializeToString()
 
-    async def request(self, what: str, payload: bytes | Callable[[], bytes | None]) -> float | None:
-        """Send one rerun and wait for the end of the run it caused; its latency in ms (None: an
-        error, already counted, or a timer's tick that no longer applies). A callable ``payload`` is
-        made once the request in flight has ended: a timer's tick, which that request's run may have
-        cancelled (None)."""
+    async def request(self, what: str, payload: bytes | Callable[[], bytes | None],
+                      timeout: float | None = None) -> float | None:
+        """Send one rerun and wait for the end of the run it caused (at most ``timeout`` s, default the
+        session's); its latency in ms (None: an error, already counted, or a timer's tick that no longer
+        applies). A callable ``payload`` is made once the request in flight has ended: a timer's tick, which
+        that request's run may have cancelled (None)."""
+        timeout = timeout or self.timeout
         while self.pending is not None:  # a fragment tick in flight: wait for it, as one request at a time
             await asyncio.wait([self.pending.done], timeout=self.timeout)
             if self.pending is not None and not self.pending.done.done():
@@ -241,9 +287,9 @@ class Session:
         self.pending = request
         try:
             await self.socket.send(payload)
-            await asyncio.wait_for(asyncio.shield(request.done), self.timeout)
+            await asyncio.wait_for(asyncio.shield(request.done), timeout)
         except asyncio.TimeoutError:
-            self.error("timeout", f"{what} on /{self.page}: no end of run within {self.timeout:g} s")
+            self.error("timeout", f"{what} on /{self.page}: no end of run within {timeout:g} s")
             return None
         except websockets.ConnectionClosed as exc:
             if not self.closing:  # the student's time is up: a tick in flight then is no one's wait
@@ -310,7 +356,16 @@ class Session:
             self.handle_delta(msg)
         elif kind == "navigation":
             self.page_hash = msg.navigation.page_script_hash
+        elif kind == "file_urls_response":
+            response = msg.file_urls_response
+            answer = self.file_urls.get(response.response_id)
+            if answer is not None and not answer.done():
+                if response.file_urls:
+                    answer.set_result(response.file_urls[0])
+                else:
+                    answer.set_exception(OSError(response.error_msg or "no address for the upload"))
         elif kind == "new_session":
+            self.session_id = msg.new_session.initialize.session_id or self.session_id
             self.run_pending = False
             self.full_run = not msg.metadata.run.fragment_ids
             if self.full_run:

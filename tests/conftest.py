@@ -33,7 +33,7 @@ os.environ["SYMLAB_RUNS_DIR"] = tempfile.mkdtemp(prefix="symlab-test-runs-")
 SLOW_MODULES = {"test_browser", "test_layout", "test_deploy", "test_cluster", "test_replicas", "test_interactions",
                 "test_hosting", "test_load_client", "test_accessibility", "test_warmup", "test_study", "test_runs",
                 "test_jobs", "test_fuzz", "test_cli", "test_page_mnist", "test_page_methods", "test_methods",
-                "test_mnist", "test_mnist_convergence", "test_failures"}
+                "test_mnist", "test_mnist_convergence", "test_failures", "test_upload_server"}
 
 
 def fixtures_used(item) -> set[str]:

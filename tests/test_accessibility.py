@@ -62,8 +62,8 @@ def test_mnist_charts_use_more_than_colour(tmp_path, monkeypatch):
         for method in ("mfvi", "sgm"):
             cli.main(["mnist", "--hidden", str(hidden), "--method", method, "--K", "4", "--epochs", "2",
                       "--train-subset", "300", "--samples", "2", "--device", "cpu", "--json"])
-    ids = [run.id for run in Registry(run_kinds()).runs()]
-    at = page("views/mnist.py", compare=",".join(map(str, ids)))
+    tokens = [run.token for run in Registry(run_kinds()).runs()]  # links name runs by their tokens
+    at = page("views/mnist.py", compare=",".join(tokens))
     assert not at.exception
     # By width: accuracy, SGM's bound gain, closest units, units at the prior; per epoch: the live view's 2 curves
     # and 3 diagnostics, the comparison's 3 curves and 3 diagnostics.

@@ -131,3 +131,50 @@ def test_missing_mnist_files_are_named_on_the_page_and_fail_a_run_clearly(regist
     failed = registry.runs()[-1]
     assert failed.status == FAILED and "train-images" in failed.message
     assert len(registry.runs()) == 2  # the earlier run is still there
+
+
+def test_a_garbage_checkpoint_is_reported_plainly_and_the_run_goes_on_from_the_one_before(registry, monkeypatch,
+                                                                                          capsys):
+    """A garbage checkpoint.pt left the run failed for good, with torch's advice to load it unsafely; the page's
+    download did nothing and its Resume chose the broken run. Now the file is set aside, the message says where
+    Resume goes on from, and Restart trains the run again."""
+    args = ["mnist", "--hidden", "8", "--epochs", "3", "--train-subset", "500", "--samples", "2", "--device", "cpu",
+            "--json"]
+    assert cli.main(args) == 0
+    run = registry.runs()[-1]
+    newest = registry.checkpoint_path(run.id)
+    assert newest.name == "checkpoint-00003.pt" and len(registry.checkpoints(run.id)) == 2  # two generations kept
+    newest.write_bytes(b"\x80\x04garbage that is no zip and no pickle")
+    registry.update(run.id, status=FAILED, message="stopped")
+
+    at = mnist_page()  # the download and the resume picker say so before anyone tries
+    assert not at.exception
+    warning = next(w.value for w in at.warning if "posterior cannot be downloaded" in w.value)
+    assert f"Run #{run.id}" in warning and "damaged" in warning and "weights_only" not in warning
+    assert "mnist.export" not in {button.key for button in at.get("download_button")}
+    picker = at.selectbox(key="mnist.resume_pick")
+    assert picker.value is None or picker.value.id != run.id  # not offered first: it cannot resume as it is
+    assert [option for option in picker.options if "damaged" in option and f"#{run.id}" in option]
+
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["mnist", "--resume", str(run.id), "--json"])
+    assert exit_info.value.code == 1
+    error = capsys.readouterr().err
+    assert "Traceback" not in error and "weights_only" not in error and "pickle" not in error.lower()
+    assert "checkpoint of epoch 3 cannot be read (the file is damaged or is not a checkpoint)" in error
+    assert "Resume continues after epoch 2" in error
+    failed = registry.get(run.id)
+    assert failed.status == FAILED and failed.epoch == 2
+    assert newest.with_name(newest.name + ".unreadable").exists() and not newest.exists()
+
+    assert cli.main(["mnist", "--resume", str(run.id), "--json"]) == 0  # from epoch 2's checkpoint
+    resumed = registry.get(run.id)
+    assert resumed.status == FINISHED and [m["epoch"] for m in registry.metrics([run.id])[run.id]] == [1, 2, 3]
+
+    registry.checkpoint_path(run.id).write_bytes(b"")  # an empty file, then Restart
+    registry.update(run.id, status=FAILED)
+    assert cli.main(["mnist", "--restart", str(run.id), "--json"]) == 0
+    restarted = registry.get(run.id)
+    assert restarted.status == FINISHED and restarted.result["epochs_done"] == 3
+    assert [path.name for path in registry.checkpoints(run.id)] == ["checkpoint-00003.pt", "checkpoint-00002.pt"]
+    assert registry.launches_since(0, source="cli") == 4  # launched, resumed twice, restarted

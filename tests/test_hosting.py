@@ -49,10 +49,10 @@ def test_runs_per_hour_count_the_apps_launches_only(tmp_path):
     config = MnistConfig(hidden=8, epochs=1, train_subset=500, device="cpu")
     for source in ("app", "app", "cli"):
         registry.create("mnist", config, "cpu", status=FINISHED, source=source)
-    with pytest.raises(ValueError, match="2 runs were launched on this server in the last hour"):
+    with pytest.raises(ValueError, match="2 runs were launched or resumed on this server in the last hour"):
         supervisor.submit(registry, "mnist", config, limits, session="carol")
     assert len(registry.runs()) == 3  # nothing queued
-    assert registry.launched_since(0, "cli") == 1
+    assert registry.launches_since(0, source="cli") == 1
 
 
 def app_at(page: str, monkeypatch, env: dict, **query) -> AppTest:
@@ -82,7 +82,9 @@ def test_hosted_pages_show_and_apply_the_caps(monkeypatch, tmp_path):
     assert toy.button(key="toy.run_table").disabled
 
     mnist = app_at("views/mnist.py", monkeypatch, env, hidden="4096")
-    assert any("width ≤ 1024" in c.value and "30 per hour" in c.value for c in mnist.caption)
+    assert any("width ≤ 1024" in c.value and "≤ 20 estimated CPU-minutes a run" in c.value
+               and "≤ 4 launches (resumes included) per browser and 30 on the server per hour" in c.value
+               for c in mnist.caption)
     assert mnist.query_params["hidden"] == "1024"  # clamped to the hosted cap, with a notice
     assert any("hidden=4096" in w.value for w in mnist.warning)
 
@@ -125,3 +127,36 @@ def test_set_threads_caps_torch_and_every_blas_loaded():
         assert {pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"} == {1}
     finally:
         set_threads(before)
+
+
+def shown(at) -> str:
+    """Everything a visitor reads on the page: its text elements and its exceptions."""
+    kinds = ("caption", "markdown", "error", "warning", "info", "exception", "toast")
+    return " ".join(str(element.value) for kind in kinds for element in at.get(kind))
+
+
+@pytest.mark.parametrize("page", ["views/mnist.py", "views/methods.py"])
+def test_a_hosted_page_names_no_database_coordinates(monkeypatch, tmp_path, page):
+    """A PostgreSQL registry that could not be reached put its user, host and port in the page's error."""
+    env = {"SYMLAB_HOSTED": "1", "SYMLAB_RUNS_DIR": str(tmp_path / "runs"),
+           "SYMLAB_DATABASE_URL": "postgresql://classuser:pw@127.0.0.1:9/coursedb"}  # port 9: nobody listens
+    at = app_at(page, monkeypatch, env)
+    assert not at.exception and at.title
+    assert any("the run registry's database" in e.value for e in [*at.error, *at.warning])
+    for coordinate in ("classuser", "127.0.0.1", ":9", "port 9", "coursedb", "postgresql://"):
+        assert coordinate not in shown(at), coordinate
+    monkeypatch.delenv("SYMLAB_HOSTED")  # the host's own server says where it looked
+    assert "127.0.0.1" in shown(app_at(page, monkeypatch, {}))
+
+
+@pytest.mark.parametrize("page", ["views/mnist.py", "views/methods.py"])
+def test_a_corrupt_registry_is_a_plain_error_and_the_rest_of_the_page_is_drawn(monkeypatch, tmp_path, page):
+    """registry.sqlite3 overwritten with garbage put a traceback with the server's paths on /methods."""
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    (runs / "registry.sqlite3").write_bytes(b"not a database, and longer than a header would be" * 40)
+    at = app_at(page, monkeypatch, {"SYMLAB_HOSTED": "1", "SYMLAB_RUNS_DIR": str(runs)})
+    assert not at.exception
+    assert any("cannot use the run registry" in e.value and "move it aside" in e.value for e in at.error)
+    assert str(tmp_path) not in shown(at) and "Traceback" not in shown(at)
+    assert at.title and len(at.tabs) == 2 and at.dataframe  # the page: its results and its runs tab

@@ -126,7 +126,7 @@ def test_a_checkpoint_of_other_settings_or_a_broken_one_is_refused(tiny_data, tm
     from symlab.labs.methods.training import MethodsTraining
     training = MethodsTraining.__new__(MethodsTraining)
     training.comparison = ex.Comparison(config, tiny_data)
-    with pytest.raises(ex.CheckpointError, match="delete it"):
+    with pytest.raises(ex.CheckpointError, match="damaged or is not this comparison's checkpoint"):
         training.load(path)
 
 

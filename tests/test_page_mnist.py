@@ -1,6 +1,8 @@
 """AppTest checks of the MNIST page (its live fragment's first render included)."""
 
+import hashlib
 import math
+import os
 from pathlib import Path
 
 import pytest
@@ -10,7 +12,7 @@ from vegatest import channel, layers, vega_chart, vega_charts
 from symlab.labs.mnist.experiment import MnistConfig
 from symlab.runs import supervisor
 from symlab.specs import controls, settings
-from symlab.specs.run_kind import FINISHED
+from symlab.specs.run_kind import CANCELLED, FINISHED, RUNNING
 
 PAGE = str(Path(__file__).resolve().parents[1] / "views" / "mnist.py")
 
@@ -19,6 +21,11 @@ def mnist_page(**query) -> AppTest:
     at = AppTest.from_file(PAGE, default_timeout=60)
     at.query_params.update(query)
     return at.run()
+
+
+def tokens(registry, *run_ids) -> str:
+    """The compare link's value for these runs: their public tokens."""
+    return ",".join(registry.get(run_id).token for run_id in run_ids)
 
 
 def test_default_view_and_url(registry):
@@ -97,7 +104,7 @@ def test_results_table_and_comparison_from_finished_runs(registry):
                                                               if method == "sgm" else None})
         registry.add_metrics(run_id, {"epoch": 1, "test_acc": accuracy, "test_nll": 0.3, "train_elbo": -100.0})
         ids.append(run_id)
-    at = mnist_page(compare=f"{ids[0]},{ids[2]}")
+    at = mnist_page(compare=tokens(registry, ids[0], ids[2]))
     assert not at.exception
     table = at.dataframe[-1].value
     assert list(table.columns) == ["width", "MFVI", "SGM K=4"]
@@ -108,7 +115,20 @@ def test_results_table_and_comparison_from_finished_runs(registry):
     assert not [view for view in layers(gain["spec"]) if view["mark"]["type"] == "rule"]
     assert at.multiselect(key="mnist.compare_pick").value == [ids[0], ids[2]]
     at.multiselect(key="mnist.compare_pick").unselect(ids[0]).run()
-    assert at.query_params["compare"] == str(ids[2])
+    assert at.query_params["compare"] == tokens(registry, ids[2])
+
+
+def test_the_compare_link_names_runs_by_their_tokens_not_their_ids(registry):
+    """Run ids are 1, 2, 3…: a link that named runs by them told anyone which runs exist. It names them by random
+    tokens now; an id or an unknown token is left out with the page's notice, a malformed one too."""
+    run_id = finish(registry, MnistConfig(hidden=16), test_acc=0.9, train_elbo=-100.0)
+    at = mnist_page(compare=f"{run_id},{tokens(registry, run_id)}")
+    assert at.multiselect(key="mnist.compare_pick").value == [run_id]
+    assert at.query_params["compare"] == tokens(registry, run_id)
+    assert any(f"`compare`: no run {run_id} here: left out." in w.value for w in at.warning)
+    at = mnist_page(compare="<b>#1</b>")
+    assert not at.exception and not at.multiselect(key="mnist.compare_pick").value
+    assert any("is not a list of tokens" in w.value for w in at.warning)
 
 
 def test_block_estimator_from_a_link_launches_with_its_settings(registry):
@@ -150,7 +170,7 @@ def test_diagnostics_are_charted_per_epoch_and_against_width(registry):
     registry.update(old, status=FINISHED, result={"test_acc": 0.9, "test_nll": 0.3, "test_ece": 0.02,
                                                        "train_elbo": -100.0, "infonce_active": 0.0})
     registry.add_metrics(old, {"epoch": 1, "test_acc": 0.9, "test_nll": 0.3, "train_elbo": -100.0})
-    at = mnist_page(compare=f"{ids[0]},{old}")
+    at = mnist_page(compare=tokens(registry, ids[0], old))
     assert not at.exception and not at.error
     assert not at.get("plotly_chart")
     by_width = {chart["title"]: chart for chart in vega_charts(at) if chart["title"].endswith("against width")}
@@ -193,7 +213,7 @@ def test_epoch_curves_keep_fractions_in_range_and_epochs_whole(registry, epochs)
     """One epoch drew an accuracy axis up to 1.5 and epoch ticks at halves; the axes are now fixed by what the
     quantities are: accuracy and I_H / log|H| at most 1, counts from 0, epochs 1 … the planned number."""
     ids = finished_runs(registry, epochs)
-    at = mnist_page(compare=",".join(map(str, ids)))
+    at = mnist_page(compare=tokens(registry, *ids))
     assert not at.exception and not at.error
     curves = [chart for chart in vega_charts(at) if chart["title"] in (
         "Test accuracy", "Train ELBO", "Test NLL", "Closest two units", "Block MI on q: I_H / log|H|",
@@ -261,7 +281,7 @@ def test_error_bars_against_width_stay_within_what_the_quantity_can_be(registry)
 
 def test_a_new_epoch_changes_only_the_curves_data(registry):
     ids = finished_runs(registry, 4, recorded=3)
-    at = mnist_page(compare=",".join(map(str, ids)))
+    at = mnist_page(compare=tokens(registry, *ids))
     before = [chart for chart in vega_charts(at) if chart["title"] == "Test accuracy"]
     registry.add_metrics(ids[0], {"epoch": 4, "test_acc": 0.95})  # the next epoch's metrics arrive
     at.run()
@@ -299,9 +319,9 @@ def test_results_count_distinct_seeds_and_show_repeats(registry):
 def test_every_chart_titles_its_y_axis_above_the_plot(registry):
     """The y axis's title stood turned up beside the tick labels, where "Train ELBO against width" drew it over
     them at some widths: every chart of the page now sets it level above the plot, clear of the labels."""
-    finish(registry, MnistConfig(hidden=16), test_acc=0.9, train_elbo=-3.91e6)
-    finish(registry, MnistConfig(hidden=1024), test_acc=0.95, train_elbo=-1.21e5)
-    at = mnist_page(compare="1,2")
+    narrow = finish(registry, MnistConfig(hidden=16), test_acc=0.9, train_elbo=-3.91e6)
+    wide = finish(registry, MnistConfig(hidden=1024), test_acc=0.95, train_elbo=-1.21e5)
+    at = mnist_page(compare=tokens(registry, narrow, wide))
     drawn = vega_charts(at)
     assert {"Train ELBO against width", "Test accuracy", "Train ELBO"} <= {chart["title"] for chart in drawn}
     for chart in drawn:
@@ -325,7 +345,7 @@ def test_methods_that_coincide_by_design_say_so_on_the_chart_and_both_markers_sh
                      test_acc=0.95 if active == 0 else 0.96, train_elbo=-100.0 if active == 0 else -99.0,
                      train_elbo_sym=-98.6)
         ids += [mfvi, sgm]
-    at = mnist_page(compare=f"{ids[2]},{ids[3]}")
+    at = mnist_page(compare=tokens(registry, ids[2], ids[3]))
     assert not at.exception and not at.error
     accuracy = vega_chart(at, "Accuracy against width (± std)")["spec"]
     note = " ".join(accuracy["title"]["subtitle"])
@@ -432,3 +452,46 @@ def test_the_runs_table_says_whether_each_finished_run_converged(registry):
     at = mnist_page()
     runs_table = next(frame.value for frame in at.dataframe if "converged" in frame.value.columns)
     assert dict(zip(runs_table["run"], runs_table["converged"])) == {run_id: "epoch 7", other: "no"}
+
+
+def owner_of(token: bytes) -> str:
+    """The owner a browser whose XSRF token is ``token`` launches runs as."""
+    return hashlib.sha256(b"symlab run owner\0" + token).hexdigest()[:32]
+
+
+def test_a_hosted_page_offers_cancel_and_resume_only_for_this_browsers_runs(registry, monkeypatch):
+    """Cancel and Resume were on every run, anyone's: on a hosted server a browser now sees them on its own runs
+    only, and a lecturer (with the host's key, typed on the page) on every run."""
+    monkeypatch.setenv("SYMLAB_HOSTED", "1")
+    monkeypatch.setenv("SYMLAB_LECTURER_KEY", "s3cret")
+    alice = owner_of(b"A" * 16)
+    running = registry.create("mnist", MnistConfig(hidden=8), "cpu", status=RUNNING, pid=os.getpid(), owner=alice)
+    stopped = registry.create("mnist", MnistConfig(hidden=8, seed=1), "cpu", status=CANCELLED, owner=alice)
+    from_shell = registry.create("mnist", MnistConfig(hidden=8, seed=2), "cpu", status=CANCELLED, source="cli")
+
+    browser_cookie(monkeypatch, b"A" * 16)
+    mine = mnist_page()
+    assert not mine.exception
+    assert mine.button(key=f"mnist.cancel.{running}")
+    [option] = mine.selectbox(key="mnist.resume_pick").options  # not the command line's run
+    assert option.startswith(f"#{stopped} ")
+
+    browser_cookie(monkeypatch, b"B" * 16)
+    theirs = mnist_page()
+    assert not theirs.exception
+    assert f"mnist.cancel.{running}" not in {button.key for button in theirs.button}
+    assert "mnist.resume_pick" not in {box.key for box in theirs.selectbox}  # nothing of theirs to resume
+    assert any(f"#{running} " in bar.proto.text for bar in theirs.get("progress"))  # the run itself is shown
+
+    theirs.text_input(key="mnist.lecturer_key").input("s3cret").run()
+    assert theirs.button(key=f"mnist.cancel.{running}")
+    options = theirs.selectbox(key="mnist.resume_pick").options  # the command line's run too, newest first
+    assert [option.split()[0] for option in options] == [f"#{from_shell}", f"#{stopped}"]
+
+
+def test_a_hosted_page_refuses_to_launch_for_a_browser_it_cannot_tell_apart(registry, monkeypatch):
+    monkeypatch.setenv("SYMLAB_HOSTED", "1")
+    at = mnist_page(hidden="8", epochs="1", subset="500", samples="2")  # AppTest sends no cookie
+    at.button(key="mnist.launch").click().run()
+    assert not registry.runs()
+    assert any("Not launched" in e.value and "allow cookies" in e.value for e in at.error)

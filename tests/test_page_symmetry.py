@@ -10,7 +10,8 @@ import json
 
 import numpy as np
 import pytest
-from pagetest import metrics, open_page
+import hostile_files
+from pagetest import Upload, metrics, open_page, uploading
 from vegatest import channel, image_values, layers, vega_chart, vega_charts
 
 from symlab.labs.symmetry import LAB, params
@@ -314,15 +315,15 @@ def test_a_784_input_layer_is_pictured_by_its_most_varied_inputs_and_sorting_reo
     import torch
 
     from symlab.lib import weights
-    from views.common import files
     from views.common.charts import BLUE_RED
 
     torch.manual_seed(3)
     net = torch.nn.Sequential(torch.nn.Linear(784, 24), torch.nn.ReLU(), torch.nn.Linear(24, 10))
     with torch.no_grad():  # inputs of very different spread, as a trained net's pixels have
         net[0].weight.mul_(torch.linspace(0.2, 3.0, 784)[torch.randperm(784)])
-    network = weights.network_from_tensors({k: v.double() for k, v in net.state_dict().items()}, "net.pt")
-    monkeypatch.setattr(files, "uploaded_network", lambda label, key: network)
+    state = {k: v.double() for k, v in net.state_dict().items()}
+    network = weights.network_from_tensors(state, "net.pt")
+    uploading(monkeypatch, {"Your network": Upload("net.pt", hostile_files.torch_bytes(state))})
     at = open_page("symmetry", part="network", key="max_in")
     assert not at.exception and not at.error, [e.value for e in at.exception]
     W = network.means[0][0]
@@ -339,3 +340,31 @@ def test_a_784_input_layer_is_pictured_by_its_most_varied_inputs_and_sorting_reo
     order = np.argsort(W.max(axis=1), kind="stable")  # max_in: by each unit's largest incoming weight
     assert (order != np.arange(24)).any() and (shown[1] == shown[0][order]).all()
     assert any("the 64 of its 784 inputs whose weights vary most" in c.value for c in at.caption)
+
+
+@pytest.mark.parametrize("file, reason", [
+    (hostile_files.stride_zero_view, "0.weight is a view that repeats or overlaps its stored numbers"),
+    (hostile_files.no_hidden_units, "0.weight has shape (0, 784): every layer needs at least one input and one unit"),
+    (hostile_files.deep_chain, "2000 nn.Linear layers, over the 64 this reader takes"),
+])
+def test_a_hostile_upload_gets_its_reason_as_text_and_no_traceback(monkeypatch, file, reason):
+    """Read in a process of its own: the page shows the reader's one line, the file's name as typed (no markup)."""
+    from views.common import files
+
+    uploading(monkeypatch, {"Your network": Upload(hostile_files.MARKUP_NAME, file())})
+    at = open_page("symmetry", part="network")
+    assert not at.exception
+    [error] = at.error
+    assert error.value.startswith(files.plain(f"{hostile_files.MARKUP_NAME}: {reason}"))
+    assert not at.table and not at.get("vega_lite_chart")
+
+
+def test_an_uploads_name_is_shown_as_it_is(monkeypatch):
+    from views.common import files
+
+    uploading(monkeypatch, {"Your network": Upload(hostile_files.MARKUP_NAME, hostile_files.small_network())})
+    at = open_page("symmetry", part="network")
+    assert not at.exception and not at.error
+    [success] = at.success
+    assert success.value.startswith(files.plain(hostile_files.MARKUP_NAME) + ": 6 → 5 → 3")
+    assert "**" not in success.value.replace(r"\*\*", "")

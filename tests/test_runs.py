@@ -16,11 +16,13 @@ from symlab.labs.mnist.experiment import MnistConfig
 from symlab.labs.mnist.table import results_table
 from symlab.runs import execution, supervisor
 from symlab.runs.registry import Registry, RegistryError
+from symlab.runs.supervisor import HOST, Caller, NotYours
 from symlab.specs import settings
 from symlab.specs.results import TrainingDiverged
 from symlab.specs.run_kind import (
     CANCELLED,
     DIVERGED,
+    FAILED,
     FINISHED,
     INTERRUPTED,
     QUEUED,
@@ -102,12 +104,12 @@ def test_runs_outlive_the_process_that_launched_them(registry, tmp_path):
 
 
 def test_caps_and_bad_settings_are_refused_with_reasons(registry, monkeypatch):
-    limits = settings.RunLimits(max_hidden=64, max_epochs=3, max_runs_per_session=1)
+    limits = settings.RunLimits(max_hidden=64, max_epochs=3, max_runs_per_browser=1)
     with pytest.raises(ValueError, match="width 128 is above.*cap of 64.*5 epochs"):
         supervisor.submit(registry, "mnist", MnistConfig(hidden=128, epochs=5), limits)
-    supervisor.submit(registry, "mnist", MnistConfig(**TINY), limits, session="alice")
-    with pytest.raises(ValueError, match="launched 1 runs"):
-        supervisor.submit(registry, "mnist", MnistConfig(**TINY), limits, session="alice")
+    supervisor.submit(registry, "mnist", MnistConfig(**TINY), limits, session="alice", owner="alices-browser")
+    with pytest.raises(ValueError, match="this browser has launched or resumed 1 runs"):  # a reload: a new session
+        supervisor.submit(registry, "mnist", MnistConfig(**TINY), limits, session="alice-again", owner="alices-browser")
     monkeypatch.setenv("SYMLAB_MAX_HIDDEN", "lots")
     with pytest.raises(SettingsError, match="SYMLAB_MAX_HIDDEN"):
         settings.RunLimits.from_env()
@@ -171,6 +173,8 @@ def test_a_registry_written_before_runs_recorded_their_lab_still_opens(tmp_path)
     new = registry.create("mnist", MnistConfig(**TINY), "cpu")
     assert [(run.id, run.lab) for run in registry.runs()] == [(old.id, "mnist"), (new, "mnist")]
     assert old.owner == "" and registry.get(new).owner == ""  # launched by no one the registry knows
+    # The old run was given a public token when the registry was first opened, and kept it.
+    assert len(old.token) == 12 and registry.get(old.id).token == old.token != registry.get(new).token
 
 
 def test_a_run_keeps_who_launched_it(registry):
@@ -179,6 +183,76 @@ def test_a_run_keeps_who_launched_it(registry):
     assert [run.owner for run in registry.runs()] == ["5baa4bca", ""]
     registry.update(anyone, owner="77e0")
     assert (registry.get(mine).owner, registry.get(anyone).owner) == ("5baa4bca", "77e0")
+    tokens = [run.token for run in registry.runs()]  # what links name runs by: random, not their ids
+    assert len(set(tokens)) == 2 and all(len(token) == 12 and str(mine) != token for token in tokens)
+
+
+HELD = settings.RunLimits(max_concurrent_per_device=0)  # nothing starts: these runs stay queued
+
+
+def test_only_its_browser_a_lecturer_or_the_host_controls_a_run(registry, monkeypatch):
+    """Anyone could cancel or resume anyone's run (ids 1, 2, 3… are in links): now only the browser that launched
+    it, a lecturer holding the host's key, or the host at the server's shell; a run of the command line has no
+    browser, so only those two."""
+    monkeypatch.setenv(settings.LECTURER_KEY_ENV, "s3cret")
+    alice, bob = Caller("alice", "app"), Caller("bob", "app")
+    mine = registry.create("mnist", MnistConfig(**TINY), "cpu", owner="alice", source="app")
+    from_shell = registry.create("mnist", MnistConfig(**TINY), "cpu", source="cli")
+    for run_id, who in ((mine, "another browser: only that browser"), (from_shell, "the server's command line")):
+        for verb, act in (("cancel", lambda i, by: supervisor.cancel(registry, i, by=by)),
+                          ("resume", lambda i, by: supervisor.resume(registry, i, HELD, by=by)),
+                          ("restart", lambda i, by: supervisor.restart(registry, i, HELD, by=by))):
+            with pytest.raises(NotYours, match=f"^run #{run_id} was launched from {who}.* may {verb} it$"):
+                act(run_id, bob)
+            with pytest.raises(NotYours):
+                act(run_id, Caller("bob", "app", lecturer_key="guess"))
+    assert {run.status for run in registry.runs()} == {QUEUED}  # nothing happened
+    supervisor.cancel(registry, mine, by=alice)
+    supervisor.resume(registry, mine, HELD, by=alice)
+    supervisor.cancel(registry, from_shell, by=Caller("bob", "app", lecturer_key="s3cret"))
+    supervisor.restart(registry, from_shell, HELD, by=Caller("", "app", lecturer_key="s3cret"))
+    supervisor.cancel(registry, mine, by=HOST)
+    assert [run.status for run in registry.runs()] == [CANCELLED, QUEUED]
+    with pytest.raises(NotYours):
+        supervisor.resume(registry, mine, HELD, by=Caller("", "app"))  # a browser with no id owns nothing
+    monkeypatch.delenv(settings.LECTURER_KEY_ENV)
+    with pytest.raises(NotYours):  # no key set: none is right
+        supervisor.cancel(registry, from_shell, by=Caller("bob", "app", lecturer_key=""))
+
+
+def test_launches_resumes_and_restarts_count_per_browser_and_per_hour(registry):
+    """The per-session cap reset on reload and resumes counted for nothing: launches, resumes and restarts from the
+    pages now count for the browser (across its sessions) and for the server, in the last hour."""
+    limits = settings.RunLimits(max_concurrent_per_device=0, max_runs_per_browser=2, max_runs_per_hour=4)
+    alice = Caller("alice", "app")
+    first = supervisor.submit(registry, "mnist", MnistConfig(**TINY), limits, session="tab-1", owner="alice")
+    supervisor.cancel(registry, first, by=alice)
+    supervisor.resume(registry, first, limits, by=alice)  # her second
+    with pytest.raises(ValueError, match="this browser has launched or resumed 2 runs in the last hour.*cap.*2"):
+        supervisor.submit(registry, "mnist", MnistConfig(**TINY), limits, session="tab-2", owner="alice")
+    supervisor.cancel(registry, first, by=alice)
+    with pytest.raises(ValueError, match="this browser has launched or resumed 2"):
+        supervisor.restart(registry, first, limits, by=alice)
+    supervisor.restart(registry, first, limits, by=HOST)  # the command line counts for no cap
+    for owner in ("bob", "carol"):
+        supervisor.submit(registry, "mnist", MnistConfig(**TINY), limits, owner=owner)
+    with pytest.raises(ValueError, match="4 runs were launched or resumed on this server in the last hour"):
+        supervisor.submit(registry, "mnist", MnistConfig(**TINY), limits, owner="dave")
+    assert registry.launches_since(0) == 5 and registry.launches_since(0, source="app", owner="alice") == 2
+    supervisor.submit(registry, "mnist", MnistConfig(**TINY), limits, source="cli")
+
+
+def test_the_reaper_names_the_epoch_resume_continues_after(registry):
+    """The registry's epoch can lag the newest checkpoint (a worker killed between saving it and recording the
+    epoch): the message names the checkpoint's epoch, which is where resuming goes on."""
+    run_id = registry.create("mnist", MnistConfig(**TINY), "cpu", status=RUNNING)
+    registry.update(run_id, heartbeat=0.0, epoch=2)  # its worker never reported in
+    for epoch in (2, 3):
+        registry.checkpoint_path(run_id, epoch).write_bytes(b"a checkpoint")
+    assert supervisor.reap(registry) == [run_id]
+    run = registry.get(run_id)
+    assert run.status == INTERRUPTED and run.message.endswith("resume continues after epoch 3, its last checkpoint")
+    assert supervisor.resume_point(registry, run) == 3
 
 
 @dataclass(frozen=True)
@@ -247,3 +321,64 @@ def test_the_registry_and_the_worker_run_any_lab_that_declares_its_runs(registry
 
     with pytest.raises(ValueError, match="5 epochs is above this server's cap of 4"):
         supervisor.submit(registry, "counting", CountConfig(epochs=5), settings.RunLimits(max_epochs=4))
+
+
+@pytest.fixture
+def sqlite_registry(tmp_path, monkeypatch):
+    monkeypatch.delenv("SYMLAB_DATABASE_URL", raising=False)
+    monkeypatch.setenv("SYMLAB_RUNS_DIR", str(tmp_path / "runs"))
+    return Registry(run_kinds())
+
+
+def test_cancel_stops_a_run_within_seconds_during_a_long_evaluation(sqlite_registry):
+    """Cancel waited for the evaluation to end (about 53 s for 100 samples of a wide net): it now stops it between
+    two of its passes."""
+    registry = sqlite_registry
+    config = MnistConfig(hidden=512, depth=2, epochs=2, train_subset=500, samples=100, device="cpu")  # ~15 s each
+    run_id = supervisor.submit(registry, "mnist", config)
+    wait_for(registry, run_id, lambda r: r.progress >= 0.5, timeout=120)  # epoch 1 trained: evaluating
+    asked = time.monotonic()
+    supervisor.cancel(registry, run_id)
+    cancelled = wait_for(registry, run_id, lambda r: r.status == CANCELLED, timeout=60)
+    assert time.monotonic() - asked < 10, cancelled
+    assert "before its first epoch ended" in cancelled.message and not registry.metrics([run_id])[run_id]
+
+
+def test_a_restart_trains_again_from_the_start(sqlite_registry):
+    registry = sqlite_registry
+    run_id = supervisor.submit(registry, "mnist", MnistConfig(**TINY))
+    wait_for(registry, run_id, lambda r: r.status == FINISHED)
+    registry.update(run_id, status=FAILED, message="its checkpoint cannot be read")
+    before = registry.checkpoints(run_id)
+    assert [path.name for path in before] == ["checkpoint-00002.pt", "checkpoint-00001.pt"]  # two generations
+    supervisor.restart(registry, run_id)
+    again = registry.get(run_id)  # its worker takes seconds to start
+    assert (again.epoch, again.result, registry.checkpoints(run_id), registry.metrics([run_id])[run_id]) == \
+        (0, None, [], [])
+    done = wait_for(registry, run_id, lambda r: r.status == FINISHED)
+    assert done.result["epochs_done"] == 2 and [m["epoch"] for m in registry.metrics([run_id])[run_id]] == [1, 2]
+    assert registry.launches_since(0) == 2  # its launch and its restart
+
+
+def test_a_database_restart_mid_epoch_pauses_the_run_and_loses_no_epoch(postgres_server_url, tmp_path, monkeypatch):
+    """PostgreSQL restarted during an epoch crashed the run and lost that epoch's metrics (epochs read 1, 2, 4):
+    the worker's writes now wait for the database, and each epoch's metrics are written before its checkpoint."""
+    from postgres import fresh_database, start_server, stop_server
+
+    monkeypatch.setenv("SYMLAB_DATABASE_URL", fresh_database(postgres_server_url, "t_restart_mid_epoch"))
+    monkeypatch.setenv("SYMLAB_RUNS_DIR", str(tmp_path / "runs"))
+    registry = Registry(run_kinds())
+    run_id = supervisor.submit(registry, "mnist", MnistConfig(**{**LONG, "hidden": 32, "epochs": 3, "train_subset": 0}))
+    wait_for(registry, run_id, lambda r: r.epoch >= 1 and r.progress * 3 > r.epoch)  # in its second epoch or later
+    stop_server(postgres_server_url)
+    try:  # the run trains on, its heartbeats failing, until the epoch's end waits to write its metrics
+        deadline = time.monotonic() + 120
+        while "waiting" not in registry.log_path(run_id).read_text() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        time.sleep(2)
+    finally:
+        start_server(postgres_server_url)
+    assert "waiting 0.5 s for the run registry" in registry.log_path(run_id).read_text()
+    done = wait_for(registry, run_id, lambda r: r.status not in (QUEUED, RUNNING), timeout=180)
+    assert done.status == FINISHED, done.message
+    assert [m["epoch"] for m in registry.metrics([run_id])[run_id]] == [1, 2, 3]

@@ -12,6 +12,7 @@ import pickle
 import re
 from pathlib import Path
 
+import hostile_files
 import numpy as np
 import pytest
 import torch
@@ -20,6 +21,8 @@ from safetensors.torch import save as safetensors_bytes
 from symlab.labs.symmetry import experiment as symmetry_lab
 from symlab.lib import mlp, weights
 from symlab.lib.weights import WeightsError
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def mlp_module(*sizes, bias=True):
@@ -149,6 +152,11 @@ def hostile_cases(sentinel):
         "a bare tensor": (torch_bytes(torch.zeros(3)), "holds a Tensor, not a state_dict"),
         "a list": (torch_bytes([torch.zeros(3)]), "holds a list, not a state_dict"),
         "no tensors": (torch_bytes({}), "holds no tensors"),
+        "overlapping rows": (hostile_files.overlapping_view(), "0.weight is a view that repeats or overlaps"),
+        "an archive that expands past the cap": (hostile_files.deflated(100 * 10**6),
+                                                 "its archive expands to 101 MB, over the 64 MB cap"),
+        "2000 layers": (hostile_files.deep_chain(), "2000 nn.Linear layers, over the 64 this reader takes"),
+        "no hidden units": (hostile_files.no_hidden_units(), "every layer needs at least one input and one unit"),
         "negative standard deviations": (weights.posterior_bytes(
             [(np.ones((5, 6)), np.ones(5)), (np.ones((3, 5)), np.ones(3))],
             [(-np.ones((5, 6)), np.ones(5)), (np.ones((3, 5)), np.ones(3))]), "negative standard deviations"),
@@ -176,10 +184,61 @@ def test_files_over_the_cap_are_refused_before_they_are_read(tmp_path, monkeypat
     path = tmp_path / "big.pt"
     path.write_bytes(data)
     for source in (data, path):
-        with pytest.raises(WeightsError, match="over the 0 MB cap"):
+        with pytest.raises(WeightsError, match=rf"over the {(len(data) - 1) / 10**6:g} MB cap"):
             weights.read_network(source, "big.pt")
     with pytest.raises(WeightsError, match="cannot read it"):
         weights.read_network(tmp_path / "missing.pt")
+
+
+def read_with_little_memory(data: bytes, name: str, memory_mb: int = 512) -> str:
+    """What reading ``data`` ends in, read in a forked process whose address space may grow by ``memory_mb`` only
+    (a reader that copies what a file describes before checking it runs out there, not here)."""
+    import multiprocessing
+    import resource
+
+    def read(connection):
+        with open("/proc/self/statm") as statm:
+            now = int(statm.read().split()[0]) * resource.getpagesize()
+        resource.setrlimit(resource.RLIMIT_AS, (now + memory_mb * 2**20,) * 2)
+        try:
+            weights.read_network(data, name)
+            connection.send("read")
+        except WeightsError as error:
+            connection.send(f"refused: {error}")
+        except (MemoryError, RuntimeError) as error:
+            connection.send(f"out of memory: {type(error).__name__}")
+
+    ours, theirs = multiprocessing.get_context("fork").Pipe()
+    process = multiprocessing.get_context("fork").Process(target=read, args=(theirs,))
+    process.start()
+    process.join(120)
+    return ours.recv() if ours.poll() else f"died ({process.exitcode})"
+
+
+@pytest.mark.parametrize("make, reason", [
+    (hostile_files.stride_zero_view, "0.weight is a view that repeats or overlaps its stored numbers (shape "
+                                     "(100000, 8000), strides (0, 0))"),
+    (lambda: hostile_files.deflated(10**9), "its archive expands to 1,014 MB, over the 64 MB cap"),
+])
+def test_a_small_file_that_describes_gigabytes_is_refused_before_they_are_made(make, reason):
+    assert read_with_little_memory(make(), "small.pt").startswith(f"refused: small.pt: {reason}")
+
+
+def test_views_that_repeat_no_number_read_and_a_librarys_shared_copies_count_once():
+    state = mlp_module(6, 5, 3).state_dict()
+    transposed = {**state, "0.weight": state["0.weight"].t().contiguous().t()}  # strides (1, 5): no repeats
+    assert weights.read_network(torch_bytes(transposed)).sizes == (6, 5, 3)
+    many = {f"{index}.weight": torch.zeros(2048, 2048, dtype=torch.float16) for index in range(0, 10, 2)}  # 42 MB
+    with pytest.raises(WeightsError, match=f"hold more than {weights.MAX_NUMBERS:,} numbers"):
+        weights.read_network(torch_bytes(many), "many.pt")
+
+
+def test_the_browsers_upload_limit_is_the_readers():
+    import tomllib
+
+    config = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
+    assert config["server"]["maxUploadSize"] == weights.MAX_FILE_MB
+    assert weights.MAX_FILE_BYTES == weights.MAX_FILE_MB * 10**6  # as Streamlit's uploader counts and states it
 
 
 def test_two_networks_must_match_to_be_aligned():

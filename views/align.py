@@ -10,7 +10,6 @@ import streamlit as st
 from symlab.labs.align import LAB, params
 from symlab.labs.align import experiment as align_lab
 from symlab.labs.align.params import CAPS, ORDERS, PRESETS
-from symlab.lib import weights
 from symlab.lib.mnist_data import data_directory, load_mnist
 from symlab.serving import precomputed
 from symlab.specs import settings
@@ -353,31 +352,33 @@ def assignment_data(view: align_lab.AssignmentView) -> dict:
     width = len(view.columns)
     flipped = width - 1 - np.arange(width)  # y of each unit of q_A
     shown = view.above_nearest
+    matched = view.matched >= 0  # a match outside the units drawn is not marked
     return {"image": charts.image_frame(np.arange(width), np.arange(width), shown[::-1], ASSIGNMENT_COLOURS),
             "scale": pd.DataFrame({"z": [float(shown.min()), float(shown.max())]}),
-            "lines": charts.lines_frame(MATCH_SERIES[0].label, view.matched, flipped)}
+            "lines": charts.lines_frame(MATCH_SERIES[0].label, view.matched[matched], flipped[matched])}
 
 
-def assignment_chart(column, qa, qb, perms, index: int, order: str) -> None:
-    view = align_lab.assignment_view(qa, qb, perms, index, order == "aligned")
+def assignment_chart(column, view: align_lab.AssignmentView, index: int, order: str) -> None:
     spec = assignment_spec(len(view.columns), index, order == "aligned", charts.presenting())
     charts.vega_chart(column, spec, assignment_data(view), f"align.assignment_{index}",
                   alt_text=f"Unit-to-unit distances of hidden layer {index + 1}, the matches marked")
 
 
-def assignments(qa, qb, perms, order: str) -> None:
-    """Each hidden layer's unit-to-unit distances with the W₂ alignment's matches, side by side."""
+def assignments(views, order: str, note: str = "") -> None:
+    """Each hidden layer's unit-to-unit distances with the W₂ alignment's matches, side by side; ``views(aligned)``
+    gives one :class:`align_lab.AssignmentView` per hidden layer, in q_B's own order or the aligned one."""
     st.subheader("Assignments")
     st.radio("Units of q_B", list(ORDERS), format_func=ORDERS.get, key=key("order"), horizontal=True)
     st.caption("Distance between each unit of q_A and each unit of q_B (W₂ terms of the unit's incoming weights, "
                "bias and outgoing weights), minus the row's smallest: 0 marks each unit of q_A's nearest unit of "
                "q_B. × marks the pair the alignment matched (one per row and column, so not always the nearest). "
-               "In the aligned order the matches run down the diagonal: the permutation matrix P_l.")
+               f"In the aligned order the matches run down the diagonal: the permutation matrix P_l.{note}")
+    layers = views(order == "aligned")
     # Two to a row, whatever the depth: on a laptop beside the sidebar a third or fourth column left each
     # square matrix too small to read (a phone stacks the columns).
-    for first in range(0, len(perms), ASSIGNMENTS_PER_ROW):
-        for column, index in zip(st.columns(ASSIGNMENTS_PER_ROW), range(first, len(perms))):
-            assignment_chart(column, qa, qb, perms, index, order)
+    for first in range(0, len(layers), ASSIGNMENTS_PER_ROW):
+        for column, index in zip(st.columns(ASSIGNMENTS_PER_ROW), range(first, len(layers))):
+            assignment_chart(column, layers[index], index, order)
 
 
 def explanation() -> None:
@@ -397,17 +398,29 @@ its loss is the test NLL of the marginal predictive $\frac1S\sum_s p(y \mid x, w
 **barrier** is $\max_t\, [L(t) - ((1-t)L(0) + tL(1))]$ (Rossi et al. 2023).""")
 
 
-def files_alignment(a, b, config: align_lab.AlignConfig) -> align_lab.NetworkAlignment:
-    """This session's two uploads aligned, kept while the files and the path's settings stay."""
-    def aligned():
-        mnist = load_mnist(settings.mnist_directory()) if a.sizes[0] == 784 else None
-        with st.spinner("Aligning the two networks and walking the paths between them"):
-            return align_lab.align_networks(a, b, mnist, config.path_points, config.samples, config.seed,
-                                            starts=config.starts)
+def files_alignment(uploads: list, config: align_lab.AlignConfig) -> align_lab.UploadedPair:
+    """This session's two uploads read and aligned in a process of its own, kept while the files and the path's
+    settings stay; :class:`files.uploads.UploadRefused` with the reason where they cannot be."""
+    return files.analysed(key("files_report"), align_lab.uploaded_pair, uploads,
+                          (config.path_points, config.samples, config.seed, config.starts))
 
-    uploads = tuple(files.upload_id(key(name)) for name in ("upload_a", "upload_b"))
-    return files.kept_in_session(key("files_report"),
-                                 (uploads, config.samples, config.path_points, config.seed, config.starts), aligned)
+
+def one_file(upload, name: str) -> None:
+    """What one file is, while the other is still to come: read in a process of its own, once."""
+    try:
+        description = files.analysed(key(name), align_lab.uploaded_description, [upload])
+    except files.uploads.UploadRefused as error:
+        files.show_refusal(error)
+        return
+    st.success(f"{files.plain(upload.name)}: {description}.", icon=":material/check_circle:")
+
+
+def aligned_download(uploads: list, rep: align_lab.NetworkAlignment):
+    """The download's bytes, made when clicked, in a process of its own: B read again and permuted."""
+    limits = files.analysis_limits()
+    files_read = [(upload.name, upload.getvalue()) for upload in uploads]
+    return lambda: files.uploads.analyse(align_lab.uploaded_pair_file, files_read,
+                                         (rep.permutations, rep.w2_after), limits=limits)
 
 
 def starts_text(rep) -> str:
@@ -422,21 +435,33 @@ def files_panel(config: align_lab.AlignConfig, order: str) -> None:
     st.info(files.UPLOAD_NOTICE, icon=":material/link_off:")
     left, right = st.columns(2)
     with left:
-        a = files.uploaded_network("Network A", key("upload_a"))
+        a = files.upload_field("Network A", key("upload_a"))
     with right:
-        b = files.uploaded_network("Network B", key("upload_b"))
+        b = files.upload_field("Network B", key("upload_b"))
     if a is None or b is None:
+        for column, upload, name in ((left, a, "file_a"), (right, b, "file_b")):
+            if upload is not None:
+                with column:
+                    one_file(upload, name)
         st.markdown("Upload two networks of the same MLP (`nn.Linear` layers with ReLU between them): two point "
                     "estimates, or two mean-field posteriors (the *MNIST* page and this page's pair download as "
                     "such). B is aligned to A by permuting its hidden units; with MNIST data (784 → … → 10 nets) "
                     "the page also walks the path between them and measures the loss barrier.")
         return
     try:
-        rep = files_alignment(a, b, config)  # two networks that cannot be aligned: its message
-    except weights.WeightsError as error:
-        st.error(str(error), icon=":material/error:")
+        found = files_alignment([a, b], config)
+    except files.uploads.UploadRefused as error:  # unreadable, mismatched or too large: its message
+        files.show_refusal(error)
         return
-    st.table(files.layer_table(a))
+    for column, upload, description in zip((left, right), (a, b), found.descriptions):
+        column.success(f"{files.plain(upload.name)}: {description}.", icon=":material/check_circle:")
+    files_report(found, [a, b], order)
+
+
+def files_report(found: align_lab.UploadedPair, uploads: list, order: str) -> None:
+    """Two uploaded networks aligned: barriers, distances, assignments and the downloads."""
+    rep = found.alignment
+    st.table(files.layer_table(found.layers))
     cols = st.columns(4)
     barrier = (lambda value: "—" if value is None else f"{value:.3f}")
     cols[0].metric("loss barrier before", barrier(rep.barrier_before))
@@ -463,16 +488,19 @@ def files_panel(config: align_lab.AlignConfig, order: str) -> None:
     distance_chart(left, rep)
     with right:
         st.table(summary_table(summary))
-    assignments(rep.qa, rep.ends["before"], rep.alignments["w2"].perms, order)
-    exported = align_lab.network_files(a, b, rep)
+    widest = max(rep.sizes[1:-1])
+    assignments(lambda aligned: found.assignments["aligned" if aligned else "own"], order,
+                "" if widest <= align_lab.ASSIGNMENT_UNITS else
+                f" Each picture shows a hidden layer's first {align_lab.ASSIGNMENT_UNITS} units of q_A and as many "
+                f"columns of q_B (of up to {widest:,}); a match outside them is not marked.")
     d1, d2, d3 = st.columns(3)
     with d1:
-        files.file_download(lambda: exported["permutations.csv"], "permutations.csv", "Permutations (CSV)",
+        files.file_download(align_lab.permutations_csv(rep.permutations), "permutations.csv", "Permutations (CSV)",
                             "align.csv_files_perms", mime="text/csv")
     with d2:
         charts.csv_download(summary, "alignment_summary.csv", "Distances (CSV)", "align.csv_files_summary")
     with d3:
-        files.file_download(lambda: exported["b_aligned.safetensors"], "b_aligned.safetensors",
+        files.file_download(aligned_download(uploads, rep), "b_aligned.safetensors",
                             "B aligned to A (safetensors)", "align.download_files_aligned")
 
 
@@ -500,7 +528,7 @@ def main():
         data = dataset(config)
         rep = report(config)
     except RuntimeError as error:  # diverged training, unreadable MNIST: say so, keep the controls
-        st.error(str(error), icon=":material/error:")
+        st.error(binding.for_visitors(str(error)), icon=":material/error:")
         return
     headline(rep)
     sizes = "-".join(map(str, rep.sizes))
@@ -531,7 +559,9 @@ def main():
         elbo_chart(st, pair.elbo_steps, pair.elbo, config.steps, "align.elbo")
         elbo = pd.DataFrame({"step": pair.elbo_steps, "elbo_a": pair.elbo[:, 0], "elbo_b": pair.elbo[:, 1]})
         charts.csv_download(elbo, f"align_elbo_seed{config.seed}.csv", "ELBO (CSV)", "align.csv_elbo")
-    assignments(trained_pair(config).qa, trained_pair(config).qb, rep.alignments["w2"].perms, values["order"])
+    pair, perms = trained_pair(config), rep.alignments["w2"].perms
+    assignments(lambda aligned: [align_lab.assignment_view(pair.qa, pair.qb, perms, index, aligned)
+                                 for index in range(len(perms))], values["order"])
     perms = pd.DataFrame({f"layer_{i + 1}": p for i, p in enumerate(rep.permutations)}) \
         if len(set(map(len, rep.permutations))) == 1 else pd.DataFrame()
     d1, d2, d3, _ = st.columns([1, 1, 1, 1])

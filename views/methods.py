@@ -11,7 +11,6 @@ import streamlit as st
 from symlab.labs.methods import LAB, params
 from symlab.labs.methods import experiment as ex
 from symlab.labs.methods.experiment import LABELS, METHODS, PAPER_COLUMNS, MethodsConfig, paper_rows, stage_count
-from symlab.runs import supervisor
 from symlab.runs.registry import RegistryError
 from symlab.specs import controls
 from views.common import binding, charts, runs
@@ -270,7 +269,7 @@ def finished_results():
     try:
         return [run for run in runs.registry().runs(lab=LAB.name) if run.status == "finished" and run.result]
     except RegistryError as error:
-        st.warning(runs.for_visitors(str(error)))
+        st.warning(runs.explain(error))
         return []
 
 
@@ -319,10 +318,9 @@ def results(values, config: MethodsConfig) -> None:
 
 def launch(config: MethodsConfig) -> None:
     try:
-        run_id = supervisor.submit(runs.registry(), LAB.name, config, LIMITS, session=runs.session_id(),
-                                   owner=runs.browser_owner())
+        run_id = runs.launch(LAB.name, config, LIMITS)
     except (ValueError, RegistryError) as error:
-        st.error(f"Not launched: {runs.for_visitors(str(error))}")
+        st.error(f"Not launched: {runs.explain(error)}")
         return
     st.toast(f"Comparison #{run_id} queued: {config.label}", icon=":material/rocket_launch:")
 
@@ -335,7 +333,7 @@ def runs_frame(all_runs, owner: str) -> pd.DataFrame:
     return pd.DataFrame([{"run": run.id, "yours": runs.is_yours(run, owner), "status": run.status,
                           "settings": run.config.label, "progress": run.progress,
                           "created": time.strftime("%Y-%m-%d %H:%M", time.localtime(run.created)),
-                          "note": runs.for_visitors(run.message)} for run in reversed(all_runs)])
+                          "note": binding.for_visitors(run.message)} for run in reversed(all_runs)])
 
 
 @st.fragment(run_every=REFRESH_SECONDS)
@@ -359,6 +357,7 @@ def launch_panel(config: MethodsConfig) -> None:
     if st.button("Launch this comparison", type="primary", icon=":material/rocket_launch:", key="methods.launch"):
         launch(config)
     st.caption(f"Each method is a stage: the progress bar moves as each finishes. This server: {LIMITS.describe()}.")
+    runs.lecturer_panel(PAGE)
     live_runs()
 
 
@@ -370,7 +369,7 @@ def main():
     try:
         config = config_from(values)
     except ValueError as error:
-        st.error(str(error))
+        st.error(binding.for_visitors(str(error)))
         st.stop()
     explanation()
     results_tab, runs_tab = st.tabs(["Results", "Launch and watch"])

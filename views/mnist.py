@@ -13,9 +13,8 @@ from symlab.labs.mnist.experiment import MnistConfig, resolve_device
 from symlab.labs.mnist.table import bound_gain_rows, results_table, same_as_mfvi, trained_as_mfvi
 from symlab.lib import mnist_data
 from symlab.lib.blocks import PRIOR_KL_PER_PARAMETER
-from symlab.runs import supervisor
 from symlab.runs.registry import RegistryError
-from symlab.specs import controls, settings
+from symlab.specs import controls, settings, urlstate
 from symlab.specs.run_kind import ACTIVE
 from views.common import binding, charts, files, runs
 
@@ -38,9 +37,9 @@ def config_from(values, method=None) -> MnistConfig:
     return MnistConfig(**{**fields, "method": method or fields["method"]}).validate()
 
 
-def compare_ids(values) -> list[int]:
-    text = values["compare"]
-    return [int(float(part)) for part in text.split(",") if part.strip()] if text else []
+def compare_tokens(values) -> list[str]:
+    """The runs the link compares, by their public tokens."""
+    return urlstate.list_items(values["compare"])
 
 
 RANGE_NOTICES = "mnist.range_notices"  # widget key -> (the value it was set to, what was typed and why)
@@ -196,14 +195,12 @@ by up to 148 nats and changes no prediction beyond the spread over seeds; unifor
 
 
 def launch(values, methods) -> None:
-    reg = runs.registry()
-    owner = runs.browser_owner()
     for method in methods:
         try:
             config = config_from(values, method)
-            run_id = supervisor.submit(reg, LAB.name, config, LIMITS, session=runs.session_id(), owner=owner)
+            run_id = runs.launch(LAB.name, config, LIMITS)
         except (ValueError, RegistryError) as error:
-            st.error(f"Not launched: {runs.for_visitors(str(error))}")
+            st.error(f"Not launched: {runs.explain(error)}")
             return
         st.toast(f"Run #{run_id} queued: {config.label}", icon=":material/rocket_launch:")
 
@@ -220,6 +217,7 @@ def launch_panel(values):
                       width="stretch"):
         launch(values, ["mfvi", "sgm"])
     st.caption(f"This server: {LIMITS.describe()}.")
+    runs.lecturer_panel(PAGE)
 
 
 def runs_frame(all_runs, owner: str) -> pd.DataFrame:
@@ -237,7 +235,7 @@ def runs_frame(all_runs, owner: str) -> pd.DataFrame:
                      "converged": converged_cell(result),
                      "device": run.device, "executor": run.executor, "node": run.node,
                      "from": run.source, "created": time.strftime("%Y-%m-%d %H:%M", time.localtime(run.created)),
-                     "note": runs.for_visitors(run.message)})
+                     "note": binding.for_visitors(run.message)})
     return pd.DataFrame(rows)
 
 
@@ -579,7 +577,7 @@ def study_section() -> None:
     try:
         summary = study.load_study()
     except study.StudyError as error:
-        st.warning(str(error))
+        st.warning(binding.for_visitors(str(error)))
         return
     st.markdown(STUDY_READING)
     effects = pd.DataFrame(study.effect_rows(summary))
@@ -628,11 +626,10 @@ def study_section() -> None:
 def results(values):
     study_section()
     st.subheader("Your runs")
-    reg = runs.registry()
     try:
-        all_runs = reg.runs(lab=LAB.name)
+        all_runs = runs.registry().runs(lab=LAB.name)
     except RegistryError as error:
-        st.error(runs.for_visitors(str(error)))
+        st.error(runs.explain(error))
         return
     rows = results_table(all_runs)
     if not rows:
@@ -685,9 +682,16 @@ def posterior_download(all_runs):
     cols = st.columns([3, 2])
     run = cols[0].selectbox("Run", list(reversed(saved)), key="mnist.export_pick",
                             format_func=lambda r: f"#{r.id} {r.config.label}: {r.status}, epoch {r.epoch}/{r.config.epochs}")
+    checkpoint = runs.registry().checkpoint_path(run.id)
+    problem = ("it has no checkpoint yet: one is written after each completed epoch" if not checkpoint.exists()
+               else runs.checkpoint_problem(run))
+    if problem:  # said here: a download whose file cannot be written would do nothing when clicked
+        cols[1].warning(f"Run #{run.id}'s posterior cannot be downloaded: {problem}. Resuming the run goes on from "
+                        "the checkpoint before; restarting it trains it again.", icon=":material/broken_image:")
+        return
 
     def posterior() -> bytes:
-        return mnist_experiment.exported_run(runs.registry().checkpoint_path(run.id), run.id)
+        return mnist_experiment.exported_run(checkpoint, run.id)
 
     with cols[1]:
         st.write("")  # aligns the button with the select box
@@ -701,19 +705,21 @@ def posterior_download(all_runs):
 
 
 def compare(values, all_runs):
+    """The chosen runs' per-epoch curves side by side; the link names them by their tokens, not their ids."""
     st.subheader("Compare runs")
     by_id = {run.id: run for run in all_runs}
+    by_token = {run.token: run for run in all_runs}
     key = binding.widget_key(PAGE, "compare")
-    picked = [i for i in compare_ids(values) if i in by_id]
+    picked = [by_token[token].id for token in compare_tokens(values) if token in by_token]
     chosen = st.multiselect("Runs", list(reversed(list(by_id))), default=picked,
                             format_func=lambda i: f"{by_id[i].label} ({by_id[i].status})", max_selections=8,
                             key="mnist.compare_pick")
-    text = ", ".join(str(i) for i in chosen)
+    text = ",".join(by_id[i].token for i in chosen)
     if st.session_state[key] != text:
-        missing = [i for i in compare_ids(values) if i not in by_id]
+        missing = [token for token in compare_tokens(values) if token not in by_token]
         if missing:
             binding.correct_link_value(PAGE, "compare", text,
-                                  f"`compare`: no run {', '.join(f'#{i}' for i in missing)} here: left out.")
+                                       f"`compare`: no run {', '.join(missing)} here: left out.")
         else:
             st.session_state[key] = text
         st.rerun()
@@ -740,18 +746,18 @@ def main():
     problems = data_problems()
     if problems:
         st.error("MNIST is not available, so runs would fail:\n\n"
-                 + "\n".join(f"- {runs.for_visitors(p)}" for p in problems))
+                 + "\n".join(f"- {binding.for_visitors(p)}" for p in problems))
     try:
-        reg = runs.registry()
-    except RegistryError as error:
-        st.error(runs.for_visitors(str(error)))
-        st.stop()
+        root = runs.registry().root
+    except RegistryError as error:  # said here; the tabs draw what needs no registry
+        st.error(runs.explain(error))
+        root = None
+    kept = "" if HOSTED or root is None else f" Runs are kept in `{root}`."  # a hosted server's paths are not theirs
     try:
         device_text = resolve_device(values["device"]).type
     except ValueError as error:
-        st.warning(str(error))
+        st.warning(binding.for_visitors(str(error)))
         device_text = "unavailable"
-    kept = "" if HOSTED else f" Runs are kept in `{reg.root}`."  # a hosted server's paths are not the visitors'
     st.caption(f"Data: MNIST, 60 000 train / 10 000 test images, verified by checksum.{kept} Device for new runs: "
                f"{device_text}.")
     explanation()

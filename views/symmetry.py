@@ -19,10 +19,8 @@ from symlab.labs.symmetry.params import (
 )
 from symlab.labs.toy import experiment as toy
 from symlab.lib import symmetry
-from symlab.lib.mnist_data import load_mnist_once
 from symlab.lib.weights import LIBRARIES
 from symlab.serving import precomputed
-from symlab.specs import settings
 from views.common import binding, charts, computing, files, player
 
 PAGE = "symmetry"
@@ -620,28 +618,10 @@ the few steps lower still run off its foot.""")
     charts.csv_download(frame, f"permutations_seed{config.seed}.csv", "τ and loss per step (CSV)", "symmetry.csv_tau")
 
 
-def network_report(network, sort_key: str) -> symmetry_lab.NetworkReport:
-    """The analyses of this session's uploaded network, kept while the file and the sort key stay."""
-    def measure():
-        mnist = load_mnist_once(settings.mnist_directory()) if network.sizes[0] == 784 else None
-        with st.spinner("Measuring the network: nearest copies, removals, min-mass"):
-            return symmetry_lab.network_report(network, mnist, sort_key)
-
-    return files.kept_in_session(key("network_report"), (files.upload_id(key("upload")), sort_key), measure)
-
-
-# A weight picture's columns at most: a few pixels each in a phone's column, where 784 (MNIST's pixels) would get
-# half a pixel each and the rows' order, the lesson, would be lost in the blur.
-PICTURED_INPUTS = 64
-
-
-def pictured_inputs(W: np.ndarray) -> np.ndarray:
-    """The inputs (columns of ``W[unit, input]``) its picture shows: every one of up to :data:`PICTURED_INPUTS`,
-    else the :data:`PICTURED_INPUTS` whose weights vary most across the units, in input order. Sorting the units
-    reorders rows only: the sorted copy's picture takes the raw matrix's choice."""
-    if W.shape[1] <= PICTURED_INPUTS:
-        return np.arange(W.shape[1])
-    return np.sort(np.argsort(-W.var(axis=0), kind="stable")[:PICTURED_INPUTS])
+def uploaded(upload, sort_key: str) -> symmetry_lab.UploadedNetwork:
+    """This session's upload read and measured in a process of its own, kept while the file and the sort key
+    stay; :class:`files.uploads.UploadRefused` with the reason where it cannot be."""
+    return files.analysed(key("network_report"), symmetry_lab.uploaded_network, [upload], (sort_key,))
 
 
 def inputs_title(shown: int, inputs: int) -> str | tuple:
@@ -663,12 +643,14 @@ def weights_spec(title: str, x_title: str | tuple, numbered: bool, present: bool
     return charts.vega_spec(alt.layer(heat, scale).resolve_legend(fill="independent"), title=title, height=420)
 
 
-def weights_image(W: np.ndarray) -> tuple[pd.DataFrame, float]:
-    """:func:`weights_heatmap`'s picture of ``W[unit, input]`` (unit u at y = −u) and the colour scale's limit: ±
-    the 99th percentile of |W|, so a few large weights do not wash out the rest."""
+def weights_image(W: np.ndarray, units_per_row: int = 1) -> tuple[pd.DataFrame, float]:
+    """:func:`weights_heatmap`'s picture of ``W[row, input]`` (a row per ``units_per_row`` units: the row of unit u
+    at y = −u) and the colour scale's limit: ± the 99th percentile of |W|, so a few large weights do not wash out
+    the rest."""
     limit = float(np.quantile(np.abs(W), 0.99)) or 1.0
     units, inputs = W.shape
-    z, xs, ys = W[::-1], np.arange(inputs, dtype=float), -np.arange(units, dtype=float)[::-1]
+    z, xs = W[::-1], np.arange(inputs, dtype=float)
+    ys = -(np.arange(units, dtype=float) * units_per_row)[::-1]
     # A picture needs two cells a side to know their size: a single unit or input is drawn as two half cells.
     if units == 1:
         z, ys = np.repeat(z, 2, axis=0), np.array([-0.25, 0.25])
@@ -677,11 +659,13 @@ def weights_image(W: np.ndarray) -> tuple[pd.DataFrame, float]:
     return charts.image_frame(xs, ys, z, charts.BLUE_RED, domain=(-limit, limit)), limit
 
 
-def weights_heatmap(column, W: np.ndarray, inputs: np.ndarray, title: str, chart_key: str) -> None:
-    """``W``'s columns ``inputs`` (:func:`pictured_inputs`) as a picture."""
-    image, limit = weights_image(W[:, inputs])
-    x_title = inputs_title(len(inputs), W.shape[1])
-    spec = charts.with_domains(weights_spec(title, x_title, len(inputs) == W.shape[1], charts.presenting()),
+def weights_heatmap(column, picture: tuple[pd.DataFrame, float], title: str, chart_key: str, shown: int,
+                    inputs: int) -> None:
+    """A weight matrix's pictured columns (:func:`pictured_inputs`: ``shown`` of its ``inputs``) as a picture,
+    ``picture`` (:func:`weights_image`)."""
+    image, limit = picture
+    x_title = inputs_title(shown, inputs)
+    spec = charts.with_domains(weights_spec(title, x_title, shown == inputs, charts.presenting()),
                                x=(image["x"][0], image["x2"][0]), y=(image["y"][0], image["y2"][0]))
     charts.vega_chart(column, spec, {"image": image, "scale": pd.DataFrame({"z": [-limit, limit]})}, chart_key,
                       alt_text=f"{title}: the weight from each input (across) to each hidden unit (down)")
@@ -693,16 +677,27 @@ def finite_or_dash(value: float, spec: str) -> str:
 
 def network_panel(sort_key: str):
     st.info(files.UPLOAD_NOTICE, icon=":material/link_off:")
-    network = files.uploaded_network("Your network", key("upload"))
-    if network is None:
+    upload = files.upload_field("Your network", key("upload"))
+    if upload is None:
         st.markdown("Upload a trained MLP of `nn.Linear` layers with ReLU between them "
                     "(`torch.save(model.state_dict(), 'net.pt')`, or safetensors; an MNIST run's posterior from the "
                     f"*MNIST* page reads too, and so does a mean-field posterior saved by {LIBRARIES}). The "
                     "page then measures how close its equivalent copies are, takes its permutation and scaling "
                     "symmetries out, and checks that each removal keeps its function.")
         return
-    st.table(files.layer_table(network))
-    rep = network_report(network, sort_key)
+    try:
+        found = uploaded(upload, sort_key)
+    except files.uploads.UploadRefused as error:
+        files.show_refusal(error)
+        return
+    st.success(f"{files.plain(upload.name)}: {found.description}.", icon=":material/check_circle:")
+    network_analysis(found, upload, sort_key)
+
+
+def network_analysis(found: symmetry_lab.UploadedNetwork, upload, sort_key: str) -> None:
+    """The measurements of an uploaded network: its layers, nearest copies, removals, first layer's weights."""
+    rep = found.report
+    st.table(files.layer_table(found.layers))
     first = rep.nearest_modes[0]
     cols = st.columns(4)
     cols[0].metric("nearest copy ‖gw − w‖ / ‖w‖", finite_or_dash(first["relative_distance"], ".3g"),
@@ -723,14 +718,18 @@ def network_panel(sort_key: str):
                f"incoming weights, bias, outgoing weights). Thm 3.1's bound holds for any group acting by isometries "
                f"on the D = {rep.n_parameters:,} parameters, so for each layer's permutations too; it is informative "
                f"only once log n! > D (below the trivial 2). {vacuous_note(rep.nearest_modes)}")
-    layers = {"raw": rep.raw_layers[0][0], "sorted": rep.sorted_layers[0][0]}
-    inputs = pictured_inputs(layers["raw"])
+    shown_inputs = len(found.pictured_inputs)
     left, right = st.columns(2)
-    weights_heatmap(left, layers["raw"], inputs, "Hidden layer 1, as uploaded", "symmetry.net_raw")
-    weights_heatmap(right, layers["sorted"], inputs, "Hidden layer 1, units sorted", "symmetry.net_sorted")
-    shown = "" if len(inputs) == network.sizes[0] else (
-        f" The pictures show the {len(inputs)} of its {network.sizes[0]} inputs whose weights vary most across the "
+    for column, picture, (title, chart) in zip((left, right), first_layer_pictures(found),
+                                               (("as uploaded", "raw"), ("units sorted", "sorted"))):
+        weights_heatmap(column, picture, f"Hidden layer 1, {title}", f"symmetry.net_{chart}", shown_inputs,
+                        rep.sizes[0])
+    shown = "" if shown_inputs == rep.sizes[0] else (
+        f" The pictures show the {shown_inputs} of its {rep.sizes[0]} inputs whose weights vary most across the "
         f"units, side by side in input order; the CSVs below hold them all.")
+    if found.units_per_row > 1:
+        shown += (f" Each row of a picture is the mean of {found.units_per_row} consecutive units (of "
+                  f"{rep.sizes[1]:,}: more rows than a chart has pixels).")
     st.caption(f"Hidden layer 1's incoming weights (a row per unit, unit 0 on top), as uploaded and with its units "
                f"sorted by {SORT_KEY_NAMES[sort_key]}: the same rows, reordered.{shown} Colours saturate at ± the 99th "
                f"percentile of the shown weights' size.")
@@ -745,12 +744,29 @@ def network_panel(sort_key: str):
     d1, d2, d3, _ = st.columns([1, 1, 1, 1])
     with d1:
         charts.csv_download(modes.drop(columns=["pair"]), "nearest_modes.csv", "Nearest copies (CSV)", "symmetry.csv_net")
-    with d2:
-        raw_frame = pd.DataFrame(layers["raw"]).rename_axis("unit").reset_index()
-        charts.csv_download(raw_frame, "first_layer.csv", "Weights as uploaded (CSV)", "symmetry.csv_net_raw")
-    with d3:
-        sorted_frame = pd.DataFrame(layers["sorted"]).rename_axis("unit").reset_index()
-        charts.csv_download(sorted_frame, "sorted_first_layer.csv", "Sorted weights (CSV)", "symmetry.csv_net_sorted")
+    # Read again from the file when clicked, in a process of its own: a 5 000-unit layer's table is larger than the
+    # file, and the page keeps only what its pictures show.
+    for column, (stem, title, sort) in zip((d2, d3), (("first_layer", "Weights as uploaded", False),
+                                                     ("sorted_first_layer", "Sorted weights", True))):
+        with column:
+            files.file_download(first_layer_csv(upload, sort_key, sort), f"{stem}.csv", f"{title} (CSV)",
+                                f"symmetry.csv_net_{'sorted' if sort else 'raw'}", mime="text/csv")
+
+
+def first_layer_csv(upload, sort_key: str, sort: bool):
+    """The download's bytes, made when clicked, in a process of its own: hidden layer 1's weights, a row per unit."""
+    limits, read = files.analysis_limits(), [(upload.name, upload.getvalue())]
+    return lambda: files.uploads.analyse(symmetry_lab.first_layer_csv, read, (sort_key, sort), limits=limits)
+
+
+def first_layer_pictures(found: symmetry_lab.UploadedNetwork) -> tuple:
+    """The pictures of hidden layer 1 as uploaded and sorted, made once per analysis (a 5 000-unit layer's take
+    tens of milliseconds), kept with it in this session."""
+    kept = st.session_state.get(key("network_pictures"))
+    if kept is None or kept[0] is not found:
+        kept = (found, *(weights_image(W, found.units_per_row) for W in (found.pictured, found.pictured_sorted)))
+        st.session_state[key("network_pictures")] = kept
+    return kept[1:]
 
 
 def main():
@@ -767,7 +783,7 @@ def main():
     try:
         panels[part]()
     except RuntimeError as error:  # diverged training, unreadable MNIST: say so, keep the controls
-        st.error(str(error), icon=":material/error:")
+        st.error(binding.for_visitors(str(error)), icon=":material/error:")
 
 
 main()

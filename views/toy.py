@@ -417,7 +417,7 @@ def table_panel(values, config):
         try:  # trained once for every session, in a worker process
             rows = computing.computed(toy.table_task(t_alphas, t_seeds, t_config))
         except RuntimeError as error:
-            st.error(str(error), icon=":material/error:")
+            st.error(binding.for_visitors(str(error)), icon=":material/error:")
             return
         frame = pd.DataFrame(rows)
         shown = pd.DataFrame({

@@ -20,7 +20,7 @@ def register(subparsers) -> None:
     p.add_argument("--weights", nargs=2, metavar=("A", "B"), default=None,
                    help="align two networks of your own instead of training a pair: two files of the same MLP "
                         "(torch state_dicts or safetensors; two point estimates or two mean-field posteriors, "
-                        f"SymLab's or saved by {weights.LIBRARIES}; at most {weights.MAX_FILE_BYTES // 2**20} MB "
+                        f"SymLab's or saved by {weights.LIBRARIES}; at most {weights.MAX_FILE_MB} MB "
                         "each, read as data, never run). The loss "
                         "barrier needs data: MNIST for 784 → … → 10 nets; --samples, --path-points and --seed apply")
     p.add_argument("--export", dest="export_dir", metavar="DIR", default=None,

@@ -7,6 +7,8 @@ import os
 import sys
 
 from symlab.lib.mnist_data import load_mnist as load_mnist_files
+from symlab.runs import supervisor
+from symlab.runs.registry import RESTART, RESUME
 from symlab.specs.run_kind import RESUMABLE, RUNNING
 from symlab.specs.controls import MAX_INT, shown
 from symlab.specs.settings import mnist_directory
@@ -70,5 +72,29 @@ def resume_here(registry, run) -> None:
     """Mark a stopped ``run`` as running in this process, to train it on from its checkpoint."""
     if run.status not in RESUMABLE:
         raise ValueError(f"run #{run.id} is {run.status}; only {', '.join(RESUMABLE)} runs can be resumed")
+    _run_here(registry, run, RESUME)
+
+
+def restart_here(registry, run) -> None:
+    """Mark a stopped ``run`` as running in this process, to train it again from its first epoch (its checkpoints
+    and metrics dropped)."""
+    if run.status not in RESUMABLE:
+        raise ValueError(f"run #{run.id} is {run.status}; only {', '.join(RESUMABLE)} runs can be restarted")
+    supervisor.forget_training(registry, run.id)
+    _run_here(registry, run, RESTART)
+
+
+def _run_here(registry, run, what: str) -> None:
     registry.update(run.id, status=RUNNING, cancel_requested=0, finished=None, message="")
     registry.register_process(run.id, os.getpid())
+    registry.record_launch(run.id, "", "cli", what)
+
+
+def add_resume_options(parser, what: str) -> None:
+    """--resume and --restart RUN_ID (one or the other) for a lab's runs, ``what`` naming where resuming goes on."""
+    again = parser.add_mutually_exclusive_group()
+    again.add_argument("--resume", type=int_at_least(1), default=None, metavar="RUN_ID",
+                       help=f"continue an interrupted, cancelled or failed run from {what}")
+    again.add_argument("--restart", type=int_at_least(1), default=None, metavar="RUN_ID",
+                       help="train an interrupted, cancelled or failed run again from the start, its checkpoints and "
+                            "metrics dropped (for one whose checkpoints cannot be read)")

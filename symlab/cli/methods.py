@@ -31,8 +31,7 @@ def register(subparsers) -> None:
                      "the run registry the app shows, one stage per method, and resumes from its last finished "
                      "stage."))
     controls.add_flags(p, MethodsConfig)
-    p.add_argument("--resume", type=common.int_at_least(1), default=None, metavar="RUN_ID",
-                   help="continue an interrupted, cancelled or failed comparison from its last finished stage")
+    common.add_resume_options(p, "its last finished stage")
     p.add_argument("--export", nargs=2, metavar=("RUN_ID", "FILE"), default=None,
                    help="write run RUN_ID's reference checkpoints to FILE as safetensors (each parameter stacked over "
                         "the checkpoints, the settings as metadata), and train nothing")
@@ -51,8 +50,8 @@ def _run(args) -> dict:
     registry = Registry(run_kinds(), args.runs_dir)
     if args.export:
         return _export(registry, *args.export)
-    if args.resume is not None:
-        run_id = _resumed(registry, args.resume)
+    if args.resume is not None or args.restart is not None:
+        run_id = _resumed(registry, args.resume, restart=args.restart)
     else:
         config = controls.from_args(MethodsConfig, args)
         on_ray = executor_name(args.executor) == "ray"
@@ -80,7 +79,11 @@ def _export(registry, run_text: str, path: str) -> dict:
             "bytes": written.stat().st_size}
 
 
-def _resumed(registry, run_id: int) -> int:
+def _resumed(registry, run_id: int | None, restart: int | None = None) -> int:
+    """The stopped comparison ``run_id`` resumed here, or ``restart`` started again from its first stage."""
+    if restart is not None:
+        common.restart_here(registry, _comparison(registry, restart))
+        return restart
     common.resume_here(registry, _comparison(registry, run_id))
     return run_id
 

@@ -44,8 +44,7 @@ def _add_mnist_options(p, *, sweep: bool) -> None:
                        help="seeds 0 .. N-1 for every setting")
     else:
         controls.add_flags(p, MnistConfig, VARIED)
-        p.add_argument("--resume", type=common.int_at_least(1), default=None, metavar="RUN_ID",
-                       help="continue an interrupted, cancelled or failed run from its checkpoint")
+        common.add_resume_options(p, "its last checkpoint")
         p.add_argument("--export", nargs=2, metavar=("RUN_ID", "FILE"), default=None,
                        help="write run RUN_ID's posterior (its last completed epoch) to FILE as safetensors, and "
                             "train nothing: the means under nn.Sequential(nn.Linear, nn.ReLU, …)'s keys, the "
@@ -103,14 +102,15 @@ def _mnist_config(args, **varied):
     return controls.from_args(MnistConfig, args, SHARED, **varied)
 
 
-def _train_registered(registry, config, quiet: bool, data_dir=None, resume_id=None) -> dict:
-    """Train one run in this process (new, or resumed from its checkpoint); its summary."""
+def _train_registered(registry, config, quiet: bool, data_dir=None, resume_id=None, restart=False) -> dict:
+    """Train one run in this process (new, resumed from its checkpoint, or with ``restart`` the stopped run
+    ``resume_id`` from its start); its summary."""
     if resume_id is None:
         run_id = registry.create(LAB.name, config, resolve_device(config.device).type, status=RUNNING, pid=os.getpid(),
                                  source="cli")
     else:
         run = common.lab_run(registry, resume_id, LAB.name, "an MNIST run")
-        common.resume_here(registry, run)
+        (common.restart_here if restart else common.resume_here)(registry, run)
         run_id, config = resume_id, run.config
 
     def echo(metrics):
@@ -126,7 +126,8 @@ def _train_registered(registry, config, quiet: bool, data_dir=None, resume_id=No
 def _run_report(registry, run) -> dict:
     """The run's record, final metrics and per-epoch history as JSON data (a non-finite metric: null)."""
     report = {"run_id": run.id, "status": run.status, "message": run.message, "device": run.device,
-              "executor": run.executor, "node": run.node, "config": run.config.to_dict()}
+              "executor": run.executor, "node": run.node,
+              "config": run.config.to_dict()}
     keys = ("epochs_done", "test_acc", "test_nll", "test_ece", "train_elbo", "train_elbo_sym", "mi_estimator",
             "mi_trained", "mutual_info", "log_group_size", "mi_active", "nearest_unit_kl_min",
             "nearest_unit_kl_median", "units_at_prior", "block_mi", "block_log_group_size", "block_mi_active",
@@ -142,12 +143,15 @@ def _run_mnist(args) -> dict:
         return _export(Registry(run_kinds(), args.runs_dir), *args.export)
     config = controls.from_args(MnistConfig, args)
     registry = Registry(run_kinds(), args.runs_dir)
+    again = args.resume if args.restart is None else args.restart
     if executor_name(args.executor) == "ray":
-        if args.resume is not None:
-            raise ValueError("--resume trains in this process: leave out --executor ray (or resume it from the app)")
+        if again is not None:
+            raise ValueError(f"--{'resume' if args.restart is None else 'restart'} trains in this process: leave out "
+                             "--executor ray (or resume it from the app)")
         [report] = _train_on_ray(registry, [config], args.json)
     else:
-        report = _train_registered(registry, config, args.json, args.data_dir, resume_id=args.resume)
+        report = _train_registered(registry, config, args.json, args.data_dir, resume_id=again,
+                                   restart=args.restart is not None)
     if report["status"] != "finished":
         raise RuntimeError(f"run #{report['run_id']} {report['status']}: {report['message']}", report)
     return report

@@ -87,7 +87,7 @@ def register(subparsers) -> None:
                                      "784 → … → 10 net's test accuracy is reported.")
     q.add_argument("--weights", required=True, metavar="FILE",
                    help=f"the network: a torch state_dict or a safetensors file, a mean-field posterior saved by "
-                        f"{weights.LIBRARIES} included (at most {weights.MAX_FILE_BYTES // 2**20} MB; read as "
+                        f"{weights.LIBRARIES} included (at most {weights.MAX_FILE_MB} MB; read as "
                         "data, never run)")
     q.add_argument("--sort-key", choices=symmetry.SORT_KEYS, default="max_in",
                    help="what permutation removal sorts each hidden layer's units by (default max_in)")

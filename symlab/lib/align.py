@@ -86,14 +86,25 @@ def unit_similarity(qa: DiagonalGaussian, qb: DiagonalGaussian, index: int, obje
                for a, b in sets)
 
 
-def unit_distances(qa: DiagonalGaussian, qb: DiagonalGaussian, index: int, objective: str = "w2") -> np.ndarray:
+DIFFERENCES_AT_ONCE = 2**22  # unit-to-unit differences held at once (32 MB): a wide layer's are gigabytes
+
+
+def unit_distances(qa: DiagonalGaussian, qb: DiagonalGaussian, index: int, objective: str = "w2",
+                   rows=None) -> np.ndarray:
     """D[i, j] = squared distance between unit i of q_A and unit j of q_B (incoming weights, bias
-    and outgoing weights; means, and standard deviations for ``"w2"``): the assignment's cost matrix."""
+    and outgoing weights; means, and standard deviations for ``"w2"``): the assignment's cost matrix; with
+    ``rows``, only those units of q_A. Summed difference by difference (exact, not ‖a‖² + ‖b‖² − 2⟨a, b⟩), a
+    few rows at a time."""
     sets = [(qa.means, qb.means)] + ([(qa.sds, qb.sds)] if objective == "w2" else [])
-    total = 0.0
-    for a, b in sets:
-        fa, fb = mlp.unit_rows(a, index), mlp.unit_rows(b, index)
-        total = total + np.sum((fa[:, None, :] - fb[None, :, :]) ** 2, axis=-1)
+    features = [(mlp.unit_rows(a, index), mlp.unit_rows(b, index)) for a, b in sets]
+    rows = np.arange(features[0][0].shape[0]) if rows is None else np.asarray(rows)
+    others = features[0][1]
+    total = np.zeros((len(rows), others.shape[0]))
+    step = max(DIFFERENCES_AT_ONCE // max(others.size, 1), 1)
+    for start in range(0, len(rows), step):
+        chunk = rows[start:start + step]
+        for fa, fb in features:
+            total[start:start + step] += np.sum((fa[chunk, None, :] - fb[None, :, :]) ** 2, axis=-1)
     return total
 
 

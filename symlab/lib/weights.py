@@ -5,10 +5,16 @@ safetensors file: point estimates, or mean-field posteriors in the format :func:
 writes (the means under the usual keys, the standard deviations under ``sd.<key>``), or as saved by a
 BNN library (:mod:`symlab.lib.bnn_formats` renames those to SymLab's keys first). A file is data,
 never code: safetensors holds only tensors, and torch files are read with ``weights_only=True``,
-which refuses any pickled object but tensors and plain containers. Files are capped in size; every
-tensor is checked for shape, dtype and finite values; the layer structure is inferred from the shapes
-(each layer's inputs are the previous layer's outputs). Anything else ends in :class:`WeightsError`,
-with a message that says what was wrong.
+which refuses any pickled object but tensors and plain containers.
+
+A small file must not become a large one in memory. The file is capped in size; a torch file's archive
+by the size its members expand to (declared in the archive, checked before anything is unpacked: a
+member recompressed with DEFLATE can expand a thousandfold); the tensors by how many numbers they hold
+once copied (checked before any copy: a view with stride 0 shows one stored number as billions), and a
+view that repeats or overlaps its stored numbers is refused; the network by its depth. Every tensor is
+checked for shape, dtype and finite values; the layer structure is inferred from the shapes (each
+layer's inputs are the previous layer's outputs). Anything else ends in :class:`WeightsError`, with a
+message that says what was wrong.
 
 The layers come back as float64 numpy ``(W, b)`` pairs, as :mod:`symlab.lib.symmetry` takes them.
 """
@@ -31,7 +37,12 @@ from symlab.lib import bnn_formats, mlp
 from symlab.lib.gaussian import DiagonalGaussian
 from symlab.lib.mnist_data import PIXEL_MEAN, PIXEL_STD
 
-MAX_FILE_BYTES = 64 * 2**20  # 8 million float64 parameters, 16 million float32
+# One limit: Streamlit's server.maxUploadSize (.streamlit/config.toml), in MB of 10⁶ bytes as its uploader counts
+# and states them ("Limit 64MB per file"); its server, counting 2²⁰, lets through only what the reader then refuses.
+MAX_FILE_MB = 64
+MAX_FILE_BYTES = MAX_FILE_MB * 10**6
+MAX_NUMBERS = MAX_FILE_BYTES // 4  # in all tensors once copied: as many as a full file holds in float32
+MAX_LAYERS = 64  # nn.Linear layers: the analyses' cost grows with the square of the depth
 SD_PREFIX = "sd."  # the standard deviations of a mean-field posterior, under the means' keys
 FORMAT = "symlab mean-field posterior"
 
@@ -78,6 +89,13 @@ class Network:
                 f"{self.n_parameters:,} parameters{no_bias}, {kind}"
                 + (f", read from a {self.library}" if self.library else ""))
 
+    def layer_rows(self) -> list[dict]:
+        """The inferred structure, one row per nn.Linear layer, for the user to confirm."""
+        return [{"layer": index + 1, "inputs": W.shape[1], "outputs": W.shape[0],
+                 "parameters": W.size + b.size * present, "bias": "yes" if present else "none",
+                 "then": "ReLU" if index < len(self.means) - 1 else "—"}
+                for index, ((W, b), present) in enumerate(zip(self.means, self.biases))]
+
     def gaussian(self) -> DiagonalGaussian:
         """q over the flat parameters; a point estimate is the point mass (σ = 0)."""
         layout, mean = mlp.flatten(self.means)
@@ -97,7 +115,7 @@ def read_network(source: bytes | str | Path, name: str | None = None) -> Network
         try:
             size = path.stat().st_size
             if size > MAX_FILE_BYTES:
-                raise WeightsError(f"{name}: {size / 2**20:.0f} MB is over the {MAX_FILE_BYTES // 2**20} MB cap")
+                raise WeightsError(f"{name}: {size / 10**6:.0f} MB is over the {MAX_FILE_BYTES / 10**6:g} MB cap")
             data = path.read_bytes()
         except (OSError, ValueError) as error:  # ValueError: a NUL in the name
             raise WeightsError(f"{name[:200]}: cannot read it ({getattr(error, 'strerror', None) or error})") from None
@@ -113,12 +131,65 @@ def read_tensors(data: bytes, name: str) -> tuple[dict[str, torch.Tensor], dict,
     if not data:
         raise WeightsError(f"{name}: the file is empty")
     if len(data) > MAX_FILE_BYTES:
-        raise WeightsError(f"{name}: {len(data) / 2**20:.0f} MB is over the {MAX_FILE_BYTES // 2**20} MB cap")
+        raise WeightsError(f"{name}: {len(data) / 10**6:.0f} MB is over the {MAX_FILE_BYTES / 10**6:g} MB cap")
     if data[:4] != b"PK\x03\x04" and _looks_like_safetensors(data):
-        return *_safetensors_tensors(data, name), False
+        tensors, metadata = _safetensors_tensors(data, name)
+        return _checked_sizes(tensors, name), metadata, False
     if data[:4] == b"PK\x03\x04" or data[:1] == b"\x80":  # torch.save: a zip archive, or a bare pickle (old format)
-        return _torch_tensors(data, name), {}, True
+        if data[:4] == b"PK\x03\x04":
+            _check_archive(data, name)
+        return _checked_sizes(_torch_tensors(data, name), name), {}, True
     raise WeightsError(f"{name}: not a PyTorch state_dict (torch.save) or a safetensors file")
+
+
+def _check_archive(data: bytes, name: str) -> None:
+    """A torch file's zip archive, from its directory alone: what its members expand to must fit the cap (torch
+    unpacks each member whole, at the size the directory declares)."""
+    try:
+        members = zipfile.ZipFile(io.BytesIO(data)).infolist()
+    except (zipfile.BadZipFile, ValueError, OSError, EOFError) as error:
+        raise WeightsError(f"{name}: truncated or corrupt PyTorch file ({_first_line(error)})") from None
+    unknown = sorted({member.compress_type for member in members} - {zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED})
+    if unknown:
+        raise WeightsError(f"{name}: its archive uses compression method {unknown[0]}, which PyTorch cannot read")
+    expanded = sum(member.file_size for member in members)
+    if expanded > MAX_FILE_BYTES:
+        raise WeightsError(f"{name}: its archive expands to {expanded / 10**6:,.0f} MB, over the "
+                           f"{MAX_FILE_BYTES / 10**6:g} MB cap (a file recompressed to a fraction of that is still that "
+                           "large once read)")
+
+
+def _checked_sizes(tensors: dict, name: str) -> dict:
+    """``tensors``, each a view of numbers the file holds once (none repeated or overlapping), and together
+    at most :data:`MAX_NUMBERS` numbers: checked before anything copies them."""
+    if not isinstance(tensors, dict):
+        return tensors  # not a state_dict: refused by its reader, with the reason
+    numbers, seen = 0, set()
+    for key, tensor in tensors.items():
+        if not isinstance(tensor, torch.Tensor):
+            continue
+        if _repeats_numbers(tensor):
+            raise WeightsError(f"{name}: {key} is a view that repeats or overlaps its stored numbers (shape "
+                               f"{tuple(tensor.shape)}, strides {tuple(tensor.stride())}): save the tensors "
+                               "themselves, e.g. torch.save(model.state_dict(), path)")
+        view = (tensor.data_ptr(), tuple(tensor.shape), tuple(tensor.stride()), tensor.dtype)
+        if view not in seen:  # the same view under two names (a library's copies) is read once
+            seen.add(view)
+            numbers += tensor.numel()
+        if numbers > MAX_NUMBERS:
+            raise WeightsError(f"{name}: its tensors hold more than {MAX_NUMBERS:,} numbers, this reader's cap")
+    return tensors
+
+
+def _repeats_numbers(tensor: torch.Tensor) -> bool:
+    """Whether two of the view's elements can fall on one stored number: with its dimensions in the order of
+    their strides, each stride must step past everything the smaller ones reach (stride 0 never does)."""
+    reach = 0
+    for stride, size in sorted((stride, size) for size, stride in zip(tensor.shape, tensor.stride()) if size > 1):
+        if stride <= reach:
+            return True
+        reach += stride * (size - 1)
+    return False
 
 
 def _looks_like_safetensors(data: bytes) -> bool:
@@ -236,6 +307,9 @@ def _layer_prefixes(tensors: dict, name: str) -> list[str]:
     if extra:
         raise WeightsError(f"{name}: {_listed(extra)} belong to no nn.Linear layer (weight, bias); only MLPs of "
                            f"nn.Linear layers with ReLU between them can be read, from {_READABLE}")
+    if len(prefixes) > MAX_LAYERS:
+        raise WeightsError(f"{name}: {len(prefixes)} nn.Linear layers, over the {MAX_LAYERS} this reader takes (the "
+                           "analyses' cost grows with the square of the depth)")
     orphans = [key for key in tensors if key.endswith("bias") and key[:-len("bias")] not in prefixes]
     if orphans:
         raise WeightsError(f"{name}: {_listed(orphans)} have no weight beside them")
@@ -256,6 +330,9 @@ def _layer(tensors: dict, prefix: str, name: str, means=None) -> tuple[np.ndarra
             bad = int((~torch.isfinite(tensor)).sum())
             raise WeightsError(f"{name}: {key} has {bad} NaN or infinite value{'s' * (bad != 1)}: a diverged "
                                "network cannot be analysed")
+    if 0 in weight.shape:
+        raise WeightsError(f"{name}: {prefix}weight has shape {tuple(weight.shape)}: every layer needs at least one "
+                           "input and one unit")
     if bias is not None and tuple(bias.shape) != (weight.shape[0],):
         raise WeightsError(f"{name}: {prefix}bias has shape {tuple(bias.shape)}, but {prefix}weight has "
                            f"{weight.shape[0]} outputs")
@@ -290,6 +367,16 @@ def _listed(keys, limit: int = 4) -> str:
     return shown + (f" and {len(keys) - limit} more" if len(keys) > limit else "")
 
 
+def check_widths(network: Network, most: int, doing: str) -> None:
+    """A network whose hidden layers have at most ``most`` units each, for an analysis (``doing``) whose cost
+    grows faster than the width."""
+    widest = max(network.sizes[1:-1])
+    if widest > most:
+        raise WeightsError(f"{network.name}: a hidden layer of {widest:,} units, over the {most:,} this page allows "
+                           f"for {doing} (its cost grows faster than the width): run it on your own machine with "
+                           "python -m symlab")
+
+
 def check_pair(a: Network, b: Network) -> None:
     """Two networks that can be aligned: the same layer sizes, both posteriors or both point estimates."""
     if a.sizes != b.sizes:
@@ -313,19 +400,25 @@ def is_mnist_classifier(sizes) -> bool:
     return sizes[0] == 784 and sizes[-1] == 10
 
 
+SCALING_IMAGES = 1000  # test images the input scaling is chosen on: the right one is far ahead on any trained net
+
+
 def mnist_accuracy(layers, mnist, count: int | None = None) -> tuple[float, str]:
-    """(Test accuracy on the first ``count`` test images, the input scaling of :data:`INPUT_SCALINGS` that
-    gives the best): the network's inputs must be scaled the way it was trained."""
+    """(Test accuracy on the first ``count`` test images, the input scaling of :data:`INPUT_SCALINGS` it is
+    measured with): the network's inputs must be scaled the way it was trained, so the scaling is the one it
+    classifies the first :data:`SCALING_IMAGES` test images best with."""
     torch_layers = [(torch.as_tensor(W, dtype=torch.float32), torch.as_tensor(b, dtype=torch.float32))
                     for W, b in layers]
-    labels = torch.from_numpy(np.asarray(mnist.test_labels[:count], dtype=np.int64))
-    best = (-1.0, "")
-    for name, scale in INPUT_SCALINGS.items():
-        x = torch.from_numpy(scale(np.asarray(mnist.test_images[:count], dtype=np.float32)))
+
+    def accuracy(scaling: str, images: int | None) -> float:
+        x = torch.from_numpy(INPUT_SCALINGS[scaling](np.asarray(mnist.test_images[:images], dtype=np.float32)))
+        labels = torch.from_numpy(np.asarray(mnist.test_labels[:images], dtype=np.int64))
         with torch.no_grad():
-            accuracy = float((mlp.forward(torch_layers, x).argmax(1) == labels).float().mean())
-        best = max(best, (accuracy, name))
-    return best
+            return float((mlp.forward(torch_layers, x).argmax(1) == labels).float().mean())
+
+    chosen = min(SCALING_IMAGES, count) if count is not None else SCALING_IMAGES
+    best = max((accuracy(name, chosen), name) for name in INPUT_SCALINGS)
+    return (best[0] if count == chosen else accuracy(best[1], count)), best[1]
 
 
 # ---------------------------------------------------------------------------------------------

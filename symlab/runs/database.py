@@ -16,7 +16,16 @@ from symlab.specs.settings import DATABASE_URL_ENV, database_url
 
 
 class DatabaseError(RuntimeError):
-    """The database cannot be reached or used; the message says which and why, without a password."""
+    """The database cannot be reached or used; the message says which and why, without a password. ``transient``:
+    it may work again by itself (the server is down or restarting, the file is locked), so a writer may retry."""
+
+    def __init__(self, message: str, transient: bool = False):
+        super().__init__(message)
+        self.transient = transient
+
+
+# SQLite's errors that pass: another process holds the lock, or the file or its disk is briefly unavailable.
+SQLITE_TRANSIENT = ("locked", "busy", "unable to open", "disk i/o error")
 
 
 def open_database(runs_dir: Path, url: str | None = None):
@@ -69,7 +78,9 @@ class SqliteDatabase:
                     connection.execute("ROLLBACK")
                     raise
         except sqlite3.Error as error:
-            raise DatabaseError(str(error)) from None
+            transient = isinstance(error, sqlite3.OperationalError) and any(
+                words in str(error).lower() for words in SQLITE_TRANSIENT)
+            raise DatabaseError(str(error), transient) from None
 
     def columns(self, connection, table: str) -> set[str]:
         return {row["name"] for row in connection.execute(f"PRAGMA table_info({table})")}
@@ -110,8 +121,9 @@ class PostgresDatabase:
                     connection.execute("SELECT pg_advisory_xact_lock(%s)", (self.WRITE_LOCK,))
                     yield adapted
         except self._psycopg.Error as error:
-            raise DatabaseError(str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__) \
-                from None
+            # An OperationalError: the server is unreachable, refused the connection or shut down while in use.
+            raise DatabaseError(str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__,
+                                isinstance(error, self._psycopg.OperationalError)) from None
 
     def columns(self, connection, table: str) -> set[str]:
         rows = connection.execute("SELECT column_name FROM information_schema.columns WHERE table_name = ?",

@@ -1,6 +1,13 @@
-"""Which device computations run on, in words for the home page and the command line."""
+"""Which device computations run on, in words for the home page and the command line; a process's thread count;
+and what one core of this machine does per second (:class:`~symlab.specs.tasks.Rates`)."""
 
 from __future__ import annotations
+
+import functools
+import time
+from collections.abc import Callable
+
+from symlab.specs.tasks import Rates
 
 
 def describe_device() -> str:
@@ -25,3 +32,39 @@ def set_threads(count: int) -> int:
         torch.set_num_threads(count)
     threadpool_limits(limits=count if count > 0 else None, user_api="blas")
     return before
+
+
+def measured_rates(repeats: int = 5) -> Rates:
+    """:class:`Rates` measured here, the best of ``repeats`` tries of each (a few tens of milliseconds)."""
+    import numpy as np
+    import torch
+
+    threads = set_threads(1)
+    try:
+        a, b = torch.randn(512, 512), torch.randn(512, 512)
+        big, out = torch.randn(4_000_000), torch.empty(4_000_000)
+        generator = torch.Generator().manual_seed(0)
+        an, bn = a.numpy(), b.numpy()
+        matmul = max(2 * 512**3 / min(_best_seconds(lambda: torch.mm(a, b), repeats),
+                                      _best_seconds(lambda: np.matmul(an, bn), repeats)), 1.0)
+        elementwise = 2 * big.numel() / _best_seconds(lambda: torch.add(big, 1.0, out=out), repeats)
+        normals = big.numel() / _best_seconds(lambda: torch.randn(big.shape, generator=generator, out=out), repeats)
+    finally:
+        set_threads(threads)
+    return Rates(matmul, elementwise, normals)
+
+
+@functools.cache
+def machine_rates() -> Rates:
+    """:func:`measured_rates`, once per process: what the caps on a run's CPU time estimate it with."""
+    return measured_rates()
+
+
+def _best_seconds(function: Callable, repeats: int) -> float:
+    function()
+    times = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        function()
+        times.append(time.perf_counter() - started)
+    return max(min(times), 1e-9)

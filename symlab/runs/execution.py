@@ -1,21 +1,39 @@
 """Training one registered run in this process, of whichever lab the run names: epoch by epoch from its
 checkpoint, with heartbeats, progress and the outcome recorded in the registry. The local worker process
-(:mod:`symlab.runs.worker`), a Ray task (:mod:`symlab.runs.ray_cluster`) and the command line call it."""
+(:mod:`symlab.runs.worker`), a Ray task (:mod:`symlab.runs.ray_cluster`) and the command line call it.
+
+After each epoch its metrics are written first, then its checkpoint (``checkpoint-<epoch>.pt``, the one before it
+kept too), then the epoch is recorded: a run stopped anywhere in between resumes from its newest checkpoint and
+trains again what came after it. While the registry's database is unreachable the run trains on and its writes
+wait, retried, for up to ``outage_seconds``; a checkpoint that cannot be read is set aside and said so plainly."""
 
 from __future__ import annotations
 
+import os
 import signal
 import time
 import traceback
 
 from symlab.specs.results import TrainingDiverged
 from symlab.specs.run_kind import CANCELLED, DIVERGED, FAILED, FINISHED, INTERRUPTED
+from symlab.specs.settings import RunLimits
+
+from .registry import UNREADABLE, RegistryError, checkpoint_epoch, retried
 
 HEARTBEAT_SECONDS = 1.0
+OUTAGE_SECONDS = 60.0 * RunLimits().registry_outage_minutes  # the default wait for an unreachable registry
 
 
 class TrainingStopped(Exception):
     """Training was asked to stop (cancel or shutdown) in the middle of an epoch."""
+
+
+class CheckpointUnreadable(Exception):
+    """The run's newest checkpoint could not be read and was set aside; the message says where resuming goes on."""
+
+    def __init__(self, message: str, fallback_epoch: int):
+        super().__init__(message)
+        self.fallback_epoch = fallback_epoch
 
 
 class ShutdownFlag:
@@ -30,24 +48,39 @@ class ShutdownFlag:
         self.requested = True
 
 
-def execute(registry, run_id: int, *, data_dir=None, shutdown: ShutdownFlag | None = None, echo=None):
-    """Train the run to its last epoch in this process, from its checkpoint if it has one, and
+def _say_waiting(error: RegistryError, pause: float) -> None:
+    print(f"waiting {pause:g} s for the run registry: {error}", flush=True)  # the worker's log
+
+
+def execute(registry, run_id: int, *, data_dir=None, shutdown: ShutdownFlag | None = None, echo=None,
+            outage_seconds: float = OUTAGE_SECONDS):
+    """Train the run to its last epoch in this process, from its newest checkpoint if it has one, and
     record progress, metrics and the outcome in the registry. The run's lab reads its data from
     ``data_dir`` (None: the lab's default); ``echo(metrics)`` hears of every epoch. Returns the
     final record."""
-    run = registry.get(run_id)
+    def durably(call):
+        return retried(call, outage_seconds, on_wait=_say_waiting)
+
+    run = durably(lambda: registry.get(run_id))
     kind = registry.kind(run.lab)
-    checkpoint = registry.checkpoint_path(run_id)
-    checkpoint.parent.mkdir(parents=True, exist_ok=True)
+    registry.run_dir(run_id).mkdir(parents=True, exist_ok=True)
     training = None
 
     def on_step(step, steps):
+        """A heartbeat each second (which hears of a cancel), and a stop on a shutdown signal. Called between
+        training steps, and between the chunks of an evaluation."""
         nonlocal last_beat
         now = time.monotonic()
         if now - last_beat >= HEARTBEAT_SECONDS:
             last_beat = now
             progress = (training.epoch + step / steps) / training.epochs
-            if registry.heartbeat(run_id, training.epoch, progress):
+            try:
+                cancelled = registry.heartbeat(run_id, training.epoch, progress)
+            except RegistryError as error:
+                if not error.transient:
+                    raise
+                cancelled = False  # the database is away: train on; the epoch's end waits for it
+            if cancelled:
                 raise TrainingStopped("cancel requested")
         if shutdown is not None and shutdown.requested:
             raise TrainingStopped("shutdown signal")
@@ -56,40 +89,76 @@ def execute(registry, run_id: int, *, data_dir=None, shutdown: ShutdownFlag | No
         done = training.epoch if training else 0
         return f"after epoch {done} of {training.epochs}" if done else "before its first epoch ended"
 
+    def record(**values):
+        durably(lambda: registry.update(run_id, **values))
+
     last_beat = 0.0
     try:
         training = kind.start(run.config, run.device, data_dir)
-        if checkpoint.exists():
-            training.load(checkpoint)
-        registry.drop_metrics_after(run_id, training.epoch)  # metrics of a half-finished epoch
+        load_newest(registry, run_id, training, kind.failures)
+        durably(lambda: registry.drop_metrics_after(run_id, training.epoch))  # metrics of a half-finished epoch
         while training.epoch < training.epochs:
             metrics = training.train_epoch(on_step)
-            training.save(checkpoint)
-            registry.add_metrics(run_id, metrics)
-            registry.heartbeat(run_id, training.epoch, training.epoch / training.epochs)
+            durably(lambda: registry.add_metrics(run_id, metrics))
+            save_checkpoint(registry, run_id, training, durably)
+            durably(lambda: registry.heartbeat(run_id, training.epoch, training.epoch / training.epochs))
             if echo:
                 echo(metrics)
-        registry.update(run_id, status=FINISHED, finished=time.time(), pid=None, progress=1.0, message="",
-                        result=training.summary())
+        record(status=FINISHED, finished=time.time(), pid=None, progress=1.0, message="", result=training.summary())
     except TrainingStopped:
-        if registry.get(run_id).cancel_requested:
-            registry.update(run_id, status=CANCELLED, finished=time.time(), pid=None,
-                            message=f"cancelled {stopped_after()}; resume continues from there")
+        if durably(lambda: registry.get(run_id)).cancel_requested:
+            record(status=CANCELLED, finished=time.time(), pid=None,
+                   message=f"cancelled {stopped_after()}; resume continues from there")
         else:
-            registry.update(run_id, status=INTERRUPTED, pid=None,
-                            message=f"stopped by a shutdown signal {stopped_after()}; resume continues from there")
+            record(status=INTERRUPTED, pid=None,
+                   message=f"stopped by a shutdown signal {stopped_after()}; resume continues from there")
     except KeyboardInterrupt:
-        registry.update(run_id, status=INTERRUPTED, pid=None,
-                        message=f"interrupted {stopped_after()}; resume continues from there")
+        record(status=INTERRUPTED, pid=None, message=f"interrupted {stopped_after()}; resume continues from there")
         raise
+    except CheckpointUnreadable as error:
+        record(status=FAILED, finished=time.time(), pid=None, message=str(error), epoch=error.fallback_epoch,
+               progress=error.fallback_epoch / training.epochs)
     except TrainingDiverged as error:
-        registry.update(run_id, status=DIVERGED, finished=time.time(), pid=None, message=str(error),
-                        result=training.summary())
+        record(status=DIVERGED, finished=time.time(), pid=None, message=str(error),
+               result={**training.summary(), "device_name": device_name(run.device)})
     except (ValueError, *kind.failures) as error:  # bad settings, missing data, a full disk: the message says it
-        registry.update(run_id, status=FAILED, finished=time.time(), pid=None, message=str(error))
+        record(status=FAILED, finished=time.time(), pid=None, message=str(error))
     except Exception as error:  # recorded, not lost: the log has the traceback
         traceback.print_exc()
-        registry.update(run_id, status=FAILED, finished=time.time(), pid=None,
-                        message=f"unexpected error: {type(error).__name__}: {error} "
-                                f"(details in {registry.log_path(run_id)})")
-    return registry.get(run_id)
+        said = error.public if isinstance(error, RegistryError) else error  # pages show it: no database address
+        record(status=FAILED, finished=time.time(), pid=None,
+               message=f"unexpected error: {type(error).__name__}: {said} (details in {registry.log_path(run_id)})")
+    return durably(lambda: registry.get(run_id))
+
+
+def save_checkpoint(registry, run_id: int, training, durably) -> None:
+    """Write the epoch's checkpoint and keep the one before it. Where it cannot be written (a full disk), the
+    epoch's metrics go too: the registry holds none past the newest checkpoint, where resuming goes on."""
+    try:
+        training.save(registry.checkpoint_path(run_id, training.epoch))
+    except Exception:
+        durably(lambda: registry.drop_metrics_after(run_id, training.epoch - 1))
+        raise
+    registry.keep_newest_checkpoints(run_id)
+
+
+def load_newest(registry, run_id: int, training, failures: tuple[type[BaseException], ...] = ()) -> None:
+    """Continue ``training`` from the run's newest checkpoint, if it has one. One that cannot be read is set aside
+    (``<name>.unreadable``) and :class:`CheckpointUnreadable` says where resuming will go on from: the checkpoint
+    before it, or the start. A lab's own error (one of ``failures``) says why in words; any other, in general."""
+    kept = registry.checkpoints(run_id)
+    if not kept:
+        return
+    newest = kept[0]
+    try:
+        training.load(newest)
+    except Exception as error:  # a damaged, truncated or foreign file fails in as many ways as its reader has
+        reason = str(error) if isinstance(error, failures) else "the file is damaged or is not one of its checkpoints"
+        os.replace(newest, newest.with_name(newest.name + UNREADABLE))
+        epoch, fallback = checkpoint_epoch(newest), checkpoint_epoch(kept[1]) if len(kept) > 1 else 0
+        then = ("Resume trains it from the beginning: there is no checkpoint before it" if len(kept) == 1 else
+                f"Resume continues after epoch {fallback}, from the checkpoint before it" if fallback is not None else
+                "Resume continues from the checkpoint before it")
+        raise CheckpointUnreadable(f"its checkpoint{f' of epoch {epoch}' if epoch else ''} cannot be read "
+                                   f"({reason}) and was set aside. {then}; Restart trains it again from the start",
+                                   fallback or 0) from None

@@ -16,15 +16,23 @@ Life of a run: ``queued`` → ``running`` → ``finished`` | ``diverged`` | ``fa
 last completed epoch. :func:`dispatch` starts queued runs while fewer than
 ``max_concurrent_per_device`` run on their device; every worker calls it when it ends, so the
 queue drains with no browser open.
+
+Each run has a random public ``token``, which links name it by (its id is a counter anyone could guess), and
+every launch, resume and restart is recorded (``launches``), for the caps that count them. A run keeps its last
+two checkpoints, each named by the epoch it was written after (``checkpoint-00012.pt``): one that cannot be read
+is set aside and the run goes on from the one before.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import re
+import secrets
 import socket
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,11 +45,22 @@ from .database import DatabaseError, open_database, shown_url
 
 
 class RegistryError(RuntimeError):
-    """The runs directory or its database cannot be used; the message says why."""
+    """The runs directory or its database cannot be used; the message says why. ``public``: what a visitor of a
+    hosted server is told, without the database's address (user, host, port, name; the server's log keeps the
+    message). ``transient``: the database may come back by itself, so a writer may wait and retry."""
+
+    def __init__(self, message: str, *, public: str | None = None, transient: bool = False):
+        super().__init__(message)
+        self.public = public or message
+        self.transient = transient
 
 
 # Registries written before runs recorded their lab hold MNIST runs only.
 LEGACY_LAB = "mnist"
+LEGACY_CHECKPOINT = "checkpoint.pt"  # a run's one checkpoint before they were kept by epoch
+CHECKPOINT_NAME = re.compile(r"checkpoint-(\d+)\.pt")
+UNREADABLE = ".unreadable"  # the suffix a checkpoint that could not be read is set aside with
+KEPT_CHECKPOINTS = 2  # the newest and the one before it: a run whose newest is damaged goes on from the other
 
 
 @dataclass(frozen=True)
@@ -70,6 +89,7 @@ class Run:
     # Who launched it, as a page knows its visitor: a one-way hash of its browser's id; empty when not known
     # (the command line, and runs recorded before it was kept).
     owner: str = ""
+    token: str = ""  # random and public: what links name the run by
 
     @property
     def label(self) -> str:
@@ -101,20 +121,35 @@ CREATE TABLE IF NOT EXISTS runs (
     executor TEXT NOT NULL DEFAULT 'local',
     node TEXT NOT NULL DEFAULT '',
     task TEXT NOT NULL DEFAULT '',
-    owner TEXT NOT NULL DEFAULT ''
+    owner TEXT NOT NULL DEFAULT '',
+    token TEXT NOT NULL DEFAULT ''
 )""", """
 CREATE TABLE IF NOT EXISTS metrics (
     run_id INTEGER NOT NULL REFERENCES runs(id),
     epoch INTEGER NOT NULL,
     data TEXT NOT NULL,
     PRIMARY KEY (run_id, epoch)
-)""")
+)""", """
+CREATE TABLE IF NOT EXISTS launches (
+    run_id INTEGER NOT NULL REFERENCES runs(id),
+    owner TEXT NOT NULL DEFAULT '',
+    source TEXT NOT NULL,
+    at {real} NOT NULL,
+    what TEXT NOT NULL
+)""", "CREATE INDEX IF NOT EXISTS launches_by_time ON launches (at)")
 
 
 # Columns added after the first registries were written: an older registry gains them when opened.
 _ADDED_COLUMNS = {"lab": f"TEXT NOT NULL DEFAULT '{LEGACY_LAB}'", "executor": "TEXT NOT NULL DEFAULT 'local'",
                   "node": "TEXT NOT NULL DEFAULT ''",
-                  "task": "TEXT NOT NULL DEFAULT ''", "owner": "TEXT NOT NULL DEFAULT ''"}
+                  "task": "TEXT NOT NULL DEFAULT ''", "owner": "TEXT NOT NULL DEFAULT ''",
+                  "token": "TEXT NOT NULL DEFAULT ''"}
+LAUNCH, RESUME, RESTART = "launch", "resume", "restart"  # what a row of launches records
+
+
+def new_token() -> str:
+    """A run's public token: 72 random bits, URL-safe."""
+    return secrets.token_urlsafe(9)
 
 
 class Registry:
@@ -136,12 +171,18 @@ class Registry:
                 for name, declaration in _ADDED_COLUMNS.items():
                     if name not in present:
                         connection.execute(f"ALTER TABLE runs ADD COLUMN {name} {declaration}")
+                for row in connection.execute("SELECT id FROM runs WHERE token = ''").fetchall():  # older runs
+                    connection.execute("UPDATE runs SET token = ? WHERE id = ?", (new_token(), row["id"]))
+                connection.execute("CREATE UNIQUE INDEX IF NOT EXISTS runs_by_token ON runs (token)")
         except DatabaseError as error:
             if url:
                 raise RegistryError(f"cannot use the run registry's database {shown_url(url)}: {error}. Check "
                                     f"{DATABASE_URL_ENV} and that the server is up and reachable; no run was "
-                                    "changed.") from None
-            raise self._unusable_directory(error) from None
+                                    "changed.", public="cannot use the run registry's database (the server's log "
+                                    "says why); no run was changed", transient=error.transient) from None
+            raise RegistryError(f"cannot use the run registry {self.db.where}: {error}. Choose a writable directory "
+                                "with SYMLAB_RUNS_DIR or --runs-dir; where the file is damaged, move it aside (a new "
+                                "one is made, and the runs' folders stay).", transient=error.transient) from None
         except OSError as error:
             raise self._unusable_directory(error) from None
         self.path = self.db.where
@@ -158,20 +199,56 @@ class Registry:
         except DatabaseError as error:
             raise self._failure(error, writing=write) from None
 
+    @contextlib.contextmanager
+    def _writing(self):
+        """A write transaction of several statements."""
+        try:
+            with self.db.transaction(write=True) as connection:
+                yield connection
+        except DatabaseError as error:
+            raise self._failure(error, writing=True) from None
+
     def _failure(self, error: DatabaseError, writing: bool) -> RegistryError:
+        kept = " the runs recorded so far are kept" if writing else ""
         if self.db.url:
-            hint = (f" Check {DATABASE_URL_ENV} and that the server is up; the runs recorded so far are kept on it."
-                    if writing else f" Check {DATABASE_URL_ENV} and that the server is up.")
+            hint = (f" Check {DATABASE_URL_ENV} and that the server is up;{kept} on it." if writing
+                    else f" Check {DATABASE_URL_ENV} and that the server is up.")
+            public = "the run registry's database failed (the server's log says why)" + (f";{kept}" if writing else "")
         else:
-            hint = (" Check that its directory is writable and has free space; the runs recorded so far are kept."
-                    if writing else "")
-        return RegistryError(f"the run registry {self.path} failed: {error}.{hint}")
+            hint = (f" Check that its directory is writable and has free space;{kept}." if writing else "")
+            public = None
+        return RegistryError(f"the run registry {self.path} failed: {error}.{hint}", public=public,
+                             transient=error.transient)
 
     def run_dir(self, run_id: int) -> Path:
         return self.root / f"run-{run_id:05d}"
 
-    def checkpoint_path(self, run_id: int) -> Path:
-        return self.run_dir(run_id) / "checkpoint.pt"
+    def checkpoint_path(self, run_id: int, epoch: int | None = None) -> Path:
+        """The checkpoint written after ``epoch``; without one, the newest the run has (where it has none, a path
+        where none is)."""
+        if epoch is not None:
+            return self.run_dir(run_id) / f"checkpoint-{epoch:05d}.pt"
+        kept = self.checkpoints(run_id)
+        return kept[0] if kept else self.run_dir(run_id) / LEGACY_CHECKPOINT
+
+    def checkpoints(self, run_id: int) -> list[Path]:
+        """The run's checkpoints, newest first (one written before they were kept by epoch counts as the oldest);
+        none set aside as unreadable."""
+        folder = self.run_dir(run_id)
+        by_epoch = sorted((path for path in folder.glob("checkpoint-*.pt") if CHECKPOINT_NAME.fullmatch(path.name)),
+                          key=checkpoint_epoch, reverse=True)
+        legacy = folder / LEGACY_CHECKPOINT
+        return by_epoch + ([legacy] if legacy.exists() else [])
+
+    def keep_newest_checkpoints(self, run_id: int) -> None:
+        """Delete all but the :data:`KEPT_CHECKPOINTS` newest checkpoints."""
+        for path in self.checkpoints(run_id)[KEPT_CHECKPOINTS:]:
+            path.unlink(missing_ok=True)
+
+    def drop_checkpoints(self, run_id: int) -> None:
+        """Delete every checkpoint of the run, those set aside and half-written ones included (a restart)."""
+        for path in self.run_dir(run_id).glob("checkpoint*"):
+            path.unlink(missing_ok=True)
 
     def log_path(self, run_id: int) -> Path:
         return self.run_dir(run_id) / "worker.log"
@@ -184,16 +261,35 @@ class Registry:
         ``executor``, launched by ``owner`` (:attr:`Run.owner`)."""
         self.kind(lab)
         now = time.time()
-        rows = self._execute(
-            "INSERT INTO runs (lab, config, status, device, created, started, heartbeat, pid, pid_started, session,"
-            " source, executor, node, owner) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
-            (lab, json.dumps(config.to_dict()), status, device, now, now if status == RUNNING else None,
-             now if status == RUNNING else None, pid, _process_start(pid) if pid else None, session, source,
-             executor, node_name() if pid else "", owner),
-            write=True)
-        run_id = rows[0]["id"]
+        with self._writing() as connection:
+            rows = connection.execute(
+                "INSERT INTO runs (lab, config, status, device, created, started, heartbeat, pid, pid_started, "
+                "session, source, executor, node, owner, token) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                "RETURNING id",
+                (lab, json.dumps(config.to_dict()), status, device, now, now if status == RUNNING else None,
+                 now if status == RUNNING else None, pid, _process_start(pid) if pid else None, session, source,
+                 executor, node_name() if pid else "", owner, new_token())).fetchall()
+            run_id = rows[0]["id"]
+            connection.execute("INSERT INTO launches (run_id, owner, source, at, what) VALUES (?, ?, ?, ?, ?)",
+                               (run_id, owner, source, now, LAUNCH))
         self.run_dir(run_id).mkdir(parents=True, exist_ok=True)
         return run_id
+
+    def record_launch(self, run_id: int, owner: str, source: str, what: str) -> None:
+        """Record that ``owner`` (a browser's id, or "") from ``source`` resumed or restarted the run (``what``)."""
+        self._execute("INSERT INTO launches (run_id, owner, source, at, what) VALUES (?, ?, ?, ?, ?)",
+                      (run_id, owner, source, time.time(), what), write=True)
+
+    def launches_since(self, since: float, *, source: str | None = None, owner: str | None = None) -> int:
+        """How many launches, resumes and restarts (from ``source``, by ``owner``) there were after the time
+        ``since``."""
+        conditions, parameters = ["at > ?"], [since]
+        for column, value in (("source", source), ("owner", owner)):
+            if value is not None:
+                conditions.append(f"{column} = ?")
+                parameters.append(value)
+        rows = self._execute(f"SELECT COUNT(*) AS n FROM launches WHERE {' AND '.join(conditions)}", tuple(parameters))
+        return rows[0]["n"]
 
     def get(self, run_id: int) -> Run:
         rows = self._execute("SELECT * FROM runs WHERE id = ?", (run_id,))
@@ -212,11 +308,6 @@ class Registry:
             parameters.append(lab)
         where = f" WHERE {' AND '.join(conditions)}" if conditions else ""
         return [self._to_run(row) for row in self._execute(f"SELECT * FROM runs{where} ORDER BY id", tuple(parameters))]
-
-    def launched_since(self, since: float, source: str) -> int:
-        """How many runs from ``source`` were created after the time ``since``."""
-        rows = self._execute("SELECT COUNT(*) AS n FROM runs WHERE created > ? AND source = ?", (since, source))
-        return rows[0]["n"]
 
     def has_status(self, status: str) -> bool:
         return bool(self._execute("SELECT 1 FROM runs WHERE status = ? LIMIT 1", (status,)))
@@ -294,7 +385,31 @@ class Registry:
                    message=row["message"], session=row["session"], source=row["source"],
                    result=json.loads(row["result"]) if row["result"] else None,
                    cancel_requested=bool(row["cancel_requested"]), executor=row["executor"], node=row["node"],
-                   task=row["task"], owner=row["owner"])
+                   task=row["task"], owner=row["owner"], token=row["token"])
+
+
+def checkpoint_epoch(path: Path) -> int | None:
+    """The epoch a checkpoint was written after, by its name; None for one written before names said it."""
+    found = CHECKPOINT_NAME.fullmatch(Path(path).name)
+    return int(found.group(1)) if found else None
+
+
+def retried(call: Callable, limit_seconds: float, on_wait: Callable[[RegistryError, float], None] | None = None):
+    """``call()``, tried again after growing pauses (0.5 s, doubling up to 15 s) while it fails because the database
+    is unreachable (:attr:`RegistryError.transient`), for up to ``limit_seconds`` in all; then its error.
+    ``on_wait(error, pause)`` hears of each pause."""
+    waited, pause = 0.0, 0.5
+    while True:
+        try:
+            return call()
+        except RegistryError as error:
+            if not error.transient or waited + pause > limit_seconds:
+                raise
+            if on_wait is not None:
+                on_wait(error, pause)
+            time.sleep(pause)
+            waited += pause
+            pause = min(2 * pause, 15.0)
 
 
 def node_name() -> str:

@@ -1,6 +1,10 @@
 """What happens to runs: submitted within the server's caps, started where their device has room (a local
-worker process, or a Ray task), cancelled, resumed, and reaped when their process is gone. Every worker calls
-:func:`dispatch` when it ends, so the queue drains with no browser open."""
+worker process, or a Ray task), cancelled, resumed, restarted, and reaped when their process is gone. Every worker
+calls :func:`dispatch` when it ends, so the queue drains with no browser open.
+
+Only a run's owner controls it: the browser that launched it (:attr:`Caller.owner`), a lecturer who holds the
+host's key, or the host (the command line at the server's shell). Launches, resumes and restarts from the pages
+count against the caps of a browser and of the server in the last hour."""
 
 from __future__ import annotations
 
@@ -9,6 +13,7 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 
 from symlab.specs.run_kind import (
     ACTIVE,
@@ -19,11 +24,79 @@ from symlab.specs.run_kind import (
     RESUMABLE,
     RUNNING,
 )
-from symlab.specs.settings import DATABASE_URL_ENV, REPO_ROOT, RunLimits, executor_name
+from symlab.specs.settings import (
+    DATABASE_URL_ENV,
+    LAUNCH_WINDOW_SECONDS,
+    REPO_ROOT,
+    RunLimits,
+    executor_name,
+    is_lecturer_key,
+)
+from symlab.specs.tasks import Rates
 
-from .registry import Registry, node_name, process_alive
+from .device import machine_rates
+from .registry import RESTART, RESUME, Registry, checkpoint_epoch, node_name, process_alive
 
 LAUNCH_GRACE_SECONDS = 60  # a run marked running whose worker never reported in is interrupted
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who asks for a run to be cancelled, resumed or restarted. ``owner``: the asking browser's id (as
+    :attr:`~symlab.runs.registry.Run.owner`; "" where it sends none); ``source``: "app" for a page, whose launches
+    count against the caps; ``host``: the server's own shell, or the one user of a server that is not shared, who
+    controls every run; ``lecturer_key``: as typed on a page: $SYMLAB_LECTURER_KEY controls every run too."""
+
+    owner: str = ""
+    source: str = "cli"
+    host: bool = False
+    lecturer_key: str = ""
+
+    @property
+    def lecturer(self) -> bool:
+        return is_lecturer_key(self.lecturer_key)
+
+    def may_control(self, run) -> bool:
+        return self.host or (bool(self.owner) and run.owner == self.owner) or self.lecturer
+
+
+HOST = Caller(host=True)  # the command line at the server's shell
+
+
+class NotYours(ValueError):
+    """The caller may not control that run; the message says who may."""
+
+
+def check_control(run, by: Caller, verb: str) -> None:
+    """A :class:`NotYours` unless ``by`` may ``verb`` (cancel, resume, restart) ``run``."""
+    if not by.may_control(run):
+        who = ("another browser: only that browser" if run.owner else "the server's command line: only the host")
+        raise NotYours(f"run #{run.id} was launched from {who} or a lecturer may {verb} it")
+
+
+def check_launch_caps(registry: Registry, limits: RunLimits, owner: str, source: str) -> None:
+    """The caps on launches, resumes and restarts from the pages in the last hour: per browser (``owner``) and for
+    the whole server. Those from the command line count for neither."""
+    if source != "app":
+        return
+    since = time.time() - LAUNCH_WINDOW_SECONDS
+    mine = registry.launches_since(since, source="app", owner=owner)
+    if mine >= limits.max_runs_per_browser:
+        raise ValueError(f"this browser has launched or resumed {mine} runs in the last hour, the cap on this server "
+                         f"({limits.max_runs_per_browser}): try again later")
+    if registry.launches_since(since, source="app") >= limits.max_runs_per_hour:
+        raise ValueError(f"{limits.max_runs_per_hour} runs were launched or resumed on this server in the last hour, "
+                         "its cap: try again later")
+
+
+def resume_point(registry: Registry, run) -> int:
+    """The epoch a resumed run continues after: its newest checkpoint's (the recorded epoch for one written before
+    checkpoints were named by epoch), 0 where it has none."""
+    kept = registry.checkpoints(run.id)
+    if not kept:
+        return 0
+    epoch = checkpoint_epoch(kept[0])
+    return run.epoch if epoch is None else epoch
 
 
 def reap(registry: Registry) -> list[int]:
@@ -48,9 +121,11 @@ def reap(registry: Registry) -> list[int]:
 
         lost += ray_cluster.lost(on_ray)
     for run in lost:
+        after = resume_point(registry, run)
         registry.update(run.id, status=INTERRUPTED, pid=None,
-                        message=f"the training process stopped unexpectedly during epoch {run.epoch + 1}"
-                                + (f" on {run.node}" if run.node else "") + f"; resume continues after epoch {run.epoch}")
+                        message="the training process stopped unexpectedly" + (f" on {run.node}" if run.node else "")
+                                + (f"; resume continues after epoch {after}, its last checkpoint" if after else
+                                   "; resume starts it from the beginning (it had no checkpoint)"))
     return [run.id for run in lost]
 
 
@@ -83,23 +158,17 @@ def launch_worker(registry: Registry, run_id: int) -> None:
 
 
 def submit(registry: Registry, lab: str, config, limits: RunLimits | None = None, session: str = "",
-           source: str = "app", executor: str | None = None, owner: str = "") -> int:
-    """Validate ``config`` (of ``lab``, one of the registry's kinds), check the caps, and queue it, recorded as
-    launched by ``owner`` (a browser's id): with the local executor it starts if its device has room; on Ray
-    (``executor``, default $SYMLAB_EXECUTOR, else local) Ray's scheduler places it. Returns the run id."""
+           source: str = "app", executor: str | None = None, owner: str = "", rates: Rates | None = None) -> int:
+    """Validate ``config`` (of ``lab``, one of the registry's kinds), check the caps (its estimated CPU time at
+    ``rates``, default this machine's), and queue it, recorded as launched by ``owner`` (a browser's id): with the
+    local executor it starts if its device has room; on Ray (``executor``, default $SYMLAB_EXECUTOR, else local)
+    Ray's scheduler places it. Returns the run id."""
     executor = executor_name(executor)
     kind = registry.kind(lab)
     limits = limits or RunLimits.from_env()
     config.validate()
-    limits.check(config.work())
-    if session:
-        mine = sum(1 for run in registry.runs() if run.session == session)
-        if mine >= limits.max_runs_per_session:
-            raise ValueError(f"this session has launched {mine} runs, the cap on this server "
-                             f"({limits.max_runs_per_session})")
-    if source == "app" and registry.launched_since(time.time() - 3600, source) >= limits.max_runs_per_hour:
-        raise ValueError(f"{limits.max_runs_per_hour} runs were launched on this server in the last hour, its cap: "
-                         "try again later")
+    limits.check(config.work(), rates or machine_rates())
+    check_launch_caps(registry, limits, owner, source)
     run_id = registry.create(lab, config, kind.device(config), session=session, source=source, executor=executor,
                              owner=owner)
     start(registry, [run_id], limits)
@@ -118,10 +187,11 @@ def start(registry: Registry, run_ids, limits: RunLimits | None = None) -> None:
         dispatch(registry, limits)
 
 
-def cancel(registry: Registry, run_id: int) -> None:
+def cancel(registry: Registry, run_id: int, *, by: Caller = HOST) -> None:
     """Queued: cancelled at once. Running: its worker stops within a second or so, keeping its
-    last checkpoint (so it can be resumed)."""
+    last checkpoint (so it can be resumed). Only for a caller who may control the run (:class:`NotYours`)."""
     run = registry.get(run_id)
+    check_control(run, by, "cancel")
     if run.executor == "ray" and run.status in ACTIVE:
         from . import ray_cluster
 
@@ -139,10 +209,41 @@ def cancel(registry: Registry, run_id: int) -> None:
             registry.update(run_id, status=CANCELLED, finished=time.time(), pid=None, message="cancelled")
 
 
-def resume(registry: Registry, run_id: int, limits: RunLimits | None = None) -> None:
-    """Queue an interrupted, cancelled or failed run again; it continues from its checkpoint."""
-    run = registry.get(run_id)
-    if run.status not in RESUMABLE:
-        raise ValueError(f"run #{run_id} is {run.status}; only {', '.join(RESUMABLE)} runs can be resumed")
+def resume(registry: Registry, run_id: int, limits: RunLimits | None = None, *, by: Caller = HOST) -> None:
+    """Queue an interrupted, cancelled or failed run again; it continues from its newest checkpoint. A resume from
+    a page counts as a launch for the caps."""
+    _stopped_run(registry, run_id, by, "resume")
+    limits = limits or RunLimits.from_env()
+    check_launch_caps(registry, limits, by.owner, by.source)
     registry.update(run_id, status=QUEUED, cancel_requested=0, finished=None, message="queued to resume")
+    registry.record_launch(run_id, by.owner, by.source, RESUME)
     start(registry, [run_id], limits)
+
+
+def restart(registry: Registry, run_id: int, limits: RunLimits | None = None, *, by: Caller = HOST) -> None:
+    """Queue a stopped run to train again from its first epoch: its checkpoints and metrics are dropped (for a run
+    whose checkpoints cannot be read, or whose start went wrong). Counts as a launch for the caps."""
+    _stopped_run(registry, run_id, by, "restart")
+    limits = limits or RunLimits.from_env()
+    check_launch_caps(registry, limits, by.owner, by.source)
+    forget_training(registry, run_id)
+    registry.update(run_id, status=QUEUED, cancel_requested=0, finished=None, message="queued to restart")
+    registry.record_launch(run_id, by.owner, by.source, RESTART)
+    start(registry, [run_id], limits)
+
+
+def forget_training(registry: Registry, run_id: int) -> None:
+    """Drop what the run has trained, as if it had never started: its checkpoints, metrics, progress and result."""
+    registry.drop_checkpoints(run_id)
+    registry.drop_metrics_after(run_id, 0)
+    registry.update(run_id, epoch=0, progress=0.0, result=None, started=None)
+
+
+def _stopped_run(registry: Registry, run_id: int, by: Caller, verb: str):
+    """The run, which ``by`` may control and which has stopped in a way that lets it go on."""
+    run = registry.get(run_id)
+    check_control(run, by, verb)
+    if run.status not in RESUMABLE:
+        done = {"resume": "resumed", "restart": "restarted"}[verb]
+        raise ValueError(f"run #{run_id} is {run.status}; only {', '.join(RESUMABLE)} runs can be {done}")
+    return run

@@ -17,7 +17,7 @@ from symlab.specs.settings import REPO_ROOT, RunLimits, SettingsError
 
 from .device import set_threads
 from .execution import ShutdownFlag, execute
-from .registry import Registry
+from .registry import Registry, retried
 from .supervisor import dispatch
 
 
@@ -53,9 +53,10 @@ def main(argv=None) -> int:
     shutdown = ShutdownFlag()
     shutdown.install()
     print(f"run #{args.run_id} started (pid {os.getpid()})", flush=True)
-    final = execute(registry, args.run_id, shutdown=shutdown)
+    outage_seconds = 60.0 * limits.registry_outage_minutes
+    final = execute(registry, args.run_id, shutdown=shutdown, outage_seconds=outage_seconds)
     print(f"run #{args.run_id} ended: {final.status} {final.message}", flush=True)
-    dispatch(registry, limits)  # start whatever waits in the queue
+    retried(lambda: dispatch(registry, limits), outage_seconds)  # start whatever waits in the queue
     return 0
 
 

@@ -1,4 +1,5 @@
-"""Imported by the compute workers' fork server (symlab.serving.shared_results) before it forks any worker.
+"""Imported by the compute workers' fork server (symlab.serving.shared_results) before it forks any worker: it keeps
+the workers off the server's main module, and loads MNIST for them all.
 
 A process that multiprocessing starts imports its parent's ``__main__`` module by path before it runs
 anything. In a Streamlit server that module is the page script being run: Streamlit installs it as
@@ -10,6 +11,9 @@ module (a task is a function in symlab's modules), so the processes this fork se
 
 import multiprocessing.spawn
 
+from symlab.lib import mnist_data
+from symlab.specs import settings
+
 
 def _skip_parents_main(_name_or_path: str) -> None:
     """In place of multiprocessing.spawn's import of the parent's main module (by name or by path)."""
@@ -17,3 +21,16 @@ def _skip_parents_main(_name_or_path: str) -> None:
 
 multiprocessing.spawn._fixup_main_from_name = _skip_parents_main
 multiprocessing.spawn._fixup_main_from_path = _skip_parents_main
+
+
+def _load_mnist_for_every_worker() -> None:
+    """MNIST read once here (a quarter of a second), so that every process forked from this server shares it:
+    each upload's analysis used to read and verify all four files again. Missing or broken files are left for
+    the process that needs them to report."""
+    try:
+        mnist_data.load_mnist_once(settings.mnist_directory())
+    except (mnist_data.MnistDataError, OSError):
+        pass
+
+
+_load_mnist_for_every_worker()

@@ -33,7 +33,7 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 
 from symlab.labs import computation_modules
-from symlab.runs.device import set_threads
+from symlab.runs.device import measured_rates, set_threads
 from symlab.specs.settings import (
     EXECUTORS,
     REPO_ROOT,
@@ -44,36 +44,6 @@ from symlab.specs.settings import (
 from symlab.specs.tasks import Progress, Rates, Task, kind_of, read_stored_results_with
 
 PROGRESS_INTERVAL_SECONDS = 0.2  # a worker reports at most this often (a waiting page redraws at its pace)
-
-
-def measured_rates(repeats: int = 5) -> Rates:
-    """:class:`Rates` measured here, the best of ``repeats`` tries of each (a few tens of milliseconds)."""
-    import numpy as np
-    import torch
-
-    threads = set_threads(1)
-    try:
-        a, b = torch.randn(512, 512), torch.randn(512, 512)
-        big, out = torch.randn(4_000_000), torch.empty(4_000_000)
-        generator = torch.Generator().manual_seed(0)
-        an, bn = a.numpy(), b.numpy()
-        matmul = max(2 * 512**3 / min(_best_seconds(lambda: torch.mm(a, b), repeats),
-                                      _best_seconds(lambda: np.matmul(an, bn), repeats)), 1.0)
-        elementwise = 2 * big.numel() / _best_seconds(lambda: torch.add(big, 1.0, out=out), repeats)
-        normals = big.numel() / _best_seconds(lambda: torch.randn(big.shape, generator=generator, out=out), repeats)
-    finally:
-        set_threads(threads)
-    return Rates(matmul, elementwise, normals)
-
-
-def _best_seconds(function: Callable, repeats: int) -> float:
-    function()
-    times = []
-    for _ in range(repeats):
-        started = time.perf_counter()
-        function()
-        times.append(time.perf_counter() - started)
-    return max(min(times), 1e-9)
 
 
 @dataclass

@@ -10,10 +10,15 @@ the code that computes them, as data-only bytes (:mod:`symlab.serving.codec`) wi
   behind a proxy, workers of a Ray cluster) share one store.
 
 Any server process, compute worker or Ray task reads and writes it. A result computed once is served to
-every session and again after a restart. An entry that is corrupt, or that was written by other code
-(another version), is never shown: a corrupt one is deleted and computed again, another version's is not
-even looked up (the version is part of the key). The least recently used entries go when the store grows
-past its cap.
+every session and again after a restart. An entry that was written by other code (another version) is not even
+looked up: the version is part of the key. An entry that does not read back whole (its checksum, or anything
+the codec refuses or fails on: a tree too deep, a number past its type's range, a type no lab lists, memory) is
+deleted with one warning and reads as absent, so that it is computed again, never shown. An SQLite file that
+is itself corrupt ("file is not a database", "database disk image is malformed") is moved aside, with its
+journal, as ``results.sqlite3.corrupt-<unix time>``, with one warning, and a fresh store begun: results can
+always be computed again (the run registry's file, which holds runs, is never touched). A store on PostgreSQL
+is never moved; only its unreadable entries are deleted. The least recently used entries go when the store
+grows past its cap.
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from pathlib import Path
 
 from symlab.runs.database import DatabaseError, SqliteDatabase, open_database
@@ -42,6 +47,8 @@ DEFAULT_MAX_MB = 2048
 USE_RESOLUTION_SECONDS = 60.0  # "last used" is rewritten at most this often per entry (reads stay reads)
 # The code whose change can change a result: the computations and what they are built from.
 COMPUTATION_SOURCES = ("lib", "labs", "specs", "serving/codec.py")  # under symlab/
+# SQLite's primary result codes for a file that is not a database, or a damaged one (sqlite3.Error.sqlite_errorcode).
+CORRUPT_CODES = (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS results (
@@ -66,7 +73,8 @@ def computation_version() -> str:
         import numpy
         import torch
 
-        _version = source_digest(Path(__file__).resolve().parents[1], f"torch {torch.__version__} numpy {numpy.__version__}")
+        _version = source_digest(Path(__file__).resolve().parents[1],
+                                 f"torch {torch.__version__} numpy {numpy.__version__}")
     return _version
 
 
@@ -116,10 +124,44 @@ def _total_bytes(connection) -> int:
     return int(connection.execute("SELECT COALESCE(SUM(size), 0) AS total FROM results").fetchone()["total"])
 
 
+def _decoded(row):
+    """A stored row's result; any exception where its bytes do not read back whole."""
+    payload = bytes(row["payload"])
+    if hashlib.sha256(payload).hexdigest() != row["checksum"]:
+        raise codec.CodecError("its checksum does not match")
+    return codec.decode(payload)
+
+
+def _is_corrupt(error: sqlite3.Error) -> bool:
+    code = getattr(error, "sqlite_errorcode", None)
+    return code is not None and code & 0xFF in CORRUPT_CODES
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    """Which file ``path`` is now (device, inode): another process may have moved a corrupt one aside."""
+    try:
+        found = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return found.st_dev, found.st_ino
+
+
+def _aside(path: Path) -> Path:
+    """A free name beside ``path`` for its corrupt copy."""
+    stem = f"{path.name}.corrupt-{int(time.time())}"
+    candidates = (path.with_name(stem if n == 0 else f"{stem}.{n}") for n in range(1000))
+    return next(c for c in candidates if not any(Path(f"{c}{s}").exists() for s in ("", "-wal", "-shm")))
+
+
+class StoreRebuilt(DatabaseError):
+    """The SQLite file was found corrupt and moved aside; the operation can run again, on a fresh store."""
+
+
 class ResultStore:
     """Results by key, in SQLite (``runs_dir``/results.sqlite3) or PostgreSQL (``url``, default
     $SYMLAB_DATABASE_URL). Reads and writes never raise for the store's sake: an unreachable database
-    or an unreadable entry is logged and reads as absent, and the result is computed as without a store."""
+    or an unreadable entry (then deleted) is logged and reads as absent, and the result is computed as without a
+    store; a corrupt SQLite file is moved aside and a fresh one begun."""
 
     def __init__(self, runs_dir: str | os.PathLike, url: str | None = None, max_bytes: int | None = None):
         """``max_bytes``: the cap on the stored results' total size (default 2 GB)."""
@@ -143,6 +185,8 @@ class ResultStore:
         return str(self.root), self.db.url, self.max_bytes
 
     def _connection(self, write: bool = False):
+        if isinstance(self.db, SqliteDatabase):
+            return self._sqlite()
         if not self._ready:
             with self._lock:
                 if not self._ready:
@@ -150,30 +194,75 @@ class ResultStore:
                     with self.db.transaction(write=True) as connection:
                         connection.execute(_SCHEMA.format(**self.db.types))
                     self._ready = True
-        if isinstance(self.db, SqliteDatabase):
-            return self._sqlite()
         return self.db.transaction(write=write)
 
     @contextlib.contextmanager
     def _sqlite(self):
         """This thread's connection to the SQLite file, kept open (opening one per read cost a page run as
         much as the read); each statement commits on its own. Writes skip the fsync of every commit
-        (synchronous=NORMAL, safe with write-ahead logging: a crash loses at most the last writes, never the file)."""
-        connection = getattr(self._local, "connection", None)
-        if connection is None:
-            try:
-                connection = sqlite3.connect(self.db.path, timeout=30, isolation_level=None, check_same_thread=True)
-                connection.row_factory = sqlite3.Row
-                connection.execute("PRAGMA journal_mode=WAL")
-                connection.execute("PRAGMA synchronous=NORMAL")
-                connection.execute("PRAGMA busy_timeout=30000")
-            except sqlite3.Error as error:
-                raise DatabaseError(str(error)) from None
-            self._local.connection = connection
+        (synchronous=NORMAL, safe with write-ahead logging: a crash loses at most the last writes, never the file).
+        A file found corrupt is moved aside (:class:`StoreRebuilt`); a connection to a file that is no longer
+        the store's (moved aside by another thread or process) is opened again, on the fresh one."""
+        local = self._local
         try:
-            yield connection
+            if getattr(local, "identity", None) != _identity(self.db.path):
+                self._close_thread_connection()
+            if getattr(local, "connection", None) is None:
+                self._open_thread_connection()
+            yield local.connection
         except sqlite3.Error as error:
+            if _is_corrupt(error):
+                self._move_aside(getattr(local, "identity", None), error)
             raise DatabaseError(str(error)) from None
+
+    def _open_thread_connection(self) -> None:
+        """This thread's connection, kept once it is set up (WAL, the table), with the file it opened."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        connection = sqlite3.connect(self.db.path, timeout=30, isolation_level=None, check_same_thread=True)
+        self._local.identity = _identity(self.db.path)
+        try:
+            connection.row_factory = sqlite3.Row
+            connection.execute("PRAGMA journal_mode=WAL")
+            connection.execute("PRAGMA synchronous=NORMAL")
+            connection.execute("PRAGMA busy_timeout=30000")
+            if connection.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'results'") \
+                    .fetchone() is None:
+                connection.execute(_SCHEMA.format(**self.db.types))
+        except sqlite3.Error:
+            connection.close()
+            raise
+        self._local.connection = connection
+
+    def _close_thread_connection(self) -> None:
+        connection, self._local.connection = getattr(self._local, "connection", None), None
+        if connection is not None:
+            with contextlib.suppress(sqlite3.Error):
+                connection.close()
+
+    def _move_aside(self, identity: tuple[int, int] | None, error: sqlite3.Error) -> None:
+        """Move the corrupt SQLite file (the one this thread opened: ``identity``) and its journal aside, so that
+        the next statement begins a fresh store; :class:`StoreRebuilt` says so. Where another thread or process
+        moved it first, this thread only opens the fresh one."""
+        path = self.db.path
+        with self._lock:
+            self._close_thread_connection()
+            moved = None
+            # Only the result store's own file, never the run registry's; and only the file this thread found corrupt.
+            if path.name == FILE_NAME and identity is not None and _identity(path) == identity:
+                moved = _aside(path)
+                for suffix in ("-wal", "-shm", ""):
+                    with contextlib.suppress(FileNotFoundError):
+                        os.replace(f"{path}{suffix}", f"{moved}{suffix}")
+        if moved is not None:
+            LOG.warning("result store %s is corrupt (%s): moved to %s, a fresh store begun", path, error, moved.name)
+        raise StoreRebuilt(f"{path} was corrupt ({error}) and is begun afresh") from None
+
+    def _again_if_rebuilt(self, operation: Callable[[], object]):
+        """``operation()``, once more where the SQLite file was found corrupt and a fresh store begun."""
+        try:
+            return operation()
+        except StoreRebuilt:
+            return operation()
 
     def row_key(self, key: Hashable) -> str:
         text = describe(key)
@@ -182,27 +271,29 @@ class ResultStore:
     # ------------------------------------------------------------------ reads
 
     def get(self, key: Hashable, default=None):
-        """The stored result of ``key`` (this code's version), or ``default``. A corrupt entry is deleted."""
+        """The stored result of ``key`` (this code's version), or ``default``. An entry that does not read back
+        whole is deleted."""
         try:
             row_key = self.row_key(key)
-            with self._connection() as connection:
-                row = connection.execute("SELECT payload, checksum FROM results WHERE key = ?", (row_key,)).fetchone()
+            row = self._again_if_rebuilt(lambda: self._row(row_key))
         except (DatabaseError, TypeError, OSError) as error:
             LOG.warning("result store %s unreadable (%s): computing instead", self.where, error)
             return default
         if row is None:
             return default
-        payload = bytes(row["payload"])
         try:
-            if hashlib.sha256(payload).hexdigest() != row["checksum"]:
-                raise codec.CodecError("its checksum does not match")
-            value = codec.decode(payload)
-        except codec.CodecError as error:
-            LOG.warning("stored result %s is corrupt (%s): deleted, computing it again", row_key, error)
+            value = _decoded(row)
+        except Exception as error:  # noqa: BLE001 (whatever the bytes made the decoder do, they are not shown)
+            LOG.warning("stored result %s is unreadable (%s): deleted, computing it again", row_key,
+                        f"{type(error).__name__}: {error}"[:300])
             self.discard(key)
             return default
         self._touch(row_key)
         return value
+
+    def _row(self, row_key: str):
+        with self._connection() as connection:
+            return connection.execute("SELECT payload, checksum FROM results WHERE key = ?", (row_key,)).fetchone()
 
     def __contains__(self, key: Hashable) -> bool:
         try:
@@ -238,20 +329,23 @@ class ResultStore:
             LOG.warning("result %s not stored: %s", kind_of(key), error)
             return False
         now = time.time()
+        row = (row_key, str(kind_of(key)), self.version, description, payload, hashlib.sha256(payload).hexdigest(),
+               len(payload), float(seconds), now, now)
         try:
-            with self._connection() as connection:
-                connection.execute(
-                    "INSERT INTO results (key, kind, version, description, payload, checksum, size, seconds, created, used) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (key) DO UPDATE SET payload = excluded.payload, "
-                    "checksum = excluded.checksum, size = excluded.size, seconds = excluded.seconds, "
-                    "created = excluded.created, used = excluded.used",
-                    (row_key, str(kind_of(key)), self.version, description, payload, hashlib.sha256(payload).hexdigest(),
-                     len(payload), float(seconds), now, now))
+            self._again_if_rebuilt(lambda: self._write(row))
             self._evict()
         except (DatabaseError, OSError) as error:
             LOG.warning("result store %s unwritable (%s): %s kept in memory only", self.where, error, kind_of(key))
             return False
         return True
+
+    def _write(self, row: tuple) -> None:
+        with self._connection() as connection:
+            connection.execute(
+                "INSERT INTO results (key, kind, version, description, payload, checksum, size, seconds, created, "
+                "used) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (key) DO UPDATE SET payload = "
+                "excluded.payload, checksum = excluded.checksum, size = excluded.size, seconds = excluded.seconds, "
+                "created = excluded.created, used = excluded.used", row)
 
     def discard(self, key: Hashable) -> None:
         try:

@@ -37,6 +37,10 @@ class Lab:
     tasks: str = ""
     # The page's presets: a specs.presets.Presets.
     presets: str = ""
+    # Every dataclass its results may hold, at the top or nested (a report's config, a posterior's layout), as
+    # "module:QualName": the only types symlab.serving.codec writes and builds back (the result store's entries, an
+    # upload analysis's answer), so that stored bytes can only choose among types the code names.
+    results: tuple[str, ...] = ()
 
     def __post_init__(self):
         if not self.page:
@@ -56,6 +60,9 @@ class Lab:
 
     def run_kind(self):
         return part(self.runs)
+
+    def result_types(self) -> tuple[type, ...]:
+        return tuple(part(name) for name in self.results)
 
     def default_values(self, hosting=None) -> dict:
         """The controls' values of the page's default link."""

@@ -45,3 +45,6 @@ class RunKind:
     device: Callable[[Any], str]  # the device type a config trains on ("cpu", "cuda"): the queue it waits in
     start: Callable[..., Training]  # start(config, device, data_dir): its training at epoch 0
     failures: tuple[type[BaseException], ...] = ()  # expected errors, recorded by their message alone
+    # Why a checkpoint cannot be read, in a few words, or None: cheap (it need not read the tensors), for pages that
+    # offer a run's resume or its files. None: not checked.
+    checkpoint_problem: Callable[[Path], str | None] | None = None

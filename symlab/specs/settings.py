@@ -11,12 +11,14 @@ own by an environment variable named after it in upper case with a ``SYMLAB_`` p
 
 from __future__ import annotations
 
+import hmac
 import math
 import os
 from dataclasses import dataclass, fields
 from pathlib import Path
 
 from symlab.specs import controls
+from symlab.specs.tasks import Cost, Rates
 
 TRUE_WORDS = ("1", "true", "yes", "on")
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -24,6 +26,7 @@ RUNS_DIR_ENV = "SYMLAB_RUNS_DIR"
 DATABASE_URL_ENV = "SYMLAB_DATABASE_URL"
 EXECUTOR_ENV = "SYMLAB_EXECUTOR"
 MNIST_DIR_ENV = "SYMLAB_MNIST_DIR"
+LECTURER_KEY_ENV = "SYMLAB_LECTURER_KEY"
 EXECUTORS = ("local", "ray")  # where runs and the pages' computations run: this machine's processes, or Ray
 
 
@@ -51,6 +54,18 @@ def mnist_directory(directory=None):
     return directory or os.environ.get(MNIST_DIR_ENV) or None
 
 
+def lecturer_key() -> str | None:
+    """$SYMLAB_LECTURER_KEY: the key that lets a lecturer cancel, resume and restart every run from the pages;
+    None where the host set none (then no page asks for one)."""
+    return os.environ.get(LECTURER_KEY_ENV) or None
+
+
+def is_lecturer_key(typed: str | None) -> bool:
+    """Whether ``typed`` is the lecturer's key (compared in constant time); never where the host set none."""
+    key = lecturer_key()
+    return bool(key and typed) and hmac.compare_digest(typed.encode(), key.encode())
+
+
 class SettingsError(RuntimeError):
     """An environment variable holds an unusable value; the message names it."""
 
@@ -60,49 +75,96 @@ def is_hosted(environ=os.environ) -> bool:
 
 
 @dataclass(frozen=True)
+class Part:
+    """A part of what a run computes (training, evaluating, …), in words and as work: what its CPU time on one
+    thread is made of, at any machine's :class:`Rates` (its arithmetic, each step's fixed cost as elementwise work
+    of the same duration; each lab calibrates its own: benchmarks/bench_run_cost.py)."""
+
+    what: str  # "evaluating 100 samples after each of 1200 epochs"
+    cost: Cost
+
+
+@dataclass(frozen=True)
 class Work:
     """What one background run asks of the server, in the terms of its caps."""
 
     width: int  # units per hidden layer
     depth: int  # hidden layers
     epochs: int
+    parts: tuple[Part, ...] = ()  # what it computes; none: too little to count
+
+    def seconds(self, rates: Rates) -> float:
+        """Estimated CPU-seconds of the whole run, on one thread at ``rates``."""
+        return sum(self.part_seconds(rates).values())
+
+    def part_seconds(self, rates: Rates) -> dict[str, float]:
+        return {part.what: part.cost.floor_seconds(rates) for part in self.parts}
+
+
+def cpu_time(seconds: float) -> str:
+    """``seconds`` of CPU time in words: "~25 CPU-hours", "~3 CPU-minutes"."""
+    for unit, size in (("hours", 3600), ("minutes", 60)):
+        if seconds >= 2 * size:
+            return f"~{seconds / size:.0f} CPU-{unit}"
+    return f"~{max(seconds, 1):.0f} CPU-seconds"
+
+
+# The caps on launches count the last hour's launches, resumes and restarts.
+LAUNCH_WINDOW_SECONDS = 3600
 
 
 @dataclass(frozen=True)
 class RunLimits:
-    """Background training runs (:mod:`symlab.runs`): how many train at once, how big, how many a
-    session and the server may start."""
+    """Background training runs (:mod:`symlab.runs`): how many train at once, how big and how long, how many a
+    browser and the server may start in an hour, and how long a run waits out its database's outage."""
 
     max_concurrent_per_device: int = 1
     max_hidden: int = 4096
     max_depth: int = 4
     max_epochs: int = 100
-    max_runs_per_session: int = 40
-    max_runs_per_hour: int = 1000  # runs launched from the app, all sessions together
+    max_run_minutes: int = 7 * 24 * 60  # estimated CPU-minutes of one run (Work.seconds at this machine's rates)
+    max_runs_per_browser: int = 40  # launches, resumes and restarts from one browser in the last hour
+    max_runs_per_hour: int = 1000  # the same from the app, all browsers together
     worker_threads: int = 0  # torch threads in each training process; 0: torch's default (all cores)
+    registry_outage_minutes: int = 10  # a training run waits this long for an unreachable registry, then fails
 
     @classmethod
     def from_env(cls, environ=os.environ) -> "RunLimits":
+        if "SYMLAB_MAX_RUNS_PER_SESSION" in environ:  # a reload made a new session: the cap now counts by browser
+            raise SettingsError("SYMLAB_MAX_RUNS_PER_SESSION is now SYMLAB_MAX_RUNS_PER_BROWSER (launches and "
+                                "resumes per browser per hour)")
         return _from_env(cls, environ)
 
     def most_work(self) -> Work:
         """The most one run may ask for."""
         return Work(width=self.max_hidden, depth=self.max_depth, epochs=self.max_epochs)
 
-    def check(self, work: Work) -> None:
-        """One ValueError naming every cap that ``work`` is above."""
+    def check(self, work: Work, rates: Rates | None = None) -> None:
+        """One ValueError naming every cap that ``work`` is above; its estimated CPU time is checked at ``rates``
+        (this machine's: :func:`symlab.runs.device.machine_rates`) where they are given."""
         most = self.most_work()
         controls.check([
             (work.width <= most.width, f"width {work.width} is above this server's cap of {most.width}"),
             (work.depth <= most.depth, f"depth {work.depth} is above this server's cap of {most.depth}"),
             (work.epochs <= most.epochs, f"{work.epochs} epochs is above this server's cap of {most.epochs}"),
+            *([self._time_check(work, rates)] if rates is not None and work.parts else []),
         ])
+
+    def _time_check(self, work: Work, rates: Rates) -> tuple[bool, str]:
+        """Within the CPU-time cap, or a message naming the part that costs most."""
+        by_part = work.part_seconds(rates)
+        costliest = max(by_part, key=by_part.get)
+        total = sum(by_part.values())
+        return (total <= 60 * self.max_run_minutes,
+                f"{costliest}: {cpu_time(total)} estimated, over this server's cap of {self.max_run_minutes} "
+                "CPU-minutes per run")
 
     def describe(self) -> str:
         return (f"at most {self.max_concurrent_per_device} training run(s) at a time per device (others wait in "
                 f"the queue), width ≤ {self.max_hidden}, ≤ {self.max_depth} hidden layers, "
-                f"≤ {self.max_epochs} epochs, ≤ {self.max_runs_per_session} runs per session and "
-                f"{self.max_runs_per_hour} per hour on the server")
+                f"≤ {self.max_epochs} epochs, ≤ {self.max_run_minutes} estimated CPU-minutes a run, "
+                f"≤ {self.max_runs_per_browser} launches (resumes included) per browser and "
+                f"{self.max_runs_per_hour} on the server per hour")
 
 
 @dataclass(frozen=True)
@@ -116,6 +178,13 @@ class LiveLimits:
     compute_workers: int = 1  # processes training the pages' shared results (symlab.serving.shared_results; 0: in the page's own run)
     results_max_mb: int = 2048  # the shared result store's size (symlab.serving.store): least recently used results go
     idle_workers: int = 1  # 1: a process computes likely results in idle time (symlab.serving.warmup); 0: none
+    # Uploaded networks, each read and analysed in a process of its own (symlab.serving.uploads): how many at
+    # once (others wait their turn), each one's memory beyond its start and CPU time, and the share of a core
+    # each may take (1: all the system gives it).
+    upload_analyses: int = 2
+    upload_memory_mb: int = 2048
+    upload_cpu_seconds: int = 120
+    upload_core_share: float = 1.0
 
     @classmethod
     def from_env(cls, environ=os.environ) -> "LiveLimits":
@@ -124,16 +193,22 @@ class LiveLimits:
     def describe(self) -> str:
         return (f"live training: ≤ {self.max_steps_per_tick} steps per redraw, ≥ {self.min_tick_seconds:g} s apart; "
                 f"tables: ≤ {self.max_table_runs} α × seed runs; {self.compute_workers} process(es) training "
-                f"the pages' shared results")
+                f"the pages' shared results; uploads analysed {self.upload_analyses} at a time, each with "
+                f"{self.upload_memory_mb:,} MB and {self.upload_cpu_seconds} s of CPU"
+                + (f" at {self.upload_core_share:.0%} of a core" if self.upload_core_share < 1 else ""))
 
 
 # The classroom: ~30 students on a 2-core server (benchmarks/load_test.py measures it).
 HOSTED_DEFAULTS = {
     RunLimits: dict(max_concurrent_per_device=1, max_hidden=1024, max_depth=2, max_epochs=10,
-                    max_runs_per_session=4, max_runs_per_hour=30, worker_threads=1),
+                    max_run_minutes=20, max_runs_per_browser=4, max_runs_per_hour=30, worker_threads=1),
     # Redraws, not Adam steps, are what live training costs the server (benchmarks/bench_interactions.py): two a
     # second, 15 steps each, train as fast as 3.3 of 10 did, at 60 % of their cost.
-    LiveLimits: dict(torch_threads=1, max_steps_per_tick=15, min_tick_seconds=0.5, max_table_runs=20),
+    # One upload analysed at a time, at a fifth of a core: a 16 MB network's measurements take 3.5 CPU-s and its
+    # alignment ~15, and on a two-core virtual machine any work beside the page runs slows them
+    # (benchmarks/load_test.py --uploaders).
+    LiveLimits: dict(torch_threads=1, max_steps_per_tick=15, min_tick_seconds=0.5, max_table_runs=20,
+                     upload_analyses=1, upload_memory_mb=2048, upload_cpu_seconds=60, upload_core_share=0.2),
 }
 MINIMUM = {"worker_threads": 0, "compute_workers": 0, "idle_workers": 0}  # every other cap must be at least 1 (or > 0 for seconds)
 

@@ -8,6 +8,7 @@ URL carries into valid values plus human-readable notices (never an exception);
 from __future__ import annotations
 
 import math
+import re
 import unicodedata
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
@@ -16,12 +17,15 @@ _SHOWN_CHARS = 40
 # Query parameters that Streamlit itself owns; never reported as unknown.
 _RESERVED = ("embed", "embed_options")
 _ESCAPED = ("Cc", "Cf", "Zl", "Zp")  # Unicode categories of control, format and line-separator characters
+TOKEN = re.compile(r"[A-Za-z0-9_-]{1,32}")  # a "tokens" item: URL-safe, as secrets.token_urlsafe writes them
 
 
 @dataclass(frozen=True)
 class Param:
-    """One control. ``kind`` is ``float``, ``int``, ``bool``, ``choice`` or ``floats`` (a
-    comma-separated list of at most ``max_items`` numbers, each within [low, high])."""
+    """One control. ``kind`` is ``float``, ``int``, ``bool``, ``choice``, ``floats`` (a
+    comma-separated list of at most ``max_items`` numbers, each within [low, high]) or ``tokens`` (a
+    comma-separated list of at most ``max_items`` words of letters, digits, - and _: ids that name things, such
+    as runs, without being guessable)."""
 
     name: str
     kind: str
@@ -33,7 +37,7 @@ class Param:
     max_items: int = 10
 
     def __post_init__(self):
-        if self.kind not in ("float", "int", "bool", "choice", "floats"):
+        if self.kind not in ("float", "int", "bool", "choice", "floats", "tokens"):
             raise ValueError(f"unknown parameter kind {self.kind!r}")
         if self.kind == "choice" and self.default not in self.choices:
             raise ValueError(f"default {self.default!r} of {self.name} is not among its choices")
@@ -60,6 +64,8 @@ def _parse_one(spec: Param, raw: str) -> tuple[Any, str | None]:
         return spec.default, f"`{spec.name}={_shown(raw)}` is not true/false: {default_note}."
     if spec.kind == "floats":
         return _parse_floats(spec, raw)
+    if spec.kind == "tokens":
+        return _parse_tokens(spec, raw)
     if spec.kind == "choice":
         if raw in spec.choices:
             return raw, None
@@ -113,6 +119,17 @@ def _parse_floats(spec: Param, raw: str) -> tuple[Any, str | None]:
     if clamped != numbers:
         notice = f"`{spec.name}={_shown(raw)}` has values outside [{low:g}, {high:g}]: clamped."
     return format_floats(clamped), notice
+
+
+def _parse_tokens(spec: Param, raw: str) -> tuple[Any, str | None]:
+    items = list_items(raw)
+    if not all(TOKEN.fullmatch(item) for item in items):
+        return spec.default, (f"`{spec.name}={_shown(raw)}` is not a list of tokens (letters, digits, - and _): "
+                              f"using the default {spec.default!r}.")
+    if len(items) > spec.max_items:
+        return ",".join(items[: spec.max_items]), (f"`{spec.name}` has more than {spec.max_items} values: kept the "
+                                                   f"first {spec.max_items}.")
+    return ",".join(items), None
 
 
 def format_floats(numbers) -> str:

@@ -6,7 +6,7 @@ from typing import Mapping, MutableMapping, Sequence
 
 import streamlit as st
 
-from symlab.specs import controls
+from symlab.specs import controls, settings
 from symlab.specs.presets import CUSTOM, Presets
 from symlab.specs.settings import Hosting, SettingsError, is_hosted
 from symlab.specs.urlstate import Param, encode_query, parse_query
@@ -85,6 +85,20 @@ def server_settings(report: bool = False) -> Hosting:
         if report:
             st.error(f"A server setting is unusable, so the defaults apply: {error}", icon=":material/error:")
         return Hosting.defaults(is_hosted())
+
+
+def for_visitors(text: str) -> str:
+    """``text`` (an error's message) without the server's file paths on a hosted server, where visitors have no use
+    for them."""
+    if not server_settings().hosted:
+        return text
+    places = {str(settings.runs_directory()): "the runs directory", str(settings.REPO_ROOT): "the app's directory"}
+    mnist_directory = settings.mnist_directory()
+    if mnist_directory:
+        places[str(mnist_directory)] = "the MNIST directory"
+    for path in sorted(places, key=len, reverse=True):  # a path inside another first
+        text = text.replace(path, places[path])
+    return text
 
 
 def widget_key(page: str, name: str) -> str:

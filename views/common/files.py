@@ -1,60 +1,91 @@
-"""Networks of one's own: uploads read as data only, and downloads written when clicked."""
+"""Networks of one's own: uploads read and analysed in a process of their own, and downloads written when clicked."""
 
 from __future__ import annotations
 
-from typing import Callable, Hashable
+import re
+from typing import Callable
 
 import pandas as pd
 import streamlit as st
 
 from symlab.lib import weights
+from symlab.serving import uploads
+from views.common import binding
 
 UPLOAD_NOTICE = ("An uploaded network cannot live in a link: the link keeps every other setting, so share the "
                  "file with it.")
 UPLOAD_HELP = (f"A torch.save'd state_dict of an MLP of nn.Linear layers (.pt, .pth), or a safetensors file: a "
                f"point estimate, or a mean-field posterior as this app exports them or as {weights.LIBRARIES} save "
-               f"them (each library's σ transform applied). At most "
-               f"{weights.MAX_FILE_BYTES // 2**20} MB. The file is read as data only: nothing in it is run.")
+               "them (each library's σ transform applied). The file is read as data only, in a process of its own: "
+               "nothing in it is run.")
+SHOWN_EVERY_SECONDS = 3.0  # how often a running analysis's elapsed time is redrawn (each a message to the page)
 
 
-def kept_in_session(name: str, inputs: Hashable, compute: Callable):
-    """``compute()``, kept in this session under ``name`` while ``inputs`` stay the same (an exception
-    keeps nothing)."""
+def analysis_limits() -> uploads.AnalysisLimits:
+    return uploads.AnalysisLimits.from_live(binding.server_settings().live)
+
+
+def upload_field(label: str, key: str):
+    """A file uploader (the browser refuses files over the upload limit, Streamlit's server.maxUploadSize, which is
+    weights.MAX_FILE_MB: tests/test_weights.py checks they agree)."""
+    return st.file_uploader(label, key=key, help=UPLOAD_HELP)
+
+
+def plain(text: str) -> str:
+    """``text`` shown as it is where Streamlit reads Markdown: a file's name or a key from inside a file is
+    anyone's text, and must not become a link, an image, a formula, an icon or a colour."""
+    return re.sub(r"([\\`*_{}\[\]()#+\-.!|<>$~:&])", r"\\\1", text)
+
+
+def analysed(name: str, function: Callable, files: list, options: tuple = ()):
+    """``function([(file name, bytes), …], *options)`` in a process of its own (:mod:`symlab.serving.uploads`),
+    kept in this session under ``name`` while the files and ``options`` stay, a refusal as much as a result (a
+    file that could not be read is not read again at every rerun). Returns the result, or raises
+    :class:`uploads.UploadRefused`."""
+    inputs = (tuple(upload.file_id for upload in files), options)
     kept = st.session_state.get(name)
     if kept is None or kept[0] != inputs:
-        kept = (inputs, compute())
+        st.session_state.pop(name, None)  # the previous result goes before the next is made
+        kept = (inputs, _analyse(function, files, options))
         st.session_state[name] = kept
+    if isinstance(kept[1], uploads.UploadRefused):
+        raise kept[1]
     return kept[1]
 
 
-def upload_id(key: str) -> str | None:
-    """Which upload the widget ``key`` holds (each upload of a file gets its own), or None."""
-    upload = st.session_state.get(key)
-    return None if upload is None else upload.file_id
+def _analyse(function: Callable, files: list, options: tuple):
+    limits = analysis_limits()
+    status = st.empty()
+    names = ", ".join(upload.name for upload in files)
+    shown = [-SHOWN_EVERY_SECONDS]
 
+    def waiting(ahead: int) -> None:
+        status.info(f"Waiting for {ahead} analysis{'es' * (ahead != 1)} of other uploads to finish: this server "
+                    f"runs {limits.concurrent} at a time.", icon=":material/hourglass_top:")
 
-def uploaded_network(label: str, key: str) -> weights.Network | None:
-    """The network in the file uploaded under ``key`` (read once per file, kept in this session), its structure
-    shown back for confirmation; a file that is not a usable MLP gets its message and None."""
-    upload = st.file_uploader(label, key=key, help=UPLOAD_HELP)
-    if upload is None:
-        return None
+    def working(seconds: float) -> None:
+        if seconds - shown[0] >= SHOWN_EVERY_SECONDS:
+            shown[0] = seconds
+            pace = f", at {limits.core_share:.0%} of a core: the rest is the class's" if limits.core_share < 1 else ""
+            status.info(f"Reading and analysing {plain(names)}: {seconds:.0f} s (at most {limits.cpu_seconds} s of "
+                        f"CPU time here{pace}).", icon=":material/hourglass_top:")
+
     try:
-        network = kept_in_session(f"{key}.network", upload_id(key),
-                                  lambda: weights.read_network(upload.getvalue(), upload.name))
-    except weights.WeightsError as error:
-        st.error(str(error), icon=":material/error:")
-        return None
-    st.success(f"**{upload.name}**: {network.describe()}.", icon=":material/check_circle:")
-    return network
+        return uploads.analyse(function, [(upload.name, upload.getvalue()) for upload in files], options,
+                               limits=limits, waiting=waiting, working=working)
+    except uploads.UploadRefused as error:
+        return error
+    finally:
+        status.empty()
 
 
-def layer_table(network: weights.Network) -> pd.DataFrame:
-    """The inferred structure, one row per nn.Linear layer, for the user to confirm."""
-    return pd.DataFrame([{"layer": index + 1, "inputs": W.shape[1], "outputs": W.shape[0],
-                          "parameters": W.size + b.size * present, "bias": "yes" if present else "none",
-                          "then": "ReLU" if index < len(network.means) - 1 else "—"}
-                         for index, ((W, b), present) in enumerate(zip(network.means, network.biases))]).set_index("layer")
+def show_refusal(error: uploads.UploadRefused) -> None:
+    st.error(plain(str(error)), icon=":material/error:")
+
+
+def layer_table(rows: list[dict]) -> pd.DataFrame:
+    """The inferred structure, one row per nn.Linear layer (weights.Network.layer_rows), for the user to confirm."""
+    return pd.DataFrame(rows).set_index("layer")
 
 
 def file_download(data: Callable[[], bytes] | bytes, filename: str, label: str, key: str, help: str | None = None,

@@ -1,9 +1,13 @@
-"""Background runs on a page: the registry, whose runs are this browser's, where they train, and the
-progress, cancel and resume controls of the runs in flight (the MNIST and posterior-approximation pages)."""
+"""Background runs on a page: the registry, whose runs are this browser's, where they train, launching within the
+caps, and the progress, cancel, resume and restart controls of the runs this visitor may control (the MNIST and
+posterior-approximation pages). On a hosted server a visitor controls the runs its browser launched, and a
+lecturer (who typed the host's key) every run; on a server of one's own, its user controls every run."""
 
 import hashlib
+import logging
 import os
 import uuid
+from pathlib import Path
 
 import streamlit as st
 
@@ -12,8 +16,10 @@ from symlab.runs import supervisor
 from symlab.runs.registry import Registry, RegistryError
 from symlab.specs import settings
 from symlab.specs.run_kind import ACTIVE, RESUMABLE
-from symlab.specs.settings import REPO_ROOT, database_url
+from symlab.specs.settings import database_url
 from views.common import binding
+
+LECTURER_KEY = "runs.lecturer_key"  # the key as typed, kept for the session (never in the link)
 
 XSRF_COOKIE = "_streamlit_xsrf"  # Streamlit's own, set in every browser while XSRF protection is on (the default)
 
@@ -63,17 +69,48 @@ def is_yours(run, owner: str) -> bool:
     return (bool(owner) and run.owner == owner) or run.session == session_id()
 
 
-def for_visitors(text: str) -> str:
-    """``text`` without the server's file paths on a hosted server, where visitors have no use for them."""
-    if not hosted():
-        return text
-    places = {str(settings.runs_directory()): "the runs directory", str(REPO_ROOT): "the app's directory"}
-    mnist_directory = settings.mnist_directory()
-    if mnist_directory:
-        places[str(mnist_directory)] = "the MNIST directory"
-    for path in sorted(places, key=len, reverse=True):  # a path inside another first
-        text = text.replace(path, places[path])
-    return text
+def caller() -> supervisor.Caller:
+    """This visitor, as the supervisor judges who may control a run: its browser, and the lecturer's key if it
+    typed one; on a server that is not shared, its one user, who controls every run."""
+    return supervisor.Caller(owner=browser_owner(), source="app", host=not hosted(),
+                             lecturer_key=st.session_state.get(LECTURER_KEY, ""))
+
+
+def launch(lab: str, config, limits) -> int:
+    """Submit a run of ``lab`` for this visitor within the caps; a ValueError (or RegistryError) says why not. A
+    hosted server needs the browser's id to count its launches and let it alone control its runs."""
+    owner = browser_owner()
+    if hosted() and not owner:
+        raise ValueError("this browser sends no cookie this server can tell it by, so it cannot count its launches "
+                         "or let you alone cancel your runs: allow cookies for this site and reload the page")
+    return supervisor.submit(registry(), lab, config, limits, session=session_id(), owner=owner)
+
+
+def explain(error: Exception) -> str:
+    """An error's message for this visitor: on a hosted server a registry's failure without the database's address
+    (the server's log keeps it) and no server paths."""
+    if hosted() and isinstance(error, RegistryError):
+        if error.public != str(error):
+            logging.getLogger(__name__).warning("%s", error)
+        return binding.for_visitors(error.public)
+    return binding.for_visitors(str(error))
+
+
+def lecturer_panel(page: str) -> None:
+    """Where the host set a lecturer's key: a password box for it, kept for the session (not in the link); the
+    key lets this visitor cancel, resume and restart every run."""
+    if not settings.lecturer_key():
+        return
+    box = f"{page}.lecturer_key"
+    st.session_state.setdefault(box, st.session_state.get(LECTURER_KEY, ""))  # typed on another page
+    with st.expander("Lecturer", icon=":material/school:", expanded=bool(st.session_state[box])):
+        typed = st.text_input("Lecturer's key", type="password", key=box,
+                              help="Set by the host (SYMLAB_LECTURER_KEY): cancel, resume and restart every run.")
+        st.session_state[LECTURER_KEY] = typed
+        if typed and settings.is_lecturer_key(typed):
+            st.caption("You may cancel, resume and restart every run.")
+        elif typed:
+            st.error("That is not the lecturer's key.")
 
 
 def where_runs_train() -> str:
@@ -91,12 +128,12 @@ def where_runs_train() -> str:
 def lab_runs(page: str, lab: str, limits) -> list | None:
     """``lab``'s runs, after starting what the queue allows; None, with the error shown, where the registry cannot
     be read. A run that ended since the page last looked reruns the whole page, so that its results show."""
-    reg = registry()
     try:
+        reg = registry()
         supervisor.dispatch(reg, limits)
         all_runs = reg.runs(lab=lab)
     except RegistryError as error:
-        st.error(for_visitors(str(error)))
+        st.error(explain(error))
         return None
     settled = tuple((run.id, run.status) for run in all_runs if run.status not in ACTIVE)
     if st.session_state.setdefault(f"{page}.settled", settled) != settled:
@@ -105,29 +142,71 @@ def lab_runs(page: str, lab: str, limits) -> list | None:
     return all_runs
 
 
+@st.cache_resource(max_entries=256, show_spinner=False)
+def _checkpoint_problem(lab: str, path: str, modified_ns: int, size: int) -> str | None:
+    """The lab's verdict on a checkpoint, once per version of the file (its path, time and size): pages ask on every
+    rerun, and a checkpoint can be tens of megabytes."""
+    check = registry().kind(lab).checkpoint_problem
+    return check(Path(path)) if check else None
+
+
+def checkpoint_problem(run) -> str | None:
+    """Why ``run``'s newest checkpoint cannot be read, in a few words; None where it can, or where it has none."""
+    path = registry().checkpoint_path(run.id)
+    try:
+        found = path.stat()
+    except OSError:
+        return None
+    return _checkpoint_problem(run.lab, str(path), found.st_mtime_ns, found.st_size)
+
+
 def run_controls(page: str, all_runs, owner: str, limits, progress_text) -> None:
-    """A progress bar and a cancel button per run in flight (``progress_text(run)`` says how far), and a resume
-    picker for the stopped ones. Widget keys start with ``page``."""
-    reg = registry()
+    """A progress bar per run in flight (``progress_text(run)`` says how far), with a cancel button on those this
+    visitor may control, and a resume and restart picker for the stopped ones it may control. Widget keys start
+    with ``page``."""
+    reg, by = registry(), caller()
     active = [run for run in all_runs if run.status in ACTIVE]
     for run in active:
         cols = st.columns([6, 1])
         text = (f"{'yours: ' if is_yours(run, owner) else ''}#{run.id} {run.config.label}: {run.status}, "
                 f"{progress_text(run)}" + (" (cancelling…)" if run.cancel_requested else ""))
         cols[0].progress(min(max(run.progress, 0.0), 1.0), text=text)
-        if cols[1].button("Cancel", key=f"{page}.cancel.{run.id}", icon=":material/stop:",
-                          disabled=run.cancel_requested):
-            supervisor.cancel(reg, run.id)
-            st.rerun(scope="fragment")
-    resumable = [run for run in all_runs if run.status in RESUMABLE]
-    if resumable:
-        cols = st.columns([6, 1])
-        chosen = cols[0].selectbox("Resume a stopped run from its last checkpoint", resumable,
-                                   format_func=lambda r: f"{r.label}: {r.status} ({for_visitors(r.message)})",
-                                   key=f"{page}.resume_pick")
-        if cols[1].button("Resume", key=f"{page}.resume", icon=":material/play_arrow:"):
-            try:
-                supervisor.resume(reg, chosen.id, limits)
-            except ValueError as error:
-                st.error(for_visitors(str(error)))
-            st.rerun(scope="fragment")
+        if by.may_control(run) and cols[1].button("Cancel", key=f"{page}.cancel.{run.id}", icon=":material/stop:",
+                                                  disabled=run.cancel_requested):
+            act(lambda: supervisor.cancel(reg, run.id, by=by))
+    stopped = [run for run in reversed(all_runs) if run.status in RESUMABLE and by.may_control(run)]
+    if stopped:
+        resume_picker(page, reg, stopped, by, limits)
+
+
+def resume_picker(page: str, reg, stopped, by, limits) -> None:
+    """Resume (from the newest checkpoint) or restart (from the start) one of ``stopped``, newest first; it starts
+    on the newest run that can resume, not on one whose checkpoint cannot be read."""
+    problems = {run.id: checkpoint_problem(run) for run in stopped}
+    index = next((i for i, run in enumerate(stopped) if not problems[run.id]), None)
+
+    def label(run) -> str:
+        problem = problems[run.id]
+        why = (f"{problem}: Restart it, or Resume from the checkpoint before" if problem
+               else binding.for_visitors(run.message))
+        return f"{run.label}: {run.status} ({why})"
+
+    cols = st.columns([5, 1, 1])
+    chosen = cols[0].selectbox("Resume a stopped run from its last checkpoint, or restart it from the start", stopped,
+                               index=index, format_func=label, key=f"{page}.resume_pick",
+                               placeholder="Choose a run")
+    if cols[1].button("Resume", key=f"{page}.resume", icon=":material/play_arrow:", disabled=chosen is None):
+        act(lambda: supervisor.resume(reg, chosen.id, limits, by=by))
+    if cols[2].button("Restart", key=f"{page}.restart", icon=":material/restart_alt:", disabled=chosen is None,
+                      help="Train the run again from its first epoch: its checkpoints and metrics are dropped."):
+        act(lambda: supervisor.restart(reg, chosen.id, limits, by=by))
+
+
+def act(action) -> None:
+    """Do what a control asks, then redraw the runs; a refusal (not this visitor's run, a cap) is shown instead."""
+    try:
+        action()
+    except (ValueError, RegistryError) as error:
+        st.error(explain(error))
+        return
+    st.rerun(scope="fragment")

@@ -428,11 +428,65 @@ def align_networks(a: weights.Network, b: weights.Network, mnist=None, path_poin
 def network_files(a: weights.Network, b: weights.Network, report: NetworkAlignment) -> dict[str, bytes]:
     """What the page downloads and ``align --weights A B --export DIR`` writes: B permuted by its W₂ alignment
     (safetensors, bias-free layers kept bias-free) and the permutations, one row per unit of each hidden layer."""
-    aligned = report.ends["w2"]
-    metadata = {"aligned_to": a.name, "source": b.name, "w2_to_a": report.w2_after}
-    return {"b_aligned.safetensors": weights.posterior_bytes(aligned.means, aligned.sds if report.posterior else None,
-                                                             metadata, b.has_bias),
+    return {"b_aligned.safetensors": aligned_file(a.name, b, report.permutations, report.w2_after),
             "permutations.csv": permutations_csv(report.permutations)}
+
+
+def aligned_file(a_name: str, b: weights.Network, permutations, w2_to_a: float) -> bytes:
+    """B with its hidden units permuted by ``permutations`` (its W₂ alignment to A), as safetensors."""
+    aligned = align.permute(b.gaussian(), [np.asarray(perm) for perm in permutations])
+    metadata = {"aligned_to": a_name, "source": b.name, "w2_to_a": w2_to_a}
+    return weights.posterior_bytes(aligned.means, aligned.sds if b.is_posterior else None, metadata, b.has_bias)
+
+
+# ---------------------------------------------------------------------------------------------
+# Uploads (symlab.serving.uploads runs these in a process of their own)
+# ---------------------------------------------------------------------------------------------
+
+UPLOAD_MAX_WIDTH = 8192  # units in a hidden layer: each assignment costs width³, its distances width²
+ASSIGNMENT_UNITS = 64  # of each hidden layer's assignment, the page draws this many units of q_A
+
+
+@dataclass
+class UploadedPair:
+    """What the page shows of two uploaded networks aligned: the alignment (without the networks themselves),
+    each file's layers, and each hidden layer's assignment (its first :data:`ASSIGNMENT_UNITS` units of q_A) in
+    q_B's own order and in the aligned one."""
+
+    alignment: NetworkAlignment
+    descriptions: list[str]
+    layers: list[dict]  # A's nn.Linear layers (B's are the same), weights.Network.layer_rows
+    assignments: dict  # "own" | "aligned" -> one AssignmentView per hidden layer
+
+
+def uploaded_pair(files, path_points: int, samples: int, seed: int, starts: int) -> UploadedPair:
+    """Two uploaded networks (``files``: two (name, bytes)) read, checked and aligned; the path walked on MNIST for
+    784 → … → 10 nets."""
+    a, b = (weights.read_network(data, name) for name, data in files)
+    weights.check_pair(a, b)
+    weights.check_widths(a, UPLOAD_MAX_WIDTH, "aligning")
+    mnist = load_mnist_once(settings.mnist_directory()) if weights.is_mnist_classifier(a.sizes) else None
+    report = align_networks(a, b, mnist, path_points, samples, seed, starts=starts)
+    qb, perms = report.ends["before"], report.alignments["w2"].perms
+    views = {order: [assignment_view(report.qa, qb, perms, index, order == "aligned", ASSIGNMENT_UNITS)
+                     for index in range(len(perms))] for order in ("own", "aligned")}
+    report = dataclasses.replace(report, qa=None, alignments=None, ends=None)  # the networks stay in this process
+    return UploadedPair(report, [a.describe(), b.describe()], a.layer_rows(), views)
+
+
+def uploaded_description(files) -> str:
+    """What one uploaded network (``files``: one (name, bytes)) is, read and checked as :func:`uploaded_pair` reads
+    it: the page says so while the other file is still to come."""
+    ((name, data),) = files
+    network = weights.read_network(data, name)
+    weights.check_widths(network, UPLOAD_MAX_WIDTH, "aligning")
+    return network.describe()
+
+
+def uploaded_pair_file(files, permutations, w2_to_a: float) -> bytes:
+    """:func:`aligned_file` of the second of two uploads (``files``), for the page's download."""
+    (a_name, _), (b_name, b_data) = files
+    return aligned_file(a_name, weights.read_network(b_data, b_name), permutations, w2_to_a)
 
 
 def permutations_csv(perms) -> bytes:
@@ -555,18 +609,23 @@ class AssignmentView:
     matched: np.ndarray  # per unit of q_A, the column of the unit of q_B the W₂ alignment matched it with
 
 
-def assignment_view(qa: DiagonalGaussian, qb: DiagonalGaussian, perms, index: int, aligned: bool) -> AssignmentView:
-    """Hidden layer ``index`` of q_B aligned to q_A by ``perms`` (a W₂ alignment's)."""
+def assignment_view(qa: DiagonalGaussian, qb: DiagonalGaussian, perms, index: int, aligned: bool,
+                    units: int | None = None) -> AssignmentView:
+    """Hidden layer ``index`` of q_B aligned to q_A by ``perms`` (a W₂ alignment's); with ``units``, its first
+    ``units`` units of q_A against the first ``units`` columns (a match outside them is marked −1)."""
     # Distances to q_B as the other layers' alignment leaves it, so that only this layer's order is in question.
     others = [p if i != index else np.arange(len(p)) for i, p in enumerate(perms)]
-    cost = align.unit_distances(qa, align.permute(qb, others), index, "w2")
     perm = np.asarray(perms[index])
+    shown = len(perm) if units is None else min(units, len(perm))
+    cost = align.unit_distances(qa, align.permute(qb, others), index, "w2", rows=np.arange(shown))
     columns = perm if aligned else np.arange(len(perm))
     distance = np.sqrt(np.maximum(cost[:, columns], 0.0))
     # Relative to each row's nearest unit of q_B: some units are far from everything (large weights),
     # and raw distances would paint whole rows and columns.
-    return AssignmentView(distance, distance - distance.min(axis=1, keepdims=True), columns,
-                          np.arange(len(perm)) if aligned else perm)
+    above = distance - distance.min(axis=1, keepdims=True)
+    matched = (np.arange(len(perm)) if aligned else perm)[:shown]
+    matched = np.where(matched < shown, matched, -1)
+    return AssignmentView(distance[:, :shown], above[:, :shown], columns[:shown], matched)
 
 
 def moons_extent(data: Dataset, margin: float = 0.5) -> tuple[tuple[float, float], tuple[float, float]]:

@@ -39,7 +39,8 @@ from symlab.lib.weights import write_atomically
 from symlab.specs import controls
 from symlab.specs.controls import control
 from symlab.specs.results import TrainingDiverged
-from symlab.specs.settings import REPO_ROOT, Work
+from symlab.specs.settings import REPO_ROOT, Part, Work
+from symlab.specs.tasks import Cost
 
 METHODS = ("dropout", "mfvi", "sgm", "swag", "laplace", "sghmc", "ensemble")
 LABELS = {"dropout": "MC dropout", "mfvi": "MFVI (BBB)", "sgm": "SGM", "swag": "SWAG", "laplace": "Laplace",
@@ -115,7 +116,8 @@ class MethodsConfig:
         return f"{self.arch.label}, {self.reference} checkpoints, {self.epochs} epochs, seed {self.seed}"
 
     def work(self) -> Work:
-        return Work(width=self.width if self.architecture == "mlp" else 4, depth=1, epochs=self.epochs)
+        return Work(width=self.width if self.architecture == "mlp" else 4, depth=1, epochs=self.epochs,
+                    parts=comparison_parts(self))
 
     def recipe(self, dropout: float = 0.0) -> ensembles.Recipe:
         """The paper's SGD (lr 0.04, batch 64, weight decay; App. B.1) with the rate halved after ¼ and ½ of the
@@ -132,6 +134,55 @@ class MethodsConfig:
     def from_dict(cls, values: dict) -> "MethodsConfig":
         known = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in values.items() if k in known})
+
+
+# ---------------------------------------------------------------------------------------------
+# What a comparison costs, for the server's cap on a run's CPU time (settings.RunLimits.max_run_minutes): counted
+# in training images through one network (forward and backward), single networks' steps, Laplace's curvature images
+# and scored samples, each as elementwise work of its measured duration; benchmarks/bench_run_cost.py calibrates
+# the figures (measured over estimated CPU time within 0.5–2).
+
+BATCH = 64  # every network's minibatch (App. B.1)
+IMAGE_WORK = {"convnet": 1.6e5, "mlp": 1.6e4}  # one image through one network and back, networks stepped together
+STEP_WORK = {"convnet": 8e6, "mlp": 3e6}  # a single network's step (SWAG, SGHMC), beyond its images
+BBB_STEP_WORK = {"convnet": 1.2e7, "mlp": 8e6}  # a Bayes-by-backprop step: its draw, its KL, its two gradients
+SGM_STEP_WORK = {"convnet": 2e7, "mlp": 1e8}  # SGM's information term in a step (32 symmetries; K permutations)
+LAPLACE_IMAGE_WORK = {"convnet": 2.8e6, "mlp": 3.2e7}  # an image's Jacobian in Laplace's curvature (the MLP's: float64)
+SCORE_WORK = 8e5  # a scored sample set's fixed part (symmetries removed, MMD's kernels), per sample
+FORWARD_SHARE = 0.6  # a forward pass alone, of a training pass's work (the convnet's convolutions dominate both)
+
+
+def image_pass(arch: networks.Architecture) -> Cost:
+    """One training image through one network and back: the MLP's matrix products and the rest as elementwise
+    work; the convnet's grouped convolutions run far below the matrix-product rate, all as elementwise work."""
+    if arch.name == "mlp":
+        return Cost(matmul_flops=6 * (784 + networks.CLASSES) * arch.width, elementwise=IMAGE_WORK["mlp"])
+    return Cost(elementwise=IMAGE_WORK["convnet"])
+
+
+def comparison_parts(config: "MethodsConfig") -> tuple[Part, ...]:
+    """What a comparison computes, in words and as work: the reference networks, the starts, each method's samples,
+    and the scores of every sample set."""
+    arch, name = config.arch, config.architecture
+    images, fits = config.train_size, 1 + config.modes  # the one-mode fit, and one per mode
+    steps = math.ceil(images / BATCH)  # per epoch
+    per_image = image_pass(arch)
+    single_step = per_image * BATCH + Cost(elementwise=STEP_WORK[name])
+    bbb_step = per_image * (2 * BATCH) + Cost(elementwise=BBB_STEP_WORK[name])
+    sghmc_steps = steps + config.samples * max(1, steps // 10)
+    methods = (bbb_step * (2 * fits * config.epochs * steps) + Cost(elementwise=SGM_STEP_WORK[name])
+               * (fits * config.epochs * steps) + single_step * (fits * 2 * config.epochs * steps + sghmc_steps)
+               + Cost(elementwise=LAPLACE_IMAGE_WORK[name]) * (fits * CURVATURE_IMAGES))
+    sets = 2 * len(METHODS) - len(SINGLE_ONLY) - len(MULTI_ONLY)
+    per_sample = per_image * (2 * config.test_size * FORWARD_SHARE) + Cost(elementwise=SCORE_WORK)  # test, letters
+    scores = per_sample * (sets * config.samples)
+    return (
+        Part(f"training {config.reference} reference networks for {config.epochs} epochs on {images} images",
+             per_image * (config.reference * config.epochs * images)),
+        Part(f"training {config.modes} starts twice", per_image * (2 * config.modes * config.epochs * images)),
+        Part(f"drawing each method's {config.samples} samples from 1 and {config.modes} starts", methods),
+        Part(f"scoring {sets} sets of {config.samples} samples", scores),
+    )
 
 
 @dataclass(frozen=True)
@@ -324,23 +375,27 @@ class Comparison:
             return f"{self.config.modes} starts"
         return LABELS[METHODS[stage - self.reference_stages - 1]]
 
-    def run_stage(self) -> dict:
-        """Run the next stage; returns what it did (its name, seconds and any rows)."""
+    def run_stage(self, check=None) -> dict:
+        """Run the next stage; returns what it did (its name, seconds and any rows). ``check()``, called after
+        each epoch of its training and between its sample sets, may raise to stop it."""
         began, stage = time.perf_counter(), self.stage
         config, arch, data = self.config, self.config.arch, self.data
+        check = check or (lambda: None)
         rows = []
         try:
             if stage < self.reference_stages:
                 indices = range(stage * CHUNK, min((stage + 1) * CHUNK, config.reference))
-                chunk = ensembles.train_networks(arch, data.x, data.y, config.recipe(), config.seed, indices)
+                chunk = ensembles.train_networks(arch, data.x, data.y, config.recipe(), config.seed, indices,
+                                                 on_epoch=lambda *_: check())
                 self.reference = torch.cat([self.reference, chunk])
             elif stage == self.reference_stages:
                 indices = range(config.reference, config.reference + config.modes)
-                self.starts = ensembles.train_networks(arch, data.x, data.y, config.recipe(), config.seed, indices)
+                self.starts = ensembles.train_networks(arch, data.x, data.y, config.recipe(), config.seed, indices,
+                                                       on_epoch=lambda *_: check())
                 self.dropout_starts = ensembles.train_networks(arch, data.x, data.y, config.recipe(DROPOUT_RATE),
-                                                               config.seed, indices)
+                                                               config.seed, indices, on_epoch=lambda *_: check())
             else:
-                rows = self._method_rows(METHODS[stage - self.reference_stages - 1])
+                rows = self._method_rows(METHODS[stage - self.reference_stages - 1], check)
         except FloatingPointError as error:
             raise TrainingDiverged(f"{self.stage_name(stage)}: {error}") from None
         self.rows += rows
@@ -348,7 +403,7 @@ class Comparison:
         return {"stage": self.stage, "name": self.stage_name(stage), "seconds": time.perf_counter() - began,
                 "rows": rows}
 
-    def _method_rows(self, method: str) -> list[dict]:
+    def _method_rows(self, method: str, check) -> list[dict]:
         config = self.config
         rows = []
         for modes in (1, config.modes):
@@ -358,15 +413,19 @@ class Comparison:
             if method == "ensemble":
                 samples = self.starts.clone()
             else:
-                each = config.samples // modes
-                samples = torch.cat([method_samples(method, config, self.data, self.starts[i], self.dropout_starts[i],
-                                                    each, i) for i in range(modes)])
+                each, parts = config.samples // modes, []
+                for i in range(modes):
+                    parts.append(method_samples(method, config, self.data, self.starts[i], self.dropout_starts[i],
+                                                each, i))
+                    check()
+                samples = torch.cat(parts)
             samples = samples.to(torch.float32)
             if not torch.isfinite(samples).all():
                 raise TrainingDiverged(f"{LABELS[method]} drew non-finite weights")
             self.samples[f"{method}/{modes}"] = samples
             row = {"method": method, "modes": modes, "samples": len(samples)}
             row.update(mmd_scores(config, samples, *self._reference_sets()))
+            check()
             row.update(prediction_scores(config, samples, self.data))
             row["seconds"] = time.perf_counter() - began
             rows.append(row)
@@ -428,6 +487,20 @@ class Comparison:
         self.rows = json.loads(metadata["rows"])
         self.stage = int(metadata["stage"])
         self._canonical = None
+
+
+def checkpoint_problem(path: Path) -> str | None:
+    """Why the checkpoint at ``path`` cannot be read, in a few words; None where it reads (its header only)."""
+    try:
+        with safe_open(str(path), "pt") as handle:
+            metadata = handle.metadata()
+        MethodsConfig.from_dict(json.loads(metadata["config"]))
+        int(metadata["stage"])
+    except FileNotFoundError:
+        return "it has no checkpoint yet: one is written after each finished stage"
+    except (OSError, KeyError, TypeError, ValueError, SafetensorError):
+        return "its checkpoint is damaged or is not a comparison's"
+    return None
 
 
 def checkpoint_set(checkpoint: Path, run_id: int) -> bytes:

@@ -25,8 +25,8 @@ class MethodsTraining:
         return self.comparison.stage
 
     def train_epoch(self, on_step) -> dict:
-        on_step(0, 1)  # a heartbeat, and the chance to stop, before a stage that can take minutes
-        done = self.comparison.run_stage()
+        on_step(0, 1)  # a heartbeat, and the chance to stop, before a stage that can take minutes, and within it
+        done = self.comparison.run_stage(check=lambda: on_step(0, 1))
         return {"epoch": done["stage"], "stage": done["name"], "seconds": done["seconds"], "rows": done["rows"]}
 
     def save(self, path) -> None:
@@ -35,9 +35,9 @@ class MethodsTraining:
     def load(self, path) -> None:
         try:
             self.comparison.load(path)
-        except (SafetensorError, KeyError, ValueError) as error:
-            raise experiment.CheckpointError(f"the checkpoint {path} cannot be read ({error}); delete it to start "
-                                             f"the run again") from None
+        except (SafetensorError, KeyError, ValueError, TypeError) as error:
+            raise experiment.CheckpointError(f"the file is damaged or is not this comparison's checkpoint "
+                                             f"({type(error).__name__})") from None
 
     def summary(self) -> dict:
         return self.comparison.report()
@@ -48,4 +48,5 @@ def device(config) -> str:
 
 
 KIND = RunKind(config_type=experiment.MethodsConfig, device=device, start=MethodsTraining,
-               failures=(mnist_data.MnistDataError, GlyphsDataError, experiment.CheckpointError))
+               failures=(mnist_data.MnistDataError, GlyphsDataError, experiment.CheckpointError),
+               checkpoint_problem=experiment.checkpoint_problem)

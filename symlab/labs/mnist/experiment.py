@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import os
 import time
+import warnings
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
@@ -25,7 +26,8 @@ from symlab.specs.controls import control
 
 from . import convergence
 from symlab.specs.results import TrainingDiverged
-from symlab.specs.settings import Work
+from symlab.specs.settings import Part, Work
+from symlab.specs.tasks import Cost
 
 METHODS = ("mfvi", "sgm")
 MI_ESTIMATORS = ("infonce", "blocks")
@@ -115,9 +117,16 @@ class MnistConfig:
         return controls.validate(self)
 
     def work(self) -> Work:
-        """What the run asks of a server, for its caps: its epochs in passes over all 60 000 images."""
+        """What the run asks of a server, for its caps: its epochs in passes over all 60 000 images, and what it
+        computes (:func:`run_parts`)."""
         images = self.train_subset or TRAIN_IMAGES
-        return Work(width=self.hidden, depth=self.depth, epochs=math.ceil(self.epochs * images / TRAIN_IMAGES))
+        return Work(width=self.hidden, depth=self.depth, epochs=math.ceil(self.epochs * images / TRAIN_IMAGES),
+                    parts=run_parts(self))
+
+    @property
+    def evaluations(self) -> int:
+        """Epochs after which the run evaluates: every ``eval_every``-th, and the last."""
+        return self.epochs // self.eval_every + (self.epochs % self.eval_every > 0)
 
     @property
     def layout(self) -> mlp.Layout:
@@ -142,6 +151,95 @@ class MnistConfig:
     def from_dict(cls, values: dict) -> "MnistConfig":
         known = {f.name for f in fields(cls)}
         return cls(**{**LEGACY_VALUES, **{k: v for k, v in values.items() if k in known}})
+
+
+# ---------------------------------------------------------------------------------------------
+# What a run costs, for the server's cap on its CPU time (settings.RunLimits.max_run_minutes). The arithmetic is
+# counted as align's training_cost counts it; the passes over arrays, each step's fixed cost and the draws are
+# calibrated by benchmarks/bench_run_cost.py (measured over estimated CPU time within 0.5–2 on every row).
+
+TEST_IMAGES = 10_000
+PARAMETER_PASSES = {"curvature": 45, "adam": 25}  # elementwise passes over the parameters in one step, by σ's fit
+ACTIVATION_PASSES = 12  # over each example's hidden and output activations in one step
+STEP_OVERHEAD = 1.5e6  # a step's fixed cost (dispatching its ~100 operations), as elementwise work of that time
+INFONCE_PASSES = 2  # per permutation of SGM's Î_K, over the parameters
+BLOCK_PASSES = 10  # SGM's Î_H over the parameters (most blocks are certified saturated by a screen)
+EPOCH_DRAWS = 4 + 8 * 3  # per parameter and epoch: the normal table's 4 P draws, the permutation of 3 P offsets
+PERMUTATION_DRAWS = 8  # a random permutation's cost per element, in normal draws
+EVAL_PASSES = 6  # per output of a test image and sample: log-softmax, the mean over samples
+DIAGNOSIS_PASSES = 30  # per unit pair of a hidden layer: the divergence matrix in float64, the greedy blocks
+MEASURED_OVER_COUNTED = 1.4  # what the counts above leave out (caches, allocation, the first epoch's warm-up)
+
+
+def multiply_adds(layout: mlp.Layout) -> tuple[int, int]:
+    """Multiply-adds of one forward pass per example: all layers', and those past the first (the backward
+    pass sends the gradient through these only)."""
+    layers = [a * b for a, b in zip(layout.sizes[:-1], layout.sizes[1:])]
+    return sum(layers), sum(layers[1:])
+
+
+def step_cost(config: MnistConfig, images: int) -> Cost:
+    """One training step on a minibatch: the gradient's matrix products (forward, weight gradients, the gradient
+    sent back; twice for the local and flipout estimators, which carry means and variances; again for σ's
+    curvature fit), the passes over the parameters and activations, SGM's estimate of I, the fixed cost."""
+    layout, batch = config.layout, min(config.batch_size, images)
+    every, past_first = multiply_adds(layout)
+    gradient = 2 * batch * (2 * every + past_first) * (1 if config.estimator == "reparam" else 2)
+    curvature = 2 * batch * (2 * every + past_first) if config.sd_fit == "curvature" else 0
+    parameters = layout.n_params
+    elementwise = (PARAMETER_PASSES[config.sd_fit] * parameters + ACTIVATION_PASSES * batch * sum(layout.sizes[1:])
+                   + batch * N_PIXELS + STEP_OVERHEAD)
+    if config.method == "sgm":
+        elementwise += parameters * (INFONCE_PASSES * config.K if config.mi == "infonce" else BLOCK_PASSES)
+    return Cost(matmul_flops=gradient + curvature, elementwise=elementwise)
+
+
+def epoch_cost(config: MnistConfig, images: int) -> Cost:
+    """An epoch's draws: its minibatch order and the normal table its steps read their noise from."""
+    return Cost(normals=PERMUTATION_DRAWS * images + EPOCH_DRAWS * config.layout.n_params)
+
+
+def evaluation_cost(config: MnistConfig) -> Cost:
+    """One evaluation: ``samples`` weight draws, each through the 10 000 test images."""
+    layout, samples = config.layout, config.samples
+    every, _ = multiply_adds(layout)
+    calls = samples * math.ceil(TEST_IMAGES / EVAL_BATCH)
+    return Cost(matmul_flops=samples * 2 * TEST_IMAGES * every,
+                elementwise=samples * (3 * layout.n_params + TEST_IMAGES * (sum(layout.hidden)
+                                                                         + EVAL_PASSES * N_CLASSES))
+                + calls * STEP_OVERHEAD / 10,
+                normals=samples * layout.n_params)
+
+
+def diagnosis_cost(config: MnistConfig) -> Cost:
+    """One diagnosis of the units: each hidden layer's divergence matrix (twice where blocks are chosen), the
+    greedy blocks, and the block estimate of I_H over its draws."""
+    layout, flops, pairs = config.layout, 0.0, 0.0
+    for layer, units in enumerate(layout.hidden):
+        row = layout.sizes[layer] + 1 + layout.sizes[layer + 2]  # a unit's incoming, bias and outgoing weights
+        times = 2 if layer % 2 == 0 else 1
+        flops += times * 8 * units**2 * row  # two float64 products (at half the float32 rate)
+        pairs += times * units**2
+    parameters = layout.n_params
+    return Cost(matmul_flops=flops, elementwise=DIAGNOSIS_PASSES * pairs + DIAGNOSTIC_DRAWS * 10 * parameters,
+                normals=DIAGNOSTIC_DRAWS * parameters)
+
+
+def run_parts(config: MnistConfig) -> tuple[Part, ...]:
+    """What a run computes, in words and as work: its training steps, its evaluations, its unit diagnoses."""
+    images = config.train_subset or TRAIN_IMAGES
+    steps = math.ceil(images / config.batch_size)
+    evaluations = config.evaluations
+    after = (f"after each of {config.epochs} epochs" if evaluations == config.epochs else
+             f"after {evaluations} of {config.epochs} epochs")
+    scale = MEASURED_OVER_COUNTED
+    return (
+        Part(f"training {config.epochs} epochs of {images} images in batches of {min(config.batch_size, images)}",
+             (step_cost(config, images) * (steps * config.epochs) + epoch_cost(config, images) * config.epochs)
+             * scale),
+        Part(f"evaluating {config.samples} samples {after}", evaluation_cost(config) * (evaluations * scale)),
+        Part(f"measuring the units {after}", diagnosis_cost(config) * (evaluations * scale)),
+    )
 
 
 def resolve_device(name: str) -> torch.device:
@@ -340,7 +438,8 @@ class MnistTrainer:
         self.log_sd.data.copy_(root.div_(precision.mul_(2.0)).log_())
 
     def train_epoch(self, on_step=None) -> dict:
-        """Train one epoch and evaluate; ``on_step(step, steps)`` may raise to stop it mid-epoch.
+        """Train one epoch and evaluate; ``on_step(step, steps)`` may raise to stop it mid-epoch (it is also
+        called, as ``on_step(steps, steps)``, between the evaluation's chunks: a long one stops too).
         Returns the epoch's metrics (also appended to ``history``)."""
         config, epoch = self.config, self.epoch + 1
         generator = _generator(self.device, config.seed, epoch)
@@ -382,8 +481,9 @@ class MnistTrainer:
                            mutual_info=totals["mutual_info"] / steps, mi_active=totals["active"] / steps,
                            log_group_size=totals["log_group_size"] / steps)
         if epoch % config.eval_every == 0 or epoch >= config.epochs:
-            metrics.update(self.evaluate(_generator(self.device, config.seed, epoch, 1)))
-            metrics.update(self.diagnose(_generator(self.device, config.seed, epoch, 3)))
+            check = None if on_step is None else (lambda: on_step(steps, steps))
+            metrics.update(self.evaluate(_generator(self.device, config.seed, epoch, 1), check))
+            metrics.update(self.diagnose(_generator(self.device, config.seed, epoch, 3), check))
         else:
             metrics.update(dict.fromkeys(EVALUATED_KEYS))
         self.epoch = epoch
@@ -399,13 +499,17 @@ class MnistTrainer:
         return blocks.plan_blocks(self.layout, self.mu.detach(), self.log_sd.detach(), self.config.block_size,
                                   parity)
 
-    def diagnose(self, generator: torch.Generator) -> dict:
+    def diagnose(self, generator: torch.Generator, check=None) -> dict:
         """How close q's units are (nearest-unit Jeffreys divergence, units at the prior) and the
         block estimate of I_H on q as it is now (greedy blocks of ``block_size`` in the first,
-        third, … hidden layers), for every run: MFVI's too, where nothing trains on it."""
+        third, … hidden layers), for every run: MFVI's too, where nothing trains on it. ``check()``, called
+        between its parts, may raise to stop it."""
+        check = check or _no_check
         mu, log_sd = self.mu.detach(), self.log_sd.detach()
         units = blocks.unit_diagnostics(self.layout, mu, log_sd, self.config.prior_scale)
+        check()
         plan = blocks.plan_blocks(self.layout, mu, log_sd, self.config.block_size)
+        check()
         estimate = blocks.block_mutual_info_estimate(self.layout, mu, log_sd, plan, DIAGNOSTIC_DRAWS, generator)
         return {"nearest_unit_kl_min": units["nearest_unit_kl_min"],
                 "nearest_unit_kl_median": units["nearest_unit_kl_median"],
@@ -415,18 +519,26 @@ class MnistTrainer:
                 "sd_median": float(log_sd.median().exp())}
 
     @torch.no_grad()
-    def predictive_log_probs(self, x: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
-        """log of the predictive (1/M) Σ_m softmax(f_{ω_m}(x)), M = config.samples."""
-        samples = [bnn.sample_weights(self.mu, self.log_sd, generator) for _ in range(self.config.samples)]
+    def predictive_log_probs(self, x: torch.Tensor, generator: torch.Generator, check=None) -> torch.Tensor:
+        """log of the predictive (1/M) Σ_m softmax(f_{ω_m}(x)), M = config.samples. ``check()``, called after each
+        weight draw and each sample's pass over a chunk of ``x``, may raise to stop it."""
+        check = check or _no_check
+        samples = []
+        for _ in range(self.config.samples):
+            samples.append(bnn.sample_weights(self.mu, self.log_sd, generator))
+            check()
         outputs = []
         for start in range(0, x.shape[0], EVAL_BATCH):
             chunk = x[start:start + EVAL_BATCH]
-            log_probs = torch.stack([F.log_softmax(mlp.forward(self.layout.layers(w), chunk), dim=1) for w in samples])
-            outputs.append(torch.logsumexp(log_probs, 0) - math.log(len(samples)))
+            log_probs = []
+            for w in samples:
+                log_probs.append(F.log_softmax(mlp.forward(self.layout.layers(w), chunk), dim=1))
+                check()
+            outputs.append(torch.logsumexp(torch.stack(log_probs), 0) - math.log(len(samples)))
         return torch.cat(outputs)
 
-    def evaluate(self, generator: torch.Generator) -> dict:
-        log_probs = self.predictive_log_probs(self.data.test_x, generator)
+    def evaluate(self, generator: torch.Generator, check=None) -> dict:
+        log_probs = self.predictive_log_probs(self.data.test_x, generator, check)
         return classification_metrics(log_probs, self.data.test_y)
 
     def state_dict(self) -> dict:
@@ -450,6 +562,10 @@ class MnistTrainer:
         self.epoch, self.history = int(state["epoch"]), list(state["history"])
 
 
+def _no_check() -> None:
+    """Nothing asks a computation to stop."""
+
+
 def classification_metrics(log_probs: torch.Tensor, labels: torch.Tensor, bins: int = ECE_BINS) -> dict:
     """Test accuracy, mean negative log-likelihood, and expected calibration error (equal-width
     confidence bins: Σ_b (n_b/n) |accuracy_b − confidence_b|), by symlab.lib.uncertainty's formulas."""
@@ -459,7 +575,8 @@ def classification_metrics(log_probs: torch.Tensor, labels: torch.Tensor, bins: 
 
 
 class CheckpointError(RuntimeError):
-    """The checkpoint could not be written (disk full, no permission); the previous one is intact."""
+    """A checkpoint could not be written (disk full, no permission; the previous one is intact) or read (the
+    message says why in a few words)."""
 
 
 def save_checkpoint(trainer: MnistTrainer, path: Path) -> None:
@@ -471,13 +588,61 @@ def save_checkpoint(trainer: MnistTrainer, path: Path) -> None:
         os.replace(partial, path)
     except (OSError, RuntimeError) as error:  # torch reports a failed write as a RuntimeError
         partial.unlink(missing_ok=True)
-        kept = f"epoch {trainer.epoch - 1}'s checkpoint is intact" if path.exists() else "no checkpoint was kept"
+        earlier = sorted(path.parent.glob("checkpoint*.pt"))
+        kept = f"epoch {trainer.epoch - 1}'s checkpoint is intact" if earlier else "no checkpoint was kept"
         raise CheckpointError(f"cannot write the checkpoint {path} ({error}): free some space or fix the "
                               f"permissions there, then resume ({kept})") from None
 
 
 def load_checkpoint(trainer: MnistTrainer, path: Path) -> None:
-    trainer.load_state_dict(torch.load(path, map_location=trainer.device, weights_only=True))
+    """Continue ``trainer`` from the checkpoint at ``path``; a :class:`CheckpointError` saying why in a few words
+    where it cannot (torch's own messages advise loading untrusted files unsafely)."""
+    state = read_checkpoint(path, trainer.device)
+    if MnistConfig.from_dict(state["config"]) != trainer.config:
+        raise CheckpointError("it holds another run's checkpoint")
+    try:
+        trainer.load_state_dict(state)
+    except (KeyError, ValueError, RuntimeError, TypeError) as error:
+        raise CheckpointError(f"its contents do not fit this run ({type(error).__name__})") from None
+
+
+def read_checkpoint(path: Path, device="cpu") -> dict:
+    """A checkpoint's state (:meth:`MnistTrainer.state_dict`), read as data only; a :class:`CheckpointError` where
+    the file is damaged, truncated or not a checkpoint."""
+    try:
+        state = _load_quietly(path, map_location=device)
+    except FileNotFoundError:
+        raise CheckpointError("the file is gone") from None
+    except Exception:  # torch fails as many ways as a file can be wrong, and advises weights_only=False
+        raise CheckpointError("the file is damaged or is not a checkpoint") from None
+    if not isinstance(state, dict) or not {"config", "epoch", "mu", "log_sd"} <= state.keys():
+        raise CheckpointError("the file is not a checkpoint of an MNIST run")
+    try:
+        MnistConfig.from_dict(state["config"])
+    except (TypeError, ValueError, AttributeError):
+        raise CheckpointError("the file is not a checkpoint of an MNIST run") from None
+    return state
+
+
+def _load_quietly(path: Path, **options):
+    """torch.load as data only, without the warnings it prints about a file that is not its own."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return torch.load(path, weights_only=True, **options)
+
+
+def checkpoint_problem(path: Path) -> str | None:
+    """Why the checkpoint at ``path`` cannot be read, in a few words; None where it reads. Memory-maps the file:
+    the tensors' bytes are not read."""
+    try:
+        state = _load_quietly(path, map_location="cpu", mmap=True)
+    except FileNotFoundError:
+        return "it has no checkpoint yet: one is written after each completed epoch"
+    except Exception:
+        return "its checkpoint is damaged or is not a checkpoint"
+    if not isinstance(state, dict) or not {"config", "epoch", "mu", "log_sd"} <= state.keys():
+        return "its checkpoint is not an MNIST run's"
+    return None
 
 
 INPUT_NOTE = f"pixels / 255, then (x - {PIXEL_MEAN}) / {PIXEL_STD}"  # how this lab's runs see MNIST
@@ -502,9 +667,10 @@ def exported_run(checkpoint: Path, run_id: int) -> bytes:
     if not Path(checkpoint).exists():
         raise ValueError(f"run #{run_id} has no checkpoint yet: one is written after each completed epoch")
     try:
-        state = torch.load(checkpoint, map_location="cpu", weights_only=True)
-    except (RuntimeError, EOFError, OSError) as error:
-        raise ValueError(f"run #{run_id}'s checkpoint cannot be read ({error}); resume the run to rewrite it") from None
+        state = read_checkpoint(checkpoint)
+    except CheckpointError as error:
+        raise ValueError(f"run #{run_id}'s checkpoint cannot be read: {error}. Resume the run (it goes on from the "
+                         "checkpoint before) or restart it") from None
     return posterior_file(state, run_id)
 
 

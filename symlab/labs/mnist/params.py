@@ -11,7 +11,7 @@ from .experiment import SMALLEST_CAPPED_SUBSET, TRAIN_IMAGES, WORK_FIELDS, Mnist
 PAGE_FIELDS = ("hidden", "depth", "method", "mi", "K", "block_size", "rebuild_every", "epochs", "train_subset",
                "batch_size", "lr", "lr_schedule", "sd_fit", "prior_scale", "init_sd", "samples", "eval_every", "seed",
                "device", "estimator")
-COMPARE = Param("compare", "floats", "", 1, 1e9, max_items=8)  # the runs compared, by id
+COMPARE = Param("compare", "tokens", "", max_items=8)  # the runs compared, by their public tokens (not their ids)
 
 
 def caps(limits: RunLimits) -> dict[str, int]:

@@ -43,4 +43,5 @@ def device(config: mnist.MnistConfig) -> str:
 
 
 KIND = RunKind(config_type=mnist.MnistConfig, device=device, start=MnistTraining,
-               failures=(mnist_data.MnistDataError, mnist.CheckpointError, torch.cuda.OutOfMemoryError))
+               failures=(mnist_data.MnistDataError, mnist.CheckpointError, torch.cuda.OutOfMemoryError),
+               checkpoint_problem=mnist.checkpoint_problem)

@@ -14,6 +14,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import io
 import math
 import time
 from dataclasses import dataclass, field
@@ -701,6 +703,86 @@ def network_report(network: weights.Network, mnist=None, sort_key: str = "max_in
         degenerate_units=result.degenerate_units, min_mass_converged=bool(np.all(result.converged)),
         min_mass_change=max_output_change(layers, result.layers, inputs), mnist_accuracy=accuracy,
         mnist_scaling=scaling, seconds=time.perf_counter() - started, raw_layers=layers, sorted_layers=sorted_layers)
+
+
+UPLOAD_MAX_WIDTH = 8192  # units in a hidden layer: the nearest copy compares every pair of units
+
+
+# A weight picture's columns at most: a few pixels each in a phone's column, where 784 (MNIST's pixels) would get
+# half a pixel each and the rows' order, the lesson, would be lost in the blur.
+PICTURED_INPUTS = 64
+
+
+def pictured_inputs(W: np.ndarray) -> np.ndarray:
+    """The inputs (columns of ``W[unit, input]``) its picture shows: every one of up to :data:`PICTURED_INPUTS`,
+    else the :data:`PICTURED_INPUTS` whose weights vary most across the units, in input order. Sorting the units
+    reorders rows only: the sorted copy's picture takes the raw matrix's choice."""
+    if W.shape[1] <= PICTURED_INPUTS:
+        return np.arange(W.shape[1])
+    return np.sort(np.argsort(-W.var(axis=0), kind="stable")[:PICTURED_INPUTS])
+
+
+# A weight picture's rows at most: a chart is a few hundred pixels high, so more rows only make its picture larger.
+PICTURED_UNITS = 1024
+
+
+def picture_rows(W: np.ndarray) -> tuple[np.ndarray, int]:
+    """``W``'s rows as a picture draws them: every one of up to :data:`PICTURED_UNITS`, else the means of groups of
+    that many consecutive rows (the last group smaller); and the group's size."""
+    group = -(-W.shape[0] // PICTURED_UNITS)
+    if group == 1:
+        return W, 1
+    starts = np.arange(0, W.shape[0], group)
+    return np.add.reduceat(W, starts, axis=0) / np.diff(np.append(starts, W.shape[0]))[:, None], group
+
+
+@dataclass
+class UploadedNetwork:
+    """What the page shows of an uploaded network: :func:`network_report` without the network itself, the
+    file's layers, and hidden layer 1's incoming weights as its pictures show them (float32): the columns of
+    :func:`pictured_inputs`, the units as uploaded and sorted by the report's key, in rows of
+    :func:`picture_rows`."""
+
+    report: NetworkReport
+    description: str
+    layers: list[dict]  # weights.Network.layer_rows
+    pictured_inputs: np.ndarray  # :func:`pictured_inputs` of hidden layer 1
+    pictured: np.ndarray  # W[:, pictured_inputs], (row, input)
+    pictured_sorted: np.ndarray  # the same with the units sorted
+    units_per_row: int  # 1, or the units each row's mean is of
+
+
+def uploaded_network(files, sort_key: str) -> UploadedNetwork:
+    """One uploaded network (``files``: one (name, bytes)) read, checked and measured (:func:`network_report`;
+    MNIST test accuracy for a 784 → … → 10 net)."""
+    network = uploaded_one(files)
+    weights.check_widths(network, UPLOAD_MAX_WIDTH, "its nearest copies")
+    mnist = load_mnist_once(settings.mnist_directory()) if network.sizes[0] == 784 else None
+    report = network_report(network, mnist, sort_key)
+    W = report.raw_layers[0][0]
+    inputs, order = pictured_inputs(W), symmetry.sorting_orders(report.raw_layers, sort_key)[0]
+    (raw, group), (ordered, _) = picture_rows(W[:, inputs]), picture_rows(W[order][:, inputs])
+    report = dataclasses.replace(report, raw_layers=None, sorted_layers=None)  # the network stays in this process
+    return UploadedNetwork(report, network.describe(), network.layer_rows(), inputs, raw.astype(np.float32),
+                           ordered.astype(np.float32), group)
+
+
+def first_layer_csv(files, sort_key: str, sort: bool) -> bytes:
+    """Hidden layer 1's incoming weights of an uploaded network as CSV (a row per unit: ``unit``, then one column per
+    input), its units as uploaded or sorted by ``sort_key``."""
+    layers = symmetry.as_layers(uploaded_one(files).means)
+    W = layers[0][0][symmetry.sorting_orders(layers, sort_key)[0]] if sort else layers[0][0]
+    text = io.StringIO()
+    text.write(",".join(["unit", *map(str, range(W.shape[1]))]) + "\n")
+    np.savetxt(text, np.column_stack([np.arange(W.shape[0]), W]), fmt=["%d"] + ["%.17g"] * W.shape[1],
+               delimiter=",")
+    return text.getvalue().encode()
+
+
+def uploaded_one(files) -> weights.Network:
+    """The one network in ``files`` (one (name, bytes))."""
+    ((name, data),) = files
+    return weights.read_network(data, name)
 
 
 def _counting(progress, text: str):

@@ -9,7 +9,7 @@ from symlab.labs.mnist import experiment as mnist
 from symlab.labs.mnist.experiment import MnistConfig
 from symlab.lib import mnist_data
 from symlab.runs import execution
-from symlab.runs.device import machine_rates
+from symlab.runs.device import device_name, machine_rates
 from symlab.runs.registry import Registry, RegistryError
 from symlab.specs import controls, settings, urlstate
 from symlab.specs.run_kind import FAILED, FINISHED, RUNNING, RunKind
@@ -152,7 +152,7 @@ def test_registry_writes_wait_out_an_outage_and_the_run_finishes(tmp_path, monke
     monkeypatch.setattr(execution.time, "sleep", pauses.append)  # the registry's retries pause through it
     registry, run_id = flaky(tmp_path, outage=3)
     final = execution.execute(registry, run_id, outage_seconds=60)
-    assert final.status == FINISHED and final.result == {"counted": 3}
+    assert final.status == FINISHED and final.result == {"counted": 3, "device_name": device_name("cpu")}
     assert [m["epoch"] for m in registry.metrics([run_id])[run_id]] == [1, 2, 3]  # none lost
     assert registry.failed == {"metrics": 3, "heartbeat": 3} and pauses[:3] == [0.5, 1.0, 2.0]
 

@@ -15,6 +15,7 @@ from symlab.labs import run_kinds
 from symlab.labs.mnist.experiment import MnistConfig
 from symlab.labs.mnist.table import results_table
 from symlab.runs import execution, supervisor
+from symlab.runs.device import device_name
 from symlab.runs.registry import Registry, RegistryError
 from symlab.runs.supervisor import HOST, Caller, NotYours
 from symlab.specs import settings
@@ -308,7 +309,8 @@ def test_the_registry_and_the_worker_run_any_lab_that_declares_its_runs(registry
     registry = Registry({**registry.kinds, "counting": COUNTING}, registry.root)  # handed the lab by its caller
     mnist_run = registry.create("mnist", MnistConfig(**TINY), "cpu", status=FINISHED)
     counted = registry.create("counting", CountConfig(epochs=3), "cpu", status=RUNNING)
-    assert execution.execute(registry, counted).result == {"counted": 3}
+    # The run's record names the device it trained on, whatever its lab.
+    assert execution.execute(registry, counted).result == {"counted": 3, "device_name": device_name("cpu")}
     assert [m["count"] for m in registry.metrics([counted])[counted]] == [1, 2, 3]
     assert [run.id for run in registry.runs(lab="counting")] == [counted]
     assert [run.id for run in registry.runs(lab="mnist")] == [mnist_run]
@@ -316,7 +318,7 @@ def test_the_registry_and_the_worker_run_any_lab_that_declares_its_runs(registry
     diverging = registry.create("counting", CountConfig(epochs=3, diverge_in=3), "cpu", status=RUNNING)
     diverged = execution.execute(registry, diverging)
     assert (diverged.status, diverged.message) == (DIVERGED, "diverged in epoch 3")
-    assert diverged.result == {"counted": 2}  # the summary of the epochs before it
+    assert diverged.result == {"counted": 2, "device_name": device_name("cpu")}  # the epochs before it
     assert registry.get(diverging).config == CountConfig(epochs=3, diverge_in=3)
 
     with pytest.raises(ValueError, match="5 epochs is above this server's cap of 4"):

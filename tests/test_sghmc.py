@@ -142,13 +142,13 @@ def small_problem():
 
 def test_each_step_is_posteriors_own(monkeypatch):
     calls = []
-    real_update = sghmc.posteriors_sghmc.update
+    real_update = sghmc._posteriors_sghmc().update
 
     def spy(*args, **kwargs):
         calls.append(kwargs["lr"])
         return real_update(*args, **kwargs)
 
-    monkeypatch.setattr(sghmc.posteriors_sghmc, "update", spy)
+    monkeypatch.setattr(sghmc._posteriors_sghmc(), "update", spy)
     start, x, y, kwargs = small_problem()
     samples = sghmc.sghmc_samples(gaussian_logits, start, x, y, generator=torch.Generator().manual_seed(0),
                                   **kwargs)

@@ -126,7 +126,7 @@ def _train_registered(registry, config, quiet: bool, data_dir=None, resume_id=No
 def _run_report(registry, run) -> dict:
     """The run's record, final metrics and per-epoch history as JSON data (a non-finite metric: null)."""
     report = {"run_id": run.id, "status": run.status, "message": run.message, "device": run.device,
-              "executor": run.executor, "node": run.node,
+              "device_name": (run.result or {}).get("device_name"), "executor": run.executor, "node": run.node,
               "config": run.config.to_dict()}
     keys = ("epochs_done", "test_acc", "test_nll", "test_ece", "train_elbo", "train_elbo_sym", "mi_estimator",
             "mi_trained", "mutual_info", "log_group_size", "mi_active", "nearest_unit_kl_min",

@@ -222,9 +222,10 @@ def _screen_index(index: torch.Tensor, mu, log_sd) -> torch.Tensor:
 
 
 @lru_cache(maxsize=None)
-def _permutations(size: int) -> torch.Tensor:
-    """All size! permutations as rows, the identity first."""
-    return torch.tensor(list(itertools.permutations(range(size))), dtype=torch.long)
+def _permutations(size: int, device: torch.device) -> torch.Tensor:
+    """All size! permutations as rows, the identity first, kept on ``device``: on a GPU a copy at every step
+    would cross the bus and wait for it."""
+    return torch.tensor(list(itertools.permutations(range(size))), dtype=torch.long, device=device)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -244,7 +245,7 @@ def block_log_terms(cost: torch.Tensor) -> torch.Tensor:
     float64, from the blocks' cost matrices (n, b, b)."""
     cost = cost.double()
     size = cost.shape[1]
-    perms = _permutations(size).to(cost.device)  # (b!, b)
+    perms = _permutations(size, cost.device)  # (b!, b)
     terms = cost[:, torch.arange(size, device=cost.device), perms].sum(-1)  # (n, b!): Σ_j C[j, π(j)]
     return -0.5 * (terms - terms[:, :1])
 
@@ -264,7 +265,7 @@ def _certified_saturated(group: BlockGroup, w, mu, log_sd, identity_cost: torch.
     own = identity_cost[group.layer][group.units]  # (n, b)
     excess = partial - own[:, :, None]
     size = group.size
-    perms = _permutations(size).to(w.device)[1:]
+    perms = _permutations(size, w.device)[1:]
     moved = (perms != torch.arange(size, device=w.device)).double()  # (b! − 1, b)
     bound = (excess[:, torch.arange(size, device=w.device), perms] * moved).sum(-1)  # (n, b! − 1)
     slack = 1e-5 * float(own.sum()) + 1e-6

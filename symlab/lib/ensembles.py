@@ -94,18 +94,22 @@ def dropout_masks(arch: Architecture, generators: list[torch.Generator], size: i
 def train_networks(arch: Architecture, x: torch.Tensor, y: torch.Tensor, recipe: Recipe, seed: int,
                    indices: range, on_epoch=None) -> torch.Tensor:
     """Train networks ``indices`` (each its own init and minibatch order) on images ``x[n, 1, 28, 28]`` and
-    labels ``y[n]`` together; returns their flat parameters ``[len(indices), P]``. ``on_epoch(epoch, flat)``
-    after each epoch. Raises FloatingPointError when a network's parameters stop being finite."""
+    labels ``y[n]`` together, on their device; returns their flat parameters ``[len(indices), P]``.
+    ``on_epoch(epoch, flat)`` after each epoch. Raises FloatingPointError when a network's parameters stop being
+    finite. The random streams are drawn on the CPU wherever the networks train, so a GPU trains the same networks
+    (to rounding): an epoch's orders cross once, a minibatch's dropout masks once a step."""
     recipe.validate()
-    flat = initial_networks(arch, indices, seed).to(x.dtype)
+    flat = initial_networks(arch, indices, seed).to(x.device, x.dtype)
     velocity = torch.zeros_like(flat)
     n = len(y)
     masks = [network_generator(seed, i, 2) for i in indices]
     for epoch, orders in enumerate(minibatch_orders(n, indices, seed, recipe.epochs)):
         lr = recipe.lr_at(epoch)
+        orders = orders.to(x.device)
         for start in range(0, n, recipe.batch_size):
             batch = orders[:, start:start + recipe.batch_size]
             keep = dropout_masks(arch, masks, batch.shape[1], recipe.dropout, x.dtype)
+            keep = None if keep is None else keep.to(x.device)
             grads = batch_loss_gradients(arch, flat, x[batch], y[batch], keep)
             velocity.mul_(recipe.momentum).add_(grads).add_(flat, alpha=recipe.weight_decay)
             flat.sub_(velocity, alpha=lr)

@@ -24,11 +24,16 @@ from collections.abc import Callable, Iterator
 
 import torch
 
-with warnings.catch_warnings():
-    # tensordict 0.15 warns, per state class, that a class-level tensor default is shared; it is harmless
-    # here because every step builds a new state (inplace=False), never writing into a default.
-    warnings.simplefilter("ignore", FutureWarning)
-    from posteriors.sgmcmc import sghmc as posteriors_sghmc
+def _posteriors_sghmc():
+    """posteriors' SGHMC, imported when a chain runs: it brings tensordict and torch's compiler (seconds), which
+    nothing else here needs."""
+    with warnings.catch_warnings():
+        # tensordict 0.15 warns, per state class, that a class-level tensor default is shared; it is harmless
+        # here because every step builds a new state (inplace=False), never writing into a default.
+        warnings.simplefilter("ignore", FutureWarning)
+        from posteriors.sgmcmc import sghmc
+
+    return sghmc
 
 
 def mean_log_posterior(logits_fn: Callable, flat: torch.Tensor, x: torch.Tensor, y: torch.Tensor, n_data: int,
@@ -90,8 +95,8 @@ def sghmc_chain(log_density: Callable, start: torch.Tensor, batches: Iterator, *
     both drawn from ``generator``. ``on_step(step, log_density)`` is called after each step. Raises
     FloatingPointError naming the step where the chain stops being finite."""
     _check_chain_args(lr, friction, temperature, burn_in, thinning, count)
-    transform = posteriors_sghmc.build(lambda params, batch: (log_density(params, batch), ()), lr=lr,
-                                       alpha=friction, temperature=temperature)
+    transform = _posteriors_sghmc().build(lambda params, batch: (log_density(params, batch), ()), lr=lr,
+                                          alpha=friction, temperature=temperature)
     momenta = temperature**0.5 * torch.randn(start.shape, generator=generator, dtype=start.dtype,
                                              device=start.device)
     seed = int(torch.randint(2**62, (), generator=generator, device=generator.device))

@@ -20,6 +20,16 @@ def describe_device() -> str:
     return f"CPU ({torch.get_num_threads()} threads), torch {torch.__version__}; no CUDA GPU found"
 
 
+def device_name(kind: str) -> str:
+    """The device of ``kind`` ("cuda" or "cpu") a run trains on here, named, for its record."""
+    import torch
+
+    if kind == "cuda":
+        props = torch.cuda.get_device_properties(torch.cuda.current_device())
+        return f"GPU: {props.name} ({props.total_memory / 2**30:.0f} GiB), torch {torch.__version__}"
+    return f"CPU ({torch.get_num_threads()} threads), torch {torch.__version__}"
+
+
 def set_threads(count: int) -> int:
     """Compute with ``count`` threads, torch's and the BLAS numpy multiplies matrices with (they are separate
     pools: a cap on one leaves the other at every core); returns torch's count before. ``count`` 0: torch's

@@ -18,6 +18,7 @@ from symlab.specs.results import TrainingDiverged
 from symlab.specs.run_kind import CANCELLED, DIVERGED, FAILED, FINISHED, INTERRUPTED
 from symlab.specs.settings import RunLimits
 
+from .device import device_name
 from .registry import UNREADABLE, RegistryError, checkpoint_epoch, retried
 
 HEARTBEAT_SECONDS = 1.0
@@ -104,7 +105,8 @@ def execute(registry, run_id: int, *, data_dir=None, shutdown: ShutdownFlag | No
             durably(lambda: registry.heartbeat(run_id, training.epoch, training.epoch / training.epochs))
             if echo:
                 echo(metrics)
-        record(status=FINISHED, finished=time.time(), pid=None, progress=1.0, message="", result=training.summary())
+        record(status=FINISHED, finished=time.time(), pid=None, progress=1.0, message="",
+               result={**training.summary(), "device_name": device_name(run.device)})
     except TrainingStopped:
         if durably(lambda: registry.get(run_id)).cancel_requested:
             record(status=CANCELLED, finished=time.time(), pid=None,

@@ -376,8 +376,10 @@ class MnistTrainer:
         nll, grad_mu, grad_log_sd, w = self.negative_elbo_gradients(x, y, noise, sd, sample_generator)
         with torch.no_grad():
             kl = gaussian.flat_kl_to_prior(mu, log_sd, config.prior_scale, sd)
-        estimates = {"elbo": -self.n_train * nll.item() - kl.item()}
+            elbo = -self.n_train * nll.detach().double() - kl.double()
+        estimates = {}
         info_grad_log_sd = None  # ∂(−Î/N)/∂log σ, when Î had a gradient
+        mutual_info = None
         if config.method == "sgm":
             if config.mi == "blocks":
                 mutual_info, active = blocks.block_mutual_info(self.layout, w.detach(), noise, mu, log_sd,
@@ -392,10 +394,18 @@ class MnistTrainer:
                 grad_mu += extra_mu
                 grad_log_sd += extra_log_sd
                 info_grad_log_sd = extra_log_sd
-            estimates.update(mutual_info=mutual_info.item(), active=active, log_group_size=log_group_size)
-        # One sum is finite exactly when every term is (NaN and ±inf propagate): a cheap check.
-        if not math.isfinite(estimates["elbo"]) or not math.isfinite((grad_mu.sum() + grad_log_sd.sum()).item()):
+            estimates.update(active=active, log_group_size=log_group_size)
+        # One sum is finite exactly when every term is (NaN and ±inf propagate): a cheap check. The step's numbers
+        # come back in one transfer: on a GPU each read waits for the queued work, and a step has few to spare.
+        with torch.no_grad():
+            read = [elbo, (grad_mu.sum() + grad_log_sd.sum()).double()]
+            read += [] if mutual_info is None else [mutual_info.detach().double()]
+            values = torch.stack(read).tolist()
+        if not math.isfinite(values[0]) or not math.isfinite(values[1]):
             raise TrainingDiverged("the loss became NaN or infinite")
+        estimates["elbo"] = values[0]
+        if mutual_info is not None:
+            estimates["mutual_info"] = values[2]
         mu.grad, log_sd.grad = grad_mu, grad_log_sd
         if self.curvature is not None:
             with torch.no_grad():

@@ -3,6 +3,7 @@ and the cap on it, a stop asked for during an evaluation, registry writes waitin
 lecturer's key and the variables of the caps."""
 
 import pytest
+from counting_lab import COUNTING, CountConfig
 
 from symlab.labs.mnist import LAB, params
 from symlab.labs.mnist import experiment as mnist
@@ -12,7 +13,7 @@ from symlab.runs import execution
 from symlab.runs.device import device_name, machine_rates
 from symlab.runs.registry import Registry, RegistryError
 from symlab.specs import controls, settings, urlstate
-from symlab.specs.run_kind import FAILED, FINISHED, RUNNING, RunKind
+from symlab.specs.run_kind import FAILED, FINISHED, RUNNING
 from symlab.specs.settings import Hosting, RunLimits, SettingsError, Work
 from symlab.specs.tasks import Rates
 
@@ -97,27 +98,6 @@ def test_a_stop_asked_for_during_the_evaluation_ends_it_at_the_next_check():
         assert trainer.epoch == 0 and not trainer.history
 
 
-class Counting:
-    """A lab's run that counts to its epochs, as tests/test_runs.py's."""
-
-    def __init__(self, config, device, data_dir):
-        self.epochs, self.epoch = config.epochs, 0
-
-    def train_epoch(self, on_step):
-        on_step(1, 1)
-        self.epoch += 1
-        return {"epoch": self.epoch}
-
-    def save(self, path):
-        path.write_text(str(self.epoch))
-
-    def load(self, path):
-        self.epoch = int(path.read_text())
-
-    def summary(self):
-        return {"counted": self.epoch}
-
-
 class Flaky(Registry):
     """A registry whose database is away for its first ``outage`` writes of each kind, or for good."""
 
@@ -139,12 +119,10 @@ class Flaky(Registry):
         return super().heartbeat(run_id, epoch, progress)
 
 
-COUNTING = RunKind(config_type=MnistConfig, device=lambda config: "cpu", start=Counting)
-
 
 def flaky(tmp_path, **options) -> tuple[Registry, int]:
     registry = Flaky({"counting": COUNTING}, tmp_path / "runs", outage=options.pop("outage"), **options)
-    return registry, registry.create("counting", MnistConfig(epochs=3), "cpu", status=RUNNING)
+    return registry, registry.create("counting", CountConfig(epochs=3), "cpu", status=RUNNING)
 
 
 def test_registry_writes_wait_out_an_outage_and_the_run_finishes(tmp_path, monkeypatch):

@@ -7,9 +7,9 @@ import sqlite3
 import subprocess
 import sys
 import time
-from dataclasses import asdict, dataclass
 
 import pytest
+from counting_lab import COUNTING, CountConfig
 
 from symlab.labs import run_kinds
 from symlab.labs.mnist.experiment import MnistConfig
@@ -19,7 +19,6 @@ from symlab.runs.device import device_name
 from symlab.runs.registry import Registry, RegistryError
 from symlab.runs.supervisor import HOST, Caller, NotYours
 from symlab.specs import settings
-from symlab.specs.results import TrainingDiverged
 from symlab.specs.run_kind import (
     CANCELLED,
     DIVERGED,
@@ -28,9 +27,8 @@ from symlab.specs.run_kind import (
     INTERRUPTED,
     QUEUED,
     RUNNING,
-    RunKind,
 )
-from symlab.specs.settings import SettingsError, Work
+from symlab.specs.settings import SettingsError
 
 TINY = dict(hidden=8, epochs=2, train_subset=500, samples=2, init_sd=1e-3, device="cpu")  # σ₀ small: learns in 8 steps
 LONG = dict(hidden=256, epochs=8, train_subset=20000, samples=2, init_sd=1e-3, device="cpu")  # ~0.4 s per epoch here
@@ -256,53 +254,6 @@ def test_the_reaper_names_the_epoch_resume_continues_after(registry):
     assert supervisor.resume_point(registry, run) == 3
 
 
-@dataclass(frozen=True)
-class CountConfig:
-    """A lab's run that is not MNIST's: counts to ``epochs``; epoch ``diverge_in`` diverges (0: none)."""
-
-    epochs: int = 3
-    diverge_in: int = 0
-
-    def to_dict(self):
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, values):
-        return cls(**values)
-
-    def validate(self):
-        return self
-
-    def work(self):
-        return Work(width=1, depth=1, epochs=self.epochs)
-
-    @property
-    def label(self):
-        return f"count to {self.epochs}"
-
-
-class Counting:
-    def __init__(self, config, device, data_dir):
-        self.config, self.epochs, self.epoch = config, config.epochs, 0
-
-    def train_epoch(self, on_step):
-        on_step(1, 1)
-        if self.epoch + 1 == self.config.diverge_in:
-            raise TrainingDiverged(f"diverged in epoch {self.epoch + 1}")
-        self.epoch += 1
-        return {"epoch": self.epoch, "count": self.epoch}
-
-    def save(self, path):
-        path.write_text(str(self.epoch))
-
-    def load(self, path):
-        self.epoch = int(path.read_text())
-
-    def summary(self):
-        return {"counted": self.epoch}
-
-
-COUNTING = RunKind(config_type=CountConfig, device=lambda config: "cpu", start=Counting)
 
 
 def test_the_registry_and_the_worker_run_any_lab_that_declares_its_runs(registry):

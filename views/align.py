@@ -412,7 +412,7 @@ def one_file(upload, name: str) -> None:
     except files.uploads.UploadRefused as error:
         files.show_refusal(error)
         return
-    st.success(f"{files.plain(upload.name)}: {description}.", icon=":material/check_circle:")
+    files.show_read(st, upload, description)
 
 
 def aligned_download(uploads: list, rep: align_lab.NetworkAlignment):
@@ -454,7 +454,7 @@ def files_panel(config: align_lab.AlignConfig, order: str) -> None:
         files.show_refusal(error)
         return
     for column, upload, description in zip((left, right), (a, b), found.descriptions):
-        column.success(f"{files.plain(upload.name)}: {description}.", icon=":material/check_circle:")
+        files.show_read(column, upload, description)
     files_report(found, [a, b], order)
 
 

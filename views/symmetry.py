@@ -690,7 +690,7 @@ def network_panel(sort_key: str):
     except files.uploads.UploadRefused as error:
         files.show_refusal(error)
         return
-    st.success(f"{files.plain(upload.name)}: {found.description}.", icon=":material/check_circle:")
+    files.show_read(st, upload, found.description)
     network_analysis(found, upload, sort_key)
 
 

@@ -93,6 +93,9 @@ def execute(registry, run_id: int, *, data_dir=None, shutdown: ShutdownFlag | No
     def record(**values):
         durably(lambda: registry.update(run_id, **values))
 
+    def summary() -> dict:
+        return {**training.summary(), "device_name": device_name(run.device)}
+
     last_beat = 0.0
     try:
         training = kind.start(run.config, run.device, data_dir)
@@ -105,8 +108,7 @@ def execute(registry, run_id: int, *, data_dir=None, shutdown: ShutdownFlag | No
             durably(lambda: registry.heartbeat(run_id, training.epoch, training.epoch / training.epochs))
             if echo:
                 echo(metrics)
-        record(status=FINISHED, finished=time.time(), pid=None, progress=1.0, message="",
-               result={**training.summary(), "device_name": device_name(run.device)})
+        record(status=FINISHED, finished=time.time(), pid=None, progress=1.0, message="", result=summary())
     except TrainingStopped:
         if durably(lambda: registry.get(run_id)).cancel_requested:
             record(status=CANCELLED, finished=time.time(), pid=None,
@@ -121,8 +123,7 @@ def execute(registry, run_id: int, *, data_dir=None, shutdown: ShutdownFlag | No
         record(status=FAILED, finished=time.time(), pid=None, message=str(error), epoch=error.fallback_epoch,
                progress=error.fallback_epoch / training.epochs)
     except TrainingDiverged as error:
-        record(status=DIVERGED, finished=time.time(), pid=None, message=str(error),
-               result={**training.summary(), "device_name": device_name(run.device)})
+        record(status=DIVERGED, finished=time.time(), pid=None, message=str(error), result=summary())
     except (ValueError, *kind.failures) as error:  # bad settings, missing data, a full disk: the message says it
         record(status=FAILED, finished=time.time(), pid=None, message=str(error))
     except Exception as error:  # recorded, not lost: the log has the traceback

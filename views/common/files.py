@@ -83,6 +83,11 @@ def show_refusal(error: uploads.UploadRefused) -> None:
     st.error(plain(str(error)), icon=":material/error:")
 
 
+def show_read(container, upload, description: str) -> None:
+    """What an uploaded file was read as, its name as text."""
+    container.success(f"{plain(upload.name)}: {description}.", icon=":material/check_circle:")
+
+
 def layer_table(rows: list[dict]) -> pd.DataFrame:
     """The inferred structure, one row per nn.Linear layer (weights.Network.layer_rows), for the user to confirm."""
     return pd.DataFrame(rows).set_index("layer")

@@ -1,13 +1,16 @@
 """SymLab home page and navigation: ``streamlit run app.py``."""
 
+import io
 from pathlib import Path
 
 import streamlit as st
+from PIL import Image
 
 from symlab.labs import LABS
 from symlab.runs.device import describe_device, set_threads
+from symlab.serving import pace
 from symlab.serving.heap import return_large_blocks
-from views.common import binding, lessons, sessions
+from views.common import binding, lessons, pages, sessions
 
 ASSETS = Path(__file__).parent / "assets"
 # A local file: a material-icon favicon would be fetched from fonts.gstatic.com, which a classroom
@@ -72,15 +75,33 @@ def device_text() -> str:
 
 
 CARDS_PER_ROW = 3  # a phone stacks them
+CARD_MAX_WIDTH_PX = 1460  # Streamlit's widest content: it would scale a wider picture down on every run
+
+
+@st.cache_resource(show_spinner=False)
+def card_picture(name: str) -> bytes | None:
+    """A lab card's picture (assets/cards/<name>.png) as st.image sends it, a JPEG no wider than the page, made once
+    per process: given the PNG, st.image decodes, scales and re-encodes it on every run (80 % of the home page's
+    CPU); given these bytes, it sends them as they are."""
+    path = ASSETS / "cards" / f"{name}.png"
+    if not path.exists():
+        return None
+    picture = Image.open(path).convert("RGB")
+    if picture.width > CARD_MAX_WIDTH_PX:
+        picture = picture.resize((CARD_MAX_WIDTH_PX, round(picture.height * CARD_MAX_WIDTH_PX / picture.width)),
+                                 Image.Resampling.LANCZOS)
+    encoded = io.BytesIO()
+    picture.save(encoded, format="JPEG", quality=90)
+    return encoded.getvalue()
 
 
 def lab_card(column, lab, page) -> None:
     """A lab's card: a picture of its key chart (assets/cards, taken by tests/cards.py), its link, and what it
     measured (its blurb where it has no finding of its own)."""
     with column.container(border=True):
-        picture = ASSETS / "cards" / f"{lab.name}.png"
-        if picture.exists():
-            st.image(str(picture), width="stretch", alt=f"{lab.title}: a picture of its key chart")
+        picture = card_picture(lab.name)
+        if picture is not None:
+            st.image(picture, width="stretch", output_format="JPEG", alt=f"{lab.title}: a picture of its key chart")
         st.page_link(page, label=f"**{lab.title}**", icon=lab.icon)
         for finding in [text for name, text in FINDINGS if name == lab.name] or [lab.blurb]:
             st.markdown(finding)
@@ -101,9 +122,10 @@ def home():
                "Under Model Symmetries*; Laurent, Aldea, Franchi (ICLR 2024); Rossi, Singh, Hannagan (NeurIPS 2023).")
 
 
-LAB_PAGES = [st.Page(lab.page, title=lab.title, icon=lab.icon, url_path=lab.name) for lab in LABS]
+LAB_PAGES = [pages.lab_page(lab) for lab in LABS]
 LABS_BY_NAME = {lab.name: lab for lab in LABS}
 navigation = st.navigation([st.Page(home, title="Home", icon=":material/home:", default=True), *LAB_PAGES])
-navigation.run()
+with pace.INTERACTIONS.running():  # a run of the whole page: someone asked for it (views/common/player.py)
+    navigation.run()
 if navigation.url_path in LABS_BY_NAME:
     lessons.show_next_step(navigation.url_path)

@@ -82,6 +82,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import bisect
 import contextlib
 import itertools
 import json
@@ -108,6 +109,7 @@ from playwright.async_api import async_playwright, expect  # noqa: E402
 from streamlit_protocol import Session  # noqa: E402
 
 from symlab.labs import LABS  # noqa: E402
+from symlab.runs.device import measured_rates  # noqa: E402
 
 MiB = 1024 * 1024
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -216,9 +218,10 @@ def app_server(extra_env: dict, log_path: Path, cpus: list[int] | None = None):
 
 
 @contextlib.contextmanager
-def app_servers(count: int, extra_env: dict, log_path: Path, cpus: list[int] | None = None):
-    """``count`` app servers on one runs directory (replicas: they share its result store); yields their
-    (url, pid) pairs."""
+def app_servers(count: int, extra_env: dict, log_path: Path, cpus: list[int] | None = None,
+                script: str = "serve.py"):
+    """``count`` app servers (``script``: serve.py or another entry point) on one runs directory (replicas: they
+    share its result store); yields their (url, pid) pairs."""
     runs_dir = tempfile.mkdtemp(prefix="symlab-load-runs-")
     with open(log_path, "ab") as log:
         log.write(f"\n===== {count} server(s), extra env {extra_env} =====\n".encode())
@@ -226,7 +229,7 @@ def app_servers(count: int, extra_env: dict, log_path: Path, cpus: list[int] | N
         with contextlib.ExitStack() as stack:
             # Not this process's affinity, which --browser-cpus may have narrowed.
             servers = [stack.enter_context(app_process({"SYMLAB_RUNS_DIR": runs_dir, **extra_env}, log_path,
-                                                       cpus or ALL_CPUS)) for _ in range(count)]
+                                                       cpus or ALL_CPUS, script=script)) for _ in range(count)]
             yield [(url, process.pid) for url, process in servers]
     finally:
         shutil.rmtree(runs_dir, ignore_errors=True)
@@ -789,7 +792,9 @@ def report(results: dict) -> str:
 PROTOCOL_PAGES = ("", *(lab.name for lab in LABS))
 PROTOCOL_USER_REQUESTS = ("open", "widget", "preset", "button")  # what a student waits for; "tick" is apart
 MAX_PROTOCOL_SESSIONS, MAX_BROWSER_SESSIONS, MAX_SECONDS = 300, 40, 900
-PROTOCOL_TARGETS = {30: 1000.0, 100: 3000.0}  # N -> p95 (ms), with no errors
+PROTOCOL_TARGETS = {30: 1000.0, 100: 2000.0}  # N -> p95 (ms), with no errors (N = 100 on --replicas 2)
+PLAYER_PAGES = ("toy", "modes", "align", "symmetry")  # pages with a player, for --players
+COUNTED_SERVER = "benchmarks/counted_serve.py"  # serve.py, writing down each script run's CPU
 
 
 async def protocol_student(session: Session, rng: random.Random, seconds: float, play_seconds: float) -> None:
@@ -814,6 +819,18 @@ async def protocol_student(session: Session, rng: random.Random, seconds: float,
                 await session.press(pause)
         else:
             await session.open(rng.choice([p for p in PROTOCOL_PAGES if p != session.page]))
+
+
+async def protocol_player(session: Session, page: str, seconds: float, play: bool) -> None:
+    """A student who opens a page with a player and, with ``play``, keeps it playing for ``seconds`` (Play again
+    whenever it reaches its end); without, sits there."""
+    deadline = time.monotonic() + seconds
+    await session.open(page)
+    while time.monotonic() < deadline:
+        button = session.widget(".play")
+        if play and button is not None and not button.proto.disabled:
+            await session.press(button)
+        await asyncio.sleep(1.0)
 
 
 UPLOAD_UNITS = 5000  # the uploaders' network: 784 → 5 000 → 10, float32, 16 MB
@@ -858,6 +875,8 @@ async def protocol_phase(urls: list[str], n: int, args, sampler: Sampler | None)
     sessions = [Session(urls[i % len(urls)], timeout=args.timeout) for i in range(n)]
     own_ticks = sum(os.times()[:2])
 
+    players = min(args.players, n)
+
     async def one(i: int, session: Session) -> None:
         await asyncio.sleep(i * args.stagger)
         try:
@@ -866,7 +885,12 @@ async def protocol_phase(urls: list[str], n: int, args, sampler: Sampler | None)
             session.error("disconnect", f"connect: {exc}")
             return
         try:
-            await protocol_student(session, random.Random(f"{args.seed}-{n}-{i}"), args.seconds, args.play_seconds)
+            if i < players:
+                await protocol_player(session, PLAYER_PAGES[i % len(PLAYER_PAGES)], args.seconds,
+                                      not args.players_still)
+            else:
+                await protocol_student(session, random.Random(f"{args.seed}-{n}-{i}"), args.seconds,
+                                       args.play_seconds)
         finally:
             await session.close()
 
@@ -885,19 +909,74 @@ async def protocol_phase(urls: list[str], n: int, args, sampler: Sampler | None)
     start = time.monotonic()
     await asyncio.gather(*(one(i, s) for i, s in enumerate(sessions)), *(uploading(s) for s in uploaders))
     end = time.monotonic()
-    result = dict(sessions=n, wall_s=end - start, **merge_protocol(sessions),
+    result = dict(sessions=n, wall_s=end - start, **merge_protocol(sessions[players:]),
                   client_cpu_cores=(sum(os.times()[:2]) - own_ticks) / (end - start))
+    if players:
+        result["players"] = dict(sessions=players, playing=not args.players_still,
+                                 ticks=sum(a.what == "tick" for s in sessions[:players] for a in s.answered),
+                                 errors=sum(sum(s.errors.values()) for s in sessions[:players]))
+    if args.run_log:
+        result["page_cpu"] = page_cpu(sessions, read_runs(args.run_log, start, end))
     if uploaders:
         result["uploaders"] = merge_uploaders(uploaders)
     if sampler:
         time.sleep(args.sample_interval * 2)
         window = sampler.window(start, end)
+        if window.get("server_main_cpu_cores") is not None:
+            result["page_cores_per_student"] = window["server_main_cpu_cores"] / n
         result.update(server_rss_peak_mib=window.get("rss_peak_mib"), server_rss_start_mib=window.get("rss_start_mib"),
                       workers_rss_peak_mib=window.get("children_rss_peak_mib"),
                       server_cpu_cores=window.get("server_cpu_cores"),
                       server_main_cpu_cores=window.get("server_main_cpu_cores"),
                       machine_cpu_cores=window.get("machine_cpu_cores"))
     return result
+
+
+def read_runs(path: Path, start: float, end: float) -> dict[str, list[tuple[float, float, float]]]:
+    """The script runs (benchmarks/counted_serve.py's log) that started between ``start`` and ``end``, by session:
+    (start, end, CPU-ms) each."""
+    runs: dict[str, list[tuple[float, float, float]]] = {}
+    for line in path.read_text().splitlines():
+        session_id, began, ended, cpu_ms, _ = line.split()
+        if start <= float(began) <= end:
+            runs.setdefault(session_id, []).append((float(began), float(ended), float(cpu_ms)))
+    return runs
+
+
+def page_cpu(sessions: list[Session], runs: dict[str, list[tuple[float, float, float]]]) -> dict:
+    """The page process's CPU per request, by kind: each run of a session is the work of the last request that
+    session sent before the run began (a request's own run, the reruns it asked for, the waiting panel's redraws
+    are requests of their own: ticks). Also what all runs took, to compare with the process's total."""
+    spent: Counter = Counter()
+    count: Counter = Counter()
+    tick_pages: Counter = Counter()
+    tick_spent: Counter = Counter()
+    matched = total = 0.0
+    for session in sessions:
+        requests = sorted(session.answered, key=lambda a: a.sent)
+        sent = [a.sent for a in requests]
+        for a in requests:
+            count[a.what] += 1
+            tick_pages[a.page or "home"] += a.what == "tick"
+        for began, _, cpu_ms in runs.get(session.session_id, ()):
+            total += cpu_ms
+            index = bisect.bisect_right(sent, began + RUN_START_SLACK) - 1
+            if index >= 0:
+                spent[requests[index].what] += cpu_ms
+                matched += cpu_ms
+                if requests[index].what == "tick":
+                    tick_spent[requests[index].page or "home"] += cpu_ms
+    all_runs = sum(cpu for session_runs in runs.values() for _, _, cpu in session_runs)
+    return dict(by_request={what: dict(count=count[what], cpu_ms_per_request=spent[what] / count[what] if count[what]
+                                       else None, cpu_s=spent[what] / 1000) for what in ("open", "widget", "preset",
+                                                                                           "button", "tick", "upload")
+                            if count[what]},
+                ticks_by_page={page: dict(count=n, cpu_ms_per_tick=tick_spent[page] / n)
+                               for page, n in tick_pages.items() if n},
+                runs_cpu_s=all_runs / 1000, matched_cpu_s=matched / 1000, sessions_runs_cpu_s=total / 1000)
+
+
+RUN_START_SLACK = 0.002  # s: a run may be logged as starting a hair before its request's send was stamped
 
 
 def merge_protocol(sessions: list[Session]) -> dict:
@@ -908,7 +987,10 @@ def merge_protocol(sessions: list[Session]) -> dict:
     user = [a for a in answered if a.what in PROTOCOL_USER_REQUESTS]
     waited, others = [a.ms for a in user if a.waited], [a.ms for a in user if not a.waited]
     user_ms = [a.ms for a in user]
+    first_sent = min((a.sent for a in answered), default=0.0)
     return dict(
+        slowest=[dict(page=a.page or "home", what=a.what, ms=round(a.ms), at_s=round(a.sent - first_sent, 1),
+                      waited=a.waited) for a in sorted(user, key=lambda a: -a.ms)[:12]],
         requests=len(user), errors=sum(errors.values()), errors_by_kind=dict(errors), error_samples=messages,
         p50_ms=percentile(user_ms, 50), p95_ms=percentile(user_ms, 95), max_ms=max(user_ms, default=None),
         by_request={what: dict(count=len(v), p50_ms=percentile(v, 50), p95_ms=percentile(v, 95),
@@ -940,17 +1022,49 @@ def merge_uploaders(sessions: list[Session]) -> dict:
                 errors_by_kind=dict(errors), error_samples=messages)
 
 
+def machine_rates() -> dict:
+    """This machine's rates on one thread, bench_interactions.py's three, measured here before the servers start."""
+    rates = measured_rates()
+    return dict(matmul_gflops=rates.matmul_flops / 1e9, elements_g_per_s=rates.elementwise / 1e9,
+                normals_m_per_s=rates.normals / 1e6)
+
+
+SETTLE_CORES, SETTLE_SECONDS, SETTLE_LIMIT_SECONDS = 0.05, 2.0, 90.0
+
+
+def settled(pids: list[int]) -> float:
+    """Wait until the servers' page processes have been quiet (under :data:`SETTLE_CORES` of a core in all) for
+    :data:`SETTLE_SECONDS`: their warm-up done, as a class finds a server started before it (at most
+    :data:`SETTLE_LIMIT_SECONDS`). The seconds it took."""
+    def cpu_seconds() -> float:
+        table = process_table()
+        return sum(table[pid][1] for pid in pids if pid in table) / CLK_TCK
+
+    start = time.monotonic()
+    while time.monotonic() - start < SETTLE_LIMIT_SECONDS:
+        before = cpu_seconds()
+        time.sleep(SETTLE_SECONDS)
+        if cpu_seconds() - before < SETTLE_CORES * SETTLE_SECONDS:
+            break
+    return time.monotonic() - start
+
+
 def run_protocol(args, server_env: dict) -> dict:
     results = dict(mode="protocol", config=dict(sessions=args.sessions, seconds=args.seconds, stagger=args.stagger,
                                                 replicas=args.replicas, uploaders=args.uploaders,
+                                                players=args.players, players_still=args.players_still,
                                                 play_seconds=args.play_seconds, timeout_s=args.timeout,
-                                                server_env=server_env, cpus=NCPU), phases=[])
+                                                server_env=server_env, cpus=NCPU), rates=machine_rates(), phases=[])
     log_path = Path(args.server_log or tempfile.mkstemp(prefix="symlab-load-", suffix=".log")[1])
-    with app_servers(args.replicas, server_env, log_path, args.server_cpus) as servers:
+    args.run_log = Path(tempfile.mkstemp(prefix="symlab-runs-", suffix=".log")[1])
+    server_env = {**server_env, "SYMLAB_RUN_LOG": str(args.run_log)}
+    with app_servers(args.replicas, server_env, log_path, args.server_cpus, COUNTED_SERVER) as servers:
         urls, pids = [url for url, _ in servers], [pid for _, pid in servers]
         sampler = Sampler(pids, args.sample_interval)
         sampler.start()
         try:
+            if not args.no_settle:
+                results["settled_after_s"] = settled(pids)
             for n in args.sessions:
                 print(f"phase N = {n}: {n} protocol sessions × {args.seconds:g} s …", file=sys.stderr, flush=True)
                 phase_result = asyncio.run(protocol_phase(urls, n, args, sampler))
@@ -967,9 +1081,12 @@ def run_protocol(args, server_env: dict) -> dict:
 def protocol_report(results: dict) -> str:
     config = results["config"]
     servers = config.get("replicas", 1)
+    rates = results.get("rates") or {}
     out = [f"SymLab protocol load test — {NCPU} CPUs shared by {'server' if servers == 1 else f'{servers} servers (replicas)'} "
            f"and client, {config['seconds']:g} s of activity per session, sessions {config['stagger']:g} s apart, "
            f"server env {config['server_env'] or '{}'}",
+           (f"Machine, one thread: {rates['matmul_gflops']:.0f} GFLOP/s in products, {rates['elements_g_per_s']:.2f} G "
+            f"elements/s, {rates['normals_m_per_s']:.0f} M normal draws/s" if rates else ""),
            "Latency: request sent → end of the run it caused (ms); user requests are open, widget, preset, button;",
            "waited: user requests whose run waited for a shared computation (training in the worker processes).",
            ""]
@@ -989,8 +1106,22 @@ def protocol_report(results: dict) -> str:
     for p in results["phases"]:
         main, server = p.get("server_main_cpu_cores"), p.get("server_cpu_cores")
         if main is not None and server is not None:
-            out.append(f"  N={p['sessions']}: cores busy: the servers' page runs {main:.2f}, their compute workers "
+            out.append(f"  N={p['sessions']}: cores busy: the servers' page runs {main:.2f} "
+                       f"({p['page_cores_per_student']:.4f} per student), their compute workers "
                        f"{server - main:.2f}, the whole machine {fmt(p.get('machine_cpu_cores'), '.2f')} of {NCPU}")
+        if p.get("page_cpu"):
+            cpu = p["page_cpu"]
+            out.append(f"  N={p['sessions']}: page CPU per request (ms, each script run counted to the request it "
+                       "followed): " + ", ".join(f"{what} {row['cpu_ms_per_request']:.1f} ({row['count']}, "
+                                                 f"{row['cpu_s']:.1f} s)" for what, row in cpu["by_request"].items())
+                       + f"; script runs {cpu['runs_cpu_s']:.1f} CPU-s of the page processes' "
+                         f"{fmt(main * p['wall_s'] if main is not None else None, '.1f')}")
+            out.append(f"  N={p['sessions']}: ticks by page (live players, waiting panels, runs tables): " + ", ".join(
+                f"/{page} {row['count']} × {row['cpu_ms_per_tick']:.1f} ms" for page, row in cpu["ticks_by_page"].items()))
+        if p.get("players"):
+            pl = p["players"]
+            out.append(f"  N={p['sessions']}: {pl['sessions']} of them {'playing' if pl['playing'] else 'still'} "
+                       f"throughout ({pl['ticks']} ticks, {pl['errors']} errors); the figures above are the others'")
         if p.get("results"):
             out.append(f"  N={p['sessions']}: {p['results']} computations waited for, request → result drawn: p50 "
                        f"{fmt(p['results_p50_ms'], '.0f')} ms, p95 {fmt(p['results_p95_ms'], '.0f')} ms, max "
@@ -1118,6 +1249,16 @@ def parse_args(argv=None):
     parser.add_argument("--uploaders", type=int, default=0,
                         help="with --protocol: this many more sessions upload a 16 MB network on the symmetry "
                              "explorer, one upload after another, throughout each phase (default 0)")
+    parser.add_argument("--players", type=int, default=0, metavar="K",
+                        help="with --protocol: K of the N sessions open a page with a player (toy, modes, align, "
+                             "symmetry in turn) and keep it playing throughout; the others are students as usual, "
+                             "and the latencies are theirs")
+    parser.add_argument("--players-still", action="store_true",
+                        help="the --players sessions open their pages but never press Play: the baseline")
+    parser.add_argument("--no-settle", action="store_true",
+                        help="with --protocol: the class arrives the moment the server answers, during its warm-up "
+                             "(default: once its page processes are quiet, as for a server started before class)")
+    parser.set_defaults(run_log=None)
     parser.add_argument("--play-seconds", type=float, default=10.0,
                         help="with --protocol: how long a student watches after Play before Pause (default 10)")
     parser.add_argument("--toy-prob", type=float, default=0.5,

@@ -127,6 +127,7 @@ class Answered:
     ms: float  # from sending the request to the end of the run it caused
     waited: bool  # the run waited for a shared computation
     page: str = ""  # the page it was sent on ("" for the home page)
+    sent: float = 0.0  # when it was sent (time.monotonic())
 
 
 @dataclass(frozen=True)
@@ -299,7 +300,7 @@ class Session:
             if self.pending is request:
                 self.pending = None
         ms = (request.finished - request.sent) * 1000
-        self.answered.append(Answered(what, ms, request.waited, self.page))
+        self.answered.append(Answered(what, ms, request.waited, self.page, request.sent))
         if request.waited and what != "tick":
             self.awaiting = request
         return ms

@@ -130,16 +130,47 @@ def test_the_protocol_mode_is_bounded(argv, message, capsys):
     assert message in capsys.readouterr().err
 
 
+def answered(what: str, sent: float, page: str = "toy"):
+    from streamlit_protocol import Answered
+
+    return Answered(what, 10.0, False, page, sent)
+
+
+def test_each_script_run_counts_to_the_request_its_session_sent_before_it():
+    first, second = Session("http://x"), Session("http://x")
+    first.session_id, second.session_id = "a", "b"
+    first.answered = [answered("open", 1.0), answered("tick", 2.0), answered("widget", 3.0)]
+    second.answered = [answered("preset", 1.5, "modes")]
+    runs = {"a": [(1.001, 1.05, 40.0), (1.2, 1.3, 20.0),  # the open, and the rerun it asked for
+                  (2.0005, 2.01, 5.0),  # a tick, logged a hair before its send was stamped
+                  (3.01, 3.1, 30.0)],
+            "b": [(1.51, 1.6, 25.0)],
+            "gone": [(1.0, 1.1, 7.0)]}  # a session the test does not hold (an uploader's)
+    cpu = load_test.page_cpu([first, second], runs)
+    assert cpu["by_request"]["open"] == dict(count=1, cpu_ms_per_request=60.0, cpu_s=0.06)
+    assert cpu["by_request"]["tick"]["cpu_ms_per_request"] == 5.0
+    assert cpu["by_request"]["widget"]["cpu_ms_per_request"] == 30.0
+    assert cpu["by_request"]["preset"]["cpu_ms_per_request"] == 25.0
+    assert cpu["ticks_by_page"] == {"toy": dict(count=1, cpu_ms_per_tick=5.0)}
+    assert cpu["runs_cpu_s"] == pytest.approx(0.127) and cpu["matched_cpu_s"] == pytest.approx(0.12)
+
+
 def test_a_short_protocol_run_against_its_own_server():
     result = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "load_test.py"), "--protocol", "--sessions", "3", "--seconds", "12",
-         "--play-seconds", "3", "--hosted", "--json"],
+        [sys.executable, str(ROOT / "benchmarks" / "load_test.py"), "--protocol", "--sessions", "4", "--seconds", "12",
+         "--play-seconds", "3", "--players", "1", "--hosted", "--json"],
         cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     summary = json.loads(result.stdout.strip().splitlines()[-1])
     for key in ("sessions", "errors", "p50_ms", "p95_ms", "max_ms", "server_rss_peak_mib", "server_cpu_cores"):
         assert key in summary
     phase = summary["phases"][0]
-    assert summary["sessions"] == 3 and summary["errors"] == 0, phase["error_samples"]
+    assert summary["sessions"] == 4 and summary["errors"] == 0, phase["error_samples"]
     assert phase["by_request"]["open"]["count"] >= 3 and summary["p50_ms"] > 0
     assert summary["server_rss_peak_mib"] > 50 and summary["server_cpu_cores"] > 0
+    # per student: the page process's CPU by request (the counted server's log), the machine's rates
+    assert phase["page_cpu"]["by_request"]["open"]["cpu_ms_per_request"] > 1
+    assert 0 < phase["page_cpu"]["matched_cpu_s"] <= phase["page_cpu"]["runs_cpu_s"]
+    assert 0 < phase["page_cores_per_student"] < 1
+    assert phase["players"]["sessions"] == 1 and phase["players"]["ticks"] > 0 and phase["players"]["errors"] == 0
+    assert summary["rates"]["matmul_gflops"] > 1 and summary["rates"]["elements_g_per_s"] > 0.1

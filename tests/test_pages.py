@@ -3,6 +3,7 @@
 import json
 import math
 import re
+import time
 from pathlib import Path
 
 import numpy as np
@@ -130,6 +131,23 @@ def test_the_optimisation_player_steps_and_resets():
     assert progress().startswith("Adam step 10 / 1000: ")
     at.button(key="modes.reset").click().run()
     assert progress().startswith("Adam step 0 / 1000: ")
+
+
+def test_on_a_busy_server_the_player_says_it_redraws_less_often_and_advances_more_frames(monkeypatch):
+    from symlab.serving import pace
+
+    monkeypatch.setattr(pace.PROCESS_LOAD, "cores", lambda: 0.9)  # the page process above its class budget
+    at = modes_page()
+    progress = lambda: at.get("progress")[0].proto.text
+    at.button(key="modes.play").click().run()  # the run that starts the timer, and the first frame
+    assert any("busy with the class" in c.value and "every 0.4 s, 4 frames at a time" in c.value for c in at.caption)
+    assert progress().startswith("Adam step 40 / 1000: ")  # 4 frames of 10 steps
+    monkeypatch.setattr(pace.PROCESS_LOAD, "cores", lambda: 0.0)
+    at.button(key="modes.pause").click().run()
+    time.sleep(0.2)  # a tick's time since the last advance
+    at.button(key="modes.play").click().run()  # a new timer: the quiet server's pace
+    assert not any("busy with the class" in c.value for c in at.caption)
+    assert progress().startswith("Adam step 50 / 1000: ")
 
 
 # --- what the class sees: charts that fit any column, axes that hold still, one statement of the step --------

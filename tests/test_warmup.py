@@ -37,3 +37,22 @@ def test_the_mnist_check_is_made_before_the_first_visit_and_kept(monkeypatch):
     warmup.check_data_files()
     monkeypatch.setattr(mnist_data, "check_mnist", lambda directory: ["read again"])
     assert mnist_data.check_mnist_once() == []  # what the page asks on every run: kept from the warm-up
+
+
+def test_a_first_visit_opens_every_page_over_the_server_own_websocket():
+    from conftest import app_process
+
+    with app_process() as (url, _):
+        pages = ["", *(lab.name for lab in LABS)]
+        seconds = warmup.visit_pages(url.replace("http://", "ws://") + "/_stcore/stream", pages, timeout=120)
+    assert list(seconds) == pages and all(0 < s < 120 for s in seconds.values())
+
+
+def test_the_server_stream_is_found_from_its_settings(monkeypatch):
+    from streamlit import config
+
+    options = {"server.address": "0.0.0.0", "server.port": 8765, "server.baseUrlPath": "/class/"}
+    monkeypatch.setattr(config, "get_option", options.get)
+    assert warmup._server_stream_url() == "ws://127.0.0.1:8765/class/_stcore/stream"
+    options.update({"server.address": "10.0.0.5", "server.baseUrlPath": ""})
+    assert warmup._server_stream_url() == "ws://10.0.0.5:8765/_stcore/stream"

@@ -1,1 +1,1 @@
-"""The app's pages (one per lab, run by Streamlit as scripts) and what they share (common/)."""
+"""The app's pages (one per lab: its main() draws it) and what they share (common/)."""

@@ -576,4 +576,5 @@ def main():
     pair_downloads(config, rep)
 
 
-main()
+if __name__ == "__main__":  # run as a script: AppTest.from_file, `streamlit run views/<lab>.py`
+    main()

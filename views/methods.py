@@ -18,7 +18,6 @@ from views.common import binding, charts, runs
 PAGE = LAB.name
 LIMITS = binding.server_settings().runs
 SPECS = LAB.page_params(binding.server_settings())
-REFRESH_SECONDS = 2.0
 COLUMN_NAMES = {"mmd": "MMD", "mmd_no_symmetry": "MMD, no symmetries", "accuracy": "Acc", "ece": "ECE",
                 "brier": "Brier", "aupr": "AUPR", "fpr95": "FPR95", "id_mi": "IDMI", "ood_mi": "OODMI", "nll": "NLL"}
 STABILITY_PLOT_PX = 300
@@ -336,20 +335,21 @@ def runs_frame(all_runs, owner: str) -> pd.DataFrame:
                           "note": binding.for_visitors(run.message)} for run in reversed(all_runs)])
 
 
-@st.fragment(run_every=REFRESH_SECONDS)
-def live_runs():
+def live_runs() -> list | None:
+    """The comparisons' table; the lab's runs (None: not read)."""
     all_runs = runs.lab_runs(PAGE, LAB.name, LIMITS)
     if all_runs is None:
-        return
+        return None
     if not all_runs:
         st.info("No comparisons yet: launch one above.")
-        return
+        return all_runs
     owner = runs.browser_owner()
     runs.run_controls(PAGE, all_runs, owner, LIMITS, stage_text)
     frame = runs_frame(all_runs, owner)
     st.dataframe(frame, hide_index=True, width="stretch",
                  column_config={"progress": st.column_config.ProgressColumn("progress", min_value=0, max_value=1)})
     charts.csv_download(frame, "methods_runs.csv", "Runs as CSV", key="methods.runs_csv")
+    return all_runs
 
 
 def launch_panel(config: MethodsConfig) -> None:
@@ -358,7 +358,7 @@ def launch_panel(config: MethodsConfig) -> None:
         launch(config)
     st.caption(f"Each method is a stage: the progress bar moves as each finishes. This server: {LIMITS.describe()}.")
     runs.lecturer_panel(PAGE)
-    live_runs()
+    runs.live_panel(PAGE, live_runs)
 
 
 def main():
@@ -379,4 +379,5 @@ def main():
         launch_panel(config)
 
 
-main()
+if __name__ == "__main__":  # run as a script: AppTest.from_file, `streamlit run views/<lab>.py`
+    main()

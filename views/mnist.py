@@ -22,7 +22,6 @@ PAGE = LAB.name
 LIMITS = binding.server_settings().runs
 HOSTED = binding.server_settings().hosted
 SPECS = LAB.page_params(binding.server_settings())
-REFRESH_SECONDS = 2.0
 METHOD_COLOURS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000")
 DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
 SYMBOLS = ("circle", "square", "diamond", "triangle-up", "x", "cross", "star")  # a third cue besides colour and dash
@@ -373,14 +372,15 @@ def metrics_frame(history_by_run, labels) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def live_runs():
+def live_runs() -> list | None:
+    """The runs table and the curves of the runs in progress; the lab's runs (None: not read)."""
     all_runs = runs.lab_runs(PAGE, LAB.name, LIMITS)
     if all_runs is None:
-        return
+        return None
     reg = runs.registry()
     if not all_runs:
         st.info("No runs yet: launch one above (or with `python -m symlab mnist`).")
-        return
+        return all_runs
     owner = runs.browser_owner()
     runs.run_controls(PAGE, all_runs, owner, LIMITS, lambda run: f"epoch {run.epoch}/{run.config.epochs}")
     frame = runs_frame(all_runs, owner)
@@ -415,6 +415,7 @@ def live_runs():
     charts.csv_download(frame, "mnist_runs.csv", "Runs table as CSV", key="mnist.runs_csv")
     charts.csv_download(metrics_frame(history, labels), "mnist_live_epochs.csv", "Per-epoch metrics of these runs as CSV",
                     key="mnist.live_csv")
+    return all_runs
 
 
 def block_mi_fraction(m) -> float | None:
@@ -438,10 +439,6 @@ def diagnostic_curves(history, labels, epochs: int, key: str, notes: tuple[str, 
                "below ~30 nats symmetrisation has a gradient. Block MI: I_H over greedy pairs (or blocks of B) of "
                "close units, measured on q at the end of each epoch (8 draws), whether or not the run trains on it.")
 
-
-@st.fragment(run_every=REFRESH_SECONDS)
-def live_runs_fragment():
-    live_runs()
 
 
 def table_one(rows) -> pd.DataFrame:
@@ -764,9 +761,10 @@ def main():
     runs_tab, results_tab = st.tabs(["Launch and watch", "Results"])
     with runs_tab:
         launch_panel(values)
-        live_runs_fragment()
+        runs.live_panel(PAGE, live_runs)
     with results_tab:
         results(values)
 
 
-main()
+if __name__ == "__main__":  # run as a script: AppTest.from_file, `streamlit run views/<lab>.py`
+    main()

@@ -786,4 +786,5 @@ def main():
         st.error(binding.for_visitors(str(error)), icon=":material/error:")
 
 
-main()
+if __name__ == "__main__":  # run as a script: AppTest.from_file, `streamlit run views/<lab>.py`
+    main()

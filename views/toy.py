@@ -494,4 +494,5 @@ def main():
     formulas()
 
 
-main()
+if __name__ == "__main__":  # run as a script: AppTest.from_file, `streamlit run views/<lab>.py`
+    main()

@@ -54,15 +54,19 @@ class Playback:
         if self.playing:
             self.step(count)
 
-    def timer_run(self, now: float, interval: float) -> bool:
-        """A run of the playing panel at time ``now``, its timer set to ``interval`` seconds: one tick when a
-        tick is due. Besides the timer's, the panel runs when Play is clicked (it advances at once), again to
-        start the timer, and whenever another control moves: runs within a tick of the last advance do not
-        advance, so no tick counts twice."""
-        if not self.playing or now - self.last_tick < TICK_SLACK * interval:
+    def tick_due(self, now: float, interval: float) -> bool:
+        """Whether a run of the playing panel at time ``now``, its timer set to ``interval`` seconds, advances."""
+        return self.playing and now - self.last_tick >= TICK_SLACK * interval
+
+    def timer_run(self, now: float, interval: float, frames: int = 1) -> bool:
+        """A run of the playing panel at time ``now``, its timer set to ``interval`` seconds: one tick of
+        ``frames`` frames when a tick is due. Besides the timer's, the panel runs when Play is clicked (it
+        advances at once), again to start the timer, and whenever another control moves: runs within a tick of
+        the last advance do not advance, so no tick counts twice."""
+        if not self.tick_due(now, interval):
             return False
         self.last_tick = now
-        self.tick()
+        self.tick(frames)
         return True
 
     def reset(self) -> None:

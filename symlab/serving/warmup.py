@@ -5,8 +5,10 @@ labs and the pages' libraries, a few seconds, so that no visitor's script waits 
 (and no two sessions import the same modules at once), stores the default links' shipped
 results (symlab.serving.precomputed) and checks the MNIST files. Then, in a background thread at a lower
 priority than the visitors' page runs: it submits each lab's default-link tasks (Lab.tasks) to the
-workers, which compute those not shipped (or stored), and runs one toy training step, so that
-opening a lab's default link finds its results computed or under way.
+workers, which compute those not shipped (or stored), runs one toy training step, and opens every page once
+over the server's own websocket, as a browser would: a page's first run in a process builds its charts' specs
+and fills its cached functions (tens of milliseconds a chart), which a class opening the link at once would
+otherwise pay thirty times over. So opening a lab's default link finds its results computed or under way.
 
 After that, whenever no person's computation has been queued or running for a moment, it computes
 in the idle pool (one process at the system's idle priority: :meth:`symlab.serving.shared_results.SharedResults.precompute`)
@@ -69,6 +71,48 @@ def warm_up() -> None:
     for task in precomputed.default_tasks(_hosting()):
         results.submit(task, WARM_UP_WAITER, keep=True)  # found stored where shipped
     _first_training_step()
+
+
+FIRST_VISIT_TIMEOUT_SECONDS = 120.0  # for the server to answer, and for each page's run
+
+
+def visit_pages(ws_url: str, pages, timeout: float = FIRST_VISIT_TIMEOUT_SECONDS) -> dict[str, float]:
+    """Open each page of ``pages`` (URL paths, "" the home page) once in one session at ``ws_url`` (the server's
+    ``/_stcore/stream``), as a browser's first visit does: the seconds each page's run took."""
+    from streamlit.proto.BackMsg_pb2 import BackMsg
+    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+    from websockets.sync.client import connect
+
+    early = ForwardMsg.ScriptFinishedStatus.FINISHED_EARLY_FOR_RERUN
+    seconds = {}
+    with connect(ws_url, subprotocols=["streamlit"], max_size=None, open_timeout=timeout) as socket:
+        for page in pages:
+            request = BackMsg()
+            request.rerun_script.page_name = page
+            start = time.monotonic()
+            socket.send(request.SerializeToString())
+            while True:  # until the end of the run (a page waiting for a computation ends at once)
+                message = ForwardMsg()
+                message.ParseFromString(socket.recv(timeout=timeout))
+                if message.WhichOneof("type") == "script_finished" and message.script_finished != early:
+                    break
+            seconds[page] = time.monotonic() - start
+    return seconds
+
+
+def _server_stream_url() -> str:
+    """This server's websocket, on the loopback interface unless it listens on one address only."""
+    from streamlit import config
+
+    address = config.get_option("server.address") or "127.0.0.1"
+    address = "127.0.0.1" if address in ("0.0.0.0", "::", "localhost") else address
+    base = (config.get_option("server.baseUrlPath") or "").strip("/")
+    return f"ws://{address}:{config.get_option('server.port')}/{base + '/' if base else ''}_stcore/stream"
+
+
+def _first_visits() -> None:
+    seconds = visit_pages(_server_stream_url(), ["", *(lab.name for lab in LABS)])
+    LOG.info("warm-up: every page opened once: %s", ", ".join(f"/{page} {s:.1f} s" for page, s in seconds.items()))
 
 
 def _hosting():
@@ -161,7 +205,9 @@ async def lifespan(app):
     store_shipped_results()
     check_data_files()
     stop = threading.Event()
-    threading.Thread(target=_logged(warm_up), name="symlab-warm-up", daemon=True).start()
+    # Then the first visits: the server answers by then (this function has let it start).
+    threading.Thread(target=_logged(lambda: (warm_up(), _first_visits())), name="symlab-warm-up",
+                     daemon=True).start()
     if _idle_workers() > 0:
         threading.Thread(target=_logged(lambda: precompute_in_idle_time(stop)), name="symlab-idle-time",
                          daemon=True).start()

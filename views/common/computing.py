@@ -9,7 +9,7 @@ from typing import Callable, Hashable
 
 import streamlit as st
 
-from symlab.serving import shared_results
+from symlab.serving import pace, shared_results
 from symlab.specs.tasks import Progress, Task
 
 
@@ -25,7 +25,7 @@ def shared_result(key: Hashable, compute: Callable, capacity: int | None = None,
 _MISSING = object()
 PENDING = "⏳"  # starts the text of a computation's progress bar while the page waits for it
 WAIT_IN_RUN_SECONDS = 0.5  # a computation done by then is drawn in the same run; a longer one, by a waiting panel
-WAIT_POLL_SECONDS = 0.5  # how often the waiting panel redraws the progress
+WAIT_POLL_SECONDS = 0.5  # how often the waiting panel redraws the progress (slower on a busy server: serving.pace)
 
 
 def computed(task: Task, draw_progress: Callable[[Progress], None] | None = None):
@@ -65,8 +65,9 @@ def waiting_panel(results: shared_results.SharedResults, task: Task, job: shared
     """The live panel of a computation under way: its progress and wait, redrawn every
     :data:`WAIT_POLL_SECONDS` until it ends; then the whole page runs again (a failure is remembered for
     that run to raise)."""
-    @st.fragment(run_every=WAIT_POLL_SECONDS)
+    @st.fragment(run_every=WAIT_POLL_SECONDS * pace.slowdown_for(pace.PROCESS_LOAD.cores()))
     def panel():
+        pace.INTERACTIONS.wait()  # a redraw of its timer: the runs people asked for go first
         results.touch(job, waiter)
         if job.future.done():
             error = job.future.exception() if not job.future.cancelled() else concurrent.futures.CancelledError()

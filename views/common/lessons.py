@@ -12,7 +12,7 @@ from symlab.labs import LABS
 from symlab.specs.lessons import LessonPath, Step, lesson_path
 from symlab.specs.settings import Hosting
 from symlab.specs.urlstate import encode_query
-from views.common import binding
+from views.common import binding, pages
 
 LABS_BY_NAME = {lab.name: lab for lab in LABS}
 
@@ -49,7 +49,7 @@ def open_button(step: Step, key: str, on_page: str | None = None) -> None:
                  help=f"Or share the link: {step_link(step, hosting)}", on_click=binding.set_page_values,
                  args=(step.lab, lab.page_params(hosting), step_state(step, hosting))) \
             and step.lab != on_page:
-        st.switch_page(lab.page)
+        st.switch_page(pages.lab_page(lab))
 
 
 def show_path() -> None:

@@ -7,6 +7,7 @@ from typing import Callable, Hashable
 
 import streamlit as st
 
+from symlab.serving import pace
 from symlab.serving.playback import Playback
 from views.common.binding import server_settings
 
@@ -25,17 +26,34 @@ def frame_player(name: str, state_key: Hashable, frames: int, start: int, tick_s
         st.session_state[f"{name}.playback"] = Playback(frames, frame=start)
     playback = st.session_state[f"{name}.playback"]
     tick = max(tick_seconds, server_settings().live.min_tick_seconds)
+    paced = st.session_state.setdefault(f"{name}.pace", pace.Pace())
+    if playback.playing and not timer_was_on(name):  # the timer starts: at the pace the server's load asks for
+        paced.start(pace.PROCESS_LOAD.cores(), time.monotonic())
+    st.session_state[f"{name}.timer_on"] = playback.playing
+    interval = tick * paced.slowdown
 
-    @st.fragment(run_every=tick if playback.playing else None)
+    # The buttons belong to the whole page's run, not the fragment's: a click reruns the page once (which starts or
+    # stops the timer), where a button of the fragment would rerun the fragment, then the page.
+    player_buttons(name, playback, play_help, reset_help)
+
+    @st.fragment(run_every=interval if playback.playing else None)
     def panel():
-        playback.timer_run(time.monotonic(), tick)
+        now = time.monotonic()
+        due = playback.tick_due(now, interval)
+        if due:  # the timer's run (a person's is an interaction: it waits for none)
+            pace.INTERACTIONS.wait()
+            now = time.monotonic()
+        playback.timer_run(now, interval, paced.slowdown)
         if follow is not None and not follow(playback.frame):
             playback.pause()
-        player_buttons(name, playback, play_help, reset_help)
         st.progress(playback.frame / max(frames - 1, 1), text=label(playback.frame))
+        if playback.playing and paced.slowdown > 1:
+            st.caption(f"The server is busy with the class: this animation redraws every {interval:g} s, "
+                       f"{paced.slowdown} frames at a time, so that everyone's clicks come first.")
         draw(playback.frame, {"displayModeBar": False} if playback.playing else {})
-        if playback.playing != timer_on:
-            st.rerun()  # start or stop the timer: it is fixed when the fragment is defined
+        repaced = due and paced.update(pace.PROCESS_LOAD.cores(), now)
+        if playback.playing != timer_on or (playback.playing and repaced):
+            st.rerun()  # stop or retime the timer (and show the buttons it leaves): it is fixed where defined
 
     timer_on = playback.playing
     panel()
@@ -47,7 +65,13 @@ def player_buttons(name: str, playback: Playback, play_help: str | None, reset_h
                    disabled=playback.playing, width="stretch", help=play_help)
     cols[1].button("Pause", icon=":material/pause:", on_click=playback.pause, key=f"{name}.pause",
                    disabled=not playback.playing, width="stretch")
-    cols[2].button("Step", icon=":material/skip_next:", on_click=playback.step_paused, key=f"{name}.step",
-                   disabled=playback.at_end, width="stretch")
+    cols[2].button("Step", icon=":material/skip_next:", on_click=playback.step_paused,
+                   key=f"{name}.step", disabled=playback.at_end, width="stretch")
     cols[3].button("Reset", icon=":material/replay:", on_click=playback.reset, key=f"{name}.reset",
                    width="stretch", help=reset_help)
+
+
+def timer_was_on(name: str) -> bool:
+    """Whether the player's timer ran before this run of the whole page."""
+    return st.session_state.get(f"{name}.timer_on", False)
+

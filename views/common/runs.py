@@ -8,12 +8,14 @@ import logging
 import os
 import uuid
 from pathlib import Path
+from typing import Callable
 
 import streamlit as st
 
 from symlab.labs import run_kinds
 from symlab.runs import supervisor
 from symlab.runs.registry import Registry, RegistryError
+from symlab.serving import pace
 from symlab.specs import settings
 from symlab.specs.run_kind import ACTIVE, RESUMABLE
 from symlab.specs.settings import database_url
@@ -210,3 +212,26 @@ def act(action) -> None:
         st.error(explain(error))
         return
     st.rerun(scope="fragment")
+
+
+REFRESH_SECONDS = 2.0  # a runs panel's redraws while one of its runs is queued or running
+IDLE_REFRESH_SECONDS = 10.0  # … and while none is: others' new runs show within this
+
+
+def live_panel(page: str, draw: Callable[[], list | None]) -> None:
+    """``draw()`` (a runs table; it returns the lab's runs, None where they could not be read) in a fragment that
+    redraws itself every :data:`REFRESH_SECONDS` while a run is queued or running, every
+    :data:`IDLE_REFRESH_SECONDS` otherwise; a redraw of its timer lets the runs people asked for go first."""
+    live = st.session_state.get(f"{page}.runs_live", False)
+
+    @st.fragment(run_every=REFRESH_SECONDS if live else IDLE_REFRESH_SECONDS)
+    def panel():
+        pace.INTERACTIONS.wait()
+        all_runs = draw()
+        now_live = any(run.status in ACTIVE for run in all_runs or ())
+        if now_live != live:
+            st.session_state[f"{page}.runs_live"] = now_live
+            st.rerun()  # the timer is fixed where the fragment is defined
+
+    panel()
+

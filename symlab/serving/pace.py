@@ -1,0 +1,116 @@
+"""People before animation: how busy the page process is, and how a live panel paces itself by it.
+
+Every session's scripts run in one process, under one interpreter lock: a class's live animations (a redraw
+every half second per playing student) compete with the clicks of everyone else. Two rules keep the clicks first:
+
+* a live panel redraws less often while the process is busy (:class:`Pace`): its timer slows by a whole factor
+  and each redraw advances that many frames, so the animation keeps its speed in frames per second;
+* a timer's run waits, a little, for the interactions under way (:class:`Interactions`) before it starts.
+
+No Streamlit here (views/common/player.py applies it): the rules are tested directly.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass
+from typing import Callable
+
+BUSY_WINDOW_SECONDS = 2.0  # the page process's CPU use is averaged over this long
+BUSY_SAMPLE_SECONDS = 0.25  # at most one sample of its CPU clock per this long
+# Cores of page runs above which a timer's interval is × the slowdown (each redraw then advances that many frames):
+# the class's budget for page runs is a third of a core, and a live panel's redraws are most of them.
+SLOWDOWNS = {0.35: 2, 0.6: 4}
+HYSTERESIS = 0.1  # cores: a playing panel speeds up again only this far below the bound it crossed
+HOLD_SECONDS = 4.0  # a playing panel keeps its pace at least this long (a change costs a run of the whole page)
+YIELD_SECONDS, YIELD_POLL_SECONDS = 0.3, 0.01  # a timer's run waits at most this long for interactions
+
+
+class ProcessLoad:
+    """The cores this process's threads used recently: its CPU clock over the last ~:data:`BUSY_WINDOW_SECONDS`.
+    Safe to call from every session's thread."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic, cpu: Callable[[], float] = time.process_time):
+        self.clock, self.cpu = clock, cpu
+        self.samples: deque[tuple[float, float]] = deque()
+        self.lock = threading.Lock()
+
+    def cores(self) -> float:
+        now, used = self.clock(), self.cpu()
+        with self.lock:
+            if not self.samples or now - self.samples[-1][0] >= BUSY_SAMPLE_SECONDS:
+                self.samples.append((now, used))
+            while len(self.samples) > 2 and now - self.samples[1][0] >= BUSY_WINDOW_SECONDS:
+                self.samples.popleft()
+            then, used_then = self.samples[0]
+        return (used - used_then) / (now - then) if now - then >= BUSY_SAMPLE_SECONDS else 0.0
+
+
+def slowdown_for(cores: float) -> int:
+    """A timer's slowdown (1, 2 or 4) for a page process using ``cores``."""
+    return max([1, *(slowdown for bound, slowdown in SLOWDOWNS.items() if cores > bound)])
+
+
+@dataclass
+class Pace:
+    """One live panel's pace: its timer's interval is ``slowdown`` × the panel's own, and each redraw advances
+    that many frames. Set at once where the timer starts (that run draws the whole page anyway); while it plays,
+    changed at most every :data:`HOLD_SECONDS`, and slower sooner than faster (:data:`HYSTERESIS`)."""
+
+    slowdown: int = 1
+    since: float = -float("inf")
+
+    def start(self, cores: float, now: float) -> None:
+        self.slowdown, self.since = slowdown_for(cores), now
+
+    def update(self, cores: float, now: float) -> bool:
+        """While playing: the pace for a page process using ``cores``; True when it changed."""
+        if now - self.since < HOLD_SECONDS:
+            return False
+        slowdown = slowdown_for(cores)
+        if slowdown < self.slowdown and slowdown_for(cores + HYSTERESIS) >= self.slowdown:
+            return False
+        if slowdown == self.slowdown:
+            return False
+        self.slowdown, self.since = slowdown, now
+        return True
+
+
+class Interactions:
+    """The runs people asked for (a click, a slider, a page) under way in this process, which a timer's run lets
+    go first: it waits up to :data:`YIELD_SECONDS` for them to end."""
+
+    def __init__(self):
+        self.count = 0
+        self.lock = threading.Lock()
+        self.here = threading.local()  # whether this thread's run is one of them
+
+    @contextlib.contextmanager
+    def running(self):
+        with self.lock:
+            self.count += 1
+        self.here.running = True
+        try:
+            yield
+        finally:
+            self.here.running = False
+            with self.lock:
+                self.count -= 1
+
+    def wait(self, limit: float = YIELD_SECONDS, sleep: Callable[[float], None] = time.sleep) -> float:
+        """Sleep (the interpreter lock free meanwhile) while another thread runs an interaction, at most ``limit``
+        seconds; the seconds waited. A run that is itself an interaction waits for none."""
+        if getattr(self.here, "running", False):
+            return 0.0
+        waited = 0.0
+        while self.count > 0 and waited < limit:
+            sleep(YIELD_POLL_SECONDS)
+            waited += YIELD_POLL_SECONDS
+        return waited
+
+
+PROCESS_LOAD = ProcessLoad()
+INTERACTIONS = Interactions()

@@ -1,0 +1,114 @@
+"""People before animation (symlab/serving/pace.py): the page process's load, a live panel's pace, the wait of a
+timer's run for the interactions under way."""
+
+import threading
+import time
+
+import pytest
+
+from symlab.serving import pace
+from symlab.serving.playback import Playback
+
+
+class FakeClocks:
+    def __init__(self):
+        self.now, self.used = 0.0, 0.0
+
+    def advance(self, seconds: float, cores: float) -> None:
+        self.now += seconds
+        self.used += seconds * cores
+
+
+def test_the_load_is_the_cores_used_over_the_last_window():
+    clocks = FakeClocks()
+    load = pace.ProcessLoad(clock=lambda: clocks.now, cpu=lambda: clocks.used)
+    assert load.cores() == 0.0  # one sample: nothing to measure yet
+    for _ in range(20):  # 5 s at 0.8 of a core
+        clocks.advance(0.25, 0.8)
+        load.cores()
+    assert load.cores() == pytest.approx(0.8)
+    for _ in range(12):  # then 3 s idle: the window forgets the busy seconds
+        clocks.advance(0.25, 0.0)
+        busy = load.cores()
+    assert busy < 0.2
+    assert len(load.samples) <= pace.BUSY_WINDOW_SECONDS / pace.BUSY_SAMPLE_SECONDS + 2  # bounded, however long
+
+
+def test_the_process_load_follows_this_process_cpu():
+    load = pace.ProcessLoad()
+    load.cores()
+    end = time.monotonic() + 0.6
+    while time.monotonic() < end:  # one core busy
+        pass
+    assert 0.7 < load.cores() < 1.3
+
+
+def test_a_timer_slows_by_whole_factors_with_the_page_process_load():
+    assert [pace.slowdown_for(cores) for cores in (0.0, 0.3, 0.35, 0.36, 0.6, 0.61, 1.5)] == [1, 1, 1, 2, 2, 4, 4]
+
+
+def test_a_playing_panel_starts_at_its_pace_then_changes_it_rarely_and_speeds_up_late():
+    paced = pace.Pace()
+    paced.start(0.9, now=0.0)  # where the timer starts: at once, whatever the last change
+    assert paced.slowdown == 4
+    assert not paced.update(0.1, now=1.0) and paced.slowdown == 4  # held: a change costs a whole page's run
+    assert not paced.update(0.55, now=pace.HOLD_SECONDS) and paced.slowdown == 4  # just under a bound: kept
+    assert paced.update(0.45, now=pace.HOLD_SECONDS) and paced.slowdown == 2
+    assert not paced.update(0.3, now=2 * pace.HOLD_SECONDS) and paced.slowdown == 2  # within the hysteresis
+    assert paced.update(0.2, now=3 * pace.HOLD_SECONDS) and paced.slowdown == 1
+    assert paced.update(0.7, now=4 * pace.HOLD_SECONDS) and paced.slowdown == 4  # slower at once: no hysteresis
+    paced.start(0.0, now=4 * pace.HOLD_SECONDS + 1)
+    assert paced.slowdown == 1
+
+
+def test_a_slowed_panel_advances_as_many_frames_a_tick_and_keeps_its_speed():
+    normal, slowed = Playback(frames=100), Playback(frames=100)
+    normal.play(), slowed.play()
+    for t in range(0, 20):  # 10 s: the normal panel every 0.5 s, the slowed one every 1 s, 2 frames each
+        normal.timer_run(t * 0.5, 0.5)
+        if t % 2 == 0:
+            slowed.timer_run(t * 0.5, 1.0, frames=2)
+    assert normal.frame == 20 and slowed.frame == 20
+    assert not slowed.tick_due(9.5, 1.0) and slowed.tick_due(10.0, 1.0)
+
+
+def test_a_timer_run_waits_for_the_interactions_under_way_and_no_longer_than_its_limit():
+    interactions = pace.Interactions()
+    assert interactions.wait() == 0.0  # nothing under way
+    done = threading.Event()
+
+    def someone_clicks(seconds):
+        with interactions.running():
+            time.sleep(seconds)
+        done.set()
+
+    threading.Thread(target=someone_clicks, args=(0.1,)).start()
+    time.sleep(0.02)
+    start = time.monotonic()
+    waited = interactions.wait(limit=1.0)
+    assert done.is_set() and 0.05 < time.monotonic() - start < 0.5 and waited > 0
+    threading.Thread(target=someone_clicks, args=(1.0,)).start()
+    time.sleep(0.02)
+    start = time.monotonic()
+    interactions.wait(limit=0.1)  # a long click: the animation goes on after the limit
+    assert time.monotonic() - start < 0.5
+
+
+def test_an_interaction_waits_for_no_one():
+    interactions = pace.Interactions()
+    release = threading.Event()
+
+    def long_click():
+        with interactions.running():
+            release.wait(5)
+
+    other = threading.Thread(target=long_click)
+    other.start()
+    time.sleep(0.02)
+    with interactions.running():  # this thread's run is someone's too: it goes ahead
+        start = time.monotonic()
+        assert interactions.wait(limit=1.0) == 0.0
+        assert time.monotonic() - start < 0.05
+    release.set()
+    other.join()
+    assert interactions.count == 0

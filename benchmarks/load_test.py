@@ -19,8 +19,17 @@ staying with one, as behind a sticky proxy. Errors by kind: exception (an except
 a script that failed to compile), disconnect, timeout (no end of run, or no result, within --timeout),
 page_not_found. The server's RSS (peak) and
 CPU (cores busy) come from /proc. It ends with one JSON line: sessions, errors, p50_ms, p95_ms,
-max_ms, server_rss_peak_mib, server_cpu_cores (the last phase's), and every phase under "phases".
-Targets: N = 30: 0 errors, p95 <= 1 s; N = 100: 0 errors, p95 <= 3 s.
+max_ms, server_rss_peak_mib, server_cpu_cores (the last phase's), rates, and every phase under "phases".
+Targets: N = 30: 0 errors, p95 <= 1 s; N = 100 (with --replicas 2): 0 errors, p95 <= 2 s.
+
+Per student: the servers are benchmarks/counted_serve.py (serve.py writing down each script run's CPU), and
+each run counts to the request its session sent last before it began, so each phase has "page_cpu": CPU-ms
+per request by kind (open, widget, preset, button, tick, upload) and ticks by page, beside
+"page_cores_per_student" (the page processes' cores over N). "rates" are the machine's
+(bench_interactions.py's three, measured here first), to compare machines. The class arrives once the
+servers' page processes are quiet (their warm-up done: "settled_after_s"); --no-settle sends it at once.
+--players K: K of the N sessions keep a player playing throughout (toy, modes, align, symmetry in turn), and
+the latencies are the others'; --players-still: they sit on those pages (the baseline to compare with).
 
 Chromium mode (the default) checks what a browser really shows, for small N:
 

@@ -16,7 +16,6 @@ from symlab.specs import settings
 from views.common import binding, charts, computing, files, player
 
 PAGE = "align"
-SPECS = LAB.page_params(binding.server_settings())
 PATH_STYLE = {"before": ("#D55E00", "solid", "circle"), "weights": ("#009E73", "dot", "square"),
               "w2": ("#0072B2", "dash", "diamond")}
 PERSON_COLOURS = {"A": "#0072B2", "B": "#E69F00"}
@@ -146,7 +145,7 @@ def controls():
                 widget(name)
             return
         st.subheader("Presets")
-        binding.preset_picker(PAGE, SPECS, PRESETS)
+        binding.preset_picker(PAGE, binding.page_specs(LAB), PRESETS)
         st.subheader("Task and network")
         widget("task", horizontal=True, format_func={"moons": "half moons (2-D)", "mnist": "MNIST subset"}.get)
         for name in ("width", "depth", "train_size"):
@@ -517,7 +516,7 @@ def pair_downloads(config: align_lab.AlignConfig, rep: align_lab.AlignmentReport
 
 
 def main():
-    values = binding.start_page(PAGE, SPECS, "Alignment",
+    values = binding.start_page(PAGE, binding.page_specs(LAB), "Alignment",
                            "Match two mean-field posteriors across permutations of their hidden units and watch the "
                            "loss barrier between them disappear (Rossi, Singh, Hannagan 2023).", controls)
     config = params.page_config(values)

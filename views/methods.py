@@ -16,8 +16,6 @@ from symlab.specs import controls
 from views.common import binding, charts, runs
 
 PAGE = LAB.name
-LIMITS = binding.server_settings().runs
-SPECS = LAB.page_params(binding.server_settings())
 COLUMN_NAMES = {"mmd": "MMD", "mmd_no_symmetry": "MMD, no symmetries", "accuracy": "Acc", "ece": "ECE",
                 "brier": "Brier", "aupr": "AUPR", "fpr95": "FPR95", "id_mi": "IDMI", "ood_mi": "OODMI", "nll": "NLL"}
 STABILITY_PLOT_PX = 300
@@ -51,7 +49,7 @@ def config_from(values) -> MethodsConfig:
 
 
 def controls_panel():
-    binding.preset_picker(PAGE, SPECS, params.PRESETS)
+    binding.preset_picker(PAGE, binding.page_specs(LAB), params.PRESETS)
     with st.expander("Settings", expanded=False):
         cols = st.columns(2)
         for index, name in enumerate(params.PAGE_FIELDS):
@@ -317,7 +315,7 @@ def results(values, config: MethodsConfig) -> None:
 
 def launch(config: MethodsConfig) -> None:
     try:
-        run_id = runs.launch(LAB.name, config, LIMITS)
+        run_id = runs.launch(LAB.name, config, binding.server_settings().runs)
     except (ValueError, RegistryError) as error:
         st.error(f"Not launched: {runs.explain(error)}")
         return
@@ -337,14 +335,14 @@ def runs_frame(all_runs, owner: str) -> pd.DataFrame:
 
 def live_runs() -> list | None:
     """The comparisons' table; the lab's runs (None: not read)."""
-    all_runs = runs.lab_runs(PAGE, LAB.name, LIMITS)
+    all_runs = runs.lab_runs(PAGE, LAB.name, binding.server_settings().runs)
     if all_runs is None:
         return None
     if not all_runs:
         st.info("No comparisons yet: launch one above.")
         return all_runs
     owner = runs.browser_owner()
-    runs.run_controls(PAGE, all_runs, owner, LIMITS, stage_text)
+    runs.run_controls(PAGE, all_runs, owner, binding.server_settings().runs, stage_text)
     frame = runs_frame(all_runs, owner)
     st.dataframe(frame, hide_index=True, width="stretch",
                  column_config={"progress": st.column_config.ProgressColumn("progress", min_value=0, max_value=1)})
@@ -356,13 +354,14 @@ def launch_panel(config: MethodsConfig) -> None:
     st.markdown(runs.where_runs_train())
     if st.button("Launch this comparison", type="primary", icon=":material/rocket_launch:", key="methods.launch"):
         launch(config)
-    st.caption(f"Each method is a stage: the progress bar moves as each finishes. This server: {LIMITS.describe()}.")
+    st.caption("Each method is a stage: the progress bar moves as each finishes. "
+               f"This server: {binding.server_settings().runs.describe()}.")
     runs.lecturer_panel(PAGE)
     runs.live_panel(PAGE, live_runs)
 
 
 def main():
-    values = binding.start_page(PAGE, SPECS, "Posterior approximations",
+    values = binding.start_page(PAGE, binding.page_specs(LAB), "Posterior approximations",
                                 "Laurent et al. 2024, §4 and Table 1: which method's samples lie closest to a "
                                 "reference posterior of independently trained networks, with and without the "
                                 "weight-space symmetries?", controls_panel)

@@ -19,9 +19,6 @@ from symlab.specs.run_kind import ACTIVE
 from views.common import binding, charts, files, runs
 
 PAGE = LAB.name
-LIMITS = binding.server_settings().runs
-HOSTED = binding.server_settings().hosted
-SPECS = LAB.page_params(binding.server_settings())
 METHOD_COLOURS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000")
 DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
 SYMBOLS = ("circle", "square", "diamond", "triangle-up", "x", "cross", "star")  # a third cue besides colour and dash
@@ -90,10 +87,10 @@ def control(name: str, **options):
 
 
 def controls_panel():
-    caps = params.caps(LIMITS)
+    caps = params.caps(binding.server_settings().runs)
     with st.sidebar:
         st.subheader("Presets")
-        binding.preset_picker(PAGE, SPECS, params.PRESETS)
+        binding.preset_picker(PAGE, binding.page_specs(LAB), params.PRESETS)
         st.subheader("Network")
         control("hidden", cap=caps["hidden"])
         control("depth", cap=caps["depth"])
@@ -197,7 +194,7 @@ def launch(values, methods) -> None:
     for method in methods:
         try:
             config = config_from(values, method)
-            run_id = runs.launch(LAB.name, config, LIMITS)
+            run_id = runs.launch(LAB.name, config, binding.server_settings().runs)
         except (ValueError, RegistryError) as error:
             st.error(f"Not launched: {runs.explain(error)}")
             return
@@ -215,7 +212,7 @@ def launch_panel(values):
     if cols[1].button("Launch MFVI and SGM (same seed)", icon=":material/compare_arrows:", key="mnist.launch_pair",
                       width="stretch"):
         launch(values, ["mfvi", "sgm"])
-    st.caption(f"This server: {LIMITS.describe()}.")
+    st.caption(f"This server: {binding.server_settings().runs.describe()}.")
     runs.lecturer_panel(PAGE)
 
 
@@ -374,7 +371,7 @@ def metrics_frame(history_by_run, labels) -> pd.DataFrame:
 
 def live_runs() -> list | None:
     """The runs table and the curves of the runs in progress; the lab's runs (None: not read)."""
-    all_runs = runs.lab_runs(PAGE, LAB.name, LIMITS)
+    all_runs = runs.lab_runs(PAGE, LAB.name, binding.server_settings().runs)
     if all_runs is None:
         return None
     reg = runs.registry()
@@ -382,7 +379,8 @@ def live_runs() -> list | None:
         st.info("No runs yet: launch one above (or with `python -m symlab mnist`).")
         return all_runs
     owner = runs.browser_owner()
-    runs.run_controls(PAGE, all_runs, owner, LIMITS, lambda run: f"epoch {run.epoch}/{run.config.epochs}")
+    runs.run_controls(PAGE, all_runs, owner, binding.server_settings().runs,
+                      lambda run: f"epoch {run.epoch}/{run.config.epochs}")
     frame = runs_frame(all_runs, owner)
     shown_runs = frame[frame["yours"]] if runs_filter(frame, owner) else frame
     st.dataframe(shown_runs, hide_index=True, width="stretch",
@@ -737,7 +735,7 @@ def compare(values, all_runs):
 
 
 def main():
-    values = binding.start_page(PAGE, SPECS, "MNIST: MFVI vs SGM across widths",
+    values = binding.start_page(PAGE, binding.page_specs(LAB), "MNIST: MFVI vs SGM across widths",
                            "Gelberg et al. 2024, §5 and Table 1: does symmetrising the variational posterior "
                            "help more as the network gets wider?", controls_panel)
     problems = data_problems()
@@ -749,7 +747,8 @@ def main():
     except RegistryError as error:  # said here; the tabs draw what needs no registry
         st.error(runs.explain(error))
         root = None
-    kept = "" if HOSTED or root is None else f" Runs are kept in `{root}`."  # a hosted server's paths are not theirs
+    # A hosted server's paths are not the visitors'.
+    kept = "" if binding.server_settings().hosted or root is None else f" Runs are kept in `{root}`."
     try:
         device_text = resolve_device(values["device"]).type
     except ValueError as error:

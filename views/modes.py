@@ -11,7 +11,6 @@ from symlab.labs.modes import experiment as modes
 from views.common import binding, charts, player
 
 PAGE = "modes"
-SPECS = LAB.page_params(binding.server_settings())
 FIG5_SIGMAS = (0.25, 0.5, 1.0, 2.0)
 PAPER_THRESHOLDS = (1.25, 2.5, 5.0, 10.0)  # Gelberg et al. Fig. 5, read off their sweeps
 FRAME_STRIDE = 10  # Adam steps per animation frame
@@ -50,7 +49,7 @@ def path_for(alpha: float, sigma: float):
 def controls():
     with st.sidebar:
         st.subheader("Presets")
-        binding.preset_picker(PAGE, SPECS, params.PRESETS)
+        binding.preset_picker(PAGE, binding.page_specs(LAB), params.PRESETS)
         st.subheader("Target")
         st.slider("Mode distance α", params.ALPHA.low, params.ALPHA.high, step=params.ALPHA.step,
                   key=binding.widget_key(PAGE, "alpha"))
@@ -355,7 +354,7 @@ $\mathrm{KL}(q\,\|\,p_\alpha) = \mathbb E_q[\log q(x) - \log p_\alpha(x)]$, star
 
 
 def main():
-    values = binding.start_page(PAGE, SPECS, "Mode interpolation",
+    values = binding.start_page(PAGE, binding.page_specs(LAB), "Mode interpolation",
                            "Fit one Gaussian to two equal modes by reverse KL. Below a threshold α* ≈ 5σ it "
                            "sits between them; above, on one of them (Gelberg et al. 2024, §3).", controls)
     alpha, sigma, dim, forward = values["alpha"], values["sigma"], values["dim"], values["forward"]

@@ -24,7 +24,6 @@ from symlab.serving import precomputed
 from views.common import binding, charts, computing, files, player
 
 PAGE = "symmetry"
-SPECS = LAB.page_params(binding.server_settings())
 STAGE_STYLE = {"raw": ("#0072B2", "solid"), "scaled": ("#D55E00", "dash"), "sorted": ("#009E73", "dot")}
 METHOD_STYLE = {"exact": ("#999999", "circle", "exact posterior"), "mfvi": ("#0072B2", "x", "MFVI"),
                 "sgm": ("#D55E00", "triangle-up", "SGM"), "ensemble": ("#CC79A7", "square", "ensemble"),
@@ -80,7 +79,7 @@ def controls():
     part = st.session_state[key("part")]
     with st.sidebar:
         st.subheader("Presets")
-        binding.preset_picker(PAGE, SPECS, PRESETS)
+        binding.preset_picker(PAGE, binding.page_specs(LAB), PRESETS)
         st.subheader("Part")
         st.radio("Part", list(PARTS), format_func=PARTS.get, key=key("part"), label_visibility="collapsed")
         st.subheader("Settings")
@@ -770,7 +769,7 @@ def first_layer_pictures(found: symmetry_lab.UploadedNetwork) -> tuple:
 
 
 def main():
-    values = binding.start_page(PAGE, SPECS, "Symmetry explorer",
+    values = binding.start_page(PAGE, binding.page_specs(LAB), "Symmetry explorer",
                            "Take the permutation and scaling symmetries out of trained networks, and measure how close "
                            "a network's equivalent copies are (Laurent et al. 2024; Gelberg et al. 2024, Thm 3.1).",
                            controls)

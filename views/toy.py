@@ -17,7 +17,6 @@ from symlab.specs.urlstate import parse_query
 from views.common import binding, charts, computing, player
 
 PAGE = "toy"
-SPECS = LAB.page_params(binding.server_settings())
 # What to do about a fit stuck on one side: starts from the origin differ only in their Monte-Carlo noise.
 REMEDIES = {"random": "press New seed or raise Restarts",
             "origin": "press New seed or choose random initial means (starts from the origin differ only in their noise)"}
@@ -68,7 +67,7 @@ def widget(name: str, **options):
 def controls_panel():
     with st.sidebar:
         st.subheader("Presets")
-        binding.preset_picker(PAGE, SPECS, params.PRESETS)
+        binding.preset_picker(PAGE, binding.page_specs(LAB), params.PRESETS)
         st.subheader("Data and prior")
         for name in ("alpha", "noise", "n_train", "prior_scale"):
             widget(name)
@@ -87,7 +86,7 @@ def controls_panel():
 def new_settings_start_over() -> None:
     """New settings train from the start: the link's Adam step goes back to 0 before the link is written."""
     trained = st.session_state.get("toy.live", (None, None))[0]
-    if trained is not None and trained != config_from(binding.current_values(PAGE, SPECS)):
+    if trained is not None and trained != config_from(binding.current_values(PAGE, binding.page_specs(LAB))):
         st.session_state[STEP_KEY] = 0
 
 
@@ -482,7 +481,7 @@ $\log p(\mathcal D)$ come from a 201 × 201 grid.
 
 
 def main():
-    values = binding.start_page(PAGE, SPECS, "Tractable BNN",
+    values = binding.start_page(PAGE, binding.page_specs(LAB), "Tractable BNN",
                            "The smallest network with a permutation symmetry, trained live: mean-field VI against "
                            "its symmetrised version and the exact posterior (Gelberg et al. 2024, §5).", controls_panel)
     config = config_from(values)

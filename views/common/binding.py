@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 from typing import Mapping, MutableMapping, Sequence
 
 import streamlit as st
@@ -85,6 +87,17 @@ def server_settings(report: bool = False) -> Hosting:
         if report:
             st.error(f"A server setting is unusable, so the defaults apply: {error}", icon=":material/error:")
         return Hosting.defaults(is_hosted())
+
+
+def page_specs(lab, hosting: Hosting | None = None) -> tuple:
+    """``lab``'s URL parameters under ``hosting`` (default: this server's settings, read now), built once per
+    settings: a page reads them on every run, and some take milliseconds to build (the toy's ~12 ms)."""
+    return _page_specs(lab, server_settings() if hosting is None else hosting)
+
+
+@functools.lru_cache(maxsize=64)
+def _page_specs(lab, hosting: Hosting | None) -> tuple:
+    return lab.page_params(hosting)
 
 
 def for_visitors(text: str) -> str:

@@ -26,7 +26,7 @@ def class_path() -> LessonPath:
 def step_state(step: Step, hosting: Hosting) -> dict:
     """The controls' values of ``step``'s preset on a server of ``hosting`` (those presets leave to the user aside)."""
     lab = LABS_BY_NAME[step.lab]
-    return lab.page_presets().state(step.preset, lab.page_params(hosting))
+    return lab.page_presets().state(step.preset, binding.page_specs(lab, hosting))
 
 
 @cache
@@ -34,7 +34,7 @@ def step_link(step: Step, hosting: Hosting) -> str:
     """The link to ``step``'s page with its preset, relative to the app's root: the values in which the preset's
     state differs from the page's default link."""
     lab = LABS_BY_NAME[step.lab]
-    specs, defaults = lab.page_params(hosting), lab.default_values(hosting)
+    specs, defaults = binding.page_specs(lab, hosting), lab.default_values(hosting)
     default = encode_query(defaults, specs)
     encoded = encode_query({**defaults, **step_state(step, hosting)}, specs)
     changed = {name: value for name, value in encoded.items() if value != default[name]}
@@ -47,7 +47,7 @@ def open_button(step: Step, key: str, on_page: str | None = None) -> None:
     # The values are set in the click's callback, before this run draws any widget that holds them.
     if st.button(f"Open step {step.number}: {lab.title}, *{step.preset}*", key=key, icon=":material/arrow_forward:",
                  help=f"Or share the link: {step_link(step, hosting)}", on_click=binding.set_page_values,
-                 args=(step.lab, lab.page_params(hosting), step_state(step, hosting))) \
+                 args=(step.lab, binding.page_specs(lab, hosting), step_state(step, hosting))) \
             and step.lab != on_page:
         st.switch_page(pages.lab_page(lab))
 
@@ -67,7 +67,7 @@ def show_next_step(lab_name: str) -> None:
     """At the end of a lab page: what the class path's current step shows, and a button to its next step."""
     path = class_path()
     lab = LABS_BY_NAME[lab_name]
-    specs = lab.page_params(binding.server_settings())
+    specs = binding.page_specs(lab)
     try:
         preset = lab.page_presets().matching(binding.current_values(lab_name, specs), specs)
     except KeyError:  # the page stopped before its controls were bound

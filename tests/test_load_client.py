@@ -170,7 +170,7 @@ def test_a_short_protocol_run_against_its_own_server():
     assert summary["server_rss_peak_mib"] > 50 and summary["server_cpu_cores"] > 0
     # per student: the page process's CPU by request (the counted server's log), the machine's rates
     assert phase["page_cpu"]["by_request"]["open"]["cpu_ms_per_request"] > 1
-    assert 0 < phase["page_cpu"]["matched_cpu_s"] <= phase["page_cpu"]["runs_cpu_s"]
+    assert 0 < phase["page_cpu"]["matched_cpu_s"] <= phase["page_cpu"]["runs_cpu_s"] + 1e-9  # sums in two orders
     assert 0 < phase["page_cores_per_student"] < 1
     assert phase["players"]["sessions"] == 1 and phase["players"]["ticks"] > 0 and phase["players"]["errors"] == 0
     assert summary["rates"]["matmul_gflops"] > 1 and summary["rates"]["elements_g_per_s"] > 0.1

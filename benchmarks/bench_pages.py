@@ -133,15 +133,8 @@ def summary(values: list[float]) -> dict:
                 min_ms=min(values, default=None))
 
 
-def rates() -> dict:
-    """The machine's rates on one thread (bench_interactions.py's): GFLOP/s, G elements/s, M normal draws/s."""
-    measured = measured_rates()
-    return dict(matmul_gflops=round(measured.matmul_flops / 1e9, 1), elements_g=round(measured.elementwise / 1e9, 2),
-                normals_m=round(measured.normals / 1e6))
-
-
 def report(results: dict) -> str:
-    machine = ", ".join(f"{k} {v:g}" for k, v in results["rates"].items())
+    machine = ", ".join(f"{k} {v:.3g}" for k, v in results["rates"].items())
     out = [f"Page CPU per run (ms, median of {results['repeat']}; the page process only), "
            f"{'hosted' if results['hosted'] else 'local'} server; machine: {machine}",
            f"{'page':<10} " + " ".join(f"{kind:>9}" for kind in KINDS)]
@@ -164,7 +157,7 @@ def main(argv=None) -> dict:
     unknown = set(pages) - set(PAGES)
     if unknown:
         parser.error(f"unknown pages {sorted(unknown)}; choose from home, {', '.join(PAGES[1:])}")
-    results = dict(rates=rates(), hosted=not args.local, repeat=args.repeat, pages={})
+    results = dict(rates=measured_rates().in_units(), hosted=not args.local, repeat=args.repeat, pages={})
     env = {} if args.local else {"SYMLAB_HOSTED": "1"}
     with app_process(env) as (url, process):
         for page in pages:

@@ -879,7 +879,8 @@ def nudged(widget, rng: random.Random):
     return min(max(value, proto.min), proto.max)
 
 
-async def protocol_phase(urls: list[str], n: int, args, sampler: Sampler | None) -> dict:
+async def protocol_phase(urls: list[str], n: int, args, sampler: Sampler | None, run_log: Path | None = None
+                         ) -> dict:
     # Each session stays with one server, as behind a sticky proxy.
     sessions = [Session(urls[i % len(urls)], timeout=args.timeout) for i in range(n)]
     own_ticks = sum(os.times()[:2])
@@ -924,8 +925,8 @@ async def protocol_phase(urls: list[str], n: int, args, sampler: Sampler | None)
         result["players"] = dict(sessions=players, playing=not args.players_still,
                                  ticks=sum(a.what == "tick" for s in sessions[:players] for a in s.answered),
                                  errors=sum(sum(s.errors.values()) for s in sessions[:players]))
-    if args.run_log:
-        result["page_cpu"] = page_cpu(sessions, read_runs(args.run_log, start, end))
+    if run_log is not None:
+        result["page_cpu"] = page_cpu(sessions, read_runs(run_log, start, end))
     if uploaders:
         result["uploaders"] = merge_uploaders(uploaders)
     if sampler:
@@ -941,18 +942,21 @@ async def protocol_phase(urls: list[str], n: int, args, sampler: Sampler | None)
     return result
 
 
-def read_runs(path: Path, start: float, end: float) -> dict[str, list[tuple[float, float, float]]]:
+RUN_START_SLACK = 0.002  # s: a run may be logged as starting a hair before its request's send was stamped
+
+
+def read_runs(path: Path, start: float, end: float) -> dict[str, list[tuple[float, float]]]:
     """The script runs (benchmarks/counted_serve.py's log) that started between ``start`` and ``end``, by session:
-    (start, end, CPU-ms) each."""
-    runs: dict[str, list[tuple[float, float, float]]] = {}
+    (start, CPU-ms) each."""
+    runs: dict[str, list[tuple[float, float]]] = {}
     for line in path.read_text().splitlines():
-        session_id, began, ended, cpu_ms, _ = line.split()
+        session_id, began, _, cpu_ms, _ = line.split()
         if start <= float(began) <= end:
-            runs.setdefault(session_id, []).append((float(began), float(ended), float(cpu_ms)))
+            runs.setdefault(session_id, []).append((float(began), float(cpu_ms)))
     return runs
 
 
-def page_cpu(sessions: list[Session], runs: dict[str, list[tuple[float, float, float]]]) -> dict:
+def page_cpu(sessions: list[Session], runs: dict[str, list[tuple[float, float]]]) -> dict:
     """The page process's CPU per request, by kind: each run of a session is the work of the last request that
     session sent before the run began (a request's own run, the reruns it asked for, the waiting panel's redraws
     are requests of their own: ticks). Also what all runs took, to compare with the process's total."""
@@ -960,32 +964,28 @@ def page_cpu(sessions: list[Session], runs: dict[str, list[tuple[float, float, f
     count: Counter = Counter()
     tick_pages: Counter = Counter()
     tick_spent: Counter = Counter()
-    matched = total = 0.0
+    matched = 0.0
     for session in sessions:
         requests = sorted(session.answered, key=lambda a: a.sent)
         sent = [a.sent for a in requests]
         for a in requests:
             count[a.what] += 1
             tick_pages[a.page or "home"] += a.what == "tick"
-        for began, _, cpu_ms in runs.get(session.session_id, ()):
-            total += cpu_ms
+        for began, cpu_ms in runs.get(session.session_id, ()):
             index = bisect.bisect_right(sent, began + RUN_START_SLACK) - 1
             if index >= 0:
                 spent[requests[index].what] += cpu_ms
                 matched += cpu_ms
                 if requests[index].what == "tick":
                     tick_spent[requests[index].page or "home"] += cpu_ms
-    all_runs = sum(cpu for session_runs in runs.values() for _, _, cpu in session_runs)
+    all_runs = sum(cpu for session_runs in runs.values() for _, cpu in session_runs)
     return dict(by_request={what: dict(count=count[what], cpu_ms_per_request=spent[what] / count[what] if count[what]
                                        else None, cpu_s=spent[what] / 1000) for what in ("open", "widget", "preset",
                                                                                            "button", "tick", "upload")
                             if count[what]},
                 ticks_by_page={page: dict(count=n, cpu_ms_per_tick=tick_spent[page] / n)
                                for page, n in tick_pages.items() if n},
-                runs_cpu_s=all_runs / 1000, matched_cpu_s=matched / 1000, sessions_runs_cpu_s=total / 1000)
-
-
-RUN_START_SLACK = 0.002  # s: a run may be logged as starting a hair before its request's send was stamped
+                runs_cpu_s=all_runs / 1000, matched_cpu_s=matched / 1000)
 
 
 def merge_protocol(sessions: list[Session]) -> dict:
@@ -1031,13 +1031,6 @@ def merge_uploaders(sessions: list[Session]) -> dict:
                 errors_by_kind=dict(errors), error_samples=messages)
 
 
-def machine_rates() -> dict:
-    """This machine's rates on one thread, bench_interactions.py's three, measured here before the servers start."""
-    rates = measured_rates()
-    return dict(matmul_gflops=rates.matmul_flops / 1e9, elements_g_per_s=rates.elementwise / 1e9,
-                normals_m_per_s=rates.normals / 1e6)
-
-
 SETTLE_CORES, SETTLE_SECONDS, SETTLE_LIMIT_SECONDS = 0.05, 2.0, 90.0
 
 
@@ -1063,10 +1056,11 @@ def run_protocol(args, server_env: dict) -> dict:
                                                 replicas=args.replicas, uploaders=args.uploaders,
                                                 players=args.players, players_still=args.players_still,
                                                 play_seconds=args.play_seconds, timeout_s=args.timeout,
-                                                server_env=server_env, cpus=NCPU), rates=machine_rates(), phases=[])
+                                                server_env=server_env, cpus=NCPU),
+                   rates=measured_rates().in_units(), phases=[])
     log_path = Path(args.server_log or tempfile.mkstemp(prefix="symlab-load-", suffix=".log")[1])
-    args.run_log = Path(tempfile.mkstemp(prefix="symlab-runs-", suffix=".log")[1])
-    server_env = {**server_env, "SYMLAB_RUN_LOG": str(args.run_log)}
+    run_log = Path(tempfile.mkstemp(prefix="symlab-runs-", suffix=".log")[1])
+    server_env = {**server_env, "SYMLAB_RUN_LOG": str(run_log)}
     with app_servers(args.replicas, server_env, log_path, args.server_cpus, COUNTED_SERVER) as servers:
         urls, pids = [url for url, _ in servers], [pid for _, pid in servers]
         sampler = Sampler(pids, args.sample_interval)
@@ -1076,7 +1070,7 @@ def run_protocol(args, server_env: dict) -> dict:
                 results["settled_after_s"] = settled(pids)
             for n in args.sessions:
                 print(f"phase N = {n}: {n} protocol sessions × {args.seconds:g} s …", file=sys.stderr, flush=True)
-                phase_result = asyncio.run(protocol_phase(urls, n, args, sampler))
+                phase_result = asyncio.run(protocol_phase(urls, n, args, sampler, run_log))
                 results["phases"].append(phase_result)
                 print(f"  {phase_result['requests']} requests, p95 {fmt(phase_result['p95_ms'])} ms, "
                       f"errors {phase_result['errors_by_kind'] or 0}", file=sys.stderr, flush=True)
@@ -1267,7 +1261,6 @@ def parse_args(argv=None):
     parser.add_argument("--no-settle", action="store_true",
                         help="with --protocol: the class arrives the moment the server answers, during its warm-up "
                              "(default: once its page processes are quiet, as for a server started before class)")
-    parser.set_defaults(run_log=None)
     parser.add_argument("--play-seconds", type=float, default=10.0,
                         help="with --protocol: how long a student watches after Play before Pause (default 10)")
     parser.add_argument("--toy-prob", type=float, default=0.5,

@@ -141,11 +141,11 @@ def test_each_script_run_counts_to_the_request_its_session_sent_before_it():
     first.session_id, second.session_id = "a", "b"
     first.answered = [answered("open", 1.0), answered("tick", 2.0), answered("widget", 3.0)]
     second.answered = [answered("preset", 1.5, "modes")]
-    runs = {"a": [(1.001, 1.05, 40.0), (1.2, 1.3, 20.0),  # the open, and the rerun it asked for
-                  (2.0005, 2.01, 5.0),  # a tick, logged a hair before its send was stamped
-                  (3.01, 3.1, 30.0)],
-            "b": [(1.51, 1.6, 25.0)],
-            "gone": [(1.0, 1.1, 7.0)]}  # a session the test does not hold (an uploader's)
+    runs = {"a": [(1.001, 40.0), (1.2, 20.0),  # the open, and the rerun it asked for
+                  (2.0005, 5.0),  # a tick, logged a hair before its send was stamped
+                  (3.01, 30.0)],
+            "b": [(1.51, 25.0)],
+            "gone": [(1.0, 7.0)]}  # a session the test does not hold (an uploader's)
     cpu = load_test.page_cpu([first, second], runs)
     assert cpu["by_request"]["open"] == dict(count=1, cpu_ms_per_request=60.0, cpu_s=0.06)
     assert cpu["by_request"]["tick"]["cpu_ms_per_request"] == 5.0

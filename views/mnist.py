@@ -438,7 +438,6 @@ def diagnostic_curves(history, labels, epochs: int, key: str, notes: tuple[str, 
                "close units, measured on q at the end of each epoch (8 draws), whether or not the run trains on it.")
 
 
-
 def table_one(rows) -> pd.DataFrame:
     """Test accuracy (%) by width (rows) and method (columns), mean ± std over distinct seeds (their number, and
     the runs' where a seed ran more than once: its latest run counts)."""

@@ -55,6 +55,11 @@ class Rates:
     elementwise: float
     normals: float
 
+    def in_units(self) -> dict[str, float]:
+        """As the benchmarks report them: GFLOP/s, G elements/s, M draws/s."""
+        return dict(matmul_gflops=self.matmul_flops / 1e9, elements_g_per_s=self.elementwise / 1e9,
+                    normals_m_per_s=self.normals / 1e6)
+
 
 @dataclass(frozen=True)
 class Task:

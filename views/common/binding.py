@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-
 from typing import Mapping, MutableMapping, Sequence
 
 import streamlit as st

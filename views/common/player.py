@@ -27,7 +27,8 @@ def frame_player(name: str, state_key: Hashable, frames: int, start: int, tick_s
     playback = st.session_state[f"{name}.playback"]
     tick = max(tick_seconds, server_settings().live.min_tick_seconds)
     paced = st.session_state.setdefault(f"{name}.pace", pace.Pace())
-    if playback.playing and not timer_was_on(name):  # the timer starts: at the pace the server's load asks for
+    timer_was_on = st.session_state.get(f"{name}.timer_on", False)  # before this run of the whole page
+    if playback.playing and not timer_was_on:  # the timer starts: at the pace the server's load asks for
         paced.start(pace.PROCESS_LOAD.cores(), time.monotonic())
     st.session_state[f"{name}.timer_on"] = playback.playing
     interval = tick * paced.slowdown
@@ -69,9 +70,3 @@ def player_buttons(name: str, playback: Playback, play_help: str | None, reset_h
                    key=f"{name}.step", disabled=playback.at_end, width="stretch")
     cols[3].button("Reset", icon=":material/replay:", on_click=playback.reset, key=f"{name}.reset",
                    width="stretch", help=reset_help)
-
-
-def timer_was_on(name: str) -> bool:
-    """Whether the player's timer ran before this run of the whole page."""
-    return st.session_state.get(f"{name}.timer_on", False)
-

@@ -234,4 +234,3 @@ def live_panel(page: str, draw: Callable[[], list | None]) -> None:
             st.rerun()  # the timer is fixed where the fragment is defined
 
     panel()
-

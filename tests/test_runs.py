@@ -321,8 +321,10 @@ def test_a_database_restart_mid_epoch_pauses_the_run_and_loses_no_epoch(postgres
     monkeypatch.setenv("SYMLAB_DATABASE_URL", fresh_database(postgres_server_url, "t_restart_mid_epoch"))
     monkeypatch.setenv("SYMLAB_RUNS_DIR", str(tmp_path / "runs"))
     registry = Registry(run_kinds())
-    run_id = supervisor.submit(registry, "mnist", MnistConfig(**{**LONG, "hidden": 32, "epochs": 3, "train_subset": 0}))
-    wait_for(registry, run_id, lambda r: r.epoch >= 1 and r.progress * 3 > r.epoch)  # in its second epoch or later
+    # Six epochs of the full set (~1 s each here): however fast the machine, epochs remain once the first is written,
+    # where progress, written once a second, could skip a half-second epoch's middle.
+    run_id = supervisor.submit(registry, "mnist", MnistConfig(**{**LONG, "hidden": 64, "epochs": 6, "train_subset": 0}))
+    wait_for(registry, run_id, lambda r: r.epoch >= 1 and r.status == RUNNING)  # its first epoch written
     stop_server(postgres_server_url)
     try:  # the run trains on, its heartbeats failing, until the epoch's end waits to write its metrics
         deadline = time.monotonic() + 120
@@ -334,4 +336,4 @@ def test_a_database_restart_mid_epoch_pauses_the_run_and_loses_no_epoch(postgres
     assert "waiting 0.5 s for the run registry" in registry.log_path(run_id).read_text()
     done = wait_for(registry, run_id, lambda r: r.status not in (QUEUED, RUNNING), timeout=180)
     assert done.status == FINISHED, done.message
-    assert [m["epoch"] for m in registry.metrics([run_id])[run_id]] == [1, 2, 3]
+    assert [m["epoch"] for m in registry.metrics([run_id])[run_id]] == [1, 2, 3, 4, 5, 6]

@@ -50,6 +50,27 @@ def wait_for(registry, run_id, condition, timeout=120):
     raise AssertionError(f"run #{run_id} never got there: {registry.get(run_id)}")
 
 
+def test_a_launch_returns_at_once_and_a_worker_slow_to_start_is_judged_by_its_process(registry, tmp_path,
+                                                                                       monkeypatch):
+    """On a busy server a worker took over a minute to load torch: the launch waited for it and raised
+    TimeoutExpired into the page, though the run then trained, and a run slow to report in was marked interrupted
+    while it started. A launch now returns at once with the worker's process recorded, and only a dead process
+    makes a run interrupted."""
+    slow = tmp_path / "slow_start"
+    slow.mkdir()
+    (slow / "sitecustomize.py").write_text("import time\ntime.sleep(4)  # a worker's start on a busy server\n")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(slow), os.environ.get("PYTHONPATH")])))
+    monkeypatch.setattr(supervisor, "LAUNCH_GRACE_SECONDS", 1)  # the start outlasts the grace four times
+    started = time.monotonic()
+    run_id = supervisor.submit(registry, "mnist", MnistConfig(**TINY))
+    assert time.monotonic() - started < 3  # the worker still sleeps: nothing waited for it
+    run = registry.get(run_id)
+    assert run.status == RUNNING and run.message == "starting" and run.pid is not None
+    time.sleep(2)
+    assert supervisor.reap(registry) == [] and registry.get(run_id).status == RUNNING
+    assert wait_for(registry, run_id, lambda r: r.status == FINISHED).result["epochs_done"] == 2
+
+
 def test_launch_reports_progress_and_results_and_queues_beyond_the_limit(registry):
     first = supervisor.submit(registry, "mnist", MnistConfig(**TINY, method="mfvi"))
     second = supervisor.submit(registry, "mnist", MnistConfig(**TINY, method="sgm", K=4))

@@ -319,7 +319,7 @@ def launch(config: MethodsConfig) -> None:
     except (ValueError, RegistryError) as error:
         st.error(f"Not launched: {runs.explain(error)}")
         return
-    st.toast(f"Comparison #{run_id} queued: {config.label}", icon=":material/rocket_launch:")
+    runs.launched(run_id, "Comparison", config.label)
 
 
 def stage_text(run) -> str:

@@ -198,7 +198,7 @@ def launch(values, methods) -> None:
         except (ValueError, RegistryError) as error:
             st.error(f"Not launched: {runs.explain(error)}")
             return
-        st.toast(f"Run #{run_id} queued: {config.label}", icon=":material/rocket_launch:")
+        runs.launched(run_id, "Run", config.label)
 
 
 def launch_panel(values):

@@ -267,7 +267,7 @@ class Registry:
                 "session, source, executor, node, owner, token) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
                 "RETURNING id",
                 (lab, json.dumps(config.to_dict()), status, device, now, now if status == RUNNING else None,
-                 now if status == RUNNING else None, pid, _process_start(pid) if pid else None, session, source,
+                 now if status == RUNNING else None, pid, process_start(pid) if pid else None, session, source,
                  executor, node_name() if pid else "", owner, new_token())).fetchall()
             run_id = rows[0]["id"]
             connection.execute("INSERT INTO launches (run_id, owner, source, at, what) VALUES (?, ?, ?, ?, ?)",
@@ -369,7 +369,7 @@ class Registry:
         return [self.get(run_id) for run_id in claimed]
 
     def register_process(self, run_id: int, pid: int, node: str | None = None) -> None:
-        self.update(run_id, pid=pid, pid_started=_process_start(pid), heartbeat=time.time(), message="",
+        self.update(run_id, pid=pid, pid_started=process_start(pid), heartbeat=time.time(), message="",
                     node=node or node_name())
 
     def kind(self, lab: str) -> RunKind:
@@ -416,7 +416,7 @@ def node_name() -> str:
     return socket.gethostname()
 
 
-def _process_start(pid: int) -> str | None:
+def process_start(pid: int) -> str | None:
     """The process's start time in clock ticks since boot (Linux), to tell it from a later
     process that reuses its id; None where /proc is not available."""
     try:

@@ -12,6 +12,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass
 
@@ -35,9 +36,9 @@ from symlab.specs.settings import (
 from symlab.specs.tasks import Rates
 
 from .device import machine_rates
-from .registry import RESTART, RESUME, Registry, checkpoint_epoch, node_name, process_alive
+from .registry import RESTART, RESUME, Registry, checkpoint_epoch, node_name, process_alive, process_start
 
-LAUNCH_GRACE_SECONDS = 60  # a run marked running whose worker never reported in is interrupted
+LAUNCH_GRACE_SECONDS = 60  # a run claimed to start whose worker was never recorded started is interrupted
 
 
 @dataclass(frozen=True)
@@ -146,15 +147,21 @@ def dispatch(registry: Registry, limits: RunLimits | None = None) -> list[int]:
 
 
 def launch_worker(registry: Registry, run_id: int) -> None:
-    """Start ``python -m symlab.runs.worker`` for the run, detached: it outlives the caller (a closed
-    tab, a restarted server) and is reaped by init, not by the caller."""
+    """Start ``python -m symlab.runs.worker`` for the run in a session of its own, so it outlives the caller (a
+    closed tab, a restarted server), and return at once: the worker takes seconds to load torch, a minute on a busy
+    server, and a page waits for none of it. Its process is recorded now, so the run is judged by whether that
+    process lives (:func:`reap`), not by how soon it reports in."""
     log = registry.log_path(run_id)
     log.parent.mkdir(parents=True, exist_ok=True)
     # The database's URL travels in the environment, not on the command line where others could read it.
     env = {**os.environ, DATABASE_URL_ENV: registry.db.url} if registry.db.url else None
-    subprocess.run([sys.executable, "-m", "symlab.runs.worker", str(run_id), "--runs-dir", str(registry.root),
-                    "--detach"], cwd=REPO_ROOT, check=True, timeout=60, env=env,
-                   stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    with open(log, "ab") as output:
+        worker = subprocess.Popen([sys.executable, "-m", "symlab.runs.worker", str(run_id), "--runs-dir",
+                                   str(registry.root)], cwd=REPO_ROOT, env=env, start_new_session=True,
+                                  stdin=subprocess.DEVNULL, stdout=output, stderr=output)
+    registry.update(run_id, pid=worker.pid, pid_started=process_start(worker.pid), node=node_name())
+    # Collected when it ends, so no finished worker lingers as a zombie of a long-lived server.
+    threading.Thread(target=worker.wait, name=f"run #{run_id} worker", daemon=True).start()
 
 
 def submit(registry: Registry, lab: str, config, limits: RunLimits | None = None, session: str = "",

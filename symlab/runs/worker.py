@@ -1,19 +1,18 @@
 """The process that trains one registered run, of whichever lab the run names.
 
-``python -m symlab.runs.worker RUN_ID [--runs-dir DIR] [--detach]``; the run manager starts it with
-``--detach`` (it then re-launches itself in a new session and returns at once). The command line
-calls :func:`symlab.runs.execution.execute` in its own process instead.
+``python -m symlab.runs.worker RUN_ID [--runs-dir DIR]``; the run manager starts it in a session of its own
+(:func:`symlab.runs.supervisor.launch_worker`). The command line calls :func:`symlab.runs.execution.execute` in
+its own process instead.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
 
 from symlab.labs import run_kinds
-from symlab.specs.settings import REPO_ROOT, RunLimits, SettingsError
+from symlab.specs.settings import RunLimits, SettingsError
 
 from .device import set_threads
 from .execution import ShutdownFlag, execute
@@ -33,15 +32,8 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m symlab.runs.worker", description=__doc__)
     parser.add_argument("run_id", type=int)
     parser.add_argument("--runs-dir", default=None)
-    parser.add_argument("--detach", action="store_true", help="re-launch in a new session and return")
     args = parser.parse_args(argv)
     registry = Registry(run_kinds(), args.runs_dir)
-    if args.detach:
-        with open(registry.log_path(args.run_id), "ab") as log:
-            subprocess.Popen([sys.executable, "-m", "symlab.runs.worker", str(args.run_id), "--runs-dir",
-                              str(registry.root)], cwd=REPO_ROOT, start_new_session=True,
-                             stdin=subprocess.DEVNULL, stdout=log, stderr=log)
-        return 0
     registry.register_process(args.run_id, os.getpid())
     try:
         os.nice(5)  # the web server stays responsive while a run trains

@@ -17,7 +17,7 @@ from symlab.runs import supervisor
 from symlab.runs.registry import Registry, RegistryError
 from symlab.serving import pace
 from symlab.specs import settings
-from symlab.specs.run_kind import ACTIVE, RESUMABLE
+from symlab.specs.run_kind import ACTIVE, RESUMABLE, RUNNING
 from symlab.specs.settings import database_url
 from views.common import binding
 
@@ -86,6 +86,12 @@ def launch(lab: str, config, limits) -> int:
         raise ValueError("this browser sends no cookie this server can tell it by, so it cannot count its launches "
                          "or let you alone cancel your runs: allow cookies for this site and reload the page")
     return supervisor.submit(registry(), lab, config, limits, session=session_id(), owner=owner)
+
+
+def launched(run_id: int, noun: str, label: str) -> None:
+    """A toast for a launch: its worker is starting, or it waits in the queue."""
+    state = "starting…" if registry().get(run_id).status == RUNNING else "queued (it starts when a run ahead ends)"
+    st.toast(f"{noun} #{run_id} ({label}): {state}", icon=":material/rocket_launch:")
 
 
 def explain(error: Exception) -> str:

@@ -8,7 +8,7 @@ from PIL import Image
 
 from symlab.labs import LABS
 from symlab.runs.device import describe_device, set_threads
-from symlab.serving import pace
+from symlab.serving import findings, pace
 from symlab.serving.heap import return_large_blocks
 from views.common import binding, lessons, pages, sessions
 
@@ -44,31 +44,6 @@ if SETTINGS.hosted:
 
 
 # What the labs measured, each with the lab that shows it (its card on the home page).
-FINDINGS = (
-    ("modes", "**Reverse KL interpolates, then jumps.** A single Gaussian fitted to two equal modes sits *between* "
-              "them while they are less than α* ≈ 4.82σ apart, and on one of them beyond; the KL then tends to "
-              "ln 2."),
-    ("symmetry", "**Equivalent modes crowd together in wide networks.** A layer's nearest permuted copy gets "
-                 "closer, relative to ‖w‖, as the layer widens, far faster than the bound 2D / log n! (Thm 3.1), "
-                 "which says nothing until it drops below 2."),
-    ("toy", "**Symmetrising gains up to log |G| in the bound.** On the two-weight network, SGM's bound on log p(D) "
-            "beats MFVI's by 0.30 nats when the modes are close and by exactly ln 2 = log |G| once they are apart."),
-    ("toy", "**The predictions did not change.** MFVI between the modes predicts as well as the exact posterior: "
-            "the paired test-MSE difference to SGM, 0.001–0.006, is inside the spread over seeds (0.002–0.016). "
-            "On MNIST (widths 16–1024) symmetrisation moved accuracy, NLL and calibration by less than their "
-            "spread over seeds."),
-    ("align", "**Two posteriors from different seeds are one mode, permuted.** Aligning their hidden units "
-              "removes the loss barrier between them (about 0.4 nats before, 0.001 after, on half moons)."),
-    ("methods", "**Ten starts beat one, for every method; SGM moves no mode.** Against 100 reference checkpoints "
-                "(symmetries removed, × 100, 3 seeds), ten starts lower the MMD² by 40–64 for dropout, MFVI, SGM and "
-                "SWAG and by 7 for Laplace, on every seed, as in Laurent et al.'s Table 1. SGM's samples lie far "
-                "closer than MFVI's in raw weights (−61 ± 4) and no closer once the symmetries are removed "
-                "(+0.04 ± 0.09)."),
-    ("mnist", "**Still open.** Whether symmetrisation matters on MNIST once VI has converged (σ was still rising "
-              "after 40 epochs), and how the paper's Table 1 reproduces there: launch runs and compare widths."),
-)
-
-
 @st.cache_resource(show_spinner=False)
 def device_text() -> str:
     return describe_device()
@@ -103,7 +78,7 @@ def lab_card(column, lab, page) -> None:
         if picture is not None:
             st.image(picture, width="stretch", output_format="JPEG", alt=f"{lab.title}: a picture of its key chart")
         st.page_link(page, label=f"**{lab.title}**", icon=lab.icon)
-        for finding in [text for name, text in FINDINGS if name == lab.name] or [lab.blurb]:
+        for finding in findings.of_lab(lab.name) or [lab.blurb]:
             st.markdown(finding)
 
 

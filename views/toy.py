@@ -387,8 +387,9 @@ def seeds_in_range() -> None:
 def table_panel(values, config):
     st.markdown("MFVI vs SGM for several α, mean ± std over seeds, all runs trained as one batch "
                 f"({toy.DEFAULT_STEPS} Adam steps; other settings from the sidebar), as in Tables 2–3. Each seed's "
-                "fit is the best of the sidebar's restarts; the exact posterior's log p(D) and predictive test MSE "
-                "are the best a method can reach.")
+                "fit is the best of the sidebar's restarts. The exact posterior's log p(D) is the ceiling every bound "
+                "sits under; its predictive's test MSE is the Bayes-optimal reference, not a floor: on one test set a "
+                "fit can land below it.")
     cols = st.columns([3, 2])
     cols[0].text_input("α values (comma-separated)", key=binding.widget_key(PAGE, "alphas"))
     alphas = table_alphas(values["alphas"])
@@ -476,7 +477,8 @@ $\log p(\mathcal D)$ come from a 201 × 201 grid.
   the exact posterior does more often than not. *Between the modes* (nearer the midpoint of the posterior's two
   maxima than either) is the symmetry effect. Starts from the origin share their means and differ only in
   their Monte-Carlo noise, so more of them help little there.
-* **Exact test MSE**: of the exact posterior's predictive mean, the best a method can expect to reach.
+* **Exact test MSE**: of the exact posterior's predictive mean, which minimises the expected squared error
+  under the model; on one finite test set a method's MSE can still fall below it.
 """)
 
 

@@ -11,7 +11,7 @@ from safetensors import safe_open
 from symlab.cli import common
 from symlab.labs import run_kinds
 from symlab.labs.methods import LAB
-from symlab.labs.methods.experiment import LABELS, PAPER_ROWS, MethodsConfig, checkpoint_set
+from symlab.labs.methods.experiment import LABELS, METHODS, PAPER_ROWS, MethodsConfig, checkpoint_set
 from symlab.lib import weights
 from symlab.runs import execution, supervisor
 from symlab.runs.registry import Registry
@@ -20,12 +20,17 @@ from symlab.specs.run_kind import ACTIVE, RUNNING
 from symlab.specs.settings import EXECUTORS, executor_name
 
 
+def method_names() -> str:
+    """The lab's methods in words, in its order: every method it runs, named once, here as on the page."""
+    names = [LABELS[method] for method in METHODS]
+    return ", ".join(names[:-1]) + " and " + names[-1]
+
+
 def register(subparsers) -> None:
     p = subparsers.add_parser(
         "methods", help="which approximation gets closest to the posterior: Laurent et al.'s Table 1 on MNIST",
         description=("Train a reference posterior of independently trained networks, then draw weight samples from "
-                     "MC dropout, mean-field VI (Bayes by backprop), SWAG, Laplace, SGHMC and a deep ensemble, "
-                     "each from one start and from several, and score each sample set by its MMD to the reference "
+                     f"{method_names()}, each from one start and from several (as Table 1 has them), and score each sample set by its MMD to the reference "
                      "(with and without the symmetries removed), accuracy, NLL, ECE, Brier score, OOD detection "
                      "(AUPR, FPR95) against a set of letters, and mutual information. The comparison is recorded in "
                      "the run registry the app shows, one stage per method, and resumes from its last finished "

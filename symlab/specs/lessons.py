@@ -17,7 +17,11 @@ class Step:
     preset: str  # one of that page's presets
     minutes: int
     question: str
-    see: str
+    see: str  # may name numbers, {name:format}, of symlab.serving.findings
+
+    def seen(self, numbers: dict) -> str:
+        """What to see, its numbers filled in from ``numbers`` (:func:`symlab.serving.findings.numbers`)."""
+        return self.see.format(**numbers)
 
 
 @dataclass(frozen=True)
@@ -42,4 +46,4 @@ class LessonPath:
 def lesson_path(path: Path = PATH_FILE) -> LessonPath:
     data = tomllib.loads(path.read_text(encoding="utf-8"))
     steps = tuple(Step(number=index + 1, **step) for index, step in enumerate(data["step"]))
-    return LessonPath(data["title"], steps)
+    return LessonPath(data["title"].format(minutes=sum(step.minutes for step in steps)), steps)

@@ -9,6 +9,7 @@ from urllib.parse import urlencode
 import streamlit as st
 
 from symlab.labs import LABS
+from symlab.serving import findings
 from symlab.specs.lessons import LessonPath, Step, lesson_path
 from symlab.specs.settings import Hosting
 from symlab.specs.urlstate import encode_query
@@ -76,7 +77,7 @@ def show_next_step(lab_name: str) -> None:
     following = path.next_step(lab_name, preset)
     st.divider()
     if here is not None:
-        st.caption(f"Class path, step {here.number} of {len(path.steps)}: {here.see}")
+        st.caption(f"Class path, step {here.number} of {len(path.steps)}: {here.seen(findings.numbers())}")
     if following is None:
         st.caption("That was the class path's last step.")
         return

@@ -108,7 +108,7 @@ def test_results_table_and_comparison_from_finished_runs(registry):
     assert not at.exception
     table = at.dataframe[-1].value
     assert list(table.columns) == ["width", "MFVI", "SGM K=4"]
-    assert table.iloc[0]["MFVI"] == "91.00 ± 1.00 (2)" and table.iloc[0]["SGM K=4"] == "93.00 ± 0.00 (1)"
+    assert table.iloc[0]["MFVI"] == "91.00 ± 1.00 (2 seeds)" and table.iloc[0]["SGM K=4"] == "93.00 (1 seed)"
     gain = vega_chart(at, "SGM's bound above MFVI's ELBO")  # −98.6 − (−100) nats, no spread
     assert gain["datasets"]["lines"][["series", "x", "y"]].values.tolist() == [["SGM K=4", 32.0, pytest.approx(1.4)]]
     assert channel(gain["spec"], "y")[0]["title"] == "SGM bound − MFVI ELBO (nats)"
@@ -310,7 +310,7 @@ def test_results_count_distinct_seeds_and_show_repeats(registry):
     finish(registry, MnistConfig(hidden=64, epochs=1, train_subset=2000), test_acc=0.9, train_elbo=-90.0)
     at = mnist_page()
     table = at.dataframe[-1].value
-    assert table.set_index("width")["MFVI"].to_dict() == {16: "36.51 ± 0.00 (1, 2 runs)", 64: "90.00 ± 0.00 (1)"}
+    assert table.set_index("width")["MFVI"].to_dict() == {16: "36.51 (1 seed, 2 runs)", 64: "90.00 (1 seed)"}
     assert any("counts once, by its latest run" in text.value for text in at.markdown)
     accuracy = vega_chart(at, "Accuracy against width (± std)")["datasets"]["lines"]
     assert accuracy[["x", "y", "seeds"]].values.tolist() == [[16.0, pytest.approx(36.51), 1], [64.0, 90.0, 1]]

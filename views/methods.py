@@ -13,7 +13,7 @@ from symlab.labs.methods import experiment as ex
 from symlab.labs.methods.experiment import LABELS, METHODS, PAPER_COLUMNS, MethodsConfig, paper_rows, stage_count
 from symlab.runs.registry import RegistryError
 from symlab.specs import controls
-from views.common import binding, charts, runs
+from views.common import binding, charts, runs, tables
 
 PAGE = LAB.name
 COLUMN_NAMES = {"mmd": "MMD", "mmd_no_symmetry": "MMD, no symmetries", "accuracy": "Acc", "ece": "ECE",
@@ -117,7 +117,7 @@ def spread(values, scale: float = 100.0, digits: int = 1) -> str:
     values = [scale * v for v in values]
     mean = sum(values) / len(values)
     sd = (sum((v - mean) ** 2 for v in values) / (len(values) - 1)) ** 0.5 if len(values) > 1 else 0.0
-    return f"{mean:+.{digits}f} ± {sd:.{digits}f}"
+    return tables.with_spread(mean, sd, len(values), digits, "+")
 
 
 def across_seeds(reports: list[dict]) -> None:
@@ -258,8 +258,8 @@ def projection_charts(report, key: str) -> None:
         with col:
             charts.csv_download(frame, f"methods_projection_{view}.csv", "Data as CSV", key=f"{key}.{view}.csv")
     st.caption("Each network is a point on the reference's two principal axes (of its weights as they are, "
-               "or with the symmetries removed). Removal gathers equivalent networks: compare the spread of the "
-               "reference on the left and on the right.")
+               "or with the symmetries removed). Removal gathers equivalent networks: compare the reference's "
+               "spread in *Weights as they are* and in *Symmetries removed*.")
 
 
 def finished_results():
@@ -277,12 +277,12 @@ def results(values, config: MethodsConfig) -> None:
         st.info("No finished comparison with these settings yet: launch one in the next tab (or with "
                 "`python -m symlab methods`), or pick a preset.")
         return
-    st.caption(f"Showing {source}. {report['architecture']}, {report['reference_checkpoints']} reference "
-               f"checkpoints, {report['samples_per_method']} samples per method.")
+    st.caption(f"Showing {source}; {report['samples_per_method']} samples per method.")
     frame = table(report)
-    st.dataframe(frame, hide_index=True, width="stretch",
-                 column_config={COLUMN_NAMES[key]: st.column_config.NumberColumn(format="%.1f") for key in PAPER_COLUMNS}
-                 | {"NLL": st.column_config.NumberColumn(format="%.3f")})
+    st.dataframe(frame.assign(NLL=frame["NLL"].map(lambda nll: "—" if pd.isna(nll) else f"{nll:.3f}")),
+                 hide_index=True, width="stretch",
+                 column_config={COLUMN_NAMES[key]: st.column_config.NumberColumn(format="%.1f")
+                                for key in PAPER_COLUMNS})
     st.caption("Every column × 100 as the paper's Table 1 prints it (MNIST, OptuNet); NLL in nats (the paper "
                "reports none). The paper's OOD set is FashionMNIST, ours letters: compare their OOD columns "
                "loosely.")
@@ -355,7 +355,7 @@ def launch_panel(config: MethodsConfig) -> None:
     if st.button("Launch this comparison", type="primary", icon=":material/rocket_launch:", key="methods.launch"):
         launch(config)
     st.caption("Each method is a stage: the progress bar moves as each finishes. "
-               f"This server: {binding.server_settings().runs.describe()}.")
+               f"This server: {binding.server_settings().runs.describe(mnist_shapes=False)}.")
     runs.lecturer_panel(PAGE)
     runs.live_panel(PAGE, live_runs)
 

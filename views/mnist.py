@@ -16,7 +16,7 @@ from symlab.lib.blocks import PRIOR_KL_PER_PARAMETER
 from symlab.runs.registry import RegistryError
 from symlab.specs import controls, settings, urlstate
 from symlab.specs.run_kind import ACTIVE
-from views.common import binding, charts, files, runs
+from views.common import binding, charts, files, runs, tables
 
 PAGE = LAB.name
 METHOD_COLOURS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000")
@@ -216,6 +216,11 @@ def launch_panel(values):
     runs.lecturer_panel(PAGE)
 
 
+# The runs table's numbers as shown (a run still training has none yet: a dash, not "None").
+RUN_FORMATS = {"test acc": ".4f", "NLL": ".4f", "ECE": ".4f", "I active": ".2f", "J min": ".4g", "at prior": ".0f",
+               "converged": "s", "node": "s", "note": "s"}
+
+
 def runs_frame(all_runs, owner: str) -> pd.DataFrame:
     """The runs, newest first, each marked ``yours`` (:func:`is_yours`)."""
     rows = []
@@ -383,23 +388,19 @@ def live_runs() -> list | None:
                       lambda run: f"epoch {run.epoch}/{run.config.epochs}")
     frame = runs_frame(all_runs, owner)
     shown_runs = frame[frame["yours"]] if runs_filter(frame, owner) else frame
-    st.dataframe(shown_runs, hide_index=True, width="stretch",
+    st.dataframe(tables.formatted(shown_runs, RUN_FORMATS), hide_index=True, width="stretch",
                  column_config={"yours": st.column_config.CheckboxColumn(
                                     "yours", help="launched from this browser" if owner else
                                                   "launched in this session (this browser sends no id)"),
                                 "progress": st.column_config.ProgressColumn("progress", min_value=0, max_value=1),
-                                "test acc": st.column_config.NumberColumn(format="%.4f"),
-                                "NLL": st.column_config.NumberColumn(format="%.4f"),
-                                "ECE": st.column_config.NumberColumn(format="%.4f"),
-                                "I active": st.column_config.NumberColumn(
-                                    format="%.2f", help="fraction of SGM's steps in which Î had a gradient; for MFVI "
-                                                        "the fraction of end-of-epoch draws in which I_H would have"),
-                                "J min": st.column_config.NumberColumn(
-                                    format="%.4g", help="Jeffreys divergence (nats) between the two closest units' "
-                                                        "factors of q"),
-                                "at prior": st.column_config.NumberColumn(
-                                    format="%d", help="hidden units within "
-                                                      f"{PRIOR_KL_PER_PARAMETER:g} nats per parameter of the prior")})
+                                "I active": st.column_config.TextColumn(
+                                    help="fraction of SGM's steps in which Î had a gradient; for MFVI the fraction of "
+                                         "end-of-epoch draws in which I_H would have"),
+                                "J min": st.column_config.TextColumn(
+                                    help="Jeffreys divergence (nats) between the two closest units' factors of q"),
+                                "at prior": st.column_config.TextColumn(
+                                    help=f"hidden units within {PRIOR_KL_PER_PARAMETER:g} nats per parameter of the "
+                                         "prior")})
     shown = [run for run in all_runs if run.status in ACTIVE][-4:] or all_runs[-2:]
     history = reg.metrics(run.id for run in shown)
     labels = {run.id: run.label for run in shown}
@@ -445,7 +446,9 @@ def table_one(rows) -> pd.DataFrame:
     table = {}
     for row in rows:
         repeats = f", {row['runs']} runs" if row["runs"] > row["seeds"] else ""
-        cell = f"{100 * row['test_acc_mean']:.2f} ± {100 * row['test_acc_std']:.2f} ({row['seeds']}{repeats})"
+        seeds = f"{row['seeds']} seed{'s' if row['seeds'] > 1 else ''}"
+        accuracy = tables.with_spread(100 * row["test_acc_mean"], 100 * row["test_acc_std"], row["seeds"], 2)
+        cell = f"{accuracy} ({seeds}{repeats})"
         table.setdefault(row["hidden"], {})[row["label"]] = cell
     return pd.DataFrame([{"width": width, **{label: table[width].get(label, "—") for label in labels}}
                          for width in sorted(table)])

@@ -219,7 +219,7 @@ posterior density. SGD is equivariant too: a swapped initialisation trains into 
 mode $(a, b)$ has a twin $(b, a)$ of exactly the same weight, and the density is symmetric about $v_1 = v_2$.
 
 **Why the marginals look alike.** The posterior is a uniform mixture over the permuted copies, so each
-unit is equally likely to be any of them: $v_1$ and $v_2$ have the same marginal (left), and so do all units of a layer.
+unit is equally likely to be any of them: $v_1$ and $v_2$ have the same marginal (*The two units' marginals, raw*), and so do all units of a layer.
 
 **Scaling.** ReLU is positively homogeneous: multiplying a unit's incoming weights and bias by λ > 0 and
 its outgoing weight by 1/λ keeps the function. Giving each unit unit-norm incoming weights removes that freedom
@@ -391,6 +391,21 @@ def proximity_chart(frame: pd.DataFrame) -> None:
     charts.vega_chart(st, proximity_spec(charts.presenting()), {"lines": lines, "rules": rules}, "symmetry.proximity",
                       alt_text="Distance to the nearest permuted copy, relative to ‖w‖, and Thm 3.1's bound against "
                                "the hidden width, log-log, with the trivial bound 2")
+
+
+def nearest_modes_table(modes: list[dict]) -> pd.DataFrame:
+    """Each hidden layer's nearest permuted copy against Thm 3.1's bound, in words where a number would mislead."""
+    def verdict(row) -> str:
+        if row["bound_vacuous"]:
+            return "nothing (bound ≥ 2)"
+        return "within it" if row["below_bound"] else "beyond it"
+
+    return pd.DataFrame([{"hidden layer": row["layer"], "units": row["width"],
+                          "‖gw − w‖": finite_or_dash(row["distance"], ".3g"),
+                          "‖gw − w‖ / ‖w‖": finite_or_dash(row["relative_distance"], ".3g"),
+                          "Thm 3.1 bound": finite_or_dash(row["bound"], ".3g"), "the bound says": verdict(row),
+                          "units swapped": " and ".join(str(unit) for unit in row["pair"]) or "—"}
+                         for row in modes])
 
 
 def vacuous_note(modes: list[dict]) -> str:
@@ -711,8 +726,7 @@ def network_analysis(found: symmetry_lab.UploadedNetwork, upload, sort_key: str)
                                                                  "this net classifies best.")
     if rep.posterior:
         st.caption("A mean-field posterior: the analyses are of its means.")
-    modes = pd.DataFrame(rep.nearest_modes)
-    st.dataframe(modes.assign(pair=modes["pair"].map(tuple)), hide_index=True)
+    st.dataframe(nearest_modes_table(rep.nearest_modes), hide_index=True)
     st.caption(f"Per hidden layer, the nearest of its n! permuted copies swaps its two closest units (their rows: "
                f"incoming weights, bias, outgoing weights). Thm 3.1's bound holds for any group acting by isometries "
                f"on the D = {rep.n_parameters:,} parameters, so for each layer's permutations too; it is informative "
@@ -742,7 +756,8 @@ def network_analysis(found: symmetry_lab.UploadedNetwork, upload, sort_key: str)
                f"({'converged' if rep.min_mass_converged else 'not converged'}).{degenerate_note(rep.degenerate_units)}")
     d1, d2, d3, _ = st.columns([1, 1, 1, 1])
     with d1:
-        charts.csv_download(modes.drop(columns=["pair"]), "nearest_modes.csv", "Nearest copies (CSV)", "symmetry.csv_net")
+        charts.csv_download(lambda: pd.DataFrame(rep.nearest_modes).drop(columns=["pair"]), "nearest_modes.csv",
+                            "Nearest copies (CSV)", "symmetry.csv_net")
     # Read again from the file when clicked, in a process of its own: a 5 000-unit layer's table is larger than the
     # file, and the page keeps only what its pictures show.
     for column, (stem, title, sort) in zip((d2, d3), (("first_layer", "Weights as uploaded", False),

@@ -14,7 +14,7 @@ from symlab.labs.toy import experiment as toy
 from symlab.lib import two_relu
 from symlab.specs import controls
 from symlab.specs.urlstate import parse_query
-from views.common import binding, charts, computing, player
+from views.common import binding, charts, computing, player, tables
 
 PAGE = "toy"
 # What to do about a fit stuck on one side: starts from the origin differ only in their Monte-Carlo noise.
@@ -384,6 +384,12 @@ def seeds_in_range() -> None:
             f"runs {low} to {high} seeds (at most {max_table_runs()} runs, α values × seeds).")
 
 
+def spreads(frame: pd.DataFrame, column: str, seeds: int, digits: int, sign: str = "") -> list[str]:
+    """The table's ``column``_mean ± ``column``_std per row, as :func:`tables.with_spread` writes them."""
+    return [tables.with_spread(mean, sd, seeds, digits, sign)
+            for mean, sd in zip(frame[f"{column}_mean"], frame[f"{column}_std"])]
+
+
 def table_panel(values, config):
     st.markdown("MFVI vs SGM for several α, mean ± std over seeds, all runs trained as one batch "
                 f"({toy.DEFAULT_STEPS} Adam steps; other settings from the sidebar), as in Tables 2–3. Each seed's "
@@ -422,9 +428,9 @@ def table_panel(values, config):
         frame = pd.DataFrame(rows)
         shown = pd.DataFrame({
             "α": frame["alpha"], "method": frame["method"].map({"mfvi": "MFVI", "sgm": "SGM"}),
-            "test MSE": [f"{m:.4f} ± {s:.4f}" for m, s in zip(frame["test_mse_mean"], frame["test_mse_std"])],
+            "test MSE": spreads(frame, "test_mse", t_seeds, 4),
             "exact test MSE": frame["exact_test_mse_mean"].round(4),
-            "ELBO (SGM: ELBO + I)": [f"{m:.3f} ± {s:.3f}" for m, s in zip(frame["elbo_mean"], frame["elbo_std"])],
+            "ELBO (SGM: ELBO + I)": spreads(frame, "elbo", t_seeds, 3),
             "log p(D)": frame["log_evidence_mean"].round(3),
             "fits stuck on one side": [f"{k} / {n}" for k, n in zip(frame["stuck_fits"], frame["seeds"])],
             "starts stuck": [f"{k} / {n * r}" for k, n, r in zip(frame["stuck_starts"], frame["seeds"], frame["restarts"])],
@@ -440,9 +446,9 @@ def table_panel(values, config):
                     "above is the data's and is shared by both methods, so compare the paired differences.")
         st.dataframe(pd.DataFrame({
             "α": sgm["alpha"],
-            "bound gain": [f"{m:+.3f} ± {s:.3f}" for m, s in zip(sgm["elbo_gain_mean"], sgm["elbo_gain_std"])],
+            "bound gain": spreads(sgm, "elbo_gain", t_seeds, 3, "+"),
             "seeds with higher bound": [f"{k:.0f} / {n}" for k, n in zip(sgm["seeds_higher_elbo"], sgm["seeds"])],
-            "test MSE change": [f"{m:+.4f} ± {s:.4f}" for m, s in zip(sgm["test_mse_change_mean"], sgm["test_mse_change_std"])],
+            "test MSE change": spreads(sgm, "test_mse_change", t_seeds, 4, "+"),
             "seeds with lower MSE": [f"{k:.0f} / {n}" for k, n in zip(sgm["seeds_lower_test_mse"], sgm["seeds"])],
         }), hide_index=True)
         charts.csv_download(frame, "toy_table.csv", "Table (CSV)", "toy.csv_table")

@@ -10,6 +10,14 @@ from collections.abc import Callable
 from symlab.specs.tasks import Rates
 
 
+def cpu_threads() -> str:
+    """"CPU (n threads)", the threads torch computes with here."""
+    import torch
+
+    count = torch.get_num_threads()
+    return f"CPU ({count} thread{'' if count == 1 else 's'})"
+
+
 def describe_device() -> str:
     import torch
 
@@ -17,7 +25,7 @@ def describe_device() -> str:
         index = torch.cuda.current_device()
         props = torch.cuda.get_device_properties(index)
         return f"GPU: {props.name} ({props.total_memory / 2**30:.0f} GiB), torch {torch.__version__}"
-    return f"CPU ({torch.get_num_threads()} threads), torch {torch.__version__}; no CUDA GPU found"
+    return f"{cpu_threads()}, torch {torch.__version__}; no CUDA GPU found"
 
 
 def device_name(kind: str) -> str:
@@ -27,7 +35,7 @@ def device_name(kind: str) -> str:
     if kind == "cuda":
         props = torch.cuda.get_device_properties(torch.cuda.current_device())
         return f"GPU: {props.name} ({props.total_memory / 2**30:.0f} GiB), torch {torch.__version__}"
-    return f"CPU ({torch.get_num_threads()} threads), torch {torch.__version__}"
+    return f"{cpu_threads()}, torch {torch.__version__}"
 
 
 def set_threads(count: int) -> int:

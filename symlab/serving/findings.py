@@ -135,7 +135,8 @@ def mnist_numbers() -> dict:
     gained = [row for row in rows if row["elbo_sym"] is not None and row["mfvi_elbo"] is not None]
     best = max(gained, key=lambda row: row["elbo_sym"] - row["mfvi_elbo"])
     z = max(abs(row[f"d_test_{metric}_mean"]) / row[f"d_test_{metric}_sd"] for row in rows
-            for metric in ("acc", "nll", "ece") if row[f"d_test_{metric}_mean"] is not None and row[f"d_test_{metric}_sd"])
+            for metric in ("acc", "nll", "ece")
+            if row[f"d_test_{metric}_mean"] is not None and row[f"d_test_{metric}_sd"])
     return {"mnist_gain": best["elbo_sym"] - best["mfvi_elbo"], "mnist_gain_width": best["hidden"],
             "mnist_gain_images": best["subset"], "mnist_largest_z": z, "mnist_seeds": max(row["seeds"] for row in rows)}
 
@@ -184,8 +185,9 @@ def findings(values: dict | None = None) -> list[Finding]:
                 f"{v['methods_starts']} starts lower the MMD² by {v['methods_gain_low']:.0f}–"
                 f"{v['methods_gain_high']:.0f} for dropout, MFVI, SGM and SWAG and by {v['methods_gain_laplace']:.0f} "
                 f"for Laplace{every_seed}, as in Laurent et al.'s Table 1. SGM's samples lie far closer than MFVI's "
-                f"in raw weights ({signed(v['methods_sgm_raw'], 0)} ± {v['methods_sgm_raw_sd']:.0f}) and no closer once "
-                f"the symmetries are removed ({signed(v['methods_sgm_removed'], 2)} ± {v['methods_sgm_removed_sd']:.2f})."),
+                f"in raw weights ({signed(v['methods_sgm_raw'], 0)} ± {v['methods_sgm_raw_sd']:.0f}) and no closer "
+                f"once the symmetries are removed ({signed(v['methods_sgm_removed'], 2)} ± "
+                f"{v['methods_sgm_removed_sd']:.2f})."),
         Finding("mnist", "Once VI has converged, symmetrisation acts on pruned units.",
                 f"With few images, converged MFVI puts most hidden units at the prior, where they are "
                 f"interchangeable; the block term then raises the bound by up to {v['mnist_gain']:.0f} nats (width "

@@ -159,10 +159,13 @@ class RunLimits:
                 f"{costliest}: {cpu_time(total)} estimated, over this server's cap of {self.max_run_minutes} "
                 "CPU-minutes per run")
 
-    def describe(self) -> str:
+    def describe(self, mnist_shapes: bool = True) -> str:
+        """The caps in words; ``mnist_shapes``: with those on the MNIST lab's networks (width, layers, epochs),
+        which other labs' runs do not have."""
+        shapes = (f"width ≤ {self.max_hidden}, ≤ {self.max_depth} hidden layers, ≤ {self.max_epochs} epochs, "
+                  if mnist_shapes else "")
         return (f"at most {self.max_concurrent_per_device} training run(s) at a time per device (others wait in "
-                f"the queue), width ≤ {self.max_hidden}, ≤ {self.max_depth} hidden layers, "
-                f"≤ {self.max_epochs} epochs, ≤ {self.max_run_minutes} estimated CPU-minutes a run, "
+                f"the queue), {shapes}≤ {self.max_run_minutes} estimated CPU-minutes a run, "
                 f"≤ {self.max_runs_per_browser} launches (resumes included) per browser and "
                 f"{self.max_runs_per_hour} on the server per hour")
 

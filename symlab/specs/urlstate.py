@@ -43,6 +43,11 @@ class Param:
             raise ValueError(f"default {self.default!r} of {self.name} is not among its choices")
 
 
+def _limit(value, kind: str) -> str:
+    """A control's bound as a visitor would type it: a whole number in full (2147483647, not 2.14748e+09)."""
+    return str(int(value)) if kind == "int" else f"{value:g}"
+
+
 def _shown(raw: str) -> str:
     """``raw`` as quoted in a notice's `code span`: cut short; a backtick would end the span and let
     a link inject Markdown (links, headings) into the warning, and control, bidi or line-separator
@@ -82,9 +87,11 @@ def _parse_one(spec: Param, raw: str) -> tuple[Any, str | None]:
             return spec.default, f"`{spec.name}={_shown(raw)}` is not a whole number: {default_note}."
     notice = None
     if spec.low is not None and number < spec.low:
-        number, notice = spec.low, f"`{spec.name}={_shown(raw)}` is below the minimum: clamped to {spec.low:g}."
+        limit = _limit(spec.low, spec.kind)
+        number, notice = spec.low, f"`{spec.name}={_shown(raw)}` is below the minimum: clamped to {limit}."
     elif spec.high is not None and number > spec.high:
-        number, notice = spec.high, f"`{spec.name}={_shown(raw)}` is above the maximum: clamped to {spec.high:g}."
+        limit = _limit(spec.high, spec.kind)
+        number, notice = spec.high, f"`{spec.name}={_shown(raw)}` is above the maximum: clamped to {limit}."
     if not math.isfinite(number):  # ±inf with no bound to clamp to
         return spec.default, f"`{spec.name}={_shown(raw)}` is not a finite number: {default_note}."
     if notice is None and spec.step:

@@ -367,7 +367,8 @@ def assignments(views, order: str, note: str = "") -> None:
     """Each hidden layer's unit-to-unit distances with the W₂ alignment's matches, side by side; ``views(aligned)``
     gives one :class:`align_lab.AssignmentView` per hidden layer, in q_B's own order or the aligned one."""
     st.subheader("Assignments")
-    st.radio("Units of q_B", list(ORDERS), format_func=ORDERS.get, key=key("order"), horizontal=True)
+    with binding.controls_area("align-order"):
+        st.radio("Units of q_B", list(ORDERS), format_func=ORDERS.get, key=key("order"), horizontal=True)
     st.caption("Distance between each unit of q_A and each unit of q_B (W₂ terms of the unit's incoming weights, "
                "bias and outgoing weights), minus the row's smallest: 0 marks each unit of q_A's nearest unit of "
                "q_B. × marks the pair the alignment matched (one per row and column, so not always the nearest). "

@@ -249,7 +249,8 @@ def projection_charts(report, key: str) -> None:
         return
     keys = [key for key in report["projection"]["raw"] if key != "reference"]
     names = {key: row_label({"method": key.split("/")[0], "modes": int(key.split("/")[1])}) for key in keys}
-    chosen = st.selectbox("Samples shown against the reference", keys, format_func=names.get, key=f"{key}.set")
+    with binding.controls_area("methods-projection"):
+        chosen = st.selectbox("Samples shown against the reference", keys, format_func=names.get, key=f"{key}.set")
     cols = st.columns(2)
     for col, view, title in ((cols[0], "raw", "Weights as they are"), (cols[1], "canonical", "Symmetries removed")):
         frame = projection_frame(report, view, chosen)
@@ -291,7 +292,8 @@ def results(values, config: MethodsConfig) -> None:
     cols[1].download_button("Report as JSON", json.dumps(report), file_name="methods_report.json",
                             mime="application/json", key="methods.json", icon=":material/download:",
                             on_click="ignore")
-    metric = st.selectbox("Metric", list(METRICS), format_func=lambda key: METRICS[key][0], key="methods.metric")
+    with binding.controls_area("methods-metric"):
+        metric = st.selectbox("Metric", list(METRICS), format_func=lambda key: METRICS[key][0], key="methods.metric")
     cols = st.columns(2)
     metric_chart(cols[0], report, "mmd_no_symmetry", "methods.mmd")
     metric_chart(cols[1], report, metric, "methods.chosen")
@@ -352,8 +354,9 @@ def live_runs() -> list | None:
 
 def launch_panel(config: MethodsConfig) -> None:
     st.markdown(runs.where_runs_train())
-    if st.button("Launch this comparison", type="primary", icon=":material/rocket_launch:", key="methods.launch"):
-        launch(config)
+    with binding.controls_area("methods-launch"):
+        if st.button("Launch this comparison", type="primary", icon=":material/rocket_launch:", key="methods.launch"):
+            launch(config)
     st.caption("Each method is a stage: the progress bar moves as each finishes. "
                f"This server: {binding.server_settings().runs.describe(mnist_shapes=False)}.")
     runs.lecturer_panel(PAGE)

@@ -203,6 +203,13 @@ def launch(values, methods) -> None:
 
 def launch_panel(values):
     st.markdown(runs.where_runs_train())
+    with binding.controls_area("mnist-launch"):
+        launch_buttons(values)
+    st.caption(f"This server: {binding.server_settings().runs.describe()}.")
+    runs.lecturer_panel(PAGE)
+
+
+def launch_buttons(values):
     cols = st.columns(2)
     method_name = (("SGM blocks" if values["mi"] == "blocks" else "SGM InfoNCE") if values["method"] == "sgm"
                    else "MFVI")
@@ -212,8 +219,6 @@ def launch_panel(values):
     if cols[1].button("Launch MFVI and SGM (same seed)", icon=":material/compare_arrows:", key="mnist.launch_pair",
                       width="stretch"):
         launch(values, ["mfvi", "sgm"])
-    st.caption(f"This server: {binding.server_settings().runs.describe()}.")
-    runs.lecturer_panel(PAGE)
 
 
 # The runs table's numbers as shown (a run still training has none yet: a dash, not "None").
@@ -725,9 +730,10 @@ def compare(values, all_runs):
     by_token = {run.token: run for run in all_runs}
     key = binding.widget_key(PAGE, "compare")
     picked = [by_token[token].id for token in compare_tokens(values) if token in by_token]
-    chosen = st.multiselect("Runs", list(reversed(list(by_id))), default=picked,
-                            format_func=lambda i: f"{by_id[i].label} ({by_id[i].status})", max_selections=8,
-                            key="mnist.compare_pick")
+    with binding.controls_area("mnist-compare"):
+        chosen = st.multiselect("Runs", list(reversed(list(by_id))), default=picked,
+                                format_func=lambda i: f"{by_id[i].label} ({by_id[i].status})", max_selections=8,
+                                key="mnist.compare_pick")
     text = ",".join(by_id[i].token for i in chosen)
     if st.session_state[key] != text:
         missing = [token for token in compare_tokens(values) if token not in by_token]

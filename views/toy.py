@@ -396,15 +396,17 @@ def table_panel(values, config):
                 "fit is the best of the sidebar's restarts. The exact posterior's log p(D) is the ceiling every bound "
                 "sits under; its predictive's test MSE is the Bayes-optimal reference, not a floor: on one test set a "
                 "fit can land below it.")
-    cols = st.columns([3, 2])
-    cols[0].text_input("α values (comma-separated)", key=binding.widget_key(PAGE, "alphas"))
     alphas = table_alphas(values["alphas"])
     low, high = seeds_range(len(alphas))
-    # No range in the box itself: the browser would keep a number out of range in it, in red, beside the value in
-    # use; a number typed in becomes the nearest in range, and the box shows the seeds the table will run.
-    cols[1].number_input("Seeds", step=1, key=SEEDS_KEY, on_change=seeds_in_range,
-                         help=f"{low} to {high} seeds with {len(alphas)} α value{'s' if len(alphas) != 1 else ''}: "
-                              f"this server trains at most {max_table_runs()} runs (α values × seeds) per table.")
+    with binding.controls_area("toy-table"):
+        cols = st.columns([3, 2])
+        cols[0].text_input("α values (comma-separated)", key=binding.widget_key(PAGE, "alphas"))
+        # No range in the box itself: the browser would keep a number out of range in it, in red, beside the value
+        # in use; a number typed in becomes the nearest in range, and the box shows the seeds the table will run.
+        cols[1].number_input("Seeds", step=1, key=SEEDS_KEY, on_change=seeds_in_range,
+                             help=f"{low} to {high} seeds with {len(alphas)} α value"
+                                  f"{'s' if len(alphas) != 1 else ''}: this server trains at most "
+                                  f"{max_table_runs()} runs (α values × seeds) per table.")
     for notice in parse_query({"alphas": values["alphas"]}, [params.ALPHAS])[1]:
         st.warning(notice)
     if SEEDS_NOTICE in st.session_state:
@@ -415,9 +417,10 @@ def table_panel(values, config):
                  else f"use at most {max_table_runs()} α values")
         st.warning(f"{len(alphas)} α values × {values['seeds']} seeds is more than this server's cap of "
                    f"{max_table_runs()} runs per table: {fewer}.")
-    if st.button("Run the table", icon=":material/table_chart:", key="toy.run_table", type="primary",
-                 disabled=too_many):
-        st.session_state["toy.table"] = (tuple(alphas), values["seeds"], config)
+    with binding.controls_area("toy-run-table"):
+        if st.button("Run the table", icon=":material/table_chart:", key="toy.run_table", type="primary",
+                     disabled=too_many):
+            st.session_state["toy.table"] = (tuple(alphas), values["seeds"], config)
     if "toy.table" in st.session_state:
         t_alphas, t_seeds, t_config = st.session_state["toy.table"]
         try:  # trained once for every session, in a worker process

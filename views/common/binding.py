@@ -16,7 +16,7 @@ from symlab.specs.urlstate import Param, encode_query, parse_query
 PRESENT = Param("present", "bool", False)
 PRESENT_CSS = """<style>
 [data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"], [data-testid="stExpandSidebarButton"],
-[data-testid="stHeader"], [data-testid="stDownloadButton"] { display: none !important; }
+[data-testid="stHeader"], [data-testid="stDownloadButton"], [class*="st-key-controls-"] { display: none !important; }
 html { font-size: 20px; }
 [data-testid="stMainBlockContainer"] { max-width: 100%; padding: 1rem 2rem; }
 </style>"""
@@ -36,12 +36,22 @@ def start_page(page: str, specs: Sequence[Param], title: str, caption: str, cont
     st.title(title)
     st.caption(caption)
     show_notices(notices)
-    controls()
+    with controls_area(page):
+        controls()
     with st.sidebar:
         st.toggle("Presentation mode", key=widget_key(page, PRESENT.name),
                   help="Hides the controls and enlarges text and charts for a projector; the page's link keeps "
                        "it, so a shared link opens the same view without controls.")
     return sync_url(page, specs)
+
+
+def controls_area(name: str):
+    """A container for controls in the page's main area: presentation mode hides it, as it hides the sidebar. Its
+    widgets are still drawn (hidden), so they keep their values for when the controls come back."""
+    return st.container(key=f"{CONTROLS_PREFIX}{name}")
+
+
+CONTROLS_PREFIX = "controls-"
 
 
 def control_widget(page: str, config_type, name: str, *, cap: float | None = None, **options):

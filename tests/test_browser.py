@@ -825,3 +825,27 @@ def test_your_own_networks_upload_align_and_download(page, server_url, server_ru
     network = weights.read_network(download_info.value.path())
     assert network.is_posterior and network.sizes[0] == 784 and network.sizes[-1] == 10
     assert download_info.value.suggested_filename.endswith("_posterior.safetensors")
+
+
+CLEAN_CONSOLE_LINKS = ["", *(lab.name for lab in LABS), "symmetry?part=proximity", "symmetry?part=quality",
+                       "symmetry?part=training", "symmetry?part=mass", "modes?present=true"]
+
+
+@pytest.mark.parametrize("link", CLEAN_CONSOLE_LINKS)
+def test_every_page_opens_with_a_clean_console_and_no_probe_for_the_server(new_page, server_url, browser_errors,
+                                                                           link):
+    """No console error, no Vega warning (the browser_errors fixture fails the test at teardown on either) and no
+    request to /<page>/_stcore/…: the page knows where the server is (symlab/serving/base_url.py)."""
+    page = new_page()
+    probes = []
+    page.on("request", lambda request: probes.append(request.url)
+            if re.search(r"/[a-z]+/_stcore/", urlsplit(request.url).path) else None)
+    page.goto(f"{server_url}/{link}")
+    page.locator("h1").first.wait_for()
+    wait_for_run(page, 120_000)
+    if link.split("?")[0] in ("", "methods", "mnist"):
+        page.wait_for_timeout(1000)  # tables and pictures drawn just after the run
+    else:
+        page.locator(CHART).first.wait_for(timeout=60_000)
+    browser_errors.wait_for_idle_network(page)
+    assert probes == []

@@ -193,9 +193,11 @@ def contour_chart(column, alpha, sigma, mean, std, forward):
 @st.cache_resource(max_entries=32, show_spinner=False)  # outlives the run, unlike a functools cache of a page
 def sweep_spec(y_title: str, title: str, forward: bool, log_y: bool, asymptote: bool, present: bool) -> dict:
     series = (SWEEP_SERIES if forward else SWEEP_SERIES[:1]) + (SWEEP_MARKS if asymptote else SWEEP_MARKS[:2])
+    # No layer for a level the chart does not draw: an empty one has no extent, which Vega warns of.
+    levels = [charts.altair_rules(series, data="horizontal")] if asymptote else []
     chart = alt.layer(charts.altair_lines(series, charts.quantity("x", "mode distance α"),
-                                      charts.quantity("y", y_title, channel=alt.Y, log=log_y)),
-                      charts.altair_rules(series, data="vertical", axis="x"), charts.altair_rules(series, data="horizontal"))
+                                          charts.quantity("y", y_title, channel=alt.Y, log=log_y)),
+                      charts.altair_rules(series, data="vertical", axis="x"), *levels)
     return fitted(charts.vega_spec(chart, title=title), [s.label for s in series])
 
 
@@ -204,8 +206,8 @@ def sweep_chart(column, key, alphas, curves, alpha, threshold, y_title, title, l
     lines = pd.concat([charts.lines_frame(label, alphas, values) for label, values in curves])
     vertical = [(SWEEP_MARKS[0].label, alpha)] + ([] if threshold is None else [(SWEEP_MARKS[1].label, threshold)])
     horizontal = [] if asymptote is None else [(SWEEP_MARKS[2].label, asymptote)]
-    rules = {name: pd.DataFrame(marks or None, columns=["series", "value"])
-             for name, marks in (("vertical", vertical), ("horizontal", horizontal))}
+    rules = {name: pd.DataFrame(marks, columns=["series", "value"])
+             for name, marks in (("vertical", vertical), ("horizontal", horizontal)) if marks}
     spec = sweep_spec(y_title, title, len(curves) > 1, log_y, asymptote is not None,
                       charts.presenting())
     charts.vega_chart(column, spec, {"lines": lines, **rules}, key, alt_text=f"{title}: {y_title} against α")

@@ -469,10 +469,12 @@ def samples_spec(title: str, present: bool) -> dict:
     y = charts.quantity("y", "w₂", charts.DOMAIN_OF_DATA, channel=alt.Y)
     chart = charts.altair_lines(SAMPLE_SERIES, x, y)
     [marks] = chart.layer  # (alt.layer moved its dataset up to the layer: hence data= below)
-    marks = marks.mark_point(strokeWidth=1.5, clip=True).encode(
-        size=alt.Size("series:N", scale=alt.Scale(domain=labels, range=[SAMPLE_SIZES[m] for m in SAMPLE_METHODS]),
-                      legend=None),
-        opacity=alt.Opacity("series:N", legend=None,
+    # Size and opacity read a copy of the series' name, ordered as the series are: on the name itself, their
+    # hidden legends would merge with the colour's (a Vega-Lite warning), and an unordered one warns too.
+    marks = marks.mark_point(strokeWidth=1.5, clip=True).transform_calculate(method="datum.series").encode(
+        size=alt.Size("method:O", sort=labels, legend=None,
+                      scale=alt.Scale(domain=labels, range=[SAMPLE_SIZES[m] for m in SAMPLE_METHODS])),
+        opacity=alt.Opacity("method:O", sort=labels, legend=None,
                             scale=alt.Scale(domain=labels, range=[SAMPLE_OPACITY[m] for m in SAMPLE_METHODS])))
     # The legend's four entries in two rows, or in four where presentation mode's text needs the room.
     rows = 4 if present else 2
@@ -565,8 +567,9 @@ def tau_spec(window: int, present: bool) -> dict:
                                                 channel=alt.Y))
     line, *legend = chart.layer  # (alt.layer moved their dataset up to the layer: hence data= below)
     # Every step's τ thin (it jumps from step to step), its running mean thick.
-    line = line.encode(strokeWidth=alt.StrokeWidth("series:N", legend=None,
-                                                   scale=alt.Scale(domain=[s.label for s in series], range=[1, 3])))
+    labels = [s.label for s in series]  # widths read a copy of the name, as samples_spec's sizes do
+    line = line.transform_calculate(curve="datum.series").encode(
+        strokeWidth=alt.StrokeWidth("curve:O", sort=labels, legend=None, scale=alt.Scale(domain=labels, range=[1, 3])))
     return charts.vega_spec(alt.layer(line, *legend, data=chart.data), title="Do the units change places?",
                             legend_columns=1)
 

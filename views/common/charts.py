@@ -96,6 +96,8 @@ def quantity(field: str, title: str, domain=None, *, log=False, integer=False, s
     if log:
         options["type"] = "log"
     options.update(scale or {})
+    if options.get("type") == "log":
+        options.pop("zero", None)  # a log scale never holds zero: Vega-Lite drops the setting with a warning
     axis_options = dict(tickMinStep=1, format="d") if integer else {}
     axis_options.update(axis or {})
     return channel(f"{field}:Q", title=title, scale=alt.Scale(**options), axis=alt.Axis(**axis_options))

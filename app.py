@@ -15,7 +15,16 @@ from views.common import binding, lessons, pages, sessions
 ASSETS = Path(__file__).parent / "assets"
 # A local file: a material-icon favicon would be fetched from fonts.gstatic.com, which a classroom
 # network or an offline laptop may not reach.
-st.set_page_config(page_title="SymLab", page_icon=str(ASSETS / "icon.svg"), layout="wide")
+def on_a_phone() -> bool:
+    """The browser says it is a phone or tablet ("Mobi"/"Android" in its user agent, as every mobile browser does)."""
+    agent = st.context.headers.get("User-Agent", "")
+    return "Mobi" in agent or "Android" in agent
+
+
+# On a phone the sidebar starts closed and stays so when the phone turns: Streamlit's "auto" opens it wherever the
+# window is wider than a tablet, so turning a phone sideways (844 px) spread it over a third of the screen.
+st.set_page_config(page_title="SymLab", page_icon=str(ASSETS / "icon.svg"), layout="wide",
+                   initial_sidebar_state="collapsed" if on_a_phone() else "auto")
 st.logo(str(ASSETS / "logo.svg"), size="large", icon_image=str(ASSETS / "icon.svg"))
 SETTINGS = binding.server_settings(report=True)
 if SETTINGS.hosted:  # a visitor sees that something failed, never the traceback (the server's log keeps it)
@@ -100,6 +109,10 @@ def home():
 LAB_PAGES = [pages.lab_page(lab) for lab in LABS]
 LABS_BY_NAME = {lab.name: lab for lab in LABS}
 navigation = st.navigation([st.Page(home, title="Home", icon=":material/home:", default=True), *LAB_PAGES])
+# A table's toolbar (search, download, full screen) shows above its top edge when the table is touched: room for
+# it there, or on a phone it covers the last line of the text above.
+st.html("<style>[data-testid=\"stElementContainer\"]:has([data-testid=\"stDataFrame\"]) "
+        "{ margin-top: 1.75rem; }</style>")
 with pace.INTERACTIONS.running():  # a run of the whole page: someone asked for it (views/common/player.py)
     navigation.run()
 if navigation.url_path in LABS_BY_NAME:

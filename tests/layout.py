@@ -25,6 +25,7 @@ AT = " · where: "  # in a problem, before where its boxes lay across the window
 # more than OVERLAP_PX in both directions.
 LAYOUT_JS = """(AT) => {
   const OVERLAP_PX = 1.5, EDGE_PX = 1, TEXT_EDGE_PX = 4;  // a glyph's box reaches a little past its ink
+  const MIN_PLOT_PX = 120, COVER_PX = 3;  // a plot lower than this is squashed; boxes that share more overlap
   const problems = [];
   const root = document.documentElement;
   if (root.scrollWidth > root.clientWidth + EDGE_PX)
@@ -53,6 +54,9 @@ LAYOUT_JS = """(AT) => {
     texts.forEach((t, i) => {
       const b = boxes[i], words = t.textContent.trim();
       if (words.endsWith('…')) problems.push(`"${title}": text shortened to "${words}"`);
+      if (b.top < box.top - TEXT_EDGE_PX || b.bottom > box.bottom + TEXT_EDGE_PX)
+        problems.push(`"${title}": "${words}" is cut at the chart's edge${AT}text ${Math.round(b.top)}-`
+                      + `${Math.round(b.bottom)}, chart ${Math.round(box.top)}-${Math.round(box.bottom)} px down`);
       if (b.left < room.left - TEXT_EDGE_PX || b.right > room.right + TEXT_EDGE_PX || b.right > root.clientWidth)
         problems.push(`"${title}": "${words}" runs past its column${AT}text ${span(b)}, chart ${span(box)}, `
                       + `column ${span(room)} px`);
@@ -64,7 +68,50 @@ LAYOUT_JS = """(AT) => {
           problems.push(`"${title}": "${words}" overlaps "${texts[j].textContent.trim()}"`);
       }
     });
+    // A plot squashed by its own y-axis title: the title, turned, longer than the plot it labels (the plot: the
+    // largest background inside the chart's own).
+    const plots = [...svg.querySelectorAll('path.background')].map(p => p.getBoundingClientRect())
+      .filter(p => p.width > 0 && p.height > 0 && p.height < box.height - EDGE_PX);
+    const plot = plots.sort((a, b) => b.width * b.height - a.width * a.height)[0];
+    if (plot) svg.querySelectorAll('.role-axis-title text').forEach(label => {
+      const l = label.getBoundingClientRect();
+      if (l.height > l.width && (plot.height < MIN_PLOT_PX || l.height > plot.height + TEXT_EDGE_PX))
+        problems.push(`"${title}": its plot is ${Math.round(plot.height)} px high, under its y title `
+                      + `"${label.textContent.trim()}" (${Math.round(l.height)} px)`);
+    });
   });
+  // A metric's label cut short (Streamlit ends it with "…" where its column is narrow).
+  document.querySelectorAll('[data-testid="stMetricLabel"]').forEach(label => {
+    if (!visible(label)) return;
+    for (const e of [label, ...label.querySelectorAll('*')])
+      if (e.scrollWidth > e.clientWidth + EDGE_PX && getComputedStyle(e).overflow !== 'visible') {
+        problems.push(`the metric label "${label.innerText.trim()}" is cut short`);
+        break;
+      }
+  });
+  // Seen: drawn, and not in a tab that is not showing (its panel keeps its place, hidden) nor transparent.
+  const shown = (e) => visible(e) && e.checkVisibility({opacityProperty: true, visibilityProperty: true});
+  // Elements over one another: two of the page's elements (or a table's toolbar and another element) whose boxes
+  // share more than COVER_PX both ways, where neither holds the other (a title under a progress bar, a toolbar
+  // over the caption above its table).
+  const leaves = [...document.querySelectorAll('[data-testid="stMain"] [data-testid="stElementContainer"]')]
+    .filter(e => shown(e) && !e.querySelector('[data-testid="stElementContainer"]'));
+  const toolbars = [...document.querySelectorAll('[data-testid="stMain"] [data-testid="stElementToolbar"]')]
+    .filter(e => visible(e) && e.parentElement.checkVisibility({visibilityProperty: true}));  // shown on a tap
+  const named = (e) => (e.querySelector('[data-testid]:not([data-testid="stElementContainer"])') || e).dataset.testid
+    + ` "${(e.innerText || '').trim().slice(0, 40)}"`;
+  const parts = [...leaves, ...toolbars];
+  const rects = parts.map(e => e.getBoundingClientRect());
+  for (let i = 0; i < parts.length; i++)
+    for (let j = 0; j < i; j++) {
+      const a = rects[i], b = rects[j];
+      if (parts[i].contains(parts[j]) || parts[j].contains(parts[i])) continue;
+      const wide = Math.min(a.right, b.right) - Math.max(a.left, b.left);
+      const high = Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top);
+      if (wide > COVER_PX && high > COVER_PX)
+        problems.push(`${named(parts[i])} lies over ${named(parts[j])}${AT}${span(a)} and ${span(b)} px, `
+                      + `${Math.round(high)} px of height shared`);
+    }
   return problems;
 }"""
 
@@ -104,17 +151,37 @@ def open_everything(page) -> None:
                                .forEach(summary => summary.click())""")
 
 
+TABLES = '[data-testid="stMain"] [data-testid="stDataFrame"]'
+
+
+def toolbar_problems(page) -> list[str]:
+    """A table's toolbar (search, download, full screen) shows over its top edge when the table is touched or hovered:
+    each table hovered in turn, what its toolbar then covers."""
+    found = []
+    tables = page.locator(TABLES)
+    for index in range(tables.count()):
+        table = tables.nth(index)
+        if not table.is_visible():
+            continue
+        table.scroll_into_view_if_needed()
+        table.hover()
+        page.wait_for_timeout(300)  # the toolbar fades in
+        found += [problem for problem in page.evaluate(LAYOUT_JS, AT) if "stElementToolbar" in problem.split(" lies over ")[0]]
+    page.mouse.move(0, 0)
+    return found
+
+
 def lasting_problems(page) -> list[str]:
     """The layout's problems, once drawn, that are still there a moment later. A page the check finds settled can
     still be drawn once more (a chart's resize can lag its column's on a busy machine); what then went away is
     reported as a warning, and what stays as a problem."""
     wait_until_drawn(page)
-    found = page.evaluate(LAYOUT_JS, AT)
+    found = page.evaluate(LAYOUT_JS, AT) + toolbar_problems(page)
     if not found:
         return []
     page.wait_for_timeout(RECHECK_MS)
     wait_until_drawn(page)
-    lasting = page.evaluate(LAYOUT_JS, AT)
+    lasting = page.evaluate(LAYOUT_JS, AT) + toolbar_problems(page)
     kept = {problem.split(AT)[0] for problem in lasting}
     for problem in found:
         if problem.split(AT)[0] not in kept:

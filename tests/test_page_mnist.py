@@ -111,7 +111,7 @@ def test_results_table_and_comparison_from_finished_runs(registry):
     assert table.iloc[0]["MFVI"] == "91.00 ± 1.00 (2 seeds)" and table.iloc[0]["SGM K=4"] == "93.00 (1 seed)"
     gain = vega_chart(at, "SGM's bound above MFVI's ELBO")  # −98.6 − (−100) nats, no spread
     assert gain["datasets"]["lines"][["series", "x", "y"]].values.tolist() == [["SGM K=4", 32.0, pytest.approx(1.4)]]
-    assert channel(gain["spec"], "y")[0]["title"] == "SGM bound − MFVI ELBO (nats)"
+    assert channel(gain["spec"], "y")[0]["title"] == ["SGM bound − MFVI", "ELBO (nats)"]  # two lines: long
     assert not [view for view in layers(gain["spec"]) if view["mark"]["type"] == "rule"]
     assert at.multiselect(key="mnist.compare_pick").value == [ids[0], ids[2]]
     at.multiselect(key="mnist.compare_pick").unselect(ids[0]).run()

@@ -181,3 +181,21 @@ def test_series_frame_keeps_the_drawing_order():
     frame = charts.lines_frame("q", [1, 0, -1, 0], [0, 1, 0, -1], part=3)
     assert frame["i"].tolist() == [0, 1, 2, 3] and (frame["series"] == "q").all() and (frame["part"] == 3).all()
     assert isinstance(frame, pd.DataFrame)
+
+
+def test_a_long_y_title_goes_on_two_lines_and_never_more():
+    """Turned along the plot, a y title longer than the plot made Vega shrink the plot under it and push the chart's
+    title out of its top (the alignment page's path charts, 79 px of plot at 844 px)."""
+    import altair as alt
+
+    from views.common import charts
+
+    for text in ("SGM bound − MFVI ELBO (nats)", "ELBO per training point (nats)", "a b c d e f g h i j k l m n o p"):
+        for count in (2, 3):
+            lines = charts.broken_lines(text, count)
+            assert len(lines) <= count and " ".join(lines) == text
+    long_title = "test NLL of the predictive (nats)"
+    y = charts.quantity("y", long_title, channel=alt.Y).to_dict()
+    assert y["title"] == ["test NLL of the", "predictive (nats)"]
+    assert charts.quantity("x", long_title).to_dict()["title"] == long_title  # across the plot: room enough
+    assert charts.quantity("y", "W₂ distance", channel=alt.Y).to_dict()["title"] == "W₂ distance"

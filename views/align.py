@@ -182,7 +182,8 @@ def path_spec(metric: str, present: bool, title: str | None = None, current: boo
     lines = charts.altair_lines(series, charts.quantity("x", "t (0: q_A, 1: q_B)", (0, 1)),
                                 charts.quantity("y", y_title, channel=alt.Y))
     chart = alt.layer(lines, charts.altair_rules(series, axis="x")) if current else lines
-    return wrapping_legend(charts.vega_spec(chart, title=title, height=360), [s.label for s in series])
+    # 420 px: room for a plot of ≥ 150 px under a legend of four rows (a narrow column) and two-line axis titles.
+    return wrapping_legend(charts.vega_spec(chart, title=title, height=420), [s.label for s in series])
 
 
 def path_data(rep: align_lab.AlignmentReport, metric: str, t: float | None = None) -> dict:
@@ -257,7 +258,7 @@ def path_player(config, rep: align_lab.AlignmentReport, data: align_lab.Dataset)
                     reset_help="Back to t = 0 (q_A); the same posteriors.")
 
 def headline(rep: align_lab.AlignmentReport) -> None:
-    cols = st.columns(4)
+    cols = binding.metric_cells(4)
     cols[0].metric("loss barrier before", f"{rep.barrier_before:.3f}",
                    help="max over t of the loss above the straight line between the endpoints' losses (nats).")
     cols[1].metric("loss barrier after (W₂)", f"{rep.barrier_after:.3f}",
@@ -462,7 +463,7 @@ def files_report(found: align_lab.UploadedPair, uploads: list, order: str) -> No
     """Two uploaded networks aligned: barriers, distances, assignments and the downloads."""
     rep = found.alignment
     st.table(files.layer_table(found.layers))
-    cols = st.columns(4)
+    cols = binding.metric_cells(4)
     barrier = (lambda value: "—" if value is None else f"{value:.3f}")
     cols[0].metric("loss barrier before", barrier(rep.barrier_before))
     cols[1].metric("loss barrier after (W₂)", barrier(rep.barrier_after))

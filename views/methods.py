@@ -241,7 +241,8 @@ def projection_spec(title: str, present: bool) -> dict:
                      y=charts.quantity("y", "second principal axis", channel=alt.Y),
                      color=channels["color"], shape=channels["shape"]))
     # Not square: the two axes' scales differ (the first principal axis has the larger spread).
-    return charts.vega_spec(chart, title=title, height=PROJECTION_PX)
+    return charts.fitted_legend(charts.vega_spec(chart, title=title, height=PROJECTION_PX),
+                                [series.label for series in PROJECTION_SERIES])
 
 
 def projection_charts(report, key: str) -> None:

@@ -233,7 +233,7 @@ def scaling_chart(column, sigma, threshold) -> pd.DataFrame:
 
 
 def result_metrics(alpha, sigma, mean, std, kl, threshold):
-    cols = st.columns(4)
+    cols = binding.metric_cells(4)
     interp = mean / alpha if alpha > 0 else float("nan")
     cols[0].metric("α⁻¹‖μ*‖", "undefined" if alpha == 0 else f"{interp:.3f}",
                    help="0.5: q sits midway between the modes; 0: q sits on the first mode.")

@@ -189,7 +189,7 @@ def fig1_panel(config: symmetry_lab.PerceptronConfig):
     stages, report = perceptron_views(config)
     final = stages[-1]
     extents = {name: symmetry_lab.density_extent(weights) for name, weights in final.items()}
-    cols = st.columns(4)
+    cols = binding.metric_cells(4)
     cols[0].metric("nets kept", f"{report.kept} / {report.nets}",
                    help=f"Final training loss ≤ {report.loss_cutoff:.3g}; the rest did not train (the paper drops "
                         "< 1 %).")
@@ -597,7 +597,7 @@ def tau_domain(tau: np.ndarray) -> tuple[float, float]:
 def training_panel(config: symmetry_lab.MlpConfig):
     run = trained_mlps(config)
     report = symmetry_lab.training_report(run)
-    cols = st.columns(5)
+    cols = binding.metric_cells(5)  # each "…" label beside the one it continues
     cols[0].metric("mean Kendall τ", f"{report.tau_mean:.3f}", help="1: the units kept their order.")
     cols[1].metric("… in the last tenth", f"{report.tau_mean_last_tenth:.3f}",
                    help="Over the last tenth of the steps, where a decaying learning rate is near 0.")
@@ -716,7 +716,7 @@ def network_analysis(found: symmetry_lab.UploadedNetwork, upload, sort_key: str)
     rep = found.report
     st.table(files.layer_table(found.layers))
     first = rep.nearest_modes[0]
-    cols = st.columns(4)
+    cols = binding.metric_cells(4)
     cols[0].metric("nearest copy ‖gw − w‖ / ‖w‖", finite_or_dash(first["relative_distance"], ".3g"),
                    help="Hidden layer 1: the transposition of its two closest units (— with one unit, or all "
                         "weights 0).")

@@ -45,6 +45,15 @@ def start_page(page: str, specs: Sequence[Param], title: str, caption: str, cont
     return sync_url(page, specs)
 
 
+def metric_cells(count: int, per_row: int = 2) -> list:
+    """Places for ``count`` metrics, ``per_row`` to a row: more in a row cut their labels short wherever the row is
+    narrow (a phone turned sideways, a laptop with the sidebar open); a phone stacks them anyway."""
+    cells = []
+    while len(cells) < count:
+        cells += st.columns(per_row)
+    return cells[:count]
+
+
 def controls_area(name: str):
     """A container for controls in the page's main area: presentation mode hides it, as it hides the sidebar. Its
     widgets are still drawn (hidden), so they keep their values for when the controls come back."""

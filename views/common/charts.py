@@ -100,7 +100,13 @@ def quantity(field: str, title: str, domain=None, *, log=False, integer=False, s
         options.pop("zero", None)  # a log scale never holds zero: Vega-Lite drops the setting with a warning
     axis_options = dict(tickMinStep=1, format="d") if integer else {}
     axis_options.update(axis or {})
-    return channel(f"{field}:Q", title=title, scale=alt.Scale(**options), axis=alt.Axis(**axis_options))
+    # A long y title on two lines: turned along the plot, one line longer than the plot would make Vega shrink the
+    # plot under it (and push the chart's title out of the top) to fit the chart's height.
+    shown = broken_lines(title, 2) if channel is alt.Y and len(title) > Y_TITLE_CHARS else title
+    return channel(f"{field}:Q", title=shown, scale=alt.Scale(**options), axis=alt.Axis(**axis_options))
+
+
+Y_TITLE_CHARS = 24  # a y title longer than this goes on two lines (at 13 px, ~150 px: about the smallest plot)
 
 
 def altair_lines(series: Sequence[Series], x, y, *, data: str = "lines", data_order: bool = False,
@@ -258,8 +264,13 @@ def square_plot(spec: dict) -> dict:
 
 
 def broken_lines(text: str, count: int) -> list[str]:
-    """``text`` in ``count`` lines (or fewer) of about equal length, broken at spaces."""
-    return textwrap.wrap(text, max(1, -(-len(text) // count)), break_long_words=False) or [text]
+    """``text`` in ``count`` lines (or fewer) of about equal length, broken at spaces: the narrowest wrapping that
+    needs no more lines."""
+    for width in range(max(1, -(-len(text) // count)), len(text) + 1):
+        lines = textwrap.wrap(text, width, break_long_words=False)
+        if len(lines) <= count:
+            return lines or [text]
+    return [text]
 
 
 def fitted_legend(spec: dict, labels) -> dict:

@@ -80,6 +80,14 @@ LAYOUT_JS = """(AT) => {
                       + `"${label.textContent.trim()}" (${Math.round(l.height)} px)`);
     });
   });
+  // A table wider than its place: its last columns hidden, with no scroll bar to say so.
+  document.querySelectorAll('[data-testid="stTable"]').forEach(table => {
+    const inner = table.querySelector('table');
+    if (!visible(table) || !inner) return;
+    const hidden = inner.getBoundingClientRect().width - table.getBoundingClientRect().width;
+    if (hidden > EDGE_PX)
+      problems.push(`a table is ${Math.round(hidden)} px wider than its place: "${inner.innerText.trim().slice(0, 40)}"`);
+  });
   // A metric's label cut short (Streamlit ends it with "…" where its column is narrow).
   document.querySelectorAll('[data-testid="stMetricLabel"]').forEach(label => {
     if (!visible(label)) return;

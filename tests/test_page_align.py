@@ -137,9 +137,9 @@ def test_default_link_shows_the_barrier_collapse():
     elbo = vega_chart(at, "Training both posteriors")["datasets"]["lines"]
     assert sorted(elbo["series"].unique()) == ["q_A", "q_B"] and elbo["x"].max() <= 2000
     assert any("the closest of 64 descents (this page runs at most 64)" in c.value for c in at.caption)
-    summary = at.table[0].value
-    assert list(summary.index) == ["unaligned", "weight matching", "W₂ alignment"]
-    assert float(summary["barrier (nats)"].iloc[0]) > float(summary["barrier (nats)"].iloc[2])
+    summary = at.dataframe[0].value
+    assert list(summary.columns) == ["unaligned", "weight matching", "W₂ alignment"]  # the paths side by side
+    assert float(summary.loc["barrier (nats)"].iloc[0]) > float(summary.loc["barrier (nats)"].iloc[2])
     downloads = [button.key for button in at.get("download_button")]
     assert len(downloads) == 7 and downloads[-3:] == ["align.download_q_a", "align.download_q_b",
                                                       "align.download_q_b_aligned"]

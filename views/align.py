@@ -51,16 +51,6 @@ def colour_scale_below(spec: dict) -> dict:
     return {**moved(spec), "config": config}
 
 
-def wrapping_legend(spec: dict, labels) -> dict:
-    """``spec`` whose legend entries (``labels``) take as many columns as fit the chart's width: one row where all
-    fit, more rows on a phone (Vega never wraps a legend by itself; a row wider than the chart is cut off)."""
-    font = spec["config"]["legend"]["labelFontSize"]
-    # An entry's width from its longest label: about 0.6 em a character, the symbol and the gaps 2 em.
-    entry_px = round(0.6 * font * max(map(len, labels)) + 2 * font)
-    columns = dict(expr=f"max(1, min({len(labels)}, floor({charts.COLUMN_PX} / {entry_px})))")
-    return {**spec, "config": {**spec["config"], "legend": {**spec["config"]["legend"], "columns": columns}}}
-
-
 # ---------------------------------------------------------------------------------------------
 # Computation, shared by every session (results are read-only)
 # ---------------------------------------------------------------------------------------------
@@ -85,7 +75,7 @@ def elbo_spec(present: bool) -> dict:
     """Both runs' ELBO by Adam step; the x range (the run's steps) comes with the data."""
     chart = charts.altair_lines(ELBO_SERIES, charts.quantity("x", "Adam step", charts.DOMAIN_OF_DATA, integer=True),
                             charts.quantity("y", "ELBO per training point (nats)", channel=alt.Y))
-    return wrapping_legend(charts.vega_spec(chart, title="Training both posteriors", height=300),
+    return charts.fitted_legend(charts.vega_spec(chart, title="Training both posteriors", height=300),
                            [series.label for series in ELBO_SERIES])
 
 
@@ -183,7 +173,7 @@ def path_spec(metric: str, present: bool, title: str | None = None, current: boo
                                 charts.quantity("y", y_title, channel=alt.Y))
     chart = alt.layer(lines, charts.altair_rules(series, axis="x")) if current else lines
     # 420 px: room for a plot of ≥ 150 px under a legend of four rows (a narrow column) and two-line axis titles.
-    return wrapping_legend(charts.vega_spec(chart, title=title, height=420), [s.label for s in series])
+    return charts.fitted_legend(charts.vega_spec(chart, title=title, height=420), [s.label for s in series])
 
 
 def path_data(rep: align_lab.AlignmentReport, metric: str, t: float | None = None) -> dict:
@@ -213,7 +203,7 @@ def map_spec(path: str, present: bool) -> dict:
     layers = [heat, points] + ([charts.altair_colour_legend("P(class 1)", MAP_COLOURS)] if path == "w2" else [])
     spec = charts.vega_spec(alt.layer(*layers).resolve_legend(fill="independent"),
                             title=align_lab.PATH_TITLES[path].capitalize(), height=None)
-    return charts.square_plot(colour_scale_below(wrapping_legend(spec, [series.label for series in CLASS_SERIES])))
+    return charts.square_plot(colour_scale_below(charts.fitted_legend(spec, [series.label for series in CLASS_SERIES])))
 
 
 def map_data(config, rep, path: str, frame: int, data: align_lab.Dataset) -> dict:
@@ -282,11 +272,14 @@ SUMMARY_NUMBERS = ("W₂", "‖μ_A − μ_B‖", "barrier (nats)", "acc. drop")
 
 
 def summary_table(summary: pd.DataFrame) -> pd.DataFrame:
-    """Three rows as a plain table (the numbers to 3 decimals; the CSV keeps them whole)."""
+    """The three paths as a plain table's columns, a quantity a row (the numbers to 3 decimals; the CSV keeps them
+    whole): five columns of quantities did not fit a phone's or a half-width column, and hid two."""
     def shown(value) -> str:
         return "—" if value is None or pd.isna(value) else f"{value:.3f}"
 
-    return summary.assign(**{name: summary[name].map(shown) for name in SUMMARY_NUMBERS}).set_index("path")
+    table = summary.assign(**{name: summary[name].map(shown) for name in SUMMARY_NUMBERS}).set_index("path").T
+    table.columns.name = None
+    return table
 
 
 DISTANCE_SERIES = tuple(charts.Series(align_lab.PATH_TITLES[name], colour, marker=symbol, line=False)
@@ -305,7 +298,7 @@ def distance_spec(layers: tuple, present: bool) -> dict:
     base = alt.Chart(alt.NamedData("bars")).encode(x=x, y=y, yOffset=offset, color=channels["color"])
     chart = alt.layer(base.mark_bar(opacity=0.85), base.mark_point(size=charts.POINT_SIZE, strokeWidth=2, opacity=1,
                                                                    filled=False).encode(shape=channels["shape"]))
-    spec = wrapping_legend(charts.vega_spec(chart, title="Distance per layer", height=340),
+    spec = charts.fitted_legend(charts.vega_spec(chart, title="Distance per layer", height=340),
                            [series.label for series in DISTANCE_SERIES])
     # What the distance covers, under the title: as the axis's title it ran past a phone's column. Spaced for the
     # title's size (the page's theme spaces for a smaller one, which put the two lines over each other).
@@ -488,7 +481,7 @@ def files_report(found: align_lab.UploadedPair, uploads: list, order: str) -> No
     left, right = st.columns([1, 1])
     distance_chart(left, rep)
     with right:
-        st.table(summary_table(summary))
+        st.dataframe(summary_table(summary))  # scrolls, with a bar to say so, where a column is too narrow
     widest = max(rep.sizes[1:-1])
     assignments(lambda aligned: found.assignments["aligned" if aligned else "own"], order,
                 "" if widest <= align_lab.ASSIGNMENT_UNITS else
@@ -549,8 +542,8 @@ def main():
     distance_chart(left, rep)
     summary = summary_frame(rep)
     with right:
-        st.table(summary_table(summary))
-        st.caption("W₂ alignment minimises the W₂ column, weight matching the ‖μ_A − μ_B‖ column; where both pick "
+        st.dataframe(summary_table(summary))  # scrolls, with a bar to say so, where a column is too narrow
+        st.caption("W₂ alignment minimises the W₂ row, weight matching the ‖μ_A − μ_B‖ row; where both pick "
                    "the same permutations their lines on the path charts coincide. “acc. drop”: the accuracy's largest "
                    "fall below the straight line. “moved”: units per hidden layer that the permutation sends "
                    "elsewhere. The endpoints' losses differ a little between "

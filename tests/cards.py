@@ -20,7 +20,8 @@ WIDTH, SCALE = 1400, 2  # the window the pictures are taken in (a desktop), at t
 # lab -> (the page to open, the tab to show first or None, the title of the chart to take)
 PICTURES = {
     "modes": ("modes", None, "Interpolation"),
-    "toy": ("toy", None, "Exact posterior (grey) and q over (w₁, w₂)"),
+    # Trained: the link's step replays the seeded training (at step 0 the picture showed only the starts).
+    "toy": ("toy?adam_step=2000", None, "Exact posterior (grey) and q over (w₁, w₂)"),
     "mnist": ("mnist", "Results", "Closest two units against width"),
     "symmetry": ("symmetry?part=proximity", None, None),
     "align": ("align", None, None),

@@ -3,6 +3,7 @@
 import json
 import math
 import re
+import sys
 import time
 from pathlib import Path
 
@@ -266,3 +267,15 @@ def test_each_lab_has_a_card_with_a_picture_of_its_key_chart():
             assert picture.format == "PNG" and picture.width >= 300 and picture.height >= 300, lab.name
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60).run()
     assert len(at.get("image")) == len(LABS)
+
+
+def test_the_toy_card_shows_trained_fits_not_their_starts():
+    """The card showed the page's first frame, step 0: the starts, not the result it stands for."""
+    from urllib.parse import parse_qs, urlsplit
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    from cards import PICTURES
+    from symlab.labs.toy.experiment import DEFAULT_STEPS
+
+    link = PICTURES["toy"][0]
+    assert int(parse_qs(urlsplit(link).query)["adam_step"][0]) >= DEFAULT_STEPS

@@ -89,7 +89,9 @@ def test_domains_set_on_a_built_spec_give_the_spec_built_with_them(monkeypatch):
         assert framed == heat_and_lines((-2.5, 3.0), (-1.0, 4.25), 310)
         assert str(template) == kept  # the cached spec is copied, never changed
     only_y = charts.with_domains(template, y=(0, 9))
-    assert [view["encoding"]["x"]["scale"]["domain"] for view in layers(only_y)] == [list(charts.DOMAIN_OF_DATA)] * 3
+    # Set once, in the first layer (layers share their scales; a repeat on the others is a Vega-Lite warning).
+    assert [view["encoding"]["x"]["scale"].get("domain") for view in layers(only_y)] == \
+        [list(charts.DOMAIN_OF_DATA), None, None]
     with pytest.raises(ValueError, match="color"):
         charts.with_domains(template, color=("a", "b"))  # position channels only: a legend's domain is its series
     free_y = spec_of(charts.altair_lines(SERIES, charts.quantity("x", "step", charts.DOMAIN_OF_DATA),

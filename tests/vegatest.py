@@ -59,7 +59,10 @@ VEGA_CHART_JS = """title => {
     for (const points of Object.values(series)) points.sort((a, b) => a[0] - b[0]);
     const axis = letter => { const a = [...chart.querySelectorAll('g.role-axis')]
         .find(g => (g.getAttribute('aria-label') || '').startsWith(letter + '-axis'));
-        const t = a && a.querySelector('.role-axis-title text'); return t ? t.textContent : null; };
+        const t = a && a.querySelector('.role-axis-title text');  // a title on two lines: a tspan each
+        if (!t) return null;
+        const lines = [...t.querySelectorAll('tspan')].map(s => s.textContent);
+        return lines.length ? lines.join(' ') : t.textContent; };
     return {series: Object.fromEntries(Object.entries(series).map(([name, points]) =>
                 [name, {x: points.map(p => p[0]), y: points.map(p => p[1])}])),
             rules: rows('.role-mark.mark-rule line').map(d => d.value),

@@ -295,15 +295,18 @@ def marker_sizes(lines) -> alt.Size:
     """Each of ``lines`` (labels of field ``series``, in order) its marker's size, :data:`MARKER_SIZES`."""
     sizes = [MARKER_SIZES[min(i, len(MARKER_SIZES) - 1)] for i in range(len(lines))]
     # An ordinal scale: Vega-Lite's default for a nominal size is a point scale, which spreads over the range's
-    # ends and draws NaN-sized markers when there is one run.
-    return alt.Size("series:N", scale=alt.Scale(type="ordinal", domain=list(lines), range=sizes), legend=None)
+    # ends and draws NaN-sized markers when there is one run. On a copy of the series' name (with_marker_sizes),
+    # ordered as the lines are: on the name itself, the hidden legend would merge with the colour's (a Vega-Lite
+    # warning), and an unordered one warns too.
+    return alt.Size("run:O", sort=list(lines), scale=alt.Scale(type="ordinal", domain=list(lines), range=sizes),
+                    legend=None)
 
 
 def with_marker_sizes(chart: alt.LayerChart, labels) -> alt.LayerChart:
     """``chart`` (:func:`charts.altair_lines`) with its markers sized by series (:func:`marker_sizes`)."""
     sized = chart.copy()  # keeps the data Altair lifted from the layers to the layer chart
-    sized.layer = [layer.encode(size=marker_sizes(labels)) if layer.mark.type == "point" else layer
-                   for layer in chart.layer]
+    sized.layer = [layer.transform_calculate(run="datum.series").encode(size=marker_sizes(labels))
+                   if layer.mark.type == "point" else layer for layer in chart.layer]
     return sized
 
 
@@ -368,7 +371,10 @@ def curves_chart(container, history_by_run, labels, epochs: int, metric: str, ti
         points = [(epoch, value) for epoch, value in points if value is not None]
         if points:
             frames.append(charts.lines_frame(labels[run_id], *zip(*points)))
-    data = pd.concat(frames, ignore_index=True) if frames else charts.lines_frame("", [], [])
+    if not frames:  # an empty chart has no extent to draw (a Vega warning): say why instead
+        container.caption(f"**{title}**: no epoch of these runs has finished yet.")
+        return
+    data = pd.concat(frames, ignore_index=True)
     spec = curves_spec(metric, title, tuple(labels[run_id] for run_id in history_by_run), epochs, notes,
                        charts.presenting())
     charts.vega_chart(container, spec, {"lines": data}, key, alt_text=f"{title}, by epoch, for each run")
@@ -480,11 +486,13 @@ WIDTH_COUNTS = ("units_at_prior_mean",)  # whole numbers from 0
 
 @st.cache_resource(max_entries=64, show_spinner=False)  # outlives the run, unlike a functools cache of a page
 def width_spec(key_mean: str, y_title: str, title: str, styles: tuple[tuple[str, str, str, str], ...],
-               widths: tuple[int, ...], errors: bool, log_y: bool, notes: tuple[str, ...], present: bool) -> dict:
+               widths: tuple[int, ...], bars: bool, bars_to_bottom: bool, log_y: bool, notes: tuple[str, ...],
+               present: bool) -> dict:
     """``key_mean`` by width, a line per method (``styles``: label, colour, dash, marker; the markers smaller from
     one method to the next), ``notes`` under the title, from the dataset
-    ``lines`` (rows of x, y, series and, with ``errors``, low and high, the ends of mean ± std; ``to_bottom``
-    where the lower end is off a log axis: that bar runs down to the axis)."""
+    ``lines`` (rows of x, y, series and low and high, the ends of mean ± std; ``to_bottom`` where the lower end is
+    off a log axis: that bar runs down to the axis). ``bars``, ``bars_to_bottom``: whether the data hold bars of
+    either kind (a layer with none has no extent, a Vega warning)."""
     series = [charts.Series(label, colour, dash, marker=marker) for label, colour, dash, marker in styles]
     x = charts.quantity("x", WIDTH_X_TITLE, (min(widths) / WIDTH_MARGIN, max(widths) * WIDTH_MARGIN), log=True,
                         axis=dict(values=list(widths), format="d"))
@@ -499,15 +507,15 @@ def width_spec(key_mean: str, y_title: str, title: str, styles: tuple[tuple[str,
 
     labels = [label for label, *_ in styles]
     layers = [with_marker_sizes(charts.altair_lines(series, x, y("y")), labels)]
-    if errors:
-        channels = charts.series_channels(series)
-        bars = (alt.Chart(alt.NamedData("lines")).mark_rule(strokeWidth=1.5)
-                .encode(x=x, color=channels["color"], strokeDash=channels["strokeDash"]))
-        layers.insert(0, bars.encode(y=y("high"), y2="low:Q")
+    channels = charts.series_channels(series)
+    rules = (alt.Chart(alt.NamedData("lines")).mark_rule(strokeWidth=1.5)
+             .encode(x=x, color=channels["color"], strokeDash=channels["strokeDash"]))
+    if bars:
+        layers.insert(0, rules.encode(y=y("high"), y2="low:Q")
                       .transform_filter("isValid(datum.low) && isValid(datum.high) && !datum.to_bottom"))
-        if log_y:
-            layers.insert(0, bars.encode(y=y("high"), y2=alt.value("height"))
-                          .transform_filter("isValid(datum.high) && datum.to_bottom"))
+    if log_y and bars_to_bottom:
+        layers.insert(0, rules.encode(y=y("high"), y2=alt.value("height"))
+                      .transform_filter("isValid(datum.high) && datum.to_bottom"))
     columns = 2 if len(series) > 2 else None  # two methods fit in a row at 390 px; more take rows of two
     rows = 1 if columns is None else -(-len(series) // columns)
     return fitted(charts.vega_spec(alt.layer(*layers), title=title,
@@ -556,8 +564,10 @@ def width_chart(container, rows, styles, key_mean, key_std, y_title, title, key,
     # The methods with a value in the legend; all of them over empty axes where none has one.
     drawn = [label for label in styles if (data["series"] == label).any()] or list(styles)
     widths = tuple(sorted({int(row["hidden"]) for row in rows})) or (1,)
+    ends = data["low"].notna() & data["high"].notna()
     spec = width_spec(key_mean, y_title, title, tuple((label, *styles[label]) for label in drawn), widths,
-                      key_std is not None, log_y, same_as_mfvi_notes(rows, key_mean), charts.presenting())
+                      bool((ends & ~data["to_bottom"]).any()), bool((data["high"].notna() & data["to_bottom"]).any()),
+                      log_y, same_as_mfvi_notes(rows, key_mean), charts.presenting())
     charts.vega_chart(container, spec, {"lines": data}, key,
                       alt_text=f"{title}: {y_title} against the hidden width, a line per method")
     table = pd.DataFrame({"width": data["x"].astype(int), "method": data["series"], "seeds": data["seeds"],

@@ -310,7 +310,7 @@ def vega_spec(chart, *, title: str | None = None, height: int | None = VEGA_HEIG
     view; Streamlit fits it there), or each view's in a concatenation (pass ``None`` and size the views)."""
     scale = font_scale()
     font = round(FONT_PX * scale)
-    spec = chart.to_dict()
+    spec = domains_once(chart.to_dict())
     spec.pop("$schema", None)
     # SVG whatever the number of marks (Streamlit would switch a chart of many points to a canvas): Vega then
     # updates only the elements that changed, and each mark's element holds its row (``__data__.datum``).
@@ -330,6 +330,29 @@ def vega_spec(chart, *, title: str | None = None, height: int | None = VEGA_HEIG
                           # No ARIA description per data point: Vega would build one string per vertex and cell on
                           # every frame (the chart's own description, Streamlit's alt, names it for readers).
                           mark=dict(aria=False))
+    return spec
+
+
+def domains_once(spec: dict, seen: dict | None = None) -> dict:
+    """``spec`` with each position channel's scale domain set in the first layer that sets it, and left out of the
+    later layers that repeat it: layers share their scales, and the same domain on two layers' data is a Vega-Lite
+    warning ("Conflicting scale property domains")."""
+    seen = {} if seen is None else seen
+    spec = dict(spec)
+    encoding = spec.get("encoding")
+    if isinstance(encoding, dict):
+        encoding = dict(encoding)
+        for name in ("x", "y"):
+            channel = encoding.get(name)
+            if isinstance(channel, dict) and isinstance(channel.get("scale"), dict) and "domain" in channel["scale"]:
+                domain = json.dumps(channel["scale"]["domain"], sort_keys=True)
+                if seen.get(name) == domain:
+                    encoding[name] = {**channel, "scale": {key: value for key, value in channel["scale"].items()
+                                                           if key != "domain"}}
+                seen.setdefault(name, domain)
+        spec["encoding"] = encoding
+    if "layer" in spec:
+        spec["layer"] = [domains_once(child, seen) for child in spec["layer"]]
     return spec
 
 

@@ -54,7 +54,9 @@ LAYOUT_JS = """(AT) => {
     texts.forEach((t, i) => {
       const b = boxes[i], words = t.textContent.trim();
       if (words.endsWith('…')) problems.push(`"${title}": text shortened to "${words}"`);
-      if (b.top < box.top - TEXT_EDGE_PX || b.bottom > box.bottom + TEXT_EDGE_PX)
+      // A glyph's box reaches above and below its ink by about a fifth of its height (more at larger fonts).
+      const overhang = Math.max(TEXT_EDGE_PX, 0.2 * b.height);
+      if (b.top < box.top - overhang || b.bottom > box.bottom + overhang)
         problems.push(`"${title}": "${words}" is cut at the chart's edge${AT}text ${Math.round(b.top)}-`
                       + `${Math.round(b.bottom)}, chart ${Math.round(box.top)}-${Math.round(box.bottom)} px down`);
       if (b.left < room.left - TEXT_EDGE_PX || b.right > room.right + TEXT_EDGE_PX || b.right > root.clientWidth)

@@ -437,7 +437,7 @@ def block_mi_fraction(m) -> float | None:
 
 def diagnostic_curves(history, labels, epochs: int, key: str, notes: tuple[str, ...]) -> None:
     """How close q's units are, epoch by epoch: nearest-unit divergence, I_H / log|H|, units at the prior."""
-    cols = st.columns(3)
+    cols = binding.metric_cells(3)  # two to a row: three charts' legends do not fit a third of 844 px
     curves_chart(cols[0], history, labels, epochs, "nearest_unit_kl_min", "Closest two units", f"{key}_nearest",
                  notes=notes)
     curves_chart(cols[1], history, labels, epochs, "block_mi", "Block MI on q: I_H / log|H|", f"{key}_block_mi",
@@ -760,7 +760,7 @@ def compare(values, all_runs):
     labels = {i: by_id[i].label for i in chosen}
     epochs = max(by_id[i].config.epochs for i in chosen)
     notes = twin_notes([by_id[i] for i in chosen], history)
-    cols = st.columns(3)
+    cols = binding.metric_cells(3)
     curves_chart(cols[0], history, labels, epochs, "test_acc", "Test accuracy", "mnist.cmp_acc", notes=notes)
     curves_chart(cols[1], history, labels, epochs, "test_nll", "Test NLL", "mnist.cmp_nll", notes=notes)
     curves_chart(cols[2], history, labels, epochs, "train_elbo", "Train ELBO", "mnist.cmp_elbo", notes=notes)

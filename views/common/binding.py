@@ -46,8 +46,9 @@ def start_page(page: str, specs: Sequence[Param], title: str, caption: str, cont
 
 
 def metric_cells(count: int, per_row: int = 2) -> list:
-    """Places for ``count`` metrics, ``per_row`` to a row: more in a row cut their labels short wherever the row is
-    narrow (a phone turned sideways, a laptop with the sidebar open); a phone stacks them anyway."""
+    """Places for ``count`` metrics (or charts), ``per_row`` to a row: more in a row cut their labels (or legends)
+    short wherever the row is narrow (a phone turned sideways, a laptop with the sidebar open); a phone stacks
+    them anyway."""
     cells = []
     while len(cells) < count:
         cells += st.columns(per_row)

@@ -281,8 +281,7 @@ def results(values, config: MethodsConfig) -> None:
         return
     st.caption(f"Showing {source}; {report['samples_per_method']} samples per method.")
     frame = table(report)
-    st.dataframe(frame.assign(NLL=frame["NLL"].map(lambda nll: "—" if pd.isna(nll) else f"{nll:.3f}")),
-                 hide_index=True, width="stretch",
+    st.dataframe(tables.formatted(frame, {"NLL": ".3f"}), hide_index=True, width="stretch",
                  column_config={COLUMN_NAMES[key]: st.column_config.NumberColumn(format="%.1f")
                                 for key in PAPER_COLUMNS})
     st.caption("Every column × 100 as the paper's Table 1 prints it (MNIST, OptuNet); NLL in nats (the paper "

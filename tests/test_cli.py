@@ -144,9 +144,11 @@ def test_mnist_sweep_prints_table_one(tmp_path):
                  "--epochs", "1", "--train-subset", "500", "--samples", "2", "--runs-dir", str(tmp_path))
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
-    assert lines[0].startswith("Test accuracy by width")
-    assert sum(" MFVI " in line or "SGM K=4" in line for line in lines) == 4
-    assert all("±" in line for line in lines if " MFVI " in line or "SGM K=4" in line)
+    # One epoch on 500 images at width 8 leaves the networks near chance: the table says so first.
+    assert lines[0].startswith("NOT TRAINED: The MFVI runs of width 8 classify")
+    assert lines[1].startswith("Test accuracy by width")
+    rows = [line for line in lines[2:] if " MFVI " in line or "SGM K=4" in line]
+    assert len(rows) == 4 and all("±" in line for line in rows)
 
 
 def test_mnist_errors_are_messages_not_tracebacks(tmp_path):

@@ -1,11 +1,17 @@
 """The Laplace approximation (symlab.lib.laplace): the exact Hessian against finite differences, the GGN
-against Jᵀ Λ J built example by example, the posterior against the exact one of a linear-Gaussian model,
-the samples against the covariance, and the fitted prior precision against a grid."""
+against Jᵀ Λ J built example by example, the posterior against the exact one of a linear-Gaussian model and
+against laplace-torch's at a converged MAP, the samples against the covariance, and the fitted prior precision
+against a grid and laplace-torch."""
 
+import itertools
+import json
 import math
+from pathlib import Path
 
 import pytest
 import torch
+from safetensors import safe_open
+from safetensors.torch import load_file
 from scipy.stats import multivariate_normal
 from tiny_networks import conv_logits, tanh_mlp
 
@@ -140,18 +146,109 @@ def test_samples_are_reproducible_from_the_seed():
     assert torch.equal(samples, first)
 
 
-def test_negative_curvature_of_the_exact_hessian_gets_the_prior_variance():
-    delta = 0.5
-    posterior = mlp_posterior("exact", delta=delta, dtype=torch.float64)
-    hessian = laplace.nll_hessian(tanh_mlp, posterior.mean, *data(n=40))
-    values, vectors = torch.linalg.eigh(hessian)
-    negative = values < -1e-6
-    assert negative.sum() > 0 and posterior.negative_curvature == int(negative.sum())
-    covariance = posterior.covariance()
-    along = vectors[:, negative]
-    torch.testing.assert_close(along.T @ covariance @ along, torch.eye(int(negative.sum()), dtype=torch.float64) / delta,
-                               rtol=1e-8, atol=1e-10)
-    assert torch.linalg.eigvalsh(covariance).min() > 0
+REFERENCE = Path(__file__).parent / "data" / "laplace_torch_tanh.safetensors"  # laplace_torch_reference.py writes it
+REFERENCE_WIDTH = 16
+
+
+def reference_tanh(flat, x):
+    """The reference's 2-16-2 tanh network, its parameters in torch.nn.Sequential's order."""
+    w = REFERENCE_WIDTH
+    W1, b1, W2, b2 = flat[:2 * w].view(w, 2), flat[2 * w:3 * w], flat[3 * w:5 * w].view(2, w), flat[5 * w:]
+    return torch.tanh(x @ W1.T + b1) @ W2.T + b2
+
+
+@pytest.fixture(scope="module")
+def laplace_torch():
+    """laplace-torch 0.3's full Laplace of the tanh network at a converged MAP: (tensors, numbers)."""
+    with safe_open(str(REFERENCE), "pt") as handle:
+        numbers = json.loads(handle.metadata()["laplace_torch"])
+    return load_file(str(REFERENCE)), numbers
+
+
+def relative_error(ours, theirs) -> float:
+    return float((ours - theirs).abs().max() / theirs.abs().max())
+
+
+@pytest.mark.parametrize("curvature", laplace.CURVATURES)
+def test_the_laplace_posterior_matches_laplace_torch_at_a_converged_map(laplace_torch, curvature):
+    """The exact Hessian there has 22 negative eigenvalues: they are kept, not clipped, and the covariance, the
+    log-determinant and the evidence agree with laplace-torch's (which keeps them too)."""
+    tensors, numbers = laplace_torch
+    expected, delta = numbers[curvature], numbers["prior_precision"]
+    assert numbers["gradient_norm"] < 1e-6  # a MAP: ∇U ≈ 0
+    posterior = laplace.laplace_fit(reference_tanh, tensors["map"], tensors["x"], tensors["y"], prior_precision=delta,
+                                    curvature=curvature)
+    assert relative_error(posterior.covariance(), tensors[f"{curvature}/covariance"]) < 1e-8
+    log_det = float(torch.log(posterior.eigenvalues + delta).sum())
+    assert log_det == pytest.approx(expected["log_det_posterior_precision"], rel=1e-8)
+    assert posterior.log_marginal_likelihood() == pytest.approx(expected["log_marginal_likelihood"], rel=1e-8)
+    assert posterior.negative_curvature == expected["negative_eigenvalues"] == (22 if curvature == "exact" else 0)
+    assert float(posterior.eigenvalues.min()) == pytest.approx(expected["smallest_eigenvalue"],
+                                                               rel=1e-8, abs=1e-12)
+
+
+def test_negative_curvature_is_kept_in_the_covariance(laplace_torch):
+    """Along ∇²L's eigenvector of eigenvalue h < 0 the posterior variance is 1/(h + δ), more than the prior's 1/δ."""
+    tensors, numbers = laplace_torch
+    delta = numbers["prior_precision"]
+    posterior = laplace.laplace_fit(reference_tanh, tensors["map"], tensors["x"], tensors["y"], prior_precision=delta,
+                                    curvature="exact")
+    negative = posterior.eigenvalues < -1e-6
+    along = posterior.eigenvectors[:, negative]
+    torch.testing.assert_close(along.T @ posterior.covariance() @ along,
+                               torch.diag(1 / (posterior.eigenvalues[negative] + delta)), rtol=1e-8, atol=1e-10)
+    assert float((1 / (posterior.eigenvalues[negative] + delta)).min()) > 1 / delta
+
+
+def test_the_fitted_prior_precision_matches_laplace_torch_on_the_ggn(laplace_torch):
+    """laplace-torch's evidence maximised by a tight search; its own 100 Adam steps stop short of it."""
+    tensors, numbers = laplace_torch
+    posterior = laplace.laplace_fit(reference_tanh, tensors["map"], tensors["x"], tensors["y"], prior_precision=1.0,
+                                    fit_prior=True)
+    assert posterior.prior_precision == pytest.approx(numbers["ggn"]["fitted_prior_precision"], rel=1e-8)
+
+
+def test_no_prior_precision_is_fitted_where_the_evidence_has_no_maximum(laplace_torch):
+    """With ∇²L's smallest eigenvalue h_min < 0, log Z(δ) → ∞ as δ ↓ −h_min: laplace-torch's evidence grows
+    there, ours agrees with it, and the fit refuses, naming h_min and the remedies."""
+    tensors, numbers = laplace_torch
+    expected = numbers["exact"]
+    near = expected["evidence_near_boundary"]
+    assert all(b[1] > a[1] for a, b in itertools.pairwise(near)) and near[-1][1] > expected["log_marginal_likelihood"]
+    posterior = laplace.laplace_fit(reference_tanh, tensors["map"], tensors["x"], tensors["y"],
+                                    prior_precision=numbers["prior_precision"], curvature="exact")
+    for delta, value in near:
+        ours = laplace.log_marginal_likelihood(posterior.nll, posterior.mean, posterior.eigenvalues, delta)
+        assert ours == pytest.approx(value, rel=1e-6)
+    with pytest.raises(laplace.IndefiniteCurvature, match=r"smallest eigenvalue is -0\.3942.*GGN") as raised:
+        laplace.laplace_fit(reference_tanh, tensors["map"], tensors["x"], tensors["y"], prior_precision=1.0,
+                            curvature="exact", fit_prior=True)
+    assert "no maximum" in str(raised.value) and "above 0.3942" in str(raised.value)
+
+
+def test_an_indefinite_posterior_precision_is_refused_not_clipped():
+    """At a point that is not a minimum, ∇²L + δI can be indefinite: no Gaussian has that curvature."""
+    x, y = data(n=40)
+    w = random_point(27)
+    lowest = float(torch.linalg.eigvalsh(laplace.nll_hessian(tanh_mlp, w, x, y)).min())
+    assert lowest < -0.1
+    with pytest.raises(laplace.IndefiniteCurvature, match="not positive definite") as raised:
+        laplace.laplace_fit(tanh_mlp, w, x, y, prior_precision=-lowest / 2, curvature="exact")
+    assert f"{lowest / 2:.4g}" in str(raised.value) and "GGN" in str(raised.value)
+    fine = laplace.laplace_fit(tanh_mlp, w, x, y, prior_precision=-2 * lowest, curvature="exact")
+    assert fine.negative_curvature > 0 and torch.linalg.eigvalsh(fine.covariance()).min() > 0
+
+
+def test_a_subset_scaled_to_the_data_size_weighs_as_the_whole_set():
+    """data_size = k·n on n examples is the posterior of those examples repeated k times: the same sums."""
+    x, y = data(n=12)
+    w, delta = random_point(27), 5.0
+    scaled = laplace.laplace_fit(tanh_mlp, w, x, y, prior_precision=delta, data_size=36)
+    repeated = laplace.laplace_fit(tanh_mlp, w, x.repeat(3, 1), y.repeat(3), prior_precision=delta)
+    torch.testing.assert_close(scaled.covariance(), repeated.covariance(), rtol=1e-10, atol=1e-13)
+    assert scaled.log_marginal_likelihood() == pytest.approx(repeated.log_marginal_likelihood(), rel=1e-10)
+    with pytest.raises(ValueError, match="data_size"):
+        laplace.laplace_fit(tanh_mlp, w, x, y, prior_precision=delta, data_size=5)
 
 
 def test_fitted_prior_precision_maximises_the_evidence():

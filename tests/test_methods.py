@@ -10,9 +10,10 @@ from test_networks import random_symmetry
 
 from symlab import cli
 from symlab.labs.methods import experiment as ex
-from symlab.lib import mmd, networks
+from symlab.lib import ensembles, laplace, mmd, networks
 from symlab.lib.glyphs import load_glyphs
 from symlab.lib.mnist_data import load_mnist
+from symlab.specs.results import TRAINED_ACCURACY, training_verdict
 
 TINY = dict(reference=20, samples=10, modes=2, epochs=1, train_size=1000, test_size=500)
 
@@ -229,3 +230,45 @@ def test_the_summary_over_seeds_pairs_each_seeds_rows():
     assert mfvi_one["mmd"] == pytest.approx(0.6) and mfvi_one["mmd_sd"] == pytest.approx(np.std([0.5, 0.7], ddof=1))
     assert ex.same_but_seed(ex.MethodsConfig(seed=3), ex.MethodsConfig(seed=4))
     assert not ex.same_but_seed(ex.MethodsConfig(seed=3), ex.MethodsConfig(seed=4, epochs=2))
+
+
+def test_laplace_weighs_its_curvature_images_as_the_whole_training_set():
+    """The GGN over 1000 images, scaled to N = 4000, beside δ = Nλ: the samples' Mahalanobis norm under
+    Λ = (N/1000)·G + NλI averages P (a chi-square's mean), within 5 standard errors √(2/(P·S)); unscaled
+    (G + NλI, 4× too little data) it is ~10 % off."""
+    torch.set_num_threads(1)
+    config = ex.MethodsConfig(**{**TINY, "train_size": 4000})
+    data = ex.prepare_data(load_mnist(), config, load_glyphs())
+    start = ensembles.initial_networks(config.arch, range(1), config.seed)[0]
+    count = 400
+    samples = ex.method_samples("laplace", config, data, start, start, count, 0).double()
+    images = ex.CURVATURE_IMAGES
+    ggn = laplace.nll_ggn(config.arch.logits, start, data.x[:images], data.y[:images])
+    size = len(ggn)
+    precision = (config.train_size / images) * ggn + config.train_size * ex.WEIGHT_DECAY * torch.eye(size,
+                                                                                                    dtype=torch.float64)
+    deviation = samples - start.double()
+    ratio = float(((deviation @ precision) * deviation).sum(1).mean()) / size
+    assert abs(ratio - 1) < 5 * (2 / (size * count)) ** 0.5
+
+
+def test_a_comparison_of_networks_that_did_not_learn_says_so(tiny_comparison, tmp_path, capsys):
+    """One epoch on 1000 images: the starts classify ~10 % of the digits, and the report, the command's JSON and
+    its table say the ranking is of untrained networks."""
+    report = tiny_comparison.report()
+    assert report["trained"] is False and max(report["start_accuracy"]) < TRAINED_ACCURACY
+    assert "below the 50 % floor" in report["trained_reason"]
+    args = ["methods", "--reference", "20", "--samples", "10", "--modes", "2", "--epochs", "1", "--train-size", "1000",
+            "--test-size", "500", "--runs-dir", str(tmp_path)]
+    assert cli.main([*args, "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["trained"] is False and "untrained networks" in printed["trained_reason"]
+    assert cli.main(args) == 0
+    assert capsys.readouterr().out.startswith("NOT TRAINED: The 2 starts classify")
+
+
+def test_the_training_verdict_takes_the_median_against_the_floor():
+    assert training_verdict([0.9, 0.95, 0.1], "the starts")["trained"] is True
+    low = training_verdict([0.9, 0.2, 0.1], "the starts")
+    assert low["trained"] is False and low["trained_reason"].startswith("The starts classify 20.0 %")
+    assert training_verdict([], "the starts") == {"trained": None, "trained_reason": "The starts are not trained yet"}

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 import torch
 
+from symlab.cli import mnist as mnist_cli
 from symlab.labs.mnist import experiment as mnist
 from symlab.labs.mnist import table as mnist_table
 from symlab.labs.mnist.experiment import MnistConfig, MnistTrainer
@@ -261,6 +262,21 @@ def test_a_seed_run_twice_counts_once_by_its_latest_run():
     assert row["test_acc_std"] == pytest.approx((0.38 - 0.3651) / 2)
     # A value the latest run lacks (recorded before it existed) comes from the seed's latest run that has it.
     assert row["nearest_unit_kl_min_mean"] == 900.0 and row["units_at_prior_mean"] == 2.0
+
+
+def test_a_table_row_whose_runs_did_not_learn_says_so():
+    """The table ranks methods by accuracy: rows of networks at chance (10 %) are flagged, with the reason."""
+    rows = mnist_table.results_table([finished(1, hidden=16, test_acc=0.12),
+                                      finished(2, hidden=16, seed=1, test_acc=0.3),
+                                      finished(3, hidden=64, test_acc=0.93)])
+    low, high = rows
+    assert low["trained"] is False and "of width 16 classify 21.0 %" in low["trained_reason"]
+    assert high["trained"] is True
+    verdict = mnist_table.table_verdict(rows)
+    assert verdict["trained"] is False and verdict["trained_reason"] == low["trained_reason"]
+    assert mnist_table.table_verdict([high])["trained"] is True
+    report = {"trained": False, "trained_reason": low["trained_reason"], "table": [], "runs": []}
+    assert mnist_cli._format_mnist_sweep(report).startswith("NOT TRAINED: The MFVI runs of width 16 classify")
 
 
 def test_sgm_equals_mfvi_by_design_only_where_its_term_had_no_gradient_on_the_same_seeds():

@@ -72,6 +72,17 @@ def test_a_finished_run_is_shown_for_its_settings_with_the_paper_beside_it(regis
     # A run named in the link is shown whatever the settings.
     again = methods_page(run=str(run_id))
     assert any(f"run #{run_id}" in caption.value for caption in again.caption)
+    # Its networks did not learn (1 epoch on 1000 images): the page says so above the table.
+    assert tiny_report["trained"] is False
+    warning = next(w.value for w in at.warning if "did not learn" in w.value)
+    assert "below the 50 % floor" in warning and "untrained networks" in warning
+
+
+def test_the_shipped_comparisons_networks_learned(registry):
+    """The default link's comparisons carry the verdict, and their starts learned: no warning above the table."""
+    assert all(report["trained"] is True and min(report["start_accuracy"]) > 0.5 for report in ex.shipped_reports())
+    at = methods_page()
+    assert not any("did not learn" in warning.value for warning in at.warning)
 
 
 def test_every_chart_has_its_csv(registry):

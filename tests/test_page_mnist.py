@@ -118,6 +118,15 @@ def test_results_table_and_comparison_from_finished_runs(registry):
     assert at.query_params["compare"] == tokens(registry, ids[2])
 
 
+def test_a_table_of_runs_that_did_not_learn_says_so_above_it(registry):
+    for method, accuracy in (("mfvi", 0.11), ("sgm", 0.12)):
+        finish(registry, MnistConfig(hidden=16, method=method, K=4), test_acc=accuracy, train_elbo=-100.0)
+    at = mnist_page()
+    assert not at.exception
+    warning = next(w.value for w in at.warning if "did not learn" in w.value)
+    assert "The MFVI runs of width 16 classify 11.0 %" in warning and "below the 50 % floor" in warning
+
+
 def test_the_compare_link_names_runs_by_their_tokens_not_their_ids(registry):
     """Run ids are 1, 2, 3…: a link that named runs by them told anyone which runs exist. It names them by random
     tokens now; an id or an unknown token is left out with the page's notice, a malformed one too."""

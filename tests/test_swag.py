@@ -8,8 +8,8 @@ import math
 import pytest
 import torch
 from tiny_networks import mlp_logits
-from torch_uncertainty_parts import torch_uncertainty_part
 from torch import nn
+from torch_uncertainty_parts import torch_uncertainty_part
 
 from symlab.lib import swag
 
@@ -103,8 +103,10 @@ class Flat(nn.Module):
         self.w = nn.Parameter(torch.zeros(size, dtype=torch.float64))
 
 
-def test_moments_and_samples_match_torch_uncertainty(torch_uncertainty_swag):
-    thetas, rank, count = snapshots(count=8), 5, 4000
+@pytest.mark.parametrize("snapshot_count, rank", [(8, 5), (10, 20)])
+def test_moments_and_samples_match_torch_uncertainty(torch_uncertainty_swag, snapshot_count, rank):
+    """Fewer snapshots than the rank (10 of 20) too: D has 10 rows and DᵀD is still divided by K − 1 = 19."""
+    thetas, count = snapshots(count=snapshot_count), 12_000
     # float64 throughout: torch-uncertainty draws its noise in the default dtype
     with torch.random.fork_rng(), default_dtype(torch.float64):
         reference = torch_uncertainty_swag(Flat(27), cycle_start=0, cycle_length=1, scale=swag.SCALE,
@@ -142,8 +144,8 @@ def random_posterior(size=6, count=9, rank=5, seed=10):
 @pytest.mark.parametrize("scale", [swag.SCALE, 0.5])
 def test_samples_have_the_formula_covariance(scale):
     posterior = random_posterior()
-    deviations, rank = posterior.deviations, len(posterior.deviations)
-    expected = scale * (torch.diag(posterior.variance()) + deviations.T @ deviations / (rank - 1))
+    deviations = posterior.deviations
+    expected = scale * (torch.diag(posterior.variance()) + deviations.T @ deviations / (posterior.rank - 1))
     torch.testing.assert_close(posterior.covariance(scale), expected)
     count = 40_000
     samples = posterior.sample(count, torch.Generator().manual_seed(11), scale=scale)

@@ -136,6 +136,23 @@ def test_opposite_sides_is_the_probability_of_opposite_signs():
         assert two_relu.opposite_sides(mean, std) == pytest.approx(np.mean(w[:, 0] * w[:, 1] < 0), abs=0.005)
 
 
+@pytest.mark.parametrize("alpha", [0.25, 0.5])
+def test_the_grids_numbers_count_cells_on_a_zero_line_by_halves(alpha):
+    """The 201-point grid has a point on w = 0 (exactly, or −4.4e-16 at α = 0.25): its cells straddle the zero
+    line. Against a 2000-point grid over the same square, which has no point on zero: P(w₁w₂ < 0) to 1e-3, and
+    the other grid-derived numbers (the evidence, the predictive's test MSE) to 1e-3 relative."""
+    config = toy.ToyConfig(alpha=alpha)
+    data = toy.make_data(config)
+    post = two_relu.exact_posterior(data, config.noise, config.prior_scale)
+    assert abs(post.axis[len(post.axis) // 2]) < 1e-15
+    fine = two_relu.exact_posterior(data, config.noise, config.prior_scale, 2000, float(post.axis[-1]))
+    assert np.abs(fine.axis).min() > 1e-4
+    ours, reference = toy.exact_answer(data, config, post), toy.exact_answer(data, config, fine)
+    assert ours.opposite_sides == pytest.approx(reference.opposite_sides, abs=1e-3)
+    assert ours.log_evidence == pytest.approx(reference.log_evidence, rel=1e-3)
+    assert ours.test_mse == pytest.approx(reference.test_mse, rel=1e-3)
+
+
 def test_gaussian_outlines_are_the_sd_ellipses_of_q_and_its_swap():
     mean, std = np.array([0.8, -0.3]), np.array([0.2, 0.5])
     x, y = two_relu.gaussian_outlines(mean, std, symmetrised=False, radii=(1.0, 2.0))

@@ -69,6 +69,13 @@ $\mathrm{MMD}^2 = \mathbb E\,k(x, x') + \mathbb E\,k(y, y') - 2\,\mathbb E\,k(x,
 for 10 Gaussian kernels $e^{-\lVert x-y\rVert_2^2/h^2}$ and 10 Laplace kernels $e^{-\lVert x-y\rVert_1/h}$.
 Reported: the median over the 20 kernels, averaged over layers weighted by their parameter counts.
 
+**Laplace** is $\mathcal N(w^\star, (G + \delta I)^{-1})$ at a start $w^\star$: the Gauss–Newton curvature $G$ summed
+over 1000 training images and scaled by $N/1000$ to the $N$ images $w^\star$ was trained on, and
+$\delta = N\lambda$ from SGD's weight decay $\lambda$, so that data and prior weigh as they did in training.
+
+**Did the networks learn?** Every sample is drawn around the starts; when their median test accuracy is below
+50 % (chance: 10 %), a warning above the table says it ranks untrained networks.
+
 **Symmetry removal** (both sets): each hidden unit's incoming weights scaled to norm 1 (its outgoing weights
 by the inverse), then each layer's units sorted by their first incoming weight (or the largest); the
 convnet's channels move only within their group of the grouped convolution, or a whole group at once.
@@ -125,6 +132,9 @@ def across_seeds(reports: list[dict]) -> None:
     summary = ex.seed_summary(reports)
     seeds = ", ".join(str(r["config"]["seed"]) for r in reports)
     st.subheader(f"Across {len(reports)} seeds ({seeds})")
+    if summary["untrained_seeds"]:
+        st.warning(f"The starts of seed {', '.join(map(str, summary['untrained_seeds']))} did not learn: the "
+                   "differences below include untrained networks.", icon=":material/warning:")
     lines = []
     for method, differences in summary["multi_minus_single"].items():
         lower = sum(d < 0 for d in differences)
@@ -280,6 +290,8 @@ def results(values, config: MethodsConfig) -> None:
                 "`python -m symlab methods`), or pick a preset.")
         return
     st.caption(f"Showing {source}; {report['samples_per_method']} samples per method.")
+    if report.get("trained") is False:
+        st.warning(f"**These networks did not learn.** {report['trained_reason']}", icon=":material/warning:")
     frame = table(report)
     st.dataframe(tables.formatted(frame, {"NLL": ".3f"}), hide_index=True, width="stretch",
                  column_config={COLUMN_NAMES[key]: st.column_config.NumberColumn(format="%.1f")

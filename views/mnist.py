@@ -10,7 +10,7 @@ import streamlit as st
 from symlab.labs.mnist import LAB, params, study
 from symlab.labs.mnist import experiment as mnist_experiment
 from symlab.labs.mnist.experiment import MnistConfig, resolve_device
-from symlab.labs.mnist.table import bound_gain_rows, results_table, same_as_mfvi, trained_as_mfvi
+from symlab.labs.mnist.table import bound_gain_rows, results_table, same_as_mfvi, table_verdict, trained_as_mfvi
 from symlab.lib import mnist_data
 from symlab.lib.blocks import PRIOR_KL_PER_PARAMETER
 from symlab.runs.registry import RegistryError
@@ -672,6 +672,10 @@ def results(values):
         st.markdown("**Test accuracy (%) by width and method**, mean ± std over distinct seeds (number of "
                     "seeds), laid out like the paper's Table 1. A seed run more than once counts once, by its "
                     "latest run (“2, 3 runs”: two seeds from three runs).")
+        verdict = table_verdict(chosen)
+        if verdict["trained"] is False:
+            st.warning(f"**Some of these networks did not learn.** {verdict['trained_reason']}",
+                       icon=":material/warning:")
         st.dataframe(table_one(chosen), hide_index=True)
         cols = st.columns(2)
         styles = method_styles(chosen)

@@ -132,7 +132,9 @@ def _table(report: dict) -> str:
     """Our rows with the paper's MNIST-OptuNet rows beside them, every column × 100 as Table 1 prints it."""
     columns = ("mmd", "mmd_no_symmetry", "accuracy", "ece", "brier", "aupr", "fpr95", "id_mi", "ood_mi")
     heads = ("MMD", "MMD no sym", "Acc", "ECE", "Brier", "AUPR", "FPR95", "IDMI", "OODMI")
-    lines = [f"{report['architecture']}: {report['reference_checkpoints']} reference checkpoints, "
+    verdict = report.get("trained_reason", "")
+    lines = [f"NOT TRAINED: {verdict}" if report.get("trained") is False else verdict,
+             f"{report['architecture']}: {report['reference_checkpoints']} reference checkpoints, "
              f"{report['samples_per_method']} samples per method (run #{report['run_id']}); all × 100, NLL in nats; "
              f"the paper's row (MNIST, OptuNet) under ours",
              f"{'method':<16}{'modes':>6}" + "".join(f"{h:>11}" for h in heads) + f"{'NLL':>8}"]
@@ -143,4 +145,4 @@ def _table(report: dict) -> str:
         paper = PAPER_ROWS.get((row["method"], 1 if row["modes"] == 1 else 10))
         if paper:
             lines.append(f"{'  paper':<16}{'':>6}" + "".join(f"{v:>11.1f}" for v in paper))
-    return "\n".join(lines)
+    return "\n".join(line for line in lines if line)

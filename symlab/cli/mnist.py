@@ -10,7 +10,7 @@ from symlab.cli import common
 from symlab.labs import run_kinds
 from symlab.labs.mnist import LAB, convergence
 from symlab.labs.mnist.experiment import MnistConfig, exported_run, resolve_device
-from symlab.labs.mnist.table import results_table
+from symlab.labs.mnist.table import results_table, table_verdict
 from symlab.lib import mnist_data, weights
 from symlab.runs import execution, supervisor
 from symlab.runs.registry import Registry
@@ -211,8 +211,9 @@ def _run_mnist_sweep(args) -> dict:
                 print(f"[{number}/{len(configs)}] {config.label}", file=sys.stderr, flush=True)
             reports.append(_train_registered(registry, config, args.json, args.data_dir))
     runs = [registry.get(report["run_id"]) for report in reports]
-    return {"runs": [{k: v for k, v in r.items() if k != "history"} for r in reports],
-            "table": results_table(runs)}
+    table = results_table(runs)
+    return {"runs": [{k: v for k, v in r.items() if k != "history"} for r in reports], **table_verdict(table),
+            "table": table}
 
 
 def _run_mnist_data(args) -> dict:
@@ -256,6 +257,8 @@ def _number(value) -> str:
 
 def _format_mnist_sweep(report: dict) -> str:
     lines = ["Test accuracy by width and method (mean ± std over seeds)"]
+    if report.get("trained") is False:
+        lines.insert(0, f"NOT TRAINED: {report['trained_reason']}")
     for setting in dict.fromkeys(row["setting"] for row in report["table"]):
         lines.append(f"  {setting}")
         lines.append(f"  {'width':>6} {'method':>10} {'seeds':>5} {'test acc':>17} {'NLL':>8} {'ECE':>8} {'train ELBO':>12}")

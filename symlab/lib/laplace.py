@@ -8,12 +8,16 @@ generalised Gauss–Newton matrix G = Σᵢ Jᵢᵀ Λᵢ Jᵢ (Jᵢ = ∂f(w*, 
 term Σᵢ Σ_c ∂ℓ/∂f_c ∇²f_c and is positive semi-definite whenever ℓ is convex in the logits.
 
 The curvature is computed in float64, chunk by chunk over the data (memory stays bounded), and
-eigendecomposed once: H = V diag(h) Vᵀ. An exact Hessian away from a converged minimum can have
-negative eigenvalues; they are set to 0 (the nearest positive semi-definite matrix in Frobenius norm),
-so that along those directions the posterior keeps the prior's variance 1/δ. The GGN (the default)
-needs no clipping beyond round-off. With the eigendecomposition, any δ costs O(P) more: the
+eigendecomposed once: H = V diag(h) Vᵀ. With the eigendecomposition, any δ costs O(P) more: the
 covariance V diag(1/(h + δ)) Vᵀ, the samples w* + V diag((h + δ)^-½) z, and the Laplace evidence
 (MacKay 1992; Immer et al. 2021), maximised over δ when asked.
+
+The exact Hessian is often indefinite even at a converged MAP: only ∇²U = H + δI has to be positive
+semi-definite there. Its negative eigenvalues belong to the posterior's curvature and are kept, as
+laplace-torch keeps them. Where H + δI is not positive definite (a point that is not a minimum of U, a
+ReLU network's MAP on its kinks) no Gaussian has that curvature and the fit refuses. With negative
+eigenvalues the evidence also has no maximum over δ: log Z(δ) grows without bound as δ ↓ −min h, so
+fitting δ needs the GGN (the default: positive semi-definite up to round-off).
 
 A network is a pure function of a flat parameter vector, ``logits_fn(flat[P], x[n, ...]) -> [n, C]``,
 differentiable under torch.func; it is called here with float64 parameters and inputs.
@@ -23,7 +27,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
@@ -132,25 +136,47 @@ def log_marginal_likelihood(nll: float, flat: torch.Tensor, eigenvalues: torch.T
 def fit_prior_precision(flat: torch.Tensor, eigenvalues: torch.Tensor,
                         bounds: tuple[float, float] = PRIOR_PRECISION_BOUNDS) -> float:
     """argmax_δ log Z(δ) with w* and H held fixed (post hoc, as laplace-torch does), by a bounded
-    Brent search over log δ; L(w*) does not depend on δ."""
+    Brent search over log δ; L(w*) does not depend on δ. H must be positive semi-definite: with a
+    negative eigenvalue h_min, log Z(δ) → +∞ as δ ↓ −h_min and no maximum exists."""
     low, high = bounds
     if not 0 < low < high < math.inf:
         raise ValueError(f"the bounds must satisfy 0 < low < high < inf, not {bounds}")
+    lowest = float(eigenvalues.min())
+    if lowest < -_NEGATIVE_TOLERANCE * float(eigenvalues.abs().max()):
+        raise IndefiniteCurvature(
+            f"Laplace: the prior precision cannot be fitted. The curvature's smallest eigenvalue is {lowest:.4g}, so "
+            f"the evidence log Z(δ) grows without bound as δ falls to {-lowest:.4g} and has no maximum. Use the GGN "
+            f"(curvature='ggn', positive semi-definite), or give a prior precision above {-lowest:.4g}.")
+    low = max(low, -2.0 * lowest)  # round-off below zero: keep h + δ > 0 throughout the search
     result = minimize_scalar(lambda log_delta: -log_marginal_likelihood(0.0, flat, eigenvalues, math.exp(log_delta)),
-                             bounds=(math.log(low), math.log(high)), method="bounded", options={"xatol": 1e-8})
+                             bounds=(math.log(low), math.log(high)), method="bounded", options={"xatol": 1e-11})
     return math.exp(result.x)
+
+
+class IndefiniteCurvature(ValueError):
+    """No Laplace posterior: H + δI is not positive definite, or the evidence has no maximum over δ."""
+
+
+def _check_positive_definite(eigenvalues: torch.Tensor, prior_precision: float) -> None:
+    lowest = float(eigenvalues.min())
+    if lowest + prior_precision <= _NEGATIVE_TOLERANCE * max(float(eigenvalues.abs().max()), prior_precision):
+        raise IndefiniteCurvature(
+            f"Laplace: H + δI is not positive definite here. Its smallest eigenvalue is {lowest + prior_precision:.4g} "
+            f"(the curvature's {lowest:.4g}, δ = {prior_precision:.4g}), so no Gaussian has this curvature: the point "
+            f"is not a minimum of L + ½δ‖w‖² (or sits on a ReLU's kinks). Use the GGN (curvature='ggn', positive "
+            f"semi-definite), or a prior precision above {-lowest:.4g}.")
 
 
 @dataclass(frozen=True)
 class LaplacePosterior:
-    """N(w*, (H + δI)⁻¹) held as w* and the eigendecomposition H = V diag(h) Vᵀ (h ≥ 0), all float64."""
+    """N(w*, (H + δI)⁻¹) held as w* and the eigendecomposition H = V diag(h) Vᵀ, all float64; h + δ > 0."""
 
     mean: torch.Tensor          # w*, [P]
-    eigenvalues: torch.Tensor   # h, [P], negative ones set to 0
+    eigenvalues: torch.Tensor   # h, [P], negative ones kept
     eigenvectors: torch.Tensor  # V, [P, P], columns
     prior_precision: float      # δ
     nll: float                  # L(w*)
-    negative_curvature: int     # how many eigenvalues of H were (beyond round-off) negative and set to 0
+    negative_curvature: int     # how many eigenvalues of H are negative beyond round-off
     dtype: torch.dtype          # the MAP's dtype: that of the samples
 
     def precision(self) -> torch.Tensor:
@@ -175,37 +201,49 @@ class LaplacePosterior:
 
 
 def posterior_from_curvature(flat_map: torch.Tensor, curvature: torch.Tensor, prior_precision: float,
-                             nll: float = 0.0) -> LaplacePosterior:
-    """The Laplace posterior from H = ∇²L(w*) or G: symmetrised, eigendecomposed in float64, its negative
-    eigenvalues set to 0."""
+                             nll: float = 0.0, *, fit_prior: bool = False) -> LaplacePosterior:
+    """The Laplace posterior from H = ∇²L(w*) or G, symmetrised and eigendecomposed in float64; δ as given or,
+    with ``fit_prior``, argmax_δ log Z(δ). Raises :class:`IndefiniteCurvature` where H + δI is not positive
+    definite."""
     _check_prior_precision(prior_precision)
     if not bool(torch.isfinite(curvature).all()):
         raise FloatingPointError("Laplace: the curvature at the MAP point is not finite (the MAP diverged?)")
     h = _float64(curvature)
     eigenvalues, eigenvectors = torch.linalg.eigh(0.5 * (h + h.T))
+    mean = _float64(flat_map)
+    if fit_prior:
+        prior_precision = fit_prior_precision(mean, eigenvalues)
+    _check_positive_definite(eigenvalues, prior_precision)
     tolerance = _NEGATIVE_TOLERANCE * float(eigenvalues.abs().max())
-    negative = int((eigenvalues < -tolerance).sum())
-    return LaplacePosterior(mean=_float64(flat_map), eigenvalues=eigenvalues.clamp(min=0.0), eigenvectors=eigenvectors,
-                            prior_precision=float(prior_precision), nll=float(nll), negative_curvature=negative,
-                            dtype=flat_map.dtype)
+    return LaplacePosterior(mean=mean, eigenvalues=eigenvalues, eigenvectors=eigenvectors,
+                            prior_precision=float(prior_precision), nll=float(nll),
+                            negative_curvature=int((eigenvalues < -tolerance).sum()), dtype=flat_map.dtype)
 
 
 def laplace_fit(logits_fn: LogitsFn, flat_map: torch.Tensor, x: torch.Tensor, y: torch.Tensor, *,
-                prior_precision: float, curvature: str = "ggn", fit_prior: bool = False,
+                prior_precision: float, curvature: str = "ggn", fit_prior: bool = False, data_size: int | None = None,
                 loss: Loss = cross_entropy_sum, chunk_size: int = 64) -> LaplacePosterior:
     """The Laplace posterior around ``flat_map``: H the GGN (default, PSD) or the exact Hessian of
     L = Σᵢ ℓ over (x, y); δ as given or, with ``fit_prior``, argmax_δ log Z(δ) instead (the given δ is
-    then unused). SGD on the mean loss with weight decay λ finds the MAP for δ = n·λ."""
+    then unused). SGD on the mean loss with weight decay λ finds the MAP for δ = n·λ, n its training size.
+    With ``data_size`` n ≥ len(x), (x, y) is a subset standing for n training examples: H and L are scaled
+    by n / len(x), so that the data and the prior weigh as they did in training."""
     if curvature not in CURVATURES:
         raise ValueError(f"curvature must be one of {CURVATURES}, not {curvature!r}")
     _check_prior_precision(prior_precision)
+    scale = _data_scale(data_size, len(x))
     build = nll_ggn if curvature == "ggn" else nll_hessian
-    h = build(logits_fn, flat_map, x, y, loss=loss, chunk_size=chunk_size)
-    nll = negative_log_likelihood(logits_fn, flat_map, x, y, loss=loss, chunk_size=chunk_size)
-    posterior = posterior_from_curvature(flat_map, h, prior_precision, nll)
-    if fit_prior:
-        return replace(posterior, prior_precision=fit_prior_precision(posterior.mean, posterior.eigenvalues))
-    return posterior
+    h = build(logits_fn, flat_map, x, y, loss=loss, chunk_size=chunk_size) * scale
+    nll = negative_log_likelihood(logits_fn, flat_map, x, y, loss=loss, chunk_size=chunk_size) * scale
+    return posterior_from_curvature(flat_map, h, prior_precision, nll, fit_prior=fit_prior)
+
+
+def _data_scale(data_size: int | None, examples: int) -> float:
+    if data_size is None:
+        return 1.0
+    if int(data_size) != data_size or data_size < examples:
+        raise ValueError(f"data_size must be an integer no smaller than the {examples} examples given, not {data_size}")
+    return data_size / examples
 
 
 def laplace_samples(logits_fn: LogitsFn, flat_map: torch.Tensor, x: torch.Tensor, y: torch.Tensor, *,

@@ -6,6 +6,9 @@ From the snapshots, running moments θ̄ = (1/n) Σ θᵢ and θ̄₂ = (1/n) Σ
 σ² = max(θ̄₂ − θ̄², ε), and the deviation matrix D whose rows are the last K deviations θᵢ − θ̄ᵢ, θ̄ᵢ
 the running mean just after θᵢ was added (Algorithm 1).
 
+K in the normaliser is the rank asked for (Maddox's ``max_num_models``), not the rows D holds: with fewer
+snapshots than K, D has n < K rows and both references still divide DᵀD by K − 1.
+
 Where the scale goes: Maddox's paper writes Σ = ½(diag σ² + DᵀD/(K − 1)) and draws
 θ̄ + (1/√2) σ⊙z₁ + (1/√(2(K − 1))) Dᵀz₂; its code (``swag.py``, ``sample``) and torch-uncertainty's
 ``SWAG`` (whose authors include Laurent) draw instead θ̄ + √s (σ⊙z₁ + Dᵀz₂/√(K − 1)), the paper's
@@ -30,12 +33,14 @@ VAR_CLAMP = 1e-30  # ε, Maddox's code's floor on θ̄₂ − θ̄² (round-off 
 
 @dataclass(frozen=True)
 class SwagPosterior:
-    """The SWAG moments, float64: θ̄ [P], θ̄₂ [P], D [K, P] (oldest deviation first), from n snapshots."""
+    """The SWAG moments, float64: θ̄ [P], θ̄₂ [P], D [min(n, K), P] (oldest deviation first), from n snapshots,
+    K = ``rank``."""
 
     mean: torch.Tensor
     sq_mean: torch.Tensor
     deviations: torch.Tensor
     count: int
+    rank: int   # K, the normaliser's: DᵀD/(K − 1) however many rows D holds
     dtype: torch.dtype  # the snapshots' dtype: that of the samples
 
     def variance(self) -> torch.Tensor:
@@ -45,19 +50,19 @@ class SwagPosterior:
     def covariance(self, scale: float = SCALE) -> torch.Tensor:
         """Σ_s = s (diag σ² + DᵀD/(K − 1)), [P, P]."""
         _check_scale(scale)
-        low_rank = self.deviations.T @ self.deviations / (len(self.deviations) - 1)
+        low_rank = self.deviations.T @ self.deviations / (self.rank - 1)
         return scale * (torch.diag(self.variance()) + low_rank)
 
     def sample(self, count: int, generator: torch.Generator, scale: float = SCALE) -> torch.Tensor:
-        """[count, P] draws θ̄ + √s (σ⊙z₁ + Dᵀz₂/√(K − 1)), z₁ ~ N(0, I_P), z₂ ~ N(0, I_K), drawn in float64
+        """[count, P] draws θ̄ + √s (σ⊙z₁ + Dᵀz₂/√(K − 1)), z₁ ~ N(0, I_P), z₂ ~ N(0, I) over D's rows, drawn in float64
         from ``generator``, returned in the snapshots' dtype."""
         _check_scale(scale)
         if int(count) != count or count < 1:
             raise ValueError(f"count must be a positive integer, not {count}")
-        rank, size = self.deviations.shape
-        z = torch.randn(count, size + rank, generator=generator, dtype=torch.float64, device=generator.device)
-        z1, z2 = z.to(self.mean.device).split([size, rank], dim=1)
-        spread = z1 * self.variance().sqrt() + z2 @ self.deviations / math.sqrt(rank - 1)
+        rows, size = self.deviations.shape
+        z = torch.randn(count, size + rows, generator=generator, dtype=torch.float64, device=generator.device)
+        z1, z2 = z.to(self.mean.device).split([size, rows], dim=1)
+        spread = z1 * self.variance().sqrt() + z2 @ self.deviations / math.sqrt(self.rank - 1)
         return (self.mean + math.sqrt(scale) * spread).to(self.dtype)
 
 
@@ -86,7 +91,8 @@ def swag_moments(snapshots: Iterable[torch.Tensor], rank: int = RANK) -> SwagPos
         count += 1
     if count < 2:
         raise ValueError(f"SWAG needs at least 2 snapshots, got {count}")
-    return SwagPosterior(mean=mean, sq_mean=sq_mean, deviations=torch.stack(rows), count=count, dtype=dtype)
+    return SwagPosterior(mean=mean, sq_mean=sq_mean, deviations=torch.stack(rows), count=count, rank=rank,
+                         dtype=dtype)
 
 
 def _minibatches(n: int, batch_size: int, generator: torch.Generator) -> Iterator[torch.Tensor]:

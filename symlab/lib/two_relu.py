@@ -64,6 +64,20 @@ class GridPosterior:
     def probabilities(self) -> np.ndarray:
         return np.exp(self.log_density) * self.cell_area
 
+    def positive_share(self) -> np.ndarray:
+        """The share of each axis point's cell on the positive side of 0. A point on 0 is the middle of a cell
+        that straddles it, half on each side: ``np.sign`` would count that cell on neither side, or, where
+        linspace puts the point at −4e-16, wholly on one."""
+        on_zero = np.abs(self.axis) < 0.25 * (self.axis[1] - self.axis[0])
+        return np.where(on_zero, 0.5, (self.axis > 0).astype(np.float64))
+
+    def opposite_sides(self) -> float:
+        """P(w₁w₂ < 0 | D) on the grid, cells on a zero line counted by their share on each side."""
+        positive = self.positive_share()
+        negative = 1.0 - positive
+        prob = self.probabilities()
+        return float(positive @ prob @ negative + negative @ prob @ positive)
+
 
 def default_bound(data: ToyData, prior_scale: float) -> float:
     """Half-width of the grid: covers both modes (±slope) and the prior's bulk."""

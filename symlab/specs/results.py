@@ -1,4 +1,5 @@
-"""One divergence error and one way to make results JSON-ready, shared by every lab."""
+"""One divergence error, one verdict on whether networks learned, and one way to make results JSON-ready,
+shared by every lab."""
 
 from __future__ import annotations
 
@@ -10,6 +11,27 @@ import numpy as np
 
 class TrainingDiverged(RuntimeError):
     """Training produced a non-finite loss or parameters; the message says where and what to change."""
+
+
+# MNIST's ten classes: chance is 10 %; a network that classifies fewer than half of the test digits has not
+# learned, and a ranking of methods built on it ranks untrained networks.
+TRAINED_ACCURACY = 0.5
+
+
+def training_verdict(accuracies, what: str) -> dict:
+    """Whether the networks behind a ranking learned: ``trained`` is whether the median of their test ``accuracies``
+    (fractions) reaches :data:`TRAINED_ACCURACY`, and ``trained_reason`` says so in a sentence naming ``what``
+    they are; None and the reason where no accuracy is known yet."""
+    values = sorted(float(a) for a in accuracies)
+    if not values:
+        return {"trained": None, "trained_reason": f"{what[:1].upper()}{what[1:]} are not trained yet"}
+    median = float(np.median(values))
+    share = f"{what[:1].upper()}{what[1:]} classify {100 * median:.1f} % of the test digits (median of {len(values)})"
+    if median >= TRAINED_ACCURACY:
+        return {"trained": True, "trained_reason": f"{share}, above the {100 * TRAINED_ACCURACY:.0f} % floor"}
+    return {"trained": False, "trained_reason": (
+        f"{share}, below the {100 * TRAINED_ACCURACY:.0f} % floor of a network that has learned (chance is 10 %): "
+        "the ranking is of untrained networks and says nothing about the methods. Train longer or on more images.")}
 
 
 def to_json(value):

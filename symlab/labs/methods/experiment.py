@@ -38,7 +38,7 @@ from symlab.lib.mnist_data import PIXEL_MEAN, PIXEL_STD, Mnist
 from symlab.lib.weights import write_atomically
 from symlab.specs import controls
 from symlab.specs.controls import control
-from symlab.specs.results import TrainingDiverged
+from symlab.specs.results import TrainingDiverged, training_verdict
 from symlab.specs.settings import REPO_ROOT, Part, Work
 from symlab.specs.tasks import Cost
 
@@ -48,7 +48,7 @@ LABELS = {"dropout": "MC dropout", "mfvi": "MFVI (BBB)", "sgm": "SGM", "swag": "
 SINGLE_ONLY, MULTI_ONLY = ("sghmc",), ("ensemble",)  # as Table 1 has them
 DROPOUT_RATE = 0.2            # on the last layer, in training and testing (App. B.1)
 CHUNK = 50                    # reference checkpoints trained per stage
-CURVATURE_IMAGES = 1000       # Laplace's curvature: the GGN over this many training images
+CURVATURE_IMAGES = 1000       # Laplace's curvature: the GGN over this many training images, scaled to all of them
 SGHMC_LR, SGHMC_FRICTION = 0.01, 1.0
 BBB_LR = 1e-3
 SGM_K = 16  # the MLP's InfoNCE terms (its S_h is too large to enumerate; the convnet's 32 symmetries are not)
@@ -277,21 +277,23 @@ def symmetrised(arch: networks.Architecture, samples: torch.Tensor, generator: t
 
 
 def _laplace_samples(config: MethodsConfig, data: Data, start: torch.Tensor, count: int, g) -> torch.Tensor:
-    """The GGN Laplace posterior at ``start`` over the first training images, the prior precision n·λ of
-    SGD's weight decay. The convnet's covers every weight (the paper's full Laplace); the MLP's its last
+    """The GGN Laplace posterior at ``start``, the prior precision n·λ of SGD's weight decay over n training images.
+    The GGN is summed over the first 1000 of them and scaled by n / 1000, so that data and prior weigh as in the
+    training that found ``start``. The convnet's covers every weight (the paper's full Laplace); the MLP's its last
     layer, the hidden layer fixed (as the paper did for ResNet-18), since a full one would be P² numbers."""
     arch = config.arch
     x, y = data.x[:CURVATURE_IMAGES], data.y[:CURVATURE_IMAGES]
     precision = config.train_size * WEIGHT_DECAY
     if arch.name == "convnet":
-        return laplace.laplace_samples(arch.logits, start, x, y, count=count, generator=g, prior_precision=precision)
+        return laplace.laplace_samples(arch.logits, start, x, y, count=count, generator=g, prior_precision=precision,
+                                       data_size=config.train_size)
     last = arch.layers[-1][1]
 
     def last_layer_logits(w, images):
         return arch.logits(torch.cat([start[:last.start].to(w.dtype), w]), images)
 
     tail = laplace.laplace_samples(last_layer_logits, start[last], x, y, count=count, generator=g,
-                                   prior_precision=precision)
+                                   prior_precision=precision, data_size=config.train_size)
     return torch.cat([start[:last.start].expand(count, -1), tail], -1)
 
 
@@ -441,11 +443,22 @@ class Comparison:
     def finished(self) -> bool:
         return self.stage >= self.stages
 
+    def start_accuracy(self) -> list[float]:
+        """Each start's test accuracy (without dropout): the networks every method's samples are drawn around."""
+        if self.starts is None:
+            return []
+        with torch.no_grad():
+            logits = networks.batched_logits(self.config.arch, self.starts, self.data.x_test)
+        return (logits.argmax(-1) == self.data.y_test).double().mean(-1).tolist()
+
     def report(self) -> dict:
-        """The JSON report: the rows, the paper's rows beside them, what was used, and a 2-D view."""
+        """The JSON report: the rows, the paper's rows beside them, what was used, whether the starts learned
+        (``trained``, ``trained_reason``, ``start_accuracy``), and a 2-D view."""
+        accuracy = self.start_accuracy()
         return {"config": self.config.to_dict(), "architecture": self.config.arch.label,
                 "parameters": self.config.arch.n_params, "reference_checkpoints": len(self.reference),
                 "samples_per_method": self.config.samples, "stages_done": self.stage, "stages": self.stages,
+                "start_accuracy": accuracy, **training_verdict(accuracy, f"the {self.config.modes} starts"),
                 "rows": self.rows, "paper_rows": paper_rows(), "projection": self.projection()}
 
     def projection(self) -> dict:
@@ -541,9 +554,10 @@ def same_but_seed(a: MethodsConfig, b: MethodsConfig) -> bool:
 
 
 def seed_summary(reports: list[dict]) -> dict:
-    """Over comparisons that differ only by their seed: each row's mean and standard deviation per column, and the
-    two paired answers, per seed: each method's several-mode MMD² (symmetries removed) minus its one-mode one, and
-    SGM's minus MFVI's for every column. Lists hold one value per seed, in the reports' order."""
+    """Over comparisons that differ only by their seed: the seeds whose starts did not learn, each row's mean and
+    standard deviation per column, and the two paired answers, per seed: each method's several-mode MMD²
+    (symmetries removed) minus its one-mode one, and SGM's minus MFVI's for every column. Lists hold one value per
+    seed, in the reports' order."""
     by_row: dict[tuple, list[dict]] = {}
     for report in reports:
         for row in report["rows"]:
@@ -559,7 +573,9 @@ def seed_summary(reports: list[dict]) -> dict:
     sgm = {modes: {key: [b[key] - a[key] for a, b in zip(by_row[("mfvi", modes)], by_row[("sgm", modes)])]
                    for key in keys}
            for (method, modes) in by_row if method == "sgm" and ("mfvi", modes) in by_row}
-    return {"seeds": len(reports), "rows": rows, "multi_minus_single": multi, "sgm_minus_mfvi": sgm}
+    untrained = [report["config"]["seed"] for report in reports if report.get("trained") is False]
+    return {"seeds": len(reports), "untrained_seeds": untrained, "rows": rows, "multi_minus_single": multi,
+            "sgm_minus_mfvi": sgm}
 
 
 def paper_rows() -> list[dict]:

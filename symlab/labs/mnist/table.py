@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from symlab.specs.results import training_verdict
 from symlab.specs.run_kind import FINISHED
 
 from .experiment import MnistConfig
@@ -48,7 +49,7 @@ def results_table(finished_runs) -> list[dict]:
     """Mean and std over distinct seeds of the final metrics of finished runs, one row per setting, width and
     method (Table 1 of the paper is test accuracy by width and method). ``seeds`` counts distinct seeds (each
     counted once, by its latest run: :func:`latest_values`), ``seed_list`` which, ``runs`` every finished run,
-    ``run_ids`` each seed's latest."""
+    ``run_ids`` each seed's latest, ``trained`` and ``trained_reason`` whether those runs learned."""
     groups: dict[tuple, list] = {}
     for run in finished_runs:
         if run.status != FINISHED or not run.result:
@@ -69,8 +70,18 @@ def results_table(finished_runs) -> list[dict]:
             values = latest_values(runs, key)
             row[f"{key}_mean"] = float(np.mean(values)) if values else None
             row[f"{key}_std"] = float(np.std(values)) if values else None
+        row.update(training_verdict(latest_values(runs, "test_acc"), f"the {label} runs of width {hidden}"))
         rows.append(row)
     return rows
+
+
+def table_verdict(rows) -> dict:
+    """Whether every row's networks learned (:func:`symlab.specs.results.training_verdict`): ``trained`` and, in
+    ``trained_reason``, each row that did not."""
+    untrained = [row["trained_reason"] for row in rows if row["trained"] is False]
+    if untrained:
+        return {"trained": False, "trained_reason": " ".join(untrained)}
+    return {"trained": True, "trained_reason": "Every row's runs learned."}
 
 
 def bound_gain_rows(rows) -> list[dict]:

@@ -94,12 +94,9 @@ class ExactAnswer:
 def exact_answer(data: two_relu.ToyData, config: ToyConfig, post: two_relu.GridPosterior | None = None) -> ExactAnswer:
     post = two_relu.exact_posterior(data, config.noise, config.prior_scale) if post is None else post
     predicted = two_relu.posterior_predictive(post, data.x_test, config.noise)[0]
-    prob = post.probabilities()
-    sign = np.sign(post.axis)
-    opposite = float(prob[np.multiply.outer(sign, sign) < 0].sum())
     i, j = np.unravel_index(np.argmax(post.log_density), post.log_density.shape)
     mode = np.array([post.axis[i], post.axis[j]])
-    return ExactAnswer(post.log_evidence, float(np.mean((predicted - data.y_test) ** 2)), opposite,
+    return ExactAnswer(post.log_evidence, float(np.mean((predicted - data.y_test) ** 2)), post.opposite_sides(),
                        np.stack([mode, mode[::-1]]))
 
 

@@ -13,8 +13,11 @@ ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 PIP_DISABLE_
     SYMLAB_HOSTED=1 SYMLAB_RUNS_DIR=/data/runs
 WORKDIR /app
 
-COPY requirements.txt ./
-RUN pip install ${TORCH_INDEX_URL:+--index-url "$TORCH_INDEX_URL"} "$(grep '^torch==' requirements.txt)" && pip install -r requirements.txt
+# What serving needs and nothing else: the package's runtime dependencies (pyproject.toml), not its cluster or test
+# extras. torch first, from TORCH_INDEX_URL, at the version pyproject.toml pins.
+COPY pyproject.toml README.md ./
+COPY symlab symlab
+RUN pip install ${TORCH_INDEX_URL:+--index-url "$TORCH_INDEX_URL"} "$(grep -o '"torch==[0-9.]*"' pyproject.toml | tr -d '"')" && pip install .
 COPY . .
 # MNIST runs (registry, checkpoints, logs) outlive the container in this volume.
 RUN useradd --create-home symlab && mkdir -p /data/runs && chown symlab /data/runs

@@ -1,6 +1,7 @@
 """SymLab: how weight-space symmetries break variational inference in Bayesian neural networks.
 
-Layers, each importing only those below it (``.importlinter``, checked by tests/test_layers.py):
+Layers, each importing only those below it (``[tool.importlinter]`` in pyproject.toml, checked by
+tests/test_layers.py):
   cli/      the command line, ``python -m symlab`` (the pages, ``views/``, sit beside it);
   serving/  results computed once for every session, their store, shipped results, warm-up, the player;
   runs/     background training runs: registry, database, supervisor, worker, Ray, device;

@@ -57,7 +57,9 @@ def pytest_collection_modifyitems(config, items):
 @pytest.hookimpl(trylast=True)
 def pytest_collection_finish(session):
     """Before the first test: find or install what the selected tests need (tests/prerequisites.py); where that
-    cannot be done, stop with one line."""
+    cannot be done, stop with one line. Collecting alone (--collect-only) runs nothing, so it installs nothing."""
+    if session.config.option.collectonly:
+        return
     needs = prerequisites.missing(set().union(*map(fixtures_used, session.items)) if session.items else set())
     if needs:
         problem = prerequisites.install(needs)

@@ -48,7 +48,6 @@ def test_modes_mc_protocol_json():
 
 
 @pytest.mark.parametrize("args", [
-    ["modes"],
     ["modes", "--sigma", "abc"],
     ["modes", "--sigma", "-1"],
     ["modes", "--sigma", "nan"],

@@ -1,4 +1,5 @@
-"""The Dockerfile's own install and start commands, run in a fresh virtual environment.
+"""The Dockerfile's own install and start commands, run in a fresh virtual environment: the package (``pip install
+.``) works away from the checkout, and the app starts healthy.
 
 No image can be built here (no base image is reachable), so this runs what the image would: its
 ``pip`` steps, then its ``CMD`` with its ``ENV``, and checks the app answers its ``HEALTHCHECK``.
@@ -58,6 +59,13 @@ def test_the_dockerfile_installs_and_starts_a_healthy_app(tmp_path):
     torch_build = subprocess.run(["python", "-c", "import torch; print(torch.__version__)"], env=env,
                                  capture_output=True, text=True, check=True).stdout
     assert torch_build.startswith("2.13.0")
+    # The package itself, away from the checkout: its command, and its shipped data found inside it.
+    installed = subprocess.run(["python", "-c", "import symlab.lib.shipped as s; print(s.shipped('mnist'))"], env=env,
+                               cwd=tmp_path, capture_output=True, text=True, check=True).stdout
+    assert installed.startswith(str(venv)) and "site-packages/symlab/assets/mnist" in installed
+    sweep = subprocess.run(["symlab", "modes", "--json"], env=env, cwd=tmp_path, capture_output=True, text=True)
+    assert sweep.returncode == 0, sweep.stderr
+    assert json.loads(sweep.stdout)["threshold_over_sigma"] == pytest.approx(4.82, abs=0.01)
 
     port = str(_free_port())
     command = json.loads(dict(instructions)["CMD"])

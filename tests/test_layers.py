@@ -1,9 +1,10 @@
-"""The layers of the code (``.importlinter``): imports run one way, no module imports itself back through
-others, and no import hides inside a function to dodge either rule."""
+"""The layers of the code (``[tool.importlinter]`` in ``pyproject.toml``): imports run one way, no module imports
+itself back through others, and no import hides inside a function to dodge either rule."""
 
 import ast
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import grimp
@@ -54,11 +55,11 @@ def cycles(graph) -> list[set[str]]:
 
 
 def test_the_layers_contract_is_kept_with_no_exceptions():
-    config = (ROOT / ".importlinter").read_text()
-    assert "ignore_imports" not in config and "unmatched_ignore_imports_alerting" not in config
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+    assert all(not {"ignore_imports", "unmatched_ignore_imports_alerting"} & set(c) for c in config["contracts"])
     # In its own process, as `lint-imports` runs: its command configures logging, which would silence this one's.
     code = ("import sys; from importlinter.cli import lint_imports; "
-            f"sys.exit(lint_imports(config_filename={str(ROOT / '.importlinter')!r}, no_cache=True, no_logo=True))")
+            f"sys.exit(lint_imports(config_filename={str(ROOT / 'pyproject.toml')!r}, no_cache=True, no_logo=True))")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
 
@@ -114,7 +115,7 @@ def test_one_chart_stack():
     drawing = [p.relative_to(ROOT).as_posix() for p in sources
                if "plotly_chart" in p.read_text() or "import plotly" in p.read_text()]
     assert drawing == []
-    assert "plotly" not in (ROOT / "requirements.txt").read_text().lower()
+    assert "plotly" not in (ROOT / "pyproject.toml").read_text().lower()
 
 
 def test_a_starting_server_loads_torch_after_it_starts_its_workers():

@@ -1,6 +1,8 @@
 """tests/prerequisites.py: what the selected tests need is found, installed, or named in one line."""
 
+import os
 import subprocess
+import sys
 
 import prerequisites
 import pytest
@@ -55,3 +57,17 @@ def test_a_failed_install_is_one_line(monkeypatch):
 @pytest.mark.parametrize("fixture", ["page", "postgres_server_url", "fonts_installed", "bnn_libraries"])
 def test_every_need_is_tied_to_the_fixtures_that_use_it(fixture):
     assert any(fixture in n.fixtures for n in prerequisites.NEEDS)
+
+
+def test_collecting_alone_installs_nothing(tmp_path):
+    """`pytest --collect-only` runs no test, so it neither installs nor stops for a missing prerequisite: with
+    Chromium pointed nowhere and installing forbidden, collecting the browser tests still succeeds, while running
+    them stops with the one line."""
+    env = {**os.environ, "SYMLAB_CHROMIUM": str(tmp_path / "no-chromium"), "SYMLAB_TEST_INSTALL": "0"}
+    root = prerequisites.ROOT
+    collected = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q",
+                                "tests/test_browser.py"], cwd=root, env=env, capture_output=True, text=True)
+    assert collected.returncode == 0, collected.stdout[-2000:] + collected.stderr[-2000:]
+    ran = subprocess.run([sys.executable, "-m", "pytest", "-q", "tests/test_browser.py"],
+                         cwd=root, env=env, capture_output=True, text=True, timeout=300)
+    assert ran.returncode == 4 and "missing chromium" in ran.stdout + ran.stderr

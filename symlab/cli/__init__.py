@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
+from pathlib import Path
 
 from symlab.labs import LABS
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m symlab",
+        prog="symlab" if Path(sys.argv[0]).name == "symlab" else "python -m symlab",  # the console script, or -m
         description="SymLab labs without the browser. Each lab prints a table, or JSON with --json.",
     )
     subparsers = parser.add_subparsers(dest="lab", metavar="<lab>", title="labs")

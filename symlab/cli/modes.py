@@ -21,10 +21,7 @@ def register(subparsers) -> None:
             "KL and the threshold α* where q stops sitting between the modes."
         ),
     )
-    sigma = controls.declaration(SweepConfig, "sigma")
-    p.add_argument(controls.flag_name(SweepConfig, "sigma"), dest="sigma", type=controls.number_parser(sigma),
-                   required=True, help=f"{sigma.help} ({sigma.describe_range()})")
-    controls.add_flags(p, SweepConfig, ("alpha_max", "points", "protocol", "dim"))
+    controls.add_flags(p, SweepConfig, ("sigma", "alpha_max", "points", "protocol", "dim"))
     controls.add_flags(p.add_argument_group("Monte-Carlo protocol (--protocol mc)"), SweepConfig, MC_FLAGS)
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     p.set_defaults(run=_run_modes, format=_format_modes)

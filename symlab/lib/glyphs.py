@@ -27,7 +27,9 @@ from pathlib import Path
 
 import numpy as np
 
-SHIPPED_FILE = Path(__file__).resolve().parents[2] / "assets" / "ood" / "glyphs.npz"
+from symlab.lib.shipped import shipped
+
+SHIPPED_FILE = shipped("ood", "glyphs.npz")
 GLYPHS_SHA256 = "053202f498a4d1ce31a075f7ccc5638dfe639891f10a407488273c6104c7089a"
 COUNT, SEED = 5000, 0
 LETTERS = "ABCDEFGHIJ"

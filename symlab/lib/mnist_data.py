@@ -22,7 +22,9 @@ from pathlib import Path
 
 import numpy as np
 
-SHIPPED_DIR = Path(__file__).resolve().parents[2] / "assets" / "mnist"
+from symlab.lib.shipped import shipped
+
+SHIPPED_DIR = shipped("mnist")
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ import ray
 
 from symlab.labs import run_kinds
 from symlab.specs.run_kind import CANCELLED, FAILED, QUEUED, RUNNING
-from symlab.specs.settings import DATABASE_URL_ENV, REPO_ROOT
+from symlab.specs.settings import DATABASE_URL_ENV, IMPORT_ROOT
 
 from .execution import execute
 from .registry import Registry, Run
@@ -68,7 +68,7 @@ def submit(registry: Registry, runs: list[Run]) -> None:
         registry.update(run.id, task=name, message="waiting for a place on the Ray cluster")
         resources = {"num_cpus": 1, "num_gpus": 1} if run.device == "cuda" else {"num_cpus": 1}
         task = RunTask.options(name=name, namespace=NAMESPACE, lifetime="detached",
-                               runtime_env={"env_vars": {"PYTHONPATH": str(REPO_ROOT)}}, **resources).remote()
+                               runtime_env={"env_vars": {"PYTHONPATH": str(IMPORT_ROOT)}}, **resources).remote()
         task.train.remote(run.id, str(registry.root), registry.db.url)
 
 

@@ -28,7 +28,7 @@ from symlab.specs.run_kind import (
 from symlab.specs.settings import (
     DATABASE_URL_ENV,
     LAUNCH_WINDOW_SECONDS,
-    REPO_ROOT,
+    IMPORT_ROOT,
     RunLimits,
     executor_name,
     is_lecturer_key,
@@ -157,7 +157,7 @@ def launch_worker(registry: Registry, run_id: int) -> None:
     env = {**os.environ, DATABASE_URL_ENV: registry.db.url} if registry.db.url else None
     with open(log, "ab") as output:
         worker = subprocess.Popen([sys.executable, "-m", "symlab.runs.worker", str(run_id), "--runs-dir",
-                                   str(registry.root)], cwd=REPO_ROOT, env=env, start_new_session=True,
+                                   str(registry.root)], cwd=IMPORT_ROOT, env=env, start_new_session=True,
                                   stdin=subprocess.DEVNULL, stdout=output, stderr=output)
     registry.update(run_id, pid=worker.pid, pid_started=process_start(worker.pid), node=node_name())
     # Collected when it ends, so no finished worker lingers as a zombie of a long-lived server.

@@ -20,11 +20,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from symlab.labs.mnist import study
+from symlab.lib.shipped import shipped
 from symlab.serving import precomputed
-from symlab.specs.settings import REPO_ROOT
+from symlab.specs.settings import IMPORT_ROOT
 
-SHIPPED = REPO_ROOT / "assets" / "findings.json"
-TOY_TABLE = REPO_ROOT / "assets" / "study" / "toy_table.json"
+SHIPPED = shipped("findings.json")
+TOY_TABLE = shipped("study", "toy_table.json")
 TOY_TABLE_COMMAND = "python -m symlab toy --table --alphas 0.25,0.5,0.75,1,2,3 --seeds 5 --json"
 APART = 0.01  # nats: a bound gain this close to ln 2 counts as the modes' being apart
 
@@ -210,7 +211,7 @@ def of_lab(lab: str) -> list[str]:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m symlab.serving.findings",
                                      description="Measure the findings' numbers from the shipped results and write "
-                                                 f"them to {SHIPPED.relative_to(REPO_ROOT)}.")
+                                                 f"them to {SHIPPED.relative_to(IMPORT_ROOT)}.")
     parser.add_argument("--print", action="store_true", help="print the findings in words instead of writing")
     args = parser.parse_args(argv)
     values = measure()

@@ -26,12 +26,12 @@ from pathlib import Path
 import numpy as np
 
 from symlab.labs import LABS
+from symlab.lib.shipped import shipped
 from symlab.runs.device import set_threads
 from symlab.serving import shared_results
-from symlab.specs.settings import REPO_ROOT
 from symlab.specs.tasks import Task, kind_of
 
-DIRECTORY = REPO_ROOT / "assets" / "precomputed"
+DIRECTORY = shipped("precomputed")
 # Training on another machine (another CPU's vector units) rounds differently; over thousands of
 # Adam steps that moves a trained weight by far more than one rounding, but not by this much.
 RELATIVE_TOLERANCE, ABSOLUTE_TOLERANCE = 1e-3, 1e-5

@@ -36,7 +36,7 @@ from symlab.labs import computation_modules
 from symlab.runs.device import measured_rates, set_threads
 from symlab.specs.settings import (
     EXECUTORS,
-    REPO_ROOT,
+    IMPORT_ROOT,
     LiveLimits,
     executor_name,
     runs_directory,
@@ -473,7 +473,7 @@ class _RayPool:
         self.spec = None if store is None else store.spec
         self.torch_threads, self.job_by_number = torch_threads, job_by_number
         self.remote = ray.remote(num_cpus=1, max_retries=0)(_ray_task).options(
-            runtime_env={"env_vars": {"PYTHONPATH": str(REPO_ROOT)}})
+            runtime_env={"env_vars": {"PYTHONPATH": str(IMPORT_ROOT)}})
         self.closed = threading.Event()
         self.listener = threading.Thread(target=self._listen, name="symlab-ray-progress", daemon=True)
         self.listener.start()

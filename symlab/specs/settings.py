@@ -21,7 +21,7 @@ from symlab.specs import controls
 from symlab.specs.tasks import Cost, Rates
 
 TRUE_WORDS = ("1", "true", "yes", "on")
-REPO_ROOT = Path(__file__).resolve().parents[2]
+IMPORT_ROOT = Path(__file__).resolve().parents[2]  # the directory symlab is imported from (a checkout, site-packages)
 RUNS_DIR_ENV = "SYMLAB_RUNS_DIR"
 DATABASE_URL_ENV = "SYMLAB_DATABASE_URL"
 EXECUTOR_ENV = "SYMLAB_EXECUTOR"
@@ -31,8 +31,8 @@ EXECUTORS = ("local", "ray")  # where runs and the pages' computations run: this
 
 
 def runs_directory() -> Path:
-    """The run registry's and the result store's directory: $SYMLAB_RUNS_DIR, else runs/ in the repository."""
-    return Path(os.environ.get(RUNS_DIR_ENV) or REPO_ROOT / "runs").expanduser().resolve()
+    """The run registry's and the result store's directory: $SYMLAB_RUNS_DIR, else runs/ in the current directory."""
+    return Path(os.environ.get(RUNS_DIR_ENV) or "runs").expanduser().resolve()
 
 
 def database_url(url: str | None = None) -> str | None:

@@ -124,7 +124,7 @@ def for_visitors(text: str) -> str:
     for them."""
     if not server_settings().hosted:
         return text
-    places = {str(settings.runs_directory()): "the runs directory", str(settings.REPO_ROOT): "the app's directory"}
+    places = {str(settings.runs_directory()): "the runs directory", str(settings.IMPORT_ROOT): "the app's directory"}
     mnist_directory = settings.mnist_directory()
     if mnist_directory:
         places[str(mnist_directory)] = "the MNIST directory"

@@ -35,11 +35,12 @@ from safetensors.torch import load_file, save
 from symlab.lib import bbb, bnn, ensembles, laplace, mlp, mmd, networks, sghmc, swag, uncertainty
 from symlab.lib.glyphs import load_glyphs
 from symlab.lib.mnist_data import PIXEL_MEAN, PIXEL_STD, Mnist
+from symlab.lib.shipped import shipped
 from symlab.lib.weights import write_atomically
 from symlab.specs import controls
 from symlab.specs.controls import control
 from symlab.specs.results import TrainingDiverged, training_verdict
-from symlab.specs.settings import REPO_ROOT, Part, Work
+from symlab.specs.settings import Part, Work
 from symlab.specs.tasks import Cost
 
 METHODS = ("dropout", "mfvi", "sgm", "swag", "laplace", "sghmc", "ensemble")
@@ -53,7 +54,7 @@ SGHMC_LR, SGHMC_FRICTION = 0.01, 1.0
 BBB_LR = 1e-3
 SGM_K = 16  # the MLP's InfoNCE terms (its S_h is too large to enumerate; the convnet's 32 symmetries are not)
 LR, MOMENTUM, WEIGHT_DECAY = 0.04, 0.9, 5e-4  # the weight decay's value is lost from the paper's text
-SHIPPED_REPORTS = REPO_ROOT / "assets" / "methods"  # seed<N>.json: the default comparison for seeds 0, 1, 2
+SHIPPED_REPORTS = shipped("methods")  # seed<N>.json: the default comparison for seeds 0, 1, 2
 MMD_KEYS = ("mmd", "mmd_no_symmetry")
 ROW_KEYS = ("method", "modes", "samples", *MMD_KEYS, "mmd_by_reference", *uncertainty.METRIC_KEYS, "seconds")
 # Table 1's MNIST-OptuNet rows (every column × 100; no NLL), docs/science.md.

@@ -6,7 +6,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-SHIPPED = Path(__file__).resolve().parents[3] / "assets" / "study" / "symmetrisation.json"
+from symlab.lib.shipped import shipped
+
+SHIPPED = shipped("study", "symmetrisation.json")
 TABLES = ("rows", "starts", "recipes")
 ROW_KEYS = ("subset", "hidden", "variant", "seeds", "converged", "mi_active", "mi_fraction", "j_min", "mfvi_acc",
             "mfvi_j_min", "mfvi_units_at_prior", "mfvi_block_fraction", "mfvi_block_mi", "elbo_sym", "mfvi_elbo",

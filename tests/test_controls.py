@@ -4,6 +4,7 @@ validation derived from it agree with it and with each other, for every lab's de
 import argparse
 import dataclasses
 import importlib
+import importlib.util
 import math
 
 import pytest
@@ -107,8 +108,11 @@ def test_to_json_makes_reports_plain_and_leaves_out_in_memory_fields():
 
 
 def declared_configs(lab):
-    """The config dataclasses of a lab's experiment module that declare controls."""
-    module = importlib.import_module(f"symlab.labs.{lab.name}.experiment")
+    """The config dataclasses that declare controls, in a lab's torch-free config module (or, for a lab without one,
+    its experiment module)."""
+    package = f"symlab.labs.{lab.name}"
+    name = f"{package}.config" if importlib.util.find_spec(f"{package}.config") else f"{package}.experiment"
+    module = importlib.import_module(name)
     return [value for value in vars(module).values() if isinstance(value, type) and dataclasses.is_dataclass(value)
             and value.__module__ == module.__name__ and controls.declared(value)]
 

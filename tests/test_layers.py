@@ -20,7 +20,19 @@ LAZY_IN = {("symlab/serving/shared_results.py", "symlab.serving.store.ResultStor
            ("symlab/serving/precomputed.py", "symlab.serving.codec"): "imports torch",
            # The findings' sources load torch; a page reads only their shipped numbers.
            **{("symlab/serving/findings.py", f"symlab.labs.{lab}.experiment"): "imports torch"
-              for lab in ("modes", "symmetry", "align", "methods")}}
+              for lab in ("modes", "symmetry", "align", "methods")},
+           # The command line parses with the labs' torch-free configs; a computation loads torch when it runs
+           # (tests/test_cli_speed.py holds --help under its budget).
+           **{(f"symlab/cli/{lab}.py", f"symlab.labs.{lab}.experiment"): "imports torch: parsing needs only the config"
+              for lab in ("toy", "symmetry", "align", "methods")},
+           ("symlab/cli/toy.py", "symlab.lib.two_relu"): "imports torch: parsing needs only the config",
+           ("symlab/cli/mnist.py", "symlab.labs.mnist.experiment.resolve_device"): "imports torch: the device",
+           ("symlab/cli/mnist.py", "symlab.labs.mnist.experiment.exported_run"): "imports torch: the file's tensors",
+           ("symlab/cli/methods.py", "symlab.labs.methods.experiment.checkpoint_set"): "imports torch: the tensors",
+           **{(f"symlab/cli/{lab}.py", "symlab.lib.weights"): "imports torch: a network file's tensors"
+              for lab in ("symmetry", "align", "mnist", "methods")},
+           ("symlab/labs/methods/config.py", "symlab.lib.networks"): "imports torch: the settings alone do not",
+           ("symlab/labs/methods/config.py", "symlab.lib.ensembles"): "imports torch: the settings alone do not"}
 
 
 def cycles(graph) -> list[set[str]]:

@@ -17,7 +17,7 @@ from views.common import binding
 
 ROOT = Path(__file__).resolve().parents[1]
 
-EXPERIMENT = '''
+CONFIG = '''
 from dataclasses import dataclass
 
 from symlab.specs import controls
@@ -32,6 +32,9 @@ class CoinConfig:
 
     def validate(self):
         return controls.validate(self)
+'''
+EXPERIMENT = '''
+from .config import CoinConfig
 
 
 def run(config: CoinConfig) -> dict:
@@ -40,20 +43,21 @@ def run(config: CoinConfig) -> dict:
 '''
 CLI = '''
 from coinlab import experiment
+from coinlab.config import CoinConfig
 from symlab.specs import controls
 
 
 def register(subparsers):
     p = subparsers.add_parser("coin", help="a coin's posterior mean")
-    controls.add_flags(p, experiment.CoinConfig)
+    controls.add_flags(p, CoinConfig)
     p.add_argument("--json", action="store_true")
-    p.set_defaults(run=lambda args: experiment.run(controls.from_args(experiment.CoinConfig, args)),
+    p.set_defaults(run=lambda args: experiment.run(controls.from_args(CoinConfig, args)),
                    format=lambda report: f"posterior mean {report['posterior_mean']:.3f}")
 '''
 PARAMS = '''
 from symlab.specs import controls
 
-from .experiment import CoinConfig
+from .config import CoinConfig
 
 
 def page_params(hosting=None):
@@ -69,7 +73,8 @@ PAGE = '''
 import streamlit as st
 
 from coinlab import LAB
-from coinlab.experiment import CoinConfig, run
+from coinlab.config import CoinConfig
+from coinlab.experiment import run
 from views.common import binding
 from symlab.specs import controls
 
@@ -97,7 +102,7 @@ def coin_lab(tmp_path, monkeypatch):
     package = tmp_path / "coinlab"
     package.mkdir()
     page = tmp_path / "coin.py"
-    for name, text in (("experiment.py", EXPERIMENT), ("params.py", PARAMS),
+    for name, text in (("config.py", CONFIG), ("experiment.py", EXPERIMENT), ("params.py", PARAMS),
                        ("__init__.py", INIT.format(page=os.path.relpath(page, ROOT)))):
         (package / name).write_text(textwrap.dedent(text))
     (tmp_path / "coincli.py").write_text(textwrap.dedent(CLI))

@@ -108,7 +108,7 @@ def test_an_entry_holding_a_symlab_dataclass_that_is_not_a_result(tmp_path, capl
 @pytest.mark.parametrize("attributes", [{"sizes": {"tuple": [2, 3, 1]}, "__class__": 1}, {}],
                          ids=["an attribute not a field", "a field missing"])
 def test_an_entry_holding_a_result_type_with_other_attributes(tmp_path, caplog, attributes):
-    assert_deleted_and_computed_again(tmp_path, forged({"dataclass": "symlab.lib.mlp:Layout",
+    assert_deleted_and_computed_again(tmp_path, forged({"dataclass": "symlab.lib.layout:Layout",
                                                         "attributes": attributes}), caplog)
 
 

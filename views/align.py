@@ -8,6 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from symlab.labs.align import LAB, params
+from symlab.labs.align import config as align_config
 from symlab.labs.align import experiment as align_lab
 from symlab.labs.align.params import CAPS, ORDERS, PRESETS
 from symlab.lib.mnist_data import data_directory, load_mnist
@@ -155,7 +156,7 @@ def controls():
 # ---------------------------------------------------------------------------------------------
 
 # The path player's charts (Vega-Lite, updated in place: views/common): fixed while it plays, the frame in the data.
-PATH_SERIES = (*(charts.Series(align_lab.PATH_TITLES[name], colour, dash, marker=symbol)
+PATH_SERIES = (*(charts.Series(align_config.PATH_TITLES[name], colour, dash, marker=symbol)
                  for name, (colour, dash, symbol) in PATH_STYLE.items()),
                charts.Series("current t", "#999999", "dot"))
 CLASS_SERIES = (charts.Series("class 0", "#000000", marker="circle", line=False),
@@ -189,7 +190,7 @@ def path_rows(rep: align_lab.AlignmentReport) -> pd.DataFrame:
     """The paths' CSV: loss and accuracy of each path by t."""
     return pd.DataFrame({"t": rep.paths["before"]["t"],
                          **{f"{metric}_{name}": rep.paths[name][metric]
-                            for name in align_lab.PATHS for metric in ("loss", "accuracy")}})
+                            for name in align_config.PATHS for metric in ("loss", "accuracy")}})
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)  # outlives the run, unlike a functools cache of a page
@@ -202,7 +203,7 @@ def map_spec(path: str, present: bool) -> dict:
                              charts.quantity("y", "x₂", charts.DOMAIN_OF_DATA, channel=alt.Y), legend=path == "before")
     layers = [heat, points] + ([charts.altair_colour_legend("P(class 1)", MAP_COLOURS)] if path == "w2" else [])
     spec = charts.vega_spec(alt.layer(*layers).resolve_legend(fill="independent"),
-                            title=align_lab.PATH_TITLES[path].capitalize(), height=None)
+                            title=align_config.PATH_TITLES[path].capitalize(), height=None)
     return charts.square_plot(colour_scale_below(charts.fitted_legend(spec, [series.label for series in CLASS_SERIES])))
 
 
@@ -220,7 +221,7 @@ def map_chart(column, config, rep, path: str, frame: int, data: align_lab.Datase
     spec = charts.with_domains(map_spec(path, charts.presenting()),
                            x=(xs[0], xs[-1]), y=(ys[0], ys[-1]))
     charts.vega_chart(column, spec, map_data(config, rep, path, frame, data), f"align.map_{path}",
-                  alt_text=f"P(class 1) of the interpolated posterior at t, {align_lab.PATH_TITLES[path]}, test points")
+                  alt_text=f"P(class 1) of the interpolated posterior at t, {align_config.PATH_TITLES[path]}, test points")
     t, loss = rep.paths[path]["t"][frame], rep.paths[path]["loss"][frame]
     column.caption(f"t = {t:.2f}, loss {loss:.3f}")
 
@@ -260,7 +261,7 @@ def headline(rep: align_lab.AlignmentReport) -> None:
 
 def summary_frame(rep: align_lab.AlignmentReport) -> pd.DataFrame:
     rows = []
-    for name, title in align_lab.PATH_TITLES.items():
+    for name, title in align_config.PATH_TITLES.items():
         row = rep.summary[name]
         rows.append({"path": title, "W₂": row["w2"], "‖μ_A − μ_B‖": row["mean_distance"],
                      "barrier (nats)": row["barrier"], "acc. drop": row["accuracy_barrier"],
@@ -282,7 +283,7 @@ def summary_table(summary: pd.DataFrame) -> pd.DataFrame:
     return table
 
 
-DISTANCE_SERIES = tuple(charts.Series(align_lab.PATH_TITLES[name], colour, marker=symbol, line=False)
+DISTANCE_SERIES = tuple(charts.Series(align_config.PATH_TITLES[name], colour, marker=symbol, line=False)
                         for name, (colour, _, symbol) in PATH_STYLE.items())
 MATCH_SERIES = (charts.Series("assigned pair", "#D55E00", marker="x", line=False),)
 
@@ -466,7 +467,7 @@ def files_report(found: align_lab.UploadedPair, uploads: list, order: str) -> No
     kind = "mean-field posteriors" if rep.posterior else "point estimates (σ = 0: W₂ is the Euclidean distance)"
     if rep.paths:
         st.caption(f"{kind}; MNIST test accuracy A {rep.accuracy_a:.4f}, B {rep.accuracy_b:.4f} on the first "
-                   f"{align_lab.MNIST_TEST} test images, inputs scaled {rep.mnist_scaling} (the scaling A classifies "
+                   f"{align_config.MNIST_TEST} test images, inputs scaled {rep.mnist_scaling} (the scaling A classifies "
                    f"best). Alignment: {starts_text(rep)}, {rep.sweeps} sweep(s), {rep.align_seconds * 1000:.0f} ms "
                    "for both objectives.")
         charts.vega_chart(st, path_spec("loss", charts.presenting(), "The path from A to B",

@@ -3,9 +3,18 @@
 from __future__ import annotations
 
 from symlab.cli import common
-from symlab.labs.align import experiment as align_lab
-from symlab.lib import weights
+from symlab.labs.align.config import MNIST_TEST, PATH_TITLES, AlignConfig
+from symlab.lib.options import WEIGHTS_MAX_FILE_MB, library_names
 from symlab.specs import controls, results
+
+
+def _computations():
+    """The lab's computation and the network reader, which load torch: imported when one runs, so that --help and
+    parsing load none."""
+    from symlab.labs.align import experiment
+    from symlab.lib import weights
+
+    return experiment, weights
 
 
 def register(subparsers) -> None:
@@ -16,11 +25,11 @@ def register(subparsers) -> None:
                     "descent, one linear assignment per layer; weight matching on the means for comparison), and "
                     "report the marginal predictive's test loss along the interpolation of means and standard "
                     "deviations, before and after (Rossi et al. 2023).")
-    controls.add_flags(p, align_lab.AlignConfig)
+    controls.add_flags(p, AlignConfig)
     p.add_argument("--weights", nargs=2, metavar=("A", "B"), default=None,
                    help="align two networks of your own instead of training a pair: two files of the same MLP "
                         "(torch state_dicts or safetensors; two point estimates or two mean-field posteriors, "
-                        f"SymLab's or saved by {weights.LIBRARIES}; at most {weights.MAX_FILE_MB} MB "
+                        f"SymLab's or saved by {library_names()}; at most {WEIGHTS_MAX_FILE_MB} MB "
                         "each, read as data, never run). The loss "
                         "barrier needs data: MNIST for 784 → … → 10 nets; --samples, --path-points and --seed apply")
     p.add_argument("--export", dest="export_dir", metavar="DIR", default=None,
@@ -33,7 +42,8 @@ def register(subparsers) -> None:
     p.set_defaults(run=_run_align, format=_format_align)
 
 def _run_align(args) -> dict:
-    config = controls.from_args(align_lab.AlignConfig, args)
+    align_lab, weights = _computations()
+    config = controls.from_args(AlignConfig, args)
     if args.export_dir:  # a directory that cannot be made fails now, not after the work
         align_lab.export_directory(args.export_dir)
     if args.weights:
@@ -57,6 +67,7 @@ def _run_align(args) -> dict:
     return result
 
 def _run_networks(args, config) -> dict:
+    align_lab, weights = _computations()
     a, b = (weights.read_network(path) for path in args.weights)
     mnist = common.load_mnist(args.data_dir) if weights.is_mnist_classifier(a.sizes) else None
     report = align_lab.align_networks(a, b, mnist, config.path_points, config.samples, config.seed,
@@ -78,7 +89,7 @@ def _format_align(report: dict) -> str:
              f"{'converged' if report['converged'] else 'not converged'}, "
              f"{report['align_seconds'] * 1000:.0f} ms for both objectives",
              f"{'path':>26} {'W2 distance':>12} {'|mu_A - mu_B|':>14} {'loss barrier':>13} {'acc. drop':>10}"]
-    for name, title in align_lab.PATH_TITLES.items():
+    for name, title in PATH_TITLES.items():
         row = report["summary"][name]
         lines.append(f"{title:>26} {row['w2']:>12.4g} {row['mean_distance']:>14.4g} {row['barrier']:>13.4f} "
                      f"{row['accuracy_barrier']:>10.4f}")
@@ -91,14 +102,14 @@ def _format_networks(report: dict) -> str:
     lines = [f"{a} and {b}: {report['structure']}"]
     if report["accuracy_a"] is not None:
         lines.append(f"MNIST test accuracy {report['accuracy_a']:.4f} / {report['accuracy_b']:.4f} (first "
-                     f"{align_lab.MNIST_TEST} test images, inputs scaled {report['mnist_scaling']})")
+                     f"{MNIST_TEST} test images, inputs scaled {report['mnist_scaling']})")
     else:
         lines.append("no loss barrier: it needs data (MNIST, for 784 → … → 10 nets)")
     lines.append(f"alignment: {_starts(report)}, {report['sweeps']} sweep(s), "
                  f"{'converged' if report['converged'] else 'not converged'}, "
                  f"{report['align_seconds'] * 1000:.0f} ms for both objectives")
     lines.append(f"{'path':>26} {'W2 distance':>12} {'|mu_A - mu_B|':>14} {'loss barrier':>13} {'units moved':>14}")
-    for name, title in align_lab.PATH_TITLES.items():
+    for name, title in PATH_TITLES.items():
         row = report["summary"][name]
         barrier = "n/a" if row["barrier"] is None else f"{row['barrier']:.4f}"
         lines.append(f"{title:>26} {row['w2']:>12.4g} {row['mean_distance']:>14.4g} {barrier:>13} "

@@ -11,8 +11,7 @@ from safetensors import safe_open
 from symlab.cli import common
 from symlab.labs import run_kinds
 from symlab.labs.methods import LAB
-from symlab.labs.methods.experiment import LABELS, METHODS, PAPER_ROWS, MethodsConfig, checkpoint_set
-from symlab.lib import weights
+from symlab.labs.methods.config import LABELS, METHODS, PAPER_ROWS, MethodsConfig
 from symlab.runs import execution, supervisor
 from symlab.runs.registry import Registry
 from symlab.specs import controls, results
@@ -77,6 +76,9 @@ def _comparison(registry, run_id: int):
 def _export(registry, run_text: str, path: str) -> dict:
     run_id = common.export_run_id(run_text)
     run = _comparison(registry, run_id)
+    from symlab.labs.methods.experiment import checkpoint_set  # torch: the checkpoints' tensors
+    from symlab.lib import weights
+
     written = weights.write_atomically(path, checkpoint_set(registry.checkpoint_path(run_id), run_id))
     with safe_open(str(written), "pt") as handle:
         shapes = {name: list(handle.get_slice(name).get_shape()) for name in handle.keys()}

@@ -9,9 +9,9 @@ import time
 from symlab.cli import common
 from symlab.labs import run_kinds
 from symlab.labs.mnist import LAB, convergence
-from symlab.labs.mnist.experiment import MnistConfig, exported_run, resolve_device
+from symlab.labs.mnist.config import MnistConfig
 from symlab.labs.mnist.table import results_table, table_verdict
-from symlab.lib import mnist_data, weights
+from symlab.lib import mnist_data
 from symlab.runs import execution, supervisor
 from symlab.runs.registry import Registry
 from symlab.specs import controls, results, settings
@@ -97,6 +97,13 @@ def register(subparsers) -> None:
     d.set_defaults(run=_run_mnist_data, format=_format_mnist_data, failure=_data_failure)
 
 
+def _device_type(config: MnistConfig) -> str:
+    """Where the run will train ("cpu" or "cuda"): the first use of torch, when a run is created."""
+    from symlab.labs.mnist.experiment import resolve_device
+
+    return resolve_device(config.device).type
+
+
 def _mnist_config(args, **varied):
     """One run's validated config: the shared settings from ``args``, the varied ones given."""
     return controls.from_args(MnistConfig, args, SHARED, **varied)
@@ -106,7 +113,7 @@ def _train_registered(registry, config, quiet: bool, data_dir=None, resume_id=No
     """Train one run in this process (new, resumed from its checkpoint, or with ``restart`` the stopped run
     ``resume_id`` from its start); its summary."""
     if resume_id is None:
-        run_id = registry.create(LAB.name, config, resolve_device(config.device).type, status=RUNNING, pid=os.getpid(),
+        run_id = registry.create(LAB.name, config, _device_type(config), status=RUNNING, pid=os.getpid(),
                                  source="cli")
     else:
         run = common.lab_run(registry, resume_id, LAB.name, "an MNIST run")
@@ -160,6 +167,9 @@ def _run_mnist(args) -> dict:
 def _export(registry, run_text: str, path: str) -> dict:
     run_id = common.export_run_id(run_text)
     run = common.lab_run(registry, run_id, LAB.name, "an MNIST run")
+    from symlab.labs.mnist.experiment import exported_run  # torch: the file's tensors
+    from symlab.lib import weights
+
     written = weights.write_atomically(path, exported_run(registry.checkpoint_path(run_id), run_id))
     network = weights.read_network(written)
     return {"exported": str(written), "run_id": run_id, "status": run.status, "epochs_done": run.epoch,
@@ -168,7 +178,7 @@ def _export(registry, run_text: str, path: str) -> dict:
 
 def _train_on_ray(registry, configs, quiet: bool) -> list[dict]:
     """Submit every run to the Ray cluster at once and wait for all of them; their reports."""
-    run_ids = [registry.create(LAB.name, config, resolve_device(config.device).type, source="cli", executor="ray")
+    run_ids = [registry.create(LAB.name, config, _device_type(config), source="cli", executor="ray")
                for config in configs]
     supervisor.start(registry, run_ids)
     shown: dict[int, tuple] = {}

@@ -3,9 +3,17 @@
 from __future__ import annotations
 
 from symlab.cli import common
-from symlab.labs.symmetry import experiment as symmetry_lab
-from symlab.labs.toy import experiment as toy
-from symlab.lib import symmetry, weights
+from symlab.labs.symmetry.config import (
+    DEFAULT_WIDTHS,
+    MAX_WIDTH,
+    MIN_WIDTH,
+    MlpConfig,
+    PerceptronConfig,
+    ProximityConfig,
+    QualityConfig,
+)
+from symlab.labs.toy.config import ToyConfig
+from symlab.lib.options import SORT_KEYS, WEIGHTS_MAX_FILE_MB, library_names
 from symlab.specs import controls, results
 
 PERCEPTRON_FLAGS = ("nets", "epochs", "lr", "separation", "seed")
@@ -17,13 +25,20 @@ QUALITY_FLAGS = ("samples", "members", "steps")
 MASS_MLP = {"width": 64, "depth": 2, "steps": 500}
 
 
-WIDTH = controls.Control("int", low=symmetry_lab.MIN_WIDTH, high=symmetry_lab.MAX_WIDTH)  # one of --widths
+def _computations():
+    """The lab's computations, which load torch: imported when one runs, so that --help and parsing load none."""
+    from symlab.labs.symmetry import experiment
+
+    return experiment
+
+
+WIDTH = controls.Control("int", low=MIN_WIDTH, high=MAX_WIDTH)  # one of --widths
 
 
 def _add_mass_mlp_flags(parser) -> None:
     """``--mlp-<field>`` (dest ``mlp_<field>``) for the MLP fields of :data:`MASS_MLP`, ranges as declared."""
     for name, default in MASS_MLP.items():
-        spec = controls.declaration(symmetry_lab.MlpConfig, name)
+        spec = controls.declaration(MlpConfig, name)
         parser.add_argument(f"--mlp-{name}", dest=f"mlp_{name}", type=controls.number_parser(spec), default=default,
                             help=f"MLPs: {spec.label} ({spec.describe_range()}; default {default})")
 
@@ -41,13 +56,13 @@ def register(subparsers) -> None:
                          description="Train many 2-2-1 ReLU perceptrons on two separable Gaussian blobs (SGD, BCE, "
                                      "batch 10) and report the density peaks of their output weights raw, after "
                                      "scaling removal and after permutation removal, plus min-mass.")
-    controls.add_flags(q, symmetry_lab.PerceptronConfig, PERCEPTRON_FLAGS)
+    controls.add_flags(q, PerceptronConfig, PERCEPTRON_FLAGS)
     q.set_defaults(run=_run_perceptrons, format=_format_symmetry)
 
     q = parts.add_parser("mass", help="mass before and after the min-mass problem: perceptrons and MNIST MLPs",
                          description="Solve the min-mass problem (minimum L2 mass over ReLU rescalings, convex in "
                                      "log-scales) for trained 2-2-1 perceptrons and MLPs trained on MNIST.")
-    controls.add_flags(q, symmetry_lab.PerceptronConfig, PERCEPTRON_FLAGS)
+    controls.add_flags(q, PerceptronConfig, PERCEPTRON_FLAGS)
     _add_mass_mlp_flags(q)
     q.add_argument("--data-dir", default=None, help="MNIST directory (default: the copy shipped in assets/mnist)")
     q.set_defaults(run=_run_mass, format=_format_symmetry)
@@ -55,9 +70,9 @@ def register(subparsers) -> None:
     q = parts.add_parser("proximity", help="distance to the nearest equivalent mode vs width, against Thm 3.1",
                          description="For one-hidden-layer MLPs of each width, the distance from w to its nearest "
                                      "permuted copy relative to ||w||, and Gelberg's bound 2D / log n!.")
-    q.add_argument("--widths", type=controls.list_parser(WIDTH), default=list(symmetry_lab.DEFAULT_WIDTHS),
+    q.add_argument("--widths", type=controls.list_parser(WIDTH), default=list(DEFAULT_WIDTHS),
                    help="comma-separated widths")
-    controls.add_flags(q, symmetry_lab.ProximityConfig, PROXIMITY_FLAGS)
+    controls.add_flags(q, ProximityConfig, PROXIMITY_FLAGS)
     q.set_defaults(run=_run_proximity, format=_format_symmetry)
 
     q = parts.add_parser("quality", help="MMD of MFVI, SGM and a deep ensemble to the exact posterior of the "
@@ -65,16 +80,16 @@ def register(subparsers) -> None:
                          description="Samples of MFVI, SGM (q_G) and a deep ensemble (MAP fits) against samples of "
                                      "the exact posterior of ReLU(w1 x) + ReLU(w2 x): median MMD² over 10 Gaussian "
                                      "and 10 Laplace kernels, raw and with the units sorted.")
-    controls.add_flags(q, toy.ToyConfig, TOY_FLAGS[:-1])
-    controls.add_flags(q, symmetry_lab.QualityConfig, QUALITY_FLAGS)
-    controls.add_flags(q, toy.ToyConfig, TOY_FLAGS[-1:])
+    controls.add_flags(q, ToyConfig, TOY_FLAGS[:-1])
+    controls.add_flags(q, QualityConfig, QUALITY_FLAGS)
+    controls.add_flags(q, ToyConfig, TOY_FLAGS[-1:])
     q.set_defaults(run=_run_quality, format=_format_symmetry)
 
     q = parts.add_parser("training", help="do networks permute while they train? Kendall's τ between successive "
                          "sorting permutations (MNIST MLPs)",
                          description="Train MLPs on MNIST with SGD; after every step sort each hidden layer's units "
                                      "and measure Kendall's τ against the previous step's order (1: no change).")
-    controls.add_flags(q, symmetry_lab.MlpConfig, MLP_FLAGS)
+    controls.add_flags(q, MlpConfig, MLP_FLAGS)
     q.add_argument("--data-dir", default=None, help="MNIST directory (default: the copy shipped in assets/mnist)")
     q.set_defaults(run=_run_training, format=_format_symmetry)
 
@@ -87,24 +102,26 @@ def register(subparsers) -> None:
                                      "784 → … → 10 net's test accuracy is reported.")
     q.add_argument("--weights", required=True, metavar="FILE",
                    help=f"the network: a torch state_dict or a safetensors file, a mean-field posterior saved by "
-                        f"{weights.LIBRARIES} included (at most {weights.MAX_FILE_MB} MB; read as "
+                        f"{library_names()} included (at most {WEIGHTS_MAX_FILE_MB} MB; read as "
                         "data, never run)")
-    q.add_argument("--sort-key", choices=symmetry.SORT_KEYS, default="max_in",
+    q.add_argument("--sort-key", choices=SORT_KEYS, default="max_in",
                    help="what permutation removal sorts each hidden layer's units by (default max_in)")
     q.add_argument("--data-dir", default=None, help="MNIST directory (default: the copy shipped in assets/mnist)")
     q.set_defaults(run=_run_network, format=_format_network)
     for sub in parts.choices.values():
         sub.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
-def _perceptron_config(args) -> symmetry_lab.PerceptronConfig:
-    return controls.from_args(symmetry_lab.PerceptronConfig, args, PERCEPTRON_FLAGS)
+def _perceptron_config(args) -> PerceptronConfig:
+    return controls.from_args(PerceptronConfig, args, PERCEPTRON_FLAGS)
 
 def _run_perceptrons(args) -> dict:
+    symmetry_lab = _computations()
     run = symmetry_lab.train_perceptrons(_perceptron_config(args), common.stderr_progress(args, "epoch"))
     return results.to_json(symmetry_lab.perceptron_report(run))
 
 def _run_mass(args) -> dict:
-    config = symmetry_lab.MlpConfig(**{name: getattr(args, f"mlp_{name}") for name in MASS_MLP},
+    symmetry_lab = _computations()
+    config = MlpConfig(**{name: getattr(args, f"mlp_{name}") for name in MASS_MLP},
                                     seed=args.seed).validate()
     mnist = common.load_mnist(args.data_dir)  # a bad --data-dir fails before any training
     perceptrons = symmetry_lab.train_perceptrons(_perceptron_config(args), common.stderr_progress(args, "epoch"))
@@ -113,21 +130,26 @@ def _run_mass(args) -> dict:
             "mlps": {"config": results.to_json(config), **results.to_json(symmetry_lab.mass_report(mlps.layers))}}
 
 def _run_proximity(args) -> dict:
-    config = controls.from_args(symmetry_lab.ProximityConfig, args, PROXIMITY_FLAGS, widths=tuple(args.widths))
+    symmetry_lab = _computations()
+    config = controls.from_args(ProximityConfig, args, PROXIMITY_FLAGS, widths=tuple(args.widths))
     return results.to_json({"config": config,
                             "rows": symmetry_lab.mode_proximity(config, common.stderr_progress(args, "width"))})
 
 def _run_quality(args) -> dict:
-    config = controls.from_args(symmetry_lab.QualityConfig, args, QUALITY_FLAGS,
-                                toy=controls.from_args(toy.ToyConfig, args, TOY_FLAGS))
+    symmetry_lab = _computations()
+    config = controls.from_args(QualityConfig, args, QUALITY_FLAGS,
+                                toy=controls.from_args(ToyConfig, args, TOY_FLAGS))
     return results.to_json(symmetry_lab.posterior_quality(config, common.stderr_progress(args)))
 
 def _run_training(args) -> dict:
-    config = controls.from_args(symmetry_lab.MlpConfig, args, MLP_FLAGS)
+    symmetry_lab = _computations()
+    config = controls.from_args(MlpConfig, args, MLP_FLAGS)
     run = symmetry_lab.train_mlps(config, common.load_mnist(args.data_dir), common.stderr_progress(args, "step"))
     return results.to_json(symmetry_lab.training_report(run))
 
 def _run_network(args) -> dict:
+    symmetry_lab = _computations()
+    from symlab.lib import weights  # torch, as the computations
     network = weights.read_network(args.weights)
     mnist = common.load_mnist(args.data_dir) if network.sizes[0] == 784 else None
     return results.to_json(symmetry_lab.network_report(network, mnist, args.sort_key))

@@ -5,9 +5,9 @@ from __future__ import annotations
 import sys
 
 from symlab.cli import common
-from symlab.labs.toy import experiment as toy
 from symlab.labs.toy import params
-from symlab.lib import two_relu
+from symlab.labs.toy.config import DEFAULT_STEPS, DEFAULT_TABLE_ALPHAS, ToyConfig
+from symlab.lib.options import TWO_RELU_METHODS
 from symlab.specs import controls
 from symlab.specs.results import to_json
 
@@ -31,12 +31,12 @@ def register(subparsers) -> None:
             "MFVI and SGM for every α and seed together and print Tables 2-3 (test MSE, ELBO; mean ± std)."
         ),
     )
-    p.add_argument("--method", choices=two_relu.METHODS, default="mfvi",
+    p.add_argument("--method", choices=TWO_RELU_METHODS, default="mfvi",
                    help="mfvi, or sgm: its symmetrised version (one fit; --table trains both)")
-    controls.add_flags(p, toy.ToyConfig, FLAGS)
-    p.add_argument("--steps", type=common.int_at_least(0), default=toy.DEFAULT_STEPS, help="Adam steps of each run")
+    controls.add_flags(p, ToyConfig, FLAGS)
+    p.add_argument("--steps", type=common.int_at_least(0), default=DEFAULT_STEPS, help="Adam steps of each run")
     p.add_argument("--table", action="store_true", help="MFVI vs SGM over --alphas and --seeds")
-    p.add_argument("--alphas", type=controls.list_parser(params.ALPHA, params.ALPHAS.max_items), default=list(toy.DEFAULT_TABLE_ALPHAS),
+    p.add_argument("--alphas", type=controls.list_parser(params.ALPHA, params.ALPHAS.max_items), default=list(DEFAULT_TABLE_ALPHAS),
                    help=f"comma-separated α values for --table (at most {params.ALPHAS.max_items}, each "
                         f"{controls.parsed_range(params.ALPHA).describe_range()})")
     seeds = controls.Control("int", low=params.SEEDS.low, high=params.SEEDS.high)
@@ -47,7 +47,10 @@ def register(subparsers) -> None:
 
 
 def _run_toy(args) -> dict:
-    config = controls.from_args(toy.ToyConfig, args, FLAGS)
+    from symlab.labs.toy import experiment as toy  # torch: loaded when a computation runs, not to parse
+    from symlab.lib import two_relu
+
+    config = controls.from_args(ToyConfig, args, FLAGS)
 
     def progress(done, steps):
         if not args.json:

@@ -34,6 +34,7 @@ from scipy.optimize import linear_sum_assignment
 
 from symlab.lib import mlp
 from symlab.lib.gaussian import DiagonalGaussian
+from symlab.lib.options import ALIGN_DEFAULT_STARTS, ALIGN_MAX_STARTS
 
 OBJECTIVES = ("w2", "means")  # W₂ between the Gaussians; weight matching on the means
 
@@ -122,8 +123,7 @@ class Alignment:
 
 
 START_POINTS = ("identity", "incoming", "outgoing")
-DEFAULT_STARTS = 64  # descents with two or more hidden layers (one hidden layer needs one)
-MAX_STARTS = 256     # a cap on ``starts``: each is one more descent, about as costly as the first
+DEFAULT_STARTS, MAX_STARTS = ALIGN_DEFAULT_STARTS, ALIGN_MAX_STARTS
 DEFAULT_SEED = 0
 TIE_TOLERANCE = 1e-12  # relative: a gain this small is rounding, not an improvement
 SAME_ENDS = 8  # descents in a row ending at the closest distance: the search stops there

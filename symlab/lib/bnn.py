@@ -20,6 +20,7 @@ import math
 import torch
 
 from symlab.lib.mlp import Layout, permutation_index, unit_rows
+from symlab.lib.options import BNN_ESTIMATORS
 
 
 def sample_weights(mu, log_sd, generator: torch.Generator, return_noise=False):
@@ -88,7 +89,7 @@ def kl_gradients(mu, sd, prior_scale: float, n_train: int):
 #   flipout: one weight perturbation σ ⊙ ε, decorrelated across examples by random signs on its
 #            inputs and outputs (Wen et al. 2018): a second matrix product, per-example signs.
 
-ESTIMATORS = ("reparam", "local", "flipout")
+ESTIMATORS = BNN_ESTIMATORS
 
 
 def local_reparam_outputs(layout: Layout, mu, log_sd, x, generator: torch.Generator):

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 
 import torch
 
+from symlab.lib.options import BNN_LIBRARIES
+
 SD_PREFIX = "sd."  # SymLab's standard deviations, beside the means (symlab.lib.weights.SD_PREFIX)
 NEEDS_BOTH = "a mean-field posterior needs a mean and a σ parameter for every weight and bias"
 LAYER = "{layer}"  # in a key template: the layer's prefix, "0.", "fc1." or "" (a bare layer)
@@ -87,6 +89,8 @@ FORMATS = (
               ("locs.{layer}bias_unconstrained", "scales.{layer}bias_unconstrained"),
               "softplus", "scale_unconstrained"),
 )
+if tuple(fmt.name for fmt in FORMATS) != BNN_LIBRARIES:  # the names the command line's help gives, without torch
+    raise ImportError(f"symlab.lib.options.BNN_LIBRARIES must list {[fmt.name for fmt in FORMATS]}")
 
 # Said where the reader lists the formats: what of Pyro's is read, and why its param store is not.
 UNREADABLE = ("for Pyro, the AutoNormal guide's state_dict(): the param store's save() pickles its constraint "

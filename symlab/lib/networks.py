@@ -33,11 +33,9 @@ from torch import nn
 
 from symlab.lib import mlp, symmetry
 from symlab.lib.mlp import Layout
+from symlab.lib.options import ARCHITECTURES, CLASSES, REMOVAL_KEYS
 
 INPUT_SHAPE = (1, 28, 28)
-CLASSES = 10
-ARCHITECTURES = ("convnet", "mlp")
-REMOVAL_KEYS = ("first", "max")  # Laurent et al.'s first parameter (App. C.2); the largest incoming weight
 
 # The convnet's symmetries. Its first layer's 4 channels feed the grouped convolution in 2 groups of 2
 # (channels 0-1 → outputs 0-1, channels 2-3 → outputs 2-3). A permutation may reorder channels within a

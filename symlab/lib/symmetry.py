@@ -21,8 +21,8 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 
 from symlab.lib.mlp import unit_rows
+from symlab.lib.options import SORT_KEYS
 
-SORT_KEYS = ("first_in", "max_in", "first_out")
 
 
 def as_layers(layers) -> list[tuple[np.ndarray, np.ndarray]]:

@@ -21,12 +21,12 @@ import torch.nn.functional as F
 from scipy.special import ndtr
 
 from symlab.lib.adam import Adam
+from symlab.lib.options import TWO_RELU_INITS, TWO_RELU_METHODS, TWO_RELU_MI_ESTIMATORS
 from symlab.lib.gaussian import kl_to_prior
 
 _LOG_2PI = math.log(2.0 * math.pi)
-METHODS = ("mfvi", "sgm")
-MI_ESTIMATORS = ("exact", "infonce")
-INITS = ("random", "origin")
+METHODS = TWO_RELU_METHODS
+MI_ESTIMATORS, INITS = TWO_RELU_MI_ESTIMATORS, TWO_RELU_INITS
 
 
 @dataclass(frozen=True)

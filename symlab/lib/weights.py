@@ -36,10 +36,11 @@ import torch
 from symlab.lib import bnn_formats, mlp
 from symlab.lib.gaussian import DiagonalGaussian
 from symlab.lib.mnist_data import PIXEL_MEAN, PIXEL_STD
+from symlab.lib.options import WEIGHTS_MAX_FILE_MB, library_names
 
 # One limit: Streamlit's server.maxUploadSize (.streamlit/config.toml), in MB of 10⁶ bytes as its uploader counts
 # and states them ("Limit 64MB per file"); its server, counting 2²⁰, lets through only what the reader then refuses.
-MAX_FILE_MB = 64
+MAX_FILE_MB = WEIGHTS_MAX_FILE_MB
 MAX_FILE_BYTES = MAX_FILE_MB * 10**6
 MAX_NUMBERS = MAX_FILE_BYTES // 4  # in all tensors once copied: as many as a full file holds in float32
 MAX_LAYERS = 64  # nn.Linear layers: the analyses' cost grows with the square of the depth
@@ -282,7 +283,7 @@ def _from_bnn_library(tensors: dict, name: str) -> tuple[dict, str | None]:
 
 
 # The BNN libraries whose saved posteriors are read as they are (symlab.lib.bnn_formats), as the help texts say it.
-LIBRARIES = f"{', '.join(fmt.name for fmt in bnn_formats.FORMATS[:-1])} or {bnn_formats.FORMATS[-1].name}"
+LIBRARIES = library_names()
 # What the refusal of an unknown tensor lists: every format read, and how to bring another one.
 _READABLE = ("a plain state_dict or safetensors file, a SymLab posterior (standard deviations under sd.<key>), or "
              f"a mean-field posterior saved by {LIBRARIES} ({bnn_formats.UNREADABLE}); from another library, save "

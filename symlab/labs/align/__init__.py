@@ -4,10 +4,10 @@ from symlab.specs.lab import Lab
 
 LAB = Lab("align", "Alignment", ":material/compare_arrows:",
           command="symlab.cli.align:register", params="symlab.labs.align.params:page_params",
-          tasks="symlab.labs.align.params:page_tasks", presets="symlab.labs.align.params:PRESETS",
-          results=("symlab.labs.align.experiment:AlignConfig", "symlab.labs.align.experiment:PosteriorPair",
+          tasks="symlab.labs.align.tasks:page_tasks", presets="symlab.labs.align.params:PRESETS",
+          results=("symlab.labs.align.config:AlignConfig", "symlab.labs.align.experiment:PosteriorPair",
                    "symlab.labs.align.experiment:AlignmentReport", "symlab.lib.gaussian:DiagonalGaussian",
-                   "symlab.lib.mlp:Layout", "symlab.lib.align:Alignment",
+                   "symlab.lib.layout:Layout", "symlab.lib.align:Alignment",
                    "symlab.labs.align.experiment:UploadedPair", "symlab.labs.align.experiment:NetworkAlignment",
                    "symlab.labs.align.experiment:AssignmentView"),
           blurb=("Two mean-field posteriors from different seeds, matched across permutations: the loss barrier on the"

@@ -2,10 +2,9 @@
 
 from symlab.specs import controls
 from symlab.specs.presets import Presets
-from symlab.specs.tasks import Task
 from symlab.specs.urlstate import Param
 
-from .experiment import AlignConfig, alignment_task, path_map_task, player_start
+from .config import AlignConfig
 
 # The settings the page shows (the command line has all of AlignConfig's), in the sidebar's order.
 FIELDS = ("task", "width", "depth", "train_size", "noise", "steps", "lr", "prior_scale", "samples", "starts")
@@ -50,13 +49,3 @@ PRESETS = Presets({
         dict(task="mnist", width=64, depth=2, train=10_000, steps=1500, lr=0.003, samples=16),
         "Digits instead of moons: the unaligned path rises 0.7–0.9 nats above its ends, the aligned one stays flat."),
 }, keeps={"order": "how the assignment heat maps order the units, a way of looking at the same result"})
-
-
-def page_tasks(values: dict) -> list[Task]:
-    """The shared computations the page runs for the controls' ``values``: the trained pair and the
-    predictive maps the player shows first (moons)."""
-    if values["source"] != "trained":
-        return []  # files of one's own: nothing shared
-    config = page_config(values)
-    maps = [path_map_task(config, path, player_start(config)) for path in MAP_PATHS] if config.task == "moons" else []
-    return [alignment_task(config), *maps]

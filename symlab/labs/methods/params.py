@@ -4,7 +4,7 @@ from symlab.specs import controls
 from symlab.specs.presets import Presets
 from symlab.specs.urlstate import Param
 
-from .experiment import MethodsConfig
+from .config import MethodsConfig
 
 PAGE_FIELDS = ("architecture", "width", "reference", "samples", "modes", "epochs", "train_size", "test_size",
                "removal", "seed")

@@ -5,7 +5,7 @@ from symlab.specs.presets import Presets
 from symlab.specs.settings import Hosting, RunLimits
 from symlab.specs.urlstate import Param
 
-from .experiment import SMALLEST_CAPPED_SUBSET, TRAIN_IMAGES, WORK_FIELDS, MnistConfig
+from .config import SMALLEST_CAPPED_SUBSET, TRAIN_IMAGES, WORK_FIELDS, MnistConfig
 
 # The config fields the page sets, in the link's order.
 PAGE_FIELDS = ("hidden", "depth", "method", "mi", "K", "block_size", "rebuild_every", "epochs", "train_subset",

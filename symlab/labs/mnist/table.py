@@ -7,7 +7,7 @@ import numpy as np
 from symlab.specs.results import training_verdict
 from symlab.specs.run_kind import FINISHED
 
-from .experiment import MnistConfig
+from .config import MnistConfig
 
 RESULT_KEYS = ("test_acc", "test_nll", "test_ece", "train_elbo", "train_elbo_sym", "mutual_info", "log_group_size",
                "mi_active", "nearest_unit_kl_min", "nearest_unit_kl_median", "units_at_prior")

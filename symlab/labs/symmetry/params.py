@@ -5,23 +5,12 @@ config that reads it accepts that whole range (tests/test_page_symmetry.py check
 are each one config's: the perceptrons' learning rate is ``lr``, the MLPs' ``sgd_lr`` (declared so).
 """
 
-from symlab.labs.toy.experiment import ToyConfig
+from symlab.labs.toy.config import ToyConfig
 from symlab.specs import controls
 from symlab.specs.presets import Presets
-from symlab.specs.tasks import Task
 from symlab.specs.urlstate import Param
 
-from .experiment import (
-    DEFAULT_WIDTHS,
-    MlpConfig,
-    PerceptronConfig,
-    ProximityConfig,
-    QualityConfig,
-    mlps_task,
-    perceptron_task,
-    proximity_task,
-    quality_task,
-)
+from .config import DEFAULT_WIDTHS, MlpConfig, PerceptronConfig, ProximityConfig, QualityConfig
 
 PARTS = {
     "fig1": "The doubled mode (Fig. 1)",
@@ -113,20 +102,3 @@ PRESETS = Presets({
         dict(part="training", schedule="constant", key="max_in", width=8, sgd_lr=0.2),
         "The same nets without the decay: the noisy steps keep reordering units to the end, and τ stays lower."),
 })
-
-
-def page_tasks(values: dict) -> list[Task]:
-    """The shared computations the page runs for the controls' ``values``: its part's."""
-    configs = page_configs(values)
-    part = values["part"]
-    if part == "fig1":
-        return [perceptron_task(configs["perceptron"])]
-    if part == "mass":
-        return [perceptron_task(configs["perceptron"]), mlps_task(configs["mlp"])]
-    if part == "proximity":
-        return [proximity_task(configs["proximity"])]
-    if part == "quality":
-        return [quality_task(configs["quality"])]
-    if part == "training":
-        return [mlps_task(configs["mlp"])]
-    return []  # a file of one's own: nothing shared

@@ -1,4 +1,4 @@
-"""The tractable-BNN page's URL parameters: the declared controls of :class:`~.experiment.ToyConfig` it
+"""The tractable-BNN page's URL parameters: the declared controls of :class:`~.config.ToyConfig` it
 shows, with the page's caps, the paper table's α values and seeds (also the command line's
 ``--alphas`` and ``--seeds``), and the live training's Adam step."""
 
@@ -6,7 +6,7 @@ from symlab.specs import controls
 from symlab.specs.presets import Presets
 from symlab.specs.urlstate import Param, format_floats
 
-from .experiment import DEFAULT_TABLE_ALPHAS, ToyConfig
+from .config import DEFAULT_TABLE_ALPHAS, ToyConfig
 
 DEFAULTS = ToyConfig()
 

@@ -13,6 +13,8 @@ from symlab.serving.heap import return_large_blocks
 from views.common import binding, lessons, pages, sessions
 
 ASSETS = Path(__file__).parent / "assets"
+
+
 # A local file: a material-icon favicon would be fetched from fonts.gstatic.com, which a classroom
 # network or an offline laptop may not reach.
 def on_a_phone() -> bool:
@@ -23,8 +25,12 @@ def on_a_phone() -> bool:
 
 # On a phone the sidebar starts closed and stays so when the phone turns: Streamlit's "auto" opens it wherever the
 # window is wider than a tablet, so turning a phone sideways (844 px) spread it over a third of the screen.
-st.set_page_config(page_title="SymLab", page_icon=str(ASSETS / "icon.svg"), layout="wide",
-                   initial_sidebar_state="collapsed" if on_a_phone() else "auto")
+st.set_page_config(
+    page_title="SymLab",
+    page_icon=str(ASSETS / "icon.svg"),
+    layout="wide",
+    initial_sidebar_state="collapsed" if on_a_phone() else "auto",
+)
 st.logo(str(ASSETS / "logo.svg"), size="large", icon_image=str(ASSETS / "icon.svg"))
 SETTINGS = binding.server_settings(report=True)
 if SETTINGS.hosted:  # a visitor sees that something failed, never the traceback (the server's log keeps it)
@@ -72,8 +78,9 @@ def card_picture(name: str) -> bytes | None:
         return None
     picture = Image.open(path).convert("RGB")
     if picture.width > CARD_MAX_WIDTH_PX:
-        picture = picture.resize((CARD_MAX_WIDTH_PX, round(picture.height * CARD_MAX_WIDTH_PX / picture.width)),
-                                 Image.Resampling.LANCZOS)
+        picture = picture.resize(
+            (CARD_MAX_WIDTH_PX, round(picture.height * CARD_MAX_WIDTH_PX / picture.width)), Image.Resampling.LANCZOS
+        )
     encoded = io.BytesIO()
     picture.save(encoded, format="JPEG", quality=90)
     return encoded.getvalue()
@@ -93,17 +100,21 @@ def lab_card(column, lab, page) -> None:
 
 def home():
     st.title("SymLab")
-    st.markdown("How the symmetries of a neural network's weights affect variational inference: permuting hidden "
-                "units leaves the function unchanged, so the posterior has many equivalent modes. Each lab shows "
-                "one step, live, with the formulas beside the pictures; every control lives in the page's link.")
+    st.markdown(
+        "How the symmetries of a neural network's weights affect variational inference: permuting hidden "
+        "units leaves the function unchanged, so the posterior has many equivalent modes. Each lab shows "
+        "one step, live, with the formulas beside the pictures; every control lives in the page's link."
+    )
     st.subheader("What the labs measured")
     for row in range(0, len(LABS), CARDS_PER_ROW):
         for column, lab, page in zip(st.columns(CARDS_PER_ROW), LABS[row:], LAB_PAGES[row:]):
             lab_card(column, lab, page)
     lessons.show_path()
     st.caption(f"Compute device: {device_text()}")
-    st.caption("Papers: Gelberg, van der Ouderaa, van der Wilk, Gal (2024), *Variational Inference Failures "
-               "Under Model Symmetries*; Laurent, Aldea, Franchi (ICLR 2024); Rossi, Singh, Hannagan (NeurIPS 2023).")
+    st.caption(
+        "Papers: Gelberg, van der Ouderaa, van der Wilk, Gal (2024), *Variational Inference Failures "
+        "Under Model Symmetries*; Laurent, Aldea, Franchi (ICLR 2024); Rossi, Singh, Hannagan (NeurIPS 2023)."
+    )
 
 
 LAB_PAGES = [pages.lab_page(lab) for lab in LABS]
@@ -111,8 +122,7 @@ LABS_BY_NAME = {lab.name: lab for lab in LABS}
 navigation = st.navigation([st.Page(home, title="Home", icon=":material/home:", default=True), *LAB_PAGES])
 # A table's toolbar (search, download, full screen) shows above its top edge when the table is touched: room for
 # it there, or on a phone it covers the last line of the text above.
-st.html("<style>[data-testid=\"stElementContainer\"]:has([data-testid=\"stDataFrame\"]) "
-        "{ margin-top: 1.75rem; }</style>")
+st.html('<style>[data-testid="stElementContainer"]:has([data-testid="stDataFrame"]) { margin-top: 1.75rem; }</style>')
 with pace.INTERACTIONS.running():  # a run of the whole page: someone asked for it (views/common/player.py)
     navigation.run()
 if navigation.url_path in LABS_BY_NAME:

@@ -11,5 +11,8 @@ from symlab.serving.heap import return_large_blocks
 from symlab.serving.warmup import lifespan
 
 return_large_blocks()  # before the first upload: freed, it goes back to the system (symlab/serving/heap.py)
-app = st.App("app.py", lifespan=lifespan,
-             middleware=[Middleware(PinnedBaseUrl, base_path=config.get_option("server.baseUrlPath") or "")])
+app = st.App(
+    "app.py",
+    lifespan=lifespan,
+    middleware=[Middleware(PinnedBaseUrl, base_path=config.get_option("server.baseUrlPath") or "")],
+)

@@ -39,7 +39,9 @@ from symlab.lib import align  # noqa: E402
 from symlab.lib.gaussian import DiagonalGaussian  # noqa: E402
 
 
-def posterior_pair(width: int, depth: int, seed: int = 0, noise: float = 0.5) -> tuple[DiagonalGaussian, DiagonalGaussian]:
+def posterior_pair(
+    width: int, depth: int, seed: int = 0, noise: float = 0.5
+) -> tuple[DiagonalGaussian, DiagonalGaussian]:
     rng = np.random.default_rng(seed)
     sizes = [784, *[width] * depth, 10]
     means, sds = [], []
@@ -51,11 +53,18 @@ def posterior_pair(width: int, depth: int, seed: int = 0, noise: float = 0.5) ->
     moved = align.permute(qa, [rng.permutation(h) for h in sizes[1:-1]])
 
     def jitter(layers, scale_of):
-        return [(W + noise * scale_of(W) * rng.standard_normal(W.shape),
-                 b + noise * scale_of(b) * rng.standard_normal(b.shape)) for W, b in layers]
+        return [
+            (
+                W + noise * scale_of(W) * rng.standard_normal(W.shape),
+                b + noise * scale_of(b) * rng.standard_normal(b.shape),
+            )
+            for W, b in layers
+        ]
 
-    qb = DiagonalGaussian.from_layers(jitter(moved.means, lambda a: 1 / math.sqrt(a.shape[-1]) if a.ndim == 2 else 0.0),
-                          [(np.abs(W), np.abs(b)) for W, b in jitter(moved.sds, lambda a: 0.05)])
+    qb = DiagonalGaussian.from_layers(
+        jitter(moved.means, lambda a: 1 / math.sqrt(a.shape[-1]) if a.ndim == 2 else 0.0),
+        [(np.abs(W), np.abs(b)) for W, b in jitter(moved.sds, lambda a: 0.05)],
+    )
     return qa, qb
 
 
@@ -79,12 +88,21 @@ def measure(width: int, depth: int, baseline: bool, repeats: int, noise: float) 
     qa, qb = posterior_pair(width, depth, noise=noise)
     seconds, result = timed(lambda: align.align(qa, qb, "w2"), repeats)
     three_seconds, three = timed(lambda: align.align(qa, qb, "w2", starts=3), repeats)
-    row = {"width": width, "depth": depth, "parameters": sum(W.size + b.size for W, b in qa.means),
-           "seconds": seconds, "starts": result.starts, "sweeps": result.sweeps, "start": result.start,
-           "w2_before": align.w2_distance(qa, qb), "w2_after": math.sqrt(result.history[-1]),
-           "three_starts_seconds": three_seconds, "cost_of_starts": seconds / three_seconds,
-           "w2_after_three_starts": math.sqrt(three.history[-1]),
-           "gain": 1 - math.sqrt(result.history[-1] / three.history[-1])}
+    row = {
+        "width": width,
+        "depth": depth,
+        "parameters": sum(W.size + b.size for W, b in qa.means),
+        "seconds": seconds,
+        "starts": result.starts,
+        "sweeps": result.sweeps,
+        "start": result.start,
+        "w2_before": align.w2_distance(qa, qb),
+        "w2_after": math.sqrt(result.history[-1]),
+        "three_starts_seconds": three_seconds,
+        "cost_of_starts": seconds / three_seconds,
+        "w2_after_three_starts": math.sqrt(three.history[-1]),
+        "gain": 1 - math.sqrt(result.history[-1] / three.history[-1]),
+    }
     if baseline:
         fast = align._inner_products
         align._inner_products = pairwise_products
@@ -92,8 +110,11 @@ def measure(width: int, depth: int, baseline: bool, repeats: int, noise: float) 
             base_seconds, base = timed(lambda: align.align(qa, qb, "w2"), repeats)
         finally:
             align._inner_products = fast
-        row.update(pairwise_seconds=base_seconds, speedup=base_seconds / seconds,
-                   same=abs(base.history[-1] - result.history[-1]) <= 1e-9 * result.history[-1])
+        row.update(
+            pairwise_seconds=base_seconds,
+            speedup=base_seconds / seconds,
+            same=abs(base.history[-1] - result.history[-1]) <= 1e-9 * result.history[-1],
+        )
     return row
 
 
@@ -112,14 +133,18 @@ def main(argv=None) -> int:
     if args.json:
         print(json.dumps(rows))
         return 0
-    print(f"{'net':>22} {'params':>10} {'align (ms)':>11} {'× smallest':>11} {'starts':>7} {'× 3 starts':>11} "
-          f"{'gain':>7} {'sweeps':>7} {'start':>22} {'W2 before':>10} {'after':>8} {'pairwise':>9} {'same':>5}")
+    print(
+        f"{'net':>22} {'params':>10} {'align (ms)':>11} {'× smallest':>11} {'starts':>7} {'× 3 starts':>11} "
+        f"{'gain':>7} {'sweeps':>7} {'start':>22} {'W2 before':>10} {'after':>8} {'pairwise':>9} {'same':>5}"
+    )
     for row in rows:
         net = "784-" + "-".join([str(row["width"])] * row["depth"]) + "-10"
         extra = f"{row['speedup']:>8.1f}× {str(row['same']):>5}" if "speedup" in row else f"{'—':>9} {'—':>5}"
-        print(f"{net:>22} {row['parameters']:>10,} {row['seconds'] * 1000:>11.1f} {row['ratio_to_smallest']:>10.1f}× "
-              f"{row['starts']:>7} {row['cost_of_starts']:>10.1f}× {row['gain']:>7.2%} {row['sweeps']:>7} "
-              f"{row['start']:>22} {row['w2_before']:>10.3f} {row['w2_after']:>8.3f} {extra}")
+        print(
+            f"{net:>22} {row['parameters']:>10,} {row['seconds'] * 1000:>11.1f} {row['ratio_to_smallest']:>10.1f}× "
+            f"{row['starts']:>7} {row['cost_of_starts']:>10.1f}× {row['gain']:>7.2%} {row['sweeps']:>7} "
+            f"{row['start']:>22} {row['w2_before']:>10.3f} {row['w2_after']:>8.3f} {extra}"
+        )
     return 0
 
 

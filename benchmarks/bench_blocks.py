@@ -28,14 +28,18 @@ from symlab.labs.mnist import experiment as mnist
 from symlab.lib import mnist_data  # noqa: E402
 
 WIDTH, BATCH = 400, 128
-VARIANTS = {"mfvi": dict(method="mfvi"), "blocks_b2": dict(method="sgm", mi="blocks", block_size=2),
-            "blocks_b4": dict(method="sgm", mi="blocks", block_size=4),
-            "infonce_k16": dict(method="sgm", mi="infonce", K=16)}
+VARIANTS = {
+    "mfvi": dict(method="mfvi"),
+    "blocks_b2": dict(method="sgm", mi="blocks", block_size=2),
+    "blocks_b4": dict(method="sgm", mi="blocks", block_size=4),
+    "infonce_k16": dict(method="sgm", mi="infonce", K=16),
+}
 
 
 def trainer(tensors, init_sd: float, **variant) -> mnist.MnistTrainer:
-    config = mnist.MnistConfig(hidden=WIDTH, batch_size=BATCH, init_sd=init_sd, train_subset=20_000, device="cpu",
-                               **variant)
+    config = mnist.MnistConfig(
+        hidden=WIDTH, batch_size=BATCH, init_sd=init_sd, train_subset=20_000, device="cpu", **variant
+    )
     return mnist.MnistTrainer(config, tensors, torch.device("cpu"))
 
 
@@ -59,7 +63,7 @@ def time_steps(tensors, start: dict, variant: dict, steps: int) -> tuple[float, 
     active = 0
     started = time.perf_counter()
     for step in range(steps):
-        batch = order[step * BATCH:(step + 1) * BATCH]
+        batch = order[step * BATCH : (step + 1) * BATCH]
         estimates = run.step(tensors.train_x[batch], tensors.train_y[batch], noises[step], generator)
         active += bool(estimates.get("active"))
     return (time.perf_counter() - started) / steps, active / steps

@@ -32,8 +32,9 @@ CONCURRENT = 2
 
 
 def configs(count: int) -> list[MnistConfig]:
-    return [MnistConfig(hidden=8, epochs=1, train_subset=500, samples=2, device="cpu", seed=seed)
-            for seed in range(count)]
+    return [
+        MnistConfig(hidden=8, epochs=1, train_subset=500, samples=2, device="cpu", seed=seed) for seed in range(count)
+    ]
 
 
 def sweep(executor: str, count: int) -> dict:
@@ -68,8 +69,15 @@ def main() -> None:
     print(f"{args.runs} tiny runs, {CONCURRENT} at a time; ratios to the local executor:")
     print(f"  total time      ray / local = {on_ray['total_s'] / local['total_s']:.2f}")
     print(f"  overhead a run  ray / local = {on_ray['overhead_per_run_s'] / local['overhead_per_run_s']:.2f}")
-    print(json.dumps({"runs": args.runs, "total_ratio": on_ray["total_s"] / local["total_s"],
-                      "overhead_ratio": on_ray["overhead_per_run_s"] / local["overhead_per_run_s"]}))
+    print(
+        json.dumps(
+            {
+                "runs": args.runs,
+                "total_ratio": on_ray["total_s"] / local["total_s"],
+                "overhead_ratio": on_ray["overhead_per_run_s"] / local["overhead_per_run_s"],
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -44,7 +44,9 @@ COMPLETE_JS = """() => {
   if ([...document.querySelectorAll('[data-testid="stProgress"]')].some(p => p.innerText.includes('⏳'))) return false;
   return performance.now();
 }"""
-EXCEPTION_JS = "() => [...document.querySelectorAll('[data-testid=\"stException\"]')].map(e => e.innerText.slice(0, 200))"
+EXCEPTION_JS = (
+    "() => [...document.querySelectorAll('[data-testid=\"stException\"]')].map(e => e.innerText.slice(0, 200))"
+)
 
 
 def measure(browser, url: str, path: str, timeout_s: float) -> dict:
@@ -53,11 +55,18 @@ def measure(browser, url: str, path: str, timeout_s: float) -> dict:
     page.on("request", lambda request: bundles.append(request.url) if PLOTLY_BUNDLE in request.url else None)
     try:
         page.goto(f"{url}/{path}", wait_until="commit")
-        first = None if path in WITHOUT_CHARTS else page.wait_for_function(
-            FIRST_CHART_JS, polling="raf", timeout=timeout_s * 1000).json_value()
+        first = (
+            None
+            if path in WITHOUT_CHARTS
+            else page.wait_for_function(FIRST_CHART_JS, polling="raf", timeout=timeout_s * 1000).json_value()
+        )
         complete = page.wait_for_function(COMPLETE_JS, polling=100, timeout=timeout_s * 1000).json_value()
-        return dict(first_chart_s=None if first is None else first / 1000, complete_s=complete / 1000,
-                    exceptions=page.evaluate(EXCEPTION_JS), plotly_bundle=bool(bundles))
+        return dict(
+            first_chart_s=None if first is None else first / 1000,
+            complete_s=complete / 1000,
+            exceptions=page.evaluate(EXCEPTION_JS),
+            plotly_bundle=bool(bundles),
+        )
     finally:
         page.close()
 
@@ -80,8 +89,9 @@ def main(argv=None):
     parser.add_argument("--timeout", type=float, default=90.0)
     parser.add_argument("--json", action="store_true", help="also one JSON line with the results")
     args = parser.parse_args(argv)
-    paths = ([("" if p == "home" else p) for p in args.pages.split(",")] if args.pages
-             else ["", *(lab.name for lab in LABS)])
+    paths = (
+        [("" if p == "home" else p) for p in args.pages.split(",")] if args.pages else ["", *(lab.name for lab in LABS)]
+    )
     env = {"SYMLAB_RUNS_DIR": tempfile.mkdtemp(prefix="symlab-first-load-")}
     if args.hosted:
         env["SYMLAB_HOSTED"] = "1"
@@ -95,26 +105,48 @@ def main(argv=None):
                 with app_process(env) as (url, _):
                     time.sleep(args.delay)
                     rows.append(dict(page=path or "home", **measure(browser, url, path, args.timeout)))
-                print(f"{rows[-1]['page']:>10}: first chart {fmt(rows[-1]['first_chart_s'])} s, "
-                      f"complete {rows[-1]['complete_s']:5.2f} s", file=sys.stderr, flush=True)
+                print(
+                    f"{rows[-1]['page']:>10}: first chart {fmt(rows[-1]['first_chart_s'])} s, "
+                    f"complete {rows[-1]['complete_s']:5.2f} s",
+                    file=sys.stderr,
+                    flush=True,
+                )
         browser.close()
     pages = summarise(rows)
-    print(f"First load on a freshly started server{' (hosted)' if args.hosted else ''}, visit {args.delay:g} s "
-          f"after the health check, {args.repeat} server(s) per page; Chromium on the same machine.")
-    print(f"{'page':>10} {'first chart s':>13} {'slowest s':>9} {'median × 3 s':>12} {'complete s':>10}  "
-          f"{'Plotly bundle':>13}  exceptions")
+    print(
+        f"First load on a freshly started server{' (hosted)' if args.hosted else ''}, visit {args.delay:g} s "
+        f"after the health check, {args.repeat} server(s) per page; Chromium on the same machine."
+    )
+    print(
+        f"{'page':>10} {'first chart s':>13} {'slowest s':>9} {'median × 3 s':>12} {'complete s':>10}  "
+        f"{'Plotly bundle':>13}  exceptions"
+    )
     print("(first chart: the median visit's; a page that draws none: when it completed)")
     for page in pages:
         ratio = page["first_shown_s"] / TARGET_SECONDS
-        print(f"{page['page']:>10} {page['first_shown_s']:13.2f} {page['slowest_s']:9.2f} {ratio:12.2f} "
-              f"{page['complete_s']:10.2f}  {'loaded' if page['plotly_bundle'] else 'none':>13}  "
-              f"{page['exceptions'] or 'none'}")
+        print(
+            f"{page['page']:>10} {page['first_shown_s']:13.2f} {page['slowest_s']:9.2f} {ratio:12.2f} "
+            f"{page['complete_s']:10.2f}  {'loaded' if page['plotly_bundle'] else 'none':>13}  "
+            f"{page['exceptions'] or 'none'}"
+        )
     worst = max(page["first_shown_s"] for page in pages)
-    print(f"worst page's median first chart {worst:.2f} s: {'PASS' if worst <= TARGET_SECONDS else 'FAIL'} "
-          f"(target ≤ {TARGET_SECONDS:g} s)")
+    print(
+        f"worst page's median first chart {worst:.2f} s: {'PASS' if worst <= TARGET_SECONDS else 'FAIL'} "
+        f"(target ≤ {TARGET_SECONDS:g} s)"
+    )
     if args.json:
-        print(json.dumps(dict(hosted=args.hosted, delay_s=args.delay, repeat=args.repeat, visits=rows, pages=pages,
-                              worst_median_first_chart_s=worst)))
+        print(
+            json.dumps(
+                dict(
+                    hosted=args.hosted,
+                    delay_s=args.delay,
+                    repeat=args.repeat,
+                    visits=rows,
+                    pages=pages,
+                    worst_median_first_chart_s=worst,
+                )
+            )
+        )
 
 
 def summarise(rows: list[dict]) -> list[dict]:
@@ -123,10 +155,16 @@ def summarise(rows: list[dict]) -> list[dict]:
     for name in dict.fromkeys(row["page"] for row in rows):
         visits = [row for row in rows if row["page"] == name]
         shown = [first_shown(row) for row in visits]
-        pages.append(dict(page=name, first_shown_s=statistics.median(shown), slowest_s=max(shown),
-                          complete_s=statistics.median(row["complete_s"] for row in visits),
-                          exceptions=sum(len(row["exceptions"]) for row in visits),
-                          plotly_bundle=any(row["plotly_bundle"] for row in visits)))
+        pages.append(
+            dict(
+                page=name,
+                first_shown_s=statistics.median(shown),
+                slowest_s=max(shown),
+                complete_s=statistics.median(row["complete_s"] for row in visits),
+                exceptions=sum(len(row["exceptions"]) for row in visits),
+                plotly_bundle=any(row["plotly_bundle"] for row in visits),
+            )
+        )
     return pages
 
 

@@ -81,14 +81,20 @@ def task_computation(task: Task) -> Computation:
     def cost(result):
         if kind_of(task.key) == "align":  # the paths actually walked: weight matching may equal W₂
             config, (_, report) = task.key[1], result
-            same = all(np.array_equal(a, b) for a, b in zip(report.alignments["weights"].perms,
-                                                            report.alignments["w2"].perms))
+            same = all(
+                np.array_equal(a, b) for a, b in zip(report.alignments["weights"].perms, report.alignments["w2"].perms)
+            )
             return align_lab.training_cost(config) + align_lab.report_cost(config, 2 if same else 3)
         return task.cost
+
     # A predictive map is asked for once its pair is trained and stored: only its own grid is its cost.
     prepare = (lambda: align_lab._trained_moons(task.key[1])) if kind_of(task.key) == "align_map" else None
-    return Computation(f"{kind_of(task.key)} {describe_key(task.key)}",
-                       lambda: task.function(*task.args, progress=lambda *a, **k: None), cost, prepare)
+    return Computation(
+        f"{kind_of(task.key)} {describe_key(task.key)}",
+        lambda: task.function(*task.args, progress=lambda *a, **k: None),
+        cost,
+        prepare,
+    )
 
 
 def describe_key(key) -> str:
@@ -101,12 +107,19 @@ def lab_interactions(lab) -> list[Interaction]:
     specs = lab.page_params(None)
     default = lab.default_values(None)
     retrain = RETRAIN_TARGETS[lab.name]
-    found = [Interaction(lab.name, "open (default link)", [task_computation(t) for t in lab.page_tasks(default)], retrain)]
+    found = [
+        Interaction(lab.name, "open (default link)", [task_computation(t) for t in lab.page_tasks(default)], retrain)
+    ]
     presets = lab.page_presets()
     for name in presets:
-        found.append(Interaction(lab.name, f"preset: {name}",
-                                 [task_computation(t) for t in lab.page_tasks({**default, **presets.state(name, specs)})],
-                                 None))
+        found.append(
+            Interaction(
+                lab.name,
+                f"preset: {name}",
+                [task_computation(t) for t in lab.page_tasks({**default, **presets.state(name, specs)})],
+                None,
+            )
+        )
     for state in neighbours(default, specs):
         moved = next(spec for spec in specs if state[spec.name] != default[spec.name])
         if isinstance(state[moved.name], (int, float)) and state[moved.name] < default[moved.name]:
@@ -114,8 +127,9 @@ def lab_interactions(lab) -> list[Interaction]:
         tasks = lab.page_tasks(state)
         if {t.key for t in tasks} == {t.key for t in lab.page_tasks(default)}:
             continue  # a view of the same results (an order, a switch the computation ignores)
-        found.append(Interaction(lab.name, f"{moved.name} → {state[moved.name]}", [task_computation(t) for t in tasks],
-                                 retrain))
+        found.append(
+            Interaction(lab.name, f"{moved.name} → {state[moved.name]}", [task_computation(t) for t in tasks], retrain)
+        )
     return found
 
 
@@ -127,6 +141,7 @@ def toy_interactions() -> list[Interaction]:
 
     def config_of(values):
         from symlab.specs import controls
+
         return toy.ToyConfig(**controls.config_values(toy.ToyConfig, values, toy_params.FIELDS)).validate()
 
     def opened(config):
@@ -134,10 +149,14 @@ def toy_interactions() -> list[Interaction]:
             view = toy.exact_view(config)
             trainer = two_relu.ToyTrainer(toy.starts_of("mfvi", config) + toy.starts_of("sgm", config))
             return view, trainer
+
         runs = 2 * config.restarts
         grid = 201**2 * config.n_train * 6 + 81**2 * config.n_train * 6  # exact posterior: evidence and display grids
-        return Computation(f"exact posterior and new trainer {describe_key(config)}", run,
-                           lambda _: Cost(elementwise=grid) + toy.training_cost(config, runs, 0, 1))
+        return Computation(
+            f"exact posterior and new trainer {describe_key(config)}",
+            run,
+            lambda _: Cost(elementwise=grid) + toy.training_cost(config, runs, 0, 1),
+        )
 
     def tick(config):
         trainer = two_relu.ToyTrainer(toy.starts_of("mfvi", config) + toy.starts_of("sgm", config))
@@ -145,19 +164,31 @@ def toy_interactions() -> list[Interaction]:
         def run():
             trainer.step(LIVE_STEPS_PER_TICK)
             trainer.record()
-        return Computation(f"live tick {describe_key(config)}", run,
-                           lambda _: toy.training_cost(config, 2 * config.restarts, LIVE_STEPS_PER_TICK, 1))
+
+        return Computation(
+            f"live tick {describe_key(config)}",
+            run,
+            lambda _: toy.training_cost(config, 2 * config.restarts, LIVE_STEPS_PER_TICK, 1),
+        )
 
     config = config_of(default)
-    found = [Interaction("toy", "open (default link)", [opened(config)]),
-             Interaction("toy", f"play: one tick ({LIVE_STEPS_PER_TICK} Adam steps, all starts)", [tick(config)])]
+    found = [
+        Interaction("toy", "open (default link)", [opened(config)]),
+        Interaction("toy", f"play: one tick ({LIVE_STEPS_PER_TICK} Adam steps, all starts)", [tick(config)]),
+    ]
     for name in toy_params.PRESETS:
-        found.append(Interaction("toy", f"preset: {name}",
-                                 [opened(config_of({**default, **toy_params.PRESETS.state(name, specs)}))]))
+        found.append(
+            Interaction(
+                "toy", f"preset: {name}", [opened(config_of({**default, **toy_params.PRESETS.state(name, specs)}))]
+            )
+        )
     for state in neighbours(default, [spec for spec in specs if spec.name in toy_params.FIELDS]):
         moved = next(spec for spec in specs if state[spec.name] != default[spec.name])
-        if isinstance(state[moved.name], (int, float)) and not isinstance(state[moved.name], bool) \
-                and state[moved.name] < default[moved.name]:
+        if (
+            isinstance(state[moved.name], (int, float))
+            and not isinstance(state[moved.name], bool)
+            and state[moved.name] < default[moved.name]
+        ):
             continue
         found.append(Interaction("toy", f"{moved.name} → {state[moved.name]}", [opened(config_of(state))]))
     alphas = tuple(float(a) for a in default["alphas"].split(","))
@@ -179,9 +210,14 @@ def modes_interactions() -> list[Interaction]:
     def sweep(sigma, dim):
         config = modes.SweepConfig(sigma=sigma, dim=dim)
         alphas = config.alphas()
-        return counted(f"exact sweep σ={sigma} d={dim}",
-                       lambda: (modes.fit_exact(alphas, sigma, dim), modes.forward_kl_optimum(alphas, sigma, dim),
-                                modes.exact_threshold(sigma, config.largest_alpha)))
+        return counted(
+            f"exact sweep σ={sigma} d={dim}",
+            lambda: (
+                modes.fit_exact(alphas, sigma, dim),
+                modes.forward_kl_optimum(alphas, sigma, dim),
+                modes.exact_threshold(sigma, config.largest_alpha),
+            ),
+        )
 
     def at(alpha, sigma):
         return counted(f"optimum at α={alpha} σ={sigma}", lambda: modes.fit_exact([alpha], sigma))
@@ -190,9 +226,11 @@ def modes_interactions() -> list[Interaction]:
         return counted(f"Adam path α={alpha} σ={sigma}", lambda: modes.optimisation_path(alpha, sigma))
 
     step = modes_params.ALPHA.step
-    return [Interaction("modes", "open (default link)", [sweep(sigma, dim), at(alpha, sigma), path(alpha, sigma)]),
-            Interaction("modes", f"alpha → {alpha + step:g}", [at(alpha + step, sigma), path(alpha + step, sigma)]),
-            Interaction("modes", "sigma → 1.05", [sweep(1.05, dim), at(alpha, 1.05), path(alpha, 1.05)])]
+    return [
+        Interaction("modes", "open (default link)", [sweep(sigma, dim), at(alpha, sigma), path(alpha, sigma)]),
+        Interaction("modes", f"alpha → {alpha + step:g}", [at(alpha + step, sigma), path(alpha + step, sigma)]),
+        Interaction("modes", "sigma → 1.05", [sweep(1.05, dim), at(alpha, 1.05), path(alpha, 1.05)]),
+    ]
 
 
 # Element operations per quadrature node of one evaluation of the mode-interpolation objective: the mixture's
@@ -206,8 +244,11 @@ def counted(name: str, run) -> Computation:
 
     def counting(function):
         def wrapped(*args, **kwargs):
-            nodes[0] += int(np.size(np.broadcast_to(np.asarray(args[0], float)[..., None], (*np.shape(args[0]), modes._EPS.size))))
+            nodes[0] += int(
+                np.size(np.broadcast_to(np.asarray(args[0], float)[..., None], (*np.shape(args[0]), modes._EPS.size)))
+            )
             return function(*args, **kwargs)
+
         return wrapped
 
     def measured():
@@ -251,24 +292,38 @@ def measure(interactions: list[Interaction], repeat: int, rates: shared_results.
             floor += measured[computation.name][1]
         target = interaction.target
         ratio = seconds / floor if floor > 0 else None
-        rows.append({"lab": interaction.lab, "interaction": interaction.name, "cpu_s": seconds, "floor_s": floor,
-                     "ratio": ratio, "target_s": target, "within_target": target is None or seconds <= target,
-                     "within_floor": ratio is None or ratio <= FLOOR_TARGET})
+        rows.append(
+            {
+                "lab": interaction.lab,
+                "interaction": interaction.name,
+                "cpu_s": seconds,
+                "floor_s": floor,
+                "ratio": ratio,
+                "target_s": target,
+                "within_target": target is None or seconds <= target,
+                "within_floor": ratio is None or ratio <= FLOOR_TARGET,
+            }
+        )
         print(f"  {interaction.lab:9s} {interaction.name[:48]:48s} {seconds:7.3f} CPU-s", file=sys.stderr, flush=True)
     return rows
 
 
 def report(rows: list[dict], rates: shared_results.Rates) -> str:
-    out = [f"Rates on one thread: matrix products {rates.matmul_flops / 1e9:.0f} GFLOP/s, array elements "
-           f"{rates.elementwise / 1e9:.2f} G/s, normal draws {rates.normals / 1e6:.0f} M/s. CPU-s: best of the repeats.",
-           "", f"{'lab':9s} {'interaction':50s} {'CPU-s':>7s} {'floor s':>8s} {'ratio':>6s} {'target':>7s}  marks",
-           "─" * 100]
+    out = [
+        f"Rates on one thread: matrix products {rates.matmul_flops / 1e9:.0f} GFLOP/s, array elements "
+        f"{rates.elementwise / 1e9:.2f} G/s, normal draws {rates.normals / 1e6:.0f} M/s. CPU-s: best of the repeats.",
+        "",
+        f"{'lab':9s} {'interaction':50s} {'CPU-s':>7s} {'floor s':>8s} {'ratio':>6s} {'target':>7s}  marks",
+        "─" * 100,
+    ]
     for row in rows:
         ratio = "—" if row["ratio"] is None else f"{row['ratio']:.1f}×"
         marks = ("ok" if row["within_target"] else "OVER TARGET") + ("" if row["within_floor"] else ", OVER 3× FLOOR")
         target = "—" if row["target_s"] is None else f"{row['target_s']:.1f}s"
-        out.append(f"{row['lab']:9s} {row['interaction'][:50]:50s} {row['cpu_s']:7.3f} {row['floor_s']:8.4f} "
-                   f"{ratio:>6s} {target:>7s}  {marks}")
+        out.append(
+            f"{row['lab']:9s} {row['interaction'][:50]:50s} {row['cpu_s']:7.3f} {row['floor_s']:8.4f} "
+            f"{ratio:>6s} {target:>7s}  {marks}"
+        )
     over = [row for row in rows if not (row["within_target"] and row["within_floor"])]
     out.append(f"\n{len(rows) - len(over)} of {len(rows)} interactions within their targets.")
     return "\n".join(out)

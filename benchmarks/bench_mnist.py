@@ -40,7 +40,7 @@ HIDDEN, BATCH, LR = 400, 128, 1e-3
 
 def minibatches(n: int, device, seed: int = 0):
     order = torch.randperm(n, generator=torch.Generator(device=device).manual_seed(seed), device=device)
-    return [order[i:i + BATCH] for i in range(0, n, BATCH)]
+    return [order[i : i + BATCH] for i in range(0, n, BATCH)]
 
 
 def sync(device):
@@ -140,8 +140,11 @@ def estimator_comparison(tensors, device, hidden, draws: int) -> list[dict]:
         for _ in range(draws + 1):
             sync(device)
             started = time.perf_counter()
-            noise = (torch.randn(trainer.layout.n_params, generator=generator, device=device)
-                     if trainer.draws_weights else None)
+            noise = (
+                torch.randn(trainer.layout.n_params, generator=generator, device=device)
+                if trainer.draws_weights
+                else None
+            )
             with torch.no_grad():
                 sd = trainer.log_sd.exp()
             _, grad_mu, grad_log_sd, _ = trainer.negative_elbo_gradients(x, y, noise, sd, generator)
@@ -151,9 +154,16 @@ def estimator_comparison(tensors, device, hidden, draws: int) -> list[dict]:
         grads, n = torch.stack(grads[1:]), trainer.layout.n_params  # the first call warms up
         variance_mu, variance_log_sd = float(grads[:, :n].var(0).sum()), float(grads[:, n:].var(0).sum())
         step_ms = 1e3 * sorted(seconds[1:])[len(seconds) // 2]
-        rows.append({"estimator": estimator, "variance_mu": variance_mu, "variance_log_sd": variance_log_sd,
-                     "gradient_ms": step_ms, "variance_time_mu": variance_mu * step_ms,
-                     "variance_time_log_sd": variance_log_sd * step_ms})
+        rows.append(
+            {
+                "estimator": estimator,
+                "variance_mu": variance_mu,
+                "variance_log_sd": variance_log_sd,
+                "gradient_ms": step_ms,
+                "variance_time_mu": variance_mu * step_ms,
+                "variance_time_log_sd": variance_log_sd * step_ms,
+            }
+        )
     return rows
 
 
@@ -183,19 +193,29 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2, help="torch intra-op threads (pinned; default 2)")
     parser.add_argument("--device", default="auto")
     parser.add_argument("--accuracy-epochs", type=int, default=10)
-    parser.add_argument("--accuracy-seeds", type=int, default=3,
-                        help="seeds of the accuracy run, each with the normal table and with fresh draws (0: skip)")
+    parser.add_argument(
+        "--accuracy-seeds",
+        type=int,
+        default=3,
+        help="seeds of the accuracy run, each with the normal table and with fresh draws (0: skip)",
+    )
     parser.add_argument("--widths", default="", help="also time MFVI/SGM epochs at these widths (e.g. on a GPU)")
-    parser.add_argument("--estimator-draws", type=int, default=200,
-                        help="gradient draws per estimator for the variance comparison (0: skip it)")
+    parser.add_argument(
+        "--estimator-draws",
+        type=int,
+        default=200,
+        help="gradient draws per estimator for the variance comparison (0: skip it)",
+    )
     parser.add_argument("--json", action="store_true", help="end with one JSON line of the ratios and accuracies")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     device = mnist.resolve_device(args.device)
     data = mnist_data.load_mnist()
     tensors = mnist.prepare_tensors(data, mnist.MnistConfig(), device)
-    print(f"device {device}, torch {torch.__version__}, {torch.get_num_threads()} threads; "
-          f"hidden {HIDDEN}, batch {BATCH}, {len(tensors.train_y)} images per epoch; best of {args.rounds}")
+    print(
+        f"device {device}, torch {torch.__version__}, {torch.get_num_threads()} threads; "
+        f"hidden {HIDDEN}, batch {BATCH}, {len(tensors.train_y)} images per epoch; best of {args.rounds}"
+    )
     summary: dict = {"device": str(device), "threads": torch.get_num_threads(), "hidden": HIDDEN, "batch": BATCH}
 
     times = epoch_times(tensors, device, HIDDEN, args.rounds)
@@ -207,39 +227,60 @@ def main() -> None:
     print(f"MFVI / bayesian-torch  {ratio(ours, bt):>7}  (target ≤ 0.5×)")
     print(f"SGM K=8 / MFVI         {ratio(times['our SGM K=8'], ours):>7}  (target ≤ 1.25×)")
     print(f"SGM K=64 / MFVI        {ratio(times['our SGM K=64'], ours):>7}  (target ≤ 1.6×)")
-    summary.update(mfvi_over_deterministic=quotient(ours, det), mfvi_over_bayesian_torch=quotient(ours, bt),
-                   sgm8_over_mfvi=quotient(times["our SGM K=8"], ours),
-                   sgm64_over_mfvi=quotient(times["our SGM K=64"], ours))
+    summary.update(
+        mfvi_over_deterministic=quotient(ours, det),
+        mfvi_over_bayesian_torch=quotient(ours, bt),
+        sgm8_over_mfvi=quotient(times["our SGM K=8"], ours),
+        sgm64_over_mfvi=quotient(times["our SGM K=64"], ours),
+    )
 
     if args.accuracy_epochs and args.accuracy_seeds:
         table = test_accuracies(tensors, device, args.accuracy_epochs, args.accuracy_seeds, bnn.NormalTable)
         fresh = test_accuracies(tensors, device, args.accuracy_epochs, args.accuracy_seeds, bnn.FreshNormals)
-        print(f"MFVI test accuracy after {args.accuracy_epochs} epochs, seeds 0–{args.accuracy_seeds - 1} "
-              "(target ≥ 97 %):")
+        print(
+            f"MFVI test accuracy after {args.accuracy_epochs} epochs, seeds 0–{args.accuracy_seeds - 1} "
+            "(target ≥ 97 %):"
+        )
         for name, values in (("normal table", table), ("fresh draws", fresh)):
-            print(f"  {name:<13} " + "  ".join(f"{100 * a:.2f} %" for a in values)
-                  + f"   mean {100 * sum(values) / len(values):.2f} %")
-        summary.update({f"mfvi_test_acc_{args.accuracy_epochs}_epochs": table[0],
-                        "mfvi_test_acc_by_seed": table, "mfvi_test_acc_by_seed_fresh_draws": fresh})
+            print(
+                f"  {name:<13} "
+                + "  ".join(f"{100 * a:.2f} %" for a in values)
+                + f"   mean {100 * sum(values) / len(values):.2f} %"
+            )
+        summary.update(
+            {
+                f"mfvi_test_acc_{args.accuracy_epochs}_epochs": table[0],
+                "mfvi_test_acc_by_seed": table,
+                "mfvi_test_acc_by_seed_fresh_draws": fresh,
+            }
+        )
 
     if args.estimator_draws:
         rows = estimator_comparison(tensors, device, HIDDEN, args.estimator_draws)
         reference = rows[0]
-        print(f"gradient estimators at one θ (MFVI after 1 epoch), one minibatch, {args.estimator_draws} draws "
-              "(variance: summed over coordinates; ratios against reparam)")
-        print(f"  {'estimator':<9} {'Var ∇μ':>10} {'Var ∇log σ':>11} {'time':>7} {'Var ∇μ × time':>14} "
-              f"{'Var ∇log σ × time':>18}")
+        print(
+            f"gradient estimators at one θ (MFVI after 1 epoch), one minibatch, {args.estimator_draws} draws "
+            "(variance: summed over coordinates; ratios against reparam)"
+        )
+        print(
+            f"  {'estimator':<9} {'Var ∇μ':>10} {'Var ∇log σ':>11} {'time':>7} {'Var ∇μ × time':>14} "
+            f"{'Var ∇log σ × time':>18}"
+        )
         estimators = {}
         for row in rows:
-            relative = {"variance_mu": row["variance_mu"] / reference["variance_mu"],
-                        "variance_log_sd": row["variance_log_sd"] / reference["variance_log_sd"],
-                        "time": row["gradient_ms"] / reference["gradient_ms"],
-                        "variance_time_mu": row["variance_time_mu"] / reference["variance_time_mu"],
-                        "variance_time_log_sd": row["variance_time_log_sd"] / reference["variance_time_log_sd"]}
+            relative = {
+                "variance_mu": row["variance_mu"] / reference["variance_mu"],
+                "variance_log_sd": row["variance_log_sd"] / reference["variance_log_sd"],
+                "time": row["gradient_ms"] / reference["gradient_ms"],
+                "variance_time_mu": row["variance_time_mu"] / reference["variance_time_mu"],
+                "variance_time_log_sd": row["variance_time_log_sd"] / reference["variance_time_log_sd"],
+            }
             estimators[row["estimator"]] = {key: round(value, 4) for key, value in relative.items()}
-            print(f"  {row['estimator']:<9} {row['variance_mu']:10.4g} {row['variance_log_sd']:11.4g} "
-                  f"{relative['time']:6.2f}× {relative['variance_time_mu']:13.3f}× "
-                  f"{relative['variance_time_log_sd']:17.3f}×")
+            print(
+                f"  {row['estimator']:<9} {row['variance_mu']:10.4g} {row['variance_log_sd']:11.4g} "
+                f"{relative['time']:6.2f}× {relative['variance_time_mu']:13.3f}× "
+                f"{relative['variance_time_log_sd']:17.3f}×"
+            )
         summary["estimators_against_reparam"] = estimators
 
     widths = {}

@@ -115,11 +115,15 @@ def main():
     print(f"reference threshold (flow)        {reference:9.4f}   (paper: {5 * sigma:g})")
     print(f"exact threshold                   {exact_threshold:9.4f}   error {abs(exact_threshold - reference):.1e}")
     mc_error = float("nan") if mc_threshold is None else abs(mc_threshold - reference)
-    print(f"MC threshold (sweep crossing)     {mc_threshold if mc_threshold is not None else float('nan'):9.4f}   "
-          f"error {mc_error:.1e}")
+    print(
+        f"MC threshold (sweep crossing)     {mc_threshold if mc_threshold is not None else float('nan'):9.4f}   "
+        f"error {mc_error:.1e}"
+    )
     print(f"threshold error ratio MC / exact  {mc_error / max(abs(exact_threshold - reference), 1e-12):9.0f} x")
-    print(f"slider change, server-side run    {slider_median_s * 1e3:9.1f} ms median, "
-          f"{slider_max_s * 1e3:.1f} ms max   (target <= 100 ms)")
+    print(
+        f"slider change, server-side run    {slider_median_s * 1e3:9.1f} ms median, "
+        f"{slider_max_s * 1e3:.1f} ms max   (target <= 100 ms)"
+    )
 
 
 if __name__ == "__main__":

@@ -129,18 +129,22 @@ def step_from(widget):
 
 
 def summary(values: list[float]) -> dict:
-    return dict(count=len(values), median_ms=statistics.median(values) if values else None,
-                min_ms=min(values, default=None))
+    return dict(
+        count=len(values), median_ms=statistics.median(values) if values else None, min_ms=min(values, default=None)
+    )
 
 
 def report(results: dict) -> str:
     machine = ", ".join(f"{k} {v:.3g}" for k, v in results["rates"].items())
-    out = [f"Page CPU per run (ms, median of {results['repeat']}; the page process only), "
-           f"{'hosted' if results['hosted'] else 'local'} server; machine: {machine}",
-           f"{'page':<10} " + " ".join(f"{kind:>9}" for kind in KINDS)]
+    out = [
+        f"Page CPU per run (ms, median of {results['repeat']}; the page process only), "
+        f"{'hosted' if results['hosted'] else 'local'} server; machine: {machine}",
+        f"{'page':<10} " + " ".join(f"{kind:>9}" for kind in KINDS),
+    ]
     for page, row in results["pages"].items():
-        cells = [f"{row[kind]['median_ms']:9.1f}" if row[kind]["median_ms"] is not None else f"{'—':>9}"
-                 for kind in KINDS]
+        cells = [
+            f"{row[kind]['median_ms']:9.1f}" if row[kind]["median_ms"] is not None else f"{'—':>9}" for kind in KINDS
+        ]
         out.append(f"{page or 'home':<10} " + " ".join(cells))
     return "\n".join(out)
 

@@ -38,13 +38,15 @@ def cpu_seconds(work) -> float:
 def module_loop(arch, x, y, recipe, seed: int, index: int) -> None:
     """One network trained the usual way: a module, torch's SGD, the network's own minibatch order."""
     module = arch.module()
-    torch.nn.utils.vector_to_parameters(ensembles.initial_networks(arch, range(index, index + 1), seed)[0],
-                                        module.parameters())
-    optimiser = torch.optim.SGD(module.parameters(), lr=recipe.lr, momentum=recipe.momentum,
-                                weight_decay=recipe.weight_decay)
+    torch.nn.utils.vector_to_parameters(
+        ensembles.initial_networks(arch, range(index, index + 1), seed)[0], module.parameters()
+    )
+    optimiser = torch.optim.SGD(
+        module.parameters(), lr=recipe.lr, momentum=recipe.momentum, weight_decay=recipe.weight_decay
+    )
     [order] = ensembles.minibatch_orders(len(y), range(index, index + 1), seed, 1)
     for start in range(0, len(y), recipe.batch_size):
-        batch = order[0, start:start + recipe.batch_size]
+        batch = order[0, start : start + recipe.batch_size]
         optimiser.zero_grad()
         F.cross_entropy(module(x[batch]), y[batch]).backward()
         optimiser.step()
@@ -56,11 +58,18 @@ def measure(name: str, nets: int, alone: int) -> dict:
     x, y = torch.randn(IMAGES, 1, 28, 28, generator=g), torch.randint(0, 10, (IMAGES,), generator=g)
     recipe = ensembles.Recipe(epochs=1, momentum=0.9)
     batched = cpu_seconds(lambda: ensembles.train_networks(arch, x, y, recipe, 0, range(nets))) / nets
-    stack_of_one = cpu_seconds(lambda: [ensembles.train_networks(arch, x, y, recipe, 0, range(i, i + 1))
-                                        for i in range(alone)]) / alone
+    stack_of_one = (
+        cpu_seconds(lambda: [ensembles.train_networks(arch, x, y, recipe, 0, range(i, i + 1)) for i in range(alone)])
+        / alone
+    )
     loop = cpu_seconds(lambda: [module_loop(arch, x, y, recipe, 0, i) for i in range(alone)]) / alone
-    return {"architecture": arch.label, "networks": nets, "per_network_batched_s": batched,
-            "speedup_vs_stack_of_one": stack_of_one / batched, "speedup_vs_module_loop": loop / batched}
+    return {
+        "architecture": arch.label,
+        "networks": nets,
+        "per_network_batched_s": batched,
+        "speedup_vs_stack_of_one": stack_of_one / batched,
+        "speedup_vs_module_loop": loop / batched,
+    }
 
 
 def main(argv=None) -> int:
@@ -76,8 +85,10 @@ def main(argv=None) -> int:
         return 0
     print(f"{'network':<26}{'batched':>9}{'vs stack of 1':>15}{'vs module loop':>16}")
     for row in rows:
-        print(f"{row['architecture']:<26}{row['networks']:>9}{row['speedup_vs_stack_of_one']:>14.1f}x"
-              f"{row['speedup_vs_module_loop']:>15.1f}x")
+        print(
+            f"{row['architecture']:<26}{row['networks']:>9}{row['speedup_vs_stack_of_one']:>14.1f}x"
+            f"{row['speedup_vs_module_loop']:>15.1f}x"
+        )
     return 0
 
 

@@ -47,29 +47,39 @@ class Row:
 
 ROWS = (
     Row("batch 128", mnist.MnistConfig(hidden=256, train_subset=4000, epochs=2, samples=10, **SMALL)),
-    Row("batch 128 on 20 000 images", mnist.MnistConfig(hidden=400, train_subset=20_000, epochs=1, samples=1,
-                                                        **SMALL)),
+    Row("batch 128 on 20 000 images", mnist.MnistConfig(hidden=400, train_subset=20_000, epochs=1, samples=1, **SMALL)),
     Row("batch 1", mnist.MnistConfig(hidden=256, train_subset=300, epochs=2, batch_size=1, samples=10, **SMALL)),
     Row("samples 1", mnist.MnistConfig(hidden=512, train_subset=1000, epochs=2, samples=1, **SMALL)),
     Row("samples 100", mnist.MnistConfig(hidden=512, train_subset=1000, epochs=1, samples=100, **SMALL)),
     Row("every 1 of 20 epochs", mnist.MnistConfig(hidden=128, train_subset=500, epochs=20, samples=10, **SMALL)),
-    Row("every 10 of 20 epochs", mnist.MnistConfig(hidden=128, train_subset=500, epochs=20, eval_every=10,
-                                                   samples=10, **SMALL)),
+    Row(
+        "every 10 of 20 epochs",
+        mnist.MnistConfig(hidden=128, train_subset=500, epochs=20, eval_every=10, samples=10, **SMALL),
+    ),
     Row("depth 1", mnist.MnistConfig(hidden=512, train_subset=2000, epochs=1, samples=4, **SMALL)),
     Row("depth 2", mnist.MnistConfig(hidden=512, depth=2, train_subset=2000, epochs=1, samples=4, **SMALL)),
     Row("local estimator", mnist.MnistConfig(hidden=256, train_subset=4000, epochs=2, estimator="local", **SMALL)),
-    Row("flipout estimator", mnist.MnistConfig(hidden=256, train_subset=4000, epochs=2, estimator="flipout",
-                                               **SMALL)),
+    Row("flipout estimator", mnist.MnistConfig(hidden=256, train_subset=4000, epochs=2, estimator="flipout", **SMALL)),
     Row("σ by Adam", mnist.MnistConfig(hidden=256, train_subset=4000, epochs=2, sd_fit="adam", **SMALL)),
     Row("SGM InfoNCE K=16", mnist.MnistConfig(hidden=256, train_subset=4000, epochs=2, method="sgm", K=16, **SMALL)),
-    Row("SGM blocks B=4", mnist.MnistConfig(hidden=256, train_subset=4000, epochs=2, method="sgm", mi="blocks",
-                                            block_size=4, **SMALL)),
-    Row("width 1024 on 500 images", mnist.MnistConfig(hidden=1024, train_subset=500, epochs=20, eval_every=10,
-                                                    samples=10, **SMALL)),
-    Row("comparison convnet", methods.MethodsConfig(reference=20, samples=10, modes=2, epochs=1, train_size=1000,
-                                                     test_size=500)),
-    Row("comparison MLP", methods.MethodsConfig(architecture="mlp", reference=20, samples=10, modes=2, epochs=1,
-                                                 train_size=1000, test_size=500)),
+    Row(
+        "SGM blocks B=4",
+        mnist.MnistConfig(hidden=256, train_subset=4000, epochs=2, method="sgm", mi="blocks", block_size=4, **SMALL),
+    ),
+    Row(
+        "width 1024 on 500 images",
+        mnist.MnistConfig(hidden=1024, train_subset=500, epochs=20, eval_every=10, samples=10, **SMALL),
+    ),
+    Row(
+        "comparison convnet",
+        methods.MethodsConfig(reference=20, samples=10, modes=2, epochs=1, train_size=1000, test_size=500),
+    ),
+    Row(
+        "comparison MLP",
+        methods.MethodsConfig(
+            architecture="mlp", reference=20, samples=10, modes=2, epochs=1, train_size=1000, test_size=500
+        ),
+    ),
 )
 
 
@@ -97,10 +107,21 @@ def measure(rows, rates) -> list[dict]:
         estimated = work.seconds(rates)
         measured = train(row.config, data)
         parts = {what: round(seconds, 3) for what, seconds in work.part_seconds(rates).items()}
-        found.append({"row": row.name, "cpu_s": measured, "estimated_s": estimated, "ratio": measured / estimated,
-                      "parts": parts, "within": LOW <= measured / estimated <= HIGH})
-        print(f"{row.name:28s} {measured:7.2f} {estimated:9.2f} {measured / estimated:6.2f}  "
-              f"{'ok' if found[-1]['within'] else 'OUTSIDE'}", flush=True)
+        found.append(
+            {
+                "row": row.name,
+                "cpu_s": measured,
+                "estimated_s": estimated,
+                "ratio": measured / estimated,
+                "parts": parts,
+                "within": LOW <= measured / estimated <= HIGH,
+            }
+        )
+        print(
+            f"{row.name:28s} {measured:7.2f} {estimated:9.2f} {measured / estimated:6.2f}  "
+            f"{'ok' if found[-1]['within'] else 'OUTSIDE'}",
+            flush=True,
+        )
     return found
 
 
@@ -115,9 +136,11 @@ def main(argv=None) -> int:
         parser.error(f"--rows: no row {', '.join(unknown)} (choose from {', '.join(row.name for row in ROWS)})")
     set_threads(1)  # torch's and numpy's BLAS, as a hosted server's workers
     rates = measured_rates()
-    print(f"rates: {rates.matmul_flops / 1e9:.1f} GFLOP/s, {rates.elementwise / 1e9:.2f} G elements/s, "
-          f"{rates.normals / 1e6:.0f} M normals/s (one thread)\n"
-          f"{'row':28s} {'CPU-s':>7s} {'estimate':>9s} {'ratio':>6s}")
+    print(
+        f"rates: {rates.matmul_flops / 1e9:.1f} GFLOP/s, {rates.elementwise / 1e9:.2f} G elements/s, "
+        f"{rates.normals / 1e6:.0f} M normals/s (one thread)\n"
+        f"{'row':28s} {'CPU-s':>7s} {'estimate':>9s} {'ratio':>6s}"
+    )
     rows = measure([row for row in ROWS if not wanted or row.name in wanted], rates)
     inside = sum(row["within"] for row in rows)
     print(f"\n{inside} of {len(rows)} rows within {LOW:g}–{HIGH:g}× their estimate.")

@@ -38,13 +38,19 @@ TOL = 1e-10  # min_mass's default: max |gradient| ≤ TOL · mass
 
 # --- (a) perceptrons ----------------------------------------------------------------------------
 
+
 def batched_rate(nets: int) -> dict:
     config = symmetry_lab.PerceptronConfig(nets=nets)
     start = time.perf_counter()
     run = symmetry_lab.train_perceptrons(config)
     seconds = time.perf_counter() - start
-    return {"nets": nets, "seconds": seconds, "nets_per_second": nets / seconds,
-            "median_final_loss": float(np.median(run.final_loss)), "kept": int(run.kept.sum())}
+    return {
+        "nets": nets,
+        "seconds": seconds,
+        "nets_per_second": nets / seconds,
+        "median_final_loss": float(np.median(run.final_loss)),
+        "kept": int(run.kept.sum()),
+    }
 
 
 def loop_rate(count: int) -> dict:
@@ -64,7 +70,7 @@ def loop_rate(count: int) -> dict:
         for _ in range(config.epochs):
             order = torch.randperm(n, generator=g)
             for first in range(0, n, config.batch):
-                idx = order[first:first + config.batch]
+                idx = order[first : first + config.batch]
                 logits = (torch.relu(x[idx] @ W1.T + b1) @ W2.T + b2)[:, 0]
                 loss = F.binary_cross_entropy_with_logits(logits, y[idx])
                 grads = torch.autograd.grad(loss, params)
@@ -75,16 +81,23 @@ def loop_rate(count: int) -> dict:
             logits = (torch.relu(x @ W1.T + b1) @ W2.T + b2)[:, 0]
             losses.append(float(F.binary_cross_entropy_with_logits(logits, y)))
     seconds = time.perf_counter() - start
-    return {"nets": count, "seconds": seconds, "nets_per_second": count / seconds,
-            "median_final_loss": float(np.median(losses))}
+    return {
+        "nets": count,
+        "seconds": seconds,
+        "nets_per_second": count / seconds,
+        "median_final_loss": float(np.median(losses)),
+    }
 
 
 # --- (b) min-mass -------------------------------------------------------------------------------
 
+
 def mnist_shaped_net(rng: np.random.Generator, widths: list[int]) -> list:
     sizes = [784, *widths, 10]
-    layers = [(rng.uniform(-1, 1, (o, i)) / math.sqrt(i), rng.uniform(-1, 1, o) / math.sqrt(i))
-              for i, o in zip(sizes[:-1], sizes[1:])]
+    layers = [
+        (rng.uniform(-1, 1, (o, i)) / math.sqrt(i), rng.uniform(-1, 1, o) / math.sqrt(i))
+        for i, o in zip(sizes[:-1], sizes[1:])
+    ]
     return symmetry.scale_units(layers, [rng.standard_normal(w) for w in widths])
 
 
@@ -118,9 +131,13 @@ def lbfgs_min_mass(layers) -> tuple[float, float, int]:
     value, gradient = f(lam)
     iterations = 0
     for _ in range(5):
-        result = optimize.minimize(f, lam, jac=True, method="L-BFGS-B",
-                                   options={"gtol": 0.9 * TOL * value, "ftol": 0.0, "maxiter": 100_000,
-                                            "maxfun": 200_000, "maxcor": 20})
+        result = optimize.minimize(
+            f,
+            lam,
+            jac=True,
+            method="L-BFGS-B",
+            options={"gtol": 0.9 * TOL * value, "ftol": 0.0, "maxiter": 100_000, "maxfun": 200_000, "maxcor": 20},
+        )
         lam, value, gradient, iterations = result.x, float(result.fun), result.jac, iterations + int(result.nit)
         if np.max(np.abs(gradient)) <= TOL * value:
             break
@@ -141,13 +158,24 @@ def min_mass_row(widths: list[int], seed: int, repeats: int) -> dict:
     newton_s, newton = timed(lambda: symmetry.min_mass(layers), repeats)
     lbfgs_s, (lbfgs_mass, lbfgs_gradient, lbfgs_iterations) = timed(lambda: lbfgs_min_mass(layers), repeats)
     after = float(newton.mass_after)
-    return {"shape": "784-" + "-".join(map(str, widths)) + "-10", "width": widths[0], "depth": len(widths),
-            "newton_seconds": newton_s, "newton_iterations": newton.iterations, "newton_converged": bool(newton.converged),
-            "newton_relative_gradient": float(newton.gradient),
-            "lbfgs_seconds": lbfgs_s, "lbfgs_iterations": lbfgs_iterations, "lbfgs_relative_gradient": lbfgs_gradient,
-            "lbfgs_over_newton": lbfgs_s / newton_s, "mass_before": float(newton.mass_before), "newton_mass": after,
-            "lbfgs_mass": lbfgs_mass, "relative_mass_difference": (after - lbfgs_mass) / lbfgs_mass,
-            "same_mass": abs(after - lbfgs_mass) <= 1e-9 * lbfgs_mass}
+    return {
+        "shape": "784-" + "-".join(map(str, widths)) + "-10",
+        "width": widths[0],
+        "depth": len(widths),
+        "newton_seconds": newton_s,
+        "newton_iterations": newton.iterations,
+        "newton_converged": bool(newton.converged),
+        "newton_relative_gradient": float(newton.gradient),
+        "lbfgs_seconds": lbfgs_s,
+        "lbfgs_iterations": lbfgs_iterations,
+        "lbfgs_relative_gradient": lbfgs_gradient,
+        "lbfgs_over_newton": lbfgs_s / newton_s,
+        "mass_before": float(newton.mass_before),
+        "newton_mass": after,
+        "lbfgs_mass": lbfgs_mass,
+        "relative_mass_difference": (after - lbfgs_mass) / lbfgs_mass,
+        "same_mass": abs(after - lbfgs_mass) <= 1e-9 * lbfgs_mass,
+    }
 
 
 def main(argv=None) -> dict:
@@ -161,33 +189,44 @@ def main(argv=None) -> dict:
     symmetry_lab.train_perceptrons(symmetry_lab.PerceptronConfig(nets=50, epochs=1))  # warm-up
     loop = loop_rate(40 if args.quick else 300)
     say(f"perceptrons (2-2-1, 10 epochs, 400 points, batch 10); torch threads: {torch.get_num_threads()}")
-    say(f"  Python loop, one net at a time  {loop['nets']:>6} nets  {loop['seconds']:7.2f} s  "
-        f"{loop['nets_per_second']:9.1f} nets/s   median final loss {loop['median_final_loss']:.4f}")
+    say(
+        f"  Python loop, one net at a time  {loop['nets']:>6} nets  {loop['seconds']:7.2f} s  "
+        f"{loop['nets_per_second']:9.1f} nets/s   median final loss {loop['median_final_loss']:.4f}"
+    )
     batched = []
-    for nets in ((1000, 5000) if args.quick else (1000, 5000, 10_000)):
+    for nets in (1000, 5000) if args.quick else (1000, 5000, 10_000):
         row = batched_rate(nets)
         row["speedup"] = row["nets_per_second"] / loop["nets_per_second"]
         batched.append(row)
-        say(f"  batched train_perceptrons       {nets:>6} nets  {row['seconds']:7.2f} s  "
+        say(
+            f"  batched train_perceptrons       {nets:>6} nets  {row['seconds']:7.2f} s  "
             f"{row['nets_per_second']:9.1f} nets/s   median final loss {row['median_final_loss']:.4f}   "
-            f"{row['speedup']:6.1f}x the loop   (kept {row['kept']})")
+            f"{row['speedup']:6.1f}x the loop   (kept {row['kept']})"
+        )
 
     widths = (16, 64, 256) if args.quick else (16, 64, 256, 1024)
     say("\nmin-mass of one net: damped Newton (min_mass) vs scipy L-BFGS-B with the analytic gradient")
-    say(f"  {'net':>20} {'Newton s':>9} {'it':>3} {'L-BFGS-B s':>11} {'it':>5} {'L-BFGS/Newton':>14} "
-        f"{'mass before':>12} {'mass after':>12} {'rel. diff':>10} {'same':>5} {'|grad|/mass N, L':>18}")
+    say(
+        f"  {'net':>20} {'Newton s':>9} {'it':>3} {'L-BFGS-B s':>11} {'it':>5} {'L-BFGS/Newton':>14} "
+        f"{'mass before':>12} {'mass after':>12} {'rel. diff':>10} {'same':>5} {'|grad|/mass N, L':>18}"
+    )
     mass_rows = []
     for depth in (1, 2):
         for width in widths:
             row = min_mass_row([width] * depth, seed=width + depth, repeats=1 if width >= 1024 else 3)
             mass_rows.append(row)
-            say(f"  {row['shape']:>20} {row['newton_seconds']:9.4f} {row['newton_iterations']:>3} "
+            say(
+                f"  {row['shape']:>20} {row['newton_seconds']:9.4f} {row['newton_iterations']:>3} "
                 f"{row['lbfgs_seconds']:11.4f} {row['lbfgs_iterations']:>5} {row['lbfgs_over_newton']:13.1f}x "
                 f"{row['mass_before']:12.6g} {row['newton_mass']:12.8g} {row['relative_mass_difference']:10.1e} "
                 f"{'yes' if row['same_mass'] else 'NO':>5} {row['newton_relative_gradient']:8.1e}, "
-                f"{row['lbfgs_relative_gradient']:8.1e}")
-    report = {"perceptrons": {"loop": loop, "batched": batched}, "min_mass": mass_rows,
-              "torch_threads": torch.get_num_threads()}
+                f"{row['lbfgs_relative_gradient']:8.1e}"
+            )
+    report = {
+        "perceptrons": {"loop": loop, "batched": batched},
+        "min_mass": mass_rows,
+        "torch_threads": torch.get_num_threads(),
+    }
     if args.json:
         print(json.dumps(report))
     return report

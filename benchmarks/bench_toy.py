@@ -79,9 +79,11 @@ def live_tick_cost(restarts: int, repeats=20):
         fits = page.live_fits(trainer, config, exact)
         means, stds = trainer.parameters()
         # The four live charts' specs are cached; a tick builds their datasets, sent as Arrow.
-        datasets = [page.posterior_data(config, fits, means, stds),
-                    page.predictions_data(data, x, mean, std, config, trainer, fits),
-                    *page.curves_data(trainer, fits, exact).values()]
+        datasets = [
+            page.posterior_data(config, fits, means, stds),
+            page.predictions_data(data, x, mean, std, config, trainer, fits),
+            *page.curves_data(trainer, fits, exact).values(),
+        ]
         return sum(arrow_bytes(frame) for charts in datasets for frame in charts.values())
 
     size = tick()
@@ -98,14 +100,22 @@ def main():
     single_mfvi = steps_per_second([toy.run_spec("mfvi", config)])
     single_sgm = steps_per_second([toy.run_spec("sgm", config)])
     single_infonce = steps_per_second([toy.run_spec("sgm", replace(config, mi="infonce", K=16))])
-    table_runs = [toy.run_spec(m, replace(config, alpha=a, seed=s))
-                  for a in toy.DEFAULT_TABLE_ALPHAS for s in range(5) for m in two_relu.METHODS]
+    table_runs = [
+        toy.run_spec(m, replace(config, alpha=a, seed=s))
+        for a in toy.DEFAULT_TABLE_ALPHAS
+        for s in range(5)
+        for m in two_relu.METHODS
+    ]
     batched = steps_per_second(table_runs)
     print(f"MFVI, one run                          {single_mfvi:8.0f} steps/s")
     print(f"SGM (exact I), one run                 {single_sgm:8.0f} steps/s   ({single_sgm / single_mfvi:.2f}x MFVI)")
-    print(f"SGM (InfoNCE, K = 16), one run         {single_infonce:8.0f} steps/s   ({single_infonce / single_mfvi:.2f}x MFVI)")
-    print(f"batched, {len(table_runs)} runs (MFVI + SGM)        {batched:8.0f} steps/s = {batched * len(table_runs):.0f} run-steps/s"
-          f"   ({batched * len(table_runs) / single_mfvi:.1f}x one run)")
+    print(
+        f"SGM (InfoNCE, K = 16), one run         {single_infonce:8.0f} steps/s   ({single_infonce / single_mfvi:.2f}x MFVI)"
+    )
+    print(
+        f"batched, {len(table_runs)} runs (MFVI + SGM)        {batched:8.0f} steps/s = {batched * len(table_runs):.0f} run-steps/s"
+        f"   ({batched * len(table_runs) / single_mfvi:.1f}x one run)"
+    )
 
     start = time.perf_counter()
     toy.paper_table(base=replace(config, restarts=1))
@@ -113,17 +123,23 @@ def main():
     start = time.perf_counter()
     rows = toy.paper_table()
     table_s = time.perf_counter() - start
-    print(f"default table end to end               {table_s:8.2f} s    (target <= 15 s; "
-          f"{len(toy.DEFAULT_TABLE_ALPHAS)} alpha x 2 methods x 5 seeds, {toy.DEFAULT_STEPS} steps, best of "
-          f"{config.restarts} starts: {table_s / one_start_s:.2f}x one start)")
+    print(
+        f"default table end to end               {table_s:8.2f} s    (target <= 15 s; "
+        f"{len(toy.DEFAULT_TABLE_ALPHAS)} alpha x 2 methods x 5 seeds, {toy.DEFAULT_STEPS} steps, best of "
+        f"{config.restarts} starts: {table_s / one_start_s:.2f}x one start)"
+    )
     for row in rows:
-        print(f"    alpha {row['alpha']:<5g} {row['method']:4s}  test MSE {row['test_mse_mean']:.4f} ± {row['test_mse_std']:.4f}"
-              f"   ELBO {row['elbo_mean']:8.3f} ± {row['elbo_std']:.3f}   log p(D) {row['log_evidence_mean']:.3f}")
+        print(
+            f"    alpha {row['alpha']:<5g} {row['method']:4s}  test MSE {row['test_mse_mean']:.4f} ± {row['test_mse_std']:.4f}"
+            f"   ELBO {row['elbo_mean']:8.3f} ± {row['elbo_std']:.3f}   log p(D) {row['log_evidence_mean']:.3f}"
+        )
 
     one_tick_s, _ = live_tick_cost(restarts=1)
     tick_s, size = live_tick_cost(restarts=config.restarts)
-    print(f"live tick (train + 4 charts, server)   {tick_s * 1e3:8.1f} ms   ({size / 1024:.0f} KiB of chart data;"
-          f" {1 / tick_s:.1f} ticks/s possible; {config.restarts} starts a method: {tick_s / one_tick_s:.2f}x one start)")
+    print(
+        f"live tick (train + 4 charts, server)   {tick_s * 1e3:8.1f} ms   ({size / 1024:.0f} KiB of chart data;"
+        f" {1 / tick_s:.1f} ticks/s possible; {config.restarts} starts a method: {tick_s / one_tick_s:.2f}x one start)"
+    )
 
 
 if __name__ == "__main__":

@@ -121,6 +121,7 @@ STEP_RE = re.compile(r"Adam step (\d+) /")
 
 # ------------------------------------------------------------------------------------------- servers
 
+
 def cpu_seconds(pid: int) -> float:
     """User + system CPU of a process and of its children that have been waited for."""
     with open(f"/proc/{pid}/stat") as f:
@@ -177,6 +178,7 @@ def checkout(ref: str):
 
 # ------------------------------------------------------------------------------------------- measure
 
+
 def measure(url: str, seconds: float, server_pid: int | None = None) -> dict:
     from playwright.sync_api import sync_playwright
 
@@ -215,16 +217,26 @@ def measure(url: str, seconds: float, server_pid: int | None = None) -> dict:
     counts = [sum(start <= t <= end for t in redraws.get(str(i), [])) for i in range(len(titles))]
     tick_count = max(sum(start <= t <= end for t in ticks), 1)
     view = max(counts[curves] if titles else tick_count, 1)
-    main = {name: (metric(metrics1, name) - metric(metrics0, name)) / view
-            for name in ("TaskDuration", "ScriptDuration", "LayoutDuration", "RecalcStyleDuration")}
+    main = {
+        name: (metric(metrics1, name) - metric(metrics0, name)) / view
+        for name in ("TaskDuration", "ScriptDuration", "LayoutDuration", "RecalcStyleDuration")
+    }
     steps = end_step - start_step
-    return {"seconds": elapsed, "titles": titles, "per_s": [c / elapsed for c in counts],
-            "view_per_s": view / elapsed, "steps_per_s": steps / elapsed,
-            "ticks_per_s": tick_count / elapsed, "cpu_per_tick": (cpu1 - cpu0) / tick_count,
-            "cpu_per_redraw": (cpu1 - cpu0) / view, "browser_cpu_share": (cpu1 - cpu0) / elapsed,
-            "main_per_redraw": main["TaskDuration"], "script_per_redraw": main["ScriptDuration"],
-            "layout_per_redraw": main["LayoutDuration"] + main["RecalcStyleDuration"],
-            "server_cpu_per_step": (server1 - server0) / max(steps, 1) if server_pid else None}
+    return {
+        "seconds": elapsed,
+        "titles": titles,
+        "per_s": [c / elapsed for c in counts],
+        "view_per_s": view / elapsed,
+        "steps_per_s": steps / elapsed,
+        "ticks_per_s": tick_count / elapsed,
+        "cpu_per_tick": (cpu1 - cpu0) / tick_count,
+        "cpu_per_redraw": (cpu1 - cpu0) / view,
+        "browser_cpu_share": (cpu1 - cpu0) / elapsed,
+        "main_per_redraw": main["TaskDuration"],
+        "script_per_redraw": main["ScriptDuration"],
+        "layout_per_redraw": main["LayoutDuration"] + main["RecalcStyleDuration"],
+        "server_cpu_per_step": (server1 - server0) / max(steps, 1) if server_pid else None,
+    }
 
 
 def median_result(results: list[dict]) -> dict:
@@ -243,6 +255,7 @@ def median_result(results: list[dict]) -> dict:
 
 # ------------------------------------------------------------------------------------------- report
 
+
 def panel(title: str) -> str:
     """Which part of the live view a chart draws, whatever the app version splits it into."""
     if title.startswith("Lower bounds") or title.startswith("Test MSE"):
@@ -255,14 +268,22 @@ def report_one(name: str, result: dict) -> None:
     for title, rate in zip(result["titles"], result["per_s"]):
         print(f"  {title[:58]:58s} {rate:5.2f} redraws/s  ({rate / TARGET_PER_SECOND:.2f}× the 5/s target)")
     print(f"  Adam steps                                                 {result['steps_per_s']:5.0f} /s")
-    print(f"  player ticks shown (progress bar updates)                  {result['ticks_per_s']:5.2f} /s"
-          f"  (browser CPU per tick {result['cpu_per_tick'] * 1e3:.0f} ms)")
-    print(f"  browser CPU per view redraw                                {result['cpu_per_redraw'] * 1e3:5.0f} ms"
-          f"  (Chromium used {result['browser_cpu_share']:.2f} CPU)")
-    print(f"  renderer main thread per view redraw                       {result['main_per_redraw'] * 1e3:5.0f} ms"
-          f"  (script {result['script_per_redraw'] * 1e3:.0f}, style + layout {result['layout_per_redraw'] * 1e3:.0f})")
+    print(
+        f"  player ticks shown (progress bar updates)                  {result['ticks_per_s']:5.2f} /s"
+        f"  (browser CPU per tick {result['cpu_per_tick'] * 1e3:.0f} ms)"
+    )
+    print(
+        f"  browser CPU per view redraw                                {result['cpu_per_redraw'] * 1e3:5.0f} ms"
+        f"  (Chromium used {result['browser_cpu_share']:.2f} CPU)"
+    )
+    print(
+        f"  renderer main thread per view redraw                       {result['main_per_redraw'] * 1e3:5.0f} ms"
+        f"  (script {result['script_per_redraw'] * 1e3:.0f}, style + layout {result['layout_per_redraw'] * 1e3:.0f})"
+    )
     if result["server_cpu_per_step"] is not None:
-        print(f"  server CPU per Adam step                                   {result['server_cpu_per_step'] * 1e3:5.2f} ms")
+        print(
+            f"  server CPU per Adam step                                   {result['server_cpu_per_step'] * 1e3:5.2f} ms"
+        )
 
 
 def report_pair(before: dict, after: dict, ref: str) -> None:
@@ -272,19 +293,29 @@ def report_pair(before: dict, after: dict, ref: str) -> None:
         if not old:
             continue
         was = before["per_s"][old[0]]
-        print(f"  {title[:44]:44s} {after['per_s'][i]:5.2f} vs {was:5.2f} redraws/s "
-              f"({before['titles'][old[0]][:30]})  ratio {after['per_s'][i] / max(was, 1e-9):5.2f}")
-    rows = (("live view redraws/s", "view_per_s"), ("player ticks shown/s", "ticks_per_s"), ("Adam steps/s", "steps_per_s"),
-            ("browser CPU per tick", "cpu_per_tick"),
-            ("browser CPU per view redraw", "cpu_per_redraw"), ("renderer main thread per redraw", "main_per_redraw"),
-            ("  of which script", "script_per_redraw"), ("  of which style + layout", "layout_per_redraw"),
-            ("server CPU per Adam step", "server_cpu_per_step"))
+        print(
+            f"  {title[:44]:44s} {after['per_s'][i]:5.2f} vs {was:5.2f} redraws/s "
+            f"({before['titles'][old[0]][:30]})  ratio {after['per_s'][i] / max(was, 1e-9):5.2f}"
+        )
+    rows = (
+        ("live view redraws/s", "view_per_s"),
+        ("player ticks shown/s", "ticks_per_s"),
+        ("Adam steps/s", "steps_per_s"),
+        ("browser CPU per tick", "cpu_per_tick"),
+        ("browser CPU per view redraw", "cpu_per_redraw"),
+        ("renderer main thread per redraw", "main_per_redraw"),
+        ("  of which script", "script_per_redraw"),
+        ("  of which style + layout", "layout_per_redraw"),
+        ("server CPU per Adam step", "server_cpu_per_step"),
+    )
     for label, key in rows:
         if before.get(key) is None or after.get(key) is None:
             continue
         unit, scale = ("", 1) if key in ("view_per_s", "ticks_per_s", "steps_per_s") else (" ms", 1e3)
-        print(f"  {label:34s} {after[key] * scale:8.2f}{unit} vs {before[key] * scale:8.2f}{unit}"
-              f"  ratio {after[key] / max(before[key], 1e-12):5.2f}")
+        print(
+            f"  {label:34s} {after[key] * scale:8.2f}{unit} vs {before[key] * scale:8.2f}{unit}"
+            f"  ratio {after[key] / max(before[key], 1e-12):5.2f}"
+        )
 
 
 def main():

@@ -33,8 +33,10 @@ def counted_run(self, rerun_data) -> None:
     try:
         script_run(self, rerun_data)
     finally:
-        line = (f"{self._session_id} {start:.4f} {time.monotonic():.4f} {(time.thread_time() - cpu) * 1000:.3f} "
-                f"{int(bool(rerun_data.fragment_id_queue))}\n")
+        line = (
+            f"{self._session_id} {start:.4f} {time.monotonic():.4f} {(time.thread_time() - cpu) * 1000:.3f} "
+            f"{int(bool(rerun_data.fragment_id_queue))}\n"
+        )
         with WRITING:
             RUN_LOG.write(line)
 

@@ -44,13 +44,16 @@ from symlab.lib import blocks, ensembles, mnist_data, networks, uncertainty  # n
 from symlab.runs.device import describe_device, machine_rates  # noqa: E402
 from symlab.specs import settings  # noqa: E402
 
-VARIANTS = {"mfvi": dict(method="mfvi"), "sgm-infonce": dict(method="sgm", mi="infonce"),
-            "sgm-blocks": dict(method="sgm", mi="blocks")}
+VARIANTS = {
+    "mfvi": dict(method="mfvi"),
+    "sgm-infonce": dict(method="sgm", mi="infonce"),
+    "sgm-blocks": dict(method="sgm", mi="blocks"),
+}
 GRADIENT_TOLERANCE = 1e-4  # relative, of one step's gradients: float32 sums in another order
-ACCURACY_POINTS = 2.0      # percentage points of test accuracy after one epoch (3 seeds span 1.2 here)
-ELBO_SHARE = 0.02          # of the mean training ELBO after one epoch (4 seeds span 0.7 % here)
-REFERENCE_POINTS = 0.5     # percentage points of the reference networks' mean test accuracy
-CPU_ONLY_SUBSET = 2000     # images an epoch trains on where there is no GPU to compare with
+ACCURACY_POINTS = 2.0  # percentage points of test accuracy after one epoch (3 seeds span 1.2 here)
+ELBO_SHARE = 0.02  # of the mean training ELBO after one epoch (4 seeds span 0.7 % here)
+REFERENCE_POINTS = 0.5  # percentage points of the reference networks' mean test accuracy
+CPU_ONLY_SUBSET = 2000  # images an epoch trains on where there is no GPU to compare with
 
 
 def synchronise(device: torch.device) -> None:
@@ -59,6 +62,7 @@ def synchronise(device: torch.device) -> None:
 
 
 # ---------------------------------------------------------------------------------------------- 1. MNIST epochs
+
 
 def mnist_config(variant: str, width: int, subset: int, seed: int = 0) -> mnist.MnistConfig:
     return mnist.MnistConfig(hidden=width, epochs=1, train_subset=subset, seed=seed, **VARIANTS[variant])
@@ -75,8 +79,12 @@ def mnist_epoch(data, variant: str, width: int, subset: int, device: torch.devic
     metrics = trainer.train_epoch()
     synchronise(device)
     peak = torch.cuda.max_memory_allocated(device) / 2**20 if device.type == "cuda" else None
-    return {"seconds": metrics["seconds"], "test_acc": metrics["test_acc"], "train_elbo": metrics["train_elbo"],
-            "peak_gpu_mib": None if peak is None else round(peak, 1)}
+    return {
+        "seconds": metrics["seconds"],
+        "test_acc": metrics["test_acc"],
+        "train_elbo": metrics["train_elbo"],
+        "peak_gpu_mib": None if peak is None else round(peak, 1),
+    }
 
 
 def mnist_rows(data, widths, subset: int, devices) -> list[dict]:
@@ -87,8 +95,10 @@ def mnist_rows(data, widths, subset: int, devices) -> list[dict]:
             for device in devices:
                 epoch = mnist_epoch(data, variant, width, subset, device)
                 row[device.type] = epoch
-                say(f"  width {width:>5} {variant:<12} {device.type:<4} {epoch['seconds']:8.2f} s  "
-                    f"accuracy {epoch['test_acc']:.4f}  ELBO {epoch['train_elbo']:,.0f}")
+                say(
+                    f"  width {width:>5} {variant:<12} {device.type:<4} {epoch['seconds']:8.2f} s  "
+                    f"accuracy {epoch['test_acc']:.4f}  ELBO {epoch['train_elbo']:,.0f}"
+                )
             if "cuda" in row:
                 row["cpu_over_gpu"] = round(row["cpu"]["seconds"] / row["cuda"]["seconds"], 2)
             rows.append(row)
@@ -104,40 +114,50 @@ def epoch_disagreements(rows) -> list[str]:
         cpu, gpu = row["cpu"], row["cuda"]
         name = f"width {row['width']} {row['variant']}"
         if abs(cpu["test_acc"] - gpu["test_acc"]) * 100 > ACCURACY_POINTS:
-            problems.append(f"{name}: test accuracy {cpu['test_acc']:.4f} on the CPU, {gpu['test_acc']:.4f} on the "
-                            f"GPU (more than {ACCURACY_POINTS} points apart)")
+            problems.append(
+                f"{name}: test accuracy {cpu['test_acc']:.4f} on the CPU, {gpu['test_acc']:.4f} on the "
+                f"GPU (more than {ACCURACY_POINTS} points apart)"
+            )
         if abs(cpu["train_elbo"] - gpu["train_elbo"]) > ELBO_SHARE * abs(cpu["train_elbo"]):
-            problems.append(f"{name}: training ELBO {cpu['train_elbo']:,.0f} on the CPU, {gpu['train_elbo']:,.0f} on "
-                            f"the GPU (more than {ELBO_SHARE:.0%} apart)")
+            problems.append(
+                f"{name}: training ELBO {cpu['train_elbo']:,.0f} on the CPU, {gpu['train_elbo']:,.0f} on "
+                f"the GPU (more than {ELBO_SHARE:.0%} apart)"
+            )
     return problems
 
 
 # ---------------------------------------------------------------------------------------------- 2. one step
+
 
 def step_agreement(data, width: int, device: torch.device) -> dict:
     """One step's ELBO gradients (the reparameterisation estimator) and SGM's block estimate of I from the same
     μ, log σ, weight noise and minibatch on the CPU and on ``device``: the largest difference relative to the
     largest value, for each."""
     config = mnist_config("sgm-blocks", width, 1000)
-    trainers = [mnist.MnistTrainer(config, mnist.prepare_tensors(data, config, where), where)
-                for where in (torch.device("cpu"), device)]
+    trainers = [
+        mnist.MnistTrainer(config, mnist.prepare_tensors(data, config, where), where)
+        for where in (torch.device("cpu"), device)
+    ]
     source = trainers[0]
     with torch.no_grad():  # σ spread out from its initial value, so that the blocks join units of unequal σ
         source.log_sd.add_(torch.randn(source.log_sd.shape, generator=torch.Generator().manual_seed(1)))
         trainers[1].mu.copy_(source.mu)
         trainers[1].log_sd.copy_(source.log_sd)
     noise = torch.randn(source.layout.n_params, generator=torch.Generator().manual_seed(2))
-    plan = blocks.plan_state(blocks.plan_blocks(source.layout, source.mu.detach(), source.log_sd.detach(),
-                                                config.block_size))
+    plan = blocks.plan_state(
+        blocks.plan_blocks(source.layout, source.mu.detach(), source.log_sd.detach(), config.block_size)
+    )
     found = []
     for trainer in trainers:
         where = trainer.device
         batch = torch.arange(config.batch_size, device=where)
         step_noise = noise.to(where)
         nll, grad_mu, grad_log_sd, w = trainer.negative_elbo_gradients(
-            trainer.data.train_x[batch], trainer.data.train_y[batch], step_noise, trainer.log_sd.detach().exp())
-        information, _ = blocks.block_mutual_info(trainer.layout, w, step_noise, trainer.mu, trainer.log_sd,
-                                                  blocks.plan_from_state(plan, where))
+            trainer.data.train_x[batch], trainer.data.train_y[batch], step_noise, trainer.log_sd.detach().exp()
+        )
+        information, _ = blocks.block_mutual_info(
+            trainer.layout, w, step_noise, trainer.mu, trainer.log_sd, blocks.plan_from_state(plan, where)
+        )
         found.append([value.detach().double().cpu().reshape(-1) for value in (nll, grad_mu, grad_log_sd, information)])
 
     def relative(other, reference):
@@ -148,6 +168,7 @@ def step_agreement(data, width: int, device: torch.device) -> dict:
 
 
 # ---------------------------------------------------------------------------------------------- 3. a page's run
+
 
 def app_run(subset: int, timeout_s: float) -> dict:
     """A 64-unit MNIST run submitted as the page submits it (device "auto", the registry, a detached worker)."""
@@ -167,13 +188,20 @@ def app_run(subset: int, timeout_s: float) -> dict:
             run = registry.get(run_id)
         log = registry.log_path(run_id)
         result = run.result or {}
-        return {"status": run.status, "device": run.device, "finished": run.status == FINISHED,
-                "device_name": result.get("device_name"), "seconds": round(time.perf_counter() - started, 1),
-                "test_acc": result.get("test_acc"), "message": run.message,
-                "log_tail": log.read_text()[-600:] if log.exists() and run.status != FINISHED else ""}
+        return {
+            "status": run.status,
+            "device": run.device,
+            "finished": run.status == FINISHED,
+            "device_name": result.get("device_name"),
+            "seconds": round(time.perf_counter() - started, 1),
+            "test_acc": result.get("test_acc"),
+            "message": run.message,
+            "log_tail": log.read_text()[-600:] if log.exists() and run.status != FINISHED else "",
+        }
 
 
 # ---------------------------------------------------------------------------------------------- 4. the forkserver
+
 
 def forked_worker_uses_cuda(answer) -> None:
     """In a process forked by the pages' forkserver: was CUDA initialised when it began, and does it work now."""
@@ -204,6 +232,7 @@ def forkserver_check() -> dict:
 
 # ---------------------------------------------------------------------------------------------- 5. the reference
 
+
 def reference_training(data: methods.Data, config: methods.MethodsConfig, count: int, device: torch.device) -> dict:
     """``count`` reference networks trained as one computation on ``device``: networks per second and their mean
     test accuracy."""
@@ -216,8 +245,11 @@ def reference_training(data: methods.Data, config: methods.MethodsConfig, count:
     with torch.no_grad():
         logits = networks.batched_logits(config.arch, flat.cpu(), data.x_test)
     accuracies = [uncertainty.accuracy(torch.log_softmax(one, -1), data.y_test) for one in logits]
-    return {"seconds": round(seconds, 2), "networks_per_second": round(count / seconds, 2),
-            "mean_test_acc": sum(accuracies) / len(accuracies)}
+    return {
+        "seconds": round(seconds, 2),
+        "networks_per_second": round(count / seconds, 2),
+        "mean_test_acc": sum(accuracies) / len(accuracies),
+    }
 
 
 def reference_rows(count: int, devices) -> dict:
@@ -226,16 +258,20 @@ def reference_rows(count: int, devices) -> dict:
     row = {"networks": count, "architecture": config.arch.label, "train_images": config.train_size}
     for device in devices:
         row[device.type] = reference_training(data, config, count, device)
-        say(f"  {count} reference networks, {device.type:<4} {row[device.type]['seconds']:8.2f} s  "
+        say(
+            f"  {count} reference networks, {device.type:<4} {row[device.type]['seconds']:8.2f} s  "
             f"{row[device.type]['networks_per_second']:.2f} networks/s  "
-            f"mean accuracy {row[device.type]['mean_test_acc']:.4f}")
+            f"mean accuracy {row[device.type]['mean_test_acc']:.4f}"
+        )
     if "cuda" in row:
-        row["gpu_over_cpu_networks_per_second"] = round(row["cuda"]["networks_per_second"]
-                                                        / row["cpu"]["networks_per_second"], 2)
+        row["gpu_over_cpu_networks_per_second"] = round(
+            row["cuda"]["networks_per_second"] / row["cpu"]["networks_per_second"], 2
+        )
     return row
 
 
 # ---------------------------------------------------------------------------------------------- 6. Ray
+
 
 def ray_check() -> dict:
     try:
@@ -251,6 +287,7 @@ def ray_check() -> dict:
         @ray.remote(num_gpus=1)
         def on_a_gpu():
             import torch as task_torch
+
             return task_torch.cuda.get_device_name(0), float(task_torch.ones(8, device="cuda").sum())
 
         name, total = ray.get(on_a_gpu.remote(), timeout=120)
@@ -260,6 +297,7 @@ def ray_check() -> dict:
 
 
 # ---------------------------------------------------------------------------------------------- the check
+
 
 def say(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
@@ -272,9 +310,12 @@ def mnist_section(result, problems, data, widths, subset, devices) -> None:
     if len(devices) > 1:
         result["peak_gpu_mib"] = max(row["cuda"]["peak_gpu_mib"] for row in result["mnist"])
         result["step_agreement"] = {width: step_agreement(data, width, devices[1]) for width in widths}
-        problems += [f"width {width}: one step's {name} differs by {value:.2e} (relative) between the devices"
-                     for width, found in result["step_agreement"].items() for name, value in found.items()
-                     if not value <= GRADIENT_TOLERANCE]
+        problems += [
+            f"width {width}: one step's {name} differs by {value:.2e} (relative) between the devices"
+            for width, found in result["step_agreement"].items()
+            for name, value in found.items()
+            if not value <= GRADIENT_TOLERANCE
+        ]
 
 
 def app_run_section(result, problems, expected: str, timeout_s: float) -> None:
@@ -282,8 +323,10 @@ def app_run_section(result, problems, expected: str, timeout_s: float) -> None:
     run = result["app_run"] = app_run(CPU_ONLY_SUBSET, timeout_s)
     say(f"  {run['status']} on {run['device']} ({run['device_name']}) in {run['seconds']} s")
     if not run["finished"] or run["device"] != expected:
-        problems.append(f"the launched run ended {run['status']} on {run['device']} (expected finished on "
-                        f"{expected}): {run['message']} {run['log_tail']}")
+        problems.append(
+            f"the launched run ended {run['status']} on {run['device']} (expected finished on "
+            f"{expected}): {run['message']} {run['log_tail']}"
+        )
 
 
 def forkserver_section(result, problems) -> None:
@@ -298,8 +341,9 @@ def reference_section(result, problems, networks: int, devices) -> None:
     if "cuda" in row:
         gap = abs(row["cpu"]["mean_test_acc"] - row["cuda"]["mean_test_acc"]) * 100
         if gap > REFERENCE_POINTS:
-            problems.append(f"the reference networks' mean test accuracy differs by {gap:.2f} points between the "
-                            "devices")
+            problems.append(
+                f"the reference networks' mean test accuracy differs by {gap:.2f} points between the devices"
+            )
 
 
 def ray_section(result, problems) -> None:
@@ -319,12 +363,19 @@ def attempt(name: str, problems: list, section, *args) -> None:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--subset", type=int, default=None,
-                        help=f"training images per MNIST epoch (default: all 60 000 with a GPU, {CPU_ONLY_SUBSET} "
-                             "without)")
+    parser.add_argument(
+        "--subset",
+        type=int,
+        default=None,
+        help=f"training images per MNIST epoch (default: all 60 000 with a GPU, {CPU_ONLY_SUBSET} without)",
+    )
     parser.add_argument("--widths", default="64,1024", help="MNIST hidden widths, comma-separated (default 64,1024)")
-    parser.add_argument("--networks", type=int, default=methods.CHUNK,
-                        help=f"reference networks trained at once (default {methods.CHUNK}: one stage of the lab's)")
+    parser.add_argument(
+        "--networks",
+        type=int,
+        default=methods.CHUNK,
+        help=f"reference networks trained at once (default {methods.CHUNK}: one stage of the lab's)",
+    )
     parser.add_argument("--timeout-s", type=float, default=240, help="how long the launched run may take")
     args = parser.parse_args(argv)
 
@@ -335,10 +386,18 @@ def main(argv=None) -> int:
     if not gpu:
         print("no GPU: torch finds no CUDA device here; running the CPU half", flush=True)
     rates = machine_rates()
-    result = {"gpu": gpu, "device": describe_device(), "torch": torch.__version__,
-              "cpu_threads": torch.get_num_threads(), "train_images": subset or 60_000,
-              "rates": {"matmul_gflops": round(rates.matmul_flops / 1e9, 1),
-                        "elementwise_g": round(rates.elementwise / 1e9, 2), "normals_g": round(rates.normals / 1e9, 2)}}
+    result = {
+        "gpu": gpu,
+        "device": describe_device(),
+        "torch": torch.__version__,
+        "cpu_threads": torch.get_num_threads(),
+        "train_images": subset or 60_000,
+        "rates": {
+            "matmul_gflops": round(rates.matmul_flops / 1e9, 1),
+            "elementwise_g": round(rates.elementwise / 1e9, 2),
+            "normals_g": round(rates.normals / 1e9, 2),
+        },
+    }
     say(result["device"])
     data = mnist_data.load_mnist(settings.mnist_directory())
     problems = []

@@ -200,7 +200,9 @@ STATE_JS = """() => {
           document.querySelector('[data-testid="stStatusWidget"]') ? 'script running' : '',
           'title: ' + (h ? h.innerText.trim().slice(0, 40) : 'none')].filter(Boolean).join('; ');
 }"""
-EXCEPTIONS_JS = "() => [...document.querySelectorAll('[data-testid=\"stException\"]')].map(e => e.innerText.slice(0, 300))"
+EXCEPTIONS_JS = (
+    "() => [...document.querySelectorAll('[data-testid=\"stException\"]')].map(e => e.innerText.slice(0, 300))"
+)
 
 
 # ------------------------------------------------------------------------------------------ server
@@ -210,7 +212,7 @@ ALL_CPUS = sorted(os.sched_getaffinity(0))
 
 
 def cpu_list(text: str) -> list[int]:
-    """"0", "0,1" or "0-3" -> the CPUs' numbers."""
+    """ "0", "0,1" or "0-3" -> the CPUs' numbers."""
     cpus = set()
     for part in text.split(","):
         low, _, high = part.strip().partition("-")
@@ -227,8 +229,7 @@ def app_server(extra_env: dict, log_path: Path, cpus: list[int] | None = None):
 
 
 @contextlib.contextmanager
-def app_servers(count: int, extra_env: dict, log_path: Path, cpus: list[int] | None = None,
-                script: str = "serve.py"):
+def app_servers(count: int, extra_env: dict, log_path: Path, cpus: list[int] | None = None, script: str = "serve.py"):
     """``count`` app servers (``script``: serve.py or another entry point) on one runs directory (replicas: they
     share its result store); yields their (url, pid) pairs."""
     runs_dir = tempfile.mkdtemp(prefix="symlab-load-runs-")
@@ -237,8 +238,12 @@ def app_servers(count: int, extra_env: dict, log_path: Path, cpus: list[int] | N
     try:
         with contextlib.ExitStack() as stack:
             # Not this process's affinity, which --browser-cpus may have narrowed.
-            servers = [stack.enter_context(app_process({"SYMLAB_RUNS_DIR": runs_dir, **extra_env}, log_path,
-                                                       cpus or ALL_CPUS, script=script)) for _ in range(count)]
+            servers = [
+                stack.enter_context(
+                    app_process({"SYMLAB_RUNS_DIR": runs_dir, **extra_env}, log_path, cpus or ALL_CPUS, script=script)
+                )
+                for _ in range(count)
+            ]
             yield [(url, process.pid) for url, process in servers]
     finally:
         shutil.rmtree(runs_dir, ignore_errors=True)
@@ -314,7 +319,9 @@ class Sampler(threading.Thread):
 
     def __init__(self, server_pid: int | list[int] | None, interval: float = 0.5):
         super().__init__(daemon=True)
-        self.server_pids = [] if server_pid is None else [server_pid] if isinstance(server_pid, int) else list(server_pid)
+        self.server_pids = (
+            [] if server_pid is None else [server_pid] if isinstance(server_pid, int) else list(server_pid)
+        )
         self.server_pid, self.interval = (self.server_pids or [None])[0], interval
         self.samples: list[dict] = []
         self.halt = threading.Event()
@@ -329,9 +336,16 @@ class Sampler(threading.Thread):
         children_rss = sum(status_kib(pid, "VmRSS").get("VmRSS", 0) for pid in server_tree)
         server_ticks = {pid: table[pid][1] for pid in server_tree | mains if pid in table}
         main_ticks = {pid: ticks for pid, ticks in server_ticks.items() if pid in mains}
-        return dict(t=time.monotonic(), rss=rss, children_rss=children_rss, children=len(server_tree),
-                    server_ticks=server_ticks, main_ticks=main_ticks, browser_ticks={pid: table[pid][1] for pid in mine if pid in table},
-                    machine=machine_ticks())
+        return dict(
+            t=time.monotonic(),
+            rss=rss,
+            children_rss=children_rss,
+            children=len(server_tree),
+            server_ticks=server_ticks,
+            main_ticks=main_ticks,
+            browser_ticks={pid: table[pid][1] for pid in mine if pid in table},
+            machine=machine_ticks(),
+        )
 
     def run(self):
         while not self.halt.is_set():
@@ -359,12 +373,16 @@ class Sampler(threading.Thread):
 
         rss = [s["rss"] for s in inside if s["rss"] is not None]
         (busy0, total0), (busy1, total1) = inside[0]["machine"], inside[-1]["machine"]
-        return dict(rss_start_mib=rss[0] / 1024 if rss else None, rss_peak_mib=max(rss) / 1024 if rss else None,
-                    children_rss_peak_mib=max(s["children_rss"] for s in inside) / 1024,
-                    children_peak=max(s["children"] for s in inside),
-                    server_cpu_cores=cores("server_ticks"), server_main_cpu_cores=cores("main_ticks"),
-                    browser_cpu_cores=cores("browser_ticks"),
-                    machine_cpu_cores=(busy1 - busy0) / max(total1 - total0, 1) * NCPU)
+        return dict(
+            rss_start_mib=rss[0] / 1024 if rss else None,
+            rss_peak_mib=max(rss) / 1024 if rss else None,
+            children_rss_peak_mib=max(s["children_rss"] for s in inside) / 1024,
+            children_peak=max(s["children"] for s in inside),
+            server_cpu_cores=cores("server_ticks"),
+            server_main_cpu_cores=cores("main_ticks"),
+            browser_cpu_cores=cores("browser_ticks"),
+            machine_cpu_cores=(busy1 - busy0) / max(total1 - total0, 1) * NCPU,
+        )
 
 
 # ------------------------------------------------------------------------------------------ students
@@ -469,8 +487,9 @@ class Student:
     # -- page helpers
 
     async def wait_ready(self, page_name: str, charts: int = 0, timeout_ms: float | None = None):
-        await self.page.wait_for_function(READY_JS, arg=[PAGE_TITLES[page_name], charts], polling=100,
-                                          timeout=timeout_ms or self.nav_timeout_ms)
+        await self.page.wait_for_function(
+            READY_JS, arg=[PAGE_TITLES[page_name], charts], polling=100, timeout=timeout_ms or self.nav_timeout_ms
+        )
         self.visit += 1
 
     async def state(self) -> str:
@@ -494,7 +513,8 @@ class Student:
         start = time.monotonic()
         try:
             await self.page.locator('[data-testid="stSidebarNav"] a', has_text=page_name).first.click(
-                timeout=self.nav_timeout_ms)
+                timeout=self.nav_timeout_ms
+            )
             await self.wait_ready(page_name, charts)
             self.nav_ms.append((time.monotonic() - start) * 1000)
         except Exception as exc:  # noqa: BLE001 - a page that does not come is an app error
@@ -519,15 +539,17 @@ class Student:
         right = 0.5 if alpha is None else min(0.9, max(0.1, 0.5 + (4.0 - alpha) * 0.1))
         await page.keyboard.press("ArrowRight" if self.rng.random() < right else "ArrowLeft")
         try:
-            result = await (await page.wait_for_function(CHANGED_JS, arg="modes", polling="raf",
-                                                         timeout=self.timeout_ms)).json_value()
+            result = await (
+                await page.wait_for_function(CHANGED_JS, arg="modes", polling="raf", timeout=self.timeout_ms)
+            ).json_value()
         except Exception as exc:  # noqa: BLE001
             pressed = await page.evaluate("() => window.__lt.t0 !== null")
             if not pressed:
                 self.error("harness", "the key press did not reach the page (the slider lost focus?)")
             elif "Timeout" in type(exc).__name__:
-                self.error("timeout", f"no chart update {self.args.timeout:g} s after a slider move "
-                                      f"[{await self.state()}]")
+                self.error(
+                    "timeout", f"no chart update {self.args.timeout:g} s after a slider move [{await self.state()}]"
+                )
             else:
                 self.error("harness", f"slider: {exc!s:.200}")
             return
@@ -544,14 +566,18 @@ class Student:
         progress = await page.evaluate("() => window.__lt.progress()")
         if progress and progress["step"] > progress["total"] - 200 * (seconds + 2):  # no room left: start over
             await page.get_by_role("button", name="Reset", exact=True).click()
-            await page.wait_for_function("() => { const p = window.__lt.progress(); return p && p.step === 0; }",
-                                         polling=100, timeout=self.timeout_ms)
+            await page.wait_for_function(
+                "() => { const p = window.__lt.progress(); return p && p.step === 0; }",
+                polling=100,
+                timeout=self.timeout_ms,
+            )
         await expect(play).to_be_enabled(timeout=self.timeout_ms)
         await page.evaluate(ARM_JS, "toy")
         await play.click()
         try:
-            first = await (await page.wait_for_function(CHANGED_JS, arg="toy", polling="raf",
-                                                        timeout=self.timeout_ms)).json_value()
+            first = await (
+                await page.wait_for_function(CHANGED_JS, arg="toy", polling="raf", timeout=self.timeout_ms)
+            ).json_value()
         except Exception as exc:  # noqa: BLE001
             kind, message = self.failure(exc, f"no live chart update {self.args.timeout:g} s after Play")
             self.error(kind, f"{message} [{await self.state()}]")
@@ -564,8 +590,9 @@ class Student:
         await self.check_exceptions()
         await pause.click()
         await expect(play).to_be_enabled(timeout=self.timeout_ms)
-        await page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')",
-                                     polling=100, timeout=self.timeout_ms)
+        await page.wait_for_function(
+            "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", polling=100, timeout=self.timeout_ms
+        )
 
     async def toy_visit(self):
         await self.navigate(TOY, TOY_CHARTS)
@@ -587,7 +614,9 @@ class Student:
         end, first = time.monotonic() + seconds, True
         try:
             while time.monotonic() < end:
-                block_end = min(end, time.monotonic() + (self.rng.uniform(5, 12) if first else self.rng.uniform(10, 25)))
+                block_end = min(
+                    end, time.monotonic() + (self.rng.uniform(5, 12) if first else self.rng.uniform(10, 25))
+                )
                 while time.monotonic() < block_end:
                     await self.move_slider()
                     await asyncio.sleep(self.rng.uniform(0.5, 2.0))
@@ -613,8 +642,11 @@ async def tour(browser, url: str, args) -> Student:
         await student.navigate(MNIST)
         await student.page.get_by_role("tab", name="Results").click()
         await student.page.get_by_text("Compare runs").first.wait_for(timeout=student.nav_timeout_ms)
-        await student.page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')",
-                                             polling=100, timeout=student.nav_timeout_ms)
+        await student.page.wait_for_function(
+            "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')",
+            polling=100,
+            timeout=student.nav_timeout_ms,
+        )
         await student.check_exceptions()
         await asyncio.sleep(2)
     except Exception as exc:  # noqa: BLE001
@@ -647,8 +679,10 @@ def merged_errors(sessions) -> tuple[Counter, dict]:
         for kind, kept in s.messages.items():
             for message in kept:
                 seen.setdefault(kind, Counter())[message] += 1
-    messages = {kind: [f"{m} (in {n} session{'s' * (n > 1)})" for m, n in counter.most_common(5)]
-                for kind, counter in seen.items()}
+    messages = {
+        kind: [f"{m} (in {n} session{'s' * (n > 1)})" for m, n in counter.most_common(5)]
+        for kind, counter in seen.items()
+    }
     return errors, messages
 
 
@@ -661,20 +695,28 @@ def merge(students: list[Student]) -> dict:
     nav = [v for s in students for v in s.nav_ms]
     load = [v for s in students for v in s.load_ms]
     return dict(
-        updates=len(latencies), p50_ms=percentile(latencies, 50), p95_ms=percentile(latencies, 95),
-        max_ms=max(latencies, default=None), key_to_send_p50_ms=percentile(sends, 50),
-        toy_plays=len(play), steps_per_s_median=statistics.median(rates) if rates else None,
+        updates=len(latencies),
+        p50_ms=percentile(latencies, 50),
+        p95_ms=percentile(latencies, 95),
+        max_ms=max(latencies, default=None),
+        key_to_send_p50_ms=percentile(sends, 50),
+        toy_plays=len(play),
+        steps_per_s_median=statistics.median(rates) if rates else None,
         steps_per_s_min=min(rates, default=None),
-        play_p50_ms=percentile(play, 50), play_p95_ms=percentile(play, 95),
-        nav_p50_ms=percentile(nav, 50), nav_p95_ms=percentile(nav, 95),
-        load_p50_ms=percentile(load, 50), load_p95_ms=percentile(load, 95),
-        errors=dict(errors), app_errors=sum(errors[k] for k in APP_ERRORS), error_samples=messages,
+        play_p50_ms=percentile(play, 50),
+        play_p95_ms=percentile(play, 95),
+        nav_p50_ms=percentile(nav, 50),
+        nav_p95_ms=percentile(nav, 95),
+        load_p50_ms=percentile(load, 50),
+        load_p95_ms=percentile(load, 95),
+        errors=dict(errors),
+        app_errors=sum(errors[k] for k in APP_ERRORS),
+        error_samples=messages,
     )
 
 
 async def phase(browser, url: str, n: int, args, sampler: Sampler | None) -> dict:
-    students = [Student(browser, url, args, random.Random(f"{args.seed}-{n}-{i}"), f"N={n} #{i + 1}")
-                for i in range(n)]
+    students = [Student(browser, url, args, random.Random(f"{args.seed}-{n}-{i}"), f"N={n} #{i + 1}") for i in range(n)]
 
     async def one(i, student):
         await asyncio.sleep(i * args.stagger)
@@ -723,54 +765,73 @@ def fmt(value, spec="5.0f", none="—"):
 def report(results: dict) -> str:
     out = []
     config = results["config"]
-    pinned = "".join(f", {who} on CPUs {','.join(map(str, config[key]))}" for who, key in
-                     (("server", "server_cpus"), ("browser", "browser_cpus")) if config.get(key))
-    out.append(f"SymLab load test — {NCPU} CPUs{pinned}, {config['seconds']:g} s of activity per session, "
-               f"server env {config['server_env'] or '{}'}{', ' + config['url'] if config['url'] else ''}")
+    pinned = "".join(
+        f", {who} on CPUs {','.join(map(str, config[key]))}"
+        for who, key in (("server", "server_cpus"), ("browser", "browser_cpus"))
+        if config.get(key)
+    )
+    out.append(
+        f"SymLab load test — {NCPU} CPUs{pinned}, {config['seconds']:g} s of activity per session, "
+        f"server env {config['server_env'] or '{}'}{', ' + config['url'] if config['url'] else ''}"
+    )
     tour_result = results.get("tour")
     if tour_result:
         hwm = tour_result.get("vmhwm_mib")
-        out.append(f"\nOne session visiting every page (Home, modes, toy playing {config['tour_play']:g} s, MNIST + "
-                   f"Results){' on a fresh server' if not config['url'] else ''}:")
-        out.append(f"  server RSS idle {fmt(tour_result.get('rss_start_mib'), '.0f')} MiB → peak "
-                   f"{fmt(tour_result.get('rss_peak_mib'), '.0f')} MiB"
-                   + (f", VmHWM {hwm:.0f} MiB" if hwm else "")
-                   + f"; descendants' peak {fmt(tour_result.get('children_rss_peak_mib'), '.0f')} MiB; "
-                   f"errors {tour_result['errors'] or 'none'}")
+        out.append(
+            f"\nOne session visiting every page (Home, modes, toy playing {config['tour_play']:g} s, MNIST + "
+            f"Results){' on a fresh server' if not config['url'] else ''}:"
+        )
+        out.append(
+            f"  server RSS idle {fmt(tour_result.get('rss_start_mib'), '.0f')} MiB → peak "
+            f"{fmt(tour_result.get('rss_peak_mib'), '.0f')} MiB"
+            + (f", VmHWM {hwm:.0f} MiB" if hwm else "")
+            + f"; descendants' peak {fmt(tour_result.get('children_rss_peak_mib'), '.0f')} MiB; "
+            f"errors {tour_result['errors'] or 'none'}"
+        )
         for kind, kept in sorted(tour_result["error_samples"].items(), key=lambda item: item[0] not in APP_ERRORS):
-            out.extend(f"    {kind}: {m}" for m in kept[:3 if kind in APP_ERRORS else 1])
+            out.extend(f"    {kind}: {m}" for m in kept[: 3 if kind in APP_ERRORS else 1])
     phases = results["phases"]
     if not phases:
         return "\n".join(out)
     base = phases[0]
     out.append(f"\nInput → chart latency (α slider on /modes); ratios against N = {base['sessions']}:")
-    header = (f"{'N':>3} {'updates':>7} {'p50 ms':>7} {'p95 ms':>7} {'max ms':>7} {'p50×':>5} {'p95×':>5} "
-              f"{'key→send':>8} │ {'plays':>5} {'steps/s':>7} {'Play→upd p50/p95 ms':>20} │ {'nav p95':>7} "
-              f"{'errors':>6} │ {'RSS MiB start→peak':>18} {'+desc.':>6} │ {'CPU srv/browser/all':>19}")
+    header = (
+        f"{'N':>3} {'updates':>7} {'p50 ms':>7} {'p95 ms':>7} {'max ms':>7} {'p50×':>5} {'p95×':>5} "
+        f"{'key→send':>8} │ {'plays':>5} {'steps/s':>7} {'Play→upd p50/p95 ms':>20} │ {'nav p95':>7} "
+        f"{'errors':>6} │ {'RSS MiB start→peak':>18} {'+desc.':>6} │ {'CPU srv/browser/all':>19}"
+    )
     out.append(header)
     out.append("─" * len(header))
     for p in phases:
         ratio50 = p["p50_ms"] / base["p50_ms"] if p["p50_ms"] and base["p50_ms"] else None
         ratio95 = p["p95_ms"] / base["p95_ms"] if p["p95_ms"] and base["p95_ms"] else None
         rss = f"{fmt(p.get('rss_start_mib'))} → {fmt(p.get('rss_peak_mib'))}"
-        cpu = (f"{fmt(p.get('server_cpu_cores'), '.2f')}/{fmt(p.get('browser_cpu_cores'), '.2f')}/"
-               f"{fmt(p.get('machine_cpu_cores'), '.2f')}")
+        cpu = (
+            f"{fmt(p.get('server_cpu_cores'), '.2f')}/{fmt(p.get('browser_cpu_cores'), '.2f')}/"
+            f"{fmt(p.get('machine_cpu_cores'), '.2f')}"
+        )
         play = f"{fmt(p['play_p50_ms'])} / {fmt(p['play_p95_ms'])}"
-        out.append(f"{p['sessions']:>3} {p['updates']:>7} {fmt(p['p50_ms'], '7.0f')} {fmt(p['p95_ms'], '7.0f')} "
-                   f"{fmt(p['max_ms'], '7.0f')} {fmt(ratio50, '5.2f'):>5} {fmt(ratio95, '5.2f'):>5} "
-                   f"{fmt(p['key_to_send_p50_ms'], '8.0f'):>8} │ {p['toy_plays']:>5} "
-                   f"{fmt(p['steps_per_s_median'], '7.0f'):>7} {play:>20} │ {fmt(p['nav_p95_ms'], '7.0f'):>7} "
-                   f"{p['app_errors']:>6} │ {rss:>18} {fmt(p.get('children_rss_peak_mib'), '6.0f'):>6} │ {cpu:>19}")
-    out.append("steps/s: median over sessions of each one's median rate while playing; nav: sidebar click → page "
-               "drawn; CPU in cores busy (server tree / this script's Chromium / whole machine).")
+        out.append(
+            f"{p['sessions']:>3} {p['updates']:>7} {fmt(p['p50_ms'], '7.0f')} {fmt(p['p95_ms'], '7.0f')} "
+            f"{fmt(p['max_ms'], '7.0f')} {fmt(ratio50, '5.2f'):>5} {fmt(ratio95, '5.2f'):>5} "
+            f"{fmt(p['key_to_send_p50_ms'], '8.0f'):>8} │ {p['toy_plays']:>5} "
+            f"{fmt(p['steps_per_s_median'], '7.0f'):>7} {play:>20} │ {fmt(p['nav_p95_ms'], '7.0f'):>7} "
+            f"{p['app_errors']:>6} │ {rss:>18} {fmt(p.get('children_rss_peak_mib'), '6.0f'):>6} │ {cpu:>19}"
+        )
+    out.append(
+        "steps/s: median over sessions of each one's median rate while playing; nav: sidebar click → page "
+        "drawn; CPU in cores busy (server tree / this script's Chromium / whole machine)."
+    )
     out.append("\nErrors by kind:")
     for p in phases:
         counted = ", ".join(f"{k} {v}" for k, v in sorted(p["errors"].items()) if k in APP_ERRORS) or "none"
         apart = ", ".join(f"{k} {v}" for k, v in sorted(p["errors"].items()) if k not in APP_ERRORS)
-        out.append(f"  N={p['sessions']}: {counted}{f'  (not counted: {apart})' if apart else ''}; "
-                   f"first page load p50/p95 {fmt(p['load_p50_ms'])} / {fmt(p['load_p95_ms'])} ms")
+        out.append(
+            f"  N={p['sessions']}: {counted}{f'  (not counted: {apart})' if apart else ''}; "
+            f"first page load p50/p95 {fmt(p['load_p50_ms'])} / {fmt(p['load_p95_ms'])} ms"
+        )
         for kind, kept in sorted(p["error_samples"].items(), key=lambda item: item[0] not in APP_ERRORS):
-            out.extend(f"      {kind}: {m}" for m in kept[:3 if kind in APP_ERRORS else 1])
+            out.extend(f"      {kind}: {m}" for m in kept[: 3 if kind in APP_ERRORS else 1])
     out.append("\nTargets:")
     by_n = {p["sessions"]: p for p in phases}
     if NO_ERRORS_AT in by_n:
@@ -780,16 +841,20 @@ def report(results: dict) -> str:
         out.append(f"  no errors at N = {NO_ERRORS_AT}: not measured in this run")
     if TARGET_P95_AT in by_n and by_n[TARGET_P95_AT]["p95_ms"] is not None:
         p95 = by_n[TARGET_P95_AT]["p95_ms"]
-        out.append(f"  p95 ≤ {TARGET_P95_MS:.0f} ms at N = {TARGET_P95_AT}: {'PASS' if p95 <= TARGET_P95_MS else 'FAIL'} "
-                   f"({p95:.0f} ms, {p95 / TARGET_P95_MS:.2f}× the target)")
+        out.append(
+            f"  p95 ≤ {TARGET_P95_MS:.0f} ms at N = {TARGET_P95_AT}: {'PASS' if p95 <= TARGET_P95_MS else 'FAIL'} "
+            f"({p95:.0f} ms, {p95 / TARGET_P95_MS:.2f}× the target)"
+        )
     else:
         out.append(f"  p95 ≤ {TARGET_P95_MS:.0f} ms at N = {TARGET_P95_AT}: not measured in this run")
     if results.get("vmhwm_mib"):
         out.append(f"\nServer VmHWM at the end of the phases: {results['vmhwm_mib']:.0f} MiB")
     log = results.get("server_log")
     if log:
-        out.append(f"Server log {log['log']}: "
-                   + (", ".join(f"{n}× {line}" for line, n in log["tracebacks"].items()) or "no tracebacks"))
+        out.append(
+            f"Server log {log['log']}: "
+            + (", ".join(f"{n}× {line}" for line, n in log["tracebacks"].items()) or "no tracebacks")
+        )
         for line, n in log["other_lines"].items():
             out.append(f"  {n}× {line}")
     return "\n".join(out)
@@ -879,8 +944,7 @@ def nudged(widget, rng: random.Random):
     return min(max(value, proto.min), proto.max)
 
 
-async def protocol_phase(urls: list[str], n: int, args, sampler: Sampler | None, run_log: Path | None = None
-                         ) -> dict:
+async def protocol_phase(urls: list[str], n: int, args, sampler: Sampler | None, run_log: Path | None = None) -> dict:
     # Each session stays with one server, as behind a sticky proxy.
     sessions = [Session(urls[i % len(urls)], timeout=args.timeout) for i in range(n)]
     own_ticks = sum(os.times()[:2])
@@ -896,11 +960,11 @@ async def protocol_phase(urls: list[str], n: int, args, sampler: Sampler | None,
             return
         try:
             if i < players:
-                await protocol_player(session, PLAYER_PAGES[i % len(PLAYER_PAGES)], args.seconds,
-                                      not args.players_still)
+                await protocol_player(
+                    session, PLAYER_PAGES[i % len(PLAYER_PAGES)], args.seconds, not args.players_still
+                )
             else:
-                await protocol_student(session, random.Random(f"{args.seed}-{n}-{i}"), args.seconds,
-                                       args.play_seconds)
+                await protocol_student(session, random.Random(f"{args.seed}-{n}-{i}"), args.seconds, args.play_seconds)
         finally:
             await session.close()
 
@@ -919,12 +983,19 @@ async def protocol_phase(urls: list[str], n: int, args, sampler: Sampler | None,
     start = time.monotonic()
     await asyncio.gather(*(one(i, s) for i, s in enumerate(sessions)), *(uploading(s) for s in uploaders))
     end = time.monotonic()
-    result = dict(sessions=n, wall_s=end - start, **merge_protocol(sessions[players:]),
-                  client_cpu_cores=(sum(os.times()[:2]) - own_ticks) / (end - start))
+    result = dict(
+        sessions=n,
+        wall_s=end - start,
+        **merge_protocol(sessions[players:]),
+        client_cpu_cores=(sum(os.times()[:2]) - own_ticks) / (end - start),
+    )
     if players:
-        result["players"] = dict(sessions=players, playing=not args.players_still,
-                                 ticks=sum(a.what == "tick" for s in sessions[:players] for a in s.answered),
-                                 errors=sum(sum(s.errors.values()) for s in sessions[:players]))
+        result["players"] = dict(
+            sessions=players,
+            playing=not args.players_still,
+            ticks=sum(a.what == "tick" for s in sessions[:players] for a in s.answered),
+            errors=sum(sum(s.errors.values()) for s in sessions[:players]),
+        )
     if run_log is not None:
         result["page_cpu"] = page_cpu(sessions, read_runs(run_log, start, end))
     if uploaders:
@@ -934,11 +1005,14 @@ async def protocol_phase(urls: list[str], n: int, args, sampler: Sampler | None,
         window = sampler.window(start, end)
         if window.get("server_main_cpu_cores") is not None:
             result["page_cores_per_student"] = window["server_main_cpu_cores"] / n
-        result.update(server_rss_peak_mib=window.get("rss_peak_mib"), server_rss_start_mib=window.get("rss_start_mib"),
-                      workers_rss_peak_mib=window.get("children_rss_peak_mib"),
-                      server_cpu_cores=window.get("server_cpu_cores"),
-                      server_main_cpu_cores=window.get("server_main_cpu_cores"),
-                      machine_cpu_cores=window.get("machine_cpu_cores"))
+        result.update(
+            server_rss_peak_mib=window.get("rss_peak_mib"),
+            server_rss_start_mib=window.get("rss_start_mib"),
+            workers_rss_peak_mib=window.get("children_rss_peak_mib"),
+            server_cpu_cores=window.get("server_cpu_cores"),
+            server_main_cpu_cores=window.get("server_main_cpu_cores"),
+            machine_cpu_cores=window.get("machine_cpu_cores"),
+        )
     return result
 
 
@@ -979,13 +1053,22 @@ def page_cpu(sessions: list[Session], runs: dict[str, list[tuple[float, float]]]
                 if requests[index].what == "tick":
                     tick_spent[requests[index].page or "home"] += cpu_ms
     all_runs = sum(cpu for session_runs in runs.values() for _, cpu in session_runs)
-    return dict(by_request={what: dict(count=count[what], cpu_ms_per_request=spent[what] / count[what] if count[what]
-                                       else None, cpu_s=spent[what] / 1000) for what in ("open", "widget", "preset",
-                                                                                           "button", "tick", "upload")
-                            if count[what]},
-                ticks_by_page={page: dict(count=n, cpu_ms_per_tick=tick_spent[page] / n)
-                               for page, n in tick_pages.items() if n},
-                runs_cpu_s=all_runs / 1000, matched_cpu_s=matched / 1000)
+    return dict(
+        by_request={
+            what: dict(
+                count=count[what],
+                cpu_ms_per_request=spent[what] / count[what] if count[what] else None,
+                cpu_s=spent[what] / 1000,
+            )
+            for what in ("open", "widget", "preset", "button", "tick", "upload")
+            if count[what]
+        },
+        ticks_by_page={
+            page: dict(count=n, cpu_ms_per_tick=tick_spent[page] / n) for page, n in tick_pages.items() if n
+        },
+        runs_cpu_s=all_runs / 1000,
+        matched_cpu_s=matched / 1000,
+    )
 
 
 def merge_protocol(sessions: list[Session]) -> dict:
@@ -998,27 +1081,56 @@ def merge_protocol(sessions: list[Session]) -> dict:
     user_ms = [a.ms for a in user]
     first_sent = min((a.sent for a in answered), default=0.0)
     return dict(
-        slowest=[dict(page=a.page or "home", what=a.what, ms=round(a.ms), at_s=round(a.sent - first_sent, 1),
-                      waited=a.waited) for a in sorted(user, key=lambda a: -a.ms)[:12]],
-        requests=len(user), errors=sum(errors.values()), errors_by_kind=dict(errors), error_samples=messages,
-        p50_ms=percentile(user_ms, 50), p95_ms=percentile(user_ms, 95), max_ms=max(user_ms, default=None),
-        by_request={what: dict(count=len(v), p50_ms=percentile(v, 50), p95_ms=percentile(v, 95),
-                               max_ms=max(v, default=None)) for what, v in by_kind.items()},
-        ticks=len(by_kind["tick"]), skipped_ticks=sum(s.skipped_ticks for s in sessions),
-        waited=len(waited), waited_p50_ms=percentile(waited, 50), waited_p95_ms=percentile(waited, 95),
+        slowest=[
+            dict(
+                page=a.page or "home", what=a.what, ms=round(a.ms), at_s=round(a.sent - first_sent, 1), waited=a.waited
+            )
+            for a in sorted(user, key=lambda a: -a.ms)[:12]
+        ],
+        requests=len(user),
+        errors=sum(errors.values()),
+        errors_by_kind=dict(errors),
+        error_samples=messages,
+        p50_ms=percentile(user_ms, 50),
+        p95_ms=percentile(user_ms, 95),
+        max_ms=max(user_ms, default=None),
+        by_request={
+            what: dict(count=len(v), p50_ms=percentile(v, 50), p95_ms=percentile(v, 95), max_ms=max(v, default=None))
+            for what, v in by_kind.items()
+        },
+        ticks=len(by_kind["tick"]),
+        skipped_ticks=sum(s.skipped_ticks for s in sessions),
+        waited=len(waited),
+        waited_p50_ms=percentile(waited, 50),
+        waited_p95_ms=percentile(waited, 95),
         p95_ms_without_waits=percentile(others, 95),
-        by_page={page or "home": dict(requests=len(mine), waited=sum(a.waited for a in mine),
-                                      p50_ms=percentile([a.ms for a in mine], 50), p95_ms=percentile([a.ms for a in mine], 95),
-                                      over_1s=sum(a.ms > 1000 for a in mine))
-                 for page in sorted({a.page for a in user}) for mine in [[a for a in user if a.page == page]]},
+        by_page={
+            page or "home": dict(
+                requests=len(mine),
+                waited=sum(a.waited for a in mine),
+                p50_ms=percentile([a.ms for a in mine], 50),
+                p95_ms=percentile([a.ms for a in mine], 95),
+                over_1s=sum(a.ms > 1000 for a in mine),
+            )
+            for page in sorted({a.page for a in user})
+            for mine in [[a for a in user if a.page == page]]
+        },
         received_mib=sum(s.received_bytes for s in sessions) / MiB,
         # Computations the students waited for: request → the full run that drew the result.
-        results=len(results), results_p50_ms=percentile([r.ms for r in results], 50),
-        results_p95_ms=percentile([r.ms for r in results], 95), results_max_ms=max((r.ms for r in results), default=None),
+        results=len(results),
+        results_p50_ms=percentile([r.ms for r in results], 50),
+        results_p95_ms=percentile([r.ms for r in results], 95),
+        results_max_ms=max((r.ms for r in results), default=None),
         results_abandoned=sum(s.abandoned for s in sessions),
-        results_by_page={page: dict(count=len(mine), p50_ms=percentile([r.ms for r in mine], 50),
-                                    p95_ms=percentile([r.ms for r in mine], 95))
-                         for page in sorted({r.page for r in results}) for mine in [[r for r in results if r.page == page]]},
+        results_by_page={
+            page: dict(
+                count=len(mine),
+                p50_ms=percentile([r.ms for r in mine], 50),
+                p95_ms=percentile([r.ms for r in mine], 95),
+            )
+            for page in sorted({r.page for r in results})
+            for mine in [[r for r in results if r.page == page]]
+        },
     )
 
 
@@ -1026,9 +1138,16 @@ def merge_uploaders(sessions: list[Session]) -> dict:
     """The uploading students apart: their uploads (request → the run that analysed the file), their errors."""
     errors, messages = merged_errors(sessions)
     uploads = [a.ms for s in sessions for a in s.answered if a.what == "upload"]
-    return dict(sessions=len(sessions), uploads=len(uploads), p50_ms=percentile(uploads, 50),
-                p95_ms=percentile(uploads, 95), max_ms=max(uploads, default=None), errors=sum(errors.values()),
-                errors_by_kind=dict(errors), error_samples=messages)
+    return dict(
+        sessions=len(sessions),
+        uploads=len(uploads),
+        p50_ms=percentile(uploads, 50),
+        p95_ms=percentile(uploads, 95),
+        max_ms=max(uploads, default=None),
+        errors=sum(errors.values()),
+        errors_by_kind=dict(errors),
+        error_samples=messages,
+    )
 
 
 SETTLE_CORES, SETTLE_SECONDS, SETTLE_LIMIT_SECONDS = 0.05, 2.0, 90.0
@@ -1038,6 +1157,7 @@ def settled(pids: list[int]) -> float:
     """Wait until the servers' page processes have been quiet (under :data:`SETTLE_CORES` of a core in all) for
     :data:`SETTLE_SECONDS`: their warm-up done, as a class finds a server started before it (at most
     :data:`SETTLE_LIMIT_SECONDS`). The seconds it took."""
+
     def cpu_seconds() -> float:
         table = process_table()
         return sum(table[pid][1] for pid in pids if pid in table) / CLK_TCK
@@ -1052,12 +1172,24 @@ def settled(pids: list[int]) -> float:
 
 
 def run_protocol(args, server_env: dict) -> dict:
-    results = dict(mode="protocol", config=dict(sessions=args.sessions, seconds=args.seconds, stagger=args.stagger,
-                                                replicas=args.replicas, uploaders=args.uploaders,
-                                                players=args.players, players_still=args.players_still,
-                                                play_seconds=args.play_seconds, timeout_s=args.timeout,
-                                                server_env=server_env, cpus=NCPU),
-                   rates=measured_rates().in_units(), phases=[])
+    results = dict(
+        mode="protocol",
+        config=dict(
+            sessions=args.sessions,
+            seconds=args.seconds,
+            stagger=args.stagger,
+            replicas=args.replicas,
+            uploaders=args.uploaders,
+            players=args.players,
+            players_still=args.players_still,
+            play_seconds=args.play_seconds,
+            timeout_s=args.timeout,
+            server_env=server_env,
+            cpus=NCPU,
+        ),
+        rates=measured_rates().in_units(),
+        phases=[],
+    )
     log_path = Path(args.server_log or tempfile.mkstemp(prefix="symlab-load-", suffix=".log")[1])
     run_log = Path(tempfile.mkstemp(prefix="symlab-runs-", suffix=".log")[1])
     server_env = {**server_env, "SYMLAB_RUN_LOG": str(run_log)}
@@ -1072,8 +1204,12 @@ def run_protocol(args, server_env: dict) -> dict:
                 print(f"phase N = {n}: {n} protocol sessions × {args.seconds:g} s …", file=sys.stderr, flush=True)
                 phase_result = asyncio.run(protocol_phase(urls, n, args, sampler, run_log))
                 results["phases"].append(phase_result)
-                print(f"  {phase_result['requests']} requests, p95 {fmt(phase_result['p95_ms'])} ms, "
-                      f"errors {phase_result['errors_by_kind'] or 0}", file=sys.stderr, flush=True)
+                print(
+                    f"  {phase_result['requests']} requests, p95 {fmt(phase_result['p95_ms'])} ms, "
+                    f"errors {phase_result['errors_by_kind'] or 0}",
+                    file=sys.stderr,
+                    flush=True,
+                )
         finally:
             sampler.stop()
         results["vmhwm_mib"] = sum(status_kib(pid, "VmHWM").get("VmHWM", 0) for pid in pids) / 1024
@@ -1085,63 +1221,98 @@ def protocol_report(results: dict) -> str:
     config = results["config"]
     servers = config.get("replicas", 1)
     rates = results.get("rates") or {}
-    out = [f"SymLab protocol load test — {NCPU} CPUs shared by {'server' if servers == 1 else f'{servers} servers (replicas)'} "
-           f"and client, {config['seconds']:g} s of activity per session, sessions {config['stagger']:g} s apart, "
-           f"server env {config['server_env'] or '{}'}",
-           (f"Machine, one thread: {rates['matmul_gflops']:.0f} GFLOP/s in products, {rates['elements_g_per_s']:.2f} G "
-            f"elements/s, {rates['normals_m_per_s']:.0f} M normal draws/s" if rates else ""),
-           "Latency: request sent → end of the run it caused (ms); user requests are open, widget, preset, button;",
-           "waited: user requests whose run waited for a shared computation (training in the worker processes).",
-           ""]
-    header = (f"{'N':>4} {'requests':>8} {'p50':>6} {'p95':>6} {'max':>6} │ {'open p95':>8} {'widget p95':>10} "
-              f"{'button p95':>10} │ {'waited':>6} {'its p95':>7} {'others p95':>10} │ {'ticks':>6} {'tick p95':>8} "
-              f"{'skipped':>7} │ {'errors':>6} │ {'RSS peak MiB':>12} {'CPU server/client':>17}")
+    out = [
+        f"SymLab protocol load test — {NCPU} CPUs shared by {'server' if servers == 1 else f'{servers} servers (replicas)'} "
+        f"and client, {config['seconds']:g} s of activity per session, sessions {config['stagger']:g} s apart, "
+        f"server env {config['server_env'] or '{}'}",
+        (
+            f"Machine, one thread: {rates['matmul_gflops']:.0f} GFLOP/s in products, {rates['elements_g_per_s']:.2f} G "
+            f"elements/s, {rates['normals_m_per_s']:.0f} M normal draws/s"
+            if rates
+            else ""
+        ),
+        "Latency: request sent → end of the run it caused (ms); user requests are open, widget, preset, button;",
+        "waited: user requests whose run waited for a shared computation (training in the worker processes).",
+        "",
+    ]
+    header = (
+        f"{'N':>4} {'requests':>8} {'p50':>6} {'p95':>6} {'max':>6} │ {'open p95':>8} {'widget p95':>10} "
+        f"{'button p95':>10} │ {'waited':>6} {'its p95':>7} {'others p95':>10} │ {'ticks':>6} {'tick p95':>8} "
+        f"{'skipped':>7} │ {'errors':>6} │ {'RSS peak MiB':>12} {'CPU server/client':>17}"
+    )
     out += [header, "─" * len(header)]
     for p in results["phases"]:
         by = p["by_request"]
-        out.append(f"{p['sessions']:>4} {p['requests']:>8} {fmt(p['p50_ms'], '6.0f')} {fmt(p['p95_ms'], '6.0f')} "
-                   f"{fmt(p['max_ms'], '6.0f')} │ {fmt(by['open']['p95_ms'], '8.0f')} "
-                   f"{fmt(by['widget']['p95_ms'], '10.0f')} {fmt(by['button']['p95_ms'], '10.0f')} │ "
-                   f"{p['waited']:>6} {fmt(p['waited_p95_ms'], '7.0f')} {fmt(p['p95_ms_without_waits'], '10.0f')} │ "
-                   f"{p['ticks']:>6} {fmt(by['tick']['p95_ms'], '8.0f')} {p['skipped_ticks']:>7} │ {p['errors']:>6} │ "
-                   f"{fmt(p.get('server_rss_peak_mib'), '12.0f')} "
-                   f"{fmt(p.get('server_cpu_cores'), '.2f'):>8}/{fmt(p.get('client_cpu_cores'), '.2f'):<8}")
+        out.append(
+            f"{p['sessions']:>4} {p['requests']:>8} {fmt(p['p50_ms'], '6.0f')} {fmt(p['p95_ms'], '6.0f')} "
+            f"{fmt(p['max_ms'], '6.0f')} │ {fmt(by['open']['p95_ms'], '8.0f')} "
+            f"{fmt(by['widget']['p95_ms'], '10.0f')} {fmt(by['button']['p95_ms'], '10.0f')} │ "
+            f"{p['waited']:>6} {fmt(p['waited_p95_ms'], '7.0f')} {fmt(p['p95_ms_without_waits'], '10.0f')} │ "
+            f"{p['ticks']:>6} {fmt(by['tick']['p95_ms'], '8.0f')} {p['skipped_ticks']:>7} │ {p['errors']:>6} │ "
+            f"{fmt(p.get('server_rss_peak_mib'), '12.0f')} "
+            f"{fmt(p.get('server_cpu_cores'), '.2f'):>8}/{fmt(p.get('client_cpu_cores'), '.2f'):<8}"
+        )
     for p in results["phases"]:
         main, server = p.get("server_main_cpu_cores"), p.get("server_cpu_cores")
         if main is not None and server is not None:
-            out.append(f"  N={p['sessions']}: cores busy: the servers' page runs {main:.2f} "
-                       f"({p['page_cores_per_student']:.4f} per student), their compute workers "
-                       f"{server - main:.2f}, the whole machine {fmt(p.get('machine_cpu_cores'), '.2f')} of {NCPU}")
+            out.append(
+                f"  N={p['sessions']}: cores busy: the servers' page runs {main:.2f} "
+                f"({p['page_cores_per_student']:.4f} per student), their compute workers "
+                f"{server - main:.2f}, the whole machine {fmt(p.get('machine_cpu_cores'), '.2f')} of {NCPU}"
+            )
         if p.get("page_cpu"):
             cpu = p["page_cpu"]
-            out.append(f"  N={p['sessions']}: page CPU per request (ms, each script run counted to the request it "
-                       "followed): " + ", ".join(f"{what} {row['cpu_ms_per_request']:.1f} ({row['count']}, "
-                                                 f"{row['cpu_s']:.1f} s)" for what, row in cpu["by_request"].items())
-                       + f"; script runs {cpu['runs_cpu_s']:.1f} CPU-s of the page processes' "
-                         f"{fmt(main * p['wall_s'] if main is not None else None, '.1f')}")
-            out.append(f"  N={p['sessions']}: ticks by page (live players, waiting panels, runs tables): " + ", ".join(
-                f"/{page} {row['count']} × {row['cpu_ms_per_tick']:.1f} ms" for page, row in cpu["ticks_by_page"].items()))
+            out.append(
+                f"  N={p['sessions']}: page CPU per request (ms, each script run counted to the request it "
+                "followed): "
+                + ", ".join(
+                    f"{what} {row['cpu_ms_per_request']:.1f} ({row['count']}, {row['cpu_s']:.1f} s)"
+                    for what, row in cpu["by_request"].items()
+                )
+                + f"; script runs {cpu['runs_cpu_s']:.1f} CPU-s of the page processes' "
+                f"{fmt(main * p['wall_s'] if main is not None else None, '.1f')}"
+            )
+            out.append(
+                f"  N={p['sessions']}: ticks by page (live players, waiting panels, runs tables): "
+                + ", ".join(
+                    f"/{page} {row['count']} × {row['cpu_ms_per_tick']:.1f} ms"
+                    for page, row in cpu["ticks_by_page"].items()
+                )
+            )
         if p.get("players"):
             pl = p["players"]
-            out.append(f"  N={p['sessions']}: {pl['sessions']} of them {'playing' if pl['playing'] else 'still'} "
-                       f"throughout ({pl['ticks']} ticks, {pl['errors']} errors); the figures above are the others'")
+            out.append(
+                f"  N={p['sessions']}: {pl['sessions']} of them {'playing' if pl['playing'] else 'still'} "
+                f"throughout ({pl['ticks']} ticks, {pl['errors']} errors); the figures above are the others'"
+            )
         if p.get("results"):
-            out.append(f"  N={p['sessions']}: {p['results']} computations waited for, request → result drawn: p50 "
-                       f"{fmt(p['results_p50_ms'], '.0f')} ms, p95 {fmt(p['results_p95_ms'], '.0f')} ms, max "
-                       f"{fmt(p['results_max_ms'], '.0f')} ms; {p['results_abandoned']} left for another request first; "
-                       + ", ".join(f"/{page} p95 {fmt(row['p95_ms'], '.0f')} ms ({row['count']})"
-                                   for page, row in p["results_by_page"].items()))
-        out.append("  " + " · ".join(f"/{page}: {row['requests']} requests, {row['waited']} waited, p95 "
-                                     f"{fmt(row['p95_ms'], '.0f')} ms, {row['over_1s']} over 1 s"
-                                     for page, row in p.get("by_page", {}).items()))
+            out.append(
+                f"  N={p['sessions']}: {p['results']} computations waited for, request → result drawn: p50 "
+                f"{fmt(p['results_p50_ms'], '.0f')} ms, p95 {fmt(p['results_p95_ms'], '.0f')} ms, max "
+                f"{fmt(p['results_max_ms'], '.0f')} ms; {p['results_abandoned']} left for another request first; "
+                + ", ".join(
+                    f"/{page} p95 {fmt(row['p95_ms'], '.0f')} ms ({row['count']})"
+                    for page, row in p["results_by_page"].items()
+                )
+            )
+        out.append(
+            "  "
+            + " · ".join(
+                f"/{page}: {row['requests']} requests, {row['waited']} waited, p95 "
+                f"{fmt(row['p95_ms'], '.0f')} ms, {row['over_1s']} over 1 s"
+                for page, row in p.get("by_page", {}).items()
+            )
+        )
         for kind, kept in p["error_samples"].items():
             out.extend(f"  N={p['sessions']} {kind}: {m}" for m in kept[:3])
         if p.get("uploaders"):
             up = p["uploaders"]
-            out.append(f"  N={p['sessions']}: beside them, {up['sessions']} sessions uploading a 16 MB network again "
-                       f"and again: {up['uploads']} uploads read and analysed, upload → analysis shown p50 "
-                       f"{fmt(up['p50_ms'], '.0f')} ms, p95 {fmt(up['p95_ms'], '.0f')} ms; {up['errors']} errors "
-                       f"{up['errors_by_kind'] or ''}")
+            out.append(
+                f"  N={p['sessions']}: beside them, {up['sessions']} sessions uploading a 16 MB network again "
+                f"and again: {up['uploads']} uploads read and analysed, upload → analysis shown p50 "
+                f"{fmt(up['p50_ms'], '.0f')} ms, p95 {fmt(up['p95_ms'], '.0f')} ms; {up['errors']} errors "
+                f"{up['errors_by_kind'] or ''}"
+            )
             for kind, kept in up["error_samples"].items():
                 out.extend(f"  N={p['sessions']} uploader {kind}: {m}" for m in kept[:3])
     out.append("\nTargets (0 errors and p95 within the bound):")
@@ -1152,11 +1323,15 @@ def protocol_report(results: dict) -> str:
             out.append(f"  N = {n}: p95 ≤ {bound:.0f} ms: not measured in this run")
             continue
         ok = p["errors"] == 0 and p["p95_ms"] <= bound
-        out.append(f"  N = {n}: p95 ≤ {bound:.0f} ms, 0 errors: {'PASS' if ok else 'FAIL'} "
-                   f"(p95 {p['p95_ms']:.0f} ms = {p['p95_ms'] / bound:.2f}× the bound, {p['errors']} errors)")
+        out.append(
+            f"  N = {n}: p95 ≤ {bound:.0f} ms, 0 errors: {'PASS' if ok else 'FAIL'} "
+            f"(p95 {p['p95_ms']:.0f} ms = {p['p95_ms'] / bound:.2f}× the bound, {p['errors']} errors)"
+        )
     log = results["server_log"]
-    out.append(f"Server log {log['log']}: "
-               + (", ".join(f"{n}× {line}" for line, n in log["tracebacks"].items()) or "no tracebacks"))
+    out.append(
+        f"Server log {log['log']}: "
+        + (", ".join(f"{n}× {line}" for line, n in log["tracebacks"].items()) or "no tracebacks")
+    )
     return "\n".join(out)
 
 
@@ -1173,10 +1348,22 @@ def protocol_summary(results: dict) -> dict:
 async def run_all(args, server_env: dict) -> dict:
     if not Path(CHROMIUM).exists():
         raise SystemExit(f"Chromium not found at {CHROMIUM} (set SYMLAB_CHROMIUM)")
-    results = dict(config=dict(sessions=args.sessions, seconds=args.seconds, stagger=args.stagger,
-                               toy_prob=args.toy_prob, timeout_s=args.timeout, tour_play=args.tour_play,
-                               server_env=server_env, url=args.url, cpus=NCPU, server_cpus=args.server_cpus,
-                               browser_cpus=args.browser_cpus), phases=[])
+    results = dict(
+        config=dict(
+            sessions=args.sessions,
+            seconds=args.seconds,
+            stagger=args.stagger,
+            toy_prob=args.toy_prob,
+            timeout_s=args.timeout,
+            tour_play=args.tour_play,
+            server_env=server_env,
+            url=args.url,
+            cpus=NCPU,
+            server_cpus=args.server_cpus,
+            browser_cpus=args.browser_cpus,
+        ),
+        phases=[],
+    )
     log_path = Path(args.server_log or tempfile.mkstemp(prefix="symlab-load-", suffix=".log")[1])
 
     def progress(text):
@@ -1192,16 +1379,21 @@ async def run_all(args, server_env: dict) -> dict:
                 start = time.monotonic()
                 student = await tour(browser, url, args)
                 time.sleep(args.sample_interval * 2)
-                results["tour"] = dict(errors=dict(student.errors), error_samples=student.messages,
-                                       **(sampler.window(start - 1, time.monotonic()) if sampler else {}))
+                results["tour"] = dict(
+                    errors=dict(student.errors),
+                    error_samples=student.messages,
+                    **(sampler.window(start - 1, time.monotonic()) if sampler else {}),
+                )
                 if pid and not args.url:
                     results["tour"]["vmhwm_mib"] = status_kib(pid, "VmHWM").get("VmHWM", 0) / 1024
             if do_phases:
                 for n in args.sessions:
                     progress(f"phase N = {n}: {n} sessions × {args.seconds:g} s …")
                     results["phases"].append(await phase(browser, url, n, args, sampler))
-                    progress(f"  {results['phases'][-1]['updates']} updates, p95 "
-                             f"{fmt(results['phases'][-1]['p95_ms'])} ms, errors {results['phases'][-1]['errors']}")
+                    progress(
+                        f"  {results['phases'][-1]['updates']} updates, p95 "
+                        f"{fmt(results['phases'][-1]['p95_ms'])} ms, errors {results['phases'][-1]['errors']}"
+                    )
                 if pid:
                     results["vmhwm_mib"] = status_kib(pid, "VmHWM").get("VmHWM", 0) / 1024
         finally:
@@ -1213,8 +1405,15 @@ async def run_all(args, server_env: dict) -> dict:
     async with async_playwright() as playwright:
         browser = await playwright.chromium.launch(
             executable_path=CHROMIUM,
-            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                  "--disable-sync", "--no-first-run"])
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--no-first-run",
+            ],
+        )
         try:
             if args.url:
                 pid = args.server_pid or pid_listening_on(urllib.parse.urlsplit(args.url).port or 80)
@@ -1235,36 +1434,71 @@ async def run_all(args, server_env: dict) -> dict:
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sessions", default="1,10,30",
-                        type=lambda text: [int(n) for n in text.split(",") if n.strip()],
-                        help="comma-separated N, one phase each, in order (default 1,10,30)")
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--sessions",
+        default="1,10,30",
+        type=lambda text: [int(n) for n in text.split(",") if n.strip()],
+        help="comma-separated N, one phase each, in order (default 1,10,30)",
+    )
     parser.add_argument("--seconds", type=float, default=120.0, help="activity per session in each phase (default 120)")
-    parser.add_argument("--protocol", action="store_true",
-                        help="sessions speak Streamlit's websocket protocol from this process (no browser), against a "
-                             f"server this script starts; up to {MAX_PROTOCOL_SESSIONS} sessions")
-    parser.add_argument("--stagger", type=float,
-                        help="seconds between session starts (default 0.5 in Chromium, 0.1 with --protocol)")
-    parser.add_argument("--replicas", type=int, default=1,
-                        help="with --protocol: this many servers on one runs directory, each session staying with one "
-                             "(as behind a sticky proxy; default 1)")
-    parser.add_argument("--uploaders", type=int, default=0,
-                        help="with --protocol: this many more sessions upload a 16 MB network on the symmetry "
-                             "explorer, one upload after another, throughout each phase (default 0)")
-    parser.add_argument("--players", type=int, default=0, metavar="K",
-                        help="with --protocol: K of the N sessions open a page with a player (toy, modes, align, "
-                             "symmetry in turn) and keep it playing throughout; the others are students as usual, "
-                             "and the latencies are theirs")
-    parser.add_argument("--players-still", action="store_true",
-                        help="the --players sessions open their pages but never press Play: the baseline")
-    parser.add_argument("--no-settle", action="store_true",
-                        help="with --protocol: the class arrives the moment the server answers, during its warm-up "
-                             "(default: once its page processes are quiet, as for a server started before class)")
-    parser.add_argument("--play-seconds", type=float, default=10.0,
-                        help="with --protocol: how long a student watches after Play before Pause (default 10)")
-    parser.add_argument("--toy-prob", type=float, default=0.5,
-                        help="chance of a /toy visit after each block of slider moves (the first block always)")
+    parser.add_argument(
+        "--protocol",
+        action="store_true",
+        help="sessions speak Streamlit's websocket protocol from this process (no browser), against a "
+        f"server this script starts; up to {MAX_PROTOCOL_SESSIONS} sessions",
+    )
+    parser.add_argument(
+        "--stagger", type=float, help="seconds between session starts (default 0.5 in Chromium, 0.1 with --protocol)"
+    )
+    parser.add_argument(
+        "--replicas",
+        type=int,
+        default=1,
+        help="with --protocol: this many servers on one runs directory, each session staying with one "
+        "(as behind a sticky proxy; default 1)",
+    )
+    parser.add_argument(
+        "--uploaders",
+        type=int,
+        default=0,
+        help="with --protocol: this many more sessions upload a 16 MB network on the symmetry "
+        "explorer, one upload after another, throughout each phase (default 0)",
+    )
+    parser.add_argument(
+        "--players",
+        type=int,
+        default=0,
+        metavar="K",
+        help="with --protocol: K of the N sessions open a page with a player (toy, modes, align, "
+        "symmetry in turn) and keep it playing throughout; the others are students as usual, "
+        "and the latencies are theirs",
+    )
+    parser.add_argument(
+        "--players-still",
+        action="store_true",
+        help="the --players sessions open their pages but never press Play: the baseline",
+    )
+    parser.add_argument(
+        "--no-settle",
+        action="store_true",
+        help="with --protocol: the class arrives the moment the server answers, during its warm-up "
+        "(default: once its page processes are quiet, as for a server started before class)",
+    )
+    parser.add_argument(
+        "--play-seconds",
+        type=float,
+        default=10.0,
+        help="with --protocol: how long a student watches after Play before Pause (default 10)",
+    )
+    parser.add_argument(
+        "--toy-prob",
+        type=float,
+        default=0.5,
+        help="chance of a /toy visit after each block of slider moves (the first block always)",
+    )
     parser.add_argument("--timeout", type=float, default=15.0, help="seconds an update may take (default 15)")
     parser.add_argument("--nav-timeout", type=float, default=30.0, help="seconds a page may take to draw (default 30)")
     parser.add_argument("--tour-play", type=float, default=5.0, help="seconds of live training in the tour")
@@ -1272,17 +1506,35 @@ def parse_args(argv=None):
     parser.add_argument("--url", help="an already running SymLab server (no server is started)")
     parser.add_argument("--server-pid", type=int, help="with --url: the server's pid, for memory figures")
     parser.add_argument("--hosted", action="store_true", help="start the server with SYMLAB_HOSTED=1")
-    parser.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
-                        help="an environment variable for the started server (repeatable)")
-    parser.add_argument("--server-cpus", type=cpu_list, metavar="LIST",
-                        help="pin the started server to these CPUs, e.g. 0 or 0-1 (default: all)")
-    parser.add_argument("--browser-cpus", type=cpu_list, metavar="LIST",
-                        help="pin Chromium (and this script) to these CPUs, e.g. 1 (default: all)")
+    parser.add_argument(
+        "--env",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="an environment variable for the started server (repeatable)",
+    )
+    parser.add_argument(
+        "--server-cpus",
+        type=cpu_list,
+        metavar="LIST",
+        help="pin the started server to these CPUs, e.g. 0 or 0-1 (default: all)",
+    )
+    parser.add_argument(
+        "--browser-cpus",
+        type=cpu_list,
+        metavar="LIST",
+        help="pin Chromium (and this script) to these CPUs, e.g. 1 (default: all)",
+    )
     parser.add_argument("--server-log", help="file for the started server's output (default: a temporary file)")
     parser.add_argument("--sample-interval", type=float, default=0.5, help="seconds between /proc samples")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--json", nargs="?", const="-", metavar="PATH",
-                        help="also the results as JSON: one line after the table, or into PATH")
+    parser.add_argument(
+        "--json",
+        nargs="?",
+        const="-",
+        metavar="PATH",
+        help="also the results as JSON: one line after the table, or into PATH",
+    )
     args = parser.parse_args(argv)
     if args.stagger is None:
         args.stagger = 0.1 if args.protocol else 0.5

@@ -173,8 +173,9 @@ class Session:
 
     async def connect(self) -> None:
         ws_url = self.url.replace("http://", "ws://", 1).rstrip("/") + "/_stcore/stream"
-        self.socket = await websockets.connect(ws_url, subprotocols=["streamlit"], max_size=None,
-                                               open_timeout=self.timeout, ping_interval=None)
+        self.socket = await websockets.connect(
+            ws_url, subprotocols=["streamlit"], max_size=None, open_timeout=self.timeout, ping_interval=None
+        )
         self.reader = asyncio.create_task(self.read())
         self.ticker = asyncio.create_task(self.tick())
 
@@ -237,12 +238,24 @@ class Session:
         import urllib.request
 
         boundary = "symlab-upload-boundary"
-        body = b"".join([f"--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{name}\"\r\n"
-                         "Content-Type: application/octet-stream\r\n\r\n".encode(), data,
-                         f"\r\n--{boundary}--\r\n".encode()])
-        request = urllib.request.Request(self.url.rstrip("/") + path, data=body, method="PUT", headers={
-            "Content-Type": f"multipart/form-data; boundary={boundary}", "X-Xsrftoken": XSRF_TOKEN,
-            "Cookie": f"_streamlit_xsrf={XSRF_TOKEN}"})
+        body = b"".join(
+            [
+                f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="{name}"\r\n'
+                "Content-Type: application/octet-stream\r\n\r\n".encode(),
+                data,
+                f"\r\n--{boundary}--\r\n".encode(),
+            ]
+        )
+        request = urllib.request.Request(
+            self.url.rstrip("/") + path,
+            data=body,
+            method="PUT",
+            headers={
+                "Content-Type": f"multipart/form-data; boundary={boundary}",
+                "X-Xsrftoken": XSRF_TOKEN,
+                "Cookie": f"_streamlit_xsrf={XSRF_TOKEN}",
+            },
+        )
         with urllib.request.urlopen(request, timeout=self.timeout) as response:
             response.read()
 
@@ -265,8 +278,9 @@ class Session:
         state.widget_states.widgets.extend(w for w in widgets if w is not None)
         return msg.SerializeToString()
 
-    async def request(self, what: str, payload: bytes | Callable[[], bytes | None],
-                      timeout: float | None = None) -> float | None:
+    async def request(
+        self, what: str, payload: bytes | Callable[[], bytes | None], timeout: float | None = None
+    ) -> float | None:
         """Send one rerun and wait for the end of the run it caused (at most ``timeout`` s, default the
         session's); its latency in ms (None: an error, already counted, or a timer's tick that no longer
         applies). A callable ``payload`` is made once the request in flight has ended: a timer's tick, which
@@ -388,10 +402,15 @@ class Session:
             if status == ForwardMsg.ScriptFinishedStatus.FINISHED_SUCCESSFULLY:
                 # As the frontend does: widgets a full run did not draw are gone, their values with them.
                 self.widgets = {id_: w for id_, w in self.widgets.items() if id_ in self.drawn}
-                if self.full_run and not self.run_pending and self.awaiting is not None \
-                        and (self.pending is None or self.pending is not self.awaiting):
-                    self.results.append(Result(self.awaiting.what, self.page,
-                                               (time.monotonic() - self.awaiting.sent) * 1000))
+                if (
+                    self.full_run
+                    and not self.run_pending
+                    and self.awaiting is not None
+                    and (self.pending is None or self.pending is not self.awaiting)
+                ):
+                    self.results.append(
+                        Result(self.awaiting.what, self.page, (time.monotonic() - self.awaiting.sent) * 1000)
+                    )
                     self.awaiting = None
             if status != EARLY_FOR_RERUN and self.pending is not None and not self.pending.done.done():
                 self.pending.finished = time.monotonic()
@@ -414,8 +433,9 @@ class Session:
             proto = getattr(element, kind)
             held = self.widgets.get(proto.id)
             self.drawn.add(proto.id)
-            self.widgets[proto.id] = Widget(kind, proto, drawn_value(kind, proto, held.value if held else None),
-                                            msg.delta.fragment_id)
+            self.widgets[proto.id] = Widget(
+                kind, proto, drawn_value(kind, proto, held.value if held else None), msg.delta.fragment_id
+            )
 
     # ------------------------------------------------------------------ the page as drawn
 
@@ -425,6 +445,12 @@ class Session:
 
     def controls(self) -> list[Widget]:
         """Sliders and number boxes a student can nudge (enabled, with a range)."""
-        return [w for w in self.widgets.values() if w.kind in ("slider", "number_input") and not w.proto.disabled
-                and w.value is not None and not getattr(w.proto, "options", None)
-                and (w.kind == "slider" or (w.proto.has_min and w.proto.has_max))]
+        return [
+            w
+            for w in self.widgets.values()
+            if w.kind in ("slider", "number_input")
+            and not w.proto.disabled
+            and w.value is not None
+            and not getattr(w.proto, "options", None)
+            and (w.kind == "slider" or (w.proto.has_min and w.proto.has_max))
+        ]

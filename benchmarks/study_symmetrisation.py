@@ -59,9 +59,27 @@ INIT_SDS = (1e-3, 0.2)  # MFVI's extra starts, besides 0.05, at CHECK_SIZE and C
 CHECK_SIZE = 2000  # where the starts and the earlier recipe are checked (the whole study's CPU allowed no more)
 CHECK_WIDTHS = (16, 64)
 DEFAULT_INIT_SD = 0.05
-EPOCH_KEYS = ("epoch", "steps", "test_acc", "test_nll", "test_ece", "train_elbo", "train_elbo_sd", "train_elbo_sym",
-              "mutual_info", "log_group_size", "mi_active", "log_sd_mean", "nearest_unit_kl_min",
-              "nearest_unit_kl_median", "units_at_prior", "block_mi", "block_log_group_size", "sd_median", "seconds")
+EPOCH_KEYS = (
+    "epoch",
+    "steps",
+    "test_acc",
+    "test_nll",
+    "test_ece",
+    "train_elbo",
+    "train_elbo_sd",
+    "train_elbo_sym",
+    "mutual_info",
+    "log_group_size",
+    "mi_active",
+    "log_sd_mean",
+    "nearest_unit_kl_min",
+    "nearest_unit_kl_median",
+    "units_at_prior",
+    "block_mi",
+    "block_log_group_size",
+    "sd_median",
+    "seconds",
+)
 
 
 def job_key(job: dict) -> str:
@@ -78,9 +96,11 @@ def make_jobs(sizes, seeds: int) -> list[dict]:
             starts = [(variant, DEFAULT_INIT_SD) for variant in variants]
             if subset == CHECK_SIZE and hidden in CHECK_WIDTHS:
                 starts += [("mfvi", init_sd) for init_sd in INIT_SDS]
-            jobs += [dict(variant=variant, subset=subset, hidden=hidden, init_sd=init_sd, seed=seed,
-                          steps=STEPS[subset])
-                     for variant, init_sd in starts for seed in range(seeds)]
+            jobs += [
+                dict(variant=variant, subset=subset, hidden=hidden, init_sd=init_sd, seed=seed, steps=STEPS[subset])
+                for variant, init_sd in starts
+                for seed in range(seeds)
+            ]
     cost = {"mfvi": 2.0, "mfvi_adam": 1.0, "blocks2": 3.0, "blocks4": 3.3, "infonce16": 3.0, "infonce64": 5.0}
     # The slowest first, so that the pool's processes end together.
     return sorted(jobs, key=lambda job: -job["hidden"] * cost[job["variant"]] * STEPS[job["subset"]])
@@ -91,9 +111,18 @@ def job_config(job: dict):
 
     steps_per_epoch = math.ceil(job["subset"] / BATCH)
     epochs = math.ceil(job["steps"] / steps_per_epoch)
-    settings = dict(hidden=job["hidden"], init_sd=job["init_sd"], seed=job["seed"], device="cpu", batch_size=BATCH,
-                    epochs=epochs, eval_every=max(1, epochs // EVALUATIONS), samples=10, lr=LR,
-                    train_subset=0 if job["subset"] == 60_000 else job["subset"])
+    settings = dict(
+        hidden=job["hidden"],
+        init_sd=job["init_sd"],
+        seed=job["seed"],
+        device="cpu",
+        batch_size=BATCH,
+        epochs=epochs,
+        eval_every=max(1, epochs // EVALUATIONS),
+        samples=10,
+        lr=LR,
+        train_subset=0 if job["subset"] == 60_000 else job["subset"],
+    )
     return MnistConfig(**{**settings, **VARIANTS[job["variant"]]}).validate()
 
 
@@ -124,8 +153,13 @@ def compact_history(history: list[dict]) -> list[dict]:
         if not pending:
             return
         steps, mean, sd = convergence.pooled(pending)
-        merged = {**pending[-1], "steps": steps, "train_elbo": mean, "train_elbo_sd": sd,
-                  "seconds": sum(m["seconds"] for m in pending)}
+        merged = {
+            **pending[-1],
+            "steps": steps,
+            "train_elbo": mean,
+            "train_elbo_sd": sd,
+            "seconds": sum(m["seconds"] for m in pending),
+        }
         for key in AVERAGED_KEYS:
             if pending[-1].get(key) is not None:
                 merged[key] = sum(m["steps"] * m[key] for m in pending) / steps
@@ -146,8 +180,14 @@ def compact_history(history: list[dict]) -> list[dict]:
 
 def record(job: dict, status: str, history: list[dict], summary: dict, wall_seconds: float) -> dict:
     kept = [{key: m[key] for key in EPOCH_KEYS if m.get(key) is not None} for m in history]
-    return {**job, "key": job_key(job), "status": status, "summary": summary, "wall_seconds": wall_seconds,
-            "history": compact_history(kept)}
+    return {
+        **job,
+        "key": job_key(job),
+        "status": status,
+        "summary": summary,
+        "wall_seconds": wall_seconds,
+        "history": compact_history(kept),
+    }
 
 
 def run_job(job: dict) -> dict:
@@ -185,9 +225,12 @@ def run_local(jobs, args, out) -> None:
         for number, entry in enumerate(pool.imap_unordered(run_job, jobs), 1):
             out.write(json.dumps(entry) + "\n")
             out.flush()
-            print(f"[{number}/{len(jobs)}] {entry['key']}: {entry['status']}, "
-                  f"{convergence.describe(verdict(entry))}, {entry['wall_seconds']:.0f} s", file=sys.stderr,
-                  flush=True)
+            print(
+                f"[{number}/{len(jobs)}] {entry['key']}: {entry['status']}, "
+                f"{convergence.describe(verdict(entry))}, {entry['wall_seconds']:.0f} s",
+                file=sys.stderr,
+                flush=True,
+            )
 
 
 def run_on_ray(jobs, args, out) -> None:
@@ -217,6 +260,7 @@ def run_study(args) -> None:
 
 
 # --- the summary ------------------------------------------------------------------------------
+
 
 def _mean_sd(values) -> tuple[float | None, float | None]:
     values = [v for v in values if v is not None and math.isfinite(v)]
@@ -263,37 +307,51 @@ def summarise(entries: dict[str, dict]) -> dict:
     rows, starts, recipes = [], [], []
     for (subset, hidden), groups in sorted(cells.items()):
         base = {seed: e for seed, e in groups.get(("mfvi", DEFAULT_INIT_SD), {}).items() if e["status"] == "finished"}
-        common = dict(subset=subset, hidden=hidden, mfvi_seeds=len(base),
-                      mfvi_converged=sum(verdict(e)["converged"] for e in base.values()),
-                      mfvi_elbo=_mean_sd(final_window(e["history"]) for e in base.values())[0],
-                      mfvi_acc=_mean_sd(_end(e)["test_acc"] for e in base.values())[0],
-                      mfvi_j_min=_mean_sd(_end(e)["nearest_unit_kl_min"] for e in base.values())[0],
-                      mfvi_j_median=_mean_sd(_end(e)["nearest_unit_kl_median"] for e in base.values())[0],
-                      mfvi_block_fraction=_mean_sd(_end(e)["block_mi"] / _end(e)["block_log_group_size"]
-                                                   for e in base.values() if _end(e)["block_log_group_size"])[0],
-                      mfvi_units_at_prior=_mean_sd(_end(e)["units_at_prior"] for e in base.values())[0],
-                      # I_H over greedy pairs measured on MFVI's own q at the end: what symmetrising it afterwards
-                      # adds to its bound, ELBO + I_H ≤ ELBO_G.
-                      mfvi_block_mi=_mean_sd(_end(e)["block_mi"] for e in base.values())[0],
-                      sd_median=_mean_sd(_end(e)["sd_median"] for e in base.values())[0])
+        common = dict(
+            subset=subset,
+            hidden=hidden,
+            mfvi_seeds=len(base),
+            mfvi_converged=sum(verdict(e)["converged"] for e in base.values()),
+            mfvi_elbo=_mean_sd(final_window(e["history"]) for e in base.values())[0],
+            mfvi_acc=_mean_sd(_end(e)["test_acc"] for e in base.values())[0],
+            mfvi_j_min=_mean_sd(_end(e)["nearest_unit_kl_min"] for e in base.values())[0],
+            mfvi_j_median=_mean_sd(_end(e)["nearest_unit_kl_median"] for e in base.values())[0],
+            mfvi_block_fraction=_mean_sd(
+                _end(e)["block_mi"] / _end(e)["block_log_group_size"]
+                for e in base.values()
+                if _end(e)["block_log_group_size"]
+            )[0],
+            mfvi_units_at_prior=_mean_sd(_end(e)["units_at_prior"] for e in base.values())[0],
+            # I_H over greedy pairs measured on MFVI's own q at the end: what symmetrising it afterwards
+            # adds to its bound, ELBO + I_H ≤ ELBO_G.
+            mfvi_block_mi=_mean_sd(_end(e)["block_mi"] for e in base.values())[0],
+            sd_median=_mean_sd(_end(e)["sd_median"] for e in base.values())[0],
+        )
         for variant in SGM_VARIANTS:
-            runs = {seed: e for seed, e in groups.get((variant, DEFAULT_INIT_SD), {}).items()
-                    if e["status"] == "finished"}
+            runs = {
+                seed: e for seed, e in groups.get((variant, DEFAULT_INIT_SD), {}).items() if e["status"] == "finished"
+            }
             seeds = sorted(set(runs) & set(base))
             if not seeds:
                 continue
             ends = {seed: _end(runs[seed]) for seed in seeds}
-            row = dict(common, variant=variant, seeds=len(seeds),
-                       converged=sum(verdict(runs[s])["converged"] for s in seeds),
-                       not_converged=[convergence.describe(verdict(runs[s])) for s in seeds
-                                      if not verdict(runs[s])["converged"]],
-                       mi_active=_mean_sd(_active_fraction(runs[s]["history"]) for s in seeds)[0],
-                       mi_fraction=_mean_sd(ends[s]["mutual_info"] / ends[s]["log_group_size"] for s in seeds
-                                            if ends[s]["log_group_size"])[0],
-                       elbo=_mean_sd(final_window(runs[s]["history"]) for s in seeds)[0],
-                       elbo_sym=_mean_sd(final_window(runs[s]["history"], "train_elbo_sym") for s in seeds)[0],
-                       j_min=_mean_sd(ends[s]["nearest_unit_kl_min"] for s in seeds)[0],
-                       j_median=_mean_sd(ends[s]["nearest_unit_kl_median"] for s in seeds)[0])
+            row = dict(
+                common,
+                variant=variant,
+                seeds=len(seeds),
+                converged=sum(verdict(runs[s])["converged"] for s in seeds),
+                not_converged=[
+                    convergence.describe(verdict(runs[s])) for s in seeds if not verdict(runs[s])["converged"]
+                ],
+                mi_active=_mean_sd(_active_fraction(runs[s]["history"]) for s in seeds)[0],
+                mi_fraction=_mean_sd(
+                    ends[s]["mutual_info"] / ends[s]["log_group_size"] for s in seeds if ends[s]["log_group_size"]
+                )[0],
+                elbo=_mean_sd(final_window(runs[s]["history"]) for s in seeds)[0],
+                elbo_sym=_mean_sd(final_window(runs[s]["history"], "train_elbo_sym") for s in seeds)[0],
+                j_min=_mean_sd(ends[s]["nearest_unit_kl_min"] for s in seeds)[0],
+                j_median=_mean_sd(ends[s]["nearest_unit_kl_median"] for s in seeds)[0],
+            )
             for metric in ("test_acc", "test_nll", "test_ece"):
                 mean, sd = _mean_sd(ends[s][metric] - _end(base[s])[metric] for s in seeds)
                 row[f"d_{metric}_mean"], row[f"d_{metric}_sd"] = mean, sd
@@ -304,23 +362,41 @@ def summarise(entries: dict[str, dict]) -> dict:
         if len(starts_here) > 1:
             for init_sd, runs in sorted(starts_here.items()):
                 finished = [e for e in runs.values() if e["status"] == "finished"]
-                paired = [final_window(e["history"]) - final_window(base[e["seed"]]["history"]) for e in finished
-                          if e["seed"] in base]
+                paired = [
+                    final_window(e["history"]) - final_window(base[e["seed"]]["history"])
+                    for e in finished
+                    if e["seed"] in base
+                ]
                 noise = [verdict(e)["elbo_change_se"] for e in finished if verdict(e)["elbo_change_se"]]
-                starts.append(dict(subset=subset, hidden=hidden, init_sd=init_sd, seeds=len(finished),
-                                   converged=sum(verdict(e)["converged"] for e in finished),
-                                   elbo=_mean_sd(final_window(e["history"]) for e in finished)[0],
-                                   d_elbo=_mean_sd(paired), window_se=_mean_sd(noise)[0]))
+                starts.append(
+                    dict(
+                        subset=subset,
+                        hidden=hidden,
+                        init_sd=init_sd,
+                        seeds=len(finished),
+                        converged=sum(verdict(e)["converged"] for e in finished),
+                        elbo=_mean_sd(final_window(e["history"]) for e in finished)[0],
+                        d_elbo=_mean_sd(paired),
+                        window_se=_mean_sd(noise)[0],
+                    )
+                )
         old = [e for e in groups.get(("mfvi_adam", DEFAULT_INIT_SD), {}).values() if e["status"] == "finished"]
         if old:
-            recipes.append(dict(subset=subset, hidden=hidden, seeds=len(old),
-                                converged=sum(verdict(e)["converged"] for e in old),
-                                verdicts=[convergence.describe(verdict(e)) for e in old],
-                                elbo=_mean_sd(final_window(e["history"]) for e in old)[0],
-                                mfvi_elbo=common["mfvi_elbo"], mfvi_converged=common["mfvi_converged"],
-                                mfvi_seeds=common["mfvi_seeds"],
-                                j_min=_mean_sd(_end(e)["nearest_unit_kl_min"] for e in old)[0],
-                                mfvi_j_min=common["mfvi_j_min"]))
+            recipes.append(
+                dict(
+                    subset=subset,
+                    hidden=hidden,
+                    seeds=len(old),
+                    converged=sum(verdict(e)["converged"] for e in old),
+                    verdicts=[convergence.describe(verdict(e)) for e in old],
+                    elbo=_mean_sd(final_window(e["history"]) for e in old)[0],
+                    mfvi_elbo=common["mfvi_elbo"],
+                    mfvi_converged=common["mfvi_converged"],
+                    mfvi_seeds=common["mfvi_seeds"],
+                    j_min=_mean_sd(_end(e)["nearest_unit_kl_min"] for e in old)[0],
+                    mfvi_j_min=common["mfvi_j_min"],
+                )
+            )
     return {"rows": rows, "starts": starts, "recipes": recipes}
 
 
@@ -334,9 +410,11 @@ def _pm(pair, spec, scale=1.0) -> str:
 
 
 def format_tables(summary: dict) -> str:
-    lines = ["SGM minus MFVI, paired on seeds (mean ± sd); J: nearest-unit Jeffreys divergence (nats) at the end",
-             f"{'N':>6} {'width':>5} {'variant':>9} {'conv':>5} {'J_min':>6} {'J_med':>6} {'act':>5} {'Î/log|H|':>8} "
-             f"{'Δacc (pp)':>14} {'ΔNLL':>17} {'ΔECE':>17} {'ΔELBO':>14} {'ELBO+Î−ELBO_MFVI':>16}"]
+    lines = [
+        "SGM minus MFVI, paired on seeds (mean ± sd); J: nearest-unit Jeffreys divergence (nats) at the end",
+        f"{'N':>6} {'width':>5} {'variant':>9} {'conv':>5} {'J_min':>6} {'J_med':>6} {'act':>5} {'Î/log|H|':>8} "
+        f"{'Δacc (pp)':>14} {'ΔNLL':>17} {'ΔECE':>17} {'ΔELBO':>14} {'ELBO+Î−ELBO_MFVI':>16}",
+    ]
     for r in summary["rows"]:
         gain = None if r["elbo_sym"] is None or r["mfvi_elbo"] is None else r["elbo_sym"] - r["mfvi_elbo"]
         lines.append(
@@ -345,35 +423,51 @@ def format_tables(summary: dict) -> str:
             f"{_fmt(r['mi_fraction'], '.4f'):>8} {_pm((r['d_test_acc_mean'], r['d_test_acc_sd']), '+.2f', 100):>14} "
             f"{_pm((r['d_test_nll_mean'], r['d_test_nll_sd']), '+.4f'):>17} "
             f"{_pm((r['d_test_ece_mean'], r['d_test_ece_sd']), '+.4f'):>17} "
-            f"{_pm((r['d_elbo_mean'], r['d_elbo_sd']), '+.0f'):>14} {_fmt(gain, '+.0f'):>16}")
-    lines += ["", "MFVI per cell: converged runs, final-window ELBO, test accuracy, nearest-unit J, I_H/log|H| on q",
-              f"{'N':>6} {'width':>5} {'conv':>5} {'ELBO':>10} {'acc %':>6} {'J_min':>6} {'J_med':>6} {'I_H/log|H|':>10} "
-              f"{'σ median':>8} {'at prior':>8} {'I_H nats':>8}"]
+            f"{_pm((r['d_elbo_mean'], r['d_elbo_sd']), '+.0f'):>14} {_fmt(gain, '+.0f'):>16}"
+        )
+    lines += [
+        "",
+        "MFVI per cell: converged runs, final-window ELBO, test accuracy, nearest-unit J, I_H/log|H| on q",
+        f"{'N':>6} {'width':>5} {'conv':>5} {'ELBO':>10} {'acc %':>6} {'J_min':>6} {'J_med':>6} {'I_H/log|H|':>10} "
+        f"{'σ median':>8} {'at prior':>8} {'I_H nats':>8}",
+    ]
     seen = set()
     for r in summary["rows"]:
         if (r["subset"], r["hidden"]) in seen:
             continue
         seen.add((r["subset"], r["hidden"]))
-        lines.append(f"{r['subset']:6d} {r['hidden']:5d} {r['mfvi_converged']}/{r['mfvi_seeds']:<3} "
-                     f"{_fmt(r['mfvi_elbo'], '.0f'):>10} {_fmt(100 * r['mfvi_acc'] if r['mfvi_acc'] else None, '.2f'):>6} "
-                     f"{_fmt(r['mfvi_j_min'], '.3g'):>6} {_fmt(r['mfvi_j_median'], '.3g'):>6} "
-                     f"{_fmt(r['mfvi_block_fraction'], '.4f'):>10} {_fmt(r['sd_median'], '.3f'):>8} "
-                     f"{_fmt(r['mfvi_units_at_prior'], '.0f'):>8} {_fmt(r['mfvi_block_mi'], '.0f'):>8}")
+        lines.append(
+            f"{r['subset']:6d} {r['hidden']:5d} {r['mfvi_converged']}/{r['mfvi_seeds']:<3} "
+            f"{_fmt(r['mfvi_elbo'], '.0f'):>10} {_fmt(100 * r['mfvi_acc'] if r['mfvi_acc'] else None, '.2f'):>6} "
+            f"{_fmt(r['mfvi_j_min'], '.3g'):>6} {_fmt(r['mfvi_j_median'], '.3g'):>6} "
+            f"{_fmt(r['mfvi_block_fraction'], '.4f'):>10} {_fmt(r['sd_median'], '.3f'):>8} "
+            f"{_fmt(r['mfvi_units_at_prior'], '.0f'):>8} {_fmt(r['mfvi_block_mi'], '.0f'):>8}"
+        )
     if summary["starts"]:
-        lines += ["", "MFVI from three initial σ: final-window ELBO, and its difference from σ₀ 0.05's on the same seed",
-                  f"{'N':>6} {'width':>5} {'σ₀':>6} {'conv':>5} {'ELBO':>10} {'Δ vs 0.05':>14} {'window SE':>9}"]
+        lines += [
+            "",
+            "MFVI from three initial σ: final-window ELBO, and its difference from σ₀ 0.05's on the same seed",
+            f"{'N':>6} {'width':>5} {'σ₀':>6} {'conv':>5} {'ELBO':>10} {'Δ vs 0.05':>14} {'window SE':>9}",
+        ]
         for s in summary["starts"]:
-            lines.append(f"{s['subset']:6d} {s['hidden']:5d} {s['init_sd']:6g} {s['converged']}/{s['seeds']:<3} "
-                         f"{_fmt(s['elbo'], '.0f'):>10} {_pm(s['d_elbo'], '+.0f'):>14} {_fmt(s['window_se'], '.0f'):>9}")
+            lines.append(
+                f"{s['subset']:6d} {s['hidden']:5d} {s['init_sd']:6g} {s['converged']}/{s['seeds']:<3} "
+                f"{_fmt(s['elbo'], '.0f'):>10} {_pm(s['d_elbo'], '+.0f'):>14} {_fmt(s['window_se'], '.0f'):>9}"
+            )
     if summary["recipes"]:
-        lines += ["", "The earlier recipe (σ by Adam, constant lr 10⁻³) against this one (σ by curvature, cosine)",
-                  f"{'N':>6} {'width':>5} {'old conv':>8} {'new conv':>8} {'old ELBO':>10} {'new ELBO':>10} "
-                  f"{'old J_min':>9} {'new J_min':>9}  old verdicts"]
+        lines += [
+            "",
+            "The earlier recipe (σ by Adam, constant lr 10⁻³) against this one (σ by curvature, cosine)",
+            f"{'N':>6} {'width':>5} {'old conv':>8} {'new conv':>8} {'old ELBO':>10} {'new ELBO':>10} "
+            f"{'old J_min':>9} {'new J_min':>9}  old verdicts",
+        ]
         for r in summary["recipes"]:
-            lines.append(f"{r['subset']:6d} {r['hidden']:5d} {r['converged']}/{r['seeds']:<6} "
-                         f"{r['mfvi_converged']}/{r['mfvi_seeds']:<6} {_fmt(r['elbo'], '.0f'):>10} "
-                         f"{_fmt(r['mfvi_elbo'], '.0f'):>10} {_fmt(r['j_min'], '.3g'):>9} "
-                         f"{_fmt(r['mfvi_j_min'], '.3g'):>9}  {'; '.join(r['verdicts'])}")
+            lines.append(
+                f"{r['subset']:6d} {r['hidden']:5d} {r['converged']}/{r['seeds']:<6} "
+                f"{r['mfvi_converged']}/{r['mfvi_seeds']:<6} {_fmt(r['elbo'], '.0f'):>10} "
+                f"{_fmt(r['mfvi_elbo'], '.0f'):>10} {_fmt(r['j_min'], '.3g'):>9} "
+                f"{_fmt(r['mfvi_j_min'], '.3g'):>9}  {'; '.join(r['verdicts'])}"
+            )
     return "\n".join(lines)
 
 
@@ -387,8 +481,12 @@ def main(argv=None) -> int:
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--jobs", type=int, default=2, help="runs trained at once, each in its own process")
     parser.add_argument("--threads", type=int, default=1, help="torch threads per run")
-    parser.add_argument("--executor", choices=("local", "ray"), default="local",
-                        help="local: a pool of --jobs processes here; ray: one sweep of registered runs on Ray")
+    parser.add_argument(
+        "--executor",
+        choices=("local", "ray"),
+        default="local",
+        help="local: a pool of --jobs processes here; ray: one sweep of registered runs on Ray",
+    )
     parser.add_argument("--runs-dir", default=None, help="the run registry for --executor ray (default: ./runs)")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     parser.add_argument("--summary", action="store_true", help="only print the tables from --out")

@@ -56,6 +56,7 @@ OUTCOME_JS = """(pair) => {
 
 def build_files(directory: Path, bomb_bytes: int) -> dict[str, list[Path]]:
     """Each case's upload(s), written once into ``directory``."""
+
     def written(name: str, make) -> Path:
         path = directory / name
         if not path.exists():
@@ -121,10 +122,16 @@ def run_case(browser, url: str, sampler: MemorySampler, name: str, paths: list[P
         peaks = sampler.peak_server, sampler.peak_all
         for context in contexts:
             context.close()
-    row = {"case": name, "file_kb": round(sum(path.stat().st_size for path in paths) / 1024, 1),
-           "students": students, "outcome": outcomes[0] if len(set(outcomes)) == 1 else " / ".join(outcomes),
-           "seconds": round(seconds, 1), "server_start_mib": round(start_mib), "server_peak_mib": round(peaks[0]),
-           "all_peak_mib": round(peaks[1])}
+    row = {
+        "case": name,
+        "file_kb": round(sum(path.stat().st_size for path in paths) / 1024, 1),
+        "students": students,
+        "outcome": outcomes[0] if len(set(outcomes)) == 1 else " / ".join(outcomes),
+        "seconds": round(seconds, 1),
+        "server_start_mib": round(start_mib),
+        "server_peak_mib": round(peaks[0]),
+        "all_peak_mib": round(peaks[1]),
+    }
     if name == "class":
         time.sleep(args.leave_wait)
         latecomer(browser, url)
@@ -184,8 +191,12 @@ def parser() -> argparse.ArgumentParser:
     parser.add_argument("--bomb-gib", type=float, default=6.0, help="what the DEFLATE file expands to (GiB)")
     parser.add_argument("--files", type=Path, default=Path(tempfile.gettempdir()) / "symlab-upload-attacks")
     parser.add_argument("--memory-limit-gib", type=float, help="the server's memory, as a cgroup (default: none)")
-    parser.add_argument("--session-ttl", type=int, default=120,
-                        help="seconds Streamlit keeps a closed session (server.disconnectedSessionTTL, default 120)")
+    parser.add_argument(
+        "--session-ttl",
+        type=int,
+        default=120,
+        help="seconds Streamlit keeps a closed session (server.disconnectedSessionTTL, default 120)",
+    )
     parser.add_argument("--env", action="append", default=[], metavar="KEY=VALUE", help="more server settings")
     parser.add_argument("--json", action="store_true", help="one JSON line per case instead of the table")
     return parser
@@ -204,16 +215,28 @@ def attack(args) -> list[dict]:
     args.files.mkdir(parents=True, exist_ok=True)
     files = build_files(args.files, int(args.bomb_gib * 2**30))
     cases = [name.strip() for name in args.cases.split(",") if name.strip()]
-    env = {"SYMLAB_HOSTED": "1", "SYMLAB_RUNS_DIR": tempfile.mkdtemp(prefix="symlab-attack-runs-"),
-           "SYMLAB_IDLE_WORKERS": "0", "STREAMLIT_SERVER_DISCONNECTED_SESSION_TTL": str(args.session_ttl),
-           **dict(item.split("=", 1) for item in args.env)}
+    env = {
+        "SYMLAB_HOSTED": "1",
+        "SYMLAB_RUNS_DIR": tempfile.mkdtemp(prefix="symlab-attack-runs-"),
+        "SYMLAB_IDLE_WORKERS": "0",
+        "STREAMLIT_SERVER_DISCONNECTED_SESSION_TTL": str(args.session_ttl),
+        **dict(item.split("=", 1) for item in args.env),
+    }
     cgroup = MemoryCgroup(int(args.memory_limit_gib * 2**30)) if args.memory_limit_gib else None
     rows = []
     try:
         with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=[
-                "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                "--disable-sync", "--no-first-run"])
+            browser = playwright.chromium.launch(
+                executable_path=CHROMIUM,
+                args=[
+                    "--no-sandbox",
+                    "--disable-gpu",
+                    "--disable-background-networking",
+                    "--disable-component-update",
+                    "--disable-sync",
+                    "--no-first-run",
+                ],
+            )
             while cases:
                 rows += serve_cases(browser, cases, files, env, cgroup, args)
             browser.close()
@@ -232,8 +255,11 @@ def serve_cases(browser, cases: list[str], files: dict, env: dict, cgroup, args)
             cgroup.hold(process.pid)
         sampler = MemorySampler(process.pid)
         sampler.start()
-        print(f"server {url} (pid {process.pid}) from {args.root}: {sampler.now()[0]:.0f} MiB at start",
-              file=sys.stderr, flush=True)
+        print(
+            f"server {url} (pid {process.pid}) from {args.root}: {sampler.now()[0]:.0f} MiB at start",
+            file=sys.stderr,
+            flush=True,
+        )
         while cases:
             name = cases.pop(0)
             row = run_case(browser, url, sampler, name, files[name], args, lambda: process.poll() is None)
@@ -250,9 +276,11 @@ def serve_cases(browser, cases: list[str], files: dict, env: dict, cgroup, args)
 def print_table(rows: list[dict]) -> None:
     print(f"\n{'case':10} {'file':>9} {'s':>6} {'server: start':>13} {'peak':>8} {'after':>8} {'all peak':>9}  outcome")
     for row in rows:
-        print(f"{row['case']:10} {row.get('file_kb', 0):>7.0f}KB {row.get('seconds', 0):>6.1f} "
-              f"{row.get('server_start_mib', 0):>10}MiB {row.get('server_peak_mib', 0):>5}MiB "
-              f"{row.get('server_after_mib', 0):>5}MiB {row.get('all_peak_mib', 0):>6}MiB  {row['outcome']}")
+        print(
+            f"{row['case']:10} {row.get('file_kb', 0):>7.0f}KB {row.get('seconds', 0):>6.1f} "
+            f"{row.get('server_start_mib', 0):>10}MiB {row.get('server_peak_mib', 0):>5}MiB "
+            f"{row.get('server_after_mib', 0):>5}MiB {row.get('all_peak_mib', 0):>6}MiB  {row['outcome']}"
+        )
 
 
 if __name__ == "__main__":

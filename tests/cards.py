@@ -32,9 +32,27 @@ MNIST_WIDTHS = (16, 64, 256)
 
 def train_mnist_runs(runs_dir: Path) -> None:
     for hidden in MNIST_WIDTHS:
-        subprocess.run([sys.executable, "-m", "symlab", "mnist", "--hidden", str(hidden), "--epochs", "1",
-                        "--train-subset", "5000", "--runs-dir", str(runs_dir), "--json"],
-                       check=True, capture_output=True, cwd=ROOT, timeout=600)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "symlab",
+                "mnist",
+                "--hidden",
+                str(hidden),
+                "--epochs",
+                "1",
+                "--train-subset",
+                "5000",
+                "--runs-dir",
+                str(runs_dir),
+                "--json",
+            ],
+            check=True,
+            capture_output=True,
+            cwd=ROOT,
+            timeout=600,
+        )
 
 
 def chart(page, title: str | None):
@@ -77,8 +95,13 @@ def take_pictures(out: Path, labs=tuple(PICTURES)) -> list[Path]:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=CARDS, help="where to write <lab>.png (default: assets/cards)")
-    parser.add_argument("--labs", nargs="+", choices=tuple(PICTURES), default=tuple(PICTURES),
-                        help="the labs whose pictures to take (default: all)")
+    parser.add_argument(
+        "--labs",
+        nargs="+",
+        choices=tuple(PICTURES),
+        default=tuple(PICTURES),
+        help="the labs whose pictures to take (default: all)",
+    )
     args = parser.parse_args(argv)
     take_pictures(args.out, args.labs)
     return 0

@@ -29,10 +29,30 @@ os.environ["SYMLAB_RUNS_DIR"] = tempfile.mkdtemp(prefix="symlab-test-runs-")
 
 # Test files whose every test starts servers, clusters or processes of its own, or trains for long: left out of
 # the fast lane (python -m pytest -m "not slow"), run by CI and by the plain command.
-SLOW_MODULES = {"test_browser", "test_layout", "test_deploy", "test_cluster", "test_replicas", "test_interactions",
-                "test_hosting", "test_load_client", "test_accessibility", "test_warmup", "test_study", "test_runs",
-                "test_jobs", "test_fuzz", "test_cli", "test_page_mnist", "test_page_methods", "test_methods",
-                "test_mnist", "test_mnist_convergence", "test_failures", "test_upload_server"}
+SLOW_MODULES = {
+    "test_browser",
+    "test_layout",
+    "test_deploy",
+    "test_cluster",
+    "test_replicas",
+    "test_interactions",
+    "test_hosting",
+    "test_load_client",
+    "test_accessibility",
+    "test_warmup",
+    "test_study",
+    "test_runs",
+    "test_jobs",
+    "test_fuzz",
+    "test_cli",
+    "test_page_mnist",
+    "test_page_methods",
+    "test_methods",
+    "test_mnist",
+    "test_mnist_convergence",
+    "test_failures",
+    "test_upload_server",
+}
 
 
 def fixtures_used(item) -> set[str]:
@@ -49,8 +69,11 @@ def pytest_collection_modifyitems(config, items):
     a server of its own (the browser's app, PostgreSQL)."""
     for item in items:
         own_servers = fixtures_used(item) & {"server_url", "postgres_server_url"}
-        if item.module.__name__ in SLOW_MODULES or own_servers or any(
-                item.get_closest_marker(name) for name in ("browser", "deploy")):
+        if (
+            item.module.__name__ in SLOW_MODULES
+            or own_servers
+            or any(item.get_closest_marker(name) for name in ("browser", "deploy"))
+        ):
             item.add_marker(pytest.mark.slow)
 
 
@@ -96,8 +119,13 @@ class AppDidNotStart(RuntimeError):
 
 
 @contextlib.contextmanager
-def app_process(env: dict | None = None, log_path: Path | None = None, cpus: list[int] | None = None,
-                root: Path = ROOT, script: str = "serve.py"):
+def app_process(
+    env: dict | None = None,
+    log_path: Path | None = None,
+    cpus: list[int] | None = None,
+    root: Path = ROOT,
+    script: str = "serve.py",
+):
     """``streamlit run serve.py`` (the app, warmed as it starts; ``script`` and ``root``: another
     entry point or checkout) on a free port with ``env`` added to its environment, its output
     appended to ``log_path`` (default: a temporary file; a pipe nobody reads would stall a chatty
@@ -106,10 +134,27 @@ def app_process(env: dict | None = None, log_path: Path | None = None, cpus: lis
     log_path = Path(log_path or tempfile.mkstemp(prefix="symlab-server-", suffix=".log")[1])
     with open(log_path, "ab") as log:
         process = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", str(root / script), "--server.port", str(port),
-             "--server.address", "127.0.0.1", "--server.headless", "true", "--server.fileWatcherType", "none",
-             "--browser.gatherUsageStats", "false"],
-            cwd=root, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})},
+            [
+                sys.executable,
+                "-m",
+                "streamlit",
+                "run",
+                str(root / script),
+                "--server.port",
+                str(port),
+                "--server.address",
+                "127.0.0.1",
+                "--server.headless",
+                "true",
+                "--server.fileWatcherType",
+                "none",
+                "--browser.gatherUsageStats",
+                "false",
+            ],
+            cwd=root,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, **(env or {})},
             preexec_fn=(lambda: os.sched_setaffinity(0, cpus)) if cpus else None,
         )
     url = f"http://127.0.0.1:{port}"
@@ -174,8 +219,14 @@ def browser():
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(
             executable_path=CHROMIUM,
-            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                  "--disable-component-update", "--disable-sync", "--no-first-run"],
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--no-first-run",
+            ],
         )
         yield browser
         browser.close()
@@ -263,7 +314,9 @@ def new_page(browser, server_url, browser_errors):
             for page in context.pages:
                 if page.url.startswith("http"):
                     exceptions = page.locator('[data-testid="stException"]')
-                    assert exceptions.count() == 0, f"Streamlit exception on {page.url}:\n{exceptions.first.inner_text()}"
+                    assert exceptions.count() == 0, (
+                        f"Streamlit exception on {page.url}:\n{exceptions.first.inner_text()}"
+                    )
         assert not browser_errors.errors, "browser errors:\n" + "\n".join(browser_errors.errors)
     finally:
         for context in contexts:

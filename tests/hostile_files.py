@@ -25,15 +25,27 @@ def stride_zero_view(units: int = 100_000, inputs: int = 8_000) -> bytes:
     kilobytes that a reader copying its tensors expands to ``units`` × ``inputs`` numbers (8 × 10⁸: 6.4 GB as
     float64)."""
     one = torch.zeros(1)
-    return torch_bytes({"0.weight": one.expand(units, inputs), "0.bias": one.expand(units),
-                        "2.weight": one.expand(MNIST_CLASSES, units), "2.bias": one.expand(MNIST_CLASSES)})
+    return torch_bytes(
+        {
+            "0.weight": one.expand(units, inputs),
+            "0.bias": one.expand(units),
+            "2.weight": one.expand(MNIST_CLASSES, units),
+            "2.bias": one.expand(MNIST_CLASSES),
+        }
+    )
 
 
 def overlapping_view(units: int = 1000, inputs: int = MNIST_INPUTS) -> bytes:
     """A net whose first weight matrix reads one short storage again and again (rows that overlap)."""
     storage = torch.randn(units + inputs)
-    return torch_bytes({"0.weight": storage.as_strided((units, inputs), (1, 1)), "0.bias": torch.zeros(units),
-                        "2.weight": torch.randn(MNIST_CLASSES, units), "2.bias": torch.zeros(MNIST_CLASSES)})
+    return torch_bytes(
+        {
+            "0.weight": storage.as_strided((units, inputs), (1, 1)),
+            "0.bias": torch.zeros(units),
+            "2.weight": torch.randn(MNIST_CLASSES, units),
+            "2.bias": torch.zeros(MNIST_CLASSES),
+        }
+    )
 
 
 @functools.lru_cache(maxsize=4)
@@ -42,8 +54,12 @@ def deflated(expanded_bytes: int) -> bytes:
     ``expanded_bytes`` while the file stays a few hundredths of that. Written without ever holding the zeros:
     torch saves the weights' room as a hole in a sparse file, which is read and compressed a chunk at a time."""
     units = max(expanded_bytes // (4 * MNIST_INPUTS), 1)
-    state = {"0.weight": torch.empty(units, MNIST_INPUTS), "0.bias": torch.zeros(units),
-             "2.weight": torch.zeros(MNIST_CLASSES, units), "2.bias": torch.zeros(MNIST_CLASSES)}
+    state = {
+        "0.weight": torch.empty(units, MNIST_INPUTS),
+        "0.bias": torch.zeros(units),
+        "2.weight": torch.zeros(MNIST_CLASSES, units),
+        "2.bias": torch.zeros(MNIST_CLASSES),
+    }
     with tempfile.TemporaryDirectory() as directory:
         path = Path(directory) / "archive.pt"
         with torch.serialization.skip_data():
@@ -78,15 +94,22 @@ def deep_chain(layers: int = 2000) -> bytes:
 
 def no_hidden_units() -> bytes:
     """A 784 → 0 → 10 net: weight matrices with no rows or no columns."""
-    return torch_bytes({"0.weight": torch.zeros(0, MNIST_INPUTS), "0.bias": torch.zeros(0),
-                        "2.weight": torch.zeros(MNIST_CLASSES, 0), "2.bias": torch.zeros(MNIST_CLASSES)})
+    return torch_bytes(
+        {
+            "0.weight": torch.zeros(0, MNIST_INPUTS),
+            "0.bias": torch.zeros(0),
+            "2.weight": torch.zeros(MNIST_CLASSES, 0),
+            "2.bias": torch.zeros(MNIST_CLASSES),
+        }
+    )
 
 
 def wide_network(units: int = 5000, seed: int = 0) -> bytes:
     """A 784 → ``units`` → 10 MNIST-shaped net, float32 (5 000 units: 16 MB), as nn.Linear initialises it."""
     torch.manual_seed(seed)
-    net = torch.nn.Sequential(torch.nn.Linear(MNIST_INPUTS, units), torch.nn.ReLU(),
-                              torch.nn.Linear(units, MNIST_CLASSES))
+    net = torch.nn.Sequential(
+        torch.nn.Linear(MNIST_INPUTS, units), torch.nn.ReLU(), torch.nn.Linear(units, MNIST_CLASSES)
+    )
     return torch_bytes(net.state_dict())
 
 

@@ -144,11 +144,13 @@ SETTLED_LOOKS, LOOK_SECONDS = 4, 0.3
 def wait_until_drawn(page, timeout_ms: int = 120_000) -> None:
     """The script has run, and every element and chart is drawn, at its settled size."""
     page.wait_for_function(
-        "() => document.querySelector('[data-testid=\"stApp\"][data-test-script-state=\"notRunning\"]')"
-        " && !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=timeout_ms)
+        '() => document.querySelector(\'[data-testid="stApp"][data-test-script-state="notRunning"]\')'
+        " && !document.querySelector('[data-testid=\"stStatusWidget\"]')",
+        timeout=timeout_ms,
+    )
     looks = []
     for _ in range(int(timeout_ms / 1000 / LOOK_SECONDS)):
-        looks = [*looks[-SETTLED_LOOKS + 1:], page.evaluate(DRAWN_JS)]
+        looks = [*looks[-SETTLED_LOOKS + 1 :], page.evaluate(DRAWN_JS)]
         if len(looks) == SETTLED_LOOKS and len(set(looks)) == 1 and "null" not in looks[0]:
             return
         page.wait_for_timeout(LOOK_SECONDS * 1000)
@@ -176,7 +178,9 @@ def toolbar_problems(page) -> list[str]:
         table.scroll_into_view_if_needed()
         table.hover()
         page.wait_for_timeout(300)  # the toolbar fades in
-        found += [problem for problem in page.evaluate(LAYOUT_JS, AT) if "stElementToolbar" in problem.split(" lies over ")[0]]
+        found += [
+            problem for problem in page.evaluate(LAYOUT_JS, AT) if "stElementToolbar" in problem.split(" lies over ")[0]
+        ]
     page.mouse.move(0, 0)
     return found
 
@@ -235,7 +239,7 @@ def check(page, url: str, width: int, present: bool, shots: Path | None = None) 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("paths", nargs="+", help="pages, as in the URL after the server's address (\"\" is home)")
+    parser.add_argument("paths", nargs="+", help='pages, as in the URL after the server\'s address ("" is home)')
     parser.add_argument("--widths", nargs="+", type=int, default=list(WIDTHS))
     parser.add_argument("--present", action="store_true", help="presentation mode (?present=1)")
     parser.add_argument("--shots", type=Path, help="save a full-page screenshot of each to this folder")

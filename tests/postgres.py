@@ -54,8 +54,13 @@ def postgres_server():
         shutil.chown(sockets, "postgres")
     port = _free_port()
     log = root / "server.log"
-    run = lambda *args: subprocess.run(_as_server_user([str(bin_dir / args[0]), *args[1:]]), check=True,  # noqa: E731
-                                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=120)
+    run = lambda *args: subprocess.run(
+        _as_server_user([str(bin_dir / args[0]), *args[1:]]),
+        check=True,  # noqa: E731
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        timeout=120,
+    )
     options = f"-p {port} -k {sockets} -c listen_addresses=127.0.0.1 -c fsync=off"
     url = f"postgresql://symlab@127.0.0.1:{port}/postgres"
     try:
@@ -66,15 +71,24 @@ def postgres_server():
     finally:
         _SERVERS.pop(url, None)
         if (data / "postmaster.pid").exists():
-            subprocess.run(_as_server_user([str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w",
-                                            "stop"]), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60)
+            subprocess.run(
+                _as_server_user([str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"]),
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                timeout=60,
+            )
         shutil.rmtree(root, ignore_errors=True)
 
 
 def _pg_ctl(server_url: str, *args: str) -> None:
     pg_ctl, data, log, options = _SERVERS[server_url]
-    subprocess.run(_as_server_user([str(pg_ctl), "-D", str(data), "-l", str(log), "-w", "-t", "60", "-o", options,
-                                    *args]), check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=120)
+    subprocess.run(
+        _as_server_user([str(pg_ctl), "-D", str(data), "-l", str(log), "-w", "-t", "60", "-o", options, *args]),
+        check=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        timeout=120,
+    )
 
 
 def stop_server(server_url: str) -> None:

@@ -30,12 +30,12 @@ CHROMIUM = os.environ.get("SYMLAB_CHROMIUM", "/usr/bin/chromium")
 
 @dataclass(frozen=True)
 class Need:
-    name: str                  # what it is, in the one line
-    why: str                   # which tests
-    fixtures: frozenset        # a test using one of these needs it
-    present: object            # () -> bool
-    debian: tuple = ()         # the packages that provide it
-    pip: str | None = None     # or the requirements file that does
+    name: str  # what it is, in the one line
+    why: str  # which tests
+    fixtures: frozenset  # a test using one of these needs it
+    present: object  # () -> bool
+    debian: tuple = ()  # the packages that provide it
+    pip: str | None = None  # or the requirements file that does
 
 
 def _postgres_present() -> bool:
@@ -47,15 +47,34 @@ def _formats_present() -> bool:
 
 
 NEEDS = (
-    Need("chromium", "the browser tests", frozenset({"browser", "page", "new_page", "server_url"}),
-         lambda: Path(CHROMIUM).exists(), debian=("chromium",)),
-    Need("postgresql", "the database tests", frozenset({"postgres_server_url"}), _postgres_present,
-         debian=("postgresql",)),
-    Need("fonts", "the letters' rendering test", frozenset({"fonts_installed"}),
-         lambda: all((glyphs.FONT_DIR / name).is_file() for name in glyphs.FONT_FILES),
-         debian=("fonts-dejavu-core", "fonts-dejavu-extra", "fonts-liberation")),
-    Need("bayesian-torch and BLiTZ", "the BNN-format tests", frozenset({"bnn_libraries"}), _formats_present,
-         pip="requirements-formats.txt"),
+    Need(
+        "chromium",
+        "the browser tests",
+        frozenset({"browser", "page", "new_page", "server_url"}),
+        lambda: Path(CHROMIUM).exists(),
+        debian=("chromium",),
+    ),
+    Need(
+        "postgresql",
+        "the database tests",
+        frozenset({"postgres_server_url"}),
+        _postgres_present,
+        debian=("postgresql",),
+    ),
+    Need(
+        "fonts",
+        "the letters' rendering test",
+        frozenset({"fonts_installed"}),
+        lambda: all((glyphs.FONT_DIR / name).is_file() for name in glyphs.FONT_FILES),
+        debian=("fonts-dejavu-core", "fonts-dejavu-extra", "fonts-liberation"),
+    ),
+    Need(
+        "bayesian-torch and BLiTZ",
+        "the BNN-format tests",
+        frozenset({"bnn_libraries"}),
+        _formats_present,
+        pip="requirements-formats.txt",
+    ),
 )
 
 
@@ -73,17 +92,27 @@ def install(needs: list[Need]) -> str | None:
     """Install ``needs``; None when done, else the one line that says why not and what to run."""
     packages = [package for need in needs for package in need.debian]
     requirements = [need.pip for need in needs if need.pip]
-    hint = "; ".join(filter(None, [f"apt-get install -y {' '.join(packages)}" if packages else "",
-                                   *(f"pip install --no-deps -r {file}" for file in requirements)]))
+    hint = "; ".join(
+        filter(
+            None,
+            [
+                f"apt-get install -y {' '.join(packages)}" if packages else "",
+                *(f"pip install --no-deps -r {file}" for file in requirements),
+            ],
+        )
+    )
     if os.environ.get("SYMLAB_TEST_INSTALL", "1") == "0":
         return f"missing {describe(needs)}: install them ({hint}), or deselect those tests"
     if packages and (os.geteuid() != 0 or shutil.which("apt-get") is None):
-        return (f"missing {describe(needs)}, and this is not root with apt-get to install them: {hint}"
-                " (or deselect those tests, e.g. -m \"not slow\")")
+        return (
+            f"missing {describe(needs)}, and this is not root with apt-get to install them: {hint}"
+            ' (or deselect those tests, e.g. -m "not slow")'
+        )
     print(f"installing {describe(needs)}: {hint}", file=sys.__stderr__, flush=True)
     environment = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    steps = ([["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", *packages]] if packages else []) + \
-        [[sys.executable, "-m", "pip", "install", "-q", "--no-deps", "-r", str(ROOT / file)] for file in requirements]
+    steps = ([["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", *packages]] if packages else []) + [
+        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "-r", str(ROOT / file)] for file in requirements
+    ]
     for step in steps:
         done = subprocess.run(step, env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         if done.returncode != 0:

@@ -48,8 +48,9 @@ def page(path: str, **query) -> AppTest:
     return at.run()
 
 
-@pytest.mark.parametrize("path, query", [("views/modes.py", {"forward": "1", "dim": "2"}),
-                                         ("views/toy.py", {"alpha": "0.5"})])
+@pytest.mark.parametrize(
+    "path, query", [("views/modes.py", {"forward": "1", "dim": "2"}), ("views/toy.py", {"alpha": "0.5"})]
+)
 def test_lab_charts_use_more_than_colour(path, query):
     at = page(path, **query)
     assert not at.exception
@@ -60,12 +61,29 @@ def test_mnist_charts_use_more_than_colour(tmp_path, monkeypatch):
     monkeypatch.setenv("SYMLAB_RUNS_DIR", str(tmp_path / "runs"))
     for hidden in (8, 16):
         for method in ("mfvi", "sgm"):
-            cli.main(["mnist", "--hidden", str(hidden), "--method", method, "--K", "4", "--epochs", "2",
-                      "--train-subset", "300", "--samples", "2", "--device", "cpu", "--json"])
+            cli.main(
+                [
+                    "mnist",
+                    "--hidden",
+                    str(hidden),
+                    "--method",
+                    method,
+                    "--K",
+                    "4",
+                    "--epochs",
+                    "2",
+                    "--train-subset",
+                    "300",
+                    "--samples",
+                    "2",
+                    "--device",
+                    "cpu",
+                    "--json",
+                ]
+            )
     tokens = [run.token for run in Registry(run_kinds()).runs()]  # links name runs by their tokens
     at = page("views/mnist.py", compare=",".join(tokens))
     assert not at.exception
     # By width: accuracy, SGM's bound gain, closest units, units at the prior; per epoch: the live view's 2 curves
     # and 3 diagnostics, the comparison's 3 curves and 3 diagnostics.
     assert assert_redundant_cues(at) >= 4 + 11
-

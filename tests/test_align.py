@@ -35,6 +35,7 @@ SIZES = [(3, 5, 2), (2, 8, 8, 2), (4, 6, 7, 5, 3), (10, 32, 32, 10)]
 
 # --- the distribution and its permutations ------------------------------------------------------
 
+
 def test_permute_keeps_the_function_of_every_sample():
     q = random_posterior((3, 6, 5, 2), 0)
     perms = random_perms((3, 6, 5, 2), 1)
@@ -46,10 +47,11 @@ def test_permute_keeps_the_function_of_every_sample():
     for index, perm in enumerate(perms):
         noise_moved = [symmetry.permute_units(noise_moved[0], index, np.broadcast_to(perm, (4, len(perm))))]
     for s in range(4):
-        sample = [(mW + sW * eW[s], mb + sb * eb[s])
-                  for (mW, mb), (sW, sb), (eW, eb) in zip(q.means, q.sds, noise)]
-        sample_moved = [(mW + sW * eW[s], mb + sb * eb[s])
-                        for (mW, mb), (sW, sb), (eW, eb) in zip(moved.means, moved.sds, noise_moved[0])]
+        sample = [(mW + sW * eW[s], mb + sb * eb[s]) for (mW, mb), (sW, sb), (eW, eb) in zip(q.means, q.sds, noise)]
+        sample_moved = [
+            (mW + sW * eW[s], mb + sb * eb[s])
+            for (mW, mb), (sW, sb), (eW, eb) in zip(moved.means, moved.sds, noise_moved[0])
+        ]
         np.testing.assert_allclose(mlp.forward(sample_moved, x), mlp.forward(sample, x), atol=1e-12)
     assert align.w2_distance(q, moved) > 1.0  # a different point of weight space
 
@@ -63,8 +65,14 @@ def test_permute_by_the_inverse_undoes_it():
 
 def test_w2_distance_is_the_closed_form_and_matches_quantile_functions():
     qa, qb = random_posterior((2, 3, 1), 0), random_posterior((2, 3, 1), 1, sd_scale=1.0)
-    closed = math.sqrt(sum(np.sum((a - b) ** 2) for la, lb in ((qa.means, qb.means), (qa.sds, qb.sds))
-                           for pa, pb in zip(la, lb) for a, b in zip(pa, pb)))
+    closed = math.sqrt(
+        sum(
+            np.sum((a - b) ** 2)
+            for la, lb in ((qa.means, qb.means), (qa.sds, qb.sds))
+            for pa, pb in zip(la, lb)
+            for a, b in zip(pa, pb)
+        )
+    )
     assert align.w2_distance(qa, qb) == pytest.approx(closed, rel=1e-12)
     # Independently: for product measures W₂² sums over coordinates, and in 1-D it is
     # ∫₀¹ (F⁻¹(u) − G⁻¹(u))² du, here by quadrature on the quantile functions.
@@ -97,6 +105,7 @@ def test_invalid_posteriors_and_pairs_are_refused():
 
 
 # --- alignment ----------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("objective", align.OBJECTIVES)
 @pytest.mark.parametrize("sizes", SIZES, ids=lambda s: "-".join(map(str, s)))
@@ -154,8 +163,10 @@ def test_the_result_is_a_fixed_point_of_every_layer(objective):
 def test_one_hidden_layer_reaches_the_global_minimum(seed, objective):
     sizes = (3, 5, 2)
     qa, qb = random_posterior(sizes, seed), random_posterior(sizes, seed + 10)
-    best = min(align.layer_distances(qa, align.permute(qb, [np.array(p)]), objective).sum()
-               for p in itertools.permutations(range(5)))
+    best = min(
+        align.layer_distances(qa, align.permute(qb, [np.array(p)]), objective).sum()
+        for p in itertools.permutations(range(5))
+    )
     result = align.align(qa, qb, objective)
     assert result.history[-1] == pytest.approx(best, rel=1e-12)
 
@@ -167,8 +178,11 @@ def test_two_layers_come_close_to_the_global_minimum():
     sizes, gaps = (3, 4, 4, 2), []
     for seed in range(20):
         qa, qb = random_posterior(sizes, seed), random_posterior(sizes, seed + 10)
-        best = min(align.layer_distances(qa, align.permute(qb, [np.array(p1), np.array(p2)]), "w2").sum()
-                   for p1 in itertools.permutations(range(4)) for p2 in itertools.permutations(range(4)))
+        best = min(
+            align.layer_distances(qa, align.permute(qb, [np.array(p1), np.array(p2)]), "w2").sum()
+            for p1 in itertools.permutations(range(4))
+            for p2 in itertools.permutations(range(4))
+        )
         found = align.align(qa, qb, "w2").history[-1]
         assert found >= best * (1 - 1e-12)
         gaps.append(found / best - 1)
@@ -186,8 +200,10 @@ def test_unit_distances_are_the_assignment_costs():
     # Swapping units i and j of q_B changes the total by exactly the change in these costs.
     perm = np.arange(5)
     perm[[1, 3]] = perm[[3, 1]]
-    change = align.layer_distances(qa, align.permute(qb, [perm, np.arange(4)]), "w2").sum() \
+    change = (
+        align.layer_distances(qa, align.permute(qb, [perm, np.arange(4)]), "w2").sum()
         - align.layer_distances(qa, qb, "w2").sum()
+    )
     assert change == pytest.approx(cost[1, 3] + cost[3, 1] - cost[1, 1] - cost[3, 3], abs=1e-9)
 
 
@@ -202,6 +218,7 @@ def test_weight_matching_ignores_the_standard_deviations():
 
 
 # --- the path ---------------------------------------------------------------------------------
+
 
 def test_interpolation_endpoints_are_the_posteriors_exactly():
     qa, qb = random_posterior((3, 6, 5, 2), 0), random_posterior((3, 6, 5, 2), 1)
@@ -236,18 +253,23 @@ def test_predictive_averages_probabilities_not_logits():
     log_probs = align.predictive_log_probs(q, noise, x)
     by_hand = []
     for s in range(3):
-        sample = [(mW + sW * eW, mb + sb * eb)
-                  for (mW, mb), (sW, sb), (eW, eb) in zip(q.means, q.sds, q.layout.layers(noise[s].double().numpy()))]
+        sample = [
+            (mW + sW * eW, mb + sb * eb)
+            for (mW, mb), (sW, sb), (eW, eb) in zip(q.means, q.sds, q.layout.layers(noise[s].double().numpy()))
+        ]
         by_hand.append(torch.softmax(torch.tensor(mlp.forward(sample, x.double().numpy())), -1))
     np.testing.assert_allclose(log_probs.exp().numpy(), torch.stack(by_hand).mean(0).numpy(), rtol=1e-5)
 
 
-@pytest.mark.parametrize("values, expected", [
-    ([1.0, 1.0, 1.0], 0.0),
-    ([0.0, 2.0, 1.0], 1.5),           # straight line at t = ½ is 0.5
-    ([1.0, 0.2, 1.0], 0.0),           # a dip is no barrier
-    ([0.0, 0.0, 0.0, 0.0, 3.0], 0.0),  # rising along the line's end
-])
+@pytest.mark.parametrize(
+    "values, expected",
+    [
+        ([1.0, 1.0, 1.0], 0.0),
+        ([0.0, 2.0, 1.0], 1.5),  # straight line at t = ½ is 0.5
+        ([1.0, 0.2, 1.0], 0.0),  # a dip is no barrier
+        ([0.0, 0.0, 0.0, 0.0, 3.0], 0.0),  # rising along the line's end
+    ],
+)
 def test_barrier_heights(values, expected):
     ts = np.linspace(0, 1, len(values))
     assert align.barrier(ts, values) == pytest.approx(expected)
@@ -265,6 +287,7 @@ def test_barrier_needs_a_path_from_zero_to_one(ts, values):
 
 # --- the experiment -----------------------------------------------------------------------------
 
+
 def test_moons_are_two_balanced_interleaved_classes():
     x, y = align_lab.make_moons(1000, 0.0, np.random.default_rng(0))
     assert x.shape == (1000, 2) and set(y) == {0, 1} and y.sum() == 500
@@ -281,13 +304,26 @@ def test_moons_are_two_balanced_interleaved_classes():
         assert best > 50
 
 
-@pytest.mark.parametrize("field, value, message", [
-    ("task", "cifar", "task must be one of"), ("width", 1, "width"), ("depth", 0, "depth"),
-    ("train_size", 5, "train_size"), ("noise", -0.1, "noise"), ("steps", 0, "steps"), ("lr", 0.0, "lr"),
-    ("lr", float("nan"), "lr"), ("prior_scale", 0.0, "prior_scale"), ("init_sd", 2.0, "init_sd"),
-    ("samples", 0, "samples"), ("path_points", 2, "path_points"), ("seed", -1, "seed"), ("width", 3.5, "width"),
-    ("depth", True, "depth"),
-])
+@pytest.mark.parametrize(
+    "field, value, message",
+    [
+        ("task", "cifar", "task must be one of"),
+        ("width", 1, "width"),
+        ("depth", 0, "depth"),
+        ("train_size", 5, "train_size"),
+        ("noise", -0.1, "noise"),
+        ("steps", 0, "steps"),
+        ("lr", 0.0, "lr"),
+        ("lr", float("nan"), "lr"),
+        ("prior_scale", 0.0, "prior_scale"),
+        ("init_sd", 2.0, "init_sd"),
+        ("samples", 0, "samples"),
+        ("path_points", 2, "path_points"),
+        ("seed", -1, "seed"),
+        ("width", 3.5, "width"),
+        ("depth", True, "depth"),
+    ],
+)
 def test_invalid_configs_are_refused(field, value, message):
     with pytest.raises(ValueError, match=message):
         align_lab.AlignConfig(**{field: value}).validate()
@@ -333,16 +369,26 @@ def test_training_is_reproducible():
 def test_report_keys_and_consistency(small_run):
     _, pair, report = small_run
     public = results.to_json(report)
-    for key in ("barrier_before", "barrier_after", "w2_before", "w2_after", "barrier_weight_matching",
-                "w2_weight_matching", "paths", "permutations", "summary"):
+    for key in (
+        "barrier_before",
+        "barrier_after",
+        "w2_before",
+        "w2_after",
+        "barrier_weight_matching",
+        "w2_weight_matching",
+        "paths",
+        "permutations",
+        "summary",
+    ):
         assert key in public
     assert not any(key.startswith("_") for key in public)
     assert not {"alignments", "ends", "noise"} & set(public)  # in memory only: for the page
     assert public["config"] == results.to_json(SMALL) and public["w2_after"] == report.w2_after
     assert report.w2_after <= report.w2_before
     assert report.w2_before == pytest.approx(align.w2_distance(pair.qa, pair.qb))
-    assert report.w2_after == pytest.approx(align.w2_distance(pair.qa, align.permute(pair.qb, [
-        np.array(p) for p in report.permutations])))
+    assert report.w2_after == pytest.approx(
+        align.w2_distance(pair.qa, align.permute(pair.qb, [np.array(p) for p in report.permutations]))
+    )
     # Every path starts at q_A with the same noise: the same loss at t = 0.
     starts = {name: path["loss"][0] for name, path in report.paths.items()}
     assert len(set(starts.values())) == 1
@@ -395,7 +441,7 @@ def test_assignment_view_is_the_cost_matrix_in_either_order(small_run):
         aligned = align_lab.assignment_view(pair.qa, pair.qb, perms, index, aligned=True)
         others = [p if i != index else np.arange(len(p)) for i, p in enumerate(report.alignments["w2"].perms)]
         cost = align.unit_distances(pair.qa, align.permute(pair.qb, others), index, "w2")
-        assert np.allclose(own.distance ** 2, np.maximum(cost, 0))  # W₂ distances of the other layers' alignment
+        assert np.allclose(own.distance**2, np.maximum(cost, 0))  # W₂ distances of the other layers' alignment
         assert list(own.matched) == list(perm) and list(aligned.matched) == list(range(len(perm)))
         assert np.allclose(aligned.distance, own.distance[:, perm]) and list(aligned.columns) == list(perm)
         assert np.allclose(own.above_nearest.min(axis=1), 0) and (own.above_nearest >= 0).all()

@@ -28,13 +28,16 @@ from symlab.lib.gaussian import DiagonalGaussian
 # from the identity (the same permutations on random nets of one to four hidden layers, both
 # objectives), and on one hidden layer it converges in one step to the exact assignment.
 
+
 def mlp_permutation_spec(num_hidden_layers: int, keys) -> tuple[dict, dict]:
     """(perm_to_axes, axes_to_perm) for the arrays named in ``keys``."""
-    axes_to_perm = {"Dense_0/kernel": (None, "P_0"),
-                    **{f"Dense_{i}/kernel": (f"P_{i - 1}", f"P_{i}") for i in range(1, num_hidden_layers)},
-                    **{f"Dense_{i}/bias": (f"P_{i}",) for i in range(num_hidden_layers)},
-                    f"Dense_{num_hidden_layers}/kernel": (f"P_{num_hidden_layers - 1}", None),
-                    f"Dense_{num_hidden_layers}/bias": (None,)}
+    axes_to_perm = {
+        "Dense_0/kernel": (None, "P_0"),
+        **{f"Dense_{i}/kernel": (f"P_{i - 1}", f"P_{i}") for i in range(1, num_hidden_layers)},
+        **{f"Dense_{i}/bias": (f"P_{i}",) for i in range(num_hidden_layers)},
+        f"Dense_{num_hidden_layers}/kernel": (f"P_{num_hidden_layers - 1}", None),
+        f"Dense_{num_hidden_layers}/bias": (None,),
+    }
     axes_to_perm = {key: axes_to_perm[key.removesuffix("/sd")] for key in keys}
     perm_to_axes = defaultdict(list)
     for key, axis_perms in axes_to_perm.items():
@@ -62,8 +65,9 @@ def get_permuted_param(axes_to_perm, perm, key, params, except_axis=None):
     return w
 
 
-def reference_weight_matching(layers_a, layers_b, rng_seed, max_iter=100, sds_a=None, sds_b=None,
-                              order=None) -> list[np.ndarray]:
+def reference_weight_matching(
+    layers_a, layers_b, rng_seed, max_iter=100, sds_a=None, sds_b=None, order=None
+) -> list[np.ndarray]:
     """Permutations of q_B's hidden units (SymLab's convention: new unit k = old unit perms[l][k]).
     ``order``: visit the layers in this fixed order every iteration instead (for the checks)."""
     params_a, params_b = as_params(layers_a, sds_a), as_params(layers_b, sds_b)
@@ -100,11 +104,17 @@ def reference_distance(layers_a, layers_b, perms, sds_a=None, sds_b=None) -> flo
     params_a, params_b = as_params(layers_a, sds_a), as_params(layers_b, sds_b)
     _, axes_to_perm = mlp_permutation_spec(len(layers_a) - 1, params_a)
     perm = {f"P_{i}": p for i, p in enumerate(perms)}
-    return float(np.sqrt(sum(np.sum((params_a[key] - get_permuted_param(axes_to_perm, perm, key, params_b)) ** 2)
-                             for key in params_a)))
+    return float(
+        np.sqrt(
+            sum(
+                np.sum((params_a[key] - get_permuted_param(axes_to_perm, perm, key, params_b)) ** 2) for key in params_a
+            )
+        )
+    )
 
 
 # --- the cases ----------------------------------------------------------------------------------
+
 
 def perturbed_copy_pair(sizes, seed: int, noise: float) -> tuple[DiagonalGaussian, DiagonalGaussian]:
     """q_A with PyTorch-like means (U(±1/√fan_in)) and standard deviations U(0.01, 0.1); q_B is q_A with
@@ -127,8 +137,12 @@ def perturbed_copy_pair(sizes, seed: int, noise: float) -> tuple[DiagonalGaussia
 def reference_distances(qa, qb, objective: str, runs: int = 100) -> np.ndarray:
     """The distance each of ``runs`` seeds of the reference ends at."""
     sds = dict(sds_a=qa.sds, sds_b=qb.sds) if objective == "w2" else {}
-    return np.array([reference_distance(qa.means, qb.means, reference_weight_matching(qa.means, qb.means, seed, **sds),
-                                        **sds) for seed in range(runs)])
+    return np.array(
+        [
+            reference_distance(qa.means, qb.means, reference_weight_matching(qa.means, qb.means, seed, **sds), **sds)
+            for seed in range(runs)
+        ]
+    )
 
 
 def assert_no_farther_than_the_reference(qa, qb, objective: str) -> None:
@@ -188,7 +202,7 @@ def test_trained_mnist_nets_no_farther_than_the_references_median(trained_mnist_
     hair on another machine's arithmetic: three of four, and no pair 0.05 % farther, are required."""
     beaten = 0
     for first in range(0, 8, 2):
-        qa, qb = (point_estimate(net) for net in trained_mnist_nets[first:first + 2])
+        qa, qb = (point_estimate(net) for net in trained_mnist_nets[first : first + 2])
         reference = reference_distances(qa, qb, "means")
         distance = np.sqrt(align.align(qa, qb, "means").history[-1])
         fixed_order = np.sqrt(align.align(qa, qb, "means", starts=3).history[-1])
@@ -215,9 +229,11 @@ def test_one_hidden_layer_is_the_reference_exactly(objective):
 
 # --- the reimplementation's checks ----------------------------------------------------------------
 
+
 @pytest.mark.parametrize("objective", align.OBJECTIVES)
-@pytest.mark.parametrize("sizes", [(3, 5, 2), (2, 8, 8, 2), (4, 6, 7, 5, 3), (10, 12, 12, 12, 12, 4)],
-                         ids=lambda s: "-".join(map(str, s)))
+@pytest.mark.parametrize(
+    "sizes", [(3, 5, 2), (2, 8, 8, 2), (4, 6, 7, 5, 3), (10, 12, 12, 12, 12, 4)], ids=lambda s: "-".join(map(str, s))
+)
 def test_the_reference_in_fixed_order_takes_symlabs_steps(sizes, objective):
     """Layers visited 0, 1, … from the identity: the reference and SymLab's first descent agree."""
     for seed in range(3):
@@ -237,6 +253,7 @@ def test_the_reference_on_one_hidden_layer_converges_in_one_iteration():
 
 
 # --- the starts ---------------------------------------------------------------------------------
+
 
 def test_starts_are_counted_capped_and_reproducible():
     deep, shallow = perturbed_copy_pair((20, 12, 12, 12, 4), 0, 3.0), perturbed_copy_pair((20, 12, 4), 0, 3.0)

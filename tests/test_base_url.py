@@ -10,10 +10,16 @@ PAGE = b"<!doctype html><html><head><title>x</title></head><body></body></html>"
 def answering(content_type: bytes, body: bytes, seen: list):
     async def app(scope, receive, send):
         seen.append(scope)
-        await send({"type": "http.response.start", "status": 200,
-                    "headers": [(b"content-type", content_type), (b"content-length", str(len(body)).encode())]})
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [(b"content-type", content_type), (b"content-length", str(len(body)).encode())],
+            }
+        )
         await send({"type": "http.response.body", "body": body[:10], "more_body": True})
         await send({"type": "http.response.body", "body": body[10:]})
+
     return app
 
 
@@ -47,8 +53,11 @@ def test_under_a_base_path_the_root_is_that_path():
 
 
 def test_anything_but_a_page_passes_untouched():
-    for path, content_type, method in (("/static/js/index.js", b"text/javascript", "GET"),
-                                       ("/_stcore/health", b"text/html", "GET"), ("/toy", b"text/html", "HEAD")):
+    for path, content_type, method in (
+        ("/static/js/index.js", b"text/javascript", "GET"),
+        ("/_stcore/health", b"text/html", "GET"),
+        ("/toy", b"text/html", "HEAD"),
+    ):
         seen = []
         headers, body = request(PinnedBaseUrl(answering(content_type, PAGE, seen)), path, method)
         assert body == PAGE and int(headers[b"content-length"]) == len(PAGE)

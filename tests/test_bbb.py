@@ -88,12 +88,25 @@ def grid_optimum(objective, mu_range, sd_range, zooms=4, points=51):
 @pytest.mark.parametrize("mc_samples, tolerance", [(64, 0.03), (3, 0.15)])
 def test_the_fit_finds_the_elbo_optimum_on_a_grid(mc_samples, tolerance):
     x, y = logistic_data()
-    best_mu, best_sd = grid_optimum(lambda m, s: quadrature_negative_elbo(m, s, x.numpy(), y.numpy(), 1.0),
-                                    (-1.0, 4.0), (0.01, 1.5))
+    best_mu, best_sd = grid_optimum(
+        lambda m, s: quadrature_negative_elbo(m, s, x.numpy(), y.numpy(), 1.0), (-1.0, 4.0), (0.01, 1.5)
+    )
     assert 0.1 < best_sd < 1.0 and best_mu > 0.5  # an interior optimum, not the grid's edge
-    mean, sd = bbb.bbb_fit(logistic_logits, torch.zeros(1, dtype=F64), x, y, epochs=900, batch_size=len(x),
-                           lr=0.03, milestones=(300, 600), gamma=0.1, generator=torch.Generator().manual_seed(0),
-                           prior_scale=1.0, init_rho=-3.0, mc_samples=mc_samples)
+    mean, sd = bbb.bbb_fit(
+        logistic_logits,
+        torch.zeros(1, dtype=F64),
+        x,
+        y,
+        epochs=900,
+        batch_size=len(x),
+        lr=0.03,
+        milestones=(300, 600),
+        gamma=0.1,
+        generator=torch.Generator().manual_seed(0),
+        prior_scale=1.0,
+        init_rho=-3.0,
+        mc_samples=mc_samples,
+    )
     assert abs(mean.item() - best_mu) < tolerance * best_sd, (mean.item(), best_mu, best_sd)
     assert abs(sd.item() / best_sd - 1) < tolerance, (sd.item(), best_sd)
 
@@ -102,9 +115,21 @@ def test_the_fit_recovers_a_gaussian_posterior():
     x, y = gaussian_data()  # log p(y | x, w) = −½|w − x|²: the posterior is N(Σx/λ, I/λ), λ = N + 1/p²
     prior_scale = 0.5
     lam = len(x) + 1 / prior_scale**2
-    mean, sd = bbb.bbb_fit(gaussian_logits, torch.zeros(2, dtype=F64), x, y, epochs=120, batch_size=5, lr=0.03,
-                           milestones=(40, 80), gamma=0.1, generator=torch.Generator().manual_seed(0),
-                           prior_scale=prior_scale, init_rho=-3.0, mc_samples=32)
+    mean, sd = bbb.bbb_fit(
+        gaussian_logits,
+        torch.zeros(2, dtype=F64),
+        x,
+        y,
+        epochs=120,
+        batch_size=5,
+        lr=0.03,
+        milestones=(40, 80),
+        gamma=0.1,
+        generator=torch.Generator().manual_seed(0),
+        prior_scale=prior_scale,
+        init_rho=-3.0,
+        mc_samples=32,
+    )
     assert torch.allclose(mean, x.sum(0) / lam, atol=0.05 / lam**0.5), (mean, x.sum(0) / lam)
     assert torch.allclose(sd, torch.full((2,), lam**-0.5, dtype=F64), rtol=0.05), (sd, lam**-0.5)
 
@@ -132,10 +157,19 @@ def test_a_diverging_learning_rate_raises_naming_the_step():
         fit_small(1, lr=1e25)
 
 
-@pytest.mark.parametrize("change, message", [
-    (dict(epochs=0), "epochs"), (dict(batch_size=0), "batch_size"), (dict(batch_size=41), "batch_size"),
-    (dict(lr=0.0), "lr"), (dict(prior_scale=-1.0), "prior_scale"), (dict(kl_weight=-1.0), "kl_weight"),
-    (dict(mc_samples=0), "mc_samples"), (dict(gamma=0.0), "gamma")])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (dict(epochs=0), "epochs"),
+        (dict(batch_size=0), "batch_size"),
+        (dict(batch_size=41), "batch_size"),
+        (dict(lr=0.0), "lr"),
+        (dict(prior_scale=-1.0), "prior_scale"),
+        (dict(kl_weight=-1.0), "kl_weight"),
+        (dict(mc_samples=0), "mc_samples"),
+        (dict(gamma=0.0), "gamma"),
+    ],
+)
 def test_invalid_parameters_are_refused(change, message):
     with pytest.raises(ValueError, match=message):
         fit_small(1, **change)
@@ -167,8 +201,17 @@ def test_real_networks_fit_and_sample(net):
     generator = torch.Generator().manual_seed(0)
     logits, p, x, y = classification_problem(net, 60, generator)
     seen = []
-    mean, sd = bbb.bbb_fit(logits, 0.3 * torch.randn(p, generator=generator), x, y, epochs=30, batch_size=20,
-                           lr=0.01, generator=generator, on_step=lambda step, loss: seen.append(loss))
+    mean, sd = bbb.bbb_fit(
+        logits,
+        0.3 * torch.randn(p, generator=generator),
+        x,
+        y,
+        epochs=30,
+        batch_size=20,
+        lr=0.01,
+        generator=generator,
+        on_step=lambda step, loss: seen.append(loss),
+    )
     assert mean.shape == sd.shape == (p,) and torch.all(sd > 0)
     assert np.mean(seen[-9:]) < np.mean(seen[:9])
     samples = bbb.bbb_samples(mean, sd, 5, generator)

@@ -15,8 +15,14 @@ def test_the_process_cpu_clock_counts_another_process_threads():
     import os
     import subprocess
 
-    child = subprocess.Popen([sys.executable, "-c", "import time\nend = time.process_time() + 0.3\n"
-                              "while time.process_time() < end: pass\ninput()"], stdin=subprocess.PIPE)
+    child = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import time\nend = time.process_time() + 0.3\nwhile time.process_time() < end: pass\ninput()",
+        ],
+        stdin=subprocess.PIPE,
+    )
     try:
         import time
 

@@ -48,18 +48,22 @@ def group_elements(layout, blocks_by_layer):
 
 def brute_force_information(layout, w, mu, log_sd, elements):
     """log q(ω) − log((1/|H|) Σ_h q(h⁻¹ω)) by one pass over all weights per group element."""
-    terms = torch.stack([bnn.log_density_terms(w, mu, log_sd, mlp.permutation_index(layout, element))
-                         for element in elements])
+    terms = torch.stack(
+        [bnn.log_density_terms(w, mu, log_sd, mlp.permutation_index(layout, element)) for element in elements]
+    )
     identity = bnn.log_density_terms(w, mu, log_sd)
     return float(identity - (torch.logsumexp(terms, 0) - math.log(len(elements))))
 
 
-@pytest.mark.parametrize("sizes, chosen", [
-    ((3, 5, 2), {0: [[0, 1], [2, 3, 4]]}),
-    ((2, 4, 3), {0: [[0, 1, 2, 3]]}),
-    ((3, 3, 4, 2), {1: [[0, 2], [1, 3]]}),
-    ((2, 3, 2, 3, 2), {0: [[0, 2]], 2: [[0, 1, 2]]}),
-])
+@pytest.mark.parametrize(
+    "sizes, chosen",
+    [
+        ((3, 5, 2), {0: [[0, 1], [2, 3, 4]]}),
+        ((2, 4, 3), {0: [[0, 1, 2, 3]]}),
+        ((3, 3, 4, 2), {1: [[0, 2], [1, 3]]}),
+        ((2, 3, 2, 3, 2), {0: [[0, 2]], 2: [[0, 1, 2]]}),
+    ],
+)
 def test_block_estimator_equals_enumerating_h_for_fixed_draws(sizes, chosen):
     for mean_scale in (0.05, 1.0):  # near-invariant q (active blocks) and one with apart units
         layout, mu, log_sd, generator = posterior(sizes, seed=3, mean_scale=mean_scale)
@@ -136,8 +140,7 @@ def test_relabelling_the_units_leaves_the_estimate_and_the_blocks_unchanged():
     plan = blocks.plan_blocks(layout, mu, log_sd, 2)
     moved_plan = blocks.plan_blocks(layout, mu[index], log_sd[index], 2)
     relabel = {int(old): new for new, old in enumerate(perm)}  # unit perm[i] of q is unit i of g·q
-    assert sorted(sorted(relabel[u] for u in block) for block in plan.blocks()[0]) == \
-        sorted(moved_plan.blocks()[0])
+    assert sorted(sorted(relabel[u] for u in block) for block in plan.blocks()[0]) == sorted(moved_plan.blocks()[0])
     for _ in range(5):
         w, noise = draw(mu, log_sd, generator)
         value = blocks.block_mutual_info(layout, w, noise, mu, log_sd, plan)[0]
@@ -148,18 +151,19 @@ def test_relabelling_the_units_leaves_the_estimate_and_the_blocks_unchanged():
 @pytest.mark.parametrize("size", [2, 3])
 def test_gradient_matches_finite_differences(size):
     layout, mu, log_sd, generator = posterior((3, 6, 2), seed=4, mean_scale=0.1)
-    plan = blocks.plan_from_blocks(layout, {0: [list(range(i, i + size)) for i in range(0, 6 - size + 1, size)]},
-                                   mu, log_sd)
+    plan = blocks.plan_from_blocks(
+        layout, {0: [list(range(i, i + size)) for i in range(0, 6 - size + 1, size)]}, mu, log_sd
+    )
     _, noise = draw(mu, log_sd, generator)
 
     def estimate(m, s):
-        value, active = blocks.block_mutual_info(layout, torch.addcmul(m, s.exp(), noise).detach(), noise, m, s,
-                                                 plan)
+        value, active = blocks.block_mutual_info(layout, torch.addcmul(m, s.exp(), noise).detach(), noise, m, s, plan)
         assert active
         return value
 
-    assert torch.autograd.gradcheck(estimate, (mu.clone().requires_grad_(), log_sd.clone().requires_grad_()),
-                                    eps=1e-6, atol=1e-6)
+    assert torch.autograd.gradcheck(
+        estimate, (mu.clone().requires_grad_(), log_sd.clone().requires_grad_()), eps=1e-6, atol=1e-6
+    )
 
 
 def test_the_gradient_of_i_h_pushes_close_units_apart():
@@ -198,12 +202,21 @@ def test_nearest_unit_divergence_and_prior_count_match_brute_force():
     for layer, width in enumerate(layout.hidden):
         mu_rows, log_sd_rows = (mlp.unit_rows(layout.layers(flat), layer) for flat in (mu, log_sd))
         factors = [torch.distributions.Normal(mu_rows[j], log_sd_rows[j].exp()) for j in range(width)]
-        nearest = [min(float(torch.distributions.kl_divergence(factors[j], factors[k]).sum()
-                             + torch.distributions.kl_divergence(factors[k], factors[j]).sum())
-                       for k in range(width) if k != j) for j in range(width)]
+        nearest = [
+            min(
+                float(
+                    torch.distributions.kl_divergence(factors[j], factors[k]).sum()
+                    + torch.distributions.kl_divergence(factors[k], factors[j]).sum()
+                )
+                for k in range(width)
+                if k != j
+            )
+            for j in range(width)
+        ]
         prior = torch.distributions.Normal(0.0, prior_scale)
-        at_prior = sum(float(torch.distributions.kl_divergence(f, prior).mean()) <= blocks.PRIOR_KL_PER_PARAMETER
-                       for f in factors)
+        at_prior = sum(
+            float(torch.distributions.kl_divergence(f, prior).mean()) <= blocks.PRIOR_KL_PER_PARAMETER for f in factors
+        )
         assert report["by_layer"][layer]["nearest_unit_kl_min"] == pytest.approx(min(nearest), rel=1e-9)
         assert report["by_layer"][layer]["nearest_unit_kl_median"] == pytest.approx(np.median(nearest), rel=1e-9)
         assert report["by_layer"][layer]["units_at_prior"] == at_prior

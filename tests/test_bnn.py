@@ -32,8 +32,10 @@ def naive_forward(layout, flat, x):
     """One network, one input, one unit at a time, straight from the flat vector's layout."""
     h = list(x)
     for index, ((w0, b0, _), fan_in, fan_out) in enumerate(zip(layout.offsets, layout.sizes[:-1], layout.sizes[1:])):
-        h = [sum(float(flat[w0 + i * fan_in + j]) * h[j] for j in range(fan_in)) + float(flat[b0 + i])
-             for i in range(fan_out)]
+        h = [
+            sum(float(flat[w0 + i * fan_in + j]) * h[j] for j in range(fan_in)) + float(flat[b0 + i])
+            for i in range(fan_out)
+        ]
         if index < len(layout.sizes) - 2:
             h = [max(v, 0.0) for v in h]
     return h
@@ -52,8 +54,9 @@ def test_forward_equals_a_naive_loop(sizes, batch, backend):
         for net in np.ndindex(*batch):
             for row in range(7):
                 inputs = x[(*net, row)] if per_net else x[row]
-                np.testing.assert_allclose(np.asarray(out[(*net, row)]), naive_forward(layout, flat[net], inputs),
-                                           rtol=1e-12, atol=1e-12)
+                np.testing.assert_allclose(
+                    np.asarray(out[(*net, row)]), naive_forward(layout, flat[net], inputs), rtol=1e-12, atol=1e-12
+                )
 
 
 @pytest.mark.parametrize("backend", ["numpy", "torch"])
@@ -111,12 +114,16 @@ def test_initialisation_is_torch_linear_default_drawn_layer_by_layer():
     # One network: each layer is one draw, the same numbers as its weights then its biases.
     one = mlp.init_parameters(layout, torch.Generator().manual_seed(1))
     generator = torch.Generator().manual_seed(1)
-    pieces = [torch.empty(size).uniform_(-1 / math.sqrt(fan_in), 1 / math.sqrt(fan_in), generator=generator)
-              for fan_in, fan_out in ((30, 20), (20, 10)) for size in (fan_out * fan_in, fan_out)]
+    pieces = [
+        torch.empty(size).uniform_(-1 / math.sqrt(fan_in), 1 / math.sqrt(fan_in), generator=generator)
+        for fan_in, fan_out in ((30, 20), (20, 10))
+        for size in (fan_out * fan_in, fan_out)
+    ]
     torch.testing.assert_close(one, torch.cat(pieces), rtol=0, atol=0)
 
 
 # --- the mean-field Gaussian ------------------------------------------------------------------------
+
 
 def test_kl_of_a_batch_matches_torch_distributions_coordinate_by_coordinate():
     generator = torch.Generator().manual_seed(9)
@@ -124,18 +131,20 @@ def test_kl_of_a_batch_matches_torch_distributions_coordinate_by_coordinate():
     log_sd = 3 * torch.randn(3, 50, generator=generator, dtype=torch.float64)
     log_sd[0, :3] = torch.tensor([-400.0, -40.0, 12.0])  # σ far below and above the prior's
     prior_scale = torch.tensor([[0.1], [1.0], [7.5]], dtype=torch.float64)  # one per posterior
-    expected = torch.distributions.kl_divergence(torch.distributions.Normal(mean, log_sd.exp()),
-                                                 torch.distributions.Normal(0.0, prior_scale.expand(3, 50)))
+    expected = torch.distributions.kl_divergence(
+        torch.distributions.Normal(mean, log_sd.exp()), torch.distributions.Normal(0.0, prior_scale.expand(3, 50))
+    )
     kl = gaussian.kl_to_prior(mean, log_sd, prior_scale)
     assert kl.shape == (3,) and torch.isfinite(kl).all()
     finite = torch.isfinite(expected).all(1)  # torch's form takes log(σ²) of an underflowed 0 at σ = e⁻⁴⁰⁰
     assert not finite[0]
     torch.testing.assert_close(kl[finite], expected.sum(1)[finite], rtol=1e-12, atol=0)
-    by_hand = 0.5 * (torch.exp(2 * log_sd[0] - 2 * math.log(0.1)) + (mean[0] / 0.1) ** 2 - 1) \
-        - (log_sd[0] - math.log(0.1))
+    by_hand = 0.5 * (torch.exp(2 * log_sd[0] - 2 * math.log(0.1)) + (mean[0] / 0.1) ** 2 - 1) - (
+        log_sd[0] - math.log(0.1)
+    )
     assert kl[0].item() == pytest.approx(by_hand.sum().item(), rel=1e-12)
     layout = mlp.Layout((4, 5, 2))
-    q = gaussian.DiagonalGaussian(layout, mean[:, :layout.n_params], log_sd[:, :layout.n_params])
+    q = gaussian.DiagonalGaussian(layout, mean[:, : layout.n_params], log_sd[:, : layout.n_params])
     torch.testing.assert_close(q.kl_to_prior(2.0), gaussian.kl_to_prior(q.mean, q.log_sd, 2.0), rtol=0, atol=0)
 
 
@@ -168,8 +177,9 @@ def test_network_is_unchanged_by_permuting_weights_means_and_sds_alike(sizes):
         assert not torch.equal(index, torch.arange(layout.n_params))
         torch.testing.assert_close(mlp.forward(layout.layers(w[index]), x), mlp.forward(layout.layers(w), x))
         # q(gω; gμ, gσ) = q(ω; μ, σ): the density is invariant when g acts on all three.
-        torch.testing.assert_close(bnn.log_density_terms(w[index], mu[index], log_sd[index]),
-                                   bnn.log_density_terms(w, mu, log_sd))
+        torch.testing.assert_close(
+            bnn.log_density_terms(w[index], mu[index], log_sd[index]), bnn.log_density_terms(w, mu, log_sd)
+        )
 
 
 def test_cost_matrix_form_equals_the_direct_computation():
@@ -180,7 +190,8 @@ def test_cost_matrix_form_equals_the_direct_computation():
     fast = bnn.permutation_log_densities(layout, w, mu, log_sd, perms)
     direct = [bnn.log_density_terms(w, mu, log_sd)] + [
         bnn.log_density_terms(w, mu, log_sd, mlp.permutation_index(layout, bnn.group_element(perms, k)))
-        for k in range(20)]
+        for k in range(20)
+    ]
     torch.testing.assert_close(fast, torch.stack(direct), rtol=1e-10, atol=1e-9)
     # ... and the cost matrix itself, entry by entry.
     cost = bnn.unit_cost_matrix(layout, w, mu, log_sd)
@@ -188,8 +199,9 @@ def test_cost_matrix_form_equals_the_direct_computation():
     variances = mlp.unit_rows(layout.layers(torch.exp(2 * log_sd)), 0)
     for j in range(6):
         for k in range(6):
-            assert cost[j, k].item() == pytest.approx(((units[j] - means[k]) ** 2 / variances[k]).sum().item(),
-                                                      rel=1e-10)
+            assert cost[j, k].item() == pytest.approx(
+                ((units[j] - means[k]) ** 2 / variances[k]).sum().item(), rel=1e-10
+            )
 
 
 def test_infonce_is_below_min_of_exact_mi_and_log_k_and_approaches_it():
@@ -243,8 +255,10 @@ def test_screening_certifies_only_far_permutations():
 def test_kl_matches_torch_distributions():
     layout = mlp.Layout((5, 4, 3))
     mu, log_sd, _ = random_posterior(layout, 5)
-    expected = torch.distributions.kl_divergence(torch.distributions.Normal(mu, log_sd.exp()),
-                                                 torch.distributions.Normal(torch.zeros_like(mu), torch.full_like(mu, 1.7))).sum()
+    expected = torch.distributions.kl_divergence(
+        torch.distributions.Normal(mu, log_sd.exp()),
+        torch.distributions.Normal(torch.zeros_like(mu), torch.full_like(mu, 1.7)),
+    ).sum()
     assert gaussian.kl_to_prior(mu, log_sd, 1.7).item() == pytest.approx(expected.item(), rel=1e-12)
 
 
@@ -463,7 +477,9 @@ def test_local_outputs_have_the_weight_draws_distribution():
     x = x.expand(20_000, -1)  # the same input repeated: per-example noise makes these independent draws
     with torch.no_grad():
         noise = torch.randn(20_000, ESTIMATOR_LAYOUT.n_params, generator=generator, dtype=mu.dtype)
-        fresh = mlp.forward(ESTIMATOR_LAYOUT.layers(mu + log_sd.exp() * noise), x[:1].unsqueeze(0).expand(20_000, 1, 6))[:, 0]
+        fresh = mlp.forward(
+            ESTIMATOR_LAYOUT.layers(mu + log_sd.exp() * noise), x[:1].unsqueeze(0).expand(20_000, 1, 6)
+        )[:, 0]
         local = bnn.local_reparam_outputs(ESTIMATOR_LAYOUT, mu, log_sd, x, generator)
     error = torch.sqrt(fresh.var(0) / len(fresh) + local.var(0) / len(local))
     assert float(((fresh.mean(0) - local.mean(0)) / error).abs().max()) < 5

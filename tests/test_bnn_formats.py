@@ -35,8 +35,10 @@ KEYS = {
     "bayesian-torch": (("{}mu_weight", "{}rho_weight"), ("{}mu_bias", "{}rho_bias")),
     "BLiTZ": (("{}weight_mu", "{}weight_rho"), ("{}bias_mu", "{}bias_rho")),
     "torchbnn": (("{}weight_mu", "{}weight_log_sigma"), ("{}bias_mu", "{}bias_log_sigma")),
-    "Pyro AutoNormal": (("locs.{}weight_unconstrained", "scales.{}weight_unconstrained"),
-                        ("locs.{}bias_unconstrained", "scales.{}bias_unconstrained")),
+    "Pyro AutoNormal": (
+        ("locs.{}weight_unconstrained", "scales.{}weight_unconstrained"),
+        ("locs.{}bias_unconstrained", "scales.{}bias_unconstrained"),
+    ),
 }
 SIGMA = {
     "bayesian-torch": lambda rho: torch.log1p(torch.exp(rho)),
@@ -44,8 +46,12 @@ SIGMA = {
     "torchbnn": torch.exp,
     "Pyro AutoNormal": torch.nn.functional.softplus,
 }
-FORMULA = {"bayesian-torch": "σ = softplus(ρ)", "BLiTZ": "σ = softplus(ρ)", "torchbnn": "σ = exp(log σ)",
-           "Pyro AutoNormal": "σ = softplus(scale_unconstrained)"}
+FORMULA = {
+    "bayesian-torch": "σ = softplus(ρ)",
+    "BLiTZ": "σ = softplus(ρ)",
+    "torchbnn": "σ = exp(log σ)",
+    "Pyro AutoNormal": "σ = softplus(scale_unconstrained)",
+}
 FILES = {  # file: (the library that wrote it, whether its layers have biases)
     "bayesian-torch.pt": ("bayesian-torch", True),
     "bayesian-torch-flipout.safetensors": ("bayesian-torch", True),
@@ -89,6 +95,7 @@ def comparable(report) -> dict:
 
 # --- the libraries' files, read -----------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("file", FILES)
 def test_each_librarys_file_reads_as_its_posterior(file):
     library, bias = FILES[file]
@@ -100,20 +107,22 @@ def test_each_librarys_file_reads_as_its_posterior(file):
 @pytest.mark.parametrize("file", FILES)
 def test_symlabs_numbers_on_a_converted_file_are_those_on_the_librarys(file):
     network = weights.read_network(DATA / file)
-    converted = weights.read_network(weights.posterior_bytes(network.means, network.sds, has_bias=network.has_bias),
-                                     "converted.safetensors")
+    converted = weights.read_network(
+        weights.posterior_bytes(network.means, network.sds, has_bias=network.has_bias), "converted.safetensors"
+    )
     assert converted.library is None and (converted.sizes, converted.biases) == (network.sizes, network.biases)
     assert comparable(network_report(converted)) == comparable(network_report(network))
     # The converted file holds σ in float32: within its rounding of each σ.
     sds = network.gaussian().sd
-    assert align.w2_distance(network.gaussian(), converted.gaussian()) <= 2.0 ** -24 * np.linalg.norm(sds)
+    assert align.w2_distance(network.gaussian(), converted.gaussian()) <= 2.0**-24 * np.linalg.norm(sds)
 
 
 def test_distances_between_two_libraries_posteriors_survive_conversion():
     a, b = (weights.read_network(DATA / file) for file in ("bayesian-torch.pt", "pyro-autonormal.pt"))
     a_copy, b_copy = (weights.read_network(weights.posterior_bytes(n.means, n.sds)) for n in (a, b))
     assert align.w2_distance(a_copy.gaussian(), b_copy.gaussian()) == pytest.approx(
-        align.w2_distance(a.gaussian(), b.gaussian()), rel=1e-6)
+        align.w2_distance(a.gaussian(), b.gaussian()), rel=1e-6
+    )
 
 
 def test_the_symmetry_cli_analyses_a_librarys_file(capsys):
@@ -133,18 +142,28 @@ def test_the_align_cli_aligns_two_libraries_files(capsys):
 
 
 def test_layers_keep_the_models_order_under_symlabs_keys():
-    renamed = {key.replace("0.", "hidden.").replace("2.", "a_out."): value
-               for key, value in file_tensors(DATA / "torchbnn.pt").items()}
+    renamed = {
+        key.replace("0.", "hidden.").replace("2.", "a_out."): value
+        for key, value in file_tensors(DATA / "torchbnn.pt").items()
+    }
     fmt = bnn_formats.detect(renamed)
     assert fmt.name == "torchbnn" and bnn_formats.SD_PREFIX == weights.SD_PREFIX
     assert list(bnn_formats.to_symlab(renamed, fmt)) == [
-        "hidden.weight", "sd.hidden.weight", "hidden.bias", "sd.hidden.bias",
-        "a_out.weight", "sd.a_out.weight", "a_out.bias", "sd.a_out.bias"]
+        "hidden.weight",
+        "sd.hidden.weight",
+        "hidden.bias",
+        "sd.hidden.bias",
+        "a_out.weight",
+        "sd.a_out.weight",
+        "a_out.bias",
+        "sd.a_out.bias",
+    ]
     assert weights.read_network(torch_bytes(renamed)).sizes == SIZES  # "a_out" sorts first, but comes last
     assert bnn_formats.detect({"0.weight": torch.ones(2, 2), "sd.0.weight": torch.ones(2, 2)}) is None
 
 
 # --- what is refused, and the message --------------------------------------------------------------------------
+
 
 def read_error(tensors: dict) -> str:
     with pytest.raises(WeightsError) as refused:
@@ -152,25 +171,32 @@ def read_error(tensors: dict) -> str:
     return str(refused.value)
 
 
-@pytest.mark.parametrize("extra", [{}, file_tensors(DATA / "bayesian-torch.pt")],
-                         ids=["alone", "in a bayesian-torch file"])
+@pytest.mark.parametrize(
+    "extra", [{}, file_tensors(DATA / "bayesian-torch.pt")], ids=["alone", "in a bayesian-torch file"]
+)
 def test_an_unknown_tensor_is_refused_with_the_formats_read_and_how_to_convert(extra):
     message = read_error({**extra, "0.foo_mu": torch.ones(8)})
     assert message.startswith("upload.pt: '0.foo_mu' belong to no nn.Linear layer")
     assert "a plain state_dict or safetensors file, a SymLab posterior (standard deviations under sd.<key>)" in message
-    assert ("saved by bayesian-torch, BLiTZ, torchbnn or Pyro AutoNormal (for Pyro, the AutoNormal guide's "
-            "state_dict(): the param store's save() pickles its constraint objects") in message
-    assert ("save the means as <layer>.weight/<layer>.bias and the standard deviations as "
-            "sd.<layer>.weight/sd.<layer>.bias") in message
+    assert (
+        "saved by bayesian-torch, BLiTZ, torchbnn or Pyro AutoNormal (for Pyro, the AutoNormal guide's "
+        "state_dict(): the param store's save() pickles its constraint objects"
+    ) in message
+    assert (
+        "save the means as <layer>.weight/<layer>.bias and the standard deviations as sd.<layer>.weight/sd.<layer>.bias"
+    ) in message
     assert "\n" not in message
 
 
 def test_files_mixing_formats_are_refused_naming_the_keys():
     bayesian_torch, torchbnn = (file_tensors(DATA / file) for file in ("bayesian-torch.pt", "torchbnn.pt"))
-    mixed = {**bayesian_torch, **{"4." + key.removeprefix("2."): value for key, value in torchbnn.items()
-                                  if key.startswith("2.")}}
-    assert "mixes the posteriors of bayesian-torch ('0.rho_weight') and torchbnn ('4.weight_log_sigma')" \
-        in read_error(mixed)
+    mixed = {
+        **bayesian_torch,
+        **{"4." + key.removeprefix("2."): value for key, value in torchbnn.items() if key.startswith("2.")},
+    }
+    assert "mixes the posteriors of bayesian-torch ('0.rho_weight') and torchbnn ('4.weight_log_sigma')" in read_error(
+        mixed
+    )
     plain = {**bayesian_torch, "4.weight": torch.ones(2, 3), "4.bias": torch.ones(2)}
     assert "mixes nn.Linear or SymLab keys ('4.weight', '4.bias') with a bayesian-torch posterior" in read_error(plain)
 
@@ -181,8 +207,10 @@ def test_a_mean_without_its_sigma_parameter_is_refused_naming_both():
     assert "'2.mu_bias' has no '2.rho_bias' beside it" in read_error(state)
     state = file_tensors(DATA / "torchbnn.pt")
     means_only = {key: value for key, value in state.items() if "log_sigma" not in key}
-    assert ("'0.weight_mu' has no σ parameter beside it (BLiTZ: '0.weight_rho', torchbnn: '0.weight_log_sigma')"
-            in read_error(means_only))
+    assert (
+        "'0.weight_mu' has no σ parameter beside it (BLiTZ: '0.weight_rho', torchbnn: '0.weight_log_sigma')"
+        in read_error(means_only)
+    )
     pyro = file_tensors(DATA / "pyro-autonormal.pt")
     del pyro["locs.0.weight_unconstrained"]
     assert "'scales.0.weight_unconstrained' has no 'locs.0.weight_unconstrained' beside it" in read_error(pyro)
@@ -191,9 +219,11 @@ def test_a_mean_without_its_sigma_parameter_is_refused_naming_both():
 def test_sigma_parameters_are_checked_like_any_tensor():
     state = file_tensors(DATA / "torchbnn.pt")
     assert "'0.weight_log_sigma' is int32, not floating point" in read_error(
-        {**state, "0.weight_log_sigma": state["0.weight_log_sigma"].to(torch.int32)})
+        {**state, "0.weight_log_sigma": state["0.weight_log_sigma"].to(torch.int32)}
+    )
     assert "2.bias has 1 NaN or infinite value" in read_error(
-        {**state, "2.bias_log_sigma": torch.tensor([0.0, 800.0, 0.0])})  # exp(800) overflows float64
+        {**state, "2.bias_log_sigma": torch.tensor([0.0, 800.0, 0.0])}
+    )  # exp(800) overflows float64
     mismatched = read_error({**file_tensors(DATA / "blitz.pt"), "0.weight_rho": torch.ones(8, 3)})
     assert "sd.0.weight has shape (8, 3), its mean (8, 4)" in mismatched
 
@@ -212,13 +242,16 @@ def test_pyros_param_store_is_refused_unread():
 
 # --- with the libraries themselves ----------------------------------------------------------------------------
 
+
 def library(module: str):
     """A BNN library a test needs. They are test requirements: missing, the test fails and says how to install it."""
     try:
         return importlib.import_module(module)
     except ImportError as error:
-        pytest.fail(f"{module} is missing ({error}): install requirements.txt, then python -m pip install "
-                    "--no-deps -r requirements-formats.txt (python -m pytest does: tests/prerequisites.py)")
+        pytest.fail(
+            f"{module} is missing ({error}): install requirements.txt, then python -m pip install "
+            "--no-deps -r requirements-formats.txt (python -m pytest does: tests/prerequisites.py)"
+        )
 
 
 @pytest.fixture(scope="module")
@@ -239,8 +272,13 @@ def test_the_files_are_what_the_libraries_write(make, tmp_path):
         shipped, regenerated = file_tensors(DATA / name), file_tensors(written[name])
         assert list(regenerated) == list(shipped), f"{name}: run {DATA / 'make.py'}"
         for key in shipped:
-            torch.testing.assert_close(regenerated[key], shipped[key], rtol=1e-4, atol=1e-6,
-                                       msg=f"{name}: {key} differs; run {DATA / 'make.py'}")
+            torch.testing.assert_close(
+                regenerated[key],
+                shipped[key],
+                rtol=1e-4,
+                atol=1e-6,
+                msg=f"{name}: {key} differs; run {DATA / 'make.py'}",
+            )
     with pytest.raises(WeightsError, match="refused: the file holds objects other than tensors.*constraints"):
         weights.read_network(written["pyro-param-store.pt"])
 

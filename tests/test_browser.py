@@ -29,8 +29,10 @@ def wait_for_run(page, timeout_ms=30_000):
     ("initial" until the first run, then "running", "rerunRequested", ... "notRunning") and shows a
     running indicator while the script runs."""
     page.wait_for_function(
-        "() => document.querySelector('[data-testid=\"stApp\"][data-test-script-state=\"notRunning\"]')"
-        " && !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=timeout_ms)
+        '() => document.querySelector(\'[data-testid="stApp"][data-test-script-state="notRunning"]\')'
+        " && !document.querySelector('[data-testid=\"stStatusWidget\"]')",
+        timeout=timeout_ms,
+    )
 
 
 def metric_value(page, label):
@@ -55,9 +57,11 @@ def density_lines(page):
 
 def wait_for_chart_change(page, before):
     """Vega redraws after Streamlit delivers the new data; poll until it has."""
-    page.wait_for_function(f"before => {{ const chart = ({VEGA_CHART_JS})('Along e₁');"
-                           "return chart !== null && JSON.stringify(chart.lines) !== before; }",
-                           arg=json.dumps(before))
+    page.wait_for_function(
+        f"before => {{ const chart = ({VEGA_CHART_JS})('Along e₁');"
+        "return chart !== null && JSON.stringify(chart.lines) !== before; }",
+        arg=json.dumps(before),
+    )
 
 
 def test_modes_page_slider_changes_the_chart(page, server_url):
@@ -75,8 +79,8 @@ def test_modes_page_slider_changes_the_chart(page, server_url):
     page.keyboard.press("End")  # α to its maximum, 20: far beyond α*
     page.wait_for_url(re.compile(r"alpha=20\.0"))
     page.wait_for_function(
-        "() => [...document.querySelectorAll('[data-testid=\"stMetricValue\"]')]"
-        ".some(e => e.innerText === '0.000')")
+        "() => [...document.querySelectorAll('[data-testid=\"stMetricValue\"]')].some(e => e.innerText === '0.000')"
+    )
     wait_for_run(page)
     wait_for_chart_change(page, before)
     assert page.locator('[data-testid="stException"]').count() == 0
@@ -100,11 +104,13 @@ def test_shared_link_restores_the_view_and_play_animates(page, server_url):
     assert "Adam step 0 /" in progress.inner_text()
     page.get_by_role("button", name="Play", exact=True).click()
     page.wait_for_function(
-        "() => /Adam step [1-9]\\d* \\//.test(document.querySelector('[data-testid=\"stProgress\"]').innerText)")
+        "() => /Adam step [1-9]\\d* \\//.test(document.querySelector('[data-testid=\"stProgress\"]').innerText)"
+    )
     page.get_by_role("button", name="Pause", exact=True).click()
     page.get_by_role("button", name="Reset", exact=True).click()
     page.wait_for_function(
-        "() => /Adam step 0 \\//.test(document.querySelector('[data-testid=\"stProgress\"]').innerText)")
+        "() => /Adam step 0 \\//.test(document.querySelector('[data-testid=\"stProgress\"]').innerText)"
+    )
 
 
 def test_malformed_link_shows_a_notice(page, server_url):
@@ -134,10 +140,11 @@ def test_deep_link_on_a_freshly_started_server(page, browser_errors):
 # The toy page's live charts (Vega-Lite), each drawn in an SVG of its own: marking every <svg> and finding the
 # marks on all of them later shows that Streamlit updated the charts in place rather than embedding them anew.
 LIVE_CHARTS = '[data-testid="stVegaLiteChart"] svg.marks'
-MARK_LIVE_CHARTS_JS = f"() => [...document.querySelectorAll('{LIVE_CHARTS}')].map(svg => {{ svg.__kept = true; }}).length"
+MARK_LIVE_CHARTS_JS = (
+    f"() => [...document.querySelectorAll('{LIVE_CHARTS}')].map(svg => {{ svg.__kept = true; }}).length"
+)
 KEPT_LIVE_CHARTS_JS = f"() => [...document.querySelectorAll('{LIVE_CHARTS}')].map(svg => svg.__kept === true)"
-TOY_TITLES = ["Exact posterior (grey) and q over (w₁, w₂)", "Predictions",
-              "Lower bounds under log p(D)", "Test MSE"]
+TOY_TITLES = ["Exact posterior (grey) and q over (w₁, w₂)", "Predictions", "Lower bounds under log p(D)", "Test MSE"]
 
 
 def test_tractable_bnn_trains_live(page, server_url):
@@ -153,16 +160,22 @@ def test_tractable_bnn_trains_live(page, server_url):
     page.get_by_role("button", name="Play", exact=True).click()
     page.wait_for_function(
         "() => { const m = /Adam step (\\d+) \\//.exec(document.querySelector('[data-testid=\"stProgress\"]').innerText);"
-        " return m && Number(m[1]) >= 200; }", timeout=60_000)
+        " return m && Number(m[1]) >= 200; }",
+        timeout=60_000,
+    )
     page.get_by_role("button", name="Pause", exact=True).click()
-    page.wait_for_function(f"([title, before]) => {{ const now = ({VEGA_CHART_JS})(title);"
-                           " return now !== null && now.lines.join() !== before; }",
-                           arg=[TOY_TITLES[2], ",".join(bounds["lines"])])
+    page.wait_for_function(
+        f"([title, before]) => {{ const now = ({VEGA_CHART_JS})(title);"
+        " return now !== null && now.lines.join() !== before; }",
+        arg=[TOY_TITLES[2], ",".join(bounds["lines"])],
+    )
     wait_for_run(page)
     # Ten ticks and more later: the same four charts, updated in place, and the posterior's ellipses moved.
     assert page.evaluate(KEPT_LIVE_CHARTS_JS) == [True] * 4
-    titles = page.evaluate("() => [...document.querySelectorAll('[data-testid=\"stVegaLiteChart\"] .role-title-text')]"
-                           ".map(t => t.textContent)")
+    titles = page.evaluate(
+        "() => [...document.querySelectorAll('[data-testid=\"stVegaLiteChart\"] .role-title-text')]"
+        ".map(t => t.textContent)"
+    )
     assert len(titles) == 4 and all(full.startswith(shown.rstrip("…")) for full, shown in zip(TOY_TITLES, titles))
     posterior = page.wait_for_function(f"title => ({VEGA_CHART_JS})(title)", arg=TOY_TITLES[0]).json_value()
     assert posterior["series"].keys() == {"equivalent modes (α, −α), (−α, α)"}  # read once no rerun marks it stale
@@ -198,7 +211,9 @@ def test_tractable_bnn_names_a_stuck_start_and_restarts_recover(page, server_url
     page.get_by_role("button", name="Play", exact=True).click()
     page.wait_for_function(
         "() => { const m = /Adam step (\\d+) \\//.exec(document.querySelector('[data-testid=\"stProgress\"]').innerText);"
-        " return m && Number(m[1]) >= 1000; }", timeout=60_000)
+        " return m && Number(m[1]) >= 1000; }",
+        timeout=60_000,
+    )
     page.get_by_role("button", name="Pause", exact=True).click()
     wait_for_run(page)
     assert stuck.count() == 0
@@ -207,8 +222,9 @@ def test_tractable_bnn_names_a_stuck_start_and_restarts_recover(page, server_url
     assert page.locator('[data-testid="stException"]').count() == 0
 
 
-def test_mnist_runs_launched_in_the_browser_survive_a_reload_and_finish(page, server_url, server_runs_dir,
-                                                                           browser_errors):
+def test_mnist_runs_launched_in_the_browser_survive_a_reload_and_finish(
+    page, server_url, server_runs_dir, browser_errors
+):
     from symlab.labs import run_kinds
     from symlab.runs.registry import Registry
     from symlab.specs.run_kind import FINISHED
@@ -227,8 +243,9 @@ def test_mnist_runs_launched_in_the_browser_survive_a_reload_and_finish(page, se
     while not all(run.status == FINISHED for run in registry.runs()):
         assert __import__("time").monotonic() < deadline, registry.runs()
         page.wait_for_timeout(1000)
-    page.wait_for_function("() => document.querySelectorAll('[data-testid=\"stProgress\"]').length === 0",
-                           timeout=20_000)  # the live view noticed, without a reload
+    page.wait_for_function(
+        "() => document.querySelectorAll('[data-testid=\"stProgress\"]').length === 0", timeout=20_000
+    )  # the live view noticed, without a reload
     page.get_by_role("tab", name="Results").click()
     page.get_by_text("Accuracy against width").first.wait_for()
     assert page.locator('[data-testid="stException"]').count() == 0
@@ -291,8 +308,10 @@ def test_mnist_block_estimator_run_shows_its_diagnostics_per_epoch(page, server_
 
     # σ by Adam keeps σ₀ 0.3 over these 48 steps, and the pairs' term acts; fitted by curvature, σ leaves σ₀ and
     # this run's term had no gradient (mi_active 0).
-    page.goto(f"{server_url}/mnist?hidden=16&epochs=3&subset=2000&samples=2&seed=5&method=sgm&mi=blocks&block=2"
-              "&init_sd=0.3&sdfit=adam&schedule=constant")
+    page.goto(
+        f"{server_url}/mnist?hidden=16&epochs=3&subset=2000&samples=2&seed=5&method=sgm&mi=blocks&block=2"
+        "&init_sd=0.3&sdfit=adam&schedule=constant"
+    )
     wait_for_run(page)
     page.get_by_role("button", name="Launch SGM blocks").click()
     registry = Registry(run_kinds(), server_runs_dir)
@@ -309,15 +328,18 @@ def test_mnist_block_estimator_run_shows_its_diagnostics_per_epoch(page, server_
     page.get_by_role("tab", name="Results").click()
     page.get_by_text("Closest two units against width").first.wait_for()
     # The run's points as drawn (Vega's SVG marks, by chart title; the comparison's charts come last).
-    points_js = ("title => { const charts = [...document.querySelectorAll('[data-testid=\"stVegaLiteChart\"]')]"
-                 " .filter(c => (c.querySelector('.role-title-text') || {}).textContent === title);"
-                 " const chart = charts[charts.length - 1]; if (!chart) return null;"
-                 " const rows = [...chart.querySelectorAll('.role-mark.mark-symbol path')].map(p => p.__data__.datum)"
-                 " .filter(d => d.series.startsWith('#%d ')).sort((a, b) => a.x - b.x);"
-                 " return rows.length ? {x: rows.map(d => d.x), y: rows.map(d => d.y)} : null; }" % run.id)
+    points_js = (
+        "title => { const charts = [...document.querySelectorAll('[data-testid=\"stVegaLiteChart\"]')]"
+        " .filter(c => (c.querySelector('.role-title-text') || {}).textContent === title);"
+        " const chart = charts[charts.length - 1]; if (!chart) return null;"
+        " const rows = [...chart.querySelectorAll('.role-mark.mark-symbol path')].map(p => p.__data__.datum)"
+        " .filter(d => d.series.startsWith('#%d ')).sort((a, b) => a.x - b.x);"
+        " return rows.length ? {x: rows.map(d => d.x), y: rows.map(d => d.y)} : null; }" % run.id
+    )
     for title, key in (("Closest two units", "nearest_unit_kl_min"), ("Units at the prior", "units_at_prior")):
-        page.wait_for_function(f"title => {{ const p = ({points_js})(title); return p && p.y.length === 3; }}",
-                               arg=title, timeout=20_000)
+        page.wait_for_function(
+            f"title => {{ const p = ({points_js})(title); return p && p.y.length === 3; }}", arg=title, timeout=20_000
+        )
         drawn = page.evaluate(f"title => ({points_js})(title)", title)
         assert drawn["x"] == [1, 2, 3]  # one point per epoch
         assert drawn["y"] == pytest.approx([epoch[key] for epoch in epochs])
@@ -335,8 +357,13 @@ def test_home_page_links_to_each_lab(page, server_url):
     links.nth(len(LABS) - 1).wait_for()  # drawn a moment after the run ends, with the cards' pictures
     assert links.count() == len(LABS)
     assert [text.splitlines()[-1] for text in links.all_inner_texts()] == [lab.title for lab in LABS]
-    assert [lab.title for lab in LABS][:5] == ["Mode interpolation", "Tractable BNN", "MNIST", "Symmetry explorer",
-                                                "Alignment"]
+    assert [lab.title for lab in LABS][:5] == [
+        "Mode interpolation",
+        "Tractable BNN",
+        "MNIST",
+        "Symmetry explorer",
+        "Alignment",
+    ]
     save_screenshot(page, "home")
     links.filter(has_text="Tractable BNN").click()
     page.wait_for_url(re.compile(r"/toy\?"))
@@ -365,41 +392,97 @@ def settled_controls(page, expected):
     """The page's controls once the link's values show and the run that wrote the URL has finished.
     "Presentation mode" is every lab's last control: until it shows, the sidebar is still being drawn
     (a run with cached results can look finished between its first and last widgets)."""
-    page.wait_for_function(f"expected => {{ const values = ({CONTROLS_JS})();"
-                           " return Object.entries(expected).every(([k, v]) => values[k] === v)"
-                           " && 'Presentation mode' in values; }", arg=expected)
+    page.wait_for_function(
+        f"expected => {{ const values = ({CONTROLS_JS})();"
+        " return Object.entries(expected).every(([k, v]) => values[k] === v)"
+        " && 'Presentation mode' in values; }",
+        arg=expected,
+    )
     wait_for_run(page)
     return page.evaluate(CONTROLS_JS)
 
 
 SHARED_LINKS = {  # every URL-bound control, at a value other than its default (MNIST's compare: no runs to pick)
-    "modes": ("alpha=7.5&sigma=0.75&dim=5&forward=1",
-              {"Mode distance α": "7.5", "Component std dev σ": "0.75", "Dimension d (for det Σ*)": "5",
-               "Show the forward-KL fit": "true"}),
-    "toy": ("alpha=1.5&noise=0.3&n=40&prior=2.0&mi=infonce&K=8&lr=0.05&batch=20&init=origin&restarts=2&seed=42"
-            "&alphas=0.5%2C+1.5&seeds=3",
-            {"True slope α (y = α|x| + ε)": "1.5", "Noise std dev": "0.3", "Training points N": "40",
-             "Prior std dev": "2", "SGM's mutual information": "infonce", "K (InfoNCE)": "8",
-             "Learning rate (Adam)": "0.05", "Batch size": "20", "Initial means": "origin", "Restarts": "2",
-             "Seed": "42",
-             "α values (comma-separated)": "0.5, 1.5", "Seeds": "3"}),
-    "mnist": ("hidden=128&depth=2&method=sgm&K=32&epochs=3&subset=5000&batch=64&lr=0.002&prior=0.5&init_sd=0.01"
-              "&samples=5&seed=7&device=cpu&estimator=local",
-              {"Gradient estimator": "local", "Hidden units per layer": "128", "Hidden layers": "2", "Method": "SGM", "K (SGM's InfoNCE terms)": "32",
-               "Epochs": "3", "Training subset (0 = all 60 000)": "5000", "Batch size": "64",
-               "Learning rate (Adam)": "0.00200", "Prior std dev": "0.50", "Initial posterior std dev": "0.01000",
-               "Prediction samples M": "5", "Seed": "7", "Device": "cpu", "Runs": ""}),
+    "modes": (
+        "alpha=7.5&sigma=0.75&dim=5&forward=1",
+        {
+            "Mode distance α": "7.5",
+            "Component std dev σ": "0.75",
+            "Dimension d (for det Σ*)": "5",
+            "Show the forward-KL fit": "true",
+        },
+    ),
+    "toy": (
+        "alpha=1.5&noise=0.3&n=40&prior=2.0&mi=infonce&K=8&lr=0.05&batch=20&init=origin&restarts=2&seed=42"
+        "&alphas=0.5%2C+1.5&seeds=3",
+        {
+            "True slope α (y = α|x| + ε)": "1.5",
+            "Noise std dev": "0.3",
+            "Training points N": "40",
+            "Prior std dev": "2",
+            "SGM's mutual information": "infonce",
+            "K (InfoNCE)": "8",
+            "Learning rate (Adam)": "0.05",
+            "Batch size": "20",
+            "Initial means": "origin",
+            "Restarts": "2",
+            "Seed": "42",
+            "α values (comma-separated)": "0.5, 1.5",
+            "Seeds": "3",
+        },
+    ),
+    "mnist": (
+        "hidden=128&depth=2&method=sgm&K=32&epochs=3&subset=5000&batch=64&lr=0.002&prior=0.5&init_sd=0.01"
+        "&samples=5&seed=7&device=cpu&estimator=local",
+        {
+            "Gradient estimator": "local",
+            "Hidden units per layer": "128",
+            "Hidden layers": "2",
+            "Method": "SGM",
+            "K (SGM's InfoNCE terms)": "32",
+            "Epochs": "3",
+            "Training subset (0 = all 60 000)": "5000",
+            "Batch size": "64",
+            "Learning rate (Adam)": "0.00200",
+            "Prior std dev": "0.50",
+            "Initial posterior std dev": "0.01000",
+            "Prediction samples M": "5",
+            "Seed": "7",
+            "Device": "cpu",
+            "Runs": "",
+        },
+    ),
     # The training part's controls (each part shows only its own; all of them are in the link).
-    "symmetry": ("part=training&width=64&depth=2&sgd_lr=0.05&steps=500&schedule=constant&key=first_out&seed=3",
-                 {"Part": "Permutations in training", "Hidden width": "64", "Hidden layers": "2",
-                  "SGD learning rate (MLPs)": "0.05", "SGD steps": "500", "Learning-rate schedule": "constant",
-                  "Sort units by": "weight to the first next unit", "Seed": "3"}),
+    "symmetry": (
+        "part=training&width=64&depth=2&sgd_lr=0.05&steps=500&schedule=constant&key=first_out&seed=3",
+        {
+            "Part": "Permutations in training",
+            "Hidden width": "64",
+            "Hidden layers": "2",
+            "SGD learning rate (MLPs)": "0.05",
+            "SGD steps": "500",
+            "Learning-rate schedule": "constant",
+            "Sort units by": "weight to the first next unit",
+            "Seed": "3",
+        },
+    ),
     # Half moons still (MNIST hides the noise slider and reads the digits); small and short, so it trains in ~2 s.
-    "align": ("width=16&depth=1&train=200&noise=0.2&steps=300&lr=0.02&prior=0.5&samples=8&order=aligned&seed=3",
-              {"Task": "half moons (2-D)", "Hidden units per layer": "16", "Hidden layers": "1",
-               "Training points": "200", "Noise on the moons": "0.2", "Adam steps": "300", "Learning rate": "0.02",
-               "Prior scale p (N(0, p²) on every weight)": "0.5", "Posterior samples per point of the path": "8",
-               "Seed": "3", "Units of q_B": "in the aligned order"}),
+    "align": (
+        "width=16&depth=1&train=200&noise=0.2&steps=300&lr=0.02&prior=0.5&samples=8&order=aligned&seed=3",
+        {
+            "Task": "half moons (2-D)",
+            "Hidden units per layer": "16",
+            "Hidden layers": "1",
+            "Training points": "200",
+            "Noise on the moons": "0.2",
+            "Adam steps": "300",
+            "Learning rate": "0.02",
+            "Prior scale p (N(0, p²) on every weight)": "0.5",
+            "Posterior samples per point of the path": "8",
+            "Seed": "3",
+            "Units of q_B": "in the aligned order",
+        },
+    ),
 }
 
 
@@ -444,7 +527,8 @@ def test_keyboard_moves_the_alpha_slider_and_starts_training(new_page, server_ur
     page.get_by_role("button", name="Play", exact=True).focus()
     page.keyboard.press("Enter")
     page.wait_for_function(
-        "() => /Adam step [1-9]\\d* \\//.test(document.querySelector('[data-testid=\"stProgress\"]').innerText)")
+        "() => /Adam step [1-9]\\d* \\//.test(document.querySelector('[data-testid=\"stProgress\"]').innerText)"
+    )
     page.get_by_role("button", name="Pause", exact=True).focus()
     page.keyboard.press("Space")
     page.get_by_role("button", name="Play", exact=True).wait_for()
@@ -460,8 +544,10 @@ HEATMAPS_JS = """() => [...document.querySelectorAll('[data-testid="stVegaLiteCh
 
 def heatmaps(page) -> list[dict]:
     # Vega sets an image's href once the picture has loaded: wait for all three.
-    page.wait_for_function(f"() => {{ const shown = ({HEATMAPS_JS})(); "
-                           "return shown.length === 3 && shown.every(chart => chart.image.startsWith('data:')); }")
+    page.wait_for_function(
+        f"() => {{ const shown = ({HEATMAPS_JS})(); "
+        "return shown.length === 3 && shown.every(chart => chart.image.startsWith('data:')); }"
+    )
     shown = []
     for chart in page.evaluate(HEATMAPS_JS):
         z = image_values(chart["image"], VIRIDIS).tolist()
@@ -477,8 +563,9 @@ EPOCH_JS = """() => { const bar = [...document.querySelectorAll('[data-testid="s
 def swap_asymmetry(z):
     """Σ|Z − Zᵀ| / Σ(Z + Zᵀ): 0 for a density symmetric under v₁ ↔ v₂, 1 for one with no mirror image."""
     n = len(z)
-    return (sum(abs(z[i][j] - z[j][i]) for i in range(n) for j in range(n))
-            / sum(z[i][j] + z[j][i] for i in range(n) for j in range(n)))
+    return sum(abs(z[i][j] - z[j][i]) for i in range(n) for j in range(n)) / sum(
+        z[i][j] + z[j][i] for i in range(n) for j in range(n)
+    )
 
 
 def share_v1_above_v2(heatmap):
@@ -491,8 +578,9 @@ def share_v1_above_v2(heatmap):
 def test_symmetry_explorer_doubles_and_removes_the_mode_and_modes_crowd_with_width(page, server_url):
     page.goto(f"{server_url}/symmetry")
     page.get_by_role("heading", name="The doubled mode (Fig. 1)").wait_for(timeout=120_000)
-    page.wait_for_function(f"() => ({HEATMAPS_JS})().length === 3",
-                           timeout=120_000)  # the three density heatmaps are drawn
+    page.wait_for_function(
+        f"() => ({HEATMAPS_JS})().length === 3", timeout=120_000
+    )  # the three density heatmaps are drawn
     wait_for_run(page, timeout_ms=120_000)
     assert page.url.startswith(f"{server_url}/symmetry?part=fig1&")
     assert 0.4 <= float(metric_value(page, "share with v₁ > v₂, raw")) <= 0.6
@@ -556,8 +644,11 @@ def align_t(page):
 
 
 def wait_for_align_point(page, point, timeout_ms=30_000):
-    page.wait_for_function(f"point => {{ const now = ({ALIGN_T_JS})(); return now && now.point === point; }}",
-                           arg=point, timeout=timeout_ms)
+    page.wait_for_function(
+        f"point => {{ const now = ({ALIGN_T_JS})(); return now && now.point === point; }}",
+        arg=point,
+        timeout=timeout_ms,
+    )
 
 
 def barrier(ts, losses):
@@ -637,8 +728,9 @@ def test_alignment_collapses_the_loss_barrier_and_the_path_plays(page, server_ur
     assert align_t(page) == {"t": "0.00", "point": 0}
     wait_for_run(page)
     fresh_button(page, "Play").click()
-    page.wait_for_function(f"() => {{ const now = ({ALIGN_T_JS})(); return now && now.point >= 2; }}",
-                           timeout=30_000)  # 0.6 s a point
+    page.wait_for_function(
+        f"() => {{ const now = ({ALIGN_T_JS})(); return now && now.point >= 2; }}", timeout=30_000
+    )  # 0.6 s a point
     fresh_button(page, "Pause").click()
     fresh_button(page, "Play").and_(page.locator(":enabled")).wait_for()
     wait_for_run(page)
@@ -654,7 +746,8 @@ def test_alignment_collapses_the_loss_barrier_and_the_path_plays(page, server_ur
     page.get_by_role("radiogroup", name="Units of q_B").get_by_text("in the aligned order", exact=True).click()
     page.wait_for_url(re.compile(r"[?&]order=aligned(&|$)"))
     page.wait_for_function(
-        f"() => ({VEGA_CHART_JS})('Hidden layer 1: assignment')?.x_title === 'unit of q_B (aligned order)'")
+        f"() => ({VEGA_CHART_JS})('Hidden layer 1: assignment')?.x_title === 'unit of q_B (aligned order)'"
+    )
     wait_for_run(page)
     for layer in (1, 2):
         pairs = drawn_chart(page, f"Hidden layer {layer}: assignment")["series"]["assigned pair"]
@@ -666,6 +759,7 @@ def test_alignment_collapses_the_loss_barrier_and_the_path_plays(page, server_ur
 
 
 # --- networks of one's own: upload, align, download -------------------------------------------------
+
 
 def network_files(directory):
     """A 784-128-10 MLP saved with torch.save, a copy of it with its hidden units permuted and its weights
@@ -680,8 +774,12 @@ def network_files(directory):
     order = torch.randperm(128)
     state = net.state_dict()
     nudge = 0.01 * torch.randn(128, 784)
-    permuted = {"0.weight": state["0.weight"][order] + nudge, "0.bias": state["0.bias"][order],
-                "2.weight": state["2.weight"][:, order], "2.bias": state["2.bias"]}
+    permuted = {
+        "0.weight": state["0.weight"][order] + nudge,
+        "0.bias": state["0.bias"][order],
+        "2.weight": state["2.weight"][:, order],
+        "2.bias": state["2.bias"],
+    }
     sentinel = directory / "code-ran"
 
     class Payload:
@@ -700,8 +798,7 @@ def network_files(directory):
 def upload(page, label, path):
     """Put ``path`` into the uploader labelled ``label``. By label, not position: the frontend draws each uploader
     when its code has loaded, so for a moment after a run the second uploader's input can be the only one there."""
-    uploader = page.locator('[data-testid="stFileUploader"]').filter(
-        has=page.get_by_text(label, exact=True))
+    uploader = page.locator('[data-testid="stFileUploader"]').filter(has=page.get_by_text(label, exact=True))
     uploader.locator('input[type="file"]').set_input_files(str(path))
 
 
@@ -754,8 +851,11 @@ def test_your_own_networks_upload_align_and_download(page, server_url, server_ru
     wait_for_run(page)
     assert "cannot live in a link" in page.locator('[data-testid="stAlert"]', has_text="link").inner_text()
     assert "64MB per file" in page.locator('[data-testid="stFileUploader"]').inner_text()  # the server's cap
-    for name, message in (("hostile", "refused: the file holds objects other than tensors"),
-                          ("truncated", "truncated or corrupt PyTorch file"), ("conv", "a convolutional layer's")):
+    for name, message in (
+        ("hostile", "refused: the file holds objects other than tensors"),
+        ("truncated", "truncated or corrupt PyTorch file"),
+        ("conv", "a convolutional layer's"),
+    ):
         upload(page, "Your network", paths[name])
         page.locator('[data-testid="stAlert"]', has_text=message).wait_for()
         assert page.locator('[data-testid="stException"]').count() == 0
@@ -770,9 +870,12 @@ def test_your_own_networks_upload_align_and_download(page, server_url, server_ru
     # (± the 99th percentile of |W|), unit 0's row on top.
     shown = []
     for title in ("Hidden layer 1, as uploaded", "Hidden layer 1, units sorted"):
-        page.wait_for_function(f"title => {{ const c = ({VEGA_CHART_JS})(title);"
-                               " return c !== null && c.images.length === 1 && c.images[0].startsWith('data:'); }",
-                               arg=title, timeout=20_000)
+        page.wait_for_function(
+            f"title => {{ const c = ({VEGA_CHART_JS})(title);"
+            " return c !== null && c.images.length === 1 && c.images[0].startsWith('data:'); }",
+            arg=title,
+            timeout=20_000,
+        )
         shown.append(image_values(page.evaluate(VEGA_CHART_JS, title)["images"][0], BLUE_RED)[::-1])
     W = weights.read_network(paths["a"]).means[0][0]
     inputs = np.sort(np.argsort(-W.var(axis=0), kind="stable")[:64])  # the 64 inputs that vary most across units
@@ -793,8 +896,9 @@ def test_your_own_networks_upload_align_and_download(page, server_url, server_ru
     # Both trained and aligned once the path is drawn (a chart of the current run: none marked stale). Where it is
     # not, the screenshot and the page's messages say what the page showed instead.
     try:
-        page.wait_for_function(f"title => ({VEGA_CHART_JS})(title) !== null", arg="The path from A to B",
-                               timeout=120_000)
+        page.wait_for_function(
+            f"title => ({VEGA_CHART_JS})(title) !== null", arg="The path from A to B", timeout=120_000
+        )
     except PlaywrightTimeout:
         save_screenshot(page, "align_files_no_path")
         shown = page.locator('[data-testid="stAlert"], [data-testid="stCaptionContainer"], [data-testid="stException"]')
@@ -805,16 +909,36 @@ def test_your_own_networks_upload_align_and_download(page, server_url, server_ru
     pairs = drawn_chart(page, "Hidden layer 1: assignment")["series"]["assigned pair"]
     # The picture holds A's first 64 units and B's first 64 columns: each of A's units matched among them marked once.
     from symlab.labs.align import experiment as align_lab
+
     perm = align_lab.align_networks(*(weights.read_network(paths[name]) for name in "ab")).permutations[0]
-    assert sorted(pairs["x"]) == sorted(int(unit) for unit in perm[:align_lab.ASSIGNMENT_UNITS]
-                                        if unit < align_lab.ASSIGNMENT_UNITS)
+    assert sorted(pairs["x"]) == sorted(
+        int(unit) for unit in perm[: align_lab.ASSIGNMENT_UNITS] if unit < align_lab.ASSIGNMENT_UNITS
+    )
     assert page.get_by_text(f"first {align_lab.ASSIGNMENT_UNITS} units of q_A").count() == 1
     assert page.locator('[data-testid="stException"]').count() == 0
     save_screenshot(page, "align_files")
 
     # MNIST: a run's posterior downloads and reads back as a 784-16-10 mean-field posterior.
-    subprocess.run([sys.executable, "-m", "symlab", "mnist", "--hidden", "16", "--epochs", "1", "--train-subset",
-                    "1000", "--runs-dir", str(server_runs_dir), "--json"], check=True, capture_output=True, timeout=300)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "symlab",
+            "mnist",
+            "--hidden",
+            "16",
+            "--epochs",
+            "1",
+            "--train-subset",
+            "1000",
+            "--runs-dir",
+            str(server_runs_dir),
+            "--json",
+        ],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     page.goto(f"{server_url}/mnist")
     wait_for_run(page)
     page.get_by_role("tab", name="Results").click()
@@ -838,8 +962,12 @@ def test_a_page_opens_with_a_clean_console_and_no_probe_for_the_server(new_page,
     request to /<page>/_stcore/…: the page knows where the server is (symlab/serving/base_url.py)."""
     page = new_page()
     probes = []
-    page.on("request", lambda request: probes.append(request.url)
-            if re.search(r"/[a-z]+/_stcore/", urlsplit(request.url).path) else None)
+    page.on(
+        "request",
+        lambda request: (
+            probes.append(request.url) if re.search(r"/[a-z]+/_stcore/", urlsplit(request.url).path) else None
+        ),
+    )
     page.goto(f"{server_url}/{link}")
     page.locator("h1").first.wait_for()
     wait_for_run(page, 120_000)

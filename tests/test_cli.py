@@ -38,8 +38,24 @@ def test_modes_table_is_readable():
 
 
 def test_modes_mc_protocol_json():
-    result = run("modes", "--sigma", "1", "--protocol", "mc", "--points", "3", "--alpha-max", "8",
-                 "--samples", "500", "--steps", "300", "--dim", "3", "--json")
+    result = run(
+        "modes",
+        "--sigma",
+        "1",
+        "--protocol",
+        "mc",
+        "--points",
+        "3",
+        "--alpha-max",
+        "8",
+        "--samples",
+        "500",
+        "--steps",
+        "300",
+        "--dim",
+        "3",
+        "--json",
+    )
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
     assert report["protocol"] == "mc-diag" and report["dim"] == 3
@@ -47,16 +63,19 @@ def test_modes_mc_protocol_json():
     assert report["interpolation"][2] < 0.05  # α = 8: on one mode
 
 
-@pytest.mark.parametrize("args", [
-    ["modes", "--sigma", "abc"],
-    ["modes", "--sigma", "-1"],
-    ["modes", "--sigma", "nan"],
-    ["modes", "--sigma", "1", "--points", "1"],
-    ["modes", "--sigma", "1", "--protocol", "magic"],
-    ["modes", "--sigma", "1", "--alpha-max", "inf"],
-    ["nolab"],
-    [],
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["modes", "--sigma", "abc"],
+        ["modes", "--sigma", "-1"],
+        ["modes", "--sigma", "nan"],
+        ["modes", "--sigma", "1", "--points", "1"],
+        ["modes", "--sigma", "1", "--protocol", "magic"],
+        ["modes", "--sigma", "1", "--alpha-max", "inf"],
+        ["nolab"],
+        [],
+    ],
+)
 def test_bad_arguments_give_a_message_not_a_traceback(args):
     result = run(*args)
     assert result.returncode == 2
@@ -64,8 +83,22 @@ def test_bad_arguments_give_a_message_not_a_traceback(args):
 
 
 def test_toy_single_run_json():
-    result = run("toy", "--alpha", "0.5", "--method", "sgm", "--mi", "infonce", "--K", "4", "--seed", "1",
-                 "--steps", "200", "--json")
+    result = run(
+        "toy",
+        "--alpha",
+        "0.5",
+        "--method",
+        "sgm",
+        "--mi",
+        "infonce",
+        "--K",
+        "4",
+        "--seed",
+        "1",
+        "--steps",
+        "200",
+        "--json",
+    )
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
     for key in ("elbo", "test_mse", "exact_test_mse", "log_evidence", "mu", "sigma", "outcome", "notice", "starts"):
@@ -82,7 +115,9 @@ def test_toy_names_a_stuck_fit_in_json_and_in_the_table():
     report = json.loads(result.stdout)
     assert report["outcome"] == toy.STUCK and report["stuck_starts"] == 1
     assert report["notice"] == toy.stuck_notice("use another --seed or raise --restarts")
-    origin = json.loads(run("toy", "--alpha", "3", "--seed", "11", "--init", "origin", "--steps", "1000", "--json").stdout)
+    origin = json.loads(
+        run("toy", "--alpha", "3", "--seed", "11", "--init", "origin", "--steps", "1000", "--json").stdout
+    )
     assert origin["stuck_starts"] == 4 and "--init random" in origin["notice"]  # its starts differ only in noise
     assert report["test_mse"] > 5 * report["exact_test_mse"]
     readable = run("toy", "--alpha", "3", "--seed", "11", "--restarts", "1", "--steps", "1000").stdout
@@ -97,10 +132,17 @@ def test_toy_table_json():
     assert all(r["seeds"] == 2 and r["elbo_std"] >= 0 for r in rows)
 
 
-@pytest.mark.parametrize("args", [
-    ["toy", "--alpha", "-1"], ["toy", "--method", "hmc"], ["toy", "--K", "1"], ["toy", "--alphas", "a,b"],
-    ["toy", "--noise", "0"], ["toy", "--table", "--seeds", "0"],
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["toy", "--alpha", "-1"],
+        ["toy", "--method", "hmc"],
+        ["toy", "--K", "1"],
+        ["toy", "--alphas", "a,b"],
+        ["toy", "--noise", "0"],
+        ["toy", "--table", "--seeds", "0"],
+    ],
+)
 def test_toy_bad_arguments(args):
     result = run(*args, "--steps", "5")
     assert result.returncode == 2
@@ -108,12 +150,38 @@ def test_toy_bad_arguments(args):
 
 
 def test_mnist_json_trains_registers_and_reports(tmp_path):
-    result = run("mnist", "--hidden", "16", "--method", "sgm", "--K", "4", "--epochs", "2", "--train-subset", "1000",
-                 "--samples", "2", "--runs-dir", str(tmp_path), "--json")
+    result = run(
+        "mnist",
+        "--hidden",
+        "16",
+        "--method",
+        "sgm",
+        "--K",
+        "4",
+        "--epochs",
+        "2",
+        "--train-subset",
+        "1000",
+        "--samples",
+        "2",
+        "--runs-dir",
+        str(tmp_path),
+        "--json",
+    )
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
-    for key in ("run_id", "status", "test_acc", "test_nll", "test_ece", "train_elbo", "train_elbo_sym",
-                "mutual_info", "history", "device"):
+    for key in (
+        "run_id",
+        "status",
+        "test_acc",
+        "test_nll",
+        "test_ece",
+        "train_elbo",
+        "train_elbo_sym",
+        "mutual_info",
+        "history",
+        "device",
+    ):
         assert key in report
     # Chance is 0.1; 16 steps whose rate falls to 0 on the cosine schedule reach 0.22 (seed 0).
     assert report["status"] == "finished" and len(report["history"]) == 2 and report["test_acc"] > 0.15
@@ -123,8 +191,28 @@ def test_mnist_json_trains_registers_and_reports(tmp_path):
 
 
 def test_mnist_blocks_json_has_the_symmetrisation_keys(tmp_path):
-    result = run("mnist", "--hidden", "8", "--method", "sgm", "--mi", "blocks", "--block-size", "4", "--epochs", "2",
-                 "--train-subset", "500", "--samples", "2", "--init-sd", "0.5", "--runs-dir", str(tmp_path), "--json")
+    result = run(
+        "mnist",
+        "--hidden",
+        "8",
+        "--method",
+        "sgm",
+        "--mi",
+        "blocks",
+        "--block-size",
+        "4",
+        "--epochs",
+        "2",
+        "--train-subset",
+        "500",
+        "--samples",
+        "2",
+        "--init-sd",
+        "0.5",
+        "--runs-dir",
+        str(tmp_path),
+        "--json",
+    )
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
     assert report["mi_estimator"] == "blocks" and report["mi_trained"] is True
@@ -133,14 +221,42 @@ def test_mnist_blocks_json_has_the_symmetrisation_keys(tmp_path):
     assert 0 < report["nearest_unit_kl_min"] <= report["nearest_unit_kl_median"]
     assert isinstance(report["units_at_prior"], int)
     assert all("nearest_unit_kl_min" in epoch and "block_mi" in epoch for epoch in report["history"])
-    table = run("mnist", "--hidden", "8", "--epochs", "1", "--train-subset", "300", "--samples", "2",
-                "--runs-dir", str(tmp_path))
+    table = run(
+        "mnist",
+        "--hidden",
+        "8",
+        "--epochs",
+        "1",
+        "--train-subset",
+        "300",
+        "--samples",
+        "2",
+        "--runs-dir",
+        str(tmp_path),
+    )
     assert table.returncode == 0 and "J min" in table.stdout and "measured on q, not trained on" in table.stdout
 
 
 def test_mnist_sweep_prints_table_one(tmp_path):
-    result = run("mnist-sweep", "--hidden", "8,16", "--methods", "mfvi,sgm", "--K", "4", "--seeds", "2",
-                 "--epochs", "1", "--train-subset", "500", "--samples", "2", "--runs-dir", str(tmp_path))
+    result = run(
+        "mnist-sweep",
+        "--hidden",
+        "8,16",
+        "--methods",
+        "mfvi,sgm",
+        "--K",
+        "4",
+        "--seeds",
+        "2",
+        "--epochs",
+        "1",
+        "--train-subset",
+        "500",
+        "--samples",
+        "2",
+        "--runs-dir",
+        str(tmp_path),
+    )
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     # One epoch on 500 images at width 8 leaves the networks near chance: the table says so first.
@@ -151,11 +267,13 @@ def test_mnist_sweep_prints_table_one(tmp_path):
 
 
 def test_mnist_errors_are_messages_not_tracebacks(tmp_path):
-    for args, message in ((("--method", "adam"), "invalid choice"),
-                          (("--hidden", "0"), "'0' must be a whole number in [1, "),
-                          (("--block-size", "6"), "'6' must be a whole number in [2, 5]"),
-                          (("--mi", "exact"), "invalid choice"),
-                          (("--data-dir", str(tmp_path / "none"), "--epochs", "1"), "does not exist")):
+    for args, message in (
+        (("--method", "adam"), "invalid choice"),
+        (("--hidden", "0"), "'0' must be a whole number in [1, "),
+        (("--block-size", "6"), "'6' must be a whole number in [2, 5]"),
+        (("--mi", "exact"), "invalid choice"),
+        (("--data-dir", str(tmp_path / "none"), "--epochs", "1"), "does not exist"),
+    ):
         result = run("mnist", *args, "--runs-dir", str(tmp_path / "runs"))
         assert result.returncode != 0 and message in result.stderr and "Traceback" not in result.stderr
     result = run("mnist-data")
@@ -163,6 +281,7 @@ def test_mnist_errors_are_messages_not_tracebacks(tmp_path):
 
 
 # --- the symmetry explorer ------------------------------------------------------------------------
+
 
 def symmetry_json(*args):
     result = run("symmetry", *args, "--json")
@@ -195,10 +314,25 @@ def test_symmetry_mass_json():
     report = symmetry_json("mass", "--nets", "200", "--mlp-steps", "20", "--mlp-width", "8")
     for name in ("perceptrons", "mlps"):
         part = report[name]
-        for key in ("nets", "diverged", "mass_before_median", "mass_after_median", "ratio_median", "ratio_min",
-                    "ratio_max", "converged", "iterations", "degenerate_units", "max_output_change", "seconds"):
+        for key in (
+            "nets",
+            "diverged",
+            "mass_before_median",
+            "mass_after_median",
+            "ratio_median",
+            "ratio_min",
+            "ratio_max",
+            "converged",
+            "iterations",
+            "degenerate_units",
+            "max_output_change",
+            "seconds",
+        ):
             assert key in part, (name, key)
-        assert part["converged"] == part["nets"] > 0 and part["ratio_min"] <= part["ratio_median"] <= part["ratio_max"] <= 1
+        assert (
+            part["converged"] == part["nets"] > 0
+            and part["ratio_min"] <= part["ratio_median"] <= part["ratio_max"] <= 1
+        )
         assert part["mass_after_median"] <= part["mass_before_median"]
     assert report["perceptrons"]["nets"] <= 200 and report["mlps"]["nets"] == 4
     assert report["mlps"]["config"]["width"] == 8 and report["mlps"]["config"]["steps"] == 20
@@ -235,13 +369,17 @@ def test_symmetry_training_json():
     assert 0 <= report["steps_with_permutation"] <= 50
 
 
-@pytest.mark.parametrize("args, first_line", [
-    (["perceptrons", "--nets", "300"], "300 perceptrons trained in"),
-    (["mass", "--nets", "200", "--mlp-steps", "20", "--mlp-width", "8"], "min-mass (median masses"),
-    (["proximity", "--widths", "2,8,64"], "nearest equivalent mode, random weights"),
-    (["quality", "--samples", "50", "--members", "20", "--steps", "200"], "median MMD² to the exact posterior"),
-    (["training", "--steps", "50", "--instances", "2", "--width", "16"], "2 MLPs, width 16 × 1, 50 SGD steps"),
-], ids=["perceptrons", "mass", "proximity", "quality", "training"])
+@pytest.mark.parametrize(
+    "args, first_line",
+    [
+        (["perceptrons", "--nets", "300"], "300 perceptrons trained in"),
+        (["mass", "--nets", "200", "--mlp-steps", "20", "--mlp-width", "8"], "min-mass (median masses"),
+        (["proximity", "--widths", "2,8,64"], "nearest equivalent mode, random weights"),
+        (["quality", "--samples", "50", "--members", "20", "--steps", "200"], "median MMD² to the exact posterior"),
+        (["training", "--steps", "50", "--instances", "2", "--width", "16"], "2 MLPs, width 16 × 1, 50 SGD steps"),
+    ],
+    ids=["perceptrons", "mass", "proximity", "quality", "training"],
+)
 def test_symmetry_tables_are_readable(args, first_line, capsys):
     # In this process: the same code as `python -m symlab` (the JSON tests above run that), faster.
     from symlab import cli
@@ -254,13 +392,16 @@ def test_symmetry_tables_are_readable(args, first_line, capsys):
     assert "Traceback" not in err and "Warning" not in err
 
 
-@pytest.mark.parametrize("args, message", [
-    (["symmetry"], "the following arguments are required: <part>"),
-    (["symmetry", "bogus"], "invalid choice: 'bogus'"),
-    (["symmetry", "perceptrons", "--nets", "0"], "'0' must be a whole number in [10, 100000]"),
-    (["symmetry", "proximity", "--widths", "1,8"], "--widths: '1' must be a whole number in [2, 16384]"),
-    (["symmetry", "training", "--lr", "50", "--steps", "1"], "'50' must be a finite number in [0.005, 10]"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["symmetry"], "the following arguments are required: <part>"),
+        (["symmetry", "bogus"], "invalid choice: 'bogus'"),
+        (["symmetry", "perceptrons", "--nets", "0"], "'0' must be a whole number in [10, 100000]"),
+        (["symmetry", "proximity", "--widths", "1,8"], "--widths: '1' must be a whole number in [2, 16384]"),
+        (["symmetry", "training", "--lr", "50", "--steps", "1"], "'50' must be a finite number in [0.005, 10]"),
+    ],
+)
 def test_symmetry_bad_arguments_give_a_message(args, message, capsys):
     from symlab import cli
 
@@ -272,6 +413,7 @@ def test_symmetry_bad_arguments_give_a_message(args, message, capsys):
 
 
 # --- the alignment lab ------------------------------------------------------------------------------
+
 
 def test_align_json_has_the_barriers_and_distances():
     result = run("align", "--width", "16", "--steps", "300", "--samples", "8", "--path-points", "11", "--json")
@@ -297,13 +439,16 @@ def test_align_table_is_readable(capsys):
     assert "Adam step 100/100" in err and len(err.splitlines()) <= 11
 
 
-@pytest.mark.parametrize("args, message", [
-    (["align", "--task", "cifar"], "invalid choice: 'cifar'"),
-    (["align", "--noise", "2"], "'2' must be a finite number in [0, 1]"),
-    (["align", "--width", "1"], "'1' must be a whole number in [2, 512]"),
-    (["align", "--path-points", "2"], "'2' must be a whole number in [3, 201]"),
-    (["align", "--lr", "5"], "'5' must be a finite number in [0.0001, 0.1]"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["align", "--task", "cifar"], "invalid choice: 'cifar'"),
+        (["align", "--noise", "2"], "'2' must be a finite number in [0, 1]"),
+        (["align", "--width", "1"], "'1' must be a whole number in [2, 512]"),
+        (["align", "--path-points", "2"], "'2' must be a whole number in [3, 201]"),
+        (["align", "--lr", "5"], "'5' must be a finite number in [0.0001, 0.1]"),
+    ],
+)
 def test_align_bad_arguments_give_a_message(args, message, capsys):
     from symlab import cli
 

@@ -33,7 +33,9 @@ def test_help_costs_at_most_half_a_cpu_second_beyond_python_itself(command):
     python = cpu_seconds([sys.executable, "-c", "pass"])
     args = [command, "--help"] if command else ["--help"]
     spent = cpu_seconds([sys.executable, "-m", "symlab", *args])
-    assert spent - python <= BUDGET_CPU_SECONDS, f"symlab {' '.join(args)}: {spent:.2f} CPU-s, python alone {python:.2f}"
+    assert spent - python <= BUDGET_CPU_SECONDS, (
+        f"symlab {' '.join(args)}: {spent:.2f} CPU-s, python alone {python:.2f}"
+    )
 
 
 def test_parsing_a_command_or_a_page_link_loads_no_torch():

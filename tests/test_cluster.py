@@ -66,14 +66,41 @@ def ray_node(run) -> str:
 
 
 def test_a_sweep_runs_on_both_nodes_of_the_cluster(cluster, capsys):
-    assert cli.main(["mnist-sweep", "--hidden", "8,16", "--methods", "mfvi,sgm", "--K", "4", "--seeds", "1",
-                     "--epochs", "1", "--train-subset", "500", "--samples", "2", "--executor", "ray", "--json"]) == 0
+    assert (
+        cli.main(
+            [
+                "mnist-sweep",
+                "--hidden",
+                "8,16",
+                "--methods",
+                "mfvi,sgm",
+                "--K",
+                "4",
+                "--seeds",
+                "1",
+                "--epochs",
+                "1",
+                "--train-subset",
+                "500",
+                "--samples",
+                "2",
+                "--executor",
+                "ray",
+                "--json",
+            ]
+        )
+        == 0
+    )
     report = json.loads(capsys.readouterr().out)
     assert [(r["status"], r["executor"]) for r in report["runs"]] == [("finished", "ray")] * 4
     # Two runs fit at once, one per node: the first two placed are on different nodes.
     assert len({r["node"] for r in report["runs"]}) == 2
-    assert {(row["hidden"], row["label"]) for row in report["table"]} == {(8, "MFVI"), (16, "MFVI"), (8, "SGM K=4"),
-                                                                        (16, "SGM K=4")}
+    assert {(row["hidden"], row["label"]) for row in report["table"]} == {
+        (8, "MFVI"),
+        (16, "MFVI"),
+        (8, "SGM K=4"),
+        (16, "SGM K=4"),
+    }
     registry = Registry(run_kinds())
     assert all(run.node and run.executor == "ray" for run in registry.runs())
 
@@ -113,7 +140,9 @@ def test_a_run_lost_with_its_node_is_interrupted_and_resumes_on_another(cluster)
 
 def test_cancel_withdraws_a_waiting_run_and_stops_a_running_one(cluster):
     registry = Registry(run_kinds())
-    running = [supervisor.submit(registry, "mnist", MnistConfig(**UNFINISHED, seed=seed), executor="ray") for seed in range(2)]
+    running = [
+        supervisor.submit(registry, "mnist", MnistConfig(**UNFINISHED, seed=seed), executor="ray") for seed in range(2)
+    ]
     waiting = supervisor.submit(registry, "mnist", MnistConfig(**TINY), executor="ray")  # both CPUs are taken
     for run_id in running:
         wait_for(registry, run_id, lambda r: r.status == RUNNING)
@@ -132,12 +161,19 @@ def test_cancel_withdraws_a_waiting_run_and_stops_a_running_one(cluster):
 
 def test_ray_and_psycopg_are_imported_only_when_asked_for(tmp_path):
     """The app's and the command line's start, and a local run's registry, load neither."""
-    code = ("import sys; from symlab import cli; from symlab.labs import run_kinds; "
-            "from symlab.runs.registry import Registry; cli.build_parser(); "
-            f"Registry(run_kinds(), {str(tmp_path)!r}).runs(); "
-            "print(sorted(m for m in ('ray', 'psycopg') if m in sys.modules))")
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                            env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(cli.__file__).rsplit("/symlab/", 1)[0]})
+    code = (
+        "import sys; from symlab import cli; from symlab.labs import run_kinds; "
+        "from symlab.runs.registry import Registry; cli.build_parser(); "
+        f"Registry(run_kinds(), {str(tmp_path)!r}).runs(); "
+        "print(sorted(m for m in ('ray', 'psycopg') if m in sys.modules))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(cli.__file__).rsplit("/symlab/", 1)[0]},
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.strip() == "[]"
 
@@ -155,13 +191,20 @@ UNREACHABLE = "postgresql://symlab:secret@127.0.0.1:1/symlab"
 
 
 def test_an_unreachable_database_is_one_clear_line_on_the_command_line(tmp_path):
-    result = subprocess.run([sys.executable, "-m", "symlab", "mnist", "--hidden", "8", "--epochs", "1",
-                             "--runs-dir", str(tmp_path)], capture_output=True, text=True, timeout=120,
-                            cwd=ROOT, env={**os.environ, "SYMLAB_DATABASE_URL": UNREACHABLE})
+    result = subprocess.run(
+        [sys.executable, "-m", "symlab", "mnist", "--hidden", "8", "--epochs", "1", "--runs-dir", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+        env={**os.environ, "SYMLAB_DATABASE_URL": UNREACHABLE},
+    )
     assert result.returncode == 1 and "Traceback" not in result.stderr
     [line] = result.stderr.strip().splitlines()
-    assert line.startswith("python -m symlab mnist: error: cannot use the run registry's database "
-                           "postgresql://symlab:***@127.0.0.1:1/symlab")
+    assert line.startswith(
+        "python -m symlab mnist: error: cannot use the run registry's database "
+        "postgresql://symlab:***@127.0.0.1:1/symlab"
+    )
     assert "secret" not in line and "SYMLAB_DATABASE_URL" in line
 
 
@@ -170,8 +213,9 @@ def test_an_unreachable_database_is_a_message_on_the_page(tmp_path, monkeypatch)
     monkeypatch.setenv("SYMLAB_DATABASE_URL", UNREACHABLE)
     at = AppTest.from_file(str(ROOT / "views" / "mnist.py"), default_timeout=60).run()
     assert not at.exception
-    assert any("cannot use the run registry's database" in error.value and "secret" not in error.value
-               for error in at.error)
+    assert any(
+        "cannot use the run registry's database" in error.value and "secret" not in error.value for error in at.error
+    )
 
 
 def test_the_pages_computations_run_as_ray_tasks(tmp_path, monkeypatch):

@@ -66,12 +66,15 @@ def test_page_values_map_back_to_a_config():
     assert config == Example(width=32, mode="b", fast=True)
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--width", "1"], "'1' must be a whole number in [2, 512]"),
-    (["--width", "2.5"], "'2.5' is not a whole number"),
-    (["--rate", "nan"], "'nan' must be a finite number in [0.0001, 1]"),
-    (["--mode", "c"], "invalid choice"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--width", "1"], "'1' must be a whole number in [2, 512]"),
+        (["--width", "2.5"], "'2.5' is not a whole number"),
+        (["--rate", "nan"], "'nan' must be a finite number in [0.0001, 1]"),
+        (["--mode", "c"], "invalid choice"),
+    ],
+)
 def test_flags_refuse_what_the_declaration_refuses(argv, message):
     with pytest.raises(argparse.ArgumentError, match=message.replace("[", "\\[").replace("]", "\\]")):
         parser_for(Example).parse_args(argv)
@@ -87,8 +90,13 @@ def test_every_value_the_url_accepts_the_flag_accepts_and_validation_keeps():
     for param in controls.url_params(Example):
         name = next(n for n, (spec, _) in controls.declared(Example).items() if (spec.url or n) == param.name)
         spec = controls.declaration(Example, name)
-        for value in ([param.low, param.high] if param.kind in ("int", "float") else
-                      list(param.choices) if param.kind == "choice" else [True, False]):
+        for value in (
+            [param.low, param.high]
+            if param.kind in ("int", "float")
+            else list(param.choices)
+            if param.kind == "choice"
+            else [True, False]
+        ):
             assert spec.accepts(value), (name, value)
 
 
@@ -113,8 +121,14 @@ def declared_configs(lab):
     package = f"symlab.labs.{lab.name}"
     name = f"{package}.config" if importlib.util.find_spec(f"{package}.config") else f"{package}.experiment"
     module = importlib.import_module(name)
-    return [value for value in vars(module).values() if isinstance(value, type) and dataclasses.is_dataclass(value)
-            and value.__module__ == module.__name__ and controls.declared(value)]
+    return [
+        value
+        for value in vars(module).values()
+        if isinstance(value, type)
+        and dataclasses.is_dataclass(value)
+        and value.__module__ == module.__name__
+        and controls.declared(value)
+    ]
 
 
 @pytest.mark.parametrize("lab", LABS, ids=lambda lab: lab.name)
@@ -125,8 +139,12 @@ def test_every_page_parameter_of_a_declared_field_is_the_declaration_or_a_cap_of
         assert config_type().validate() == config_type()  # the declared defaults are valid together
     derived = 0
     for param in lab.page_params(Hosting.defaults(False)):
-        specs = [spec for config_type in configs for name, (spec, _) in controls.declared(config_type).items()
-                 if (spec.url or name) == param.name]
+        specs = [
+            spec
+            for config_type in configs
+            for name, (spec, _) in controls.declared(config_type).items()
+            if (spec.url or name) == param.name
+        ]
         for spec in specs:
             derived += 1
             assert param.kind == spec.kind and param.low == spec.low and param.step == spec.step, (param, spec)

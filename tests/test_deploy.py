@@ -56,12 +56,19 @@ def test_the_dockerfile_installs_and_starts_a_healthy_app(tmp_path):
     for step in installs:
         done = subprocess.run(["bash", "-c", step], cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
         assert done.returncode == 0, f"{step}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
-    torch_build = subprocess.run(["python", "-c", "import torch; print(torch.__version__)"], env=env,
-                                 capture_output=True, text=True, check=True).stdout
+    torch_build = subprocess.run(
+        ["python", "-c", "import torch; print(torch.__version__)"], env=env, capture_output=True, text=True, check=True
+    ).stdout
     assert torch_build.startswith("2.13.0")
     # The package itself, away from the checkout: its command, and its shipped data found inside it.
-    installed = subprocess.run(["python", "-c", "import symlab.lib.shipped as s; print(s.shipped('mnist'))"], env=env,
-                               cwd=tmp_path, capture_output=True, text=True, check=True).stdout
+    installed = subprocess.run(
+        ["python", "-c", "import symlab.lib.shipped as s; print(s.shipped('mnist'))"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert installed.startswith(str(venv)) and "site-packages/symlab/assets/mnist" in installed
     sweep = subprocess.run(["symlab", "modes", "--json"], env=env, cwd=tmp_path, capture_output=True, text=True)
     assert sweep.returncode == 0, sweep.stderr

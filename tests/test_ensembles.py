@@ -20,9 +20,9 @@ def test_batched_training_equals_one_network_at_a_time(name):
     together = ensembles.train_networks(arch, x, y, recipe, seed=3, indices=range(4))
     alone = torch.cat([ensembles.train_networks(arch, x, y, recipe, seed=3, indices=range(i, i + 1)) for i in range(4)])
     start = ensembles.initial_networks(arch, range(4), 3)
-    assert (together - start).abs().max() > 1e-2            # they trained
+    assert (together - start).abs().max() > 1e-2  # they trained
     assert torch.allclose(together, alone, atol=1e-5, rtol=0)  # float32 rounding of a different summation order
-    assert (together[0] - together[1]).abs().max() > 1e-2     # and are different networks
+    assert (together[0] - together[1]).abs().max() > 1e-2  # and are different networks
 
 
 def test_a_network_is_the_same_whichever_batch_it_is_trained_in():

@@ -33,10 +33,12 @@ def registry(tmp_path, monkeypatch):
 def read_only(monkeypatch):
     """Every connection can read but not write, as when the file or its directory is read-only
     (this suite may run as root, for whom permission bits do not stop writes)."""
+
     def connect(self):
         connection = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, timeout=30, isolation_level=None)
         connection.row_factory = sqlite3.Row
         return connection
+
     monkeypatch.setattr(SqliteDatabase, "_connect", connect)
 
 
@@ -97,10 +99,25 @@ def test_a_full_disk_while_training_fails_the_run_resumably(registry, monkeypatc
             Path(path).write_bytes(b"half a checkpoint")
             raise OSError(errno.ENOSPC, "No space left on device")
         real_save(state, path)
+
     monkeypatch.setattr(mnist.torch, "save", save_until_full)
     with pytest.raises(SystemExit) as exit_info:
-        cli.main(["mnist", "--hidden", "8", "--epochs", "2", "--train-subset", "500", "--samples", "2",
-                  "--device", "cpu", "--json"])
+        cli.main(
+            [
+                "mnist",
+                "--hidden",
+                "8",
+                "--epochs",
+                "2",
+                "--train-subset",
+                "500",
+                "--samples",
+                "2",
+                "--device",
+                "cpu",
+                "--json",
+            ]
+        )
     assert exit_info.value.code == 1
     run = registry.runs()[-1]
     assert run.status == FAILED and run.status in RESUMABLE
@@ -133,13 +150,26 @@ def test_missing_mnist_files_are_named_on_the_page_and_fail_a_run_clearly(regist
     assert len(registry.runs()) == 2  # the earlier run is still there
 
 
-def test_a_garbage_checkpoint_is_reported_plainly_and_the_run_goes_on_from_the_one_before(registry, monkeypatch,
-                                                                                          capsys):
+def test_a_garbage_checkpoint_is_reported_plainly_and_the_run_goes_on_from_the_one_before(
+    registry, monkeypatch, capsys
+):
     """A garbage checkpoint.pt left the run failed for good, with torch's advice to load it unsafely; the page's
     download did nothing and its Resume chose the broken run. Now the file is set aside, the message says where
     Resume goes on from, and Restart trains the run again."""
-    args = ["mnist", "--hidden", "8", "--epochs", "3", "--train-subset", "500", "--samples", "2", "--device", "cpu",
-            "--json"]
+    args = [
+        "mnist",
+        "--hidden",
+        "8",
+        "--epochs",
+        "3",
+        "--train-subset",
+        "500",
+        "--samples",
+        "2",
+        "--device",
+        "cpu",
+        "--json",
+    ]
     assert cli.main(args) == 0
     run = registry.runs()[-1]
     newest = registry.checkpoint_path(run.id)

@@ -34,8 +34,15 @@ def test_each_finding_reads_its_numbers_and_changes_with_them():
     """A finding states the shipped numbers, not typed ones: change one and the text follows."""
     values = findings.numbers()
     before = {finding.title: finding.text for finding in findings.findings(values)}
-    moved = findings.findings({**values, "align_barrier_before": 0.777, "toy_gain_close": 0.123,
-                               "mnist_gain": 321.0, "toy_mse_change_inside_spread": False})
+    moved = findings.findings(
+        {
+            **values,
+            "align_barrier_before": 0.777,
+            "toy_gain_close": 0.123,
+            "mnist_gain": 321.0,
+            "toy_mse_change_inside_spread": False,
+        }
+    )
     texts = {finding.title: finding.text for finding in moved}
     align = "Two posteriors from different seeds are one mode, permuted."
     assert "0.402 nats before" in before[align] and "0.777 nats before" in texts[align]
@@ -141,6 +148,12 @@ def test_the_mnist_starts_table_is_headed_by_what_its_numbers_say():
 def test_the_methods_command_names_every_method_it_runs():
     from symlab.labs.methods.experiment import LABELS, METHODS
 
-    shown = subprocess.run([sys.executable, "-m", "symlab", "methods", "--help"], capture_output=True, text=True,
-                           cwd=ROOT, timeout=120, env={**os.environ, "COLUMNS": "400"}).stdout
+    shown = subprocess.run(
+        [sys.executable, "-m", "symlab", "methods", "--help"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+        env={**os.environ, "COLUMNS": "400"},
+    ).stdout
     assert all(LABELS[method] in flat(shown) for method in METHODS), shown

@@ -42,6 +42,7 @@ QUERY_LIMIT = 400_000  # Streamlit ignores a query string over 524 288 character
 
 # --- the pages and their parameters -----------------------------------------------------------
 
+
 class Page:
     def __init__(self, name: str, path: str | None, title: str, specs: tuple):
         self.name, self.path, self.title, self.specs = name, path, title, specs
@@ -68,9 +69,22 @@ def valid_text(spec: Param) -> str:
 # kind -> value, or a function of the spec for values that depend on it. A list is the key
 # repeated in the URL (?a=1&a=2): the last one counts.
 HOSTILE = {
-    "nan": "nan", "NaN": "NaN", "inf": "inf", "-inf": "-inf", "1e308": "1e308", "-1e308": "-1e308",
-    "huge-int": "9" * 400, "negative": "-7", "negative-fraction": "-0.5", "empty": "", "blank": "   ",
-    "bool-word": "true", "fraction": "1.5", "number": "3", "hex": "0x10", "list": "1,,nan,2",
+    "nan": "nan",
+    "NaN": "NaN",
+    "inf": "inf",
+    "-inf": "-inf",
+    "1e308": "1e308",
+    "-1e308": "-1e308",
+    "huge-int": "9" * 400,
+    "negative": "-7",
+    "negative-fraction": "-0.5",
+    "empty": "",
+    "blank": "   ",
+    "bool-word": "true",
+    "fraction": "1.5",
+    "number": "3",
+    "hex": "0x10",
+    "list": "1,,nan,2",
     "unicode": "\u202e\u200bσ💥ﬀe\u0301１２",
     "control": "\x00\x07\x1b[31m\r\n\t\x7f",
     "markdown": "`[click](https://example.com)` **x** $\\alpha$ <b>",
@@ -78,10 +92,19 @@ HOSTILE = {
     "repeated-last-good": lambda spec: ["junk", valid_text(spec)],
 }
 LONG = "9" * 100_000
-UNKNOWN = {"bogus": "1", "ALPHA": "2", "x" * 2000: "y", "a\x00b\u202e": "z", "💥": "1", "alpha[]": "1",
-           "embed_options": "show_toolbar"}
-JUNK = ("abcxyzXYZ0123456789.,-+eE _%&=#?/\\`*[]()$<>\"'~|;:!@^{}"
-        "\x00\x01\x1b\t\n\r\x7f\u00a0\u200b\u202e\u2028σ٣１💥ﬀ\u0301")
+UNKNOWN = {
+    "bogus": "1",
+    "ALPHA": "2",
+    "x" * 2000: "y",
+    "a\x00b\u202e": "z",
+    "💥": "1",
+    "alpha[]": "1",
+    "embed_options": "show_toolbar",
+}
+JUNK = (
+    "abcxyzXYZ0123456789.,-+eE _%&=#?/\\`*[]()$<>\"'~|;:!@^{}"
+    "\x00\x01\x1b\t\n\r\x7f\u00a0\u200b\u202e\u2028σ٣１💥ﬀ\u0301"
+)
 
 
 def value_for(kind: str, spec: Param):
@@ -97,7 +120,7 @@ def random_value(rng: random.Random, spec: Param):
     if roll < 0.45:
         return f"{rng.uniform(-1, 1) * 10 ** rng.randint(-4, 7):.{rng.randint(0, 4)}f}"
     if roll < 0.55:
-        return str(rng.randint(-10**6, 10**6))
+        return str(rng.randint(-(10**6), 10**6))
     if roll < 0.70:
         return value_for(rng.choice(list(HOSTILE)), spec)
     if roll < 0.82:
@@ -117,14 +140,15 @@ def random_query(page: Page, seed: int) -> dict:
 
 
 def groups(names, size):
-    return [names[i:i + size] for i in range(0, len(names), size)]
+    return [names[i : i + size] for i in range(0, len(names), size)]
 
 
 def page_cases():
     for page in LABS:
         for kind in HOSTILE:
-            yield pytest.param(page, {spec.name: value_for(kind, spec) for spec in page.specs},
-                               id=f"{page.name}-{kind}")
+            yield pytest.param(
+                page, {spec.name: value_for(kind, spec) for spec in page.specs}, id=f"{page.name}-{kind}"
+            )
         for i, names in enumerate(groups([spec.name for spec in page.specs], QUERY_LIMIT // len(LONG))):
             yield pytest.param(page, dict.fromkeys(names, LONG), id=f"{page.name}-100kB-{i}")
         yield pytest.param(page, UNKNOWN, id=f"{page.name}-unknown-keys")
@@ -133,12 +157,14 @@ def page_cases():
     # Home reads no parameters: a lab's link pasted there must not hurt either. (The spec given to
     # value_for only shapes the repeated-key kinds.)
     for kind in HOSTILE:
-        yield pytest.param(HOME, {name: value_for(kind, Param(name, "bool", False)) for name in ALL_NAMES},
-                           id=f"home-{kind}")
+        yield pytest.param(
+            HOME, {name: value_for(kind, Param(name, "bool", False)) for name in ALL_NAMES}, id=f"home-{kind}"
+        )
     yield pytest.param(HOME, {**UNKNOWN, "alpha": LONG}, id="home-unknown-keys-100kB")
 
 
 # --- what a page must make of them ------------------------------------------------------------
+
 
 def last(raw) -> str:
     return (raw[-1] if raw else "") if isinstance(raw, list) else raw
@@ -161,8 +187,11 @@ def malformed(spec: Param, raw) -> bool:
             numbers = [float(part) for part in raw.split(",") if part.strip()]
         except ValueError:
             return True
-        return (not numbers or len(numbers) > spec.max_items
-                or not all(math.isfinite(n) and spec.low <= n <= spec.high for n in numbers))
+        return (
+            not numbers
+            or len(numbers) > spec.max_items
+            or not all(math.isfinite(n) and spec.low <= n <= spec.high for n in numbers)
+        )
     try:
         number = float(raw)
     except ValueError:
@@ -212,8 +241,11 @@ def test_hostile_query_parameters(page, query, runs_dir, monkeypatch):
         assert not notices
         return
 
-    bad = [name for name, raw in query.items() if name in page.by_name and (malformed(page.by_name[name], raw)
-                                                                            or names_a_run(page.by_name[name], raw))]
+    bad = [
+        name
+        for name, raw in query.items()
+        if name in page.by_name and (malformed(page.by_name[name], raw) or names_a_run(page.by_name[name], raw))
+    ]
     unknown = [name for name in query if name not in page.by_name and name not in RESERVED]
     if bad or unknown:
         assert len(notices) == 1, f"no notice for malformed {bad} / unknown {unknown}"
@@ -252,8 +284,9 @@ def test_parser_alone_fixes_every_value(spec, values):
         assert parse_query(encode_query(parsed, [spec]), [spec]) == (parsed, [])
 
 
-@pytest.mark.parametrize("spec", [Param("n", "int", 0), Param("x", "float", 0.0), Param("xs", "floats", ""),
-                                  Param("xs", "floats", "1", 0.0)])
+@pytest.mark.parametrize(
+    "spec", [Param("n", "int", 0), Param("x", "float", 0.0), Param("xs", "floats", ""), Param("xs", "floats", "1", 0.0)]
+)
 def test_parameters_without_bounds_still_never_raise(spec):
     for kind in HOSTILE:
         raw = value_for(kind, spec)
@@ -266,15 +299,32 @@ def test_parameters_without_bounds_still_never_raise(spec):
 # --- the CLI ----------------------------------------------------------------------------------
 
 CLI_HOSTILE = {
-    "nan": "nan", "NaN": "NaN", "inf": "inf", "-inf": "-inf", "1e308": "1e308", "-1e308": "-1e308",
-    "huge-int": "9" * 400, "negative": "-7", "negative-fraction": "-0.5", "empty": "", "bool-word": "true",
-    "fraction": "1.5", "number": "3", "100kB": "9" * 100_000, "unicode": "\u202e💥ﬀ١٢",
+    "nan": "nan",
+    "NaN": "NaN",
+    "inf": "inf",
+    "-inf": "-inf",
+    "1e308": "1e308",
+    "-1e308": "-1e308",
+    "huge-int": "9" * 400,
+    "negative": "-7",
+    "negative-fraction": "-0.5",
+    "empty": "",
+    "bool-word": "true",
+    "fraction": "1.5",
+    "number": "3",
+    "100kB": "9" * 100_000,
+    "unicode": "\u202e💥ﬀ١٢",
     "control": "\x1b[31m\r\n\x07",
 }
 # The hostile values that a kind of option may accept: a run then starts (the sentinel below
 # stops it). All others must be refused with a message.
-MAY_BE_VALID = {"int": {"3"}, "float": {"1e308", "1.5", "3"}, "choice": set(), "text": set(),
-                "path": set(CLI_HOSTILE.values())}
+MAY_BE_VALID = {
+    "int": {"3"},
+    "float": {"1e308", "1.5", "3"},
+    "choice": set(),
+    "text": set(),
+    "path": set(CLI_HOSTILE.values()),
+}
 
 
 class Accepted(Exception):
@@ -293,8 +343,11 @@ def cli_options():
     for lab, subparser in subcommands(cli.build_parser()).items():
         parts = subcommands(subparser) or {None: subparser}
         for part, partparser in parts.items():
-            yield (lab if part is None else f"{lab}-{part}", [lab] if part is None else [lab, part],
-                   [action for action in partparser._actions if action.option_strings and action.nargs != 0])
+            yield (
+                lab if part is None else f"{lab}-{part}",
+                [lab] if part is None else [lab, part],
+                [action for action in partparser._actions if action.option_strings and action.nargs != 0],
+            )
 
 
 def option_kind(action) -> str:
@@ -327,10 +380,17 @@ def cli_cases():
         for action in actions:
             option, kind = action.option_strings[-1], option_kind(action)
             for name, value in CLI_HOSTILE.items():
-                yield pytest.param(lab, words, action.dest, [f"{option}={value}"], value in MAY_BE_VALID[kind],
-                                   id=f"{lab}{option}-{name}")
-            yield pytest.param(lab, words, action.dest, [f"{option}=1", f"{option}=nan"], kind == "path",
-                               id=f"{lab}{option}-repeated")
+                yield pytest.param(
+                    lab,
+                    words,
+                    action.dest,
+                    [f"{option}={value}"],
+                    value in MAY_BE_VALID[kind],
+                    id=f"{lab}{option}-{name}",
+                )
+            yield pytest.param(
+                lab, words, action.dest, [f"{option}=1", f"{option}=nan"], kind == "path", id=f"{lab}{option}-repeated"
+            )
             yield pytest.param(lab, words, action.dest, [option], False, id=f"{lab}{option}-missing-value")
         for name in ("nan", "-inf", "huge-int", "empty", "control"):  # every option at once
             args = [f"{a.option_strings[-1]}={CLI_HOSTILE[name]}" for a in actions]
@@ -339,8 +399,12 @@ def cli_cases():
         yield pytest.param(lab, words, None, ["--bogus", "1"], False, id=f"{lab}-unknown-option")
     for lab, parts in subcommands(cli.build_parser()).items():  # a lab with parts, without a good one
         if subcommands(parts):
-            for name, args in (("no-part", []), ("unknown-part", ["bogus"]), ("hostile-part", [CLI_HOSTILE["control"]]),
-                               ("option-before-part", ["--json"])):
+            for name, args in (
+                ("no-part", []),
+                ("unknown-part", ["bogus"]),
+                ("hostile-part", [CLI_HOSTILE["control"]]),
+                ("option-before-part", ["--json"]),
+            ):
                 yield pytest.param(lab, [lab], None, args, False, id=f"{lab}-{name}")
 
 
@@ -350,6 +414,7 @@ _load_mnist = functools.lru_cache(maxsize=4)(mnist_data.load_mnist)  # the shipp
 @pytest.fixture
 def sentinels(monkeypatch, tmp_path):
     """Nothing starts computing (Accepted instead), and nothing is written outside tmp_path."""
+
     def accepted(*args, **kwargs):
         raise Accepted()
 
@@ -357,8 +422,12 @@ def sentinels(monkeypatch, tmp_path):
         config.validate()  # as these do first: values the CLI passes on unchecked must be refused there
         raise Accepted()
 
-    for module, name in ((modes, "fit_exact"), (modes, "fit_monte_carlo"), (two_relu, "train_runs"),
-                         (execution, "execute")):
+    for module, name in (
+        (modes, "fit_exact"),
+        (modes, "fit_monte_carlo"),
+        (two_relu, "train_runs"),
+        (execution, "execute"),
+    ):
         monkeypatch.setattr(module, name, accepted)
     for name in ("train_perceptrons", "train_mlps", "mode_proximity", "posterior_quality"):
         monkeypatch.setattr(symmetry_lab, name, validated_then_accepted)
@@ -399,25 +468,38 @@ def test_hostile_cli_arguments(lab, words, dest, args, may_run, sentinels, capsy
     assert_one_line_error(err)
 
 
-@pytest.mark.parametrize("args", [
-    ["modes", "--sigma", "nan"],
-    ["modes", "--sigma", "1", "--dim", "9" * 400],  # was: OverflowError
-    ["modes", "--sigma", "1e-300"],  # was: RuntimeWarnings and NaN results
-    ["toy", "--steps", "9" * 400, "--json"],  # was: a run of 10^400 steps
-    ["mnist", "--resume", "5"],  # was: KeyError
-    ["mnist-data", "--data-dir", "x" * 5000],  # was: OSError
-    ["mnist-sweep", "--methods", "\x1b[31m"],
-    ["symmetry", "proximity", "--widths", "2," + "9" * 400],
-    ["symmetry"],
-], ids=["modes-sigma-nan", "modes-dim-huge", "modes-sigma-tiny", "toy-steps-huge", "mnist-resume-missing",
-        "mnist-data-long-dir", "mnist-sweep-methods-escape",
-        "symmetry-widths-huge", "symmetry-no-part"])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["modes", "--sigma", "nan"],
+        ["modes", "--sigma", "1", "--dim", "9" * 400],  # was: OverflowError
+        ["modes", "--sigma", "1e-300"],  # was: RuntimeWarnings and NaN results
+        ["toy", "--steps", "9" * 400, "--json"],  # was: a run of 10^400 steps
+        ["mnist", "--resume", "5"],  # was: KeyError
+        ["mnist-data", "--data-dir", "x" * 5000],  # was: OSError
+        ["mnist-sweep", "--methods", "\x1b[31m"],
+        ["symmetry", "proximity", "--widths", "2," + "9" * 400],
+        ["symmetry"],
+    ],
+    ids=[
+        "modes-sigma-nan",
+        "modes-dim-huge",
+        "modes-sigma-tiny",
+        "toy-steps-huge",
+        "mnist-resume-missing",
+        "mnist-data-long-dir",
+        "mnist-sweep-methods-escape",
+        "symmetry-widths-huge",
+        "symmetry-no-part",
+    ],
+)
 def test_real_process_prints_no_traceback(args, tmp_path):
     if args[0].startswith("mnist") and args[0] != "mnist-data":
         args = [*args, "--runs-dir", str(tmp_path / "runs")]
     env = {**os.environ, "PYTHONPATH": str(ROOT), "SYMLAB_RUNS_DIR": str(tmp_path / "runs")}
-    result = subprocess.run([sys.executable, "-m", "symlab", *args], capture_output=True, text=True,
-                            timeout=120, cwd=tmp_path, env=env)
+    result = subprocess.run(
+        [sys.executable, "-m", "symlab", *args], capture_output=True, text=True, timeout=120, cwd=tmp_path, env=env
+    )
     assert result.returncode in (1, 2), (result.returncode, result.stdout[-500:], result.stderr[-2000:])
     assert "Traceback" not in result.stdout
     assert_one_line_error(result.stderr)

@@ -59,9 +59,12 @@ def test_a_corrupt_copy_is_refused_with_the_way_to_rebuild(tmp_path):
 
 def test_the_checksum_covers_names_shapes_and_dtypes():
     image = np.zeros((2, 3), dtype=np.uint8)
-    digests = {glyphs.content_sha256({"images": image}), glyphs.content_sha256({"other": image}),
-               glyphs.content_sha256({"images": image.reshape(3, 2)}),
-               glyphs.content_sha256({"images": image.astype(np.int8)})}
+    digests = {
+        glyphs.content_sha256({"images": image}),
+        glyphs.content_sha256({"other": image}),
+        glyphs.content_sha256({"images": image.reshape(3, 2)}),
+        glyphs.content_sha256({"images": image.astype(np.int8)}),
+    }
     assert len(digests) == 4
 
 

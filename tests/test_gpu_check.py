@@ -18,9 +18,22 @@ import gpu_check  # noqa: E402
 @pytest.mark.slow
 @pytest.mark.skipif(torch.cuda.is_available(), reason="the no-GPU path: this machine has a GPU")
 def test_without_a_gpu_it_says_so_and_runs_the_cpu_half(tmp_path):
-    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "gpu_check.py"), "--widths", "16",
-                           "--subset", "600", "--networks", "3"], capture_output=True, text=True, timeout=600,
-                          cwd=tmp_path)
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "gpu_check.py"),
+            "--widths",
+            "16",
+            "--subset",
+            "600",
+            "--networks",
+            "3",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=tmp_path,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     lines = done.stdout.strip().splitlines()
     assert lines[0] == "no GPU: torch finds no CUDA device here; running the CPU half"
@@ -37,8 +50,12 @@ def test_without_a_gpu_it_says_so_and_runs_the_cpu_half(tmp_path):
 
 def test_epochs_that_differ_by_more_than_two_seeds_are_flagged():
     def row(accuracy_gpu, elbo_gpu):
-        return {"width": 64, "variant": "mfvi", "cpu": {"test_acc": 0.95, "train_elbo": -10_000.0},
-                "cuda": {"test_acc": accuracy_gpu, "train_elbo": elbo_gpu}}
+        return {
+            "width": 64,
+            "variant": "mfvi",
+            "cpu": {"test_acc": 0.95, "train_elbo": -10_000.0},
+            "cuda": {"test_acc": accuracy_gpu, "train_elbo": elbo_gpu},
+        }
 
     assert gpu_check.epoch_disagreements([row(0.935, -10_100.0), {"width": 64, "variant": "mfvi", "cpu": {}}]) == []
     (accuracy,) = gpu_check.epoch_disagreements([row(0.925, -10_000.0)])

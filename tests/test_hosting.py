@@ -26,18 +26,29 @@ def test_defaults_the_switch_and_single_variables():
     hosted = Hosting.from_env({"SYMLAB_HOSTED": "1"})
     assert hosted.hosted and hosted.runs == RunLimits(**HOSTED_DEFAULTS[RunLimits])
     assert hosted.live == LiveLimits(**HOSTED_DEFAULTS[LiveLimits])
-    assert hosted.runs.max_hidden < RunLimits().max_hidden and hosted.live.max_steps_per_tick < LiveLimits().max_steps_per_tick
+    assert (
+        hosted.runs.max_hidden < RunLimits().max_hidden
+        and hosted.live.max_steps_per_tick < LiveLimits().max_steps_per_tick
+    )
     own = Hosting.from_env({"SYMLAB_HOSTED": "yes", "SYMLAB_MAX_HIDDEN": "64", "SYMLAB_MIN_TICK_SECONDS": "0.5"})
     assert own.runs.max_hidden == 64 and own.live.min_tick_seconds == 0.5 and own.runs.max_epochs == 10
     assert not Hosting.from_env({"SYMLAB_HOSTED": "0"}).hosted
     assert Hosting.from_env({"SYMLAB_WORKER_THREADS": "0"}).runs.worker_threads == 0
 
 
-@pytest.mark.parametrize("name, raw", [
-    ("SYMLAB_MAX_HIDDEN", "lots"), ("SYMLAB_MAX_HIDDEN", "0"), ("SYMLAB_MAX_RUNS_PER_HOUR", "-3"),
-    ("SYMLAB_MAX_EPOCHS", "2.5"), ("SYMLAB_MIN_TICK_SECONDS", "nan"), ("SYMLAB_MIN_TICK_SECONDS", "inf"),
-    ("SYMLAB_MIN_TICK_SECONDS", "0"), ("SYMLAB_WORKER_THREADS", "-1"),
-])
+@pytest.mark.parametrize(
+    "name, raw",
+    [
+        ("SYMLAB_MAX_HIDDEN", "lots"),
+        ("SYMLAB_MAX_HIDDEN", "0"),
+        ("SYMLAB_MAX_RUNS_PER_HOUR", "-3"),
+        ("SYMLAB_MAX_EPOCHS", "2.5"),
+        ("SYMLAB_MIN_TICK_SECONDS", "nan"),
+        ("SYMLAB_MIN_TICK_SECONDS", "inf"),
+        ("SYMLAB_MIN_TICK_SECONDS", "0"),
+        ("SYMLAB_WORKER_THREADS", "-1"),
+    ],
+)
 def test_unusable_variables_are_named(name, raw):
     with pytest.raises(SettingsError, match=name):
         Hosting.from_env({name: raw})
@@ -82,9 +93,12 @@ def test_hosted_pages_show_and_apply_the_caps(monkeypatch, tmp_path):
     assert toy.button(key="toy.run_table").disabled
 
     mnist = app_at("views/mnist.py", monkeypatch, env, hidden="4096")
-    assert any("width ≤ 1024" in c.value and "≤ 20 estimated CPU-minutes a run" in c.value
-               and "≤ 4 launches (resumes included) per browser and 30 on the server per hour" in c.value
-               for c in mnist.caption)
+    assert any(
+        "width ≤ 1024" in c.value
+        and "≤ 20 estimated CPU-minutes a run" in c.value
+        and "≤ 4 launches (resumes included) per browser and 30 on the server per hour" in c.value
+        for c in mnist.caption
+    )
     assert mnist.query_params["hidden"] == "1024"  # clamped to the hosted cap, with a notice
     assert any("hidden=4096" in w.value for w in mnist.warning)
 
@@ -138,8 +152,11 @@ def shown(at) -> str:
 @pytest.mark.parametrize("page", ["views/mnist.py", "views/methods.py"])
 def test_a_hosted_page_names_no_database_coordinates(monkeypatch, tmp_path, page):
     """A PostgreSQL registry that could not be reached put its user, host and port in the page's error."""
-    env = {"SYMLAB_HOSTED": "1", "SYMLAB_RUNS_DIR": str(tmp_path / "runs"),
-           "SYMLAB_DATABASE_URL": "postgresql://classuser:pw@127.0.0.1:9/coursedb"}  # port 9: nobody listens
+    env = {
+        "SYMLAB_HOSTED": "1",
+        "SYMLAB_RUNS_DIR": str(tmp_path / "runs"),
+        "SYMLAB_DATABASE_URL": "postgresql://classuser:pw@127.0.0.1:9/coursedb",
+    }  # port 9: nobody listens
     at = app_at(page, monkeypatch, env)
     assert not at.exception and at.title
     assert any("the run registry's database" in e.value for e in [*at.error, *at.warning])

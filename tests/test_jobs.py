@@ -81,7 +81,10 @@ def test_a_task_runs_in_a_worker_once_for_every_waiter(results):
 
 
 def test_workers_yield_the_cores_to_the_server(results):
-    assert results.submit(Task(("nice",), jobtasks.niceness), "w").future.result(timeout=60) == shared_results.COMPUTE_NICENESS
+    assert (
+        results.submit(Task(("nice",), jobtasks.niceness), "w").future.result(timeout=60)
+        == shared_results.COMPUTE_NICENESS
+    )
 
 
 def test_a_queued_task_nobody_waits_for_is_dropped(results, tmp_path):
@@ -173,9 +176,18 @@ def test_workers_leave_when_the_server_is_killed(tmp_path):
         "from symlab.specs.tasks import Task\n"
         "store = shared_results.SharedResults(workers=1)\n"
         "print(store.submit(Task(('pid',), jobtasks.counted, (1, 0.01)), 'w').future.result(timeout=60), flush=True)\n"
-        "time.sleep(60)\n")
-    server = subprocess.Popen([sys.executable, str(script), str(shared_results.__file__).rsplit("/symlab/", 1)[0],
-                               str(Path(jobtasks.__file__).parent)], stdout=subprocess.PIPE, text=True)
+        "time.sleep(60)\n"
+    )
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            str(script),
+            str(shared_results.__file__).rsplit("/symlab/", 1)[0],
+            str(Path(jobtasks.__file__).parent),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     worker = int(server.stdout.readline())
     assert process_alive(worker)
     server.kill()

@@ -36,8 +36,9 @@ def finite_difference_hessian(f, w, h):
     eye = torch.eye(size, dtype=torch.float64) * h
     for j in range(size):
         for k in range(j, size):
-            value = (f(w + eye[j] + eye[k]) - f(w + eye[j] - eye[k]) - f(w - eye[j] + eye[k])
-                     + f(w - eye[j] - eye[k])) / (4 * h * h)
+            value = (
+                f(w + eye[j] + eye[k]) - f(w + eye[j] - eye[k]) - f(w - eye[j] + eye[k]) + f(w - eye[j] - eye[k])
+            ) / (4 * h * h)
             hessian[j, k] = hessian[k, j] = value
     return hessian
 
@@ -47,7 +48,8 @@ def test_exact_hessian_matches_finite_differences():
     w, delta = random_point(27), 0.7
     exact = laplace.nll_hessian(tanh_mlp, w, x, y, chunk_size=3) + delta * torch.eye(27, dtype=torch.float64)
     numeric = finite_difference_hessian(
-        lambda v: laplace.negative_log_posterior(tanh_mlp, v, x, y, prior_precision=delta, chunk_size=4), w, 1e-4)
+        lambda v: laplace.negative_log_posterior(tanh_mlp, v, x, y, prior_precision=delta, chunk_size=4), w, 1e-4
+    )
     assert exact.abs().max() > 1.0
     torch.testing.assert_close(exact, numeric, rtol=1e-5, atol=1e-5 * float(exact.abs().max()))
 
@@ -87,10 +89,12 @@ def linear_gaussian(n=30, d=4, noise_var=0.25, seed=5):
     generator = torch.Generator().manual_seed(seed)
     X = torch.randn(n, d, generator=generator, dtype=torch.float64)
     y = X @ torch.randn(d, generator=generator, dtype=torch.float64) + 0.5 * torch.randn(
-        n, generator=generator, dtype=torch.float64)
+        n, generator=generator, dtype=torch.float64
+    )
 
     def loss(f, target):  # the Gaussian negative log-likelihood, constants included
         return 0.5 * (f[:, 0] - target).square().sum() / noise_var + 0.5 * len(f) * math.log(2 * math.pi * noise_var)
+
     return X, y, loss, noise_var
 
 
@@ -104,20 +108,23 @@ def test_linear_gaussian_posterior_and_evidence_are_exact(curvature):
     delta = 2.0
     precision = X.T @ X / noise_var + delta * torch.eye(X.shape[1], dtype=torch.float64)
     mean = torch.linalg.solve(precision, X.T @ y / noise_var)
-    posterior = laplace.laplace_fit(linear, mean, X, y, prior_precision=delta, curvature=curvature, loss=loss,
-                                    chunk_size=7)
+    posterior = laplace.laplace_fit(
+        linear, mean, X, y, prior_precision=delta, curvature=curvature, loss=loss, chunk_size=7
+    )
     torch.testing.assert_close(posterior.covariance(), torch.linalg.inv(precision), rtol=1e-10, atol=1e-13)
     torch.testing.assert_close(posterior.precision(), precision, rtol=1e-10, atol=1e-10)
-    evidence = multivariate_normal(mean=torch.zeros(len(y)).numpy(),
-                                   cov=(noise_var * torch.eye(len(y)) + X @ X.T / delta).numpy()).logpdf(y.numpy())
+    evidence = multivariate_normal(
+        mean=torch.zeros(len(y)).numpy(), cov=(noise_var * torch.eye(len(y)) + X @ X.T / delta).numpy()
+    ).logpdf(y.numpy())
     assert posterior.log_marginal_likelihood() == pytest.approx(evidence, rel=1e-10)
     assert posterior.negative_curvature == 0
 
 
 def mlp_posterior(curvature="ggn", delta=3.0, dtype=torch.float32):
     x, y = data(n=40)
-    return laplace.laplace_fit(tanh_mlp, random_point(27, dtype=dtype), x, y, prior_precision=delta,
-                               curvature=curvature, chunk_size=16)
+    return laplace.laplace_fit(
+        tanh_mlp, random_point(27, dtype=dtype), x, y, prior_precision=delta, curvature=curvature, chunk_size=16
+    )
 
 
 def test_samples_have_the_posterior_mean_and_covariance():
@@ -125,8 +132,9 @@ def test_samples_have_the_posterior_mean_and_covariance():
     count = 20_000
     samples = posterior.sample(count, torch.Generator().manual_seed(6))
     assert samples.dtype == torch.float32 and samples.shape == (count, 27)
-    covariance = torch.linalg.inv(laplace.nll_ggn(tanh_mlp, posterior.mean, *data(n=40))
-                                  + 3.0 * torch.eye(27, dtype=torch.float64))
+    covariance = torch.linalg.inv(
+        laplace.nll_ggn(tanh_mlp, posterior.mean, *data(n=40)) + 3.0 * torch.eye(27, dtype=torch.float64)
+    )
     torch.testing.assert_close(posterior.covariance(), covariance, rtol=1e-9, atol=1e-12)
     samples = samples.double()
     sd = covariance.diagonal().sqrt()
@@ -141,8 +149,15 @@ def test_samples_are_reproducible_from_the_seed():
     first, again = (posterior.sample(5, torch.Generator().manual_seed(7)) for _ in range(2))
     assert torch.equal(first, again)
     assert not torch.equal(first, posterior.sample(5, torch.Generator().manual_seed(8)))
-    samples = laplace.laplace_samples(tanh_mlp, random_point(27, dtype=torch.float32), *data(n=40), count=5,
-                                      generator=torch.Generator().manual_seed(7), prior_precision=3.0, chunk_size=16)
+    samples = laplace.laplace_samples(
+        tanh_mlp,
+        random_point(27, dtype=torch.float32),
+        *data(n=40),
+        count=5,
+        generator=torch.Generator().manual_seed(7),
+        prior_precision=3.0,
+        chunk_size=16,
+    )
     assert torch.equal(samples, first)
 
 
@@ -153,7 +168,7 @@ REFERENCE_WIDTH = 16
 def reference_tanh(flat, x):
     """The reference's 2-16-2 tanh network, its parameters in torch.nn.Sequential's order."""
     w = REFERENCE_WIDTH
-    W1, b1, W2, b2 = flat[:2 * w].view(w, 2), flat[2 * w:3 * w], flat[3 * w:5 * w].view(2, w), flat[5 * w:]
+    W1, b1, W2, b2 = flat[: 2 * w].view(w, 2), flat[2 * w : 3 * w], flat[3 * w : 5 * w].view(2, w), flat[5 * w :]
     return torch.tanh(x @ W1.T + b1) @ W2.T + b2
 
 
@@ -176,35 +191,41 @@ def test_the_laplace_posterior_matches_laplace_torch_at_a_converged_map(laplace_
     tensors, numbers = laplace_torch
     expected, delta = numbers[curvature], numbers["prior_precision"]
     assert numbers["gradient_norm"] < 1e-6  # a MAP: ∇U ≈ 0
-    posterior = laplace.laplace_fit(reference_tanh, tensors["map"], tensors["x"], tensors["y"], prior_precision=delta,
-                                    curvature=curvature)
+    posterior = laplace.laplace_fit(
+        reference_tanh, tensors["map"], tensors["x"], tensors["y"], prior_precision=delta, curvature=curvature
+    )
     assert relative_error(posterior.covariance(), tensors[f"{curvature}/covariance"]) < 1e-8
     log_det = float(torch.log(posterior.eigenvalues + delta).sum())
     assert log_det == pytest.approx(expected["log_det_posterior_precision"], rel=1e-8)
     assert posterior.log_marginal_likelihood() == pytest.approx(expected["log_marginal_likelihood"], rel=1e-8)
     assert posterior.negative_curvature == expected["negative_eigenvalues"] == (22 if curvature == "exact" else 0)
-    assert float(posterior.eigenvalues.min()) == pytest.approx(expected["smallest_eigenvalue"],
-                                                               rel=1e-8, abs=1e-12)
+    assert float(posterior.eigenvalues.min()) == pytest.approx(expected["smallest_eigenvalue"], rel=1e-8, abs=1e-12)
 
 
 def test_negative_curvature_is_kept_in_the_covariance(laplace_torch):
     """Along ∇²L's eigenvector of eigenvalue h < 0 the posterior variance is 1/(h + δ), more than the prior's 1/δ."""
     tensors, numbers = laplace_torch
     delta = numbers["prior_precision"]
-    posterior = laplace.laplace_fit(reference_tanh, tensors["map"], tensors["x"], tensors["y"], prior_precision=delta,
-                                    curvature="exact")
+    posterior = laplace.laplace_fit(
+        reference_tanh, tensors["map"], tensors["x"], tensors["y"], prior_precision=delta, curvature="exact"
+    )
     negative = posterior.eigenvalues < -1e-6
     along = posterior.eigenvectors[:, negative]
-    torch.testing.assert_close(along.T @ posterior.covariance() @ along,
-                               torch.diag(1 / (posterior.eigenvalues[negative] + delta)), rtol=1e-8, atol=1e-10)
+    torch.testing.assert_close(
+        along.T @ posterior.covariance() @ along,
+        torch.diag(1 / (posterior.eigenvalues[negative] + delta)),
+        rtol=1e-8,
+        atol=1e-10,
+    )
     assert float((1 / (posterior.eigenvalues[negative] + delta)).min()) > 1 / delta
 
 
 def test_the_fitted_prior_precision_matches_laplace_torch_on_the_ggn(laplace_torch):
     """laplace-torch's evidence maximised by a tight search; its own 100 Adam steps stop short of it."""
     tensors, numbers = laplace_torch
-    posterior = laplace.laplace_fit(reference_tanh, tensors["map"], tensors["x"], tensors["y"], prior_precision=1.0,
-                                    fit_prior=True)
+    posterior = laplace.laplace_fit(
+        reference_tanh, tensors["map"], tensors["x"], tensors["y"], prior_precision=1.0, fit_prior=True
+    )
     assert posterior.prior_precision == pytest.approx(numbers["ggn"]["fitted_prior_precision"], rel=1e-8)
 
 
@@ -215,14 +236,27 @@ def test_no_prior_precision_is_fitted_where_the_evidence_has_no_maximum(laplace_
     expected = numbers["exact"]
     near = expected["evidence_near_boundary"]
     assert all(b[1] > a[1] for a, b in itertools.pairwise(near)) and near[-1][1] > expected["log_marginal_likelihood"]
-    posterior = laplace.laplace_fit(reference_tanh, tensors["map"], tensors["x"], tensors["y"],
-                                    prior_precision=numbers["prior_precision"], curvature="exact")
+    posterior = laplace.laplace_fit(
+        reference_tanh,
+        tensors["map"],
+        tensors["x"],
+        tensors["y"],
+        prior_precision=numbers["prior_precision"],
+        curvature="exact",
+    )
     for delta, value in near:
         ours = laplace.log_marginal_likelihood(posterior.nll, posterior.mean, posterior.eigenvalues, delta)
         assert ours == pytest.approx(value, rel=1e-6)
     with pytest.raises(laplace.IndefiniteCurvature, match=r"smallest eigenvalue is -0\.3942.*GGN") as raised:
-        laplace.laplace_fit(reference_tanh, tensors["map"], tensors["x"], tensors["y"], prior_precision=1.0,
-                            curvature="exact", fit_prior=True)
+        laplace.laplace_fit(
+            reference_tanh,
+            tensors["map"],
+            tensors["x"],
+            tensors["y"],
+            prior_precision=1.0,
+            curvature="exact",
+            fit_prior=True,
+        )
     assert "no maximum" in str(raised.value) and "above 0.3942" in str(raised.value)
 
 
@@ -265,12 +299,15 @@ def test_fitted_prior_precision_maximises_the_evidence():
     assert refit.prior_precision == pytest.approx(fitted, rel=1e-6)
 
 
-@pytest.mark.parametrize("options, message", [
-    ({"prior_precision": 0.0}, "prior precision"),
-    ({"prior_precision": float("nan")}, "prior precision"),
-    ({"prior_precision": 1.0, "curvature": "kfac"}, "curvature"),
-    ({"prior_precision": 1.0, "chunk_size": 0}, "chunk_size"),
-])
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        ({"prior_precision": 0.0}, "prior precision"),
+        ({"prior_precision": float("nan")}, "prior precision"),
+        ({"prior_precision": 1.0, "curvature": "kfac"}, "curvature"),
+        ({"prior_precision": 1.0, "chunk_size": 0}, "chunk_size"),
+    ],
+)
 def test_invalid_options_raise(options, message):
     with pytest.raises(ValueError, match=message):
         laplace.laplace_fit(tanh_mlp, random_point(27), *data(), **options)

@@ -14,25 +14,33 @@ ROOT = Path(__file__).resolve().parents[1]
 # Imports inside functions that are there for a reason other than a cycle: an optional dependency, loaded only
 # where it is used; torch, which a starting server loads only after it has started its compute workers.
 LAZY_FOR_A_REASON = {"symlab.runs.ray_cluster": "imports ray, needed only by runs and results on a Ray cluster"}
-LAZY_IN = {("symlab/serving/shared_results.py", "symlab.serving.store.ResultStore"): "its codec imports torch",
-           ("symlab/serving/warmup.py", "symlab.labs.toy.experiment"): "imports torch",
-           ("symlab/serving/warmup.py", "symlab.lib.two_relu"): "imports torch",
-           ("symlab/serving/precomputed.py", "symlab.serving.codec"): "imports torch",
-           # The findings' sources load torch; a page reads only their shipped numbers.
-           **{("symlab/serving/findings.py", f"symlab.labs.{lab}.experiment"): "imports torch"
-              for lab in ("modes", "symmetry", "align", "methods")},
-           # The command line parses with the labs' torch-free configs; a computation loads torch when it runs
-           # (tests/test_cli_speed.py holds --help under its budget).
-           **{(f"symlab/cli/{lab}.py", f"symlab.labs.{lab}.experiment"): "imports torch: parsing needs only the config"
-              for lab in ("toy", "symmetry", "align", "methods")},
-           ("symlab/cli/toy.py", "symlab.lib.two_relu"): "imports torch: parsing needs only the config",
-           ("symlab/cli/mnist.py", "symlab.labs.mnist.experiment.resolve_device"): "imports torch: the device",
-           ("symlab/cli/mnist.py", "symlab.labs.mnist.experiment.exported_run"): "imports torch: the file's tensors",
-           ("symlab/cli/methods.py", "symlab.labs.methods.experiment.checkpoint_set"): "imports torch: the tensors",
-           **{(f"symlab/cli/{lab}.py", "symlab.lib.weights"): "imports torch: a network file's tensors"
-              for lab in ("symmetry", "align", "mnist", "methods")},
-           ("symlab/labs/methods/config.py", "symlab.lib.networks"): "imports torch: the settings alone do not",
-           ("symlab/labs/methods/config.py", "symlab.lib.ensembles"): "imports torch: the settings alone do not"}
+LAZY_IN = {
+    ("symlab/serving/shared_results.py", "symlab.serving.store.ResultStore"): "its codec imports torch",
+    ("symlab/serving/warmup.py", "symlab.labs.toy.experiment"): "imports torch",
+    ("symlab/serving/warmup.py", "symlab.lib.two_relu"): "imports torch",
+    ("symlab/serving/precomputed.py", "symlab.serving.codec"): "imports torch",
+    # The findings' sources load torch; a page reads only their shipped numbers.
+    **{
+        ("symlab/serving/findings.py", f"symlab.labs.{lab}.experiment"): "imports torch"
+        for lab in ("modes", "symmetry", "align", "methods")
+    },
+    # The command line parses with the labs' torch-free configs; a computation loads torch when it runs
+    # (tests/test_cli_speed.py holds --help under its budget).
+    **{
+        (f"symlab/cli/{lab}.py", f"symlab.labs.{lab}.experiment"): "imports torch: parsing needs only the config"
+        for lab in ("toy", "symmetry", "align", "methods")
+    },
+    ("symlab/cli/toy.py", "symlab.lib.two_relu"): "imports torch: parsing needs only the config",
+    ("symlab/cli/mnist.py", "symlab.labs.mnist.experiment.resolve_device"): "imports torch: the device",
+    ("symlab/cli/mnist.py", "symlab.labs.mnist.experiment.exported_run"): "imports torch: the file's tensors",
+    ("symlab/cli/methods.py", "symlab.labs.methods.experiment.checkpoint_set"): "imports torch: the tensors",
+    **{
+        (f"symlab/cli/{lab}.py", "symlab.lib.weights"): "imports torch: a network file's tensors"
+        for lab in ("symmetry", "align", "mnist", "methods")
+    },
+    ("symlab/labs/methods/config.py", "symlab.lib.networks"): "imports torch: the settings alone do not",
+    ("symlab/labs/methods/config.py", "symlab.lib.ensembles"): "imports torch: the settings alone do not",
+}
 
 
 def cycles(graph) -> list[set[str]]:
@@ -70,8 +78,10 @@ def test_the_layers_contract_is_kept_with_no_exceptions():
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
     assert all(not {"ignore_imports", "unmatched_ignore_imports_alerting"} & set(c) for c in config["contracts"])
     # In its own process, as `lint-imports` runs: its command configures logging, which would silence this one's.
-    code = ("import sys; from importlinter.cli import lint_imports; "
-            f"sys.exit(lint_imports(config_filename={str(ROOT / 'pyproject.toml')!r}, no_cache=True, no_logo=True))")
+    code = (
+        "import sys; from importlinter.cli import lint_imports; "
+        f"sys.exit(lint_imports(config_filename={str(ROOT / 'pyproject.toml')!r}, no_cache=True, no_logo=True))"
+    )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
 
@@ -104,7 +114,9 @@ def function_level_imports(path: Path) -> list[str]:
             if isinstance(node, ast.ImportFrom):
                 base = node.module or ""
                 if node.level:
-                    base = ".".join(package.split(".")[:len(package.split(".")) - node.level + 1] + ([base] if base else []))
+                    base = ".".join(
+                        package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else [])
+                    )
                 names = [f"{base}.{alias.name}" for alias in node.names]  # a module, or a name in one
                 found += [name for name in names if name.split(".")[0] in ("symlab", "views")]
             elif isinstance(node, ast.Import):
@@ -112,20 +124,28 @@ def function_level_imports(path: Path) -> list[str]:
     return found
 
 
-@pytest.mark.parametrize("path", sorted(p.relative_to(ROOT).as_posix() for folder in ("symlab", "views")
-                                        for p in (ROOT / folder).rglob("*.py")))
+@pytest.mark.parametrize(
+    "path",
+    sorted(p.relative_to(ROOT).as_posix() for folder in ("symlab", "views") for p in (ROOT / folder).rglob("*.py")),
+)
 def test_no_import_hides_in_a_function(path):
-    hidden = [name for name in function_level_imports(ROOT / path)
-              if not any(name == lazy or name.startswith(f"{lazy}.") for lazy in LAZY_FOR_A_REASON)
-              and (path, name) not in LAZY_IN]
+    hidden = [
+        name
+        for name in function_level_imports(ROOT / path)
+        if not any(name == lazy or name.startswith(f"{lazy}.") for lazy in LAZY_FOR_A_REASON)
+        and (path, name) not in LAZY_IN
+    ]
     assert hidden == [], f"{path}: import at the top of the module (a function-level import dodges the layers)"
 
 
 def test_one_chart_stack():
     """Every chart is Vega-Lite (Altair): no view draws Plotly, and the app does not install it."""
     sources = [p for folder in ("symlab", "views") for p in (ROOT / folder).rglob("*.py")] + [ROOT / "app.py"]
-    drawing = [p.relative_to(ROOT).as_posix() for p in sources
-               if "plotly_chart" in p.read_text() or "import plotly" in p.read_text()]
+    drawing = [
+        p.relative_to(ROOT).as_posix()
+        for p in sources
+        if "plotly_chart" in p.read_text() or "import plotly" in p.read_text()
+    ]
     assert drawing == []
     assert "plotly" not in (ROOT / "pyproject.toml").read_text().lower()
 

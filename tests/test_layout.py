@@ -8,9 +8,16 @@ from layout import WIDTHS, check, problems_on, wait_until_drawn
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 # Every page, and every part of a page that has parts (a page's tabs and expanders are opened by the check).
-TARGETS = ("", "modes", "toy", "mnist", *(f"symmetry?part={part}" for part in
-                                            ("fig1", "mass", "proximity", "quality", "training", "network")),
-           "align", "align?source=files", "methods")
+TARGETS = (
+    "",
+    "modes",
+    "toy",
+    "mnist",
+    *(f"symmetry?part={part}" for part in ("fig1", "mass", "proximity", "quality", "training", "network")),
+    "align",
+    "align?source=files",
+    "methods",
+)
 
 
 @pytest.mark.parametrize("target", TARGETS, ids=lambda target: target or "home")
@@ -49,8 +56,10 @@ def test_a_square_plot_settles_at_every_width_as_the_window_is_resized(new_page,
 # their own axis titles, metric labels cut short, a table's toolbar over the text above it, the sidebar opening.
 NARROW_TARGETS = ("align", "mnist", "methods", "symmetry?part=training")
 SIDEBAR = '[data-testid="stSidebar"]'
-PHONE = ("Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 "
-         "Mobile Safari/537.36")
+PHONE = (
+    "Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 "
+    "Mobile Safari/537.36"
+)
 
 
 def sidebar_width(page) -> int:
@@ -60,10 +69,12 @@ def sidebar_width(page) -> int:
 
 
 @pytest.mark.parametrize("target", NARROW_TARGETS)
-def test_a_phone_turned_sideways_and_back_keeps_the_page_whole_and_the_sidebar_closed(browser, browser_errors,
-                                                                                       server_url, target):
-    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True,
-                                  user_agent=PHONE)
+def test_a_phone_turned_sideways_and_back_keeps_the_page_whole_and_the_sidebar_closed(
+    browser, browser_errors, server_url, target
+):
+    context = browser.new_context(
+        viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True, user_agent=PHONE
+    )
     browser_errors.watch(context)
     try:
         page = context.new_page()

@@ -119,11 +119,14 @@ def test_nudges_stay_in_range():
     assert all(1 <= load_test.nudged(box, rng) <= 2 for _ in range(20))
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--protocol", "--sessions", "301"], "each N in 1..300"),
-    (["--protocol", "--url", "http://example.org"], "only a server it starts"),
-    (["--protocol", "--seconds", "5000"], "--seconds"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--protocol", "--sessions", "301"], "each N in 1..300"),
+        (["--protocol", "--url", "http://example.org"], "only a server it starts"),
+        (["--protocol", "--seconds", "5000"], "--seconds"),
+    ],
+)
 def test_the_protocol_mode_is_bounded(argv, message, capsys):
     with pytest.raises(SystemExit):
         load_test.parse_args(argv)
@@ -141,11 +144,16 @@ def test_each_script_run_counts_to_the_request_its_session_sent_before_it():
     first.session_id, second.session_id = "a", "b"
     first.answered = [answered("open", 1.0), answered("tick", 2.0), answered("widget", 3.0)]
     second.answered = [answered("preset", 1.5, "modes")]
-    runs = {"a": [(1.001, 40.0), (1.2, 20.0),  # the open, and the rerun it asked for
-                  (2.0005, 5.0),  # a tick, logged a hair before its send was stamped
-                  (3.01, 30.0)],
-            "b": [(1.51, 25.0)],
-            "gone": [(1.0, 7.0)]}  # a session the test does not hold (an uploader's)
+    runs = {
+        "a": [
+            (1.001, 40.0),
+            (1.2, 20.0),  # the open, and the rerun it asked for
+            (2.0005, 5.0),  # a tick, logged a hair before its send was stamped
+            (3.01, 30.0),
+        ],
+        "b": [(1.51, 25.0)],
+        "gone": [(1.0, 7.0)],
+    }  # a session the test does not hold (an uploader's)
     cpu = load_test.page_cpu([first, second], runs)
     assert cpu["by_request"]["open"] == dict(count=1, cpu_ms_per_request=60.0, cpu_s=0.06)
     assert cpu["by_request"]["tick"]["cpu_ms_per_request"] == 5.0
@@ -157,9 +165,26 @@ def test_each_script_run_counts_to_the_request_its_session_sent_before_it():
 
 def test_a_short_protocol_run_against_its_own_server():
     result = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "load_test.py"), "--protocol", "--sessions", "4", "--seconds", "12",
-         "--play-seconds", "3", "--players", "1", "--hosted", "--json"],
-        cwd=ROOT, capture_output=True, text=True, timeout=300)
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "load_test.py"),
+            "--protocol",
+            "--sessions",
+            "4",
+            "--seconds",
+            "12",
+            "--play-seconds",
+            "3",
+            "--players",
+            "1",
+            "--hosted",
+            "--json",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     summary = json.loads(result.stdout.strip().splitlines()[-1])
     for key in ("sessions", "errors", "p50_ms", "p95_ms", "max_ms", "server_rss_peak_mib", "server_cpu_cores"):

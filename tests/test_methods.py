@@ -61,10 +61,12 @@ def test_dropout_samples_are_dropout_forward_passes():
     kept = arch.parameters(samples[0])["fc.weight"][0] / weight[0]
     assert set(torch.unique(kept.round(decimals=9)).tolist()) <= {0.0, 1.25}
     keep = kept.expand(1, 3, -1)
-    assert torch.allclose(networks.batched_logits(arch, samples[:1], x), networks.batched_logits(arch, flat[None], x, keep))
+    assert torch.allclose(
+        networks.batched_logits(arch, samples[:1], x), networks.batched_logits(arch, flat[None], x, keep)
+    )
     # Only the last layer moves, and on average not at all (E[mask / (1 - p)] = 1).
     last = arch.layers[-1][1]
-    assert torch.equal(samples[:, :last.start], flat[:last.start].expand(4000, -1))
+    assert torch.equal(samples[:, : last.start], flat[: last.start].expand(4000, -1))
     assert torch.allclose(samples.mean(0), flat, atol=0.05 * flat.abs().max().item())
     assert (samples[:, last] == 0).double().mean().item() == pytest.approx(0.2, abs=0.01)
 
@@ -91,8 +93,10 @@ def test_a_comparison_has_every_method_and_every_column(tiny_comparison):
     assert rows == {(m, k) for m in ex.METHODS for k in (1, 2)} - {("sghmc", 2), ("ensemble", 1)}
     for row in report["rows"]:
         assert set(ex.ROW_KEYS) <= set(row)
-        assert all(np.isfinite(row[key]) for key in ("mmd", "mmd_no_symmetry", "accuracy", "nll", "ece", "brier",
-                                                    "aupr", "fpr95", "id_mi", "ood_mi"))
+        assert all(
+            np.isfinite(row[key])
+            for key in ("mmd", "mmd_no_symmetry", "accuracy", "nll", "ece", "brier", "aupr", "fpr95", "id_mi", "ood_mi")
+        )
         assert 0 <= row["accuracy"] <= 1 and row["id_mi"] >= 0
     assert report["reference_checkpoints"] == 20 and report["samples_per_method"] == 10
     assert set(report["projection"]) == {"raw", "canonical"}
@@ -125,6 +129,7 @@ def test_a_checkpoint_of_other_settings_or_a_broken_one_is_refused(tiny_data, tm
         other.load(path)
     path.write_bytes(path.read_bytes()[:100])
     from symlab.labs.methods.training import MethodsTraining
+
     training = MethodsTraining.__new__(MethodsTraining)
     training.comparison = ex.Comparison(config, tiny_data)
     with pytest.raises(ex.CheckpointError, match="damaged or is not this comparison's checkpoint"):
@@ -146,13 +151,41 @@ def test_the_paper_table_is_table_one():
 
 @pytest.mark.slow
 def test_the_command_prints_the_issues_keys(tmp_path, capsys):
-    args = ["methods", "--reference", "20", "--samples", "10", "--modes", "2", "--epochs", "1", "--train-size", "1000",
-            "--test-size", "500", "--runs-dir", str(tmp_path), "--json"]
+    args = [
+        "methods",
+        "--reference",
+        "20",
+        "--samples",
+        "10",
+        "--modes",
+        "2",
+        "--epochs",
+        "1",
+        "--train-size",
+        "1000",
+        "--test-size",
+        "500",
+        "--runs-dir",
+        str(tmp_path),
+        "--json",
+    ]
     assert cli.main(args) == 0
     report = json.loads(capsys.readouterr().out)
     assert {"rows", "reference_checkpoints", "samples_per_method"} <= set(report)
-    keys = {"method", "modes", "mmd", "mmd_no_symmetry", "accuracy", "nll", "ece", "brier", "aupr", "fpr95", "id_mi",
-            "ood_mi"}
+    keys = {
+        "method",
+        "modes",
+        "mmd",
+        "mmd_no_symmetry",
+        "accuracy",
+        "nll",
+        "ece",
+        "brier",
+        "aupr",
+        "fpr95",
+        "id_mi",
+        "ood_mi",
+    }
     assert all(keys <= set(row) for row in report["rows"])
     assert cli.main(args[:-1]) == 0
     table = capsys.readouterr().out
@@ -167,8 +200,9 @@ def test_sgm_samples_are_q_moved_by_random_symmetries(name):
     moved = ex.symmetrised(arch, draws, g)
     x = torch.randn(3, 1, 28, 28, dtype=torch.float64)
     assert torch.allclose(networks.batched_logits(arch, moved, x), networks.batched_logits(arch, draws, x), atol=1e-10)
-    np.testing.assert_allclose(networks.remove_symmetries(arch, moved.numpy()),
-                               networks.remove_symmetries(arch, draws.numpy()), atol=1e-12)
+    np.testing.assert_allclose(
+        networks.remove_symmetries(arch, moved.numpy()), networks.remove_symmetries(arch, draws.numpy()), atol=1e-12
+    )
     assert (moved != draws).any(-1).double().mean() > 0.5  # most draws moved
 
 
@@ -176,6 +210,7 @@ def test_sgm_information_over_the_convnets_group_is_exact():
     """I(w) over all 32 symmetries: log 32 where the permuted copies of q are far apart, 0 for a q every
     symmetry leaves alone; and SGM's loss subtracts it."""
     from symlab.lib import bnn
+
     arch = networks.architecture("convnet")
     group = networks.convnet_group(arch)
     assert len({tuple(row.tolist()) for row in group}) == 32 and torch.equal(group[0], torch.arange(arch.n_params))
@@ -198,12 +233,14 @@ def test_a_runs_reference_exports_as_a_checkpoint_set(tmp_path, capsys, tiny_com
 
     from symlab.labs import run_kinds
     from symlab.runs.registry import Registry
+
     registry = Registry(run_kinds(), tmp_path / "runs")
     run_id = registry.create("methods", tiny_comparison.config, "cpu", status="finished")
     tiny_comparison.save(registry.checkpoint_path(run_id))
     target = tmp_path / "set.safetensors"
-    assert cli.main(["methods", "--export", str(run_id), str(target), "--runs-dir", str(tmp_path / "runs"),
-                     "--json"]) == 0
+    assert (
+        cli.main(["methods", "--export", str(run_id), str(target), "--runs-dir", str(tmp_path / "runs"), "--json"]) == 0
+    )
     assert json.loads(capsys.readouterr().out)["parameters"]["conv1.weight"] == [20, 4, 1, 5, 5]
     stacked = load_file(target)
     arch = tiny_comparison.config.arch
@@ -217,9 +254,18 @@ def test_a_runs_reference_exports_as_a_checkpoint_set(tmp_path, capsys, tiny_com
 
 def test_the_summary_over_seeds_pairs_each_seeds_rows():
     def report(seed, offset):
-        rows = [{"method": m, "modes": k, **{key: offset + (0.5 if k == 1 else 0.1) + (0.01 if m == "sgm" else 0)
-                                            for key in (*ex.MMD_KEYS, *ex.uncertainty.METRIC_KEYS)}}
-                for m in ("mfvi", "sgm") for k in (1, 10)]
+        rows = [
+            {
+                "method": m,
+                "modes": k,
+                **{
+                    key: offset + (0.5 if k == 1 else 0.1) + (0.01 if m == "sgm" else 0)
+                    for key in (*ex.MMD_KEYS, *ex.uncertainty.METRIC_KEYS)
+                },
+            }
+            for m in ("mfvi", "sgm")
+            for k in (1, 10)
+        ]
         return {"config": {**ex.MethodsConfig(seed=seed).to_dict()}, "rows": rows}
 
     summary = ex.seed_summary([report(0, 0.0), report(1, 0.2)])
@@ -245,8 +291,9 @@ def test_laplace_weighs_its_curvature_images_as_the_whole_training_set():
     images = ex.CURVATURE_IMAGES
     ggn = laplace.nll_ggn(config.arch.logits, start, data.x[:images], data.y[:images])
     size = len(ggn)
-    precision = (config.train_size / images) * ggn + config.train_size * ex.WEIGHT_DECAY * torch.eye(size,
-                                                                                                    dtype=torch.float64)
+    precision = (config.train_size / images) * ggn + config.train_size * ex.WEIGHT_DECAY * torch.eye(
+        size, dtype=torch.float64
+    )
     deviation = samples - start.double()
     ratio = float(((deviation @ precision) * deviation).sum(1).mean()) / size
     assert abs(ratio - 1) < 5 * (2 / (size * count)) ** 0.5
@@ -258,8 +305,23 @@ def test_a_comparison_of_networks_that_did_not_learn_says_so(tiny_comparison, tm
     report = tiny_comparison.report()
     assert report["trained"] is False and max(report["start_accuracy"]) < TRAINED_ACCURACY
     assert "below the 50 % floor" in report["trained_reason"]
-    args = ["methods", "--reference", "20", "--samples", "10", "--modes", "2", "--epochs", "1", "--train-size", "1000",
-            "--test-size", "500", "--runs-dir", str(tmp_path)]
+    args = [
+        "methods",
+        "--reference",
+        "20",
+        "--samples",
+        "10",
+        "--modes",
+        "2",
+        "--epochs",
+        "1",
+        "--train-size",
+        "1000",
+        "--test-size",
+        "500",
+        "--runs-dir",
+        str(tmp_path),
+    ]
     assert cli.main([*args, "--json"]) == 0
     printed = json.loads(capsys.readouterr().out)
     assert printed["trained"] is False and "untrained networks" in printed["trained_reason"]

@@ -155,9 +155,12 @@ def test_sgm_blocks_act_on_close_units(data, block_size):
     mfvi = trainer_for(small_config(**settings), data)
     metrics, baseline = sgm.train_epoch(), mfvi.train_epoch()
     assert metrics["mi_active"] > 0.5
-    assert 0 < metrics["mutual_info"] < metrics["log_group_size"] == pytest.approx(2 * math.log(math.factorial(3))
-                                                                                     if block_size == 3
-                                                                                     else 3 * math.log(2))
+    assert (
+        0
+        < metrics["mutual_info"]
+        < metrics["log_group_size"]
+        == pytest.approx(2 * math.log(math.factorial(3)) if block_size == 3 else 3 * math.log(2))
+    )
     assert not torch.equal(sgm.mu, mfvi.mu)  # the extra term moved the parameters
     assert baseline["mi_active"] is None and baseline["block_mi_active"] > 0  # MFVI: measured, not trained
 
@@ -229,16 +232,29 @@ def test_calibration_metrics_on_known_predictions():
 
 def test_bound_gain_is_sgms_bound_minus_mfvis_elbo_of_the_same_setting_and_width():
     def run(run_id, seed=0, train_epochs=1, hidden=16, **result):
-        return SimpleNamespace(id=run_id, status=mnist_table.FINISHED, result={"test_acc": 0.9, **result},
-                               config=MnistConfig(hidden=hidden, epochs=train_epochs, seed=seed,
-                                                  method="sgm" if "train_elbo_sym" in result else "mfvi", K=4))
-    rows = mnist_table.results_table([
-        run(1, seed=0, train_elbo=-100.0), run(2, seed=1, train_elbo=-102.0),  # MFVI at width 16: mean −101
-        run(3, train_elbo=-100.5, train_elbo_sym=-98.6),  # SGM K=4 at width 16: 2.4 nats above MFVI
-        run(4, hidden=64, train_elbo=-90.0, train_elbo_sym=-89.0),  # width 64 has no MFVI run: no gain
-        run(5, train_epochs=2, train_elbo=-50.0),  # another setting's MFVI at width 16: not compared with
-        run(6, train_epochs=2, train_elbo=-60.0, train_elbo_sym=None),  # an SGM run without its bound
-    ])
+        return SimpleNamespace(
+            id=run_id,
+            status=mnist_table.FINISHED,
+            result={"test_acc": 0.9, **result},
+            config=MnistConfig(
+                hidden=hidden,
+                epochs=train_epochs,
+                seed=seed,
+                method="sgm" if "train_elbo_sym" in result else "mfvi",
+                K=4,
+            ),
+        )
+
+    rows = mnist_table.results_table(
+        [
+            run(1, seed=0, train_elbo=-100.0),
+            run(2, seed=1, train_elbo=-102.0),  # MFVI at width 16: mean −101
+            run(3, train_elbo=-100.5, train_elbo_sym=-98.6),  # SGM K=4 at width 16: 2.4 nats above MFVI
+            run(4, hidden=64, train_elbo=-90.0, train_elbo_sym=-89.0),  # width 64 has no MFVI run: no gain
+            run(5, train_epochs=2, train_elbo=-50.0),  # another setting's MFVI at width 16: not compared with
+            run(6, train_epochs=2, train_elbo=-60.0, train_elbo_sym=None),  # an SGM run without its bound
+        ]
+    )
     [gain] = mnist_table.bound_gain_rows(rows)
     assert (gain["label"], gain["hidden"], gain["run_ids"]) == ("SGM K=4", 16, [3])
     assert gain["gain_mean"] == pytest.approx(2.4) and gain["gain_std"] is None
@@ -247,15 +263,24 @@ def test_bound_gain_is_sgms_bound_minus_mfvis_elbo_of_the_same_setting_and_width
 
 
 def finished(run_id, seed=0, hidden=16, method="mfvi", **result):
-    return SimpleNamespace(id=run_id, status=mnist_table.FINISHED, result={"test_acc": 0.9, **result},
-                           config=MnistConfig(hidden=hidden, seed=seed, method=method, K=4))
+    return SimpleNamespace(
+        id=run_id,
+        status=mnist_table.FINISHED,
+        result={"test_acc": 0.9, **result},
+        config=MnistConfig(hidden=hidden, seed=seed, method=method, K=4),
+    )
 
 
 def test_a_seed_run_twice_counts_once_by_its_latest_run():
     """Two runs of one setting and seed 0 were counted as two seeds, their spread as if between seeds."""
-    rows = mnist_table.results_table([
-        finished(1, seed=0, test_acc=0.40, nearest_unit_kl_min=900.0), finished(5, seed=0, test_acc=0.3651),
-        finished(3, seed=1, test_acc=0.38), finished(4, seed=1, test_acc=0.38, units_at_prior=2)])
+    rows = mnist_table.results_table(
+        [
+            finished(1, seed=0, test_acc=0.40, nearest_unit_kl_min=900.0),
+            finished(5, seed=0, test_acc=0.3651),
+            finished(3, seed=1, test_acc=0.38),
+            finished(4, seed=1, test_acc=0.38, units_at_prior=2),
+        ]
+    )
     [row] = rows
     assert (row["seeds"], row["seed_list"], row["runs"], row["run_ids"]) == (2, [0, 1], 4, [5, 4])
     assert row["test_acc_mean"] == pytest.approx((0.3651 + 0.38) / 2)  # seed 0's latest run, not 0.40
@@ -266,9 +291,13 @@ def test_a_seed_run_twice_counts_once_by_its_latest_run():
 
 def test_a_table_row_whose_runs_did_not_learn_says_so():
     """The table ranks methods by accuracy: rows of networks at chance (10 %) are flagged, with the reason."""
-    rows = mnist_table.results_table([finished(1, hidden=16, test_acc=0.12),
-                                      finished(2, hidden=16, seed=1, test_acc=0.3),
-                                      finished(3, hidden=64, test_acc=0.93)])
+    rows = mnist_table.results_table(
+        [
+            finished(1, hidden=16, test_acc=0.12),
+            finished(2, hidden=16, seed=1, test_acc=0.3),
+            finished(3, hidden=64, test_acc=0.93),
+        ]
+    )
     low, high = rows
     assert low["trained"] is False and "of width 16 classify 21.0 %" in low["trained_reason"]
     assert high["trained"] is True
@@ -280,11 +309,18 @@ def test_a_table_row_whose_runs_did_not_learn_says_so():
 
 
 def test_sgm_equals_mfvi_by_design_only_where_its_term_had_no_gradient_on_the_same_seeds():
-    rows = mnist_table.results_table([
-        finished(1, hidden=256), finished(2, hidden=256, method="sgm", mi_active=0.0),  # the same numbers
-        finished(3, hidden=16), finished(4, hidden=16, method="sgm", mi_active=0.3),  # equal, but the term acted
-        finished(5, hidden=64), finished(6, hidden=64, seed=1, method="sgm", mi_active=0.0),  # other seeds
-        finished(7, hidden=1024), finished(8, hidden=1024, method="sgm", mi_active=0.0, test_acc=0.91)])
+    rows = mnist_table.results_table(
+        [
+            finished(1, hidden=256),
+            finished(2, hidden=256, method="sgm", mi_active=0.0),  # the same numbers
+            finished(3, hidden=16),
+            finished(4, hidden=16, method="sgm", mi_active=0.3),  # equal, but the term acted
+            finished(5, hidden=64),
+            finished(6, hidden=64, seed=1, method="sgm", mi_active=0.0),  # other seeds
+            finished(7, hidden=1024),
+            finished(8, hidden=1024, method="sgm", mi_active=0.0, test_acc=0.91),
+        ]
+    )
     assert mnist_table.same_as_mfvi(rows, "test_acc_mean") == {"SGM K=4": [256]}
 
     history = [{"epoch": 1, "train_elbo": -10.0, "mi_active": 0.0}, {"epoch": 2, "train_elbo": -9.0, "mi_active": 0.0}]

@@ -30,7 +30,7 @@ def test_fisher_diagonal_is_the_hessian_diagonal_in_expectation():
     gauss_newton = torch.zeros_like(theta)  # Σ_n Σ_k p_nk (∂ℓ(x_n, k)/∂θ)², by brute force over the labels
     for n in range(6):
         for k in range(3):
-            gradient = torch.autograd.functional.jacobian(lambda th: loss(th, x[n:n + 1], torch.tensor([k])), theta)
+            gradient = torch.autograd.functional.jacobian(lambda th: loss(th, x[n : n + 1], torch.tensor([k])), theta)
             gauss_newton += probs[n, k] * gradient**2
     gauss_newton /= 6
     torch.testing.assert_close(gauss_newton, hessian, rtol=0, atol=1e-12)
@@ -59,8 +59,12 @@ def elbo_along(trainer: MnistTrainer, scales, draws: int = 2000) -> list[float]:
     for scale in scales:
         sd = log_sd.exp() * scale
         weights = mu + sd * noise
-        log_likelihood = torch.stack([-torch.nn.functional.cross_entropy(
-            mlp.forward(trainer.layout.layers(w), x), y, reduction="sum") for w in weights]).mean()
+        log_likelihood = torch.stack(
+            [
+                -torch.nn.functional.cross_entropy(mlp.forward(trainer.layout.layers(w), x), y, reduction="sum")
+                for w in weights
+            ]
+        ).mean()
         kl = gaussian.flat_kl_to_prior(mu, sd.log(), trainer.config.prior_scale, sd)
         values.append(float(log_likelihood - kl))
     return values
@@ -130,8 +134,11 @@ def test_evaluation_every_n_epochs_and_always_the_last():
 
 
 def test_configs_recorded_before_the_fit_existed_read_as_what_ran():
-    old = {key: value for key, value in MnistConfig().to_dict().items()
-           if key not in ("sd_fit", "lr_schedule", "eval_every")}
+    old = {
+        key: value
+        for key, value in MnistConfig().to_dict().items()
+        if key not in ("sd_fit", "lr_schedule", "eval_every")
+    }
     config = MnistConfig.from_dict(old)
     assert (config.sd_fit, config.lr_schedule, config.eval_every) == ("adam", "constant", 1)
     assert MnistConfig.from_dict(MnistConfig().to_dict()) == MnistConfig()
@@ -139,13 +146,21 @@ def test_configs_recorded_before_the_fit_existed_read_as_what_ran():
 
 # --- the convergence test ------------------------------------------------------------------------------------
 
+
 def history_from(step_elbos: np.ndarray, log_sds, steps_per_epoch: int) -> list[dict]:
     """Per-epoch entries as the trainer writes them, from per-step ELBOs and each epoch's mean log σ."""
     entries = []
     for index, start in enumerate(range(0, len(step_elbos), steps_per_epoch)):
-        chunk = step_elbos[start:start + steps_per_epoch]
-        entries.append({"epoch": index + 1, "steps": len(chunk), "train_elbo": float(chunk.mean()),
-                        "train_elbo_sd": float(chunk.std()), "log_sd_mean": float(log_sds[index])})
+        chunk = step_elbos[start : start + steps_per_epoch]
+        entries.append(
+            {
+                "epoch": index + 1,
+                "steps": len(chunk),
+                "train_elbo": float(chunk.mean()),
+                "train_elbo_sd": float(chunk.std()),
+                "log_sd_mean": float(log_sds[index]),
+            }
+        )
     return entries
 
 
@@ -156,7 +171,9 @@ def test_window_statistics_equal_the_direct_ones():
     start, window = convergence._window(history, 12, 500)
     assert start == 7
     direct = elbos[700:1200]
-    assert window["mean"] == pytest.approx(direct.mean()) and window["se"] == pytest.approx(direct.std() / math.sqrt(500))
+    assert window["mean"] == pytest.approx(direct.mean()) and window["se"] == pytest.approx(
+        direct.std() / math.sqrt(500)
+    )
 
 
 def test_a_flat_run_converges_where_it_became_flat():
@@ -213,8 +230,7 @@ def test_blocks_are_rebuilt_every_n_steps_of_the_run_not_of_each_epoch(monkeypat
         return original(*args)
 
     monkeypatch.setattr(blocks, "plan_blocks", counting)
-    trainer = synthetic_trainer(method="sgm", mi="blocks", block_size=2, batch_size=16, rebuild_every=10,
-                                eval_every=5)
+    trainer = synthetic_trainer(method="sgm", mi="blocks", block_size=2, batch_size=16, rebuild_every=10, eval_every=5)
     for _ in range(5):
         trainer.train_epoch()
     assert planned == [0, 1, "diagnostics"]

@@ -51,9 +51,11 @@ def test_scale_invariance():
 
 def test_quadrature_matches_adaptive_integration():
     for m, s, a in [(0.0, 1.0, 3.0), (1.5, 1.7, 3.0), (0.2, 0.6, 6.0), (2.0, 2.5, 4.0)]:
+
         def integrand(x):
             log_q = -0.5 * ((x - m) / s) ** 2 - math.log(s) - 0.5 * math.log(2 * math.pi)
             return math.exp(log_q) * (log_q - modes._standard_log_mixture(np.array(x), a))
+
         reference, _ = integrate.quad(integrand, m - 12 * s, m + 12 * s, epsabs=1e-13, limit=200)
         assert modes.standard_reverse_kl(m, math.log(s), a) == pytest.approx(reference, abs=1e-10)
 
@@ -157,17 +159,20 @@ def test_threshold_is_none_when_sweep_never_crosses():
     assert modes.exact_threshold(1.0, alpha_max=3.0, points=10) is None
 
 
-@pytest.mark.parametrize("call", [
-    lambda: modes.fit_exact([1.0], 0.0),
-    lambda: modes.fit_exact([1.0], float("nan")),
-    lambda: modes.fit_exact([-1.0], 1.0),
-    lambda: modes.fit_exact([], 1.0),
-    lambda: modes.fit_exact([1.0], 1.0, dim=0),
-    lambda: modes.alpha_grid(10, 1),
-    lambda: modes.fit_monte_carlo([1.0], 1.0, covariance="banded"),
-    lambda: modes.fit_monte_carlo([1.0], 1.0, lr=-1),
-    lambda: modes.sweep_report(modes.SweepConfig(sigma=1.0, protocol="magic")),
-])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: modes.fit_exact([1.0], 0.0),
+        lambda: modes.fit_exact([1.0], float("nan")),
+        lambda: modes.fit_exact([-1.0], 1.0),
+        lambda: modes.fit_exact([], 1.0),
+        lambda: modes.fit_exact([1.0], 1.0, dim=0),
+        lambda: modes.alpha_grid(10, 1),
+        lambda: modes.fit_monte_carlo([1.0], 1.0, covariance="banded"),
+        lambda: modes.fit_monte_carlo([1.0], 1.0, lr=-1),
+        lambda: modes.sweep_report(modes.SweepConfig(sigma=1.0, protocol="magic")),
+    ],
+)
 def test_invalid_input_raises_clear_value_error(call):
     with pytest.raises(ValueError, match="must|needs"):
         call()
@@ -209,8 +214,20 @@ def test_the_command_line_sweeps_the_pages_range_with_the_same_keys(capsys):
     report = json.loads(capsys.readouterr().out)
     assert report["alphas"] == pytest.approx(list(np.linspace(0.0, modes.sweep_alpha_max(0.1), 5)))
     assert report["threshold"] == pytest.approx(0.48, abs=0.01)
-    assert list(report) == ["sigma", "dim", "protocol", "alphas", "interpolation", "det_cov", "kl", "std_e1",
-                            "threshold", "threshold_over_sigma", "forward_kl", "options"]
+    assert list(report) == [
+        "sigma",
+        "dim",
+        "protocol",
+        "alphas",
+        "interpolation",
+        "det_cov",
+        "kl",
+        "std_e1",
+        "threshold",
+        "threshold_over_sigma",
+        "forward_kl",
+        "options",
+    ]
     assert list(report["forward_kl"]) == ["det_cov", "kl"]
 
 
@@ -223,6 +240,7 @@ def test_declared_ranges_keep_det_cov_finite_and_nonzero(sigma, dim):
 
 
 # --- one declaration per control: the command line and the page derive theirs from SweepConfig's -----------
+
 
 def parse(*argv):
     return cli.build_parser().parse_args(["modes", *argv])
@@ -266,7 +284,12 @@ def test_page_parameters_are_the_declarations_with_the_page_cap():
         cap = params.CAPS.get(name)
         assert cap is None or cap < spec.high  # a cap lowers the declared range; it never widens it
         assert (param.kind, param.low, param.high, param.step, param.default) == (
-            spec.kind, spec.low, cap or spec.high, spec.step, default)
+            spec.kind,
+            spec.low,
+            cap or spec.high,
+            spec.step,
+            default,
+        )
     # The page's α reaches the default sweep's end at its largest σ: both sides of α* ≈ 5σ.
     largest = modes.SweepConfig(sigma=by_name["sigma"].high)
     assert by_name["alpha"].high == largest.largest_alpha

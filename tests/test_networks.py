@@ -66,7 +66,9 @@ def test_removal_keeps_the_function(arch, key, scaling):
     flat = arch.init(4, torch.Generator().manual_seed(3)).double()
     x = torch.randn(6, 1, 28, 28, dtype=torch.float64)
     canonical = torch.tensor(networks.remove_symmetries(arch, flat.numpy(), key, scaling))
-    assert torch.allclose(networks.batched_logits(arch, canonical, x), networks.batched_logits(arch, flat, x), atol=1e-10)
+    assert torch.allclose(
+        networks.batched_logits(arch, canonical, x), networks.batched_logits(arch, flat, x), atol=1e-10
+    )
     assert not torch.allclose(canonical, flat)  # it did move something
 
 
@@ -100,11 +102,15 @@ def test_removal_maps_a_whole_symmetry_class_to_one_network(arch, key):
     flat = arch.init(5, torch.Generator().manual_seed(4)).double().numpy()
     moved = random_symmetry(arch, flat, rng)
     x = torch.randn(3, 1, 28, 28, dtype=torch.float64)
-    assert torch.allclose(networks.batched_logits(arch, torch.tensor(moved), x),
-                          networks.batched_logits(arch, torch.tensor(flat), x), atol=1e-9)
+    assert torch.allclose(
+        networks.batched_logits(arch, torch.tensor(moved), x),
+        networks.batched_logits(arch, torch.tensor(flat), x),
+        atol=1e-9,
+    )
     assert np.abs(moved - flat).max() > 0.1
-    np.testing.assert_allclose(networks.remove_symmetries(arch, moved, key), networks.remove_symmetries(arch, flat, key),
-                               atol=1e-12)
+    np.testing.assert_allclose(
+        networks.remove_symmetries(arch, moved, key), networks.remove_symmetries(arch, flat, key), atol=1e-12
+    )
 
 
 def test_a_permutation_that_mixes_groups_is_not_a_symmetry_and_the_ones_offered_are():

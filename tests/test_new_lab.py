@@ -33,15 +33,15 @@ class CoinConfig:
     def validate(self):
         return controls.validate(self)
 '''
-EXPERIMENT = '''
+EXPERIMENT = """
 from .config import CoinConfig
 
 
 def run(config: CoinConfig) -> dict:
     heads = round(config.flips * config.bias)
     return {"heads": heads, "posterior_mean": (heads + 1) / (config.flips + 2)}
-'''
-CLI = '''
+"""
+CLI = """
 from coinlab import experiment
 from coinlab.config import CoinConfig
 from symlab.specs import controls
@@ -53,8 +53,8 @@ def register(subparsers):
     p.add_argument("--json", action="store_true")
     p.set_defaults(run=lambda args: experiment.run(controls.from_args(CoinConfig, args)),
                    format=lambda report: f"posterior mean {report['posterior_mean']:.3f}")
-'''
-PARAMS = '''
+"""
+PARAMS = """
 from symlab.specs import controls
 
 from .config import CoinConfig
@@ -62,14 +62,14 @@ from .config import CoinConfig
 
 def page_params(hosting=None):
     return controls.url_params(CoinConfig)
-'''
-INIT = '''
+"""
+INIT = """
 from symlab.specs.lab import Lab
 
 LAB = Lab("coin", "Coin", ":material/toll:", blurb="A coin's posterior.", command="coincli:register",
           params="coinlab.params:page_params", page="{page}")
-'''
-PAGE = '''
+"""
+PAGE = """
 import streamlit as st
 
 from coinlab import LAB
@@ -91,7 +91,7 @@ def widgets():
 values = binding.start_page(PAGE, SPECS, LAB.title, LAB.blurb, widgets)
 config = CoinConfig(**controls.config_values(CoinConfig, values)).validate()
 st.metric("posterior mean", f"{run(config)['posterior_mean']:.3f}")
-'''
+"""
 
 
 @pytest.fixture
@@ -102,8 +102,12 @@ def coin_lab(tmp_path, monkeypatch):
     package = tmp_path / "coinlab"
     package.mkdir()
     page = tmp_path / "coin.py"
-    for name, text in (("config.py", CONFIG), ("experiment.py", EXPERIMENT), ("params.py", PARAMS),
-                       ("__init__.py", INIT.format(page=os.path.relpath(page, ROOT)))):
+    for name, text in (
+        ("config.py", CONFIG),
+        ("experiment.py", EXPERIMENT),
+        ("params.py", PARAMS),
+        ("__init__.py", INIT.format(page=os.path.relpath(page, ROOT))),
+    ):
         (package / name).write_text(textwrap.dedent(text))
     (tmp_path / "coincli.py").write_text(textwrap.dedent(CLI))
     page.write_text(textwrap.dedent(PAGE))
@@ -146,7 +150,9 @@ def test_the_app_links_and_opens_the_new_lab(coin_lab):
 
 def test_the_hostile_input_suite_sees_the_new_lab_parameters(coin_lab):
     params = coin_lab.page_params(binding.server_settings())
-    assert [(p.name, p.kind, p.low, p.high, p.step) for p in params] == [("n", "int", 1, 1000, None),
-                                                                        ("bias", "float", 0.0, 1.0, 0.05)]
+    assert [(p.name, p.kind, p.low, p.high, p.step) for p in params] == [
+        ("n", "int", 1, 1000, None),
+        ("bias", "float", 0.0, 1.0, 0.05),
+    ]
     values, notices = parse_query({"n": "5000", "bias": "nan"}, params)
     assert values == {"n": 1000, "bias": 0.5} and len(notices) == 2

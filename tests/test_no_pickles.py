@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-APP_SOURCES = sorted([*ROOT.joinpath("symlab").rglob("*.py"), *ROOT.joinpath("views").rglob("*.py"),
-                      ROOT / "app.py", ROOT / "serve.py"])
+APP_SOURCES = sorted(
+    [*ROOT.joinpath("symlab").rglob("*.py"), *ROOT.joinpath("views").rglob("*.py"), ROOT / "app.py", ROOT / "serve.py"]
+)
 
 # Modules whose loaders run code from the bytes they read, whatever their arguments.
 UNPICKLING_MODULES = {"pickle", "cPickle", "_pickle", "cloudpickle", "dill", "joblib", "shelve", "marshal"}
@@ -42,8 +43,8 @@ def unsafe_loads(source: str, filename: str = "<source>") -> list[str]:
             names = [alias.name for alias in node.names] if isinstance(node, ast.Import) else [node.module or ""]
             imported = [alias.name for alias in node.names] if isinstance(node, ast.ImportFrom) else []
             if any(name.split(".")[0] in UNPICKLING_MODULES - {"pickle"} for name in names) or (
-                    isinstance(node, ast.ImportFrom) and node.module == "pickle" and
-                    set(imported) & UNPICKLING_CALLS):
+                isinstance(node, ast.ImportFrom) and node.module == "pickle" and set(imported) & UNPICKLING_CALLS
+            ):
                 found.append(f"{filename}:{node.lineno}: imports an unpickler")
         if not isinstance(node, ast.Call):
             continue
@@ -66,25 +67,31 @@ def test_the_app_reads_no_pickle():
     assert found == []
 
 
-@pytest.mark.parametrize("source", [
-    "import pickle\npickle.loads(data)",
-    "import pickle\nwith open(p, 'rb') as f:\n    pickle.load(f)",
-    "from pickle import loads",
-    "import torch\ntorch.load(path)",
-    "import torch\ntorch.load(path, weights_only=False)",
-    "import numpy as np\nnp.load(path, allow_pickle=True)",
-    "import pandas as pd\npd.read_pickle(path)",
-    "import joblib\njoblib.load(path)",
-    "import shelve\nshelve.open(path)",
-])
+@pytest.mark.parametrize(
+    "source",
+    [
+        "import pickle\npickle.loads(data)",
+        "import pickle\nwith open(p, 'rb') as f:\n    pickle.load(f)",
+        "from pickle import loads",
+        "import torch\ntorch.load(path)",
+        "import torch\ntorch.load(path, weights_only=False)",
+        "import numpy as np\nnp.load(path, allow_pickle=True)",
+        "import pandas as pd\npd.read_pickle(path)",
+        "import joblib\njoblib.load(path)",
+        "import shelve\nshelve.open(path)",
+    ],
+)
 def test_the_scan_finds_each_way_to_unpickle(source):
     assert unsafe_loads(source)
 
 
-@pytest.mark.parametrize("source", [
-    "import torch\ntorch.load(path, map_location='cpu', weights_only=True)",
-    "import numpy as np\nnp.load(path, allow_pickle=False)",
-    "import pickle\ntry:\n    pass\nexcept pickle.UnpicklingError:\n    pass",
-])
+@pytest.mark.parametrize(
+    "source",
+    [
+        "import torch\ntorch.load(path, map_location='cpu', weights_only=True)",
+        "import numpy as np\nnp.load(path, allow_pickle=False)",
+        "import pickle\ntry:\n    pass\nexcept pickle.UnpicklingError:\n    pass",
+    ],
+)
 def test_the_scan_passes_data_only_loads(source):
     assert unsafe_loads(source) == []

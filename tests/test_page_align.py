@@ -91,7 +91,7 @@ def titles(at) -> list[str]:
     return [chart["title"] for chart in vega_charts(at)]
 
 
-NEAREST = tuple(int(VIRIDIS[-1][i:i + 2], 16) for i in (1, 3, 5))  # a row's smallest distance
+NEAREST = tuple(int(VIRIDIS[-1][i : i + 2], 16) for i in (1, 3, 5))  # a row's smallest distance
 
 
 def assignment(at, layer: int) -> dict:
@@ -117,16 +117,25 @@ def test_default_link_shows_the_barrier_collapse():
     assert float(values["W₂ after alignment"]) < float(values["W₂(q_A, q_B) before"])
     # The player's charts (live): loss and accuracy paths, two predictive maps; then distances, training
     # curves, one assignment per layer.
-    assert titles(at) == ["Loss along the path", "Accuracy along the path", "Unaligned", "W₂ alignment",
-                          "Distance per layer", "Training both posteriors",
-                          "Hidden layer 1: assignment", "Hidden layer 2: assignment"]
+    assert titles(at) == [
+        "Loss along the path",
+        "Accuracy along the path",
+        "Unaligned",
+        "W₂ alignment",
+        "Distance per layer",
+        "Training both posteriors",
+        "Hidden layer 1: assignment",
+        "Hidden layer 2: assignment",
+    ]
     loss = vega_chart(at, "Loss along the path")
     lines = loss["datasets"]["lines"]
     assert list(dict.fromkeys(lines["series"])) == ["unaligned", "weight matching", "W₂ alignment"]
     assert all((lines["series"] == name).sum() == 21 for name in ("unaligned", "W₂ alignment"))
     assert loss["datasets"]["rules"]["value"].tolist() == [0.5]  # the player starts half way
-    unaligned, aligned = (image_values(vega_chart(at, title)["datasets"]["image"]["url"][0], BLUE_RED)
-                          for title in ("Unaligned", "W₂ alignment"))  # P(class 1) on a 60 × 60 grid, at t = 0.5
+    unaligned, aligned = (
+        image_values(vega_chart(at, title)["datasets"]["image"]["url"][0], BLUE_RED)
+        for title in ("Unaligned", "W₂ alignment")
+    )  # P(class 1) on a 60 × 60 grid, at t = 0.5
     assert unaligned.shape == aligned.shape == (60, 60) and aligned.min() < 0.1 and aligned.max() > 0.9
     # Half way along the unaligned path the predictive is less sure of either class than the aligned one.
     assert np.abs(unaligned - 0.5).mean() < np.abs(aligned - 0.5).mean() - 0.1
@@ -141,12 +150,27 @@ def test_default_link_shows_the_barrier_collapse():
     assert list(summary.columns) == ["unaligned", "weight matching", "W₂ alignment"]  # the paths side by side
     assert float(summary.loc["barrier (nats)"].iloc[0]) > float(summary.loc["barrier (nats)"].iloc[2])
     downloads = [button.key for button in at.get("download_button")]
-    assert len(downloads) == 7 and downloads[-3:] == ["align.download_q_a", "align.download_q_b",
-                                                      "align.download_q_b_aligned"]
+    assert len(downloads) == 7 and downloads[-3:] == [
+        "align.download_q_a",
+        "align.download_q_b",
+        "align.download_q_b_aligned",
+    ]
     assert_charts_fit_any_column(at)
-    assert dict(at.query_params) == {"source": "trained", "task": "moons", "width": "64", "depth": "2", "train": "1000",
-                                     "noise": "0.15", "steps": "2000", "lr": "0.01", "prior": "1.0",
-                                     "samples": "32", "starts": "64", "order": "own", "seed": "0"}
+    assert dict(at.query_params) == {
+        "source": "trained",
+        "task": "moons",
+        "width": "64",
+        "depth": "2",
+        "train": "1000",
+        "noise": "0.15",
+        "steps": "2000",
+        "lr": "0.01",
+        "prior": "1.0",
+        "samples": "32",
+        "starts": "64",
+        "order": "own",
+        "seed": "0",
+    }
 
 
 def test_the_path_player_changes_only_its_charts_data():
@@ -154,8 +178,12 @@ def test_the_path_player_changes_only_its_charts_data():
     before = vega_charts(at)[:4]
     at.button(key="align.step").click().run()
     after = vega_charts(at)[:4]
-    assert [chart["title"] for chart in after] == ["Loss along the path", "Accuracy along the path", "Unaligned",
-                                                   "W₂ alignment"]
+    assert [chart["title"] for chart in after] == [
+        "Loss along the path",
+        "Accuracy along the path",
+        "Unaligned",
+        "W₂ alignment",
+    ]
     for old, new in zip(before, after):
         assert old["spec_text"] == new["spec_text"], old["title"]  # so Streamlit updates the chart in place
     assert after[0]["datasets"]["rules"]["value"].tolist() == [pytest.approx(0.55)]
@@ -186,7 +214,8 @@ def test_depth_sets_the_number_of_assignment_matrices():
     at = align_page(**{**SMALL, "depth": "3"})
     assert not at.exception
     assert [title for title in titles(at) if title.startswith("Hidden layer")] == [
-        f"Hidden layer {i}: assignment" for i in (1, 2, 3)]
+        f"Hidden layer {i}: assignment" for i in (1, 2, 3)
+    ]
     distances = vega_chart(at, "Distance per layer")
     assert distances["datasets"]["bars"]["layer"].nunique() == 4  # weight layers
     # The layers' names down the side, where four (five at depth 4) fit a phone's column; under the bars they overlapped.
@@ -197,8 +226,15 @@ def test_depth_sets_the_number_of_assignment_matrices():
 def test_presentation_mode_charts_fit_any_column():
     at = align_page(**SMALL, present="1")
     assert not at.exception
-    assert titles(at) == ["Loss along the path", "Accuracy along the path", "Unaligned", "W₂ alignment",
-                          "Distance per layer", "Training both posteriors", "Hidden layer 1: assignment"]
+    assert titles(at) == [
+        "Loss along the path",
+        "Accuracy along the path",
+        "Unaligned",
+        "W₂ alignment",
+        "Distance per layer",
+        "Training both posteriors",
+        "Hidden layer 1: assignment",
+    ]
     assert_charts_fit_any_column(at)
     # Larger text: the four entries of a path's legend take a row each on a phone, one row on a wide screen.
     spec = vega_chart(at, "Loss along the path")["spec"]
@@ -209,9 +245,13 @@ def test_presentation_mode_charts_fit_any_column():
 def test_mnist_link_trains_on_digits_without_maps():
     at = align_page(task="mnist", width="16", depth="1", steps="100", train="1000", samples="4")
     assert not at.exception and not at.error
-    assert titles(at) == ["Loss along the path", "Accuracy along the path",  # no maps: 784 inputs
-                          "Distance per layer", "Training both posteriors",
-                          "Hidden layer 1: assignment"]
+    assert titles(at) == [
+        "Loss along the path",
+        "Accuracy along the path",  # no maps: 784 inputs
+        "Distance per layer",
+        "Training both posteriors",
+        "Hidden layer 1: assignment",
+    ]
     assert "784-16-10 MLP" in at.caption[1].value
     assert_charts_fit_any_column(at)
 
@@ -265,11 +305,14 @@ def test_unreadable_mnist_is_an_error_not_a_traceback(tmp_path, monkeypatch):
 
 def test_diverged_training_is_an_error_not_a_traceback(monkeypatch):
     def diverge(config, data, progress=None):
-        raise results.TrainingDiverged("training diverged at step 7 (posterior A: the ELBO is not finite); "
-                                       "lower the learning rate")
+        raise results.TrainingDiverged(
+            "training diverged at step 7 (posterior A: the ELBO is not finite); lower the learning rate"
+        )
 
     monkeypatch.setattr(align_lab, "train_pair", diverge)
-    monkeypatch.setattr(shared_results, "_shared", shared_results.SharedResults(workers=0))  # trained here, where the patch holds
+    monkeypatch.setattr(
+        shared_results, "_shared", shared_results.SharedResults(workers=0)
+    )  # trained here, where the patch holds
     at = align_page(**SMALL, seed="4242")
     assert not at.exception
     assert len(at.error) == 1 and "diverged at step 7" in at.error[0].value
@@ -277,7 +320,9 @@ def test_diverged_training_is_an_error_not_a_traceback(monkeypatch):
 
 
 def test_a_failure_is_said_once_and_the_next_run_tries_again(monkeypatch):
-    monkeypatch.setattr(shared_results, "_shared", shared_results.SharedResults(workers=0))  # computed in the page's run
+    monkeypatch.setattr(
+        shared_results, "_shared", shared_results.SharedResults(workers=0)
+    )  # computed in the page's run
     config = align_lab.AlignConfig(width=16, depth=1, steps=200, samples=8, seed=4243).validate()
     stopped = "Training the two posteriors stopped before it finished (BrokenProcessPool)"
     failed = (align_lab.alignment_task(config).key, stopped)  # as the waiting panel leaves it

@@ -49,6 +49,7 @@ def test_settings_without_results_say_how_to_get_them(registry):
 @pytest.fixture(scope="module")
 def tiny_report():
     from symlab.lib.mnist_data import load_mnist
+
     config = ex.MethodsConfig(**TINY)
     comparison = ex.Comparison(config, ex.prepare_data(load_mnist(), config))
     while not comparison.finished:

@@ -44,14 +44,21 @@ def test_widgets_follow_the_declarations_and_state_the_server_caps(registry):
         if spec.widget_kind != "number":
             continue
         widget = at.number_input(key=f"mnist.{spec.url or name}")
-        cap = {"hidden": limits.max_hidden, "depth": limits.max_depth,
-               "epochs": limits.max_epochs * 120}.get(name)  # epochs of a 500-image subset
-        assert (widget.label, widget.min, widget.max, widget.step) == (spec.label, None, None,
-                                                                      spec.nudge or spec.step or 1), name
+        cap = {"hidden": limits.max_hidden, "depth": limits.max_depth, "epochs": limits.max_epochs * 120}.get(
+            name
+        )  # epochs of a 500-image subset
+        assert (widget.label, widget.min, widget.max, widget.step) == (
+            spec.label,
+            None,
+            None,
+            spec.nudge or spec.step or 1,
+        ), name
         high = cap if cap is not None else spec.high
         assert f"From {spec.shown(spec.low)} to {spec.shown(high)}." in widget.help, name
         assert ("This page allows at most" in (widget.help or "")) == (cap is not None), name
-        assert cap is None or widget.help.endswith(f"at most {cap}; the command line (`python -m symlab`) has no such cap."), name
+        assert cap is None or widget.help.endswith(
+            f"at most {cap}; the command line (`python -m symlab`) has no such cap."
+        ), name
     assert at.number_input(key="mnist.batch").step == 8 and at.number_input(key="mnist.lr").step == 1e-4
 
 
@@ -66,8 +73,10 @@ def test_a_number_typed_out_of_range_is_brought_into_it_and_the_box_shows_what_r
     assert at.number_input(key="mnist.hidden").value == 64 and at.query_params["hidden"] == "64"
     assert at.number_input(key="mnist.lr").value == 1e-5 and at.query_params["lr"] == "1e-05"
     notices = [warning.value for warning in at.sidebar.warning]
-    assert notices == ["Hidden units per layer: 99999999 is outside 1 to 64; 64 is this server's cap. Set to 64.",
-                       "Learning rate (Adam): 0 is outside 1e-05 to 1. Set to 1e-05."]
+    assert notices == [
+        "Hidden units per layer: 99999999 is outside 1 to 64; 64 is this server's cap. Set to 64.",
+        "Learning rate (Adam): 0 is outside 1e-05 to 1. Set to 1e-05.",
+    ]
     at.button(key="mnist.launch").click().run()
     [run] = registry.runs()
     assert (run.config.hidden, run.config.lr) == (64, 1e-5)
@@ -99,9 +108,17 @@ def test_results_table_and_comparison_from_finished_runs(registry):
     ids = []
     for method, seed, accuracy in (("mfvi", 0, 0.9), ("mfvi", 1, 0.92), ("sgm", 0, 0.93)):
         run_id = registry.create("mnist", MnistConfig(hidden=32, method=method, K=4, seed=seed), "cpu")
-        registry.update(run_id, status=FINISHED, result={"test_acc": accuracy, "test_nll": 0.3, "test_ece": 0.02,
-                                                              "train_elbo": -100.0, "train_elbo_sym": -98.6
-                                                              if method == "sgm" else None})
+        registry.update(
+            run_id,
+            status=FINISHED,
+            result={
+                "test_acc": accuracy,
+                "test_nll": 0.3,
+                "test_ece": 0.02,
+                "train_elbo": -100.0,
+                "train_elbo_sym": -98.6 if method == "sgm" else None,
+            },
+        )
         registry.add_metrics(run_id, {"epoch": 1, "test_acc": accuracy, "test_nll": 0.3, "train_elbo": -100.0})
         ids.append(run_id)
     at = mnist_page(compare=tokens(registry, ids[0], ids[2]))
@@ -141,14 +158,19 @@ def test_the_compare_link_names_runs_by_their_tokens_not_their_ids(registry):
 
 
 def test_block_estimator_from_a_link_launches_with_its_settings(registry):
-    at = mnist_page(method="sgm", mi="blocks", block="4", rebuild="50", hidden="8", epochs="1", subset="500",
-                    samples="2")
+    at = mnist_page(
+        method="sgm", mi="blocks", block="4", rebuild="50", hidden="8", epochs="1", subset="500", samples="2"
+    )
     assert not at.exception and not at.error
     assert at.button(key="mnist.launch").label == "Launch SGM blocks"
     at.button(key="mnist.launch").click().run()
     [run] = registry.runs()
-    assert (run.config.method, run.config.mi, run.config.block_size, run.config.rebuild_every) == \
-        ("sgm", "blocks", 4, 50)
+    assert (run.config.method, run.config.mi, run.config.block_size, run.config.rebuild_every) == (
+        "sgm",
+        "blocks",
+        4,
+        50,
+    )
     assert run.config.label.startswith("SGM blocks B=4")
     supervisor.cancel(registry, run.id)
 
@@ -167,17 +189,37 @@ def test_diagnostics_are_charted_per_epoch_and_against_width(registry):
     for hidden, nearest in ((16, 850.0), (64, 318.0)):
         for method in ("mfvi", "sgm"):
             run_id = registry.create("mnist", MnistConfig(hidden=hidden, method=method, mi="blocks"), "cpu")
-            result = {"test_acc": 0.9, "test_nll": 0.3, "test_ece": 0.02, "train_elbo": -100.0,
-                      "train_elbo_sym": -90.0 if method == "sgm" else None, "nearest_unit_kl_min": nearest,
-                      "units_at_prior": 1, "mi_active": 0.25}
+            result = {
+                "test_acc": 0.9,
+                "test_nll": 0.3,
+                "test_ece": 0.02,
+                "train_elbo": -100.0,
+                "train_elbo_sym": -90.0 if method == "sgm" else None,
+                "nearest_unit_kl_min": nearest,
+                "units_at_prior": 1,
+                "mi_active": 0.25,
+            }
             registry.update(run_id, status=FINISHED, result=result)
-            registry.add_metrics(run_id, {"epoch": 1, "test_acc": 0.9, "test_nll": 0.3, "train_elbo": -100.0,
-                                          "nearest_unit_kl_min": nearest, "units_at_prior": 1, "block_mi": 5.0,
-                                          "block_log_group_size": 5.5})
+            registry.add_metrics(
+                run_id,
+                {
+                    "epoch": 1,
+                    "test_acc": 0.9,
+                    "test_nll": 0.3,
+                    "train_elbo": -100.0,
+                    "nearest_unit_kl_min": nearest,
+                    "units_at_prior": 1,
+                    "block_mi": 5.0,
+                    "block_log_group_size": 5.5,
+                },
+            )
             ids.append(run_id)
     old = registry.create("mnist", MnistConfig(hidden=64), "cpu")
-    registry.update(old, status=FINISHED, result={"test_acc": 0.9, "test_nll": 0.3, "test_ece": 0.02,
-                                                       "train_elbo": -100.0, "infonce_active": 0.0})
+    registry.update(
+        old,
+        status=FINISHED,
+        result={"test_acc": 0.9, "test_nll": 0.3, "test_ece": 0.02, "train_elbo": -100.0, "infonce_active": 0.0},
+    )
     registry.add_metrics(old, {"epoch": 1, "test_acc": 0.9, "test_nll": 0.3, "train_elbo": -100.0})
     at = mnist_page(compare=tokens(registry, ids[0], old))
     assert not at.exception and not at.error
@@ -190,9 +232,15 @@ def test_diagnostics_are_charted_per_epoch_and_against_width(registry):
         assert x["axis"]["values"] == [16, 64]
     closest = by_width["Closest two units against width"]["datasets"]["lines"]  # the old run has no value
     assert sorted(zip(closest["series"], closest["x"], closest["y"])) == [
-        ("MFVI", 16, 850.0), ("MFVI", 64, 318.0), ("SGM blocks B=2", 16, 850.0), ("SGM blocks B=2", 64, 318.0)]
+        ("MFVI", 16, 850.0),
+        ("MFVI", 64, 318.0),
+        ("SGM blocks B=2", 16, 850.0),
+        ("SGM blocks B=2", 64, 318.0),
+    ]
     assert channel(by_width["Closest two units against width"]["spec"], "y")[0]["scale"]["type"] == "log"
-    compared = [chart for chart in vega_charts(at) if chart["title"] in ("Closest two units", "Block MI on q: I_H / log|H|")]
+    compared = [
+        chart for chart in vega_charts(at) if chart["title"] in ("Closest two units", "Block MI on q: I_H / log|H|")
+    ]
     assert len(compared) == 4  # the live view's (the latest two runs) and the comparison's
     nearest = compared[-2]["datasets"]["lines"]  # the comparison's: run ids[0] has it, the old run has none
     assert nearest["y"].tolist() == [850.0] and nearest["series"].str.startswith(f"#{ids[0]} ").all()
@@ -207,12 +255,32 @@ def finished_runs(registry, epochs: int, accuracies=(0.9, 0.93), recorded: int |
     for method, accuracy in zip(("mfvi", "sgm"), accuracies):
         run_id = registry.create("mnist", MnistConfig(hidden=32, method=method, mi="blocks", epochs=epochs), "cpu")
         for epoch in range(1, (recorded or epochs) + 1):
-            registry.add_metrics(run_id, {"epoch": epoch, "test_acc": accuracy + 0.002 * epoch, "test_nll": 0.3,
-                                          "train_elbo": -1e5 + 10 * epoch, "nearest_unit_kl_min": 800.0 / epoch,
-                                          "units_at_prior": 0, "block_mi": 5.0, "block_log_group_size": 5.5})
-        registry.update(run_id, status=FINISHED, result={
-            "test_acc": accuracy, "test_nll": 0.3, "test_ece": 0.02, "train_elbo": -1e5,
-            "train_elbo_sym": -9e4 if method == "sgm" else None, "nearest_unit_kl_min": 100.0, "units_at_prior": 0})
+            registry.add_metrics(
+                run_id,
+                {
+                    "epoch": epoch,
+                    "test_acc": accuracy + 0.002 * epoch,
+                    "test_nll": 0.3,
+                    "train_elbo": -1e5 + 10 * epoch,
+                    "nearest_unit_kl_min": 800.0 / epoch,
+                    "units_at_prior": 0,
+                    "block_mi": 5.0,
+                    "block_log_group_size": 5.5,
+                },
+            )
+        registry.update(
+            run_id,
+            status=FINISHED,
+            result={
+                "test_acc": accuracy,
+                "test_nll": 0.3,
+                "test_ece": 0.02,
+                "train_elbo": -1e5,
+                "train_elbo_sym": -9e4 if method == "sgm" else None,
+                "nearest_unit_kl_min": 100.0,
+                "units_at_prior": 0,
+            },
+        )
         ids.append(run_id)
     return ids
 
@@ -224,9 +292,19 @@ def test_epoch_curves_keep_fractions_in_range_and_epochs_whole(registry, epochs)
     ids = finished_runs(registry, epochs)
     at = mnist_page(compare=tokens(registry, *ids))
     assert not at.exception and not at.error
-    curves = [chart for chart in vega_charts(at) if chart["title"] in (
-        "Test accuracy", "Train ELBO", "Test NLL", "Closest two units", "Block MI on q: I_H / log|H|",
-        "Units at the prior")]
+    curves = [
+        chart
+        for chart in vega_charts(at)
+        if chart["title"]
+        in (
+            "Test accuracy",
+            "Train ELBO",
+            "Test NLL",
+            "Closest two units",
+            "Block MI on q: I_H / log|H|",
+            "Units at the prior",
+        )
+    ]
     assert len(curves) == 5 + 6  # the live view's and the comparison's
     for chart in curves:
         [x] = [x for x in channel(chart["spec"], "x") if x["field"] == "x"][:1]
@@ -244,8 +322,12 @@ def test_epoch_curves_keep_fractions_in_range_and_epochs_whole(registry, epochs)
     accuracy = vega_chart(at, "Accuracy against width (± std)")
     assert channel(accuracy["spec"], "y")[0]["title"] == "test accuracy (%)"
     assert sorted(zip(accuracy["datasets"]["lines"]["series"], accuracy["datasets"]["lines"]["y"])) == [
-        ("MFVI", pytest.approx(90.0)), ("SGM blocks B=2", pytest.approx(93.0))]
-    [prior, *_] = [y for y in channel(vega_chart(at, "Units at the prior against width")["spec"], "y") if y["field"] == "y"]
+        ("MFVI", pytest.approx(90.0)),
+        ("SGM blocks B=2", pytest.approx(93.0)),
+    ]
+    [prior, *_] = [
+        y for y in channel(vega_chart(at, "Units at the prior against width")["spec"], "y") if y["field"] == "y"
+    ]
     assert prior["scale"]["zero"] is True and prior["scale"]["domain"] == {"unionWith": [0, 1]}
     assert prior["axis"]["tickMinStep"] == 1 and prior["axis"]["format"] == "d"
 
@@ -256,9 +338,18 @@ def test_error_bars_against_width_stay_within_what_the_quantity_can_be(registry)
     ids = []
     for seed, (accuracy, nearest, at_prior) in enumerate(((1.0, 10.0, 0), (1.0, 10.0, 0), (0.5, 1000.0, 5))):
         run_id = registry.create("mnist", MnistConfig(hidden=32, seed=seed), "cpu")
-        registry.update(run_id, status=FINISHED, result={
-            "test_acc": accuracy, "test_nll": 0.3, "test_ece": 0.02, "train_elbo": -100.0 - seed,
-            "nearest_unit_kl_min": nearest, "units_at_prior": at_prior})
+        registry.update(
+            run_id,
+            status=FINISHED,
+            result={
+                "test_acc": accuracy,
+                "test_nll": 0.3,
+                "test_ece": 0.02,
+                "train_elbo": -100.0 - seed,
+                "nearest_unit_kl_min": nearest,
+                "units_at_prior": at_prior,
+            },
+        )
         ids.append(run_id)
     at = mnist_page()
     assert not at.exception and not at.error
@@ -272,7 +363,11 @@ def test_error_bars_against_width_stay_within_what_the_quantity_can_be(registry)
     assert row["y"] == pytest.approx(250 / 3) and row["std"] == pytest.approx(23.570226)
     assert row["low"] == pytest.approx(250 / 3 - 23.570226) and row["high"] == 100.0 and not row["to_bottom"]
     rules = [view for view in layers(chart["spec"]) if view["mark"]["type"] == "rule"]
-    assert len(rules) == 1 and rules[0]["encoding"]["y"]["field"] == "high" and rules[0]["encoding"]["y2"]["field"] == "low"
+    assert (
+        len(rules) == 1
+        and rules[0]["encoding"]["y"]["field"] == "high"
+        and rules[0]["encoding"]["y2"]["field"] == "low"
+    )
     assert rules[0]["encoding"]["color"]["scale"]["domain"] == ["MFVI"]
     assert rules[0]["encoding"]["strokeDash"]["scale"]["range"] == [[1, 0]]
     assert bar("Train ELBO against width")[1]["y"] == pytest.approx(-101.0)  # no SGM run: the ELBO itself
@@ -281,11 +376,19 @@ def test_error_bars_against_width_stay_within_what_the_quantity_can_be(registry)
     chart, row = bar("Closest two units against width")  # 340 ± 466.7 nats
     assert row["y"] == pytest.approx(340.0) and row["high"] == pytest.approx(340 + 466.690476)
     assert math.isnan(row["low"]) and row["to_bottom"]
-    to_bottom = [view for view in layers(chart["spec"]) if view["mark"]["type"] == "rule"
-                 and view["encoding"].get("y2") == {"value": "height"}]
+    to_bottom = [
+        view
+        for view in layers(chart["spec"])
+        if view["mark"]["type"] == "rule" and view["encoding"].get("y2") == {"value": "height"}
+    ]
     assert len(to_bottom) == 1
     downloads = {button.key for button in at.get("download_button")}  # the data behind each chart
-    assert {"mnist.width_acc_csv", "mnist.width_elbo_csv", "mnist.width_nearest_csv", "mnist.width_prior_csv"} <= downloads
+    assert {
+        "mnist.width_acc_csv",
+        "mnist.width_elbo_csv",
+        "mnist.width_nearest_csv",
+        "mnist.width_prior_csv",
+    } <= downloads
 
 
 def test_a_new_epoch_changes_only_the_curves_data(registry):
@@ -304,8 +407,16 @@ def test_a_new_epoch_changes_only_the_curves_data(registry):
 def finish(registry, config: MnistConfig, **result) -> int:
     """A finished run of ``config`` with these final ``result`` values (and every epoch's, from epoch 1)."""
     run_id = registry.create("mnist", config, "cpu")
-    registry.add_metrics(run_id, {"epoch": 1, "test_acc": result["test_acc"], "test_nll": 0.3,
-                                  "train_elbo": result["train_elbo"], "mi_active": result.get("mi_active")})
+    registry.add_metrics(
+        run_id,
+        {
+            "epoch": 1,
+            "test_acc": result["test_acc"],
+            "test_nll": 0.3,
+            "train_elbo": result["train_elbo"],
+            "mi_active": result.get("mi_active"),
+        },
+    )
     registry.update(run_id, status=FINISHED, result={"test_nll": 0.3, "test_ece": 0.02, **result})
     return run_id
 
@@ -350,24 +461,34 @@ def test_methods_that_coincide_by_design_say_so_on_the_chart_and_both_markers_sh
     ids = []
     for hidden, active in ((16, 0.4), (256, 0.0)):
         mfvi = finish(registry, MnistConfig(hidden=hidden), test_acc=0.95, train_elbo=-100.0, mi_active=None)
-        sgm = finish(registry, MnistConfig(hidden=hidden, method="sgm", K=4), mi_active=active,
-                     test_acc=0.95 if active == 0 else 0.96, train_elbo=-100.0 if active == 0 else -99.0,
-                     train_elbo_sym=-98.6)
+        sgm = finish(
+            registry,
+            MnistConfig(hidden=hidden, method="sgm", K=4),
+            mi_active=active,
+            test_acc=0.95 if active == 0 else 0.96,
+            train_elbo=-100.0 if active == 0 else -99.0,
+            train_elbo_sym=-98.6,
+        )
         ids += [mfvi, sgm]
     at = mnist_page(compare=tokens(registry, ids[2], ids[3]))
     assert not at.exception and not at.error
     accuracy = vega_chart(at, "Accuracy against width (± std)")["spec"]
     note = " ".join(accuracy["title"]["subtitle"])
-    assert note == ("SGM K=4 = MFVI at width 256 by design: SGM's term never had a gradient, so it trained exactly "
-                    "as MFVI (SGM: the smaller markers).")  # not at 16, where the term acted
+    assert note == (
+        "SGM K=4 = MFVI at width 256 by design: SGM's term never had a gradient, so it trained exactly "
+        "as MFVI (SGM: the smaller markers)."
+    )  # not at 16, where the term acted
     assert point_sizes(accuracy)["MFVI"] > point_sizes(accuracy)["SGM K=4"]
     assert "subtitle" not in vega_chart(at, "SGM's bound above MFVI's ELBO")["spec"]["title"]
     # The compared pair, epoch by epoch: the same note on each of its charts, SGM's markers the smaller.
-    compared = [chart for chart in vega_charts(at) if chart["title"] in ("Test accuracy", "Test NLL", "Train ELBO")][-3:]
+    compared = [chart for chart in vega_charts(at) if chart["title"] in ("Test accuracy", "Test NLL", "Train ELBO")][
+        -3:
+    ]
     for chart in compared:
         assert " ".join(chart["spec"]["title"]["subtitle"]) == (
             f"#{ids[3]} = #{ids[2]} by design: SGM's term never had a gradient, so it trained exactly as MFVI "
-            f"(#{ids[3]}: the smaller markers).")
+            f"(#{ids[3]}: the smaller markers)."
+        )
         sizes = point_sizes(chart["spec"])
         assert sizes[f"#{ids[2]} MFVI, width 256, seed 0"] > sizes[f"#{ids[3]} SGM K=4, width 256, seed 0"]
     at.multiselect(key="mnist.compare_pick").unselect(ids[2]).select(ids[0]).run()  # a pair that differs
@@ -424,8 +545,11 @@ def test_without_the_cookie_yours_are_this_sessions_launches_and_the_page_says_s
 
 def test_a_hosted_server_shows_visitors_none_of_its_file_paths(registry, monkeypatch, tmp_path):
     def shown(at) -> str:
-        return " ".join(str(element.value) for kind in ("caption", "markdown", "error", "warning", "info")
-                        for element in at.get(kind))
+        return " ".join(
+            str(element.value)
+            for kind in ("caption", "markdown", "error", "warning", "info")
+            for element in at.get(kind)
+        )
 
     failed = registry.create("mnist", MnistConfig(hidden=8), "cpu", status="failed")
     registry.update(failed, message=f"could not start the training process: {registry.root}/run-00001/worker.log")
@@ -448,16 +572,37 @@ def test_results_open_with_the_shipped_study_and_its_tables(registry):
     assert len(effects) == len(summary["rows"])
     assert list(effects.columns[:3]) == ["images", "width", "method"]
     assert {"mnist.study_csv", "mnist.study_starts_csv", "mnist.study_recipes_csv"} <= {
-        button.key for button in at.get("download_button")}
+        button.key for button in at.get("download_button")
+    }
 
 
 def test_the_runs_table_says_whether_each_finished_run_converged(registry):
     run_id = registry.create("mnist", MnistConfig(hidden=16), "cpu")
-    registry.update(run_id, status=FINISHED, result={"test_acc": 0.9, "converged": True, "converged_epoch": 7,
-                                                     "elbo_change": 1.0, "elbo_change_se": 2.0, "log_sd_change": 0.0})
+    registry.update(
+        run_id,
+        status=FINISHED,
+        result={
+            "test_acc": 0.9,
+            "converged": True,
+            "converged_epoch": 7,
+            "elbo_change": 1.0,
+            "elbo_change_se": 2.0,
+            "log_sd_change": 0.0,
+        },
+    )
     other = registry.create("mnist", MnistConfig(hidden=16, seed=1), "cpu")
-    registry.update(other, status=FINISHED, result={"test_acc": 0.9, "converged": False, "converged_epoch": None,
-                                                    "elbo_change": 90.0, "elbo_change_se": 2.0, "log_sd_change": 0.0})
+    registry.update(
+        other,
+        status=FINISHED,
+        result={
+            "test_acc": 0.9,
+            "converged": False,
+            "converged_epoch": None,
+            "elbo_change": 90.0,
+            "elbo_change_se": 2.0,
+            "log_sd_change": 0.0,
+        },
+    )
     at = mnist_page()
     runs_table = next(frame.value for frame in at.dataframe if "converged" in frame.value.columns)
     assert dict(zip(runs_table["run"], runs_table["converged"])) == {run_id: "epoch 7", other: "no"}

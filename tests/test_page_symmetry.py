@@ -42,8 +42,9 @@ def data_names(spec: dict) -> set:
 
 def scale_types(chart) -> tuple:
     """The x and y scales' types set in a chart's views (a layer that sets none, as a rule's, shares the others')."""
-    return tuple({c["scale"].get("type", "linear") for c in channel(chart["spec"], name) if "scale" in c}
-                 for name in ("x", "y"))
+    return tuple(
+        {c["scale"].get("type", "linear") for c in channel(chart["spec"], name) if "scale" in c} for name in ("x", "y")
+    )
 
 
 # Each part's link (the slow defaults of mass/training made small: 100 perceptrons, 200 SGD steps, and
@@ -51,12 +52,17 @@ def scale_types(chart) -> tuple:
 PARTS = {
     "fig1": ({}, 4, {"nets kept", "trained per second", "share with v₁ > v₂, raw", "largest output change"}),
     "mass": ({"part": "mass", "nets": "100", "steps": "200"}, 2, set()),
-    "proximity": ({"part": "proximity"}, 1,
-                  {"‖gw − w‖ / ‖w‖ at width 4096", "Thm 3.1 bound there", "widths with a bound < 2"}),
+    "proximity": (
+        {"part": "proximity"},
+        1,
+        {"‖gw − w‖ / ‖w‖ at width 4096", "Thm 3.1 bound there", "widths with a bound < 2"},
+    ),
     "quality": ({"part": "quality"}, 3, set()),
-    "training": ({"part": "training", "steps": "200"}, 2,
-                 {"mean Kendall τ", "… in the last tenth", "steps with a swap, first half", "… last tenth",
-                  "test accuracy"}),
+    "training": (
+        {"part": "training", "steps": "200"},
+        2,
+        {"mean Kendall τ", "… in the last tenth", "steps with a swap, first half", "… last tenth", "test accuracy"},
+    ),
 }
 
 
@@ -67,9 +73,16 @@ def test_every_part_renders_its_charts_and_metrics(part):
     assert not at.exception, [e.value for e in at.exception]
     assert not at.error and not at.warning
     assert at.radio(key="symmetry.part").value == part and at.query_params["part"] == part
-    assert at.header[0].value == {"fig1": "The doubled mode (Fig. 1)", "mass": "Min-mass",
-                                  "proximity": "Mode proximity", "quality": "Posterior quality (MMD)",
-                                  "training": "Permutations in training"}[part]
+    assert (
+        at.header[0].value
+        == {
+            "fig1": "The doubled mode (Fig. 1)",
+            "mass": "Min-mass",
+            "proximity": "Mode proximity",
+            "quality": "Posterior quality (MMD)",
+            "training": "Permutations in training",
+        }[part]
+    )
     assert charts(at) == chart_count
     for chart in vega_charts(at):  # each view draws data the chart sends (not Altair's placeholder "empty")
         assert data_names(chart["spec"]) and data_names(chart["spec"]) <= set(chart["datasets"]), chart["title"]
@@ -198,8 +211,12 @@ def check_training_charts(at, steps: int):
 def test_the_epoch_player_draws_three_densities_and_changes_only_their_data():
     at = symmetry_page(nets="100")
     last = vega_charts(at)
-    assert [chart["title"] for chart in last] == ["Raw", "After scaling removal", "After scaling and permutation removal",
-                                                  "The two units' marginals, raw"]
+    assert [chart["title"] for chart in last] == [
+        "Raw",
+        "After scaling removal",
+        "After scaling and permutation removal",
+        "The two units' marginals, raw",
+    ]
     marginals = last.pop()["datasets"]["lines"]
     assert sorted(marginals["series"].unique()) == ["v₁", "v₂"] and len(marginals) == 2 * 80
     for chart in last:  # a 60 × 60 grid of the density, from empty cells (0) to the peak (1), drawn square
@@ -287,10 +304,13 @@ def test_the_one_seed_fits_every_part_and_no_other_url_name_is_shared():
             assert control.kind == spec.kind and all(map(control.accepts, [spec.default, *extremes])), url
 
 
-@pytest.mark.parametrize("query, widgets", [
-    ({}, {"nets": 10_000, "epochs": 30}),
-    ({"part": "training", "steps": "200"}, {"width": 256, "steps": 3000, "sgd_lr": 1.0}),
-])
+@pytest.mark.parametrize(
+    "query, widgets",
+    [
+        ({}, {"nets": 10_000, "epochs": 30}),
+        ({"part": "training", "steps": "200"}, {"width": 256, "steps": 3000, "sgd_lr": 1.0}),
+    ],
+)
 def test_the_server_caps_are_stated_on_their_widgets(query, widgets):
     at = symmetry_page(**query)
     shown = {widget.key: widget for kind in ("slider", "number_input") for widget in at.get(kind)}
@@ -342,11 +362,17 @@ def test_a_784_input_layer_is_pictured_by_its_most_varied_inputs_and_sorting_reo
     assert any("the 64 of its 784 inputs whose weights vary most" in c.value for c in at.caption)
 
 
-@pytest.mark.parametrize("file, reason", [
-    (hostile_files.stride_zero_view, "0.weight is a view that repeats or overlaps its stored numbers"),
-    (hostile_files.no_hidden_units, "0.weight has shape (0, 784): every layer needs at least one input and one unit"),
-    (hostile_files.deep_chain, "2000 nn.Linear layers, over the 64 this reader takes"),
-])
+@pytest.mark.parametrize(
+    "file, reason",
+    [
+        (hostile_files.stride_zero_view, "0.weight is a view that repeats or overlaps its stored numbers"),
+        (
+            hostile_files.no_hidden_units,
+            "0.weight has shape (0, 784): every layer needs at least one input and one unit",
+        ),
+        (hostile_files.deep_chain, "2000 nn.Linear layers, over the 64 this reader takes"),
+    ],
+)
 def test_a_hostile_upload_gets_its_reason_as_text_and_no_traceback(monkeypatch, file, reason):
     """Read in a process of its own: the page shows the reader's one line, the file's name as typed (no markup)."""
     from views.common import files

@@ -13,8 +13,17 @@ from symlab.specs.run_kind import FINISHED, RUNNING
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")  # tests/conftest.py
 
-LINKS = [("modes", {}), ("toy", {}), ("mnist", {}), ("symmetry", {}), ("symmetry", {"part": "proximity"}),
-         ("symmetry", {"part": "quality"}), ("align", {}), ("methods", {}), ("methods", {"seed": "1"})]
+LINKS = [
+    ("modes", {}),
+    ("toy", {}),
+    ("mnist", {}),
+    ("symmetry", {}),
+    ("symmetry", {"part": "proximity"}),
+    ("symmetry", {"part": "quality"}),
+    ("align", {}),
+    ("methods", {}),
+    ("methods", {"seed": "1"}),
+]
 WRONG = {
     "a missing value printed": re.compile(r"\b(None|NaN|nan)\b"),
     "a spread over one seed": re.compile(r"± 0\.0+ \(1[),]"),
@@ -49,14 +58,23 @@ def shown(at) -> tuple[list[str], list[pd.DataFrame]]:
 
 def problems(at) -> list[str]:
     texts, frames = shown(at)
-    found = [f"{what}: …{text[max(0, m.start() - 50):m.end() + 30]}…" for text in texts
-             for what, pattern in WRONG.items() for m in pattern.finditer(text)]
+    found = [
+        f"{what}: …{text[max(0, m.start() - 50) : m.end() + 30]}…"
+        for text in texts
+        for what, pattern in WRONG.items()
+        for m in pattern.finditer(text)
+    ]
     for frame in frames:
-        found += [f"a column named as the code names it: {name}" for name in frame.columns
-                  if CODE_NAME.match(str(name))]
+        found += [
+            f"a column named as the code names it: {name}" for name in frame.columns if CODE_NAME.match(str(name))
+        ]
         found += [f"an empty cell (shown as None) in {name!r}" for name in frame.columns if frame[name].isna().any()]
-        found += [f"{what} in a table: {cell}" for cell in frame.astype(str).to_numpy().ravel()
-                  for what, pattern in WRONG.items() if pattern.search(cell)]
+        found += [
+            f"{what} in a table: {cell}"
+            for cell in frame.astype(str).to_numpy().ravel()
+            for what, pattern in WRONG.items()
+            if pattern.search(cell)
+        ]
     return found
 
 
@@ -72,8 +90,12 @@ def test_the_runs_table_shows_a_dash_for_what_a_training_run_has_not_measured_ye
     running = registry.create("mnist", MnistConfig(hidden=16), "cpu")
     registry.update(running, status=RUNNING, progress=0.3)
     done = registry.create("mnist", MnistConfig(hidden=16, seed=1), "cpu")
-    registry.update(done, status=FINISHED, progress=1.0, result={"test_acc": 0.9, "test_nll": 0.3, "test_ece": 0.02,
-                                                                  "train_elbo": -100.0})
+    registry.update(
+        done,
+        status=FINISHED,
+        progress=1.0,
+        result={"test_acc": 0.9, "test_nll": 0.3, "test_ece": 0.02, "train_elbo": -100.0},
+    )
     at = open_page("mnist")
     assert not at.exception
     assert problems(at) == []
@@ -84,10 +106,28 @@ def test_the_runs_table_shows_a_dash_for_what_a_training_run_has_not_measured_ye
 def test_the_symmetry_table_of_a_network_names_its_columns_and_says_what_the_bound_says():
     from views.symmetry import nearest_modes_table
 
-    rows = [{"layer": 1, "width": 4, "distance": 0.5, "relative_distance": 0.1, "bound": 3.1, "bound_vacuous": True,
-             "below_bound": None, "pair": [0, 2]},
-            {"layer": 2, "width": 1, "distance": float("nan"), "relative_distance": float("inf"), "bound": 1.5,
-             "bound_vacuous": False, "below_bound": False, "pair": []}]
+    rows = [
+        {
+            "layer": 1,
+            "width": 4,
+            "distance": 0.5,
+            "relative_distance": 0.1,
+            "bound": 3.1,
+            "bound_vacuous": True,
+            "below_bound": None,
+            "pair": [0, 2],
+        },
+        {
+            "layer": 2,
+            "width": 1,
+            "distance": float("nan"),
+            "relative_distance": float("inf"),
+            "bound": 1.5,
+            "bound_vacuous": False,
+            "below_bound": False,
+            "pair": [],
+        },
+    ]
     table = nearest_modes_table(rows)
     assert not any(CODE_NAME.match(name) for name in table.columns) and not table.isna().any().any()
     assert table["the bound says"].tolist() == ["nothing (bound ≥ 2)", "beyond it"]

@@ -61,8 +61,10 @@ def test_query_parameters_restore_the_state():
     assert at.number_input(key="toy.K").value == 8 and at.text_input(key="toy.alphas").value == "0.5, 2"
 
 
-@pytest.mark.parametrize("query", [{"alpha": "x"}, {"n": "-4"}, {"mi": "magic"}, {"alphas": "1,zz"},
-                                   {"seed": "1e99"}, {"lr": "nan"}, {"K": "2.5"}])
+@pytest.mark.parametrize(
+    "query",
+    [{"alpha": "x"}, {"n": "-4"}, {"mi": "magic"}, {"alphas": "1,zz"}, {"seed": "1e99"}, {"lr": "nan"}, {"K": "2.5"}],
+)
 def test_bad_parameters_give_a_notice(query):
     at = toy_page(**query)
     assert not at.exception
@@ -89,8 +91,10 @@ def test_a_preset_after_another_gives_its_own_state_and_a_moved_control_shows_cu
     """The lecturer's sequences: nothing of the first preset (a seed, an initialisation) survives the second."""
     at = toy_page()
     assert at.selectbox(key="toy.preset").value == "Close modes (paper default)"  # the default link is that preset
-    for first, second, name, expected in (("A stuck start (α = 3, one start)", "Close modes (paper default)", "seed", "0"),
-                                          ("Start at the origin", "InfoNCE with K = 2", "init", "random")):
+    for first, second, name, expected in (
+        ("A stuck start (α = 3, one start)", "Close modes (paper default)", "seed", "0"),
+        ("Start at the origin", "InfoNCE with K = 2", "init", "random"),
+    ):
         at.selectbox(key="toy.preset").set_value(first).run()
         at.selectbox(key="toy.preset").set_value(second).run()
         assert not at.exception and at.query_params[name] == expected, (first, second)
@@ -157,6 +161,7 @@ def test_a_stuck_fit_is_named_and_more_restarts_recover():
 
 # -- issue 31: charts that fit, captions that wait for a fit, a reload that resumes, seeds that run as shown ------
 
+
 def test_every_live_chart_fits_its_column_and_the_posterior_stays_square():
     """No fixed width (a 400 px posterior ran past a 368 px column and off a phone): each chart takes its
     column's width, the posterior's plot as tall as it is wide, and each legend wraps to the width it gets."""
@@ -198,7 +203,8 @@ def test_a_reload_resumes_training_where_it_was_paused():
     assert not reloaded.session_state["toy.playback"].playing
     assert metrics(reloaded) == metrics(at)
     assert [info.value for info in reloaded.info if "Resumed" in info.value] == [
-        "Resumed at Adam step 60: training replayed from its seed."]
+        "Resumed at Adam step 60: training replayed from its seed."
+    ]
     reloaded.button(key="toy.step").click().run()  # on from there: the notice has done its work
     assert reloaded.query_params["adam_step"] == "80" and not any("Resumed" in i.value for i in reloaded.info)
     reloaded.slider(key="toy.alpha").set_value(1.0).run()  # new settings train from the start

@@ -45,8 +45,14 @@ def test_default_view_interpolates():
 def test_charts_show_the_fit_and_update_in_place():
     at = modes_page()
     titles = [chart["title"] for chart in vega_charts(at)]
-    assert titles[:6] == ["Along e₁", CONTOUR_TITLE, "Interpolation",
-                          "Spread of q", "Final KL(q‖p_α)", "α* scales with σ"]
+    assert titles[:6] == [
+        "Along e₁",
+        CONTOUR_TITLE,
+        "Interpolation",
+        "Spread of q",
+        "Final KL(q‖p_α)",
+        "α* scales with σ",
+    ]
     density = vega_chart(at, "Along e₁")["datasets"]["lines"]
     assert sorted(density["series"].unique()) == ["q (reverse KL)", "target p_α"]  # no forward fit unless asked
     target = density[density["series"] == "target p_α"]
@@ -86,10 +92,19 @@ def test_query_parameters_restore_the_state():
     assert float(metrics(at)["threshold α*"]) == pytest.approx(1.206, abs=0.005)
 
 
-@pytest.mark.parametrize("query", [
-    {"alpha": "abc"}, {"alpha": "nan"}, {"sigma": "-3"}, {"sigma": "1e999"}, {"dim": "2.5"},
-    {"forward": "perhaps"}, {"bogus": "1"}, {"alpha": "9" * 5000},
-])
+@pytest.mark.parametrize(
+    "query",
+    [
+        {"alpha": "abc"},
+        {"alpha": "nan"},
+        {"sigma": "-3"},
+        {"sigma": "1e999"},
+        {"dim": "2.5"},
+        {"forward": "perhaps"},
+        {"bogus": "1"},
+        {"alpha": "9" * 5000},
+    ],
+)
 def test_bad_parameters_give_a_notice_not_an_exception(query):
     at = modes_page(**query)
     assert not at.exception
@@ -116,8 +131,12 @@ def test_widgets_take_the_declared_ranges_and_state_the_cap():
     at = modes_page()
     sigma, dim, alpha = at.slider(key="modes.sigma"), at.number_input(key="modes.dim"), at.slider(key="modes.alpha")
     declared = controls.declaration(modes.SweepConfig, "sigma")
-    assert (sigma.label, sigma.min, sigma.max, sigma.step) == (declared.label, declared.low, params.SIGMA_CAP,
-                                                               declared.step)
+    assert (sigma.label, sigma.min, sigma.max, sigma.step) == (
+        declared.label,
+        declared.low,
+        params.SIGMA_CAP,
+        declared.step,
+    )
     assert f"This page allows at most {params.SIGMA_CAP:g}; the command line" in sigma.help
     declared = controls.declaration(modes.SweepConfig, "dim")
     assert (dim.label, dim.min, dim.max) == (declared.label, declared.low, declared.high)
@@ -169,8 +188,10 @@ def assert_one_scale_at_any_size(spec: dict):
     [x_domain] = {json.dumps(c["scale"]["domain"]) for c in channel(spec, "x") if "domain" in c.get("scale", {})}
     [y_domain] = {json.dumps(c["scale"]["domain"]) for c in channel(spec, "y") if "domain" in c.get("scale", {})}
     for width, height in PLOT_SIZES:
-        (x_low, x_high), (y_low, y_high) = (vega_eval(json.loads(domain)["expr"], box=box, width=width, height=height)
-                                            for domain in (x_domain, y_domain))
+        (x_low, x_high), (y_low, y_high) = (
+            vega_eval(json.loads(domain)["expr"], box=box, width=width, height=height)
+            for domain in (x_domain, y_domain)
+        )
         assert (x_high - x_low) / width == pytest.approx((y_high - y_low) / height, rel=1e-9)
         assert x_low <= box[0] < box[1] <= x_high and y_low <= box[2] < box[3] <= y_high
         assert x_high - x_low == pytest.approx(box[1] - box[0]) or y_high - y_low == pytest.approx(box[3] - box[2])
@@ -192,7 +213,9 @@ def test_every_chart_fits_its_column(present, alpha, sigma):
         columns = spec["config"]["legend"]["columns"]["expr"]
         by_width = [vega_eval(columns, width=width) for width, _ in PLOT_SIZES]
         assert by_width[0] == 1 and by_width == sorted(by_width) and by_width[-1] >= 3, chart["title"]
-        assert len(chart["title"]) <= 30, chart["title"]  # Streamlit cuts a title wider than the chart (310 px at 20 px)
+        assert len(chart["title"]) <= 30, chart[
+            "title"
+        ]  # Streamlit cuts a title wider than the chart (310 px at 20 px)
     assert_one_scale_at_any_size(vega_chart(at, CONTOUR_TITLE)["spec"])
 
 
@@ -237,13 +260,15 @@ def test_the_step_is_stated_once():
     at.button(key="modes.step").click().run()
     path = modes.optimisation_path(3.0, 1.0)
     assert at.get("progress")[0].proto.text == (
-        f"Adam step 10 / 1000: μ = {path.mean[10]:.3f}, s = {path.std[10]:.3f}, KL(q‖p_α) = {path.kl[10]:.4f} nats")
+        f"Adam step 10 / 1000: μ = {path.mean[10]:.3f}, s = {path.std[10]:.3f}, KL(q‖p_α) = {path.kl[10]:.4f} nats"
+    )
     texts = [element.value for kind in (at.caption, at.markdown, at.text) for element in kind]
     assert not [text for text in texts if re.search(r"\bstep \d", text, re.IGNORECASE)]
 
 
-@pytest.mark.parametrize("alpha, sigma, largest", [("0.3", "0.1", 1.0), ("20", "1.0", 20.0), ("3.0", "2.0", 20.0),
-                                                   ("3.0", "1.0", 10.0)])
+@pytest.mark.parametrize(
+    "alpha, sigma, largest", [("0.3", "0.1", 1.0), ("20", "1.0", 20.0), ("3.0", "2.0", 20.0), ("3.0", "1.0", 10.0)]
+)
 def test_the_sweep_follows_sigma_and_holds_alpha(alpha, sigma, largest):
     """The sweep covered α ∈ [0, 10] whatever σ: at σ = 0.1 its whole transition fell below α = 0.5, and at
     α = 20 half of each chart was empty. It now ends at 10σ, or at α where that is further, as on the command

@@ -15,7 +15,10 @@ def test_play_tick_to_the_end_stops():
 
 def test_pause_step_reset():
     pb = Playback(frames=10)
-    pb.play(); pb.tick(3); pb.pause(); pb.tick(3)
+    pb.play()
+    pb.tick(3)
+    pb.pause()
+    pb.tick(3)
     assert pb.frame == 3 and not pb.playing
     pb.step()
     assert pb.frame == 4

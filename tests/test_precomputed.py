@@ -35,8 +35,9 @@ def test_every_default_task_ships_its_result():
 def test_shipped_result_matches_a_recomputation(task):
     stored = precomputed.read(task)
     assert stored is not None, "the shipped file is missing, unreadable or for another default"
-    assert precomputed.differences(stored, precomputed.compute(task)) == [], \
+    assert precomputed.differences(stored, precomputed.compute(task)) == [], (
         "stale: rewrite the shipped results with python -m symlab.serving.precomputed"
+    )
 
 
 @dataclasses.dataclass
@@ -58,15 +59,19 @@ def test_differences_finds_each_change_and_ignores_timings_and_rounding():
     assert precomputed.differences(reference, trained(seconds=9.0)) == []
     assert precomputed.differences(reference, trained(curve=np.linspace(0, 1, 5) * (1 + 1e-6))) == []
     assert precomputed.differences(reference, trained(weights=torch.arange(6.0).reshape(3, 2))) == [
-        "result.weights: float32[2, 3] stored, float32[3, 2] recomputed"]
+        "result.weights: float32[2, 3] stored, float32[3, 2] recomputed"
+    ]
     moved = torch.arange(6.0).reshape(2, 3)
     moved[1, 2] += 0.5
     assert precomputed.differences(reference, trained(weights=moved)) == [
-        "result.weights: 1 of 6 values differ, largest by 0.5"]
+        "result.weights: 1 of 6 values differ, largest by 0.5"
+    ]
     assert precomputed.differences(reference, trained(stages={"raw": [np.ones(3), 2.1]})) == [
-        "result.stages['raw'][1]: 2.0 stored, 2.1 recomputed"]
+        "result.stages['raw'][1]: 2.0 stored, 2.1 recomputed"
+    ]
     assert precomputed.differences(reference, trained(stages={"sorted": []})) == [
-        "result.stages: keys ['raw'] stored, ['sorted'] recomputed"]
+        "result.stages: keys ['raw'] stored, ['sorted'] recomputed"
+    ]
     assert precomputed.differences(reference, trained(name="p")) == ["result.name: 'q' stored, 'p' recomputed"]
     assert precomputed.differences((1, 2), (1, 2, 3)) == ["result: 2 items stored, 3 recomputed"]
 
@@ -82,10 +87,18 @@ def test_a_stored_result_is_read_back_for_its_key_only(shipped_elsewhere):
     assert precomputed.read(Task(("missing", 1), abs)) is None
 
 
-@pytest.mark.parametrize("content", [b"", b"not xz at all", lzma.compress(b"not a result"),
-                                     lzma.compress(codec.encode(["no", "key"])), lzma.compress(codec.encode({"a": 1})),
-                                     lzma.compress(codec.encode([{"key": 1}])),
-                                     lzma.compress(codec.encode([{"key": ("kind", 1), "value": 1}]))[:-20]])
+@pytest.mark.parametrize(
+    "content",
+    [
+        b"",
+        b"not xz at all",
+        lzma.compress(b"not a result"),
+        lzma.compress(codec.encode(["no", "key"])),
+        lzma.compress(codec.encode({"a": 1})),
+        lzma.compress(codec.encode([{"key": 1}])),
+        lzma.compress(codec.encode([{"key": ("kind", 1), "value": 1}]))[:-20],
+    ],
+)
 def test_a_broken_file_is_computed_instead(shipped_elsewhere, caplog, content):
     task = Task(("kind", 1), abs)
     precomputed.path_of(task).write_bytes(content)

@@ -8,15 +8,39 @@ from views.common.binding import CONTROLS_PREFIX
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")  # tests/conftest.py
 
-WIDGETS = {"Button", "Selectbox", "Slider", "NumberInput", "TextInput", "Radio", "Toggle", "Multiselect", "Checkbox",
-           "SelectSlider", "TextArea", "ButtonGroup", "DateInput", "ColorPicker", "Widget"}
+WIDGETS = {
+    "Button",
+    "Selectbox",
+    "Slider",
+    "NumberInput",
+    "TextInput",
+    "Radio",
+    "Toggle",
+    "Multiselect",
+    "Checkbox",
+    "SelectSlider",
+    "TextArea",
+    "ButtonGroup",
+    "DateInput",
+    "ColorPicker",
+    "Widget",
+}
 ALLOWED = {
     "leave_present": "the way back to the controls",
-    "play": "the player runs the animation on the projector", "pause": "the player", "step": "the player",
+    "play": "the player runs the animation on the projector",
+    "pause": "the player",
+    "step": "the player",
     "reset": "the player",
 }
-LINKS = [("modes", {}), ("toy", {}), ("mnist", {}), ("symmetry", {}), ("symmetry", {"part": "network"}),
-         ("align", {}), ("methods", {})]
+LINKS = [
+    ("modes", {}),
+    ("toy", {}),
+    ("mnist", {}),
+    ("symmetry", {}),
+    ("symmetry", {"part": "network"}),
+    ("align", {}),
+    ("methods", {}),
+]
 
 
 def visible_widgets(node, hidden: bool = False) -> list[str]:

@@ -16,8 +16,10 @@ WITH_PRESETS = [lab for lab in LABS if len(lab.page_presets())]
 
 def opened(lab, specs) -> dict:
     """A session as a page's default link leaves it: every control's widget key at its default."""
-    return {binding.widget_key(lab.name, spec.name): value for spec, value in
-            zip(specs, lab.default_values(HOSTINGS["local"]).values())}
+    return {
+        binding.widget_key(lab.name, spec.name): value
+        for spec, value in zip(specs, lab.default_values(HOSTINGS["local"]).values())
+    }
 
 
 def link(lab, specs, session) -> dict:
@@ -52,8 +54,13 @@ def test_every_ordered_pair_of_presets_gives_the_second_ones_link(lab):
         assert presets.matching(binding.current_values(lab.name, specs, session), specs) == first
         moved = [state for state in neighbours(binding.current_values(lab.name, specs, session), specs)]
         for state in moved[::2]:  # a step of one control after another
-            session.update({binding.widget_key(lab.name, name): value for name, value in state.items()
-                            if name not in presets.keeps})
+            session.update(
+                {
+                    binding.widget_key(lab.name, name): value
+                    for name, value in state.items()
+                    if name not in presets.keeps
+                }
+            )
         binding.apply_preset(session, lab.name, specs, presets, second)
         assert link(lab, specs, session) == alone[second], (first, second)
 
@@ -70,14 +77,17 @@ def test_a_preset_is_recognised_until_a_control_it_sets_moves(lab):
 
 
 def test_presets_refuse_unknown_and_kept_controls_and_values_the_link_would_change():
-    specs = (Param("x", "float", 1.0, 0.0, 2.0), Param("seed", "int", 0, 0, 10), Param("view", "choice", "a",
-                                                                                   choices=("a", "b")))
+    specs = (
+        Param("x", "float", 1.0, 0.0, 2.0),
+        Param("seed", "int", 0, 0, 10),
+        Param("view", "choice", "a", choices=("a", "b")),
+    )
     Presets({"p": ({"x": 2.0, "seed": 3}, "watch")}, keeps={"view": "a way of looking"}).check(specs)
     for presets, message in (
-            (Presets({"p": ({"y": 1.0}, "")}), "no control for"),
-            (Presets({"p": ({"view": "b"}, "")}, keeps={"view": ""}), "leave to the user"),
-            (Presets({"p": ({"x": 5.0}, "")}), "would not keep"),
-            (Presets({}, keeps={"colour": ""}), "not among"),
+        (Presets({"p": ({"y": 1.0}, "")}), "no control for"),
+        (Presets({"p": ({"view": "b"}, "")}, keeps={"view": ""}), "leave to the user"),
+        (Presets({"p": ({"x": 5.0}, "")}), "would not keep"),
+        (Presets({}, keeps={"colour": ""}), "not among"),
     ):
         with pytest.raises(ValueError, match=message):
             presets.check(specs)

@@ -52,8 +52,11 @@ def test_the_hostile_link_is_refused_for_its_evaluations_and_every_preset_passes
     assert (hostile.hidden, hostile.depth, hostile.epochs, hostile.samples) == (1024, 2, 1200, 100)
     HOSTED.runs.check(hostile.work())  # within the caps a run had before: width, depth, passes
     rates = machine_rates()
-    with pytest.raises(ValueError, match=r"^evaluating 100 samples after each of 1200 epochs: ~\d+ CPU-hours "
-                                         r"estimated, over this server's cap of 20 CPU-minutes per run$"):
+    with pytest.raises(
+        ValueError,
+        match=r"^evaluating 100 samples after each of 1200 epochs: ~\d+ CPU-hours "
+        r"estimated, over this server's cap of 20 CPU-minutes per run$",
+    ):
         HOSTED.runs.check(hostile.work(), rates)
     for name in params.PRESETS:  # on this machine, and on one three times slower
         config = page_config(params.PRESETS.state(name, LAB.page_params(HOSTED)))
@@ -93,6 +96,7 @@ def test_a_stop_asked_for_during_the_evaluation_ends_it_at_the_next_check():
             seen.append(step)
             if len(seen) == stop_at:
                 raise Stop()
+
         with pytest.raises(Stop):
             trainer.train_epoch(on_step)
         assert trainer.epoch == 0 and not trainer.history
@@ -117,7 +121,6 @@ class Flaky(Registry):
     def heartbeat(self, run_id, epoch, progress):
         self._away("heartbeat")
         return super().heartbeat(run_id, epoch, progress)
-
 
 
 def flaky(tmp_path, **options) -> tuple[Registry, int]:

@@ -50,8 +50,7 @@ def wait_for(registry, run_id, condition, timeout=120):
     raise AssertionError(f"run #{run_id} never got there: {registry.get(run_id)}")
 
 
-def test_a_launch_returns_at_once_and_a_worker_slow_to_start_is_judged_by_its_process(registry, tmp_path,
-                                                                                       monkeypatch):
+def test_a_launch_returns_at_once_and_a_worker_slow_to_start_is_judged_by_its_process(registry, tmp_path, monkeypatch):
     """On a busy server a worker took over a minute to load torch: the launch waited for it and raised
     TimeoutExpired into the page, though the run then trained, and a run slow to report in was marked interrupted
     while it started. A launch now returns at once with the worker's process recorded, and only a dead process
@@ -112,11 +111,18 @@ def test_a_killed_worker_is_marked_interrupted_and_resumes(registry):
 
 def test_runs_outlive_the_process_that_launched_them(registry, tmp_path):
     launcher = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time; from symlab.labs import run_kinds; from symlab.runs import supervisor; "
-         "from symlab.runs.registry import Registry; from symlab.labs.mnist.experiment import MnistConfig; "
-         f"print(supervisor.submit(Registry(run_kinds()), 'mnist', MnistConfig(**{TINY!r})), flush=True); "
-         "time.sleep(600)"],
-        stdout=subprocess.PIPE, text=True, env=os.environ)
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; from symlab.labs import run_kinds; from symlab.runs import supervisor; "
+            "from symlab.runs.registry import Registry; from symlab.labs.mnist.experiment import MnistConfig; "
+            f"print(supervisor.submit(Registry(run_kinds()), 'mnist', MnistConfig(**{TINY!r})), flush=True); "
+            "time.sleep(600)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=os.environ,
+    )
     run_id = int(launcher.stdout.readline())
     launcher.kill()  # the "server" dies; the run goes on
     launcher.wait()
@@ -147,12 +153,19 @@ def test_an_unusable_runs_directory_is_a_clear_error(tmp_path):
 def test_results_table_gives_mean_and_std_over_seeds(registry):
     for seed, accuracy in ((0, 0.90), (1, 0.92)):
         run_id = registry.create("mnist", MnistConfig(hidden=16, seed=seed), "cpu")
-        registry.update(run_id, status=FINISHED, result={"test_acc": accuracy, "test_nll": 0.3,
-                                                              "test_ece": 0.02, "train_elbo": -5.0,
-                                                              "train_elbo_sym": None})
+        registry.update(
+            run_id,
+            status=FINISHED,
+            result={
+                "test_acc": accuracy,
+                "test_nll": 0.3,
+                "test_ece": 0.02,
+                "train_elbo": -5.0,
+                "train_elbo_sym": None,
+            },
+        )
     other = registry.create("mnist", MnistConfig(hidden=16, method="sgm", K=4), "cpu")
-    registry.update(other, status=FINISHED, result={"test_acc": 0.95, "train_elbo": -6.0,
-                                                         "train_elbo_sym": -4.6})
+    registry.update(other, status=FINISHED, result={"test_acc": 0.95, "train_elbo": -6.0, "train_elbo_sym": -4.6})
     registry.create("mnist", MnistConfig(hidden=16, seed=2), "cpu")  # still queued: not in the table
     rows = results_table(registry.runs())
     assert [(row["label"], row["seeds"]) for row in rows] == [("MFVI", 2), ("SGM K=4", 1)]
@@ -178,16 +191,19 @@ def test_a_registry_written_before_runs_recorded_their_lab_still_opens(tmp_path)
     with sqlite3.connect(root / "registry.sqlite3") as connection:
         connection.executescript(OLD_SCHEMA)
         old_config = {**MnistConfig(hidden=32, seed=1).to_dict(), "retired_option": 3}  # unknown keys are skipped
-        connection.execute("INSERT INTO runs (config, status, device, created, epoch, progress, result) "
-                           "VALUES (?, 'finished', 'cpu', 1.0, 2, 1.0, ?)",
-                           (json.dumps(old_config), json.dumps({"test_acc": 0.9, "infonce_active": 0.0})))
-        connection.execute("INSERT INTO metrics VALUES (1, 1, ?), (1, 2, ?)",
-                           (json.dumps({"epoch": 1, "test_acc": 0.8}), json.dumps({"epoch": 2, "test_acc": 0.9})))
+        connection.execute(
+            "INSERT INTO runs (config, status, device, created, epoch, progress, result) "
+            "VALUES (?, 'finished', 'cpu', 1.0, 2, 1.0, ?)",
+            (json.dumps(old_config), json.dumps({"test_acc": 0.9, "infonce_active": 0.0})),
+        )
+        connection.execute(
+            "INSERT INTO metrics VALUES (1, 1, ?), (1, 2, ?)",
+            (json.dumps({"epoch": 1, "test_acc": 0.8}), json.dumps({"epoch": 2, "test_acc": 0.9})),
+        )
     for _ in range(2):  # the column is added once; opening again changes nothing
         registry = Registry(run_kinds(), root)
         [old] = registry.runs(lab="mnist")
-        assert (old.lab, old.config, old.status, old.epoch) == ("mnist", MnistConfig(hidden=32, seed=1),
-                                                                FINISHED, 2)
+        assert (old.lab, old.config, old.status, old.epoch) == ("mnist", MnistConfig(hidden=32, seed=1), FINISHED, 2)
         assert old.result == {"test_acc": 0.9, "infonce_active": 0.0}
         assert registry.metrics([old.id])[old.id] == [{"epoch": 1, "test_acc": 0.8}, {"epoch": 2, "test_acc": 0.9}]
     new = registry.create("mnist", MnistConfig(**TINY), "cpu")
@@ -219,9 +235,11 @@ def test_only_its_browser_a_lecturer_or_the_host_controls_a_run(registry, monkey
     mine = registry.create("mnist", MnistConfig(**TINY), "cpu", owner="alice", source="app")
     from_shell = registry.create("mnist", MnistConfig(**TINY), "cpu", source="cli")
     for run_id, who in ((mine, "another browser: only that browser"), (from_shell, "the server's command line")):
-        for verb, act in (("cancel", lambda i, by: supervisor.cancel(registry, i, by=by)),
-                          ("resume", lambda i, by: supervisor.resume(registry, i, HELD, by=by)),
-                          ("restart", lambda i, by: supervisor.restart(registry, i, HELD, by=by))):
+        for verb, act in (
+            ("cancel", lambda i, by: supervisor.cancel(registry, i, by=by)),
+            ("resume", lambda i, by: supervisor.resume(registry, i, HELD, by=by)),
+            ("restart", lambda i, by: supervisor.restart(registry, i, HELD, by=by)),
+        ):
             with pytest.raises(NotYours, match=f"^run #{run_id} was launched from {who}.* may {verb} it$"):
                 act(run_id, bob)
             with pytest.raises(NotYours):
@@ -275,8 +293,6 @@ def test_the_reaper_names_the_epoch_resume_continues_after(registry):
     assert supervisor.resume_point(registry, run) == 3
 
 
-
-
 def test_the_registry_and_the_worker_run_any_lab_that_declares_its_runs(registry):
     registry = Registry({**registry.kinds, "counting": COUNTING}, registry.root)  # handed the lab by its caller
     mnist_run = registry.create("mnist", MnistConfig(**TINY), "cpu", status=FINISHED)
@@ -327,8 +343,12 @@ def test_a_restart_trains_again_from_the_start(sqlite_registry):
     assert [path.name for path in before] == ["checkpoint-00002.pt", "checkpoint-00001.pt"]  # two generations
     supervisor.restart(registry, run_id)
     again = registry.get(run_id)  # its worker takes seconds to start
-    assert (again.epoch, again.result, registry.checkpoints(run_id), registry.metrics([run_id])[run_id]) == \
-        (0, None, [], [])
+    assert (again.epoch, again.result, registry.checkpoints(run_id), registry.metrics([run_id])[run_id]) == (
+        0,
+        None,
+        [],
+        [],
+    )
     done = wait_for(registry, run_id, lambda r: r.status == FINISHED)
     assert done.result["epochs_done"] == 2 and [m["epoch"] for m in registry.metrics([run_id])[run_id]] == [1, 2]
     assert registry.launches_since(0) == 2  # its launch and its restart

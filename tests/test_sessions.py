@@ -39,8 +39,9 @@ class Server:
 def test_the_uploads_and_downloads_of_sessions_that_cannot_return_are_freed(monkeypatch):
     uploads = MemoryUploadedFileManager("/_stcore/upload_file")
     for session_id in ("here", "reconnecting", "gone"):
-        uploads.add_file(session_id, UploadedFileRec(f"{session_id}-file", "net.pt", "application/octet-stream",
-                                                     b"\0" * 1000))
+        uploads.add_file(
+            session_id, UploadedFileRec(f"{session_id}-file", "net.pt", "application/octet-stream", b"\0" * 1000)
+        )
     media = Media(["here", "gone", "gone-too"])
     server = Server({"here", "reconnecting"}, uploads, media)  # active, or kept for its browser to come back
     monkeypatch.setattr(runtime, "exists", lambda: True)

@@ -59,8 +59,18 @@ def test_the_chain_samples_a_correlated_gaussian():
 
     generator = torch.Generator().manual_seed(0)
     start = 3 * torch.randn(2 * chains, generator=generator, dtype=F64)
-    samples = sghmc.sghmc_chain(log_density, start, itertools.repeat(None), lr=lr, friction=friction,
-                                temperature=1.0, burn_in=500, thinning=5, count=300, generator=generator)
+    samples = sghmc.sghmc_chain(
+        log_density,
+        start,
+        itertools.repeat(None),
+        lr=lr,
+        friction=friction,
+        temperature=1.0,
+        burn_in=500,
+        thinning=5,
+        count=300,
+        generator=generator,
+    )
     mean, cov, se_mean, se_cov, ess = chain_statistics(samples.view(-1, chains, 2), target_mean)
     assert ess > 5000, ess
     assert torch.all((mean - target_mean).abs() < Z * se_mean), (mean, se_mean)
@@ -109,9 +119,20 @@ def test_network_samples_match_the_exact_posterior(batch_size):
     post_mean, post_var = x.sum(0) / lam, 1 / lam
     generator = torch.Generator().manual_seed(2)
     start = torch.randn(2 * chains, generator=generator, dtype=F64)
-    samples = sghmc.sghmc_samples(gaussian_logits, start, x, y, prior_var=prior_var, lr=lr, friction=friction,
-                                  batch_size=batch_size, burn_in=400, thinning=5, count=200,
-                                  generator=generator)
+    samples = sghmc.sghmc_samples(
+        gaussian_logits,
+        start,
+        x,
+        y,
+        prior_var=prior_var,
+        lr=lr,
+        friction=friction,
+        batch_size=batch_size,
+        burn_in=400,
+        thinning=5,
+        count=200,
+        generator=generator,
+    )
     mean, cov, se_mean, se_cov, ess = chain_statistics(samples.view(-1, chains, 2), post_mean)
     assert ess > 5000, ess
     assert torch.all((mean - post_mean).abs() < Z * se_mean), (mean, post_mean, se_mean)
@@ -126,9 +147,21 @@ def test_the_temperature_scales_the_posterior():
     x, y = gaussian_data()
     n, chains, temperature = len(x), 1000, 4.0
     generator = torch.Generator().manual_seed(3)
-    samples = sghmc.sghmc_samples(gaussian_logits, torch.zeros(2 * chains, dtype=F64), x, y, prior_var=1.0,
-                                  lr=0.03, friction=2.0, batch_size=n, burn_in=500, thinning=5, count=100,
-                                  generator=generator, temperature=temperature)
+    samples = sghmc.sghmc_samples(
+        gaussian_logits,
+        torch.zeros(2 * chains, dtype=F64),
+        x,
+        y,
+        prior_var=1.0,
+        lr=0.03,
+        friction=2.0,
+        batch_size=n,
+        burn_in=500,
+        thinning=5,
+        count=100,
+        generator=generator,
+        temperature=temperature,
+    )
     var = samples.view(-1, 2).var(0)
     assert torch.allclose(var, torch.full((2,), temperature / (n + 1), dtype=F64), rtol=0.05), var
 
@@ -150,8 +183,7 @@ def test_each_step_is_posteriors_own(monkeypatch):
 
     monkeypatch.setattr(sghmc._posteriors_sghmc(), "update", spy)
     start, x, y, kwargs = small_problem()
-    samples = sghmc.sghmc_samples(gaussian_logits, start, x, y, generator=torch.Generator().manual_seed(0),
-                                  **kwargs)
+    samples = sghmc.sghmc_samples(gaussian_logits, start, x, y, generator=torch.Generator().manual_seed(0), **kwargs)
     assert calls == [0.02] * (10 + 3 * 7)
     assert samples.shape == (7, 4) and torch.isfinite(samples).all()
 
@@ -160,8 +192,10 @@ def test_seeded_runs_are_identical_and_leave_the_global_generator_alone():
     start, x, y, kwargs = small_problem()
     torch.manual_seed(123)
     state = torch.get_rng_state()
-    runs = [sghmc.sghmc_samples(gaussian_logits, start, x, y, generator=torch.Generator().manual_seed(seed),
-                                **kwargs) for seed in (5, 5, 6)]
+    runs = [
+        sghmc.sghmc_samples(gaussian_logits, start, x, y, generator=torch.Generator().manual_seed(seed), **kwargs)
+        for seed in (5, 5, 6)
+    ]
     assert torch.equal(runs[0], runs[1])
     assert not torch.equal(runs[0], runs[2])
     assert torch.equal(torch.get_rng_state(), state)
@@ -170,13 +204,25 @@ def test_seeded_runs_are_identical_and_leave_the_global_generator_alone():
 def test_samples_are_taken_after_burn_in_every_thinning_steps():
     start, x, y, kwargs = small_problem()
     seen = []
-    sghmc.sghmc_samples(gaussian_logits, start, x, y, generator=torch.Generator().manual_seed(0),
-                        on_step=lambda step, value: seen.append(step), **kwargs)
+    sghmc.sghmc_samples(
+        gaussian_logits,
+        start,
+        x,
+        y,
+        generator=torch.Generator().manual_seed(0),
+        on_step=lambda step, value: seen.append(step),
+        **kwargs,
+    )
     assert seen == list(range(1, 32))
-    kept = sghmc.sghmc_samples(gaussian_logits, start, x, y, generator=torch.Generator().manual_seed(0),
-                               **{**kwargs, "count": 1, "burn_in": 31 - 3, "thinning": 3})
-    full = sghmc.sghmc_samples(gaussian_logits, start, x, y, generator=torch.Generator().manual_seed(0),
-                               **kwargs)
+    kept = sghmc.sghmc_samples(
+        gaussian_logits,
+        start,
+        x,
+        y,
+        generator=torch.Generator().manual_seed(0),
+        **{**kwargs, "count": 1, "burn_in": 31 - 3, "thinning": 3},
+    )
+    full = sghmc.sghmc_samples(gaussian_logits, start, x, y, generator=torch.Generator().manual_seed(0), **kwargs)
     assert torch.equal(kept[0], full[-1])
 
 
@@ -184,20 +230,31 @@ def test_a_diverging_learning_rate_raises_naming_the_step():
     start, x, y, kwargs = small_problem()
     kwargs.update(lr=1.9, friction=0.5, burn_in=5000)
     with pytest.raises(FloatingPointError, match=r"SGHMC diverged at step \d+ of"):
-        sghmc.sghmc_samples(gaussian_logits, start.float(), x.float(), y,
-                            generator=torch.Generator().manual_seed(0), **kwargs)
+        sghmc.sghmc_samples(
+            gaussian_logits, start.float(), x.float(), y, generator=torch.Generator().manual_seed(0), **kwargs
+        )
 
 
-@pytest.mark.parametrize("change, message", [
-    (dict(lr=0.0), "lr must be > 0"), (dict(friction=-1.0), "friction must be > 0"),
-    (dict(lr=0.5, friction=5.0), "lr \\* friction must be < 2"), (dict(thinning=0), "thinning"),
-    (dict(count=0), "count"), (dict(burn_in=-1), "burn_in"), (dict(batch_size=21), "batch_size"),
-    (dict(prior_var=0.0), "prior_var"), (dict(temperature=0.0), "temperature")])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (dict(lr=0.0), "lr must be > 0"),
+        (dict(friction=-1.0), "friction must be > 0"),
+        (dict(lr=0.5, friction=5.0), "lr \\* friction must be < 2"),
+        (dict(thinning=0), "thinning"),
+        (dict(count=0), "count"),
+        (dict(burn_in=-1), "burn_in"),
+        (dict(batch_size=21), "batch_size"),
+        (dict(prior_var=0.0), "prior_var"),
+        (dict(temperature=0.0), "temperature"),
+    ],
+)
 def test_invalid_parameters_are_refused(change, message):
     start, x, y, kwargs = small_problem()
     with pytest.raises(ValueError, match=message):
-        sghmc.sghmc_samples(gaussian_logits, start, x, y, generator=torch.Generator().manual_seed(0),
-                            **{**kwargs, **change})
+        sghmc.sghmc_samples(
+            gaussian_logits, start, x, y, generator=torch.Generator().manual_seed(0), **{**kwargs, **change}
+        )
 
 
 @pytest.mark.parametrize("net", ["mlp", "conv"])
@@ -205,7 +262,19 @@ def test_real_networks_sample(net):
     generator = torch.Generator().manual_seed(0)
     logits, p, x, y = classification_problem(net, 30, generator)
     start = 0.3 * torch.randn(p, generator=generator)
-    samples = sghmc.sghmc_samples(logits, start, x, y, prior_var=1.0, lr=0.05, friction=1.0, batch_size=8,
-                                  burn_in=20, thinning=2, count=5, generator=generator)
+    samples = sghmc.sghmc_samples(
+        logits,
+        start,
+        x,
+        y,
+        prior_var=1.0,
+        lr=0.05,
+        friction=1.0,
+        batch_size=8,
+        burn_in=20,
+        thinning=2,
+        count=5,
+        generator=generator,
+    )
     assert samples.shape == (5, p) and torch.isfinite(samples).all()
     assert samples.std(0).min() > 0

@@ -28,9 +28,11 @@ from symlab.specs.urlstate import Param, neighbours
 
 def test_results_of_every_kind_read_back_as_they_were():
     config = align_lab.AlignConfig(steps=30, width=8).validate()
-    for value in (align_lab.trained_and_aligned(config),
-                  symmetry_lab.perceptron_views(symmetry_lab.PerceptronConfig(nets=40, epochs=2)),
-                  symmetry_lab.proximity_rows(symmetry_lab.ProximityConfig(widths=(2, 8)))):
+    for value in (
+        align_lab.trained_and_aligned(config),
+        symmetry_lab.perceptron_views(symmetry_lab.PerceptronConfig(nets=40, epochs=2)),
+        symmetry_lab.proximity_rows(symmetry_lab.ProximityConfig(widths=(2, 8))),
+    ):
         back = codec.decode(codec.encode(value))
         assert precomputed.differences(value, back) == []
         assert type(back) is type(value)
@@ -39,10 +41,21 @@ def test_results_of_every_kind_read_back_as_they_were():
 def test_numbers_arrays_and_containers_keep_their_types_and_values():
     layout = mlp.Layout((2, 3, 1))
     q = DiagonalGaussian.from_sd(layout, np.arange(layout.n_params, dtype=np.float64), np.full(layout.n_params, 0.1))
-    value = {"nan": math.nan, "inf": -math.inf, "big": 2**70, "scalar": np.float32(1.5), "int": np.int64(3),
-             "flag": np.bool_(True), (1, "key"): (1, 2.0, None), 4: [True, "text"],
-             "tensor": torch.arange(6, dtype=torch.float32).reshape(2, 3), "scalar_tensor": torch.tensor(2.5),
-             "bools": np.array([True, False]), "empty": np.zeros((0, 3)), "posterior": q}
+    value = {
+        "nan": math.nan,
+        "inf": -math.inf,
+        "big": 2**70,
+        "scalar": np.float32(1.5),
+        "int": np.int64(3),
+        "flag": np.bool_(True),
+        (1, "key"): (1, 2.0, None),
+        4: [True, "text"],
+        "tensor": torch.arange(6, dtype=torch.float32).reshape(2, 3),
+        "scalar_tensor": torch.tensor(2.5),
+        "bools": np.array([True, False]),
+        "empty": np.zeros((0, 3)),
+        "posterior": q,
+    }
     back = codec.decode(codec.encode(value))
     assert math.isnan(back["nan"]) and back["inf"] == -math.inf and back["big"] == 2**70
     assert type(back["scalar"]) is np.float32 and type(back["int"]) is np.int64 and type(back["flag"]) is np.bool_
@@ -55,8 +68,16 @@ def test_numbers_arrays_and_containers_keep_their_types_and_values():
     np.testing.assert_array_equal(back["posterior"].sd, q.sd)
 
 
-@pytest.mark.parametrize("value", [lambda: 1, object(), np.array([object()]), threading.Lock(),
-                                   dataclasses.make_dataclass("Foreign", [("x", int)])(1)])
+@pytest.mark.parametrize(
+    "value",
+    [
+        lambda: 1,
+        object(),
+        np.array([object()]),
+        threading.Lock(),
+        dataclasses.make_dataclass("Foreign", [("x", int)])(1),
+    ],
+)
 def test_anything_but_data_is_refused_when_writing(value):
     with pytest.raises(codec.CodecError):
         codec.encode(value)
@@ -67,14 +88,18 @@ def forged(tree) -> bytes:
     return codec.MAGIC + codec._HEADER.pack(len(document)) + document
 
 
-@pytest.mark.parametrize("data, message", [
-    (b"", "not a SymLab result"), (b"\x80\x04pickle", "not a SymLab result"),
-    (forged({"dataclass": "os:system", "attributes": {}}), "not a SymLab result type"),
-    (forged({"dataclass": "builtins:object", "attributes": {}}), "not a SymLab result type"),
-    (forged({"dataclass": "symlab.serving.store:describe", "attributes": {}}), "not a SymLab result type"),
-    (forged({"ndarray": "|O", "shape": [1], "blob": 0}), "objects"),
-    (forged({"tensor": "manual_seed", "shape": [1], "blob": 0}), "unknown tensor type"),
-])
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        (b"", "not a SymLab result"),
+        (b"\x80\x04pickle", "not a SymLab result"),
+        (forged({"dataclass": "os:system", "attributes": {}}), "not a SymLab result type"),
+        (forged({"dataclass": "builtins:object", "attributes": {}}), "not a SymLab result type"),
+        (forged({"dataclass": "symlab.serving.store:describe", "attributes": {}}), "not a SymLab result type"),
+        (forged({"ndarray": "|O", "shape": [1], "blob": 0}), "objects"),
+        (forged({"tensor": "manual_seed", "shape": [1], "blob": 0}), "unknown tensor type"),
+    ],
+)
 def test_bytes_that_are_not_a_result_are_refused_when_reading(data, message):
     with pytest.raises(codec.CodecError, match=message):
         codec.decode(data)
@@ -122,8 +147,14 @@ def test_a_result_of_other_code_is_never_read(tmp_path, result_store):
 
 
 def test_the_version_is_a_digest_of_the_computations_sources(tmp_path):
-    for name in ("lib/mlp.py", "labs/toy/experiment.py", "specs/controls.py", "specs/results.py", "serving/codec.py",
-                 "cli/toy.py"):
+    for name in (
+        "lib/mlp.py",
+        "labs/toy/experiment.py",
+        "specs/controls.py",
+        "specs/results.py",
+        "serving/codec.py",
+        "cli/toy.py",
+    ):
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(f"# {name}\n")
     before = store.source_digest(tmp_path)
@@ -132,7 +163,8 @@ def test_the_version_is_a_digest_of_the_computations_sources(tmp_path):
     (tmp_path / "labs/toy/experiment.py").write_text("STEPS = 2001\n")
     assert store.source_digest(tmp_path) != before
     assert store.computation_version() == store.source_digest(
-        store.Path(store.__file__).resolve().parents[1], f"torch {torch.__version__} numpy {np.__version__}")
+        store.Path(store.__file__).resolve().parents[1], f"torch {torch.__version__} numpy {np.__version__}"
+    )
 
 
 def test_the_least_recently_used_go_past_the_cap(tmp_path):
@@ -244,8 +276,13 @@ def test_a_tasks_cost_is_its_arithmetic():
 
 
 def test_neighbours_are_one_step_of_one_control_within_its_range():
-    specs = (Param("n", "int", 1, 1, 3), Param("x", "float", 0.5, 0.0, 1.0, step=0.25), Param("c", "choice", "b",
-             choices=("a", "b", "c")), Param("on", "bool", False), Param("free", "float", 0.3, 0.0, 1.0))
+    specs = (
+        Param("n", "int", 1, 1, 3),
+        Param("x", "float", 0.5, 0.0, 1.0, step=0.25),
+        Param("c", "choice", "b", choices=("a", "b", "c")),
+        Param("on", "bool", False),
+        Param("free", "float", 0.3, 0.0, 1.0),
+    )
     values = {"n": 1, "x": 1.0, "c": "b", "on": False, "free": 0.3}
     found = neighbours(values, specs)
     moved = [{k: v for k, v in state.items() if v != values[k]} for state in found]
@@ -257,7 +294,7 @@ def test_likely_tasks_are_every_preset_and_its_neighbours_once_defaults_first():
     keys = [task.key for task in tasks]
     assert len(keys) == len(set(keys))
     defaults = [task.key for task in precomputed.default_tasks()]
-    assert keys[:len(defaults)] == defaults or set(defaults) <= set(keys[:20])
+    assert keys[: len(defaults)] == defaults or set(defaults) <= set(keys[:20])
     for lab in (lab for lab in LABS if lab.tasks):
         default = lab.default_values()
         presets = lab.page_presets()

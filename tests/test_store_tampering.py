@@ -52,8 +52,11 @@ def tampered(directory, data: bytes) -> store.ResultStore:
 
 
 def warnings_of_the_store(caplog) -> list[str]:
-    return [record.getMessage() for record in caplog.records
-            if record.name == store.LOG.name and record.levelno >= logging.WARNING]
+    return [
+        record.getMessage()
+        for record in caplog.records
+        if record.name == store.LOG.name and record.levelno >= logging.WARNING
+    ]
 
 
 def assert_deleted_and_computed_again(tmp_path, data: bytes, caplog) -> None:
@@ -79,10 +82,15 @@ def test_an_entry_nested_100_000_deep(tmp_path, caplog):
     assert_deleted_and_computed_again(tmp_path, payload(f'{{"tree":{deep},"offsets":[],"size":0}}'), caplog)
 
 
-@pytest.mark.parametrize("tree", [{"scalar": "<f4", "value": {"int": "9" * 300}},
-                                  {"scalar": "<f8", "value": {"int": "9" * 400}},
-                                  {"scalar": "<i8", "value": {"int": str(2**70)}}],
-                         ids=["float32", "float64", "int64"])
+@pytest.mark.parametrize(
+    "tree",
+    [
+        {"scalar": "<f4", "value": {"int": "9" * 300}},
+        {"scalar": "<f8", "value": {"int": "9" * 400}},
+        {"scalar": "<i8", "value": {"int": str(2**70)}},
+    ],
+    ids=["float32", "float64", "int64"],
+)
 def test_an_entry_whose_number_overflows_its_type(tmp_path, caplog, tree):
     assert_deleted_and_computed_again(tmp_path, forged(tree), caplog)
 
@@ -101,15 +109,20 @@ def test_an_entry_that_exhausts_memory(tmp_path, caplog, monkeypatch):
 
 def test_an_entry_holding_a_symlab_dataclass_that_is_not_a_result(tmp_path, caplog):
     attributes = {"done": 1.0, "total": 2.0, "text": "", "payload": None}
-    assert_deleted_and_computed_again(tmp_path, forged({"dataclass": "symlab.specs.tasks:Progress",
-                                                        "attributes": attributes}), caplog)
+    assert_deleted_and_computed_again(
+        tmp_path, forged({"dataclass": "symlab.specs.tasks:Progress", "attributes": attributes}), caplog
+    )
 
 
-@pytest.mark.parametrize("attributes", [{"sizes": {"tuple": [2, 3, 1]}, "__class__": 1}, {}],
-                         ids=["an attribute not a field", "a field missing"])
+@pytest.mark.parametrize(
+    "attributes",
+    [{"sizes": {"tuple": [2, 3, 1]}, "__class__": 1}, {}],
+    ids=["an attribute not a field", "a field missing"],
+)
 def test_an_entry_holding_a_result_type_with_other_attributes(tmp_path, caplog, attributes):
-    assert_deleted_and_computed_again(tmp_path, forged({"dataclass": "symlab.lib.layout:Layout",
-                                                        "attributes": attributes}), caplog)
+    assert_deleted_and_computed_again(
+        tmp_path, forged({"dataclass": "symlab.lib.layout:Layout", "attributes": attributes}), caplog
+    )
 
 
 def test_an_entry_naming_the_command_line_runs_nothing(tmp_path, caplog, capsys):
@@ -154,8 +167,15 @@ def test_an_array_of_anything_but_numbers_is_refused(dtype):
         codec.decode(forged({"ndarray": dtype, "shape": [1], "blob": 0}, bytes(16)))
 
 
-@pytest.mark.parametrize("value", [np.array(["text"]), np.zeros(2, dtype="f8,i4"), np.array(["2024-01-01"], "M8[D]"),
-                                   torch.zeros(2, dtype=torch.complex64)])
+@pytest.mark.parametrize(
+    "value",
+    [
+        np.array(["text"]),
+        np.zeros(2, dtype="f8,i4"),
+        np.array(["2024-01-01"], "M8[D]"),
+        torch.zeros(2, dtype=torch.complex64),
+    ],
+)
 def test_an_array_of_anything_but_numbers_is_refused_when_writing(value):
     with pytest.raises(codec.CodecError):
         codec.encode(value)
@@ -167,9 +187,16 @@ def test_a_tensor_of_another_type_is_refused(tensor):
         codec.decode(forged({"tensor": tensor, "shape": [2], "blob": 0}, bytes(8)))
 
 
-@pytest.mark.parametrize("node", [{"ndarray": "<f8", "shape": [3], "blob": 0}, {"ndarray": "<f8", "shape": [2**40]},
-                                  {"tensor": "float32", "shape": [2**40], "blob": 0}, {"ndarray": "<f8", "shape": [1]}],
-                         ids=["short", "huge array", "huge tensor", "long"])
+@pytest.mark.parametrize(
+    "node",
+    [
+        {"ndarray": "<f8", "shape": [3], "blob": 0},
+        {"ndarray": "<f8", "shape": [2**40]},
+        {"tensor": "float32", "shape": [2**40], "blob": 0},
+        {"ndarray": "<f8", "shape": [1]},
+    ],
+    ids=["short", "huge array", "huge tensor", "long"],
+)
 def test_an_arrays_bytes_are_exactly_its_shapes(node):
     with pytest.raises(codec.CodecError, match="bytes"):
         codec.decode(forged({"blob": 0, **node}, bytes(16)))
@@ -180,8 +207,17 @@ def test_a_dict_key_that_cannot_be_one_is_refused():
         codec.decode(forged({"dict": [[[1, 2], "value"]]}))
 
 
-@pytest.mark.parametrize("tree", [{"int": 12}, {"float": "1e5"}, {"int": "1", "dict": []}, {"tuple": "ab"},
-                                  {"dict": [[1]]}, {"scalar": "<f8", "value": [1.0]}])
+@pytest.mark.parametrize(
+    "tree",
+    [
+        {"int": 12},
+        {"float": "1e5"},
+        {"int": "1", "dict": []},
+        {"tuple": "ab"},
+        {"dict": [[1]]},
+        {"scalar": "<f8", "value": [1.0]},
+    ],
+)
 def test_a_node_not_as_written_is_refused(tree):
     with pytest.raises(codec.CodecError):
         codec.decode(forged(tree))
@@ -229,8 +265,11 @@ def store_file(directory) -> bytes:
     return (directory / store.FILE_NAME).read_bytes()
 
 
-CORRUPTIONS = {"garbage": lambda data: NOT_A_DATABASE, "truncated": lambda data: data[:len(data) // 2],
-               "zero-length": lambda data: b""}
+CORRUPTIONS = {
+    "garbage": lambda data: NOT_A_DATABASE,
+    "truncated": lambda data: data[: len(data) // 2],
+    "zero-length": lambda data: b"",
+}
 
 
 def corrupted(directory, corruption: str) -> bytes:
@@ -243,8 +282,9 @@ def corrupted(directory, corruption: str) -> bytes:
 
 
 def moved_aside(directory) -> list:
-    return sorted(path for path in directory.glob(f"{store.FILE_NAME}.corrupt-*")
-                  if not path.name.endswith(("-wal", "-shm")))
+    return sorted(
+        path for path in directory.glob(f"{store.FILE_NAME}.corrupt-*") if not path.name.endswith(("-wal", "-shm"))
+    )
 
 
 @pytest.mark.parametrize("corruption", CORRUPTIONS)

@@ -26,8 +26,11 @@ def test_the_grid_pairs_every_sgm_variant_with_mfvi_and_checks_the_starts():
     for job in jobs:
         assert study.job_key(dict(job, variant="mfvi", init_sd=study.DEFAULT_INIT_SD)) in keys
     assert all((job["subset"], job["hidden"]) in study.LARGEST_K_CELLS for job in jobs if job["variant"] == "infonce64")
-    starts = {job["init_sd"] for job in jobs if job["variant"] == "mfvi" and job["subset"] == study.CHECK_SIZE
-              and job["hidden"] in study.CHECK_WIDTHS}
+    starts = {
+        job["init_sd"]
+        for job in jobs
+        if job["variant"] == "mfvi" and job["subset"] == study.CHECK_SIZE and job["hidden"] in study.CHECK_WIDTHS
+    }
     assert starts == {1e-3, 0.05, 0.2}
     config = study.job_config(jobs[0])
     assert config.sd_fit == "curvature" and config.lr_schedule == "cosine" and config.epochs * 128 >= jobs[0]["steps"]
@@ -84,13 +87,24 @@ def test_compacting_a_history_keeps_its_steps_means_and_evaluations():
 
     rng = np.random.default_rng(0)
     steps = rng.normal(-1000.0, 30.0, (250, 4))  # 250 epochs of 4 steps, evaluated every 50
-    history = [{"epoch": e + 1, "steps": 4, "train_elbo": float(steps[e].mean()), "train_elbo_sd": float(steps[e].std()),
-                "log_sd_mean": -float(e), "seconds": 0.1, **({"test_acc": 0.9} if (e + 1) % 50 == 0 else {})}
-               for e in range(250)]
+    history = [
+        {
+            "epoch": e + 1,
+            "steps": 4,
+            "train_elbo": float(steps[e].mean()),
+            "train_elbo_sd": float(steps[e].std()),
+            "log_sd_mean": -float(e),
+            "seconds": 0.1,
+            **({"test_acc": 0.9} if (e + 1) % 50 == 0 else {}),
+        }
+        for e in range(250)
+    ]
     compact = study.compact_history(history)
     assert sum(m["steps"] for m in compact) == 1000 and len(compact) < 30
     assert [m["epoch"] for m in compact if "test_acc" in m] == [50, 100, 150, 200, 250]
     chunk = compact[0]  # epochs 1–25: 100 steps
     assert chunk["epoch"] == 25 and chunk["log_sd_mean"] == -24.0
-    assert chunk["train_elbo"] == pytest.approx(steps[:25].mean()) and chunk["train_elbo_sd"] == pytest.approx(steps[:25].std())
+    assert chunk["train_elbo"] == pytest.approx(steps[:25].mean()) and chunk["train_elbo_sd"] == pytest.approx(
+        steps[:25].std()
+    )
     assert study.compact_history(compact) == compact

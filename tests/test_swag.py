@@ -30,8 +30,11 @@ SGD = dict(lr=0.05, weight_decay=1e-3, batch_size=8, steps_between=3)
 
 def snapshots(count=8, seed=2, **options):
     settings = SGD | options
-    return list(swag.sgd_snapshots(mlp_logits, start(), *data(), snapshots=count,
-                                   generator=torch.Generator().manual_seed(seed), **settings))
+    return list(
+        swag.sgd_snapshots(
+            mlp_logits, start(), *data(), snapshots=count, generator=torch.Generator().manual_seed(seed), **settings
+        )
+    )
 
 
 def test_moments_match_the_snapshots():
@@ -47,13 +50,15 @@ def test_moments_match_the_snapshots():
 
 
 def test_fit_is_the_moments_of_the_seeded_run():
-    fitted = swag.swag_fit(mlp_logits, start(), *data(), snapshots=8, rank=5, generator=torch.Generator().manual_seed(2),
-                           **SGD)
+    fitted = swag.swag_fit(
+        mlp_logits, start(), *data(), snapshots=8, rank=5, generator=torch.Generator().manual_seed(2), **SGD
+    )
     expected = swag.swag_moments(snapshots(), rank=5)
     for field in ("mean", "sq_mean", "deviations"):
         assert torch.equal(getattr(fitted, field), getattr(expected, field))
-    other = swag.swag_fit(mlp_logits, start(), *data(), snapshots=8, rank=5, generator=torch.Generator().manual_seed(3),
-                          **SGD)
+    other = swag.swag_fit(
+        mlp_logits, start(), *data(), snapshots=8, rank=5, generator=torch.Generator().manual_seed(3), **SGD
+    )
     assert not torch.equal(fitted.mean, other.mean)
 
 
@@ -62,8 +67,19 @@ def test_sgd_matches_torch_optim_sgd():
     weight decay and a linear warm-up (LambdaLR)."""
     x, y = data()
     warmup, steps_between, count = 4, 3, 3
-    ours = list(swag.sgd_snapshots(mlp_logits, start(), x, y, snapshots=count, generator=torch.Generator().manual_seed(2),
-                                   warmup_steps=warmup, momentum=0.9, **SGD))
+    ours = list(
+        swag.sgd_snapshots(
+            mlp_logits,
+            start(),
+            x,
+            y,
+            snapshots=count,
+            generator=torch.Generator().manual_seed(2),
+            warmup_steps=warmup,
+            momentum=0.9,
+            **SGD,
+        )
+    )
     w = nn.Parameter(start().clone())
     optimiser = torch.optim.SGD([w], lr=SGD["lr"], momentum=0.9, weight_decay=SGD["weight_decay"])
     schedule = torch.optim.lr_scheduler.LambdaLR(optimiser, lambda step: min(1.0, (step + 1) / warmup))
@@ -109,8 +125,15 @@ def test_moments_and_samples_match_torch_uncertainty(torch_uncertainty_swag, sna
     thetas, count = snapshots(count=snapshot_count), 12_000
     # float64 throughout: torch-uncertainty draws its noise in the default dtype
     with torch.random.fork_rng(), default_dtype(torch.float64):
-        reference = torch_uncertainty_swag(Flat(27), cycle_start=0, cycle_length=1, scale=swag.SCALE,
-                                           max_num_models=rank, var_clamp=swag.VAR_CLAMP, num_estimators=1)
+        reference = torch_uncertainty_swag(
+            Flat(27),
+            cycle_start=0,
+            cycle_length=1,
+            scale=swag.SCALE,
+            max_num_models=rank,
+            var_clamp=swag.VAR_CLAMP,
+            num_estimators=1,
+        )
         for epoch, theta in enumerate(thetas, start=1):
             reference.core_model.w.data.copy_(theta.double())
             reference.update_wrapper(epoch)
@@ -137,8 +160,9 @@ def assert_gaussian_moments(samples, mean, covariance, count):
 def random_posterior(size=6, count=9, rank=5, seed=10):
     generator = torch.Generator().manual_seed(seed)
     scales = torch.linspace(0.1, 2.0, size, dtype=torch.float64)
-    return swag.swag_moments(list(scales * torch.randn(count, size, generator=generator, dtype=torch.float64)),
-                             rank=rank)
+    return swag.swag_moments(
+        list(scales * torch.randn(count, size, generator=generator, dtype=torch.float64)), rank=rank
+    )
 
 
 @pytest.mark.parametrize("scale", [swag.SCALE, 0.5])
@@ -169,12 +193,23 @@ def test_sgd_on_a_quadratic_settles_around_its_optimum():
     def squared(f, y):
         return 0.5 * (f - y).square().sum()
 
-    posterior = swag.swag_fit(constant, optimum + 10.0, targets, targets, lr=lr, weight_decay=decay, batch_size=batch,
-                              steps_between=30, snapshots=count, warmup_steps=100, loss=squared,
-                              generator=torch.Generator().manual_seed(13))
+    posterior = swag.swag_fit(
+        constant,
+        optimum + 10.0,
+        targets,
+        targets,
+        lr=lr,
+        weight_decay=decay,
+        batch_size=batch,
+        steps_between=30,
+        snapshots=count,
+        warmup_steps=100,
+        loss=squared,
+        generator=torch.Generator().manual_seed(13),
+    )
     a = 1 - lr * (1 + decay)
     batch_variance = targets.var(0) / batch * (n - batch) / (n - 1)
-    stationary = lr ** 2 * batch_variance / (1 - a ** 2)
+    stationary = lr**2 * batch_variance / (1 - a**2)
     assert ((posterior.mean - optimum).abs() <= 5 * (stationary / count).sqrt()).all()
     assert (posterior.variance() < 3 * stationary).all() and (posterior.variance() > 1e-4 * stationary).all()
 
@@ -184,15 +219,18 @@ def test_divergence_raises_naming_the_step():
         snapshots(lr=1e30)
 
 
-@pytest.mark.parametrize("options, message", [
-    ({"lr": 0.0}, "learning rate"),
-    ({"weight_decay": -1.0}, "weight decay"),
-    ({"momentum": 1.0}, "momentum"),
-    ({"batch_size": 0}, "batch_size"),
-    ({"steps_between": 2.5}, "steps_between"),
-    ({"snapshots": 1}, "snapshots"),
-    ({"rank": 1}, "rank"),
-])
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        ({"lr": 0.0}, "learning rate"),
+        ({"weight_decay": -1.0}, "weight decay"),
+        ({"momentum": 1.0}, "momentum"),
+        ({"batch_size": 0}, "batch_size"),
+        ({"steps_between": 2.5}, "steps_between"),
+        ({"snapshots": 1}, "snapshots"),
+        ({"rank": 1}, "rank"),
+    ],
+)
 def test_invalid_options_raise(options, message):
     settings = SGD | {"snapshots": 4} | options
     with pytest.raises(ValueError, match=message):

@@ -27,7 +27,9 @@ NET_IDS = [f"{'-'.join(map(str, sizes))}x{'x'.join(map(str, batch)) or '1'}" for
 def random_net(rng, sizes, batch=(), spread=0.0):
     """Gaussian weights and biases; ``spread`` > 0 gives each hidden unit a random log-scale, so
     that rescaling has mass to remove."""
-    layers = [(rng.standard_normal((*batch, o, i)), rng.standard_normal((*batch, o))) for i, o in zip(sizes[:-1], sizes[1:])]
+    layers = [
+        (rng.standard_normal((*batch, o, i)), rng.standard_normal((*batch, o))) for i, o in zip(sizes[:-1], sizes[1:])
+    ]
     if spread:
         layers = symmetry.scale_units(layers, [spread * rng.standard_normal((*batch, d)) for d in sizes[1:-1]])
     return layers
@@ -56,6 +58,7 @@ def assert_same_layers(a, b):
 
 # --- removal keeps the function -----------------------------------------------------------------
 
+
 @pytest.mark.parametrize("sizes, batch", NETS, ids=NET_IDS)
 def test_every_removal_keeps_the_function(sizes, batch):
     rng = np.random.default_rng(sum(sizes))
@@ -64,7 +67,9 @@ def test_every_removal_keeps_the_function(sizes, batch):
     removed = {f"sort {key}": symmetry.sort_units(layers, key) for key in symmetry.SORT_KEYS}
     removed["normalise"] = symmetry.normalise_units(layers, 2.5)
     removed["min-mass"] = symmetry.min_mass(layers).layers
-    removed["random scaling"] = symmetry.scale_units(layers, [3 * rng.standard_normal((*batch, d)) for d in sizes[1:-1]])
+    removed["random scaling"] = symmetry.scale_units(
+        layers, [3 * rng.standard_normal((*batch, d)) for d in sizes[1:-1]]
+    )
     for name, other in removed.items():
         assert relative_change(layers, other, x) < 1e-10, name
         assert [W.shape for W, _ in other] == [W.shape for W, _ in layers], name
@@ -126,6 +131,7 @@ def test_normalise_units_gives_rows_the_norm_and_leaves_dead_units_alone():
 
 # --- mass ---------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("sizes, batch", [((3, 4, 2), ()), ((2, 3, 4, 2), (2, 3))], ids=["3-4-2x1", "2-3-4-2x2x3"])
 def test_layer_masses_sum_each_layers_squared_weights(sizes, batch):
     layers = random_net(np.random.default_rng(7), sizes, batch, spread=1.0)
@@ -139,6 +145,7 @@ def test_layer_masses_sum_each_layers_squared_weights(sizes, batch):
 
 
 # --- min-mass -----------------------------------------------------------------------------------
+
 
 def test_min_mass_one_hidden_layer_has_the_closed_form():
     """Unit i contributes a²e^{2λ} + b²e^{−2λ} (a = ‖W₁ row i‖, b = ‖W₂ column i‖), least at 2ab."""
@@ -159,6 +166,7 @@ def test_min_mass_one_hidden_layer_has_the_closed_form():
 
 def mass_of_log_scales(layers, sizes):
     """The mass as a function of the flat log-scales, by rescaling (independent of min_mass's terms)."""
+
     def f(flat):
         scales = np.split(flat, np.cumsum(sizes)[:-1])
         return float(symmetry.mass(symmetry.scale_units(layers, scales)))
@@ -204,8 +212,16 @@ def brute_force_infimum(layers, sizes, box: float = 40.0) -> float:
     f = mass_of_log_scales(layers, sizes)
     rng = np.random.default_rng(0)
     starts = [np.zeros(sum(sizes))] + [rng.uniform(-3, 3, sum(sizes)) for _ in range(5)]
-    found = [optimize.minimize(f, start, method="L-BFGS-B", bounds=[(-box, box)] * sum(sizes),
-                               options={"ftol": 1e-15, "gtol": 1e-13, "maxiter": 20_000}).fun for start in starts]
+    found = [
+        optimize.minimize(
+            f,
+            start,
+            method="L-BFGS-B",
+            bounds=[(-box, box)] * sum(sizes),
+            options={"ftol": 1e-15, "gtol": 1e-13, "maxiter": 20_000},
+        ).fun
+        for start in starts
+    ]
     return min(found)
 
 
@@ -213,7 +229,7 @@ def brute_force_infimum(layers, sizes, box: float = 40.0) -> float:
 def test_min_mass_with_a_dead_unit_reports_the_infimum_and_keeps_the_function(sizes):
     rng = np.random.default_rng(2)
     layers = random_net(rng, sizes, (6,), spread=1.0)
-    layers[0][0][2, 1] = 0.0     # net 2, first hidden layer, unit 1: no incoming weight (its bias stays)
+    layers[0][0][2, 1] = 0.0  # net 2, first hidden layer, unit 1: no incoming weight (its bias stays)
     layers[-1][0][4, :, 0] = 0.0  # net 4, last hidden layer, unit 0: no outgoing weight
     result = symmetry.min_mass(layers)
     assert result.degenerate_units == 2 and list(result.degenerate) == [0, 0, 1, 0, 1, 0]
@@ -223,7 +239,8 @@ def test_min_mass_with_a_dead_unit_reports_the_infimum_and_keeps_the_function(si
         single = [(W[net], b[net]) for W, b in layers]
         reference = brute_force_infimum(single, list(sizes[1:-1]))
         assert result.mass_after[net] <= reference * (1 + 1e-12) and result.mass_after[net] == pytest.approx(
-            reference, rel=1e-8), net
+            reference, rel=1e-8
+        ), net
     # The dead units' terms vanish only in the limit: the rescaled nets returned keep them.
     assert np.all(result.mass_after[[2, 4]] < result.mass_of_layers[[2, 4]] * (1 - 1e-3))
     np.testing.assert_allclose(result.mass_of_layers, symmetry.mass(result.layers), rtol=1e-12)
@@ -262,12 +279,12 @@ def test_units_cut_off_behind_a_dead_unit_are_degenerate_too():
     rng = np.random.default_rng(3)
     layers = random_net(rng, (3, 4, 3, 2), spread=1.0)
     (W1, b1), (W2, _), (W3, _) = layers
-    W1[0], b1[0] = 0.0, 0.0          # dead
+    W1[0], b1[0] = 0.0, 0.0  # dead
     W2[0] = 0.0
-    W2[0, 0] = 1.3                    # hears only from the dead unit
-    W3[:, 2] = 0.0                    # speaks to nothing
+    W2[0, 0] = 1.3  # hears only from the dead unit
+    W3[:, 2] = 0.0  # speaks to nothing
     W2[:, 1] = 0.0
-    W2[2, 1] = 0.7                    # speaks only to that unit
+    W2[2, 1] = 0.7  # speaks only to that unit
     rising, falling = symmetry.degenerate_units([W[None] ** 2 for W, _ in layers])
     assert rising[0][0].tolist() == [True, False, False, False] and rising[1][0].tolist() == [True, False, False]
     assert falling[0][0].tolist() == [False, True, False, False] and falling[1][0].tolist() == [False, False, True]
@@ -284,8 +301,9 @@ def test_min_mass_of_a_single_net_returns_scalars():
     assert [s.shape for s in result.log_scales] == [(3,)]
 
 
-@pytest.mark.parametrize("case", ["nan", "inf", "bias-nan", "in-out-mismatch", "bias-shape", "one-layer", "empty",
-                                  "vector-weights"])
+@pytest.mark.parametrize(
+    "case", ["nan", "inf", "bias-nan", "in-out-mismatch", "bias-shape", "one-layer", "empty", "vector-weights"]
+)
 def test_min_mass_refuses_invalid_networks(case):
     rng = np.random.default_rng(0)
     layers = [list(pair) for pair in random_net(rng, (3, 4, 2))]
@@ -317,6 +335,7 @@ def test_scale_units_needs_one_scale_vector_per_hidden_layer():
 
 # --- nearest equivalent mode and Thm 3.1 --------------------------------------------------------
 
+
 def flat(layers):
     return np.concatenate([np.concatenate([W.ravel(), b.ravel()]) for W, b in layers])
 
@@ -329,8 +348,11 @@ def permute_one(layers, perm):
 def brute_force_nearest(layers):
     width = layers[0][0].shape[0]
     w = flat(layers)
-    return min(np.linalg.norm(flat(permute_one(layers, list(p))) - w)
-               for p in itertools.permutations(range(width)) if list(p) != list(range(width)))
+    return min(
+        np.linalg.norm(flat(permute_one(layers, list(p))) - w)
+        for p in itertools.permutations(range(width))
+        if list(p) != list(range(width))
+    )
 
 
 @pytest.mark.parametrize("width", [2, 3, 4, 5, 6])
@@ -371,16 +393,23 @@ def test_nearest_equivalent_mode_survives_a_large_shared_component():
     for trial in range(20):
         width = 5
         W1 = 1e5 * rng.standard_normal(3) + rng.standard_normal((width, 3)) * 10.0 ** rng.uniform(-5, 0, (width, 1))
-        layers = [(W1, 1e5 + 1e-4 * rng.standard_normal(width)), (1.0 + 1e-4 * rng.standard_normal((1, width)), np.ones(1))]
+        layers = [
+            (W1, 1e5 + 1e-4 * rng.standard_normal(width)),
+            (1.0 + 1e-4 * rng.standard_normal((1, width)), np.ones(1)),
+        ]
         assert symmetry.nearest_equivalent_mode(layers).distance == pytest.approx(brute_force_nearest(layers), rel=1e-6)
 
 
 def torch_like_net(rng, d_in, width, d_out):
     """PyTorch's default nn.Linear initialisation: U(±1/√fan_in)."""
+
     def uniform(shape, fan_in):
         return rng.uniform(-1, 1, shape) / math.sqrt(fan_in)
 
-    return [(uniform((width, d_in), d_in), uniform(width, d_in)), (uniform((d_out, width), width), uniform(d_out, width))]
+    return [
+        (uniform((width, d_in), d_in), uniform(width, d_in)),
+        (uniform((d_out, width), width), uniform(d_out, width)),
+    ]
 
 
 def test_nearest_mode_lies_within_the_theorem_bound():
@@ -413,7 +442,9 @@ def test_nearest_equivalent_mode_refuses_batches_and_deeper_nets():
 def test_permutation_distance_is_the_best_alignment(width):
     rng = np.random.default_rng(100 + width)
     a, b = random_net(rng, (3, width, 2)), random_net(rng, (3, width, 2))
-    expected = min(np.linalg.norm(flat(permute_one(b, list(p))) - flat(a)) for p in itertools.permutations(range(width)))
+    expected = min(
+        np.linalg.norm(flat(permute_one(b, list(p))) - flat(a)) for p in itertools.permutations(range(width))
+    )
     distance, perm = symmetry.permutation_distance(a, b)
     assert distance == pytest.approx(expected, rel=1e-12)
     assert np.linalg.norm(flat(permute_one(b, perm)) - flat(a)) == pytest.approx(expected, rel=1e-12)
@@ -430,6 +461,7 @@ def test_permutation_distance_needs_two_nets_of_one_shape():
 
 
 # --- permutations during training ---------------------------------------------------------------
+
 
 def test_successive_kendall_tau_compares_the_orders_of_units():
     rng = np.random.default_rng(0)
@@ -511,14 +543,18 @@ def test_mmd_kernels_and_bandwidths():
     assert mmd_aggregate(x[:, 0], y[:, 0]).median == pytest.approx(mmd_aggregate(x[:, :1], y[:, :1]).median)
 
 
-@pytest.mark.parametrize("x, y", [
-    (np.zeros((5, 2)), np.zeros((5, 3))),
-    (np.full((5, 2), np.nan), np.zeros((5, 2))),
-    (np.zeros((5, 2)), np.array([[0.0, np.inf]] * 5)),
-    (np.zeros((1, 2)), np.zeros((5, 2))),
-    (np.zeros((5, 2)), np.zeros((1, 2))),
-    (np.zeros((5, 2, 2)), np.zeros((5, 2, 2))),
-], ids=["dims", "nan", "inf", "one-x", "one-y", "3-d"])
+@pytest.mark.parametrize(
+    "x, y",
+    [
+        (np.zeros((5, 2)), np.zeros((5, 3))),
+        (np.full((5, 2), np.nan), np.zeros((5, 2))),
+        (np.zeros((5, 2)), np.array([[0.0, np.inf]] * 5)),
+        (np.zeros((1, 2)), np.zeros((5, 2))),
+        (np.zeros((5, 2)), np.zeros((1, 2))),
+        (np.zeros((5, 2, 2)), np.zeros((5, 2, 2))),
+    ],
+    ids=["dims", "nan", "inf", "one-x", "one-y", "3-d"],
+)
 def test_mmd_refuses_bad_samples(x, y):
     with pytest.raises(ValueError):
         mmd_aggregate(x, y)
@@ -535,6 +571,7 @@ def test_layerwise_mmd_weights_layers_by_size():
 
 
 # --- the experiments, small -----------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def perceptrons():
@@ -600,8 +637,9 @@ def test_mode_proximity_falls_with_width_and_stays_below_the_bound():
 
 
 def test_trained_mode_proximity_is_below_the_bound():
-    rows = symmetry_lab.mode_proximity(symmetry_lab.ProximityConfig(widths=(4, 32, 256), d_in=2, weights="trained",
-                                                                     steps=30))
+    rows = symmetry_lab.mode_proximity(
+        symmetry_lab.ProximityConfig(widths=(4, 32, 256), d_in=2, weights="trained", steps=30)
+    )
     assert all(0 < row["relative_distance"] < row["bound"] for row in rows)
     assert [row["below_bound"] for row in rows] == [None, None, True]
 
@@ -640,8 +678,9 @@ def test_train_mlps_records_taus_and_losses(mnist, depth, key):
 
 
 def test_train_mlps_marks_divergence_without_raising(mnist):
-    config = symmetry_lab.MlpConfig(width=128, depth=3, instances=2, steps=10, lr=10.0, schedule="constant",
-                                    train_size=1000)
+    config = symmetry_lab.MlpConfig(
+        width=128, depth=3, instances=2, steps=10, lr=10.0, schedule="constant", train_size=1000
+    )
     run = symmetry_lab.train_mlps(config, mnist)
     assert run.diverged.all() and not np.all(np.isfinite(run.loss))
     assert np.all((run.tau >= -1) & (run.tau <= 1))
@@ -671,20 +710,34 @@ def test_the_training_presets_show_a_constant_learning_rate_keeps_reordering_uni
     assert decay.share_steps_with_permutation_first_half > 0.5  # early on, units swap places in most steps
 
 
-@pytest.mark.parametrize("config", [
-    symmetry_lab.PerceptronConfig(nets=0), symmetry_lab.PerceptronConfig(nets=True),
-    symmetry_lab.PerceptronConfig(lr=math.nan), symmetry_lab.PerceptronConfig(lr=1000.0),
-    symmetry_lab.PerceptronConfig(epochs=2.0), symmetry_lab.PerceptronConfig(separation=0.1),
-    symmetry_lab.PerceptronConfig(seed=-1),
-    symmetry_lab.MlpConfig(width=1), symmetry_lab.MlpConfig(depth=4), symmetry_lab.MlpConfig(lr=math.inf),
-    symmetry_lab.MlpConfig(schedule="cosine"), symmetry_lab.MlpConfig(sort_key="last_in"),
-    symmetry_lab.MlpConfig(train_size=50),
-    symmetry_lab.ProximityConfig(widths=()), symmetry_lab.ProximityConfig(widths=(1, 8)),
-    symmetry_lab.ProximityConfig(widths=(8.0,)), symmetry_lab.ProximityConfig(weights="pretrained"),
-    symmetry_lab.ProximityConfig(d_out=0),
-    symmetry_lab.QualityConfig(samples=5), symmetry_lab.QualityConfig(members=1),
-    symmetry_lab.QualityConfig(steps=0), symmetry_lab.QualityConfig(toy=toy.ToyConfig(alpha=math.nan)),
-], ids=lambda config: repr(config)[:60])
+@pytest.mark.parametrize(
+    "config",
+    [
+        symmetry_lab.PerceptronConfig(nets=0),
+        symmetry_lab.PerceptronConfig(nets=True),
+        symmetry_lab.PerceptronConfig(lr=math.nan),
+        symmetry_lab.PerceptronConfig(lr=1000.0),
+        symmetry_lab.PerceptronConfig(epochs=2.0),
+        symmetry_lab.PerceptronConfig(separation=0.1),
+        symmetry_lab.PerceptronConfig(seed=-1),
+        symmetry_lab.MlpConfig(width=1),
+        symmetry_lab.MlpConfig(depth=4),
+        symmetry_lab.MlpConfig(lr=math.inf),
+        symmetry_lab.MlpConfig(schedule="cosine"),
+        symmetry_lab.MlpConfig(sort_key="last_in"),
+        symmetry_lab.MlpConfig(train_size=50),
+        symmetry_lab.ProximityConfig(widths=()),
+        symmetry_lab.ProximityConfig(widths=(1, 8)),
+        symmetry_lab.ProximityConfig(widths=(8.0,)),
+        symmetry_lab.ProximityConfig(weights="pretrained"),
+        symmetry_lab.ProximityConfig(d_out=0),
+        symmetry_lab.QualityConfig(samples=5),
+        symmetry_lab.QualityConfig(members=1),
+        symmetry_lab.QualityConfig(steps=0),
+        symmetry_lab.QualityConfig(toy=toy.ToyConfig(alpha=math.nan)),
+    ],
+    ids=lambda config: repr(config)[:60],
+)
 def test_configs_refuse_bad_values(config):
     with pytest.raises(ValueError):
         config.validate()
@@ -698,6 +751,10 @@ def test_one_error_names_every_bad_field_the_toy_configs_too():
 
 
 def test_default_configs_are_valid():
-    for config in (symmetry_lab.PerceptronConfig(), symmetry_lab.MlpConfig(), symmetry_lab.ProximityConfig(),
-                   symmetry_lab.QualityConfig()):
+    for config in (
+        symmetry_lab.PerceptronConfig(),
+        symmetry_lab.MlpConfig(),
+        symmetry_lab.ProximityConfig(),
+        symmetry_lab.QualityConfig(),
+    ):
         assert config.validate() is config

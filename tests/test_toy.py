@@ -34,8 +34,19 @@ def test_data_are_seeded_and_follow_the_model():
     assert residual.std() == pytest.approx(0.1, rel=0.05)
 
 
-@pytest.mark.parametrize("kwargs", [dict(alpha=-1), dict(noise=0), dict(n_train=0), dict(mi="magic"),
-                                    dict(K=1), dict(lr=float("nan")), dict(init="zeros"), dict(seed=-1)])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        dict(alpha=-1),
+        dict(noise=0),
+        dict(n_train=0),
+        dict(mi="magic"),
+        dict(K=1),
+        dict(lr=float("nan")),
+        dict(init="zeros"),
+        dict(seed=-1),
+    ],
+)
 def test_invalid_configuration_is_rejected(kwargs):
     with pytest.raises(ValueError, match="must"):
         toy.ToyConfig(**kwargs).validate()
@@ -62,6 +73,7 @@ def test_paper_table_pairs_sgm_with_mfvi_on_the_same_seeds():
 
 
 # --- one declaration per control: the command line and the page derive theirs from ToyConfig's -----------
+
 
 def parse(*argv):
     return cli.build_parser().parse_args(["toy", *argv])
@@ -95,8 +107,12 @@ def test_table_flags_take_the_page_parameters_ranges(capsys):
     args = parse("--alphas", "0,10", "--seeds", str(params.SEEDS.high))
     assert args.alphas == [0.0, 10.0] and args.seeds == params.SEEDS.high
     too_many = ",".join(["1"] * (params.ALPHAS.max_items + 1))
-    for argv in (["--alphas", f"{params.ALPHAS.high + 1:g}"], ["--alphas", too_many],
-                 ["--seeds", str(params.SEEDS.high + 1)], ["--seeds", "0"]):
+    for argv in (
+        ["--alphas", f"{params.ALPHAS.high + 1:g}"],
+        ["--alphas", too_many],
+        ["--seeds", str(params.SEEDS.high + 1)],
+        ["--seeds", "0"],
+    ):
         with pytest.raises(SystemExit):
             parse(*argv)
         assert re.search(r"must be|at most 10", capsys.readouterr().err.strip().splitlines()[-1])
@@ -107,8 +123,11 @@ def test_table_flags_take_the_page_parameters_ranges(capsys):
 
 def test_page_parameters_are_the_declarations_with_the_page_caps():
     by_name = {param.name: param for param in LAB.page_params(None)}
-    assert list(by_name) == [controls.url_name(toy.ToyConfig, name) for name in params.FIELDS] + ["alphas", "seeds",
-                                                                                                  "adam_step"]
+    assert list(by_name) == [controls.url_name(toy.ToyConfig, name) for name in params.FIELDS] + [
+        "alphas",
+        "seeds",
+        "adam_step",
+    ]
     # The live training's place in its run, which presets leave alone (new settings start it over).
     assert (by_name["adam_step"].low, by_name["adam_step"].high) == (0, params.LIVE_STEPS)
     assert "adam_step" in params.PRESETS.keeps
@@ -125,6 +144,7 @@ def test_page_parameters_are_the_declarations_with_the_page_caps():
 
 
 # -- the exact answer, restarts and outcomes -------------------------------------------------
+
 
 def test_exact_answer_is_the_posteriors_prediction_and_mass(data):
     post = two_relu.exact_posterior(data, CFG.noise, CFG.prior_scale)
@@ -153,10 +173,16 @@ def test_start_zero_is_the_single_start_initialisation_and_the_starts_differ():
     np.testing.assert_array_equal(again.parameters()[0], means)  # the seed fixes every start
 
 
-@pytest.mark.parametrize("bounds, tie, kept", [
-    ([-3.0, -1.0, -2.0], 0.0, 1), ([-1.02, -1.0, -5.0], 0.05, 0), ([-1.02, -1.0], 0.0, 1),
-    ([float("nan"), -4.0], 0.0, 1), ([float("nan"), float("nan")], 0.0, 0),
-])
+@pytest.mark.parametrize(
+    "bounds, tie, kept",
+    [
+        ([-3.0, -1.0, -2.0], 0.0, 1),
+        ([-1.02, -1.0, -5.0], 0.05, 0),
+        ([-1.02, -1.0], 0.0, 1),
+        ([float("nan"), -4.0], 0.0, 1),
+        ([float("nan"), float("nan")], 0.0, 0),
+    ],
+)
 def test_kept_start_is_the_best_bound_or_the_first_tied(bounds, tie, kept):
     assert toy.kept_start(bounds, tie) == kept
 
@@ -198,8 +224,9 @@ def test_every_fit_is_near_the_exact_answer_at_far_apart_modes(alpha):
     for seed in range(11, 16):
         reports = {}
         for method in two_relu.METHODS:
-            args = cli.build_parser().parse_args(["toy", "--alpha", str(alpha), "--method", method, "--seed", str(seed),
-                                                  "--json"])
+            args = cli.build_parser().parse_args(
+                ["toy", "--alpha", str(alpha), "--method", method, "--seed", str(seed), "--json"]
+            )
             reports[method] = args.run(args)
         for report in reports.values():
             assert report["test_mse"] <= 1.25 * report["exact_test_mse"], (seed, report["method"], report["starts"])

@@ -23,6 +23,7 @@ def data():
 
 # -- the network and its exact posterior on a grid ---------------------------------------------
 
+
 def test_network_is_swap_invariant():
     w = np.array([[0.7, -1.3], [-1.3, 0.7]])
     x = np.linspace(-2, 2, 9)
@@ -45,7 +46,8 @@ def test_log_evidence_agrees_with_adaptive_quadrature(data):
     def joint(w2, w1):
         pred = np.maximum(w1 * data.x_train, 0) + np.maximum(w2 * data.x_train, 0)
         log_lik = (-0.5 * ((data.y_train - pred) / CFG.noise) ** 2).sum() - data.x_train.size * (
-            math.log(CFG.noise) + 0.5 * math.log(2 * math.pi))
+            math.log(CFG.noise) + 0.5 * math.log(2 * math.pi)
+        )
         log_prior = -0.5 * (w1**2 + w2**2) / CFG.prior_scale**2 - math.log(2 * math.pi * CFG.prior_scale**2)
         return math.exp(log_lik + log_prior - post.log_evidence)
 
@@ -77,12 +79,15 @@ def test_mass_bound_covers_the_posterior(data):
 
 # -- mean-field q: the swap, the mutual information, the outlines ------------------------------
 
+
 def grid_expectation(values_fn, mean, std, half_width=8.0, points=801):
     """E_q[values_fn(w)] for mean-field q on a fine grid (deterministic)."""
     axes = [np.linspace(m - half_width * s, m + half_width * s, points) for m, s in zip(mean, std)]
     w1, w2 = np.meshgrid(*axes, indexing="ij")
     w = np.stack([w1, w2], -1)
-    q = np.exp(-0.5 * ((w1 - mean[0]) / std[0]) ** 2 - 0.5 * ((w2 - mean[1]) / std[1]) ** 2) / (2 * np.pi * std[0] * std[1])
+    q = np.exp(-0.5 * ((w1 - mean[0]) / std[0]) ** 2 - 0.5 * ((w2 - mean[1]) / std[1]) ** 2) / (
+        2 * np.pi * std[0] * std[1]
+    )
     cell = (axes[0][1] - axes[0][0]) * (axes[1][1] - axes[1][0])
     return float((q * values_fn(w)).sum() * cell), q, w, cell
 
@@ -95,7 +100,8 @@ STDS = [(0.3, 0.25), (0.4, 0.4), (0.2, 0.3)]
 def test_exact_mutual_information_is_entropy_gap(mean, std):
     m, ls = torch.tensor(mean, dtype=torch.float64), torch.log(torch.tensor(std, dtype=torch.float64))
     info, q, w, cell = grid_expectation(
-        lambda w: two_relu.exact_mutual_information(torch.from_numpy(w), m, ls).numpy(), mean, std)
+        lambda w: two_relu.exact_mutual_information(torch.from_numpy(w), m, ls).numpy(), mean, std
+    )
     # H(q_G) − H(q) with q_G(w) = ½q(w) + ½q(swap w), both by quadrature on the same grid.
     w_t = torch.from_numpy(w)
     log_q = two_relu.gaussian_log_density(w_t, m, ls).numpy()
@@ -118,7 +124,9 @@ def infonce_expectation(mean, std, K, samples=400_000, seed=0):
 @pytest.mark.parametrize("mean, std", zip(MEANS, STDS))
 def test_infonce_bounds_and_convergence(mean, std):
     m, ls = torch.tensor(mean, dtype=torch.float64), torch.log(torch.tensor(std, dtype=torch.float64))
-    exact, *_ = grid_expectation(lambda w: two_relu.exact_mutual_information(torch.from_numpy(w), m, ls).numpy(), mean, std)
+    exact, *_ = grid_expectation(
+        lambda w: two_relu.exact_mutual_information(torch.from_numpy(w), m, ls).numpy(), mean, std
+    )
     estimates = {}
     for K in (2, 4, 16, 256):
         value, stderr = infonce_expectation(mean, std, K)
@@ -161,11 +169,12 @@ def test_gaussian_outlines_are_the_sd_ellipses_of_q_and_its_swap():
     np.testing.assert_allclose(radii[0], 1.0)
     np.testing.assert_allclose(radii[1], 2.0)
     xs, ys = two_relu.gaussian_outlines(mean, std, symmetrised=True, radii=(1.0,))
-    swapped = np.stack([xs, ys], 1)[np.flatnonzero(np.isnan(xs))[0] + 1:]
+    swapped = np.stack([xs, ys], 1)[np.flatnonzero(np.isnan(xs))[0] + 1 :]
     np.testing.assert_allclose(np.sqrt((((swapped - mean[::-1]) / std[::-1]) ** 2).sum(1)), 1.0)
 
 
 # -- the batched trainer ----------------------------------------------------------------------
+
 
 def test_elbo_g_is_at_least_elbo_at_equal_parameters(data):
     for method_mean in ([0.3, -0.2], [0.0, 0.0], [1.0, -1.0]):
@@ -241,6 +250,7 @@ def test_drawing_predictions_leaves_the_training_path_alone():
     np.testing.assert_array_equal(drawn.parameters()[0], undrawn.parameters()[0])
     assert drawn.history[0].elbo == undrawn.history[0].elbo
 
+
 def test_the_trainer_refuses_runs_it_cannot_train_together():
     mfvi = toy.run_spec("mfvi", CFG)
     with pytest.raises(ValueError, match="at least one run"):
@@ -259,8 +269,13 @@ def test_the_trainer_refuses_runs_it_cannot_train_together():
 
 # -- exact evaluation and the written-out gradient ---------------------------------------------
 
-Q_CASES = [([0.3, -0.2], [0.4, 0.3]), ([0.05, 0.0], [0.5, 0.5]), ([1.6, 1.6], [0.2, 0.3]), ([1.5, -1.4], [0.1, 0.4]),
-           ([-0.7, 0.02], [0.05, 0.9])]
+Q_CASES = [
+    ([0.3, -0.2], [0.4, 0.3]),
+    ([0.05, 0.0], [0.5, 0.5]),
+    ([1.6, 1.6], [0.2, 0.3]),
+    ([1.5, -1.4], [0.1, 0.4]),
+    ([-0.7, 0.02], [0.05, 0.9]),
+]
 
 
 def trainer_at(cases, config=CFG):
@@ -278,8 +293,9 @@ def test_exact_evaluation_agrees_with_sampling():
     metrics = trainer.evaluate()
     generator = torch.Generator().manual_seed(5)
     with torch.no_grad():
-        w = trainer.mean[:, None] + trainer.log_std.exp()[:, None] * torch.randn(len(Q_CASES), 200_000, 2, dtype=torch.float64,
-                                                                                  generator=generator)
+        w = trainer.mean[:, None] + trainer.log_std.exp()[:, None] * torch.randn(
+            len(Q_CASES), 200_000, 2, dtype=torch.float64, generator=generator
+        )
         residual = (trainer.y_train[:, None, :] - two_relu.network(w, trainer.x_train[:, None, :])) / CFG.noise
         log_lik = (-0.5 * residual**2 - math.log(CFG.noise) - 0.5 * math.log(2 * math.pi)).sum(-1)
         elbo = log_lik.mean(1) - kl_to_prior(trainer.mean, trainer.log_std, trainer.prior_scale)
@@ -301,15 +317,18 @@ def test_quasi_monte_carlo_information_is_converged():
     default = two_relu.mutual_information_by_qmc(trainer.mean, trainer.log_std)
     finer = two_relu.mutual_information_by_qmc(trainer.mean, trainer.log_std, 2**20)
     np.testing.assert_allclose(default.detach().numpy(), finer.detach().numpy(), atol=1e-4)
-    assert two_relu.mutual_information_by_qmc(trainer.mean, trainer.log_std).equal(default)  # fixed points: the same value
+    assert two_relu.mutual_information_by_qmc(trainer.mean, trainer.log_std).equal(
+        default
+    )  # fixed points: the same value
 
 
 @pytest.mark.parametrize("mi", ["exact", "infonce"])
 def test_the_written_out_gradient_is_autograds(mi):
     config = toy.ToyConfig(mi=mi, K=4, batch_size=4, n_train=10, restarts=2).validate()
     trainer = two_relu.ToyTrainer(toy.starts_of("mfvi", config) + toy.starts_of("sgm", config))
-    trainer.theta.add_(0.3 * torch.randn(trainer.theta.shape, generator=torch.Generator().manual_seed(1),
-                                         dtype=torch.float64))
+    trainer.theta.add_(
+        0.3 * torch.randn(trainer.theta.shape, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    )
     x, y = trainer._minibatch()
     eps = torch.randn(len(trainer.runs), trainer.samples, 2, dtype=torch.float64, generator=trainer.generator)
     state = trainer.generator.get_state()
@@ -325,9 +344,13 @@ def test_the_written_out_gradient_is_autograds(mi):
     if mi == "exact":
         information = two_relu.exact_mutual_information(w, mean[:, None, :], log_std[:, None, :]).mean(-1)
     else:
-        information = two_relu.infonce_mutual_information(w, mean[:, None, :], log_std[:, None, :], config.K,
-                                                     trainer.generator).mean(-1)
-    objective = expected - kl_to_prior(mean, log_std, trainer.prior_scale) \
+        information = two_relu.infonce_mutual_information(
+            w, mean[:, None, :], log_std[:, None, :], config.K, trainer.generator
+        ).mean(-1)
+    objective = (
+        expected
+        - kl_to_prior(mean, log_std, trainer.prior_scale)
         + torch.where(trainer.symmetrised, information, torch.zeros_like(expected))
+    )
     (expected_gradient,) = torch.autograd.grad(-objective.sum(), [theta])
     torch.testing.assert_close(written, expected_gradient, rtol=1e-10, atol=1e-12)

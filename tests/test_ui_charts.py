@@ -10,8 +10,11 @@ from vegatest import channel, image_values, layers, png_rows, vega_charts
 
 from views.common import charts
 
-SERIES = (charts.Series("MFVI", "#0072B2", "dash"), charts.Series("SGM", "#D55E00", "dot", marker="square"),
-          charts.Series("data", "#999999", marker="circle", line=False))
+SERIES = (
+    charts.Series("MFVI", "#0072B2", "dash"),
+    charts.Series("SGM", "#D55E00", "dot", marker="square"),
+    charts.Series("data", "#999999", marker="circle", line=False),
+)
 
 
 def spec_of(chart, **options) -> dict:
@@ -19,13 +22,22 @@ def spec_of(chart, **options) -> dict:
 
 
 def test_series_share_one_legend_with_a_second_cue_for_each():
-    spec = spec_of(charts.altair_lines(SERIES, charts.quantity("x", "step"), charts.quantity("y", "nats", channel=alt.Y)))
-    for name, styles in (("color", ["#0072B2", "#D55E00", "#999999"]), ("strokeDash", [[8, 4], [2, 3], [1, 0]]),
-                         ("shape", ["stroke", "square", "circle"])):
+    spec = spec_of(
+        charts.altair_lines(SERIES, charts.quantity("x", "step"), charts.quantity("y", "nats", channel=alt.Y))
+    )
+    for name, styles in (
+        ("color", ["#0072B2", "#D55E00", "#999999"]),
+        ("strokeDash", [[8, 4], [2, 3], [1, 0]]),
+        ("shape", ["stroke", "square", "circle"]),
+    ):
         for definition in channel(spec, name):  # every layer: the same scale, so one legend
             assert definition["scale"] == {"domain": ["MFVI", "SGM", "data"], "range": styles}
-    cues = {str((dash, shape)) for dash, shape in zip(channel(spec, "strokeDash")[0]["scale"]["range"],
-                                                      channel(spec, "shape")[0]["scale"]["range"])}
+    cues = {
+        str((dash, shape))
+        for dash, shape in zip(
+            channel(spec, "strokeDash")[0]["scale"]["range"], channel(spec, "shape")[0]["scale"]["range"]
+        )
+    }
     assert len(cues) == 3  # no two entries differ by colour alone
     marks = [view["mark"]["type"] for view in layers(spec)]
     assert marks == ["line", "point"]
@@ -45,8 +57,10 @@ def test_axes_carry_titles_fixed_domains_and_integer_ticks():
 
 
 def test_a_spec_has_no_data_and_its_fonts_follow_presentation_mode(monkeypatch):
-    chart = alt.layer(charts.altair_lines(SERIES, charts.quantity("x", "step"), charts.quantity("y", "nats", channel=alt.Y)),
-                      charts.altair_rules(SERIES))
+    chart = alt.layer(
+        charts.altair_lines(SERIES, charts.quantity("x", "step"), charts.quantity("y", "nats", channel=alt.Y)),
+        charts.altair_rules(SERIES),
+    )
     spec = spec_of(chart, title="Bounds")
     assert "datasets" not in spec and "values" not in str(spec)
     assert spec["title"]["text"] == "Bounds" and spec["usermeta"]["embedOptions"]["renderer"] == "svg"
@@ -61,24 +75,34 @@ def test_a_spec_has_no_data_and_its_fonts_follow_presentation_mode(monkeypatch):
 def test_a_square_plots_ticks_do_not_follow_its_size():
     """Vega's default tick count follows the plot's height, which in a square plot follows its width, which
     "fit-x" sets from the labels' width: a loop. A fixed count breaks it."""
-    spec = charts.square_plot(spec_of(charts.altair_lines(SERIES, charts.quantity("x", "w₁"),
-                                                          charts.quantity("y", "w₂", channel=alt.Y)), height=None))
+    spec = charts.square_plot(
+        spec_of(
+            charts.altair_lines(SERIES, charts.quantity("x", "w₁"), charts.quantity("y", "w₂", channel=alt.Y)),
+            height=None,
+        )
+    )
     assert spec["autosize"]["type"] == "fit-x" and {"name": "height", "expr": "width"} in spec["params"]
     assert spec["config"]["axis"]["tickCount"] == charts.SQUARE_PLOT_TICKS
     assert spec["config"]["axis"]["titleFontSize"] == charts.FONT_PX  # the page's axis style kept
 
 
 def test_a_fixed_size_is_the_plot_areas():
-    spec = spec_of(charts.altair_lines(SERIES, charts.quantity("x", "w₁"), charts.quantity("y", "w₂", channel=alt.Y)),
-                   width=300, height=300)
+    spec = spec_of(
+        charts.altair_lines(SERIES, charts.quantity("x", "w₁"), charts.quantity("y", "w₂", channel=alt.Y)),
+        width=300,
+        height=300,
+    )
     assert (spec["width"], spec["height"], spec["autosize"]) == (300, 300, {"type": "pad"})
 
 
 def test_domains_set_on_a_built_spec_give_the_spec_built_with_them(monkeypatch):
     def heat_and_lines(x_domain, y_domain, width):
-        chart = alt.layer(charts.altair_image("w₁", "w₂", x_domain, y_domain),
-                          charts.altair_lines(SERIES, charts.quantity("x", "w₁", x_domain),
-                                          charts.quantity("y", "w₂", y_domain, channel=alt.Y)))
+        chart = alt.layer(
+            charts.altair_image("w₁", "w₂", x_domain, y_domain),
+            charts.altair_lines(
+                SERIES, charts.quantity("x", "w₁", x_domain), charts.quantity("y", "w₂", y_domain, channel=alt.Y)
+            ),
+        )
         return spec_of(chart, title="q", width=width, height=200)
 
     for scale in (1.0, charts.PRESENT_FONT_PX / charts.FONT_PX):  # presentation mode scales the size as vega_spec does
@@ -90,12 +114,18 @@ def test_domains_set_on_a_built_spec_give_the_spec_built_with_them(monkeypatch):
         assert str(template) == kept  # the cached spec is copied, never changed
     only_y = charts.with_domains(template, y=(0, 9))
     # Set once, in the first layer (layers share their scales; a repeat on the others is a Vega-Lite warning).
-    assert [view["encoding"]["x"]["scale"].get("domain") for view in layers(only_y)] == \
-        [list(charts.DOMAIN_OF_DATA), None, None]
+    assert [view["encoding"]["x"]["scale"].get("domain") for view in layers(only_y)] == [
+        list(charts.DOMAIN_OF_DATA),
+        None,
+        None,
+    ]
     with pytest.raises(ValueError, match="color"):
         charts.with_domains(template, color=("a", "b"))  # position channels only: a legend's domain is its series
-    free_y = spec_of(charts.altair_lines(SERIES, charts.quantity("x", "step", charts.DOMAIN_OF_DATA),
-                                     charts.quantity("y", "nats", channel=alt.Y)))
+    free_y = spec_of(
+        charts.altair_lines(
+            SERIES, charts.quantity("x", "step", charts.DOMAIN_OF_DATA), charts.quantity("y", "nats", channel=alt.Y)
+        )
+    )
     with pytest.raises(ValueError, match="'y'"):
         charts.with_domains(free_y, y=(0, 1))  # no view fixes it: a mistake, not a silent no-op
 
@@ -127,9 +157,14 @@ def test_vega_chart_sends_the_datasets_apart_from_the_spec():
 
         series = (charts.Series("a", "#000000"),)
         import altair as alt
-        spec = charts.vega_spec(charts.altair_lines(series, charts.quantity("x", "x"), charts.quantity("y", "y", channel=alt.Y)))
-        frames = [pd.DataFrame({"x": [0.0, 1.0], "y": [0.0, 1.0], "series": "a"}),
-                  pd.DataFrame({"x": [1.0, 2.0], "y": [1.0, 4.0], "series": "a"})]
+
+        spec = charts.vega_spec(
+            charts.altair_lines(series, charts.quantity("x", "x"), charts.quantity("y", "y", channel=alt.Y))
+        )
+        frames = [
+            pd.DataFrame({"x": [0.0, 1.0], "y": [0.0, 1.0], "series": "a"}),
+            pd.DataFrame({"x": [1.0, 2.0], "y": [1.0, 4.0], "series": "a"}),
+        ]
         charts.vega_chart(charts.st, spec, {"lines": pd.concat(frames)}, "chart")
 
     from streamlit.testing.v1 import AppTest
@@ -167,8 +202,11 @@ def test_the_toy_live_charts_change_only_their_data():
     at = open_page("toy", timeout=120)
     before = vega_charts(at)
     assert [chart["title"] for chart in before] == [
-        "Exact posterior (grey) and q over (w₁, w₂)", "Predictions",
-        "Lower bounds under log p(D)", "Test MSE"]
+        "Exact posterior (grey) and q over (w₁, w₂)",
+        "Predictions",
+        "Lower bounds under log p(D)",
+        "Test MSE",
+    ]
     for _ in range(2):
         at.button(key="toy.step").click().run()
         after = vega_charts(at)

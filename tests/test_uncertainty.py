@@ -21,11 +21,9 @@ def entropy(*probs):
 
 
 # Two weight samples, three inputs, two classes; their mean is [[.8, .2], [.3, .7], [.2, .8]].
-SAMPLES = log([[[0.9, 0.1], [0.5, 0.5], [0.1, 0.9]],
-               [[0.7, 0.3], [0.1, 0.9], [0.3, 0.7]]])
+SAMPLES = log([[[0.9, 0.1], [0.5, 0.5], [0.1, 0.9]], [[0.7, 0.3], [0.1, 0.9], [0.3, 0.7]]])
 LABELS = torch.tensor([0, 0, 1])  # predicted 0, 1, 1: the second is wrong
-OOD_SAMPLES = log([[[0.5, 0.5], [0.6, 0.4]],
-                   [[0.5, 0.5], [0.4, 0.6]]])  # mean [.5, .5] for both
+OOD_SAMPLES = log([[[0.5, 0.5], [0.6, 0.4]], [[0.5, 0.5], [0.4, 0.6]]])  # mean [.5, .5] for both
 
 
 @pytest.fixture(scope="module")
@@ -43,13 +41,16 @@ def test_the_three_input_case_by_hand():
     assert metrics["brier"] == pytest.approx((2 * 0.2**2 + 2 * 0.7**2 + 2 * 0.2**2) / 3)
     # Every OOD input (score 1 − .5) ranks above every test input (.2, .7 → .3, .2): perfect detection.
     assert metrics["aupr"] == 1.0 and metrics["fpr95"] == 0.0
-    id_mi = [entropy(.8, .2) - (entropy(.9, .1) + entropy(.7, .3)) / 2,
-             entropy(.3, .7) - (entropy(.5, .5) + entropy(.1, .9)) / 2,
-             entropy(.2, .8) - (entropy(.1, .9) + entropy(.3, .7)) / 2]
+    id_mi = [
+        entropy(0.8, 0.2) - (entropy(0.9, 0.1) + entropy(0.7, 0.3)) / 2,
+        entropy(0.3, 0.7) - (entropy(0.5, 0.5) + entropy(0.1, 0.9)) / 2,
+        entropy(0.2, 0.8) - (entropy(0.1, 0.9) + entropy(0.3, 0.7)) / 2,
+    ]
     assert metrics["id_mi"] == pytest.approx(sum(id_mi) / 3)
-    assert metrics["ood_mi"] == pytest.approx((0.0 + entropy(.5, .5) - entropy(.6, .4)) / 2)
-    assert unc.paper_scale(metrics) == pytest.approx({**{k: 100 * v for k, v in metrics.items()},
-                                                      "nll": metrics["nll"]})
+    assert metrics["ood_mi"] == pytest.approx((0.0 + entropy(0.5, 0.5) - entropy(0.6, 0.4)) / 2)
+    assert unc.paper_scale(metrics) == pytest.approx(
+        {**{k: 100 * v for k, v in metrics.items()}, "nll": metrics["nll"]}
+    )
 
 
 def test_calibration_error_by_hand():
@@ -147,18 +148,25 @@ def test_metrics_of_weight_samples_through_a_network():
     assert single["accuracy"] == unc.accuracy(log_probs[0], labels)
 
 
-@pytest.mark.parametrize("case, message", [
-    (lambda: unc.prediction_metrics(torch.randn(2, 3, 2), LABELS, OOD_SAMPLES), "not normalised"),
-    (lambda: unc.prediction_metrics(SAMPLES[0], LABELS, OOD_SAMPLES), r"\[samples, inputs, classes\]"),
-    (lambda: unc.prediction_metrics(SAMPLES, LABELS, OOD_SAMPLES[:1]), "samples and classes"),
-    (lambda: unc.prediction_metrics(SAMPLES.clone().index_fill_(2, torch.tensor([0]), math.nan), LABELS,
-                                    OOD_SAMPLES), "NaN"),
-    (lambda: unc.prediction_metrics(SAMPLES, torch.tensor([0, 2, 1]), OOD_SAMPLES), "class indices"),
-    (lambda: unc.prediction_metrics(SAMPLES, torch.tensor([0.0, 1.0, 1.0]), OOD_SAMPLES), "integers"),
-    (lambda: unc.prediction_metrics(SAMPLES, LABELS, OOD_SAMPLES, bins=0), "bins"),
-    (lambda: unc.average_precision(torch.rand(3), torch.ones(3, dtype=torch.bool)), "both classes"),
-    (lambda: unc.false_positive_rate_at_recall(torch.rand(2), torch.tensor([True, False]), 0.0), "recall"),
-])
+@pytest.mark.parametrize(
+    "case, message",
+    [
+        (lambda: unc.prediction_metrics(torch.randn(2, 3, 2), LABELS, OOD_SAMPLES), "not normalised"),
+        (lambda: unc.prediction_metrics(SAMPLES[0], LABELS, OOD_SAMPLES), r"\[samples, inputs, classes\]"),
+        (lambda: unc.prediction_metrics(SAMPLES, LABELS, OOD_SAMPLES[:1]), "samples and classes"),
+        (
+            lambda: unc.prediction_metrics(
+                SAMPLES.clone().index_fill_(2, torch.tensor([0]), math.nan), LABELS, OOD_SAMPLES
+            ),
+            "NaN",
+        ),
+        (lambda: unc.prediction_metrics(SAMPLES, torch.tensor([0, 2, 1]), OOD_SAMPLES), "class indices"),
+        (lambda: unc.prediction_metrics(SAMPLES, torch.tensor([0.0, 1.0, 1.0]), OOD_SAMPLES), "integers"),
+        (lambda: unc.prediction_metrics(SAMPLES, LABELS, OOD_SAMPLES, bins=0), "bins"),
+        (lambda: unc.average_precision(torch.rand(3), torch.ones(3, dtype=torch.bool)), "both classes"),
+        (lambda: unc.false_positive_rate_at_recall(torch.rand(2), torch.tensor([True, False]), 0.0), "recall"),
+    ],
+)
 def test_invalid_inputs_are_refused(case, message):
     with pytest.raises(ValueError, match=message):
         case()

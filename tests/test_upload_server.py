@@ -37,11 +37,32 @@ def rows(tmp_path_factory):
     suite's browser, and its memory figures are of its server alone."""
     if not Path(CHROMIUM).exists():
         pytest.fail(f"Chromium not found at {CHROMIUM}")
-    done = subprocess.run([
-        sys.executable, str(ROOT / "benchmarks" / "upload_attacks.py"), "--cases", ",".join(EXPECTED),
-        "--students", "4", "--bomb-gib", "1", "--session-ttl", "2", "--leave-wait", "20", "--timeout", "300",
-        "--env", "SYMLAB_UPLOAD_CORE_SHARE=1",  # hosted in all else: the share paces the analyses, not the memory
-        "--files", str(tmp_path_factory.mktemp("uploads")), "--json"], capture_output=True, text=True, timeout=1800)
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "upload_attacks.py"),
+            "--cases",
+            ",".join(EXPECTED),
+            "--students",
+            "4",
+            "--bomb-gib",
+            "1",
+            "--session-ttl",
+            "2",
+            "--leave-wait",
+            "20",
+            "--timeout",
+            "300",
+            "--env",
+            "SYMLAB_UPLOAD_CORE_SHARE=1",  # hosted in all else: the share paces the analyses, not the memory
+            "--files",
+            str(tmp_path_factory.mktemp("uploads")),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     found = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
     return {row["case"]: row for row in found}
@@ -50,8 +71,10 @@ def rows(tmp_path_factory):
 @pytest.mark.parametrize("case", EXPECTED)
 def test_a_hostile_upload_ends_in_its_message_with_the_server_near_its_start(rows, case):
     row = rows[case]
-    assert all(outcome.startswith(("error  " + EXPECTED[case], "check_circle  " + EXPECTED[case]))
-               for outcome in row["outcome"].split(" / ")), row
+    assert all(
+        outcome.startswith(("error  " + EXPECTED[case], "check_circle  " + EXPECTED[case]))
+        for outcome in row["outcome"].split(" / ")
+    ), row
     assert row["server_peak_mib"] - row["server_start_mib"] < SERVER_GROWTH_MIB, row
 
 

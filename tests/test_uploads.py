@@ -70,14 +70,20 @@ def test_a_picture_of_more_units_than_a_chart_has_rows_shows_their_means():
     assert symmetry_lab.picture_rows(W[:1024])[1] == 1
 
 
-@pytest.mark.parametrize("file, reason", [
-    (hostile_files.stride_zero_view, "0.weight is a view that repeats or overlaps its stored numbers"),
-    (hostile_files.overlapping_view, "0.weight is a view that repeats or overlaps its stored numbers"),
-    (lambda: hostile_files.deflated(200 * 10**6), "its archive expands to 203 MB, over the 64 MB cap"),
-    (hostile_files.deep_chain, "2000 nn.Linear layers, over the 64 this reader takes"),
-    (hostile_files.no_hidden_units, "0.weight has shape (0, 784): every layer needs at least one input and one unit"),
-    (lambda: hostile_files.wide_network(9000), "a hidden layer of 9,000 units, over the 8,192 this page allows"),
-])
+@pytest.mark.parametrize(
+    "file, reason",
+    [
+        (hostile_files.stride_zero_view, "0.weight is a view that repeats or overlaps its stored numbers"),
+        (hostile_files.overlapping_view, "0.weight is a view that repeats or overlaps its stored numbers"),
+        (lambda: hostile_files.deflated(200 * 10**6), "its archive expands to 203 MB, over the 64 MB cap"),
+        (hostile_files.deep_chain, "2000 nn.Linear layers, over the 64 this reader takes"),
+        (
+            hostile_files.no_hidden_units,
+            "0.weight has shape (0, 784): every layer needs at least one input and one unit",
+        ),
+        (lambda: hostile_files.wide_network(9000), "a hidden layer of 9,000 units, over the 8,192 this page allows"),
+    ],
+)
 def test_each_attack_ends_in_its_message_and_the_server_keeps_its_memory(file, reason):
     data = file()
     before = peak_rss_mib()

@@ -23,17 +23,20 @@ def test_missing_parameters_take_defaults_silently():
     assert parsed == {"alpha": 3.0, "dim": 2, "forward": False, "mode": "exact"} and notices == []
 
 
-@pytest.mark.parametrize("raw, expected, fragment", [
-    ("abc", 3.0, "not a number"),
-    ("nan", 3.0, "NaN"),
-    ("inf", 20.0, "clamped to 20"),
-    ("-inf", 0.0, "clamped to 0"),
-    ("1e308", 20.0, "clamped"),
-    ("-5", 0.0, "below the minimum"),
-    ("3.1234", 3.1, "rounded"),
-    ("x" * 10_000, 3.0, "…"),
-    ("", 3.0, "not a number"),
-])
+@pytest.mark.parametrize(
+    "raw, expected, fragment",
+    [
+        ("abc", 3.0, "not a number"),
+        ("nan", 3.0, "NaN"),
+        ("inf", 20.0, "clamped to 20"),
+        ("-inf", 0.0, "clamped to 0"),
+        ("1e308", 20.0, "clamped"),
+        ("-5", 0.0, "below the minimum"),
+        ("3.1234", 3.1, "rounded"),
+        ("x" * 10_000, 3.0, "…"),
+        ("", 3.0, "not a number"),
+    ],
+)
 def test_bad_floats_are_fixed_with_a_notice(raw, expected, fragment):
     parsed, notices = parse_query({"alpha": raw}, SPECS)
     assert parsed["alpha"] == pytest.approx(expected)
@@ -48,8 +51,9 @@ def test_bad_ints(raw, expected):
 
 
 def test_bools_choices_unknowns_and_repeats():
-    parsed, notices = parse_query({"forward": "maybe", "mode": "magic", "zzz": "1",
-                                   "alpha": ["1.0", "2.0"], "embed": "true"}, SPECS)
+    parsed, notices = parse_query(
+        {"forward": "maybe", "mode": "magic", "zzz": "1", "alpha": ["1.0", "2.0"], "embed": "true"}, SPECS
+    )
     assert parsed["forward"] is False and parsed["mode"] == "exact" and parsed["alpha"] == 2.0
     assert len(notices) == 3
     assert any("zzz" in n for n in notices)

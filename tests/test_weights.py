@@ -40,6 +40,7 @@ def torch_bytes(obj) -> bytes:
 
 # --- what reads ------------------------------------------------------------------------------------
 
+
 def test_a_torch_saved_state_dict_reads_with_its_structure_inferred():
     torch.manual_seed(0)
     net = mlp_module(784, 128, 10)
@@ -94,8 +95,10 @@ def test_an_exported_posterior_round_trips_and_loads_into_a_plain_sequential():
     layout = mlp.Layout((6, 5, 3))
     mu = torch.randn(layout.n_params, generator=generator)
     sd = torch.rand(layout.n_params, generator=generator) + 0.1
-    means, sds = [tuple(t.numpy() for t in layer) for layer in layout.layers(mu)], \
-        [tuple(t.numpy() for t in layer) for layer in layout.layers(sd)]
+    means, sds = (
+        [tuple(t.numpy() for t in layer) for layer in layout.layers(mu)],
+        [tuple(t.numpy() for t in layer) for layer in layout.layers(sd)],
+    )
     data = weights.posterior_bytes(means, sds, {"config": {"hidden": 5}, "run_id": 3})
     network = weights.read_network(data, "posterior.safetensors")
     assert network.is_posterior and network.sizes == (6, 5, 3)
@@ -104,6 +107,7 @@ def test_an_exported_posterior_round_trips_and_loads_into_a_plain_sequential():
         np.testing.assert_array_equal(W, W_expected.astype(np.float32))
         np.testing.assert_array_equal(b, b_expected.astype(np.float32))
     from safetensors.torch import load
+
     net = mlp_module(6, 5, 3)
     missing, unexpected = net.load_state_dict(load(data), strict=False)
     assert not missing and sorted(unexpected) == sorted("sd." + key for key in net.state_dict())
@@ -112,6 +116,7 @@ def test_an_exported_posterior_round_trips_and_loads_into_a_plain_sequential():
 
 
 # --- hostile files -------------------------------------------------------------------------------
+
 
 class Payload:
     """A pickle that runs code when unpickled: it would create the sentinel file."""
@@ -135,8 +140,8 @@ def hostile_cases(sentinel):
         "code in a torch file": (torch_bytes({"0.weight": Payload(sentinel)}), "refused: the file holds objects"),
         "code in a bare pickle": (pickle.dumps(Payload(sentinel), protocol=2), "refused: the file holds objects"),
         "a whole pickled module": (torch_bytes(mlp_module(6, 5, 3)), "refused: the file holds objects"),
-        "truncated torch file": (good[:len(good) // 2], "truncated or corrupt PyTorch file"),
-        "truncated safetensors": (safe[:len(safe) - 20], "truncated"),
+        "truncated torch file": (good[: len(good) // 2], "truncated or corrupt PyTorch file"),
+        "truncated safetensors": (safe[: len(safe) - 20], "truncated"),
         "safetensors header cut": (safe[:40], "truncated safetensors file"),
         "empty file": (b"", "the file is empty"),
         "random bytes": (bytes(range(256)) * 4, "not a PyTorch state_dict"),
@@ -147,19 +152,28 @@ def hostile_cases(sentinel):
         "an infinite bias": (torch_bytes(inf_state), "1 NaN or infinite value"),
         "integer weights": (torch_bytes({k: v.to(torch.int32) for k, v in state.items()}), "int32, not floating point"),
         "shapes that do not chain": (torch_bytes({**state, "2.weight": torch.zeros(3, 4)}), "do not chain"),
-        "a bias of the wrong size": (torch_bytes({**state, "0.bias": torch.zeros(7)}), "bias has shape \\(7,\\), but 0.weight has 5 outputs"),
+        "a bias of the wrong size": (
+            torch_bytes({**state, "0.bias": torch.zeros(7)}),
+            "bias has shape \\(7,\\), but 0.weight has 5 outputs",
+        ),
         "one layer only": (torch_bytes(torch.nn.Linear(6, 3).state_dict()), "needs two or more"),
         "a bare tensor": (torch_bytes(torch.zeros(3)), "holds a Tensor, not a state_dict"),
         "a list": (torch_bytes([torch.zeros(3)]), "holds a list, not a state_dict"),
         "no tensors": (torch_bytes({}), "holds no tensors"),
         "overlapping rows": (hostile_files.overlapping_view(), "0.weight is a view that repeats or overlaps"),
-        "an archive that expands past the cap": (hostile_files.deflated(100 * 10**6),
-                                                 "its archive expands to 101 MB, over the 64 MB cap"),
+        "an archive that expands past the cap": (
+            hostile_files.deflated(100 * 10**6),
+            "its archive expands to 101 MB, over the 64 MB cap",
+        ),
         "2000 layers": (hostile_files.deep_chain(), "2000 nn.Linear layers, over the 64 this reader takes"),
         "no hidden units": (hostile_files.no_hidden_units(), "every layer needs at least one input and one unit"),
-        "negative standard deviations": (weights.posterior_bytes(
-            [(np.ones((5, 6)), np.ones(5)), (np.ones((3, 5)), np.ones(3))],
-            [(-np.ones((5, 6)), np.ones(5)), (np.ones((3, 5)), np.ones(3))]), "negative standard deviations"),
+        "negative standard deviations": (
+            weights.posterior_bytes(
+                [(np.ones((5, 6)), np.ones(5)), (np.ones((3, 5)), np.ones(3))],
+                [(-np.ones((5, 6)), np.ones(5)), (np.ones((3, 5)), np.ones(3))],
+            ),
+            "negative standard deviations",
+        ),
     }
 
 
@@ -215,11 +229,16 @@ def read_with_little_memory(data: bytes, name: str, memory_mb: int = 512) -> str
     return ours.recv() if ours.poll() else f"died ({process.exitcode})"
 
 
-@pytest.mark.parametrize("make, reason", [
-    (hostile_files.stride_zero_view, "0.weight is a view that repeats or overlaps its stored numbers (shape "
-                                     "(100000, 8000), strides (0, 0))"),
-    (lambda: hostile_files.deflated(10**9), "its archive expands to 1,014 MB, over the 64 MB cap"),
-])
+@pytest.mark.parametrize(
+    "make, reason",
+    [
+        (
+            hostile_files.stride_zero_view,
+            "0.weight is a view that repeats or overlaps its stored numbers (shape (100000, 8000), strides (0, 0))",
+        ),
+        (lambda: hostile_files.deflated(10**9), "its archive expands to 1,014 MB, over the 64 MB cap"),
+    ],
+)
 def test_a_small_file_that_describes_gigabytes_is_refused_before_they_are_made(make, reason):
     assert read_with_little_memory(make(), "small.pt").startswith(f"refused: small.pt: {reason}")
 
@@ -255,14 +274,17 @@ def test_two_networks_must_match_to_be_aligned():
 
 # --- the command line: --weights, and exports ------------------------------------------------------
 
+
 def cli_json(capsys, *args):
     from symlab import cli
+
     assert cli.main([*args, "--json"]) == 0
     return json.loads(capsys.readouterr().out)
 
 
 def cli_error(capsys, *args) -> str:
     from symlab import cli
+
     with pytest.raises(SystemExit) as stopped:
         cli.main(list(args))
     err = capsys.readouterr().err
@@ -301,8 +323,11 @@ def test_the_align_cli_recovers_a_permuted_copy_of_a_file(tmp_path, capsys):
     net = mlp_module(784, 64, 10)
     a, b = tmp_path / "a.pt", tmp_path / "b.safetensors"
     torch.save(net.state_dict(), a)
-    b.write_bytes(safetensors_bytes({k: v.contiguous() for k, v in
-                                     permuted_copy(net, torch.Generator().manual_seed(5)).state_dict().items()}))
+    b.write_bytes(
+        safetensors_bytes(
+            {k: v.contiguous() for k, v in permuted_copy(net, torch.Generator().manual_seed(5)).state_dict().items()}
+        )
+    )
     report = cli_json(capsys, "align", "--weights", str(a), str(b))
     assert report["names"] == ["a.pt", "b.safetensors"] and not report["posterior"]
     assert report["w2_before"] > 1 and report["w2_after"] < 1e-5
@@ -335,8 +360,20 @@ def test_an_exported_mnist_run_loads_into_torch_with_the_runs_accuracy(tmp_path,
     from symlab.lib.mnist_data import PIXEL_MEAN, PIXEL_STD
 
     runs = str(tmp_path / "runs")
-    run = cli_json(capsys, "mnist", "--hidden", "48", "--epochs", "2", "--train-subset", "5000", "--init-sd", "0.01",
-                   "--runs-dir", runs)
+    run = cli_json(
+        capsys,
+        "mnist",
+        "--hidden",
+        "48",
+        "--epochs",
+        "2",
+        "--train-subset",
+        "5000",
+        "--init-sd",
+        "0.01",
+        "--runs-dir",
+        runs,
+    )
     path = tmp_path / "posterior.safetensors"
     exported = cli_json(capsys, "mnist", "--runs-dir", runs, "--export", str(run["run_id"]), str(path))
     assert exported["epochs_done"] == 2 and "784 → 48 → 10" in exported["structure"]
@@ -346,20 +383,31 @@ def test_an_exported_mnist_run_loads_into_torch_with_the_runs_accuracy(tmp_path,
     data = mnist_data.load_mnist()
     x = (torch.from_numpy(np.asarray(data.test_images, dtype=np.float32)) / 255 - PIXEL_MEAN) / PIXEL_STD
     with torch.no_grad():
-        accuracy = float((net(x).argmax(1) == torch.from_numpy(np.asarray(data.test_labels, dtype=np.int64))).float().mean())
+        accuracy = float(
+            (net(x).argmax(1) == torch.from_numpy(np.asarray(data.test_labels, dtype=np.int64))).float().mean()
+        )
     # The run's accuracy averages 10 weight draws; the mean network's is within a point of it.
     assert accuracy == pytest.approx(run["test_acc"], abs=0.01) and accuracy > 0.85
     network = weights.read_network(path)
     assert network.is_posterior and json.loads(network.metadata["config"])["hidden"] == 48
-    assert cli_error(capsys, "mnist", "--runs-dir", runs, "--export", "9", str(path)).endswith(f"no run #9 in {runs}/registry.sqlite3\n")
+    assert cli_error(capsys, "mnist", "--runs-dir", runs, "--export", "9", str(path)).endswith(
+        f"no run #9 in {runs}/registry.sqlite3\n"
+    )
 
 
 def test_the_alignment_pair_exports_as_three_files_that_read_back(tmp_path, capsys):
-    report = cli_json(capsys, "align", "--steps", "60", "--width", "16", "--depth", "1", "--export", str(tmp_path / "pair"))
-    assert [Path(p).name for p in report["exported"]] == ["q_a.safetensors", "q_b.safetensors", "q_b_aligned.safetensors"]
+    report = cli_json(
+        capsys, "align", "--steps", "60", "--width", "16", "--depth", "1", "--export", str(tmp_path / "pair")
+    )
+    assert [Path(p).name for p in report["exported"]] == [
+        "q_a.safetensors",
+        "q_b.safetensors",
+        "q_b_aligned.safetensors",
+    ]
     qa, qb, aligned = (weights.read_network(p) for p in report["exported"])
     assert qa.sizes == qb.sizes == aligned.sizes == (2, 16, 2) and aligned.is_posterior
     from symlab.lib import align
+
     assert align.w2_distance(qa.gaussian(), aligned.gaussian()) == pytest.approx(report["w2_after"], rel=1e-5)
     assert align.w2_distance(qa.gaussian(), qb.gaussian()) == pytest.approx(report["w2_before"], rel=1e-5)
     assert json.loads(aligned.metadata["config"])["width"] == 16
@@ -369,8 +417,10 @@ def test_two_files_of_ones_own_export_b_aligned_and_the_permutations(tmp_path, c
     """``align --weights A B --export DIR`` writes what the page downloads; a bias-free B stays bias-free."""
     torch.manual_seed(6)
     net = mlp_module(7, 12, 9, 3, bias=False)
-    order = [torch.randperm(12, generator=torch.Generator().manual_seed(7)),
-             torch.randperm(9, generator=torch.Generator().manual_seed(8))]
+    order = [
+        torch.randperm(12, generator=torch.Generator().manual_seed(7)),
+        torch.randperm(9, generator=torch.Generator().manual_seed(8)),
+    ]
     copy = mlp_module(7, 12, 9, 3, bias=False)
     with torch.no_grad():
         copy[0].weight.copy_(net[0].weight[order[0]])
@@ -391,11 +441,14 @@ def test_two_files_of_ones_own_export_b_aligned_and_the_permutations(tmp_path, c
     assert found == report["permutations"]
     # unit k of aligned B is unit found[k] of B: B's unit order[k] came from A's unit k, so found[k] = order⁻¹[k]
     assert found == [torch.argsort(o).tolist() for o in order]
-    assert cli_error(capsys, "align", "--weights", str(a), str(b), "--export", str(a / "x")).endswith("(Not a directory)\n")
+    assert cli_error(capsys, "align", "--weights", str(a), str(b), "--export", str(a / "x")).endswith(
+        "(Not a directory)\n"
+    )
 
 
 def test_degenerate_networks_are_reported_not_crashed_on(tmp_path, capsys):
     from symlab import cli
+
     zero = {key: torch.zeros_like(value) for key, value in mlp_module(5, 4, 2).state_dict().items()}
     for name, state in (("zero.pt", zero), ("one-unit.pt", mlp_module(5, 1, 2).state_dict())):
         path = tmp_path / name

@@ -15,7 +15,7 @@ def torch_uncertainty_part(module: str):
     __init__ files."""
     root = Path(importlib.util.find_spec("torch_uncertainty").submodule_search_locations[0])
     parents = module.split(".")[:-1]
-    names = ["torch_uncertainty", *(f"torch_uncertainty.{'.'.join(parents[:i + 1])}" for i in range(len(parents)))]
+    names = ["torch_uncertainty", *(f"torch_uncertainty.{'.'.join(parents[: i + 1])}" for i in range(len(parents)))]
     with _bare_packages(names, root):
         return importlib.import_module(f"torch_uncertainty.{module}")
 

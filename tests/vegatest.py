@@ -17,9 +17,17 @@ def vega_charts(at) -> list[dict]:
         proto = element.proto
         spec = json.loads(proto.spec)
         title = spec.get("title")
-        charts.append({"title": title.get("text") if isinstance(title, dict) else title, "spec_text": proto.spec,
-                       "spec": spec, "datasets": {dataset.name: pa.ipc.open_stream(dataset.data.data).read_all()
-                                                  .to_pandas() for dataset in proto.datasets}})
+        charts.append(
+            {
+                "title": title.get("text") if isinstance(title, dict) else title,
+                "spec_text": proto.spec,
+                "spec": spec,
+                "datasets": {
+                    dataset.name: pa.ipc.open_stream(dataset.data.data).read_all().to_pandas()
+                    for dataset in proto.datasets
+                },
+            }
+        )
     return charts
 
 
@@ -80,9 +88,9 @@ def png_rows(url: str) -> np.ndarray:
     width, height = struct.unpack(">II", data[16:24])
     body, at = b"", 8
     while at < len(data):
-        (length,), kind = struct.unpack(">I", data[at:at + 4]), data[at + 4:at + 8]
+        (length,), kind = struct.unpack(">I", data[at : at + 4]), data[at + 4 : at + 8]
         if kind == b"IDAT":
-            body += data[at + 8:at + 8 + length]
+            body += data[at + 8 : at + 8 + length]
         at += 12 + length
     raw = np.frombuffer(zlib.decompress(body), np.uint8).reshape(height, 1 + 3 * width)
     assert not raw[:, 0].any()  # no row filters
@@ -93,7 +101,7 @@ def image_values(url: str, colours) -> np.ndarray:
     """The values behind an image chart's PNG (views/common: image_frame), as fractions of its colour range
     (0 at ``colours[0]``, 1 at the last), ``z[y, x]`` with the smallest y first: each pixel's nearest colour on
     the scale, to within one step in 1024."""
-    stops = np.array([[int(c[i:i + 2], 16) for i in (1, 3, 5)] for c in colours], float)
+    stops = np.array([[int(c[i : i + 2], 16) for i in (1, 3, 5)] for c in colours], float)
     t = np.linspace(0.0, 1.0, 1025)
     scale = np.stack([np.interp(t, np.linspace(0.0, 1.0, len(stops)), stops[:, k]) for k in range(3)], axis=-1)
     pixels = png_rows(url)[::-1].astype(float)

@@ -1,7 +1,6 @@
 """Alignment lab: two mean-field posteriors of one MLP, matched across permutations, and the loss
 barrier between them before and after (Rossi et al. 2023)."""
 
-
 import altair as alt
 import numpy as np
 import pandas as pd
@@ -17,8 +16,11 @@ from symlab.specs import settings
 from views.common import binding, charts, computing, files, player
 
 PAGE = "align"
-PATH_STYLE = {"before": ("#D55E00", "solid", "circle"), "weights": ("#009E73", "dot", "square"),
-              "w2": ("#0072B2", "dash", "diamond")}
+PATH_STYLE = {
+    "before": ("#D55E00", "solid", "circle"),
+    "weights": ("#009E73", "dot", "square"),
+    "w2": ("#0072B2", "dash", "diamond"),
+}
 PERSON_COLOURS = {"A": "#0072B2", "B": "#E69F00"}
 T_TICK_SECONDS = 0.6
 
@@ -36,6 +38,7 @@ def colour_scale_below(spec: dict) -> dict:
     """``spec`` with its colour scale (``charts.altair_colour_legend``'s, on the right) under the plot, across, and
     any other legend below it too: on the right it took a square plot's width, and two maps side by side would
     differ in size."""
+
     def moved(view: dict) -> dict:
         view = dict(view)
         fill = (view.get("encoding") or {}).get("fill")
@@ -48,13 +51,17 @@ def colour_scale_below(spec: dict) -> dict:
         return view
 
     # Legends below a plot go one under the other (Vega puts them side by side, past a narrow column's edge).
-    config = {**spec["config"], "legend": {**spec["config"]["legend"], "layout": dict(bottom=dict(direction="vertical"))}}
+    config = {
+        **spec["config"],
+        "legend": {**spec["config"]["legend"], "layout": dict(bottom=dict(direction="vertical"))},
+    }
     return {**moved(spec), "config": config}
 
 
 # ---------------------------------------------------------------------------------------------
 # Computation, shared by every session (results are read-only)
 # ---------------------------------------------------------------------------------------------
+
 
 @st.cache_resource(show_spinner="Reading MNIST…")
 def mnist(directory: str):
@@ -64,8 +71,11 @@ def mnist(directory: str):
 def dataset(config: align_lab.AlignConfig) -> align_lab.Dataset:
     directory = str(data_directory(settings.mnist_directory())) if config.task == "mnist" else None
     # Not persisted: made again from the seed (or the MNIST file) faster than read back.
-    return computing.shared_result(("align_data", config.task, config.train_size, config.noise, config.seed, directory),
-                            lambda: align_lab.load_task(config, directory and mnist(directory)), persist=False)
+    return computing.shared_result(
+        ("align_data", config.task, config.train_size, config.noise, config.seed, directory),
+        lambda: align_lab.load_task(config, directory and mnist(directory)),
+        persist=False,
+    )
 
 
 ELBO_SERIES = (charts.Series("q_A", PERSON_COLOURS["A"]), charts.Series("q_B", PERSON_COLOURS["B"], "dash"))
@@ -74,23 +84,34 @@ ELBO_SERIES = (charts.Series("q_A", PERSON_COLOURS["A"]), charts.Series("q_B", P
 @st.cache_resource(max_entries=16, show_spinner=False)  # outlives the run, unlike a functools cache of a page
 def elbo_spec(present: bool) -> dict:
     """Both runs' ELBO by Adam step; the x range (the run's steps) comes with the data."""
-    chart = charts.altair_lines(ELBO_SERIES, charts.quantity("x", "Adam step", charts.DOMAIN_OF_DATA, integer=True),
-                            charts.quantity("y", "ELBO per training point (nats)", channel=alt.Y))
-    return charts.fitted_legend(charts.vega_spec(chart, title="Training both posteriors", height=300),
-                           [series.label for series in ELBO_SERIES])
+    chart = charts.altair_lines(
+        ELBO_SERIES,
+        charts.quantity("x", "Adam step", charts.DOMAIN_OF_DATA, integer=True),
+        charts.quantity("y", "ELBO per training point (nats)", channel=alt.Y),
+    )
+    return charts.fitted_legend(
+        charts.vega_spec(chart, title="Training both posteriors", height=300), [series.label for series in ELBO_SERIES]
+    )
 
 
 def elbo_chart(container, steps, elbo, total_steps: int, key: str | None) -> None:
     """Both runs' ELBO so far (drawn again at each progress report while they train: the same spec, new data)."""
-    lines = pd.concat([charts.lines_frame(series.label, steps, elbo[:, index]) for index, series in enumerate(ELBO_SERIES)])
-    charts.vega_chart(container, charts.with_domains(elbo_spec(charts.presenting()), x=(0, total_steps)),
-                  {"lines": lines}, key,
-                  alt_text="The ELBO of q_A and q_B against the Adam step")
+    lines = pd.concat(
+        [charts.lines_frame(series.label, steps, elbo[:, index]) for index, series in enumerate(ELBO_SERIES)]
+    )
+    charts.vega_chart(
+        container,
+        charts.with_domains(elbo_spec(charts.presenting()), x=(0, total_steps)),
+        {"lines": lines},
+        key,
+        alt_text="The ELBO of q_A and q_B against the Adam step",
+    )
 
 
 def trained(config: align_lab.AlignConfig) -> tuple[align_lab.PosteriorPair, align_lab.AlignmentReport]:
     """Both posteriors and their alignment, trained once for every session in a worker process;
     a visitor who asks first watches the ELBO curves grow."""
+
     def draw_training(progress):
         steps, elbo = progress.payload
         elbo_chart(st, steps, elbo, int(progress.total), None)
@@ -110,12 +131,15 @@ def predictive_map(config: align_lab.AlignConfig, path: str, frame: int):
     def compute():
         return align_lab.path_map(trained_pair(config), report(config), dataset(config), path, frame)
 
-    return computing.shared_result(align_lab.path_map_key(config, path, frame), compute, capacity=256)  # 63 maps per setting
+    return computing.shared_result(
+        align_lab.path_map_key(config, path, frame), compute, capacity=256
+    )  # 63 maps per setting
 
 
 # ---------------------------------------------------------------------------------------------
 # Controls
 # ---------------------------------------------------------------------------------------------
+
 
 def key(name: str) -> str:
     return binding.widget_key(PAGE, name)
@@ -128,8 +152,14 @@ def widget(name: str, **options):
 def controls():
     with st.sidebar:
         st.subheader("Posteriors")
-        st.radio("Posteriors", list(params.SOURCES), format_func=params.SOURCES.get, key=key("source"),
-                 horizontal=True, label_visibility="collapsed")
+        st.radio(
+            "Posteriors",
+            list(params.SOURCES),
+            format_func=params.SOURCES.get,
+            key=key("source"),
+            horizontal=True,
+            label_visibility="collapsed",
+        )
         if st.session_state[key("source")] == "files":
             st.subheader("The path")
             for name in ("samples", "seed", "starts"):
@@ -156,11 +186,17 @@ def controls():
 # ---------------------------------------------------------------------------------------------
 
 # The path player's charts (Vega-Lite, updated in place: views/common): fixed while it plays, the frame in the data.
-PATH_SERIES = (*(charts.Series(align_config.PATH_TITLES[name], colour, dash, marker=symbol)
-                 for name, (colour, dash, symbol) in PATH_STYLE.items()),
-               charts.Series("current t", "#999999", "dot"))
-CLASS_SERIES = (charts.Series("class 0", "#000000", marker="circle", line=False),
-                charts.Series("class 1", "#000000", marker="x", line=False))
+PATH_SERIES = (
+    *(
+        charts.Series(align_config.PATH_TITLES[name], colour, dash, marker=symbol)
+        for name, (colour, dash, symbol) in PATH_STYLE.items()
+    ),
+    charts.Series("current t", "#999999", "dot"),
+)
+CLASS_SERIES = (
+    charts.Series("class 0", "#000000", marker="circle", line=False),
+    charts.Series("class 1", "#000000", marker="x", line=False),
+)
 MAP_COLOURS = charts.BLUE_RED  # P(class 1) from 0 (blue) to 1 (red)
 
 
@@ -170,8 +206,9 @@ def path_spec(metric: str, present: bool, title: str | None = None, current: boo
     y_title = "test NLL of the predictive (nats)" if metric == "loss" else "test accuracy of the predictive"
     title = title or ("Loss along the path" if metric == "loss" else "Accuracy along the path")
     series = PATH_SERIES if current else PATH_SERIES[:-1]
-    lines = charts.altair_lines(series, charts.quantity("x", "t (0: q_A, 1: q_B)", (0, 1)),
-                                charts.quantity("y", y_title, channel=alt.Y))
+    lines = charts.altair_lines(
+        series, charts.quantity("x", "t (0: q_A, 1: q_B)", (0, 1)), charts.quantity("y", y_title, channel=alt.Y)
+    )
     chart = alt.layer(lines, charts.altair_rules(series, axis="x")) if current else lines
     # 420 px: room for a plot of ≥ 150 px under a legend of four rows (a narrow column) and two-line axis titles.
     return charts.fitted_legend(charts.vega_spec(chart, title=title, height=420), [s.label for s in series])
@@ -179,8 +216,10 @@ def path_spec(metric: str, present: bool, title: str | None = None, current: boo
 
 def path_data(rep: align_lab.AlignmentReport, metric: str, t: float | None = None) -> dict:
     """``path_spec``'s datasets: the paths, and t (where the chart marks it)."""
-    lines = [charts.lines_frame(series.label, rep.paths[name]["t"], rep.paths[name][metric])
-             for series, name in zip(PATH_SERIES, PATH_STYLE)]
+    lines = [
+        charts.lines_frame(series.label, rep.paths[name]["t"], rep.paths[name][metric])
+        for series, name in zip(PATH_SERIES, PATH_STYLE)
+    ]
     if t is None:
         return {"lines": pd.concat(lines)}
     return {"lines": pd.concat(lines), "rules": pd.DataFrame({"value": [t], "series": [PATH_SERIES[-1].label]})}
@@ -188,9 +227,16 @@ def path_data(rep: align_lab.AlignmentReport, metric: str, t: float | None = Non
 
 def path_rows(rep: align_lab.AlignmentReport) -> pd.DataFrame:
     """The paths' CSV: loss and accuracy of each path by t."""
-    return pd.DataFrame({"t": rep.paths["before"]["t"],
-                         **{f"{metric}_{name}": rep.paths[name][metric]
-                            for name in align_config.PATHS for metric in ("loss", "accuracy")}})
+    return pd.DataFrame(
+        {
+            "t": rep.paths["before"]["t"],
+            **{
+                f"{metric}_{name}": rep.paths[name][metric]
+                for name in align_config.PATHS
+                for metric in ("loss", "accuracy")
+            },
+        }
+    )
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)  # outlives the run, unlike a functools cache of a page
@@ -199,11 +245,18 @@ def map_spec(path: str, present: bool) -> dict:
     Square, as wide as its column; each map's one legend below it (the classes', or the colour scale), so the
     two maps side by side are the same size."""
     heat = charts.altair_image("x₁", "x₂", charts.DOMAIN_OF_DATA, charts.DOMAIN_OF_DATA, smooth=False)
-    points = charts.altair_lines(CLASS_SERIES, charts.quantity("x", "x₁", charts.DOMAIN_OF_DATA),
-                             charts.quantity("y", "x₂", charts.DOMAIN_OF_DATA, channel=alt.Y), legend=path == "before")
+    points = charts.altair_lines(
+        CLASS_SERIES,
+        charts.quantity("x", "x₁", charts.DOMAIN_OF_DATA),
+        charts.quantity("y", "x₂", charts.DOMAIN_OF_DATA, channel=alt.Y),
+        legend=path == "before",
+    )
     layers = [heat, points] + ([charts.altair_colour_legend("P(class 1)", MAP_COLOURS)] if path == "w2" else [])
-    spec = charts.vega_spec(alt.layer(*layers).resolve_legend(fill="independent"),
-                            title=align_config.PATH_TITLES[path].capitalize(), height=None)
+    spec = charts.vega_spec(
+        alt.layer(*layers).resolve_legend(fill="independent"),
+        title=align_config.PATH_TITLES[path].capitalize(),
+        height=None,
+    )
     return charts.square_plot(colour_scale_below(charts.fitted_legend(spec, [series.label for series in CLASS_SERIES])))
 
 
@@ -212,16 +265,23 @@ def map_data(config, rep, path: str, frame: int, data: align_lab.Dataset) -> dic
     shown = slice(0, 300)
     x, y = data.x_test[shown].numpy(), data.y_test[shown].numpy()
     points = [charts.lines_frame(CLASS_SERIES[c].label, x[y == c, 0], x[y == c, 1]) for c in (0, 1)]
-    return {"image": charts.image_frame(xs, ys, probability, MAP_COLOURS, domain=(0.0, 1.0)), "lines": pd.concat(points),
-            "scale": pd.DataFrame({"z": [0.0, 1.0]})}
+    return {
+        "image": charts.image_frame(xs, ys, probability, MAP_COLOURS, domain=(0.0, 1.0)),
+        "lines": pd.concat(points),
+        "scale": pd.DataFrame({"z": [0.0, 1.0]}),
+    }
 
 
 def map_chart(column, config, rep, path: str, frame: int, data: align_lab.Dataset) -> None:
     xs, ys, _ = predictive_map(config, path, frame)
-    spec = charts.with_domains(map_spec(path, charts.presenting()),
-                           x=(xs[0], xs[-1]), y=(ys[0], ys[-1]))
-    charts.vega_chart(column, spec, map_data(config, rep, path, frame, data), f"align.map_{path}",
-                  alt_text=f"P(class 1) of the interpolated posterior at t, {align_config.PATH_TITLES[path]}, test points")
+    spec = charts.with_domains(map_spec(path, charts.presenting()), x=(xs[0], xs[-1]), y=(ys[0], ys[-1]))
+    charts.vega_chart(
+        column,
+        spec,
+        map_data(config, rep, path, frame, data),
+        f"align.map_{path}",
+        alt_text=f"P(class 1) of the interpolated posterior at t, {align_config.PATH_TITLES[path]}, test points",
+    )
     t, loss = rep.paths[path]["t"][frame], rep.paths[path]["loss"][frame]
     column.caption(f"t = {t:.2f}, loss {loss:.3f}")
 
@@ -233,39 +293,69 @@ def path_player(config, rep: align_lab.AlignmentReport, data: align_lab.Dataset)
     def draw(frame, chart_config):
         left, right = st.columns(2)
         for column, metric in ((left, "loss"), (right, "accuracy")):
-            charts.vega_chart(column, path_spec(metric, present), path_data(rep, metric, ts[frame]),
-                          f"align.{metric}_path", alt_text=f"The test {metric} along the three paths, t marked")
+            charts.vega_chart(
+                column,
+                path_spec(metric, present),
+                path_data(rep, metric, ts[frame]),
+                f"align.{metric}_path",
+                alt_text=f"The test {metric} along the three paths, t marked",
+            )
         if config.task == "moons":
             for column, path in zip(st.columns(2), params.MAP_PATHS):
                 map_chart(column, config, rep, path, frame, data)
-            st.caption(f"The predictive P(class 1) of the interpolated posterior at t (the average over "
-                       f"{config.samples} samples), with test points. Unaligned, the middle of the path averages "
-                       "units that do different jobs.")
+            st.caption(
+                f"The predictive P(class 1) of the interpolated posterior at t (the average over "
+                f"{config.samples} samples), with test points. Unaligned, the middle of the path averages "
+                "units that do different jobs."
+            )
 
     frames = len(ts)
-    player.frame_player("align", ("align.path", config), frames, align_lab.player_start(config), T_TICK_SECONDS,
-                    lambda frame: f"t = {ts[frame]:.2f}  (point {frame} of {frames - 1})", draw,
-                    play_help="Walk from q_A (t = 0) to q_B (t = 1).",
-                    reset_help="Back to t = 0 (q_A); the same posteriors.")
+    player.frame_player(
+        "align",
+        ("align.path", config),
+        frames,
+        align_lab.player_start(config),
+        T_TICK_SECONDS,
+        lambda frame: f"t = {ts[frame]:.2f}  (point {frame} of {frames - 1})",
+        draw,
+        play_help="Walk from q_A (t = 0) to q_B (t = 1).",
+        reset_help="Back to t = 0 (q_A); the same posteriors.",
+    )
+
 
 def headline(rep: align_lab.AlignmentReport) -> None:
     cols = binding.metric_cells(4)
-    cols[0].metric("loss barrier before", f"{rep.barrier_before:.3f}",
-                   help="max over t of the loss above the straight line between the endpoints' losses (nats).")
-    cols[1].metric("loss barrier after (W₂)", f"{rep.barrier_after:.3f}",
-                   delta=f"{rep.barrier_after - rep.barrier_before:.3f}", delta_color="inverse")
+    cols[0].metric(
+        "loss barrier before",
+        f"{rep.barrier_before:.3f}",
+        help="max over t of the loss above the straight line between the endpoints' losses (nats).",
+    )
+    cols[1].metric(
+        "loss barrier after (W₂)",
+        f"{rep.barrier_after:.3f}",
+        delta=f"{rep.barrier_after - rep.barrier_before:.3f}",
+        delta_color="inverse",
+    )
     cols[2].metric("W₂(q_A, q_B) before", f"{rep.w2_before:.2f}")
-    cols[3].metric("W₂ after alignment", f"{rep.w2_after:.2f}",
-                   delta=f"{rep.w2_after - rep.w2_before:.2f}", delta_color="inverse")
+    cols[3].metric(
+        "W₂ after alignment", f"{rep.w2_after:.2f}", delta=f"{rep.w2_after - rep.w2_before:.2f}", delta_color="inverse"
+    )
 
 
 def summary_frame(rep: align_lab.AlignmentReport) -> pd.DataFrame:
     rows = []
     for name, title in align_config.PATH_TITLES.items():
         row = rep.summary[name]
-        rows.append({"path": title, "W₂": row["w2"], "‖μ_A − μ_B‖": row["mean_distance"],
-                     "barrier (nats)": row["barrier"], "acc. drop": row["accuracy_barrier"],
-                     "moved": " / ".join(map(str, row["units_moved"]))})
+        rows.append(
+            {
+                "path": title,
+                "W₂": row["w2"],
+                "‖μ_A − μ_B‖": row["mean_distance"],
+                "barrier (nats)": row["barrier"],
+                "acc. drop": row["accuracy_barrier"],
+                "moved": " / ".join(map(str, row["units_moved"])),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -275,6 +365,7 @@ SUMMARY_NUMBERS = ("W₂", "‖μ_A − μ_B‖", "barrier (nats)", "acc. drop")
 def summary_table(summary: pd.DataFrame) -> pd.DataFrame:
     """The three paths as a plain table's columns, a quantity a row (the numbers to 3 decimals; the CSV keeps them
     whole): five columns of quantities did not fit a phone's or a half-width column, and hid two."""
+
     def shown(value) -> str:
         return "—" if value is None or pd.isna(value) else f"{value:.3f}"
 
@@ -283,8 +374,10 @@ def summary_table(summary: pd.DataFrame) -> pd.DataFrame:
     return table
 
 
-DISTANCE_SERIES = tuple(charts.Series(align_config.PATH_TITLES[name], colour, marker=symbol, line=False)
-                        for name, (colour, _, symbol) in PATH_STYLE.items())
+DISTANCE_SERIES = tuple(
+    charts.Series(align_config.PATH_TITLES[name], colour, marker=symbol, line=False)
+    for name, (colour, _, symbol) in PATH_STYLE.items()
+)
 MATCH_SERIES = (charts.Series("assigned pair", "#D55E00", marker="x", line=False),)
 
 
@@ -297,27 +390,43 @@ def distance_spec(layers: tuple, present: bool) -> dict:
     offset = alt.YOffset("series:N", sort=[series.label for series in DISTANCE_SERIES])
     x = charts.quantity("value", "W₂ distance", scale=dict(zero=True))
     base = alt.Chart(alt.NamedData("bars")).encode(x=x, y=y, yOffset=offset, color=channels["color"])
-    chart = alt.layer(base.mark_bar(opacity=0.85), base.mark_point(size=charts.POINT_SIZE, strokeWidth=2, opacity=1,
-                                                                   filled=False).encode(shape=channels["shape"]))
-    spec = charts.fitted_legend(charts.vega_spec(chart, title="Distance per layer", height=340),
-                           [series.label for series in DISTANCE_SERIES])
+    chart = alt.layer(
+        base.mark_bar(opacity=0.85),
+        base.mark_point(size=charts.POINT_SIZE, strokeWidth=2, opacity=1, filled=False).encode(shape=channels["shape"]),
+    )
+    spec = charts.fitted_legend(
+        charts.vega_spec(chart, title="Distance per layer", height=340), [series.label for series in DISTANCE_SERIES]
+    )
     # What the distance covers, under the title: as the axis's title it ran past a phone's column. Spaced for the
     # title's size (the page's theme spaces for a smaller one, which put the two lines over each other).
     title, size = spec["title"], spec["config"]["axis"]["titleFontSize"] + 1  # the title's largest font size
-    spec["title"] = {**title, "lineHeight": round(size * 1.25),
-                     "subtitlePadding": round(size * 0.5), "subtitle": "weights and biases",
-                     "subtitleFontSize": spec["config"]["axis"]["labelFontSize"]}
+    spec["title"] = {
+        **title,
+        "lineHeight": round(size * 1.25),
+        "subtitlePadding": round(size * 0.5),
+        "subtitle": "weights and biases",
+        "subtitleFontSize": spec["config"]["axis"]["labelFontSize"],
+    }
     return spec
 
 
 def distance_chart(column, rep: align_lab.AlignmentReport) -> None:
     depth = len(rep.sizes) - 2
     layers = tuple(f"into hidden {i + 1}" for i in range(depth)) + ("into the output",)
-    bars = pd.DataFrame([{"layer": layer, "series": series.label, "value": float(value)}
-                         for series, name in zip(DISTANCE_SERIES, PATH_STYLE)
-                         for layer, value in zip(layers, rep.summary[name]["layer_w2"])])
-    charts.vega_chart(column, distance_spec(layers, charts.presenting()), {"bars": bars},
-                  "align.distances", alt_text="W₂ distance per weight layer for each path's q_B")
+    bars = pd.DataFrame(
+        [
+            {"layer": layer, "series": series.label, "value": float(value)}
+            for series, name in zip(DISTANCE_SERIES, PATH_STYLE)
+            for layer, value in zip(layers, rep.summary[name]["layer_w2"])
+        ]
+    )
+    charts.vega_chart(
+        column,
+        distance_spec(layers, charts.presenting()),
+        {"bars": bars},
+        "align.distances",
+        alt_text="W₂ distance per weight layer for each path's q_B",
+    )
 
 
 ASSIGNMENT_COLOURS = charts.VIRIDIS[::-1]  # 0 (the row's nearest unit) yellow, far purple
@@ -335,10 +444,16 @@ def assignment_spec(width: int, index: int, aligned: bool, present: bool) -> dic
     rows = dict(values=[width - 1 - unit for unit in range(0, width, step)], labelExpr=f"{width - 1} - datum.value")
     image = charts.altair_image(x_title, "unit of q_A", domain, domain, smooth=False, y_axis=rows)
     scale = charts.altair_colour_legend("− row min", ASSIGNMENT_COLOURS)
-    matches = charts.altair_lines(MATCH_SERIES, charts.quantity("x", x_title, domain),
-                              charts.quantity("y", "unit of q_A", domain, channel=alt.Y, axis=rows))
-    spec = charts.vega_spec(alt.layer(image, scale, matches).resolve_legend(fill="independent"),
-                            title=f"Hidden layer {index + 1}: assignment", height=None)
+    matches = charts.altair_lines(
+        MATCH_SERIES,
+        charts.quantity("x", x_title, domain),
+        charts.quantity("y", "unit of q_A", domain, channel=alt.Y, axis=rows),
+    )
+    spec = charts.vega_spec(
+        alt.layer(image, scale, matches).resolve_legend(fill="independent"),
+        title=f"Hidden layer {index + 1}: assignment",
+        height=None,
+    )
     return charts.square_plot(colour_scale_below(spec))
 
 
@@ -347,15 +462,22 @@ def assignment_data(view: align_lab.AssignmentView) -> dict:
     flipped = width - 1 - np.arange(width)  # y of each unit of q_A
     shown = view.above_nearest
     matched = view.matched >= 0  # a match outside the units drawn is not marked
-    return {"image": charts.image_frame(np.arange(width), np.arange(width), shown[::-1], ASSIGNMENT_COLOURS),
-            "scale": pd.DataFrame({"z": [float(shown.min()), float(shown.max())]}),
-            "lines": charts.lines_frame(MATCH_SERIES[0].label, view.matched[matched], flipped[matched])}
+    return {
+        "image": charts.image_frame(np.arange(width), np.arange(width), shown[::-1], ASSIGNMENT_COLOURS),
+        "scale": pd.DataFrame({"z": [float(shown.min()), float(shown.max())]}),
+        "lines": charts.lines_frame(MATCH_SERIES[0].label, view.matched[matched], flipped[matched]),
+    }
 
 
 def assignment_chart(column, view: align_lab.AssignmentView, index: int, order: str) -> None:
     spec = assignment_spec(len(view.columns), index, order == "aligned", charts.presenting())
-    charts.vega_chart(column, spec, assignment_data(view), f"align.assignment_{index}",
-                  alt_text=f"Unit-to-unit distances of hidden layer {index + 1}, the matches marked")
+    charts.vega_chart(
+        column,
+        spec,
+        assignment_data(view),
+        f"align.assignment_{index}",
+        alt_text=f"Unit-to-unit distances of hidden layer {index + 1}, the matches marked",
+    )
 
 
 def assignments(views, order: str, note: str = "") -> None:
@@ -364,10 +486,12 @@ def assignments(views, order: str, note: str = "") -> None:
     st.subheader("Assignments")
     with binding.controls_area("align-order"):
         st.radio("Units of q_B", list(ORDERS), format_func=ORDERS.get, key=key("order"), horizontal=True)
-    st.caption("Distance between each unit of q_A and each unit of q_B (W₂ terms of the unit's incoming weights, "
-               "bias and outgoing weights), minus the row's smallest: 0 marks each unit of q_A's nearest unit of "
-               "q_B. × marks the pair the alignment matched (one per row and column, so not always the nearest). "
-               f"In the aligned order the matches run down the diagonal: the permutation matrix P_l.{note}")
+    st.caption(
+        "Distance between each unit of q_A and each unit of q_B (W₂ terms of the unit's incoming weights, "
+        "bias and outgoing weights), minus the row's smallest: 0 marks each unit of q_A's nearest unit of "
+        "q_B. × marks the pair the alignment matched (one per row and column, so not always the nearest). "
+        f"In the aligned order the matches run down the diagonal: the permutation matrix P_l.{note}"
+    )
     layers = views(order == "aligned")
     # Two to a row, whatever the depth: on a laptop beside the sidebar a third or fourth column left each
     # square matrix too small to read (a phone stacks the columns).
@@ -396,8 +520,12 @@ its loss is the test NLL of the marginal predictive $\frac1S\sum_s p(y \mid x, w
 def files_alignment(uploads: list, config: align_lab.AlignConfig) -> align_lab.UploadedPair:
     """This session's two uploads read and aligned in a process of its own, kept while the files and the path's
     settings stay; :class:`files.uploads.UploadRefused` with the reason where they cannot be."""
-    return files.analysed(key("files_report"), align_lab.uploaded_pair, uploads,
-                          (config.path_points, config.samples, config.seed, config.starts))
+    return files.analysed(
+        key("files_report"),
+        align_lab.uploaded_pair,
+        uploads,
+        (config.path_points, config.samples, config.seed, config.starts),
+    )
 
 
 def one_file(upload, name: str) -> None:
@@ -414,16 +542,19 @@ def aligned_download(uploads: list, rep: align_lab.NetworkAlignment):
     """The download's bytes, made when clicked, in a process of its own: B read again and permuted."""
     limits = files.analysis_limits()
     files_read = [(upload.name, upload.getvalue()) for upload in uploads]
-    return lambda: files.uploads.analyse(align_lab.uploaded_pair_file, files_read,
-                                         (rep.permutations, rep.w2_after), limits=limits)
+    return lambda: files.uploads.analyse(
+        align_lab.uploaded_pair_file, files_read, (rep.permutations, rep.w2_after), limits=limits
+    )
 
 
 def starts_text(rep) -> str:
     """How many descents the alignment ran (at most the page's cap), and which one won."""
     if rep.starts_tried == 1:
         return "one descent (one hidden layer: each assignment is exact)"
-    return (f"the closest of {rep.starts_tried} descents (this page runs at most {CAPS['starts']}) came from "
-            f"{rep.best_start}")
+    return (
+        f"the closest of {rep.starts_tried} descents (this page runs at most {CAPS['starts']}) came from "
+        f"{rep.best_start}"
+    )
 
 
 def files_panel(config: align_lab.AlignConfig, order: str) -> None:
@@ -438,10 +569,12 @@ def files_panel(config: align_lab.AlignConfig, order: str) -> None:
             if upload is not None:
                 with column:
                     one_file(upload, name)
-        st.markdown("Upload two networks of the same MLP (`nn.Linear` layers with ReLU between them): two point "
-                    "estimates, or two mean-field posteriors (the *MNIST* page and this page's pair download as "
-                    "such). B is aligned to A by permuting its hidden units; with MNIST data (784 → … → 10 nets) "
-                    "the page also walks the path between them and measures the loss barrier.")
+        st.markdown(
+            "Upload two networks of the same MLP (`nn.Linear` layers with ReLU between them): two point "
+            "estimates, or two mean-field posteriors (the *MNIST* page and this page's pair download as "
+            "such). B is aligned to A by permuting its hidden units; with MNIST data (784 → … → 10 nets) "
+            "the page also walks the path between them and measures the loss barrier."
+        )
         return
     try:
         found = files_alignment([a, b], config)
@@ -458,45 +591,67 @@ def files_report(found: align_lab.UploadedPair, uploads: list, order: str) -> No
     rep = found.alignment
     st.table(files.layer_table(found.layers))
     cols = binding.metric_cells(4)
-    barrier = (lambda value: "—" if value is None else f"{value:.3f}")
+    barrier = lambda value: "—" if value is None else f"{value:.3f}"
     cols[0].metric("loss barrier before", barrier(rep.barrier_before))
     cols[1].metric("loss barrier after (W₂)", barrier(rep.barrier_after))
     cols[2].metric("W₂(A, B) before", f"{rep.w2_before:.3f}")
-    cols[3].metric("W₂ after alignment", f"{rep.w2_after:.3f}", delta=f"{rep.w2_after - rep.w2_before:.3f}",
-                   delta_color="inverse")
+    cols[3].metric(
+        "W₂ after alignment", f"{rep.w2_after:.3f}", delta=f"{rep.w2_after - rep.w2_before:.3f}", delta_color="inverse"
+    )
     kind = "mean-field posteriors" if rep.posterior else "point estimates (σ = 0: W₂ is the Euclidean distance)"
     if rep.paths:
-        st.caption(f"{kind}; MNIST test accuracy A {rep.accuracy_a:.4f}, B {rep.accuracy_b:.4f} on the first "
-                   f"{align_config.MNIST_TEST} test images, inputs scaled {rep.mnist_scaling} (the scaling A classifies "
-                   f"best). Alignment: {starts_text(rep)}, {rep.sweeps} sweep(s), {rep.align_seconds * 1000:.0f} ms "
-                   "for both objectives.")
-        charts.vega_chart(st, path_spec("loss", charts.presenting(), "The path from A to B",
-                                        current=False),
-                          path_data(rep, "loss"), "align.files_path", alt_text="The test loss along the three paths")
+        st.caption(
+            f"{kind}; MNIST test accuracy A {rep.accuracy_a:.4f}, B {rep.accuracy_b:.4f} on the first "
+            f"{align_config.MNIST_TEST} test images, inputs scaled {rep.mnist_scaling} (the scaling A classifies "
+            f"best). Alignment: {starts_text(rep)}, {rep.sweeps} sweep(s), {rep.align_seconds * 1000:.0f} ms "
+            "for both objectives."
+        )
+        charts.vega_chart(
+            st,
+            path_spec("loss", charts.presenting(), "The path from A to B", current=False),
+            path_data(rep, "loss"),
+            "align.files_path",
+            alt_text="The test loss along the three paths",
+        )
         charts.csv_download(path_rows(rep), "alignment_path.csv", "Paths (CSV)", "align.csv_files_path")
     else:
-        st.caption(f"{kind}. No loss barrier: it needs data, which the page has for 784 → … → 10 nets (MNIST). "
-                   f"Alignment: {starts_text(rep)}, {rep.sweeps} sweep(s), {rep.align_seconds * 1000:.0f} ms for both "
-                   "objectives.")
+        st.caption(
+            f"{kind}. No loss barrier: it needs data, which the page has for 784 → … → 10 nets (MNIST). "
+            f"Alignment: {starts_text(rep)}, {rep.sweeps} sweep(s), {rep.align_seconds * 1000:.0f} ms for both "
+            "objectives."
+        )
     summary = summary_frame(rep)
     left, right = st.columns([1, 1])
     distance_chart(left, rep)
     with right:
         st.dataframe(summary_table(summary))  # scrolls, with a bar to say so, where a column is too narrow
     widest = max(rep.sizes[1:-1])
-    assignments(lambda aligned: found.assignments["aligned" if aligned else "own"], order,
-                "" if widest <= align_lab.ASSIGNMENT_UNITS else
-                f" Each picture shows a hidden layer's first {align_lab.ASSIGNMENT_UNITS} units of q_A and as many "
-                f"columns of q_B (of up to {widest:,}); a match outside them is not marked.")
+    assignments(
+        lambda aligned: found.assignments["aligned" if aligned else "own"],
+        order,
+        ""
+        if widest <= align_lab.ASSIGNMENT_UNITS
+        else f" Each picture shows a hidden layer's first {align_lab.ASSIGNMENT_UNITS} units of q_A and as many "
+        f"columns of q_B (of up to {widest:,}); a match outside them is not marked.",
+    )
     d1, d2, d3 = st.columns(3)
     with d1:
-        files.file_download(align_lab.permutations_csv(rep.permutations), "permutations.csv", "Permutations (CSV)",
-                            "align.csv_files_perms", mime="text/csv")
+        files.file_download(
+            align_lab.permutations_csv(rep.permutations),
+            "permutations.csv",
+            "Permutations (CSV)",
+            "align.csv_files_perms",
+            mime="text/csv",
+        )
     with d2:
         charts.csv_download(summary, "alignment_summary.csv", "Distances (CSV)", "align.csv_files_summary")
     with d3:
-        files.file_download(aligned_download(uploads, rep), "b_aligned.safetensors",
-                            "B aligned to A (safetensors)", "align.download_files_aligned")
+        files.file_download(
+            aligned_download(uploads, rep),
+            "b_aligned.safetensors",
+            "B aligned to A (safetensors)",
+            "align.download_files_aligned",
+        )
 
 
 def pair_downloads(config: align_lab.AlignConfig, rep: align_lab.AlignmentReport) -> None:
@@ -504,17 +659,25 @@ def pair_downloads(config: align_lab.AlignConfig, rep: align_lab.AlignmentReport
     columns = st.columns(len(align_lab.PAIR_FILES) + 1)
     for column, (stem, title) in zip(columns, align_lab.PAIR_FILES.items()):
         with column:
-            files.file_download(lambda stem=stem: align_lab.pair_files(pair, rep, [stem])[stem],
-                             f"{stem}_seed{config.seed}.safetensors",
-                             f"{title} (safetensors)", f"align.download_{stem}",
-                             help="Means under nn.Sequential(nn.Linear, nn.ReLU, …)'s keys, standard deviations "
-                                  "under sd.<key>, the config as metadata.")
+            files.file_download(
+                lambda stem=stem: align_lab.pair_files(pair, rep, [stem])[stem],
+                f"{stem}_seed{config.seed}.safetensors",
+                f"{title} (safetensors)",
+                f"align.download_{stem}",
+                help="Means under nn.Sequential(nn.Linear, nn.ReLU, …)'s keys, standard deviations "
+                "under sd.<key>, the config as metadata.",
+            )
 
 
 def main():
-    values = binding.start_page(PAGE, binding.page_specs(LAB), "Alignment",
-                           "Match two mean-field posteriors across permutations of their hidden units and watch the "
-                           "loss barrier between them disappear (Rossi, Singh, Hannagan 2023).", controls)
+    values = binding.start_page(
+        PAGE,
+        binding.page_specs(LAB),
+        "Alignment",
+        "Match two mean-field posteriors across permutations of their hidden units and watch the "
+        "loss barrier between them disappear (Rossi, Singh, Hannagan 2023).",
+        controls,
+    )
     config = params.page_config(values)
     if values["source"] == "files":
         files_panel(config, values["order"])
@@ -528,14 +691,18 @@ def main():
     headline(rep)
     sizes = "-".join(map(str, rep.sizes))
     timing = f"{rep.train_seconds:.1f} s for both" + (
-        " on the machine that computed this default, which ships with the app" if precomputed.is_shipped(
-            align_lab.alignment_task(config).key) else "")
-    st.caption(f"{sizes} MLP, {config.steps} Adam steps ({timing}); test loss "
-               f"q_A {rep.loss_a:.3f}, q_B {rep.loss_b:.3f}; accuracy {rep.accuracy_a:.3f} / "
-               f"{rep.accuracy_b:.3f}. Alignment: {starts_text(rep)}; {rep.sweeps} "
-               f"sweep{'s' if rep.sweeps != 1 else ''} of coordinate descent, "
-               f"{'converged' if rep.converged else 'stopped before converging'}, "
-               f"{rep.align_seconds * 1000:.0f} ms for both objectives.")
+        " on the machine that computed this default, which ships with the app"
+        if precomputed.is_shipped(align_lab.alignment_task(config).key)
+        else ""
+    )
+    st.caption(
+        f"{sizes} MLP, {config.steps} Adam steps ({timing}); test loss "
+        f"q_A {rep.loss_a:.3f}, q_B {rep.loss_b:.3f}; accuracy {rep.accuracy_a:.3f} / "
+        f"{rep.accuracy_b:.3f}. Alignment: {starts_text(rep)}; {rep.sweeps} "
+        f"sweep{'s' if rep.sweeps != 1 else ''} of coordinate descent, "
+        f"{'converged' if rep.converged else 'stopped before converging'}, "
+        f"{rep.align_seconds * 1000:.0f} ms for both objectives."
+    )
     path_player(config, rep, data)
     explanation()
     st.subheader("Distances")
@@ -544,29 +711,42 @@ def main():
     summary = summary_frame(rep)
     with right:
         st.dataframe(summary_table(summary))  # scrolls, with a bar to say so, where a column is too narrow
-        st.caption("W₂ alignment minimises the W₂ row, weight matching the ‖μ_A − μ_B‖ row; where both pick "
-                   "the same permutations their lines on the path charts coincide. “acc. drop”: the accuracy's largest "
-                   "fall below the straight line. “moved”: units per hidden layer that the permutation sends "
-                   "elsewhere. The endpoints' losses differ a little between "
-                   "paths: the same sampled ε lands on other units once q_B is permuted.")
+        st.caption(
+            "W₂ alignment minimises the W₂ row, weight matching the ‖μ_A − μ_B‖ row; where both pick "
+            "the same permutations their lines on the path charts coincide. “acc. drop”: the accuracy's largest "
+            "fall below the straight line. “moved”: units per hidden layer that the permutation sends "
+            "elsewhere. The endpoints' losses differ a little between "
+            "paths: the same sampled ε lands on other units once q_B is permuted."
+        )
     with st.expander("Training curves"):
         pair = trained_pair(config)
         elbo_chart(st, pair.elbo_steps, pair.elbo, config.steps, "align.elbo")
         elbo = pd.DataFrame({"step": pair.elbo_steps, "elbo_a": pair.elbo[:, 0], "elbo_b": pair.elbo[:, 1]})
         charts.csv_download(elbo, f"align_elbo_seed{config.seed}.csv", "ELBO (CSV)", "align.csv_elbo")
     pair, perms = trained_pair(config), rep.alignments["w2"].perms
-    assignments(lambda aligned: [align_lab.assignment_view(pair.qa, pair.qb, perms, index, aligned)
-                                 for index in range(len(perms))], values["order"])
-    perms = pd.DataFrame({f"layer_{i + 1}": p for i, p in enumerate(rep.permutations)}) \
-        if len(set(map(len, rep.permutations))) == 1 else pd.DataFrame()
+    assignments(
+        lambda aligned: [
+            align_lab.assignment_view(pair.qa, pair.qb, perms, index, aligned) for index in range(len(perms))
+        ],
+        values["order"],
+    )
+    perms = (
+        pd.DataFrame({f"layer_{i + 1}": p for i, p in enumerate(rep.permutations)})
+        if len(set(map(len, rep.permutations))) == 1
+        else pd.DataFrame()
+    )
     d1, d2, d3, _ = st.columns([1, 1, 1, 1])
     with d1:
         charts.csv_download(path_rows(rep), f"align_path_seed{config.seed}.csv", "Paths (CSV)", "align.csv_path")
     with d2:
         charts.csv_download(summary, f"align_summary_seed{config.seed}.csv", "Distances (CSV)", "align.csv_summary")
     with d3:
-        charts.csv_download(perms.rename_axis("unit_of_a").reset_index(), f"align_permutations_seed{config.seed}.csv",
-                        "Permutations (CSV)", "align.csv_perms")
+        charts.csv_download(
+            perms.rename_axis("unit_of_a").reset_index(),
+            f"align_permutations_seed{config.seed}.csv",
+            "Permutations (CSV)",
+            "align.csv_perms",
+        )
     st.caption("The posteriors themselves:")
     pair_downloads(config, rep)
 

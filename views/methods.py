@@ -16,8 +16,18 @@ from symlab.specs import controls
 from views.common import binding, charts, runs, tables
 
 PAGE = LAB.name
-COLUMN_NAMES = {"mmd": "MMD", "mmd_no_symmetry": "MMD, no symmetries", "accuracy": "Acc", "ece": "ECE",
-                "brier": "Brier", "aupr": "AUPR", "fpr95": "FPR95", "id_mi": "IDMI", "ood_mi": "OODMI", "nll": "NLL"}
+COLUMN_NAMES = {
+    "mmd": "MMD",
+    "mmd_no_symmetry": "MMD, no symmetries",
+    "accuracy": "Acc",
+    "ece": "ECE",
+    "brier": "Brier",
+    "aupr": "AUPR",
+    "fpr95": "FPR95",
+    "id_mi": "IDMI",
+    "ood_mi": "OODMI",
+    "nll": "NLL",
+}
 STABILITY_PLOT_PX = 300
 PROJECTION_PX = 380
 ROW_PX = 34  # a method's row in the dot charts: room for its label at any font size
@@ -33,15 +43,17 @@ METRICS = {  # key: (chart title, axis title)
     "id_mi": ("Mutual information, in distribution", "MI (centinats)"),
     "ood_mi": ("Mutual information, out of distribution", "MI (centinats)"),
 }
-SETS = (charts.Series("ours, one mode", "#0072B2", marker="circle", line=False),
-        charts.Series("ours, several modes", "#D55E00", marker="square", line=False),
-        charts.Series("paper, one mode", "#56B4E9", marker="triangle-up", line=False),
-        charts.Series("paper, 10 modes", "#E69F00", marker="diamond", line=False))
+SETS = (
+    charts.Series("ours, one mode", "#0072B2", marker="circle", line=False),
+    charts.Series("ours, several modes", "#D55E00", marker="square", line=False),
+    charts.Series("paper, one mode", "#56B4E9", marker="triangle-up", line=False),
+    charts.Series("paper, 10 modes", "#E69F00", marker="diamond", line=False),
+)
 # Okabe–Ito, one colour and one marker per method (a dash per number of modes on the lines).
-METHOD_COLOURS = dict(zip(METHODS, ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000"),
-                          strict=True))
-METHOD_MARKERS = dict(zip(METHODS, ("circle", "square", "diamond", "triangle-up", "cross", "star", "x"),
-                          strict=True))
+METHOD_COLOURS = dict(
+    zip(METHODS, ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000"), strict=True)
+)
+METHOD_MARKERS = dict(zip(METHODS, ("circle", "square", "diamond", "triangle-up", "cross", "star", "x"), strict=True))
 
 
 def config_from(values) -> MethodsConfig:
@@ -91,6 +103,7 @@ the paper's, cannot be downloaded here); mutual information $H[\bar p] - \frac1S
 # Which results to show
 # ---------------------------------------------------------------------------------------------
 
+
 def chosen_report(values, config: MethodsConfig, done, shipped) -> tuple[dict | None, str]:
     """The report to show and where it comes from: the run named in the link, else the latest finished run with
     these settings, else the shipped comparison with these settings."""
@@ -133,24 +146,45 @@ def across_seeds(reports: list[dict]) -> None:
     seeds = ", ".join(str(r["config"]["seed"]) for r in reports)
     st.subheader(f"Across {len(reports)} seeds ({seeds})")
     if summary["untrained_seeds"]:
-        st.warning(f"The starts of seed {', '.join(map(str, summary['untrained_seeds']))} did not learn: the "
-                   "differences below include untrained networks.", icon=":material/warning:")
+        st.warning(
+            f"The starts of seed {', '.join(map(str, summary['untrained_seeds']))} did not learn: the "
+            "differences below include untrained networks.",
+            icon=":material/warning:",
+        )
     lines = []
     for method, differences in summary["multi_minus_single"].items():
         lower = sum(d < 0 for d in differences)
         lines.append(f"{LABELS[method]} {spread(differences)} (lower in {lower} of {len(differences)})")
-    st.markdown("**Do several modes beat one?** The several-mode MMD² minus the one-mode MMD², symmetries removed, "
-                "× 100: " + "; ".join(lines) + ".")
+    st.markdown(
+        "**Do several modes beat one?** The several-mode MMD² minus the one-mode MMD², symmetries removed, "
+        "× 100: " + "; ".join(lines) + "."
+    )
     for modes, differences in summary["sgm_minus_mfvi"].items():
-        st.markdown(f"**SGM against MFVI, {'one mode' if modes == 1 else f'{modes} modes'}** (SGM − MFVI, × 100): "
-                    f"MMD² {spread(differences['mmd'])} on the weights as they are, "
-                    f"{spread(differences['mmd_no_symmetry'])} with the symmetries removed; accuracy "
-                    f"{spread(differences['accuracy'])} points, NLL {spread(differences['nll'], 1.0, 3)} nats, "
-                    f"ECE {spread(differences['ece'])} points.")
-    frame = pd.DataFrame([{"method": LABELS[row["method"]], "modes": row["modes"], "seeds": row["seeds"],
-                           **{COLUMN_NAMES[key]: (f"{100 * row[key]:.1f} ± {100 * row[key + '_sd']:.1f}"
-                                                  if row[key + "_sd"] is not None else f"{100 * row[key]:.1f}")
-                              for key in PAPER_COLUMNS}} for row in summary["rows"]])
+        st.markdown(
+            f"**SGM against MFVI, {'one mode' if modes == 1 else f'{modes} modes'}** (SGM − MFVI, × 100): "
+            f"MMD² {spread(differences['mmd'])} on the weights as they are, "
+            f"{spread(differences['mmd_no_symmetry'])} with the symmetries removed; accuracy "
+            f"{spread(differences['accuracy'])} points, NLL {spread(differences['nll'], 1.0, 3)} nats, "
+            f"ECE {spread(differences['ece'])} points."
+        )
+    frame = pd.DataFrame(
+        [
+            {
+                "method": LABELS[row["method"]],
+                "modes": row["modes"],
+                "seeds": row["seeds"],
+                **{
+                    COLUMN_NAMES[key]: (
+                        f"{100 * row[key]:.1f} ± {100 * row[key + '_sd']:.1f}"
+                        if row[key + "_sd"] is not None
+                        else f"{100 * row[key]:.1f}"
+                    )
+                    for key in PAPER_COLUMNS
+                },
+            }
+            for row in summary["rows"]
+        ]
+    )
     st.dataframe(frame, hide_index=True, width="stretch")
     charts.csv_download(frame, "methods_across_seeds.csv", "Table as CSV", key="methods.seeds_csv")
 
@@ -158,6 +192,7 @@ def across_seeds(reports: list[dict]) -> None:
 # ---------------------------------------------------------------------------------------------
 # Table and charts
 # ---------------------------------------------------------------------------------------------
+
 
 def row_label(row) -> str:
     modes = "one mode" if row["modes"] == 1 else f"{row['modes']} modes"
@@ -170,22 +205,44 @@ def table(report) -> pd.DataFrame:
     paper = {(row["method"], row["modes"]): row for row in report["paper_rows"]}
     lines = []
     for row in report["rows"]:
-        lines.append({"method": LABELS[row["method"]], "modes": row["modes"], "source": "ours",
-                      **{key: 100 * row[key] for key in PAPER_COLUMNS}, "nll": row["nll"]})
+        lines.append(
+            {
+                "method": LABELS[row["method"]],
+                "modes": row["modes"],
+                "source": "ours",
+                **{key: 100 * row[key] for key in PAPER_COLUMNS},
+                "nll": row["nll"],
+            }
+        )
         theirs = paper.get((row["method"], 1 if row["modes"] == 1 else 10))
         if theirs:
-            lines.append({"method": LABELS[row["method"]], "modes": theirs["modes"], "source": "paper",
-                          **{key: theirs[key] for key in PAPER_COLUMNS}, "nll": None})
+            lines.append(
+                {
+                    "method": LABELS[row["method"]],
+                    "modes": theirs["modes"],
+                    "source": "paper",
+                    **{key: theirs[key] for key in PAPER_COLUMNS},
+                    "nll": None,
+                }
+            )
     return pd.DataFrame(lines).rename(columns=COLUMN_NAMES)
 
 
 def metric_frame(report, metric: str) -> pd.DataFrame:
     scale = 1.0 if metric == "nll" else 100.0
-    points = [{"method": LABELS[row["method"]], "series": SETS[0 if row["modes"] == 1 else 1].label,
-               "value": scale * row[metric]} for row in report["rows"]]
+    points = [
+        {
+            "method": LABELS[row["method"]],
+            "series": SETS[0 if row["modes"] == 1 else 1].label,
+            "value": scale * row[metric],
+        }
+        for row in report["rows"]
+    ]
     if metric in PAPER_COLUMNS:
-        points += [{"method": LABELS[row["method"]], "series": SETS[2 if row["modes"] == 1 else 3].label,
-                    "value": row[metric]} for row in paper_rows()]
+        points += [
+            {"method": LABELS[row["method"]], "series": SETS[2 if row["modes"] == 1 else 3].label, "value": row[metric]}
+            for row in paper_rows()
+        ]
     return pd.DataFrame(points)
 
 
@@ -193,42 +250,71 @@ def metric_frame(report, metric: str) -> pd.DataFrame:
 def metric_spec(metric: str, present: bool) -> dict:
     title, axis = METRICS[metric]
     channels = charts.series_channels(SETS)
-    chart = (alt.Chart(alt.NamedData("points")).mark_point(size=110, strokeWidth=2, filled=True, opacity=0.9)
-             .encode(x=charts.quantity("value", axis), y=alt.Y("method:N", title=None,
-                                                               sort=[LABELS[m] for m in METHODS]),
-                     color=channels["color"], shape=channels["shape"], tooltip=["method:N", "series:N", "value:Q"]))
+    chart = (
+        alt.Chart(alt.NamedData("points"))
+        .mark_point(size=110, strokeWidth=2, filled=True, opacity=0.9)
+        .encode(
+            x=charts.quantity("value", axis),
+            y=alt.Y("method:N", title=None, sort=[LABELS[m] for m in METHODS]),
+            color=channels["color"],
+            shape=channels["shape"],
+            tooltip=["method:N", "series:N", "value:Q"],
+        )
+    )
     spec = charts.vega_spec(chart, title=title, height=ROW_PX * len(METHODS) + 150)
     return charts.fitted_legend(spec, [s.label for s in SETS])
 
 
 def metric_chart(container, report, metric: str, key: str) -> None:
     frame = metric_frame(report, metric)
-    charts.vega_chart(container, metric_spec(metric, charts.presenting()), {"points": frame}, key,
-                      alt_text=f"{METRICS[metric][0]} per method, ours and the paper's")
+    charts.vega_chart(
+        container,
+        metric_spec(metric, charts.presenting()),
+        {"points": frame},
+        key,
+        alt_text=f"{METRICS[metric][0]} per method, ours and the paper's",
+    )
     with container:
         charts.csv_download(frame, f"methods_{metric}.csv", "Data as CSV", key=f"{key}.csv")
 
 
 def stability_frame(report) -> pd.DataFrame:
-    return pd.DataFrame([{"series": row_label(row), "x": int(count), "y": 100 * value}
-                         for row in report["rows"] for count, value in row["mmd_by_reference"].items()])
+    return pd.DataFrame(
+        [
+            {"series": row_label(row), "x": int(count), "y": 100 * value}
+            for row in report["rows"]
+            for count, value in row["mmd_by_reference"].items()
+        ]
+    )
 
 
 def stability_series(rows: tuple[tuple[str, int], ...]) -> list[charts.Series]:
     """A line per (method, modes): the method's colour and marker, solid for one mode, dashed for several."""
-    return [charts.Series(row_label(dict(method=method, modes=modes)), METHOD_COLOURS[method],
-                          "solid" if modes == 1 else "dash", marker=METHOD_MARKERS[method]) for method, modes in rows]
+    return [
+        charts.Series(
+            row_label(dict(method=method, modes=modes)),
+            METHOD_COLOURS[method],
+            "solid" if modes == 1 else "dash",
+            marker=METHOD_MARKERS[method],
+        )
+        for method, modes in rows
+    ]
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
 def stability_spec(rows: tuple[tuple[str, int], ...], present: bool) -> dict:
     series = stability_series(rows)
-    chart = charts.altair_lines(series, charts.quantity("x", "reference checkpoints", integer=True),
-                                charts.quantity("y", "MMD² × 100, symmetries removed", channel=alt.Y))
+    chart = charts.altair_lines(
+        series,
+        charts.quantity("x", "reference checkpoints", integer=True),
+        charts.quantity("y", "MMD² × 100, symmetries removed", channel=alt.Y),
+    )
     # Room for the legend on a phone, one entry a row; a wider column gives the plot what the legend leaves.
     height = STABILITY_PLOT_PX + charts.LEGEND_ROW_HEIGHT * len(series)
-    return charts.fitted_legend(charts.vega_spec(chart, title="Does the ranking hold as the reference grows?",
-                                                 height=height), [s.label for s in series])
+    return charts.fitted_legend(
+        charts.vega_spec(chart, title="Does the ranking hold as the reference grows?", height=height),
+        [s.label for s in series],
+    )
 
 
 def projection_frame(report, view: str, sample_set: str) -> pd.DataFrame:
@@ -239,20 +325,29 @@ def projection_frame(report, view: str, sample_set: str) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
-PROJECTION_SERIES = (charts.Series("reference", "#999999", marker="circle", line=False),
-                     charts.Series("samples", "#D55E00", marker="cross", line=False))
+PROJECTION_SERIES = (
+    charts.Series("reference", "#999999", marker="circle", line=False),
+    charts.Series("samples", "#D55E00", marker="cross", line=False),
+)
 
 
 @st.cache_data(show_spinner=False, max_entries=8)
 def projection_spec(title: str, present: bool) -> dict:
     channels = charts.series_channels(PROJECTION_SERIES)
-    chart = (alt.Chart(alt.NamedData("points")).mark_point(size=50, strokeWidth=1.5, opacity=0.8)
-             .encode(x=charts.quantity("x", "first principal axis", axis=dict(labelFlush=True)),
-                     y=charts.quantity("y", "second principal axis", channel=alt.Y),
-                     color=channels["color"], shape=channels["shape"]))
+    chart = (
+        alt.Chart(alt.NamedData("points"))
+        .mark_point(size=50, strokeWidth=1.5, opacity=0.8)
+        .encode(
+            x=charts.quantity("x", "first principal axis", axis=dict(labelFlush=True)),
+            y=charts.quantity("y", "second principal axis", channel=alt.Y),
+            color=channels["color"],
+            shape=channels["shape"],
+        )
+    )
     # Not square: the two axes' scales differ (the first principal axis has the larger spread).
-    return charts.fitted_legend(charts.vega_spec(chart, title=title, height=PROJECTION_PX),
-                                [series.label for series in PROJECTION_SERIES])
+    return charts.fitted_legend(
+        charts.vega_spec(chart, title=title, height=PROJECTION_PX), [series.label for series in PROJECTION_SERIES]
+    )
 
 
 def projection_charts(report, key: str) -> None:
@@ -265,13 +360,20 @@ def projection_charts(report, key: str) -> None:
     cols = st.columns(2)
     for col, view, title in ((cols[0], "raw", "Weights as they are"), (cols[1], "canonical", "Symmetries removed")):
         frame = projection_frame(report, view, chosen)
-        charts.vega_chart(col, projection_spec(title, charts.presenting()), {"points": frame}, f"{key}.{view}",
-                          alt_text=f"{title}: reference checkpoints and {names[chosen]} on two principal axes")
+        charts.vega_chart(
+            col,
+            projection_spec(title, charts.presenting()),
+            {"points": frame},
+            f"{key}.{view}",
+            alt_text=f"{title}: reference checkpoints and {names[chosen]} on two principal axes",
+        )
         with col:
             charts.csv_download(frame, f"methods_projection_{view}.csv", "Data as CSV", key=f"{key}.{view}.csv")
-    st.caption("Each network is a point on the reference's two principal axes (of its weights as they are, "
-               "or with the symmetries removed). Removal gathers equivalent networks: compare the reference's "
-               "spread in *Weights as they are* and in *Symmetries removed*.")
+    st.caption(
+        "Each network is a point on the reference's two principal axes (of its weights as they are, "
+        "or with the symmetries removed). Removal gathers equivalent networks: compare the reference's "
+        "spread in *Weights as they are* and in *Symmetries removed*."
+    )
 
 
 def finished_results():
@@ -286,24 +388,37 @@ def results(values, config: MethodsConfig) -> None:
     done, shipped = finished_results(), ex.shipped_reports()
     report, source = chosen_report(values, config, done, shipped)
     if report is None:
-        st.info("No finished comparison with these settings yet: launch one in the next tab (or with "
-                "`python -m symlab methods`), or pick a preset.")
+        st.info(
+            "No finished comparison with these settings yet: launch one in the next tab (or with "
+            "`python -m symlab methods`), or pick a preset."
+        )
         return
     st.caption(f"Showing {source}; {report['samples_per_method']} samples per method.")
     if report.get("trained") is False:
         st.warning(f"**These networks did not learn.** {report['trained_reason']}", icon=":material/warning:")
     frame = table(report)
-    st.dataframe(tables.formatted(frame, {"NLL": ".3f"}), hide_index=True, width="stretch",
-                 column_config={COLUMN_NAMES[key]: st.column_config.NumberColumn(format="%.1f")
-                                for key in PAPER_COLUMNS})
-    st.caption("Every column × 100 as the paper's Table 1 prints it (MNIST, OptuNet); NLL in nats (the paper "
-               "reports none). The paper's OOD set is FashionMNIST, ours letters: compare their OOD columns "
-               "loosely.")
+    st.dataframe(
+        tables.formatted(frame, {"NLL": ".3f"}),
+        hide_index=True,
+        width="stretch",
+        column_config={COLUMN_NAMES[key]: st.column_config.NumberColumn(format="%.1f") for key in PAPER_COLUMNS},
+    )
+    st.caption(
+        "Every column × 100 as the paper's Table 1 prints it (MNIST, OptuNet); NLL in nats (the paper "
+        "reports none). The paper's OOD set is FashionMNIST, ours letters: compare their OOD columns "
+        "loosely."
+    )
     cols = st.columns(2)
     charts.csv_download(frame, "methods_table.csv", "Table as CSV", key="methods.table_csv")
-    cols[1].download_button("Report as JSON", json.dumps(report), file_name="methods_report.json",
-                            mime="application/json", key="methods.json", icon=":material/download:",
-                            on_click="ignore")
+    cols[1].download_button(
+        "Report as JSON",
+        json.dumps(report),
+        file_name="methods_report.json",
+        mime="application/json",
+        key="methods.json",
+        icon=":material/download:",
+        on_click="ignore",
+    )
     with binding.controls_area("methods-metric"):
         metric = st.selectbox("Metric", list(METRICS), format_func=lambda key: METRICS[key][0], key="methods.metric")
     cols = st.columns(2)
@@ -311,9 +426,13 @@ def results(values, config: MethodsConfig) -> None:
     metric_chart(cols[1], report, metric, "methods.chosen")
     frame = stability_frame(report)
     rows = tuple((row["method"], row["modes"]) for row in report["rows"])
-    charts.vega_chart(st, stability_spec(rows, charts.presenting()),
-                      {"lines": frame}, "methods.stability",
-                      alt_text="MMD without symmetries against the number of reference checkpoints, per method")
+    charts.vega_chart(
+        st,
+        stability_spec(rows, charts.presenting()),
+        {"lines": frame},
+        "methods.stability",
+        alt_text="MMD without symmetries against the number of reference checkpoints, per method",
+    )
     charts.csv_download(frame, "methods_reference_counts.csv", "Data as CSV", key="methods.stability_csv")
     projection_charts(report, "methods.projection")
     reports = seed_reports(report, done, shipped)
@@ -326,6 +445,7 @@ def results(values, config: MethodsConfig) -> None:
 # ---------------------------------------------------------------------------------------------
 # Launch and watch
 # ---------------------------------------------------------------------------------------------
+
 
 def launch(config: MethodsConfig) -> None:
     try:
@@ -341,10 +461,20 @@ def stage_text(run) -> str:
 
 
 def runs_frame(all_runs, owner: str) -> pd.DataFrame:
-    return pd.DataFrame([{"run": run.id, "yours": runs.is_yours(run, owner), "status": run.status,
-                          "settings": run.config.label, "progress": run.progress,
-                          "created": time.strftime("%Y-%m-%d %H:%M", time.localtime(run.created)),
-                          "note": binding.for_visitors(run.message)} for run in reversed(all_runs)])
+    return pd.DataFrame(
+        [
+            {
+                "run": run.id,
+                "yours": runs.is_yours(run, owner),
+                "status": run.status,
+                "settings": run.config.label,
+                "progress": run.progress,
+                "created": time.strftime("%Y-%m-%d %H:%M", time.localtime(run.created)),
+                "note": binding.for_visitors(run.message),
+            }
+            for run in reversed(all_runs)
+        ]
+    )
 
 
 def live_runs() -> list | None:
@@ -358,8 +488,12 @@ def live_runs() -> list | None:
     owner = runs.browser_owner()
     runs.run_controls(PAGE, all_runs, owner, binding.server_settings().runs, stage_text)
     frame = runs_frame(all_runs, owner)
-    st.dataframe(frame, hide_index=True, width="stretch",
-                 column_config={"progress": st.column_config.ProgressColumn("progress", min_value=0, max_value=1)})
+    st.dataframe(
+        frame,
+        hide_index=True,
+        width="stretch",
+        column_config={"progress": st.column_config.ProgressColumn("progress", min_value=0, max_value=1)},
+    )
     charts.csv_download(frame, "methods_runs.csv", "Runs as CSV", key="methods.runs_csv")
     return all_runs
 
@@ -369,17 +503,24 @@ def launch_panel(config: MethodsConfig) -> None:
     with binding.controls_area("methods-launch"):
         if st.button("Launch this comparison", type="primary", icon=":material/rocket_launch:", key="methods.launch"):
             launch(config)
-    st.caption("Each method is a stage: the progress bar moves as each finishes. "
-               f"This server: {binding.server_settings().runs.describe(mnist_shapes=False)}.")
+    st.caption(
+        "Each method is a stage: the progress bar moves as each finishes. "
+        f"This server: {binding.server_settings().runs.describe(mnist_shapes=False)}."
+    )
     runs.lecturer_panel(PAGE)
     runs.live_panel(PAGE, live_runs)
 
 
 def main():
-    values = binding.start_page(PAGE, binding.page_specs(LAB), "Posterior approximations",
-                                "Laurent et al. 2024, §4 and Table 1: which method's samples lie closest to a "
-                                "reference posterior of independently trained networks, with and without the "
-                                "weight-space symmetries?", controls_panel)
+    values = binding.start_page(
+        PAGE,
+        binding.page_specs(LAB),
+        "Posterior approximations",
+        "Laurent et al. 2024, §4 and Table 1: which method's samples lie closest to a "
+        "reference posterior of independently trained networks, with and without the "
+        "weight-space symmetries?",
+        controls_panel,
+    )
     try:
         config = config_from(values)
     except ValueError as error:

@@ -53,8 +53,11 @@ def keep_in_range(key: str, spec: controls.Control, capped: bool) -> None:
     if kept != value:
         st.session_state[key] = kept
         cap = f"; {spec.shown(spec.high)} is this server's cap" if capped and value > spec.high else ""
-        notices[key] = (kept, f"{spec.label}: {spec.shown(value)} is outside {spec.shown(spec.low)} to "
-                              f"{spec.shown(spec.high)}{cap}. Set to {spec.shown(kept)}.")
+        notices[key] = (
+            kept,
+            f"{spec.label}: {spec.shown(value)} is outside {spec.shown(spec.low)} to "
+            f"{spec.shown(spec.high)}{cap}. Set to {spec.shown(kept)}.",
+        )
 
 
 def number_control(name: str, cap: float | None = None, **options):
@@ -69,9 +72,16 @@ def number_control(name: str, cap: float | None = None, **options):
         beyond = "has no such cap" if declared.high is None else f"goes up to {declared.shown(declared.high)}"
         text += f" This page allows at most {spec.shown(cap)}; the command line (`python -m symlab`) {beyond}."
     number = int if spec.kind == "int" else float
-    st.number_input(spec.label, step=number(spec.nudge or spec.step or 1), key=key, help=text,
-                    on_change=keep_in_range, args=(key, spec, spec.high != declared.high),
-                    **({"format": spec.format} if spec.format else {}), **options)
+    st.number_input(
+        spec.label,
+        step=number(spec.nudge or spec.step or 1),
+        key=key,
+        help=text,
+        on_change=keep_in_range,
+        args=(key, spec, spec.high != declared.high),
+        **({"format": spec.format} if spec.format else {}),
+        **options,
+    )
     kept, notice = st.session_state.get(RANGE_NOTICES, {}).get(key, (None, None))
     if notice and st.session_state[key] == kept:  # until the box changes again
         st.warning(notice, icon=":material/straighten:")
@@ -95,8 +105,15 @@ def controls_panel():
         control("hidden", cap=caps["hidden"])
         control("depth", cap=caps["depth"])
         sgm = control("method", required=True, format_func=lambda m: {"mfvi": "MFVI", "sgm": "SGM"}[m]) == "sgm"
-        infonce = control("mi", required=True, disabled=not sgm,
-                          format_func=lambda m: {"infonce": "InfoNCE Î_K", "blocks": "Blocks I_H"}[m]) == "infonce"
+        infonce = (
+            control(
+                "mi",
+                required=True,
+                disabled=not sgm,
+                format_func=lambda m: {"infonce": "InfoNCE Î_K", "blocks": "Blocks I_H"}[m],
+            )
+            == "infonce"
+        )
         control("K", disabled=not (sgm and infonce))
         control("block_size", disabled=not (sgm and not infonce))
         control("rebuild_every", disabled=not (sgm and not infonce))
@@ -118,31 +135,39 @@ def explanation():
         st.markdown(
             "A Bayesian MLP 784 → h → 10 (ReLU) with an isotropic Gaussian prior N(0, p²I) and a mean-field "
             "Gaussian posterior q = N(μ, diag σ²). **MFVI** maximises the ELBO; **SGM** maximises the bound of "
-            "the symmetrised posterior q_G = (1/|G|) Σ_g q(g⁻¹ω), G the permutations of the hidden units:")
-        st.latex(r"\mathrm{ELBO}_G = \mathrm{ELBO} + I(\omega; g) \;\ge\; \mathrm{ELBO} + \hat I_K,\qquad "
-                 r"\hat I_K = \log \frac{K\, q(\omega)}{q(\omega) + \sum_{k=1}^{K-1} q(g_k^{-1}\omega)}")
+            "the symmetrised posterior q_G = (1/|G|) Σ_g q(g⁻¹ω), G the permutations of the hidden units:"
+        )
+        st.latex(
+            r"\mathrm{ELBO}_G = \mathrm{ELBO} + I(\omega; g) \;\ge\; \mathrm{ELBO} + \hat I_K,\qquad "
+            r"\hat I_K = \log \frac{K\, q(\omega)}{q(\omega) + \sum_{k=1}^{K-1} q(g_k^{-1}\omega)}"
+        )
         st.markdown(
             "with K − 1 random permutations g_k per step (Thm 4.3; Î_K ≤ min(I, log K)). The K log-densities "
             "come from a pairwise cost matrix between the sampled units and the mean units, "
             "C[j, k] = Σ (ω_j − μ_k)² / σ_k², so K costs O(h²d + Kh), not K passes over the weights. "
             "A uniform permutation moves almost every unit, so once any units are apart its term is e^(−thousands): "
-            "Î_K = log K exactly, with no gradient, and SGM trains exactly like MFVI with the same seed.")
+            "Î_K = log K exactly, with no gradient, and SGM trains exactly like MFVI with the same seed."
+        )
         st.markdown(
             "**Blocks** symmetrise over a subgroup H instead: permutations within blocks of B mutually close "
             "units (greedy on the Jeffreys divergence between units' factors of q, rebuilt every N steps). "
             "Symmetrising q_H over G gives q_G again, so the bound stays valid at every θ, and under mean-field q "
             "it factorises over blocks, each an exact log-sum over its B! permutations (no permutations are "
-            "sampled):")
-        st.latex(r"\mathrm{ELBO} + I_H \;\le\; \mathrm{ELBO}_G \;\le\; \log p(\mathcal D),\qquad "
-                 r"\hat I_H(\omega) = \sum_{b}\Big[\log B_b! - \log\!\sum_{\pi \in S(B_b)} "
-                 r"e^{\ell_\pi - \ell_{\mathrm{id}}}\Big],\quad \ell_\pi = -\tfrac12 \sum_{j \in B_b} C[j, \pi(j)]")
+            "sampled):"
+        )
+        st.latex(
+            r"\mathrm{ELBO} + I_H \;\le\; \mathrm{ELBO}_G \;\le\; \log p(\mathcal D),\qquad "
+            r"\hat I_H(\omega) = \sum_{b}\Big[\log B_b! - \log\!\sum_{\pi \in S(B_b)} "
+            r"e^{\ell_\pi - \ell_{\mathrm{id}}}\Big],\quad \ell_\pi = -\tfrac12 \sum_{j \in B_b} C[j, \pi(j)]"
+        )
         st.markdown(
             "**Gradient estimators** of the expected minibatch NLL, all unbiased: *reparam* draws ω = μ + σ ⊙ ε once "
             "per step for the whole minibatch; *local* draws each example's pre-activations from their Gaussian, "
             "a = hμ_Wᵀ + μ_b + √(h² σ_W²ᵀ + σ_b²) ⊙ ξ (no weight draw: SGM's Î keeps one of its own); *flipout* "
             "draws one perturbation σ ⊙ ε and flips its signs per example on its inputs and outputs. Per-example "
             "noise averages out over the minibatch, so local and flipout lower the gradient's variance, at the cost "
-            "of a second matrix product per layer.")
+            "of a second matrix product per layer."
+        )
         st.markdown(WHAT_TO_EXPECT)
         st.markdown(
             "A block's term is log B! (no gradient) when its units are far apart, and 0 when q is invariant on it "
@@ -153,7 +178,8 @@ def explanation():
             "expected calibration error (15 bins) of the predictive averaged over M weight samples, and for every "
             "run how close q's units are: the Jeffreys divergence KL(q_j‖q_k) + KL(q_k‖q_j) from each unit to its "
             "nearest other unit (min and median), the units at the prior (mean KL to the prior below "
-            f"{PRIOR_KL_PER_PARAMETER:g} nats per parameter), and I_H of greedy blocks measured on q.")
+            f"{PRIOR_KL_PER_PARAMETER:g} nats per parameter), and I_H of greedy blocks measured on q."
+        )
 
 
 STUDY_READING = """
@@ -211,19 +237,29 @@ def launch_panel(values):
 
 def launch_buttons(values):
     cols = st.columns(2)
-    method_name = (("SGM blocks" if values["mi"] == "blocks" else "SGM InfoNCE") if values["method"] == "sgm"
-                   else "MFVI")
-    if cols[0].button(f"Launch {method_name}", type="primary", icon=":material/rocket_launch:", key="mnist.launch",
-                      width="stretch"):
+    method_name = ("SGM blocks" if values["mi"] == "blocks" else "SGM InfoNCE") if values["method"] == "sgm" else "MFVI"
+    if cols[0].button(
+        f"Launch {method_name}", type="primary", icon=":material/rocket_launch:", key="mnist.launch", width="stretch"
+    ):
         launch(values, [values["method"]])
-    if cols[1].button("Launch MFVI and SGM (same seed)", icon=":material/compare_arrows:", key="mnist.launch_pair",
-                      width="stretch"):
+    if cols[1].button(
+        "Launch MFVI and SGM (same seed)", icon=":material/compare_arrows:", key="mnist.launch_pair", width="stretch"
+    ):
         launch(values, ["mfvi", "sgm"])
 
 
 # The runs table's numbers as shown (a run still training has none yet: a dash, not "None").
-RUN_FORMATS = {"test acc": ".4f", "NLL": ".4f", "ECE": ".4f", "I active": ".2f", "J min": ".4g", "at prior": ".0f",
-               "converged": "s", "node": "s", "note": "s"}
+RUN_FORMATS = {
+    "test acc": ".4f",
+    "NLL": ".4f",
+    "ECE": ".4f",
+    "I active": ".2f",
+    "J min": ".4g",
+    "at prior": ".0f",
+    "converged": "s",
+    "node": "s",
+    "note": "s",
+}
 
 
 def runs_frame(all_runs, owner: str) -> pd.DataFrame:
@@ -231,17 +267,32 @@ def runs_frame(all_runs, owner: str) -> pd.DataFrame:
     rows = []
     for run in reversed(all_runs):
         result = run.result or {}
-        rows.append({"run": run.id, "yours": runs.is_yours(run, owner), "status": run.status,
-                     "method": run.config.method_label, "width": run.config.hidden,
-                     "layers": run.config.depth, "seed": run.config.seed,
-                     "epochs": f"{run.epoch}/{run.config.epochs}", "progress": run.progress,
-                     "test acc": result.get("test_acc"), "NLL": result.get("test_nll"), "ECE": result.get("test_ece"),
-                     "I active": result.get("mi_active", result.get("infonce_active")),
-                     "J min": result.get("nearest_unit_kl_min"), "at prior": result.get("units_at_prior"),
-                     "converged": converged_cell(result),
-                     "device": run.device, "executor": run.executor, "node": run.node,
-                     "from": run.source, "created": time.strftime("%Y-%m-%d %H:%M", time.localtime(run.created)),
-                     "note": binding.for_visitors(run.message)})
+        rows.append(
+            {
+                "run": run.id,
+                "yours": runs.is_yours(run, owner),
+                "status": run.status,
+                "method": run.config.method_label,
+                "width": run.config.hidden,
+                "layers": run.config.depth,
+                "seed": run.config.seed,
+                "epochs": f"{run.epoch}/{run.config.epochs}",
+                "progress": run.progress,
+                "test acc": result.get("test_acc"),
+                "NLL": result.get("test_nll"),
+                "ECE": result.get("test_ece"),
+                "I active": result.get("mi_active", result.get("infonce_active")),
+                "J min": result.get("nearest_unit_kl_min"),
+                "at prior": result.get("units_at_prior"),
+                "converged": converged_cell(result),
+                "device": run.device,
+                "executor": run.executor,
+                "node": run.node,
+                "from": run.source,
+                "created": time.strftime("%Y-%m-%d %H:%M", time.localtime(run.created)),
+                "note": binding.for_visitors(run.message),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -259,9 +310,12 @@ def runs_filter(frame: pd.DataFrame, owner: str) -> bool:
     """The table's filter, with what "yours" means here; returns whether to show only yours."""
     cols = st.columns([2, 3])
     mine = cols[0].toggle(f"Only yours ({int(frame['yours'].sum())} of {len(frame)})", key="mnist.only_yours")
-    cols[1].caption("Yours: launched from this browser, also after a reload." if owner else
-                    "Yours: launched in this session. This browser sends no cookie the page can tell it by, so "
-                    "after a reload your earlier runs show as others'.")
+    cols[1].caption(
+        "Yours: launched from this browser, also after a reload."
+        if owner
+        else "Yours: launched in this session. This browser sends no cookie the page can tell it by, so "
+        "after a reload your earlier runs show as others'."
+    )
     return mine
 
 
@@ -298,15 +352,20 @@ def marker_sizes(lines) -> alt.Size:
     # ends and draws NaN-sized markers when there is one run. On a copy of the series' name (with_marker_sizes),
     # ordered as the lines are: on the name itself, the hidden legend would merge with the colour's (a Vega-Lite
     # warning), and an unordered one warns too.
-    return alt.Size("run:O", sort=list(lines), scale=alt.Scale(type="ordinal", domain=list(lines), range=sizes),
-                    legend=None)
+    return alt.Size(
+        "run:O", sort=list(lines), scale=alt.Scale(type="ordinal", domain=list(lines), range=sizes), legend=None
+    )
 
 
 def with_marker_sizes(chart: alt.LayerChart, labels) -> alt.LayerChart:
     """``chart`` (:func:`charts.altair_lines`) with its markers sized by series (:func:`marker_sizes`)."""
     sized = chart.copy()  # keeps the data Altair lifted from the layers to the layer chart
-    sized.layer = [layer.transform_calculate(run="datum.series").encode(size=marker_sizes(labels))
-                   if layer.mark.type == "point" else layer for layer in chart.layer]
+    sized.layer = [
+        layer.transform_calculate(run="datum.series").encode(size=marker_sizes(labels))
+        if layer.mark.type == "point"
+        else layer
+        for layer in chart.layer
+    ]
     return sized
 
 
@@ -317,9 +376,14 @@ def fitted(spec: dict, y_title: str, labels, notes: tuple[str, ...] = ()) -> dic
     (sentences on what the chart shows) under its title, each wrapped to the column."""
     scale = charts.font_scale()
     size = spec["config"]["axis"]["titleFontSize"]
-    spec["config"]["axisY"] = dict(titleAngle=0, titleAlign="left", titleBaseline="bottom", titleX=0,
-                                   titleY=round(-10 * scale), titleFontSize=dict(
-                                       expr=f"min({size}, floor(width / {charts.CHAR_EM * len(y_title):.2f}))"))
+    spec["config"]["axisY"] = dict(
+        titleAngle=0,
+        titleAlign="left",
+        titleBaseline="bottom",
+        titleX=0,
+        titleY=round(-10 * scale),
+        titleFontSize=dict(expr=f"min({size}, floor(width / {charts.CHAR_EM * len(y_title):.2f}))"),
+    )
     spec = charts.fitted_legend(spec, list(labels))
     if notes:
         lines = [line for note in notes for line in textwrap.wrap(note, round(NOTE_CHARACTERS / scale))]
@@ -332,8 +396,9 @@ def fitted(spec: dict, y_title: str, labels, notes: tuple[str, ...] = ()) -> dic
 
 
 @st.cache_resource(max_entries=64, show_spinner=False)  # outlives the run, unlike a functools cache of a page
-def curves_spec(metric: str, title: str, labels: tuple[str, ...], epochs: int, notes: tuple[str, ...],
-                present: bool) -> dict:
+def curves_spec(
+    metric: str, title: str, labels: tuple[str, ...], epochs: int, notes: tuple[str, ...], present: bool
+) -> dict:
     """A metric's curve per run (legend: ``labels``, each run's colour, dash and marker, the markers smaller from
     one run to the next), by epoch 1 … ``epochs``; ``notes`` under the title."""
     y_title, scale = CURVE_AXES[metric]
@@ -341,11 +406,21 @@ def curves_spec(metric: str, title: str, labels: tuple[str, ...], epochs: int, n
     x = charts.quantity("x", "epoch", (0.5, max(epochs, 1) + 0.5), integer=True)
     integer, log = metric == "units_at_prior", scale.get("type") == "log"
     number_format = tick_format(metric, integer or log)
-    y = charts.quantity("y", y_title, channel=alt.Y, scale=scale, integer=integer,
-                    axis=dict(format=number_format) if number_format else None)
+    y = charts.quantity(
+        "y",
+        y_title,
+        channel=alt.Y,
+        scale=scale,
+        integer=integer,
+        axis=dict(format=number_format) if number_format else None,
+    )
     lines = with_marker_sizes(charts.altair_lines(series, x, y), labels)
-    return fitted(charts.vega_spec(lines, title=title, height=CURVE_PLOT_PX + charts.LEGEND_ROW_HEIGHT * len(labels)),
-                  y_title, labels, notes)
+    return fitted(
+        charts.vega_spec(lines, title=title, height=CURVE_PLOT_PX + charts.LEGEND_ROW_HEIGHT * len(labels)),
+        y_title,
+        labels,
+        notes,
+    )
 
 
 def twin_notes(runs, history_by_run) -> tuple[str, ...]:
@@ -354,16 +429,29 @@ def twin_notes(runs, history_by_run) -> tuple[str, ...]:
     notes = []
     for sgm in runs:
         for mfvi in runs:
-            if trained_as_mfvi(sgm.config, history_by_run.get(sgm.id, []), mfvi.config, history_by_run.get(mfvi.id, [])):
+            if trained_as_mfvi(
+                sgm.config, history_by_run.get(sgm.id, []), mfvi.config, history_by_run.get(mfvi.id, [])
+            ):
                 later = max((sgm, mfvi), key=runs.index)
-                notes.append(f"#{sgm.id} = #{mfvi.id} by design: SGM's term never had a gradient, so it trained "
-                             f"exactly as MFVI (#{later.id}: the smaller markers).")
+                notes.append(
+                    f"#{sgm.id} = #{mfvi.id} by design: SGM's term never had a gradient, so it trained "
+                    f"exactly as MFVI (#{later.id}: the smaller markers)."
+                )
                 break
     return tuple(notes)
 
 
-def curves_chart(container, history_by_run, labels, epochs: int, metric: str, title: str, key: str, transform=None,
-                 notes: tuple[str, ...] = ()):
+def curves_chart(
+    container,
+    history_by_run,
+    labels,
+    epochs: int,
+    metric: str,
+    title: str,
+    key: str,
+    transform=None,
+    notes: tuple[str, ...] = (),
+):
     """The curves of ``metric`` (or of ``transform(epoch's metrics)``) for each run of ``history_by_run``."""
     frames = []
     for run_id, history in history_by_run.items():
@@ -375,13 +463,16 @@ def curves_chart(container, history_by_run, labels, epochs: int, metric: str, ti
         container.caption(f"**{title}**: no epoch of these runs has finished yet.")
         return
     data = pd.concat(frames, ignore_index=True)
-    spec = curves_spec(metric, title, tuple(labels[run_id] for run_id in history_by_run), epochs, notes,
-                       charts.presenting())
+    spec = curves_spec(
+        metric, title, tuple(labels[run_id] for run_id in history_by_run), epochs, notes, charts.presenting()
+    )
     charts.vega_chart(container, spec, {"lines": data}, key, alt_text=f"{title}, by epoch, for each run")
 
 
 def metrics_frame(history_by_run, labels) -> pd.DataFrame:
-    rows = [{"run": run_id, "label": labels[run_id], **m} for run_id, history in history_by_run.items() for m in history]
+    rows = [
+        {"run": run_id, "label": labels[run_id], **m} for run_id, history in history_by_run.items() for m in history
+    ]
     return pd.DataFrame(rows)
 
 
@@ -395,23 +486,33 @@ def live_runs() -> list | None:
         st.info("No runs yet: launch one above (or with `python -m symlab mnist`).")
         return all_runs
     owner = runs.browser_owner()
-    runs.run_controls(PAGE, all_runs, owner, binding.server_settings().runs,
-                      lambda run: f"epoch {run.epoch}/{run.config.epochs}")
+    runs.run_controls(
+        PAGE, all_runs, owner, binding.server_settings().runs, lambda run: f"epoch {run.epoch}/{run.config.epochs}"
+    )
     frame = runs_frame(all_runs, owner)
     shown_runs = frame[frame["yours"]] if runs_filter(frame, owner) else frame
-    st.dataframe(tables.formatted(shown_runs, RUN_FORMATS), hide_index=True, width="stretch",
-                 column_config={"yours": st.column_config.CheckboxColumn(
-                                    "yours", help="launched from this browser" if owner else
-                                                  "launched in this session (this browser sends no id)"),
-                                "progress": st.column_config.ProgressColumn("progress", min_value=0, max_value=1),
-                                "I active": st.column_config.TextColumn(
-                                    help="fraction of SGM's steps in which Î had a gradient; for MFVI the fraction of "
-                                         "end-of-epoch draws in which I_H would have"),
-                                "J min": st.column_config.TextColumn(
-                                    help="Jeffreys divergence (nats) between the two closest units' factors of q"),
-                                "at prior": st.column_config.TextColumn(
-                                    help=f"hidden units within {PRIOR_KL_PER_PARAMETER:g} nats per parameter of the "
-                                         "prior")})
+    st.dataframe(
+        tables.formatted(shown_runs, RUN_FORMATS),
+        hide_index=True,
+        width="stretch",
+        column_config={
+            "yours": st.column_config.CheckboxColumn(
+                "yours",
+                help="launched from this browser" if owner else "launched in this session (this browser sends no id)",
+            ),
+            "progress": st.column_config.ProgressColumn("progress", min_value=0, max_value=1),
+            "I active": st.column_config.TextColumn(
+                help="fraction of SGM's steps in which Î had a gradient; for MFVI the fraction of "
+                "end-of-epoch draws in which I_H would have"
+            ),
+            "J min": st.column_config.TextColumn(
+                help="Jeffreys divergence (nats) between the two closest units' factors of q"
+            ),
+            "at prior": st.column_config.TextColumn(
+                help=f"hidden units within {PRIOR_KL_PER_PARAMETER:g} nats per parameter of the prior"
+            ),
+        },
+    )
     shown = [run for run in all_runs if run.status in ACTIVE][-4:] or all_runs[-2:]
     history = reg.metrics(run.id for run in shown)
     labels = {run.id: run.label for run in shown}
@@ -423,8 +524,12 @@ def live_runs() -> list | None:
     curves_chart(cols[1], history, labels, epochs, "train_elbo", "Train ELBO", "mnist.live_elbo", notes=notes)
     diagnostic_curves(history, labels, epochs, "mnist.live", notes)
     charts.csv_download(frame, "mnist_runs.csv", "Runs table as CSV", key="mnist.runs_csv")
-    charts.csv_download(metrics_frame(history, labels), "mnist_live_epochs.csv", "Per-epoch metrics of these runs as CSV",
-                    key="mnist.live_csv")
+    charts.csv_download(
+        metrics_frame(history, labels),
+        "mnist_live_epochs.csv",
+        "Per-epoch metrics of these runs as CSV",
+        key="mnist.live_csv",
+    )
     return all_runs
 
 
@@ -438,16 +543,27 @@ def block_mi_fraction(m) -> float | None:
 def diagnostic_curves(history, labels, epochs: int, key: str, notes: tuple[str, ...]) -> None:
     """How close q's units are, epoch by epoch: nearest-unit divergence, I_H / log|H|, units at the prior."""
     cols = binding.metric_cells(3)  # two to a row: three charts' legends do not fit a third of 844 px
-    curves_chart(cols[0], history, labels, epochs, "nearest_unit_kl_min", "Closest two units", f"{key}_nearest",
-                 notes=notes)
-    curves_chart(cols[1], history, labels, epochs, "block_mi", "Block MI on q: I_H / log|H|", f"{key}_block_mi",
-                 transform=block_mi_fraction, notes=notes)
-    curves_chart(cols[2], history, labels, epochs, "units_at_prior", "Units at the prior", f"{key}_prior",
-                 notes=notes)
-    st.caption("Closest two units: the Jeffreys divergence KL(q_j‖q_k) + KL(q_k‖q_j) between the two closest "
-               "hidden units' factors of q; a swap of units this far apart changes log q by about that much, so "
-               "below ~30 nats symmetrisation has a gradient. Block MI: I_H over greedy pairs (or blocks of B) of "
-               "close units, measured on q at the end of each epoch (8 draws), whether or not the run trains on it.")
+    curves_chart(
+        cols[0], history, labels, epochs, "nearest_unit_kl_min", "Closest two units", f"{key}_nearest", notes=notes
+    )
+    curves_chart(
+        cols[1],
+        history,
+        labels,
+        epochs,
+        "block_mi",
+        "Block MI on q: I_H / log|H|",
+        f"{key}_block_mi",
+        transform=block_mi_fraction,
+        notes=notes,
+    )
+    curves_chart(cols[2], history, labels, epochs, "units_at_prior", "Units at the prior", f"{key}_prior", notes=notes)
+    st.caption(
+        "Closest two units: the Jeffreys divergence KL(q_j‖q_k) + KL(q_k‖q_j) between the two closest "
+        "hidden units' factors of q; a swap of units this far apart changes log q by about that much, so "
+        "below ~30 nats symmetrisation has a gradient. Block MI: I_H over greedy pairs (or blocks of B) of "
+        "close units, measured on q at the end of each epoch (8 draws), whether or not the run trains on it."
+    )
 
 
 def table_one(rows) -> pd.DataFrame:
@@ -461,8 +577,9 @@ def table_one(rows) -> pd.DataFrame:
         accuracy = tables.with_spread(100 * row["test_acc_mean"], 100 * row["test_acc_std"], row["seeds"], 2)
         cell = f"{accuracy} ({seeds}{repeats})"
         table.setdefault(row["hidden"], {})[row["label"]] = cell
-    return pd.DataFrame([{"width": width, **{label: table[width].get(label, "—") for label in labels}}
-                         for width in sorted(table)])
+    return pd.DataFrame(
+        [{"width": width, **{label: table[width].get(label, "—") for label in labels}} for width in sorted(table)]
+    )
 
 
 def run_style(i: int) -> tuple[str, str]:
@@ -485,41 +602,77 @@ WIDTH_COUNTS = ("units_at_prior_mean",)  # whole numbers from 0
 
 
 @st.cache_resource(max_entries=64, show_spinner=False)  # outlives the run, unlike a functools cache of a page
-def width_spec(key_mean: str, y_title: str, title: str, styles: tuple[tuple[str, str, str, str], ...],
-               widths: tuple[int, ...], bars: bool, bars_to_bottom: bool, log_y: bool, notes: tuple[str, ...],
-               present: bool) -> dict:
+def width_spec(
+    key_mean: str,
+    y_title: str,
+    title: str,
+    styles: tuple[tuple[str, str, str, str], ...],
+    widths: tuple[int, ...],
+    bars: bool,
+    bars_to_bottom: bool,
+    log_y: bool,
+    notes: tuple[str, ...],
+    present: bool,
+) -> dict:
     """``key_mean`` by width, a line per method (``styles``: label, colour, dash, marker; the markers smaller from
     one method to the next), ``notes`` under the title, from the dataset
     ``lines`` (rows of x, y, series and low and high, the ends of mean ± std; ``to_bottom`` where the lower end is
     off a log axis: that bar runs down to the axis). ``bars``, ``bars_to_bottom``: whether the data hold bars of
     either kind (a layer with none has no extent, a Vega warning)."""
     series = [charts.Series(label, colour, dash, marker=marker) for label, colour, dash, marker in styles]
-    x = charts.quantity("x", WIDTH_X_TITLE, (min(widths) / WIDTH_MARGIN, max(widths) * WIDTH_MARGIN), log=True,
-                        axis=dict(values=list(widths), format="d"))
+    x = charts.quantity(
+        "x",
+        WIDTH_X_TITLE,
+        (min(widths) / WIDTH_MARGIN, max(widths) * WIDTH_MARGIN),
+        log=True,
+        axis=dict(values=list(widths), format="d"),
+    )
     count = key_mean in WIDTH_COUNTS
     # A count's range is set on the means' layer (Vega-Lite unites the layers' domains).
     number_format = tick_format(key_mean, count or log_y)
 
     def y(field: str):
         scale = COUNT_SCALE if count and field == "y" else dict(zero=True) if count else None
-        return charts.quantity(field, y_title, channel=alt.Y, log=log_y, integer=count, scale=scale,
-                               axis=dict(format=number_format) if number_format else None)
+        return charts.quantity(
+            field,
+            y_title,
+            channel=alt.Y,
+            log=log_y,
+            integer=count,
+            scale=scale,
+            axis=dict(format=number_format) if number_format else None,
+        )
 
     labels = [label for label, *_ in styles]
     layers = [with_marker_sizes(charts.altair_lines(series, x, y("y")), labels)]
     channels = charts.series_channels(series)
-    rules = (alt.Chart(alt.NamedData("lines")).mark_rule(strokeWidth=1.5)
-             .encode(x=x, color=channels["color"], strokeDash=channels["strokeDash"]))
+    rules = (
+        alt.Chart(alt.NamedData("lines"))
+        .mark_rule(strokeWidth=1.5)
+        .encode(x=x, color=channels["color"], strokeDash=channels["strokeDash"])
+    )
     if bars:
-        layers.insert(0, rules.encode(y=y("high"), y2="low:Q")
-                      .transform_filter("isValid(datum.low) && isValid(datum.high) && !datum.to_bottom"))
+        layers.insert(
+            0,
+            rules.encode(y=y("high"), y2="low:Q").transform_filter(
+                "isValid(datum.low) && isValid(datum.high) && !datum.to_bottom"
+            ),
+        )
     if log_y and bars_to_bottom:
-        layers.insert(0, rules.encode(y=y("high"), y2=alt.value("height"))
-                      .transform_filter("isValid(datum.high) && datum.to_bottom"))
+        layers.insert(
+            0,
+            rules.encode(y=y("high"), y2=alt.value("height")).transform_filter(
+                "isValid(datum.high) && datum.to_bottom"
+            ),
+        )
     columns = 2 if len(series) > 2 else None  # two methods fit in a row at 390 px; more take rows of two
     rows = 1 if columns is None else -(-len(series) // columns)
-    return fitted(charts.vega_spec(alt.layer(*layers), title=title,
-                                   height=WIDTH_PLOT_PX + charts.LEGEND_ROW_HEIGHT * rows), y_title, labels, notes)
+    return fitted(
+        charts.vega_spec(alt.layer(*layers), title=title, height=WIDTH_PLOT_PX + charts.LEGEND_ROW_HEIGHT * rows),
+        y_title,
+        labels,
+        notes,
+    )
 
 
 def width_frame(rows, styles, key_mean, key_std, scale=1.0, log_y=False) -> pd.DataFrame:
@@ -528,9 +681,14 @@ def width_frame(rows, styles, key_mean, key_std, scale=1.0, log_y=False) -> pd.D
     low_bound, high_bound = WIDTH_BOUNDS.get(key_mean, (None, None))
     records = []
     for label in styles:
-        mine = sorted((row for row in rows if row["label"] == label and row[key_mean] is not None
-                       and not (log_y and row[key_mean] <= 0)),  # a log axis has no place for it
-                      key=lambda row: row["hidden"])
+        mine = sorted(
+            (
+                row
+                for row in rows
+                if row["label"] == label and row[key_mean] is not None and not (log_y and row[key_mean] <= 0)
+            ),  # a log axis has no place for it
+            key=lambda row: row["hidden"],
+        )
         for i, row in enumerate(mine):
             mean = scale * row[key_mean]
             std = scale * row[key_std] if key_std and row[key_std] is not None else float("nan")
@@ -540,24 +698,38 @@ def width_frame(rows, styles, key_mean, key_std, scale=1.0, log_y=False) -> pd.D
             if high_bound is not None:
                 high = min(high, high_bound)
             to_bottom = bool(log_y and low <= 0)
-            records.append({"x": float(row["hidden"]), "y": mean, "low": float("nan") if to_bottom else low,
-                            "high": high, "to_bottom": to_bottom, "series": label, "i": i, "seeds": row["seeds"],
-                            "std": std})
+            records.append(
+                {
+                    "x": float(row["hidden"]),
+                    "y": mean,
+                    "low": float("nan") if to_bottom else low,
+                    "high": high,
+                    "to_bottom": to_bottom,
+                    "series": label,
+                    "i": i,
+                    "seeds": row["seeds"],
+                    "std": std,
+                }
+            )
     columns = ["x", "y", "low", "high", "to_bottom", "series", "i", "seeds", "std"]
-    return pd.DataFrame(records, columns=columns).astype({"x": float, "y": float, "low": float, "high": float,
-                                                          "to_bottom": bool, "i": int, "std": float})
+    return pd.DataFrame(records, columns=columns).astype(
+        {"x": float, "y": float, "low": float, "high": float, "to_bottom": bool, "i": int, "std": float}
+    )
 
 
 def same_as_mfvi_notes(rows, key: str) -> tuple[str, ...]:
     """A sentence for each SGM method whose ``key`` equals MFVI's by design at some widths (:func:`same_as_mfvi`):
     there their markers coincide, SGM's the smaller."""
-    return tuple(f"{label} = MFVI at width {', '.join(map(str, widths))} by design: SGM's term never had a "
-                 "gradient, so it trained exactly as MFVI (SGM: the smaller markers)."
-                 for label, widths in same_as_mfvi(rows, key).items())
+    return tuple(
+        f"{label} = MFVI at width {', '.join(map(str, widths))} by design: SGM's term never had a "
+        "gradient, so it trained exactly as MFVI (SGM: the smaller markers)."
+        for label, widths in same_as_mfvi(rows, key).items()
+    )
 
 
-def width_chart(container, rows, styles, key_mean, key_std, y_title, title, key, csv_name, scale=1.0,
-                log_y=False) -> None:
+def width_chart(
+    container, rows, styles, key_mean, key_std, y_title, title, key, csv_name, scale=1.0, log_y=False
+) -> None:
     """``key_mean`` (times ``scale``) against width, ± ``key_std`` where given, a line per method of ``styles``
     that has a value (its colour, dash and marker), and its CSV below it."""
     data = width_frame(rows, styles, key_mean, key_std, scale, log_y)
@@ -565,13 +737,28 @@ def width_chart(container, rows, styles, key_mean, key_std, y_title, title, key,
     drawn = [label for label in styles if (data["series"] == label).any()] or list(styles)
     widths = tuple(sorted({int(row["hidden"]) for row in rows})) or (1,)
     ends = data["low"].notna() & data["high"].notna()
-    spec = width_spec(key_mean, y_title, title, tuple((label, *styles[label]) for label in drawn), widths,
-                      bool((ends & ~data["to_bottom"]).any()), bool((data["high"].notna() & data["to_bottom"]).any()),
-                      log_y, same_as_mfvi_notes(rows, key_mean), charts.presenting())
-    charts.vega_chart(container, spec, {"lines": data}, key,
-                      alt_text=f"{title}: {y_title} against the hidden width, a line per method")
-    table = pd.DataFrame({"width": data["x"].astype(int), "method": data["series"], "seeds": data["seeds"],
-                          f"{y_title} mean": data["y"]})
+    spec = width_spec(
+        key_mean,
+        y_title,
+        title,
+        tuple((label, *styles[label]) for label in drawn),
+        widths,
+        bool((ends & ~data["to_bottom"]).any()),
+        bool((data["high"].notna() & data["to_bottom"]).any()),
+        log_y,
+        same_as_mfvi_notes(rows, key_mean),
+        charts.presenting(),
+    )
+    charts.vega_chart(
+        container,
+        spec,
+        {"lines": data},
+        key,
+        alt_text=f"{title}: {y_title} against the hidden width, a line per method",
+    )
+    table = pd.DataFrame(
+        {"width": data["x"].astype(int), "method": data["series"], "seeds": data["seeds"], f"{y_title} mean": data["y"]}
+    )
     if key_std is not None:
         table[f"{y_title} std"] = data["std"]
     with container:
@@ -593,47 +780,75 @@ def study_section() -> None:
         return
     st.markdown(STUDY_READING)
     effects = pd.DataFrame(study.effect_rows(summary))
-    st.markdown("**SGM minus MFVI**, paired on seeds (same minibatches, weight noise and curvature labels): mean "
-                "and standard deviation over seeds of the difference at the end of training.")
-    st.dataframe(effects, hide_index=True,
-                 column_config={"steps with a gradient": st.column_config.NumberColumn(format="%.2f"),
-                                "Î / log|H|": st.column_config.NumberColumn(format="%.4f"),
-                                "closest units (nats)": st.column_config.NumberColumn(format="%.3g"),
-                                "MFVI closest units (nats)": st.column_config.NumberColumn(format="%.3g"),
-                                "MFVI I_H / log|H|": st.column_config.NumberColumn(format="%.4f"),
-                                "MFVI accuracy (%)": st.column_config.NumberColumn(format="%.2f"),
-                                "MFVI units at the prior": st.column_config.NumberColumn(format="%.0f"),
-                                "bound gain (nats)": st.column_config.NumberColumn(format="%+.0f"),
-                                "I_H on MFVI's q (nats)": st.column_config.NumberColumn(format="%+.0f"),
-                                **{name: st.column_config.NumberColumn(format="%+.2f")
-                                   for name in ("Δ accuracy (pp)", "± (pp)")},
-                                **{name: st.column_config.NumberColumn(format="%+.4f")
-                                   for name in ("Δ NLL", "± NLL", "Δ ECE", "± ECE")},
-                                **{name: st.column_config.NumberColumn(format="%+.0f")
-                                   for name in ("Δ ELBO (nats)", "± ELBO")}})
+    st.markdown(
+        "**SGM minus MFVI**, paired on seeds (same minibatches, weight noise and curvature labels): mean "
+        "and standard deviation over seeds of the difference at the end of training."
+    )
+    st.dataframe(
+        effects,
+        hide_index=True,
+        column_config={
+            "steps with a gradient": st.column_config.NumberColumn(format="%.2f"),
+            "Î / log|H|": st.column_config.NumberColumn(format="%.4f"),
+            "closest units (nats)": st.column_config.NumberColumn(format="%.3g"),
+            "MFVI closest units (nats)": st.column_config.NumberColumn(format="%.3g"),
+            "MFVI I_H / log|H|": st.column_config.NumberColumn(format="%.4f"),
+            "MFVI accuracy (%)": st.column_config.NumberColumn(format="%.2f"),
+            "MFVI units at the prior": st.column_config.NumberColumn(format="%.0f"),
+            "bound gain (nats)": st.column_config.NumberColumn(format="%+.0f"),
+            "I_H on MFVI's q (nats)": st.column_config.NumberColumn(format="%+.0f"),
+            **{name: st.column_config.NumberColumn(format="%+.2f") for name in ("Δ accuracy (pp)", "± (pp)")},
+            **{name: st.column_config.NumberColumn(format="%+.4f") for name in ("Δ NLL", "± NLL", "Δ ECE", "± ECE")},
+            **{name: st.column_config.NumberColumn(format="%+.0f") for name in ("Δ ELBO (nats)", "± ELBO")},
+        },
+    )
     charts.csv_download(effects, "mnist_study_effects.csv", "Table as CSV", key="mnist.study_csv")
     if summary["starts"]:
-        starts = pd.DataFrame([{"images": s["subset"], "width": s["hidden"], "initial σ": s["init_sd"],
-                                "converged": f"{s['converged']}/{s['seeds']}", "ELBO (nats)": s["elbo"],
-                                "Δ ELBO vs σ₀ 0.05": s["d_elbo"][0], "± (seeds)": s["d_elbo"][1],
-                                "window SE": s["window_se"]} for s in summary["starts"]])
-        st.markdown("**Not one optimum from every start**: MFVI's final ELBO (mean over its last 500 steps) from "
-                    "three initial σ, and its difference from σ₀ 0.05's on the same seed. "
-                    f"{starts_verdict(summary['starts'])}")
+        starts = pd.DataFrame(
+            [
+                {
+                    "images": s["subset"],
+                    "width": s["hidden"],
+                    "initial σ": s["init_sd"],
+                    "converged": f"{s['converged']}/{s['seeds']}",
+                    "ELBO (nats)": s["elbo"],
+                    "Δ ELBO vs σ₀ 0.05": s["d_elbo"][0],
+                    "± (seeds)": s["d_elbo"][1],
+                    "window SE": s["window_se"],
+                }
+                for s in summary["starts"]
+            ]
+        )
+        st.markdown(
+            "**Not one optimum from every start**: MFVI's final ELBO (mean over its last 500 steps) from "
+            "three initial σ, and its difference from σ₀ 0.05's on the same seed. "
+            f"{starts_verdict(summary['starts'])}"
+        )
         st.dataframe(starts, hide_index=True, column_config=whole_nats(starts.columns[4:]))
         charts.csv_download(starts, "mnist_study_starts.csv", "Table as CSV", key="mnist.study_starts_csv")
     if summary["recipes"]:
-        recipes = pd.DataFrame([{"images": r["subset"], "width": r["hidden"],
-                                 "converged (σ by Adam)": f"{r['converged']}/{r['seeds']}",
-                                 "converged (σ by curvature)": f"{r['mfvi_converged']}/{r['mfvi_seeds']}",
-                                 "ELBO, σ by Adam": r["elbo"], "ELBO, σ by curvature": r["mfvi_elbo"],
-                                 "closest units, Adam (nats)": r["j_min"],
-                                 "closest units, curvature (nats)": r["mfvi_j_min"]} for r in summary["recipes"]])
+        recipes = pd.DataFrame(
+            [
+                {
+                    "images": r["subset"],
+                    "width": r["hidden"],
+                    "converged (σ by Adam)": f"{r['converged']}/{r['seeds']}",
+                    "converged (σ by curvature)": f"{r['mfvi_converged']}/{r['mfvi_seeds']}",
+                    "ELBO, σ by Adam": r["elbo"],
+                    "ELBO, σ by curvature": r["mfvi_elbo"],
+                    "closest units, Adam (nats)": r["j_min"],
+                    "closest units, curvature (nats)": r["mfvi_j_min"],
+                }
+                for r in summary["recipes"]
+            ]
+        )
         st.markdown("**The earlier recipe** (σ by Adam on log σ at a constant 10⁻³) against this one.")
         st.dataframe(recipes, hide_index=True, column_config=whole_nats(recipes.columns[4:6]))
         charts.csv_download(recipes, "mnist_study_recipes.csv", "Table as CSV", key="mnist.study_recipes_csv")
-    st.caption("Rerun or extend it: `python benchmarks/study_symmetrisation.py` (resumes from its file; "
-               "`--executor ray` submits it to a Ray cluster as one sweep).")
+    st.caption(
+        "Rerun or extend it: `python benchmarks/study_symmetrisation.py` (resumes from its file; "
+        "`--executor ray` submits it to a Ray cluster as one sweep)."
+    )
 
 
 def starts_verdict(starts) -> str:
@@ -644,9 +859,11 @@ def starts_verdict(starts) -> str:
         return "Every start ends within twice its noise of σ₀ 0.05's: one optimum, as far as the study can tell."
     largest = max(apart, key=lambda s: abs(s["d_elbo"][0]))
     gap = f"{largest['d_elbo'][0]:+,.0f}".replace("-", "−")
-    return (f"{len(apart)} of the {len(others)} other starts end more than twice their noise from it, by up to {gap} "
-            f"nats (initial σ {largest['init_sd']:g}, width {largest['hidden']}, {largest['subset']:,} images): each "
-            "converges, to an optimum of its own.")
+    return (
+        f"{len(apart)} of the {len(others)} other starts end more than twice their noise from it, by up to {gap} "
+        f"nats (initial σ {largest['init_sd']:g}, width {largest['hidden']}, {largest['subset']:,} images): each "
+        "converges, to an optimum of its own."
+    )
 
 
 REFERENCE_INIT_SD = 0.05  # the study's default initial σ, which the other starts are compared with
@@ -662,43 +879,100 @@ def results(values):
         return
     rows = results_table(all_runs)
     if not rows:
-        st.info("No finished runs yet. Results appear here as runs finish, including those from "
-                "`python -m symlab mnist-sweep`.")
+        st.info(
+            "No finished runs yet. Results appear here as runs finish, including those from "
+            "`python -m symlab mnist-sweep`."
+        )
     else:
         settings = list(dict.fromkeys(row["setting"] for row in reversed(rows)))
-        setting = st.selectbox("Setting (runs are compared only when everything but width, method and seed agree)",
-                               settings, key="mnist.setting")
+        setting = st.selectbox(
+            "Setting (runs are compared only when everything but width, method and seed agree)",
+            settings,
+            key="mnist.setting",
+        )
         chosen = [row for row in rows if row["setting"] == setting]
-        st.markdown("**Test accuracy (%) by width and method**, mean ± std over distinct seeds (number of "
-                    "seeds), laid out like the paper's Table 1. A seed run more than once counts once, by its "
-                    "latest run (“2, 3 runs”: two seeds from three runs).")
+        st.markdown(
+            "**Test accuracy (%) by width and method**, mean ± std over distinct seeds (number of "
+            "seeds), laid out like the paper's Table 1. A seed run more than once counts once, by its "
+            "latest run (“2, 3 runs”: two seeds from three runs)."
+        )
         verdict = table_verdict(chosen)
         if verdict["trained"] is False:
-            st.warning(f"**Some of these networks did not learn.** {verdict['trained_reason']}",
-                       icon=":material/warning:")
+            st.warning(
+                f"**Some of these networks did not learn.** {verdict['trained_reason']}", icon=":material/warning:"
+            )
         st.dataframe(table_one(chosen), hide_index=True)
         cols = st.columns(2)
         styles = method_styles(chosen)
-        width_chart(cols[0], chosen, styles, "test_acc_mean", "test_acc_std", "test accuracy (%)",
-                    "Accuracy against width (± std)", "mnist.width_acc", "mnist_width_accuracy.csv", scale=100.0)
+        width_chart(
+            cols[0],
+            chosen,
+            styles,
+            "test_acc_mean",
+            "test_acc_std",
+            "test accuracy (%)",
+            "Accuracy against width (± std)",
+            "mnist.width_acc",
+            "mnist_width_accuracy.csv",
+            scale=100.0,
+        )
         gains = bound_gain_rows(chosen)
         if gains:
-            width_chart(cols[1], gains, styles, "gain_mean", None, "SGM bound − MFVI ELBO (nats)",
-                        "SGM's bound above MFVI's ELBO", "mnist.width_gain",
-                        "mnist_width_bound_gain.csv")
-            cols[1].caption("The gain is at most log K; it equals log K when no sampled permutation comes near "
-                            "the sample (Î_K = log K).")
+            width_chart(
+                cols[1],
+                gains,
+                styles,
+                "gain_mean",
+                None,
+                "SGM bound − MFVI ELBO (nats)",
+                "SGM's bound above MFVI's ELBO",
+                "mnist.width_gain",
+                "mnist_width_bound_gain.csv",
+            )
+            cols[1].caption(
+                "The gain is at most log K; it equals log K when no sampled permutation comes near "
+                "the sample (Î_K = log K)."
+            )
         else:
-            width_chart(cols[1], chosen, styles, "train_elbo_mean", "train_elbo_std", "train ELBO (nats)",
-                        "Train ELBO against width", "mnist.width_elbo", "mnist_width_elbo.csv")
+            width_chart(
+                cols[1],
+                chosen,
+                styles,
+                "train_elbo_mean",
+                "train_elbo_std",
+                "train ELBO (nats)",
+                "Train ELBO against width",
+                "mnist.width_elbo",
+                "mnist_width_elbo.csv",
+            )
         cols = st.columns(2)
-        width_chart(cols[0], chosen, styles, "nearest_unit_kl_min_mean", "nearest_unit_kl_min_std",
-                    "Jeffreys divergence (nats, log)", "Closest two units against width", "mnist.width_nearest",
-                    "mnist_width_closest_units.csv", log_y=True)
-        width_chart(cols[1], chosen, styles, "units_at_prior_mean", "units_at_prior_std", "hidden units",
-                    "Units at the prior against width", "mnist.width_prior", "mnist_width_units_at_prior.csv")
-        st.caption("The measured counterpart of Thm 3.1: the closest pair of units in posterior units (nats), not "
-                   "relative to ‖w‖. Symmetrisation can only act where this is small (below ~30 nats).")
+        width_chart(
+            cols[0],
+            chosen,
+            styles,
+            "nearest_unit_kl_min_mean",
+            "nearest_unit_kl_min_std",
+            "Jeffreys divergence (nats, log)",
+            "Closest two units against width",
+            "mnist.width_nearest",
+            "mnist_width_closest_units.csv",
+            log_y=True,
+        )
+        width_chart(
+            cols[1],
+            chosen,
+            styles,
+            "units_at_prior_mean",
+            "units_at_prior_std",
+            "hidden units",
+            "Units at the prior against width",
+            "mnist.width_prior",
+            "mnist_width_units_at_prior.csv",
+        )
+        st.caption(
+            "The measured counterpart of Thm 3.1: the closest pair of units in posterior units (nats), not "
+            "relative to ‖w‖. Symmetrisation can only act where this is small (below ~30 nats)."
+        )
         table = pd.DataFrame([{k: v for k, v in row.items() if k != "run_ids"} for row in chosen])
         charts.csv_download(table, "mnist_table1.csv", "Table as CSV", key="mnist.table_csv")
     compare(values, all_runs)
@@ -713,14 +987,24 @@ def posterior_download(all_runs):
         st.caption("A run's posterior can be downloaded once it has completed an epoch.")
         return
     cols = st.columns([3, 2])
-    run = cols[0].selectbox("Run", list(reversed(saved)), key="mnist.export_pick",
-                            format_func=lambda r: f"#{r.id} {r.config.label}: {r.status}, epoch {r.epoch}/{r.config.epochs}")
+    run = cols[0].selectbox(
+        "Run",
+        list(reversed(saved)),
+        key="mnist.export_pick",
+        format_func=lambda r: f"#{r.id} {r.config.label}: {r.status}, epoch {r.epoch}/{r.config.epochs}",
+    )
     checkpoint = runs.registry().checkpoint_path(run.id)
-    problem = ("it has no checkpoint yet: one is written after each completed epoch" if not checkpoint.exists()
-               else runs.checkpoint_problem(run))
+    problem = (
+        "it has no checkpoint yet: one is written after each completed epoch"
+        if not checkpoint.exists()
+        else runs.checkpoint_problem(run)
+    )
     if problem:  # said here: a download whose file cannot be written would do nothing when clicked
-        cols[1].warning(f"Run #{run.id}'s posterior cannot be downloaded: {problem}. Resuming the run goes on from "
-                        "the checkpoint before; restarting it trains it again.", icon=":material/broken_image:")
+        cols[1].warning(
+            f"Run #{run.id}'s posterior cannot be downloaded: {problem}. Resuming the run goes on from "
+            "the checkpoint before; restarting it trains it again.",
+            icon=":material/broken_image:",
+        )
         return
 
     def posterior() -> bytes:
@@ -728,13 +1012,20 @@ def posterior_download(all_runs):
 
     with cols[1]:
         st.write("")  # aligns the button with the select box
-        files.file_download(posterior, f"mnist_run{run.id}_posterior.safetensors", "Posterior (safetensors)",
-                         "mnist.export", help="Means under nn.Sequential(nn.Linear, nn.ReLU, …)'s keys, standard "
-                                              "deviations under sd.<key>, the config as metadata. Inputs: "
-                                              f"{mnist_experiment.INPUT_NOTE}.")
-    st.caption(f"Load the mean network with `net.load_state_dict(safetensors.torch.load_file(path), strict=False)`; "
-               f"`python -m symlab mnist --export {run.id} FILE` writes the same file. The Symmetry explorer and "
-               "Alignment pages read it back.")
+        files.file_download(
+            posterior,
+            f"mnist_run{run.id}_posterior.safetensors",
+            "Posterior (safetensors)",
+            "mnist.export",
+            help="Means under nn.Sequential(nn.Linear, nn.ReLU, …)'s keys, standard "
+            "deviations under sd.<key>, the config as metadata. Inputs: "
+            f"{mnist_experiment.INPUT_NOTE}.",
+        )
+    st.caption(
+        f"Load the mean network with `net.load_state_dict(safetensors.torch.load_file(path), strict=False)`; "
+        f"`python -m symlab mnist --export {run.id} FILE` writes the same file. The Symmetry explorer and "
+        "Alignment pages read it back."
+    )
 
 
 def compare(values, all_runs):
@@ -745,15 +1036,19 @@ def compare(values, all_runs):
     key = binding.widget_key(PAGE, "compare")
     picked = [by_token[token].id for token in compare_tokens(values) if token in by_token]
     with binding.controls_area("mnist-compare"):
-        chosen = st.multiselect("Runs", list(reversed(list(by_id))), default=picked,
-                                format_func=lambda i: f"{by_id[i].label} ({by_id[i].status})", max_selections=8,
-                                key="mnist.compare_pick")
+        chosen = st.multiselect(
+            "Runs",
+            list(reversed(list(by_id))),
+            default=picked,
+            format_func=lambda i: f"{by_id[i].label} ({by_id[i].status})",
+            max_selections=8,
+            key="mnist.compare_pick",
+        )
     text = ",".join(by_id[i].token for i in chosen)
     if st.session_state[key] != text:
         missing = [token for token in compare_tokens(values) if token not in by_token]
         if missing:
-            binding.correct_link_value(PAGE, "compare", text,
-                                       f"`compare`: no run {', '.join(missing)} here: left out.")
+            binding.correct_link_value(PAGE, "compare", text, f"`compare`: no run {', '.join(missing)} here: left out.")
         else:
             st.session_state[key] = text
         st.rerun()
@@ -769,18 +1064,26 @@ def compare(values, all_runs):
     curves_chart(cols[1], history, labels, epochs, "test_nll", "Test NLL", "mnist.cmp_nll", notes=notes)
     curves_chart(cols[2], history, labels, epochs, "train_elbo", "Train ELBO", "mnist.cmp_elbo", notes=notes)
     diagnostic_curves(history, labels, epochs, "mnist.cmp", notes)
-    charts.csv_download(metrics_frame(history, labels), "mnist_epochs.csv", "Per-epoch metrics as CSV",
-                    key="mnist.cmp_csv")
+    charts.csv_download(
+        metrics_frame(history, labels), "mnist_epochs.csv", "Per-epoch metrics as CSV", key="mnist.cmp_csv"
+    )
 
 
 def main():
-    values = binding.start_page(PAGE, binding.page_specs(LAB), "MNIST: MFVI vs SGM across widths",
-                           "Gelberg et al. 2024, §5 and Table 1: does symmetrising the variational posterior "
-                           "help more as the network gets wider?", controls_panel)
+    values = binding.start_page(
+        PAGE,
+        binding.page_specs(LAB),
+        "MNIST: MFVI vs SGM across widths",
+        "Gelberg et al. 2024, §5 and Table 1: does symmetrising the variational posterior "
+        "help more as the network gets wider?",
+        controls_panel,
+    )
     problems = data_problems()
     if problems:
-        st.error("MNIST is not available, so runs would fail:\n\n"
-                 + "\n".join(f"- {binding.for_visitors(p)}" for p in problems))
+        st.error(
+            "MNIST is not available, so runs would fail:\n\n"
+            + "\n".join(f"- {binding.for_visitors(p)}" for p in problems)
+        )
     try:
         root = runs.registry().root
     except RegistryError as error:  # said here; the tabs draw what needs no registry
@@ -793,8 +1096,10 @@ def main():
     except ValueError as error:
         st.warning(binding.for_visitors(str(error)))
         device_text = "unavailable"
-    st.caption(f"Data: MNIST, 60 000 train / 10 000 test images, verified by checksum.{kept} Device for new runs: "
-               f"{device_text}.")
+    st.caption(
+        f"Data: MNIST, 60 000 train / 10 000 test images, verified by checksum.{kept} Device for new runs: "
+        f"{device_text}."
+    )
     explanation()
     runs_tab, results_tab = st.tabs(["Launch and watch", "Results"])
     with runs_tab:

@@ -1,6 +1,5 @@
 """Mode interpolation lab: a single Gaussian fitted by reverse KL to two modes (Gelberg et al. §3)."""
 
-
 import altair as alt
 import numpy as np
 import pandas as pd
@@ -51,8 +50,13 @@ def controls():
         st.subheader("Presets")
         binding.preset_picker(PAGE, binding.page_specs(LAB), params.PRESETS)
         st.subheader("Target")
-        st.slider("Mode distance α", params.ALPHA.low, params.ALPHA.high, step=params.ALPHA.step,
-                  key=binding.widget_key(PAGE, "alpha"))
+        st.slider(
+            "Mode distance α",
+            params.ALPHA.low,
+            params.ALPHA.high,
+            step=params.ALPHA.step,
+            key=binding.widget_key(PAGE, "alpha"),
+        )
         binding.control_widget(PAGE, modes.SweepConfig, "sigma", cap=params.CAPS["sigma"])
         binding.control_widget(PAGE, modes.SweepConfig, "dim")
         st.toggle("Show the forward-KL fit", key=binding.widget_key(PAGE, "forward"))
@@ -68,21 +72,31 @@ def density_grid(alpha, sigma):
 
 # The static charts (Vega-Lite, as the player's; views/common): each spec depends on what fixes its axes and
 # legend, not on α, so moving a slider swaps the data of a chart already drawn.
-DENSITY_SERIES = (charts.Series("target p_α", charts.PALETTE["target"]),
-                  charts.Series("q (reverse KL)", charts.PALETTE["reverse"], "dash"),
-                  charts.Series("q (forward KL)", charts.PALETTE["forward"], "dot"))
-ELLIPSE_SERIES = (charts.Series("q, 1 sd (reverse)", charts.PALETTE["reverse"]),
-                  charts.Series("q, 2 sd (reverse)", charts.PALETTE["reverse"], "dash"),
-                  charts.Series("q, 1 sd (forward)", charts.PALETTE["forward"], "dot"))
-SWEEP_SERIES = (charts.Series("reverse KL", charts.PALETTE["reverse"], marker="circle"),
-                charts.Series("forward KL", charts.PALETTE["forward"], "dot", marker="square"))
-SWEEP_MARKS = (charts.Series("current α", charts.PALETTE["current"]),
-               charts.Series("threshold α*", charts.PALETTE["threshold"], "dash"),
-               charts.Series("ln 2", charts.PALETTE["grey"], "dashdot"))
-SCALING_SERIES = (charts.Series("α = 5σ", charts.PALETTE["grey"], "dash"),
-                  charts.Series("paper (Fig. 5)", charts.PALETTE["paper"], marker="square", line=False),
-                  charts.Series("exact α*", charts.PALETTE["reverse"], marker="circle", line=False),
-                  charts.Series("current σ", charts.PALETTE["current"], marker="diamond", line=False))
+DENSITY_SERIES = (
+    charts.Series("target p_α", charts.PALETTE["target"]),
+    charts.Series("q (reverse KL)", charts.PALETTE["reverse"], "dash"),
+    charts.Series("q (forward KL)", charts.PALETTE["forward"], "dot"),
+)
+ELLIPSE_SERIES = (
+    charts.Series("q, 1 sd (reverse)", charts.PALETTE["reverse"]),
+    charts.Series("q, 2 sd (reverse)", charts.PALETTE["reverse"], "dash"),
+    charts.Series("q, 1 sd (forward)", charts.PALETTE["forward"], "dot"),
+)
+SWEEP_SERIES = (
+    charts.Series("reverse KL", charts.PALETTE["reverse"], marker="circle"),
+    charts.Series("forward KL", charts.PALETTE["forward"], "dot", marker="square"),
+)
+SWEEP_MARKS = (
+    charts.Series("current α", charts.PALETTE["current"]),
+    charts.Series("threshold α*", charts.PALETTE["threshold"], "dash"),
+    charts.Series("ln 2", charts.PALETTE["grey"], "dashdot"),
+)
+SCALING_SERIES = (
+    charts.Series("α = 5σ", charts.PALETTE["grey"], "dash"),
+    charts.Series("paper (Fig. 5)", charts.PALETTE["paper"], marker="square", line=False),
+    charts.Series("exact α*", charts.PALETTE["reverse"], marker="circle", line=False),
+    charts.Series("current σ", charts.PALETTE["current"], marker="diamond", line=False),
+)
 CONTOUR_TITLE = "In 2-D: the target and q"  # short: a title wider than its chart is cut
 CONTOUR_SHADES = ("#FFFFFF", "#525252")  # the target's density, from 0 to its largest
 # The 2-D view's plot height (px) for a nominal plot width: its data's aspect, within these bounds.
@@ -111,9 +125,12 @@ def fitted(spec: dict, labels) -> dict:
 BOX_PARAM = "box"
 UNITS_PER_PX = f"max(({BOX_PARAM}[1] - {BOX_PARAM}[0]) / width, ({BOX_PARAM}[3] - {BOX_PARAM}[2]) / height)"
 EQUAL_SCALE_DOMAINS = {
-    axis: {"expr": f"[({BOX_PARAM}[{low}] + {BOX_PARAM}[{high}] - {UNITS_PER_PX} * {size}) / 2, "
-                   f"({BOX_PARAM}[{low}] + {BOX_PARAM}[{high}] + {UNITS_PER_PX} * {size}) / 2]"}
-    for axis, low, high, size in (("x", 0, 1, "width"), ("y", 2, 3, "height"))}
+    axis: {
+        "expr": f"[({BOX_PARAM}[{low}] + {BOX_PARAM}[{high}] - {UNITS_PER_PX} * {size}) / 2, "
+        f"({BOX_PARAM}[{low}] + {BOX_PARAM}[{high}] + {UNITS_PER_PX} * {size}) / 2]"
+    }
+    for axis, low, high, size in (("x", 0, 1, "width"), ("y", 2, 3, "height"))
+}
 
 
 def with_domain_expressions(view: dict, domains: dict) -> dict:
@@ -121,9 +138,14 @@ def with_domain_expressions(view: dict, domains: dict) -> dict:
     every (layered) view that fixes one."""
     view = dict(view)
     if "encoding" in view:
-        view["encoding"] = {name: ({**channel, "scale": {**channel["scale"], "domain": domains[name]}}
-                                   if name in domains and "domain" in (channel.get("scale") or {}) else channel)
-                            for name, channel in view["encoding"].items()}
+        view["encoding"] = {
+            name: (
+                {**channel, "scale": {**channel["scale"], "domain": domains[name]}}
+                if name in domains and "domain" in (channel.get("scale") or {})
+                else channel
+            )
+            for name, channel in view["encoding"].items()
+        }
     if "layer" in view:
         view["layer"] = [with_domain_expressions(child, domains) for child in view["layer"]]
     return view
@@ -140,19 +162,29 @@ def contour_height(x_domain, y_domain) -> int:
 @st.cache_resource(max_entries=16, show_spinner=False)  # outlives the run, unlike a functools cache of a page
 def density_spec(forward: bool, present: bool) -> dict:
     series = DENSITY_SERIES if forward else DENSITY_SERIES[:2]
-    chart = charts.altair_lines(series, charts.quantity("x", "x₁ (along e₁)"),
-                            charts.quantity("y", "density", channel=alt.Y, scale=dict(zero=True)))
+    chart = charts.altair_lines(
+        series,
+        charts.quantity("x", "x₁ (along e₁)"),
+        charts.quantity("y", "density", channel=alt.Y, scale=dict(zero=True)),
+    )
     return fitted(charts.vega_spec(chart, title="Along e₁"), [s.label for s in series])
 
 
 def density_chart(column, alpha, sigma, mean, std, forward):
     x = density_grid(alpha, sigma)
-    lines = [charts.lines_frame(DENSITY_SERIES[0].label, x, np.exp(modes.log_mixture(x, alpha, sigma))),
-             charts.lines_frame(DENSITY_SERIES[1].label, x, normal_pdf(x, mean, std))]
+    lines = [
+        charts.lines_frame(DENSITY_SERIES[0].label, x, np.exp(modes.log_mixture(x, alpha, sigma))),
+        charts.lines_frame(DENSITY_SERIES[1].label, x, normal_pdf(x, mean, std)),
+    ]
     if forward:
         lines.append(charts.lines_frame(DENSITY_SERIES[2].label, x, normal_pdf(x, *forward_at(alpha, sigma))))
-    charts.vega_chart(column, density_spec(forward, charts.presenting()), {"lines": pd.concat(lines)},
-                  "modes.density", alt_text="The target's density along e₁ and the fitted q's")
+    charts.vega_chart(
+        column,
+        density_spec(forward, charts.presenting()),
+        {"lines": pd.concat(lines)},
+        "modes.density",
+        alt_text="The target's density along e₁ and the fitted q's",
+    )
 
 
 def ellipse(mean1, std1, std2, radius):
@@ -167,8 +199,10 @@ def contour_spec(forward: bool, present: bool) -> dict:
     series = ELLIPSE_SERIES if forward else ELLIPSE_SERIES[:2]
     x = charts.quantity("x", "x₁ (along e₁)", charts.DOMAIN_OF_DATA)
     y = charts.quantity("y", "x₂", charts.DOMAIN_OF_DATA, channel=alt.Y)
-    chart = alt.layer(charts.altair_image("x₁ (along e₁)", "x₂", charts.DOMAIN_OF_DATA, charts.DOMAIN_OF_DATA, opacity=0.8),
-                      charts.altair_lines(series, x, y, data_order=True))
+    chart = alt.layer(
+        charts.altair_image("x₁ (along e₁)", "x₂", charts.DOMAIN_OF_DATA, charts.DOMAIN_OF_DATA, opacity=0.8),
+        charts.altair_lines(series, x, y, data_order=True),
+    )
     spec = charts.vega_spec(chart, title=CONTOUR_TITLE)
     return fitted(with_domain_expressions(spec, EQUAL_SCALE_DOMAINS), [s.label for s in series])
 
@@ -177,16 +211,25 @@ def contour_chart(column, alpha, sigma, mean, std, forward):
     x1 = np.linspace(-3.5 * sigma, alpha + 3.5 * sigma, 90)
     x2 = np.linspace(-3.5 * sigma, 3.5 * sigma, 60)
     density = np.exp(modes.log_mixture_2d(x1[None, :], x2[:, None], alpha, sigma))
-    lines = [charts.lines_frame(ELLIPSE_SERIES[index].label, *ellipse(mean, std, sigma, radius))
-             for index, radius in ((0, 1), (1, 2))]
+    lines = [
+        charts.lines_frame(ELLIPSE_SERIES[index].label, *ellipse(mean, std, sigma, radius))
+        for index, radius in ((0, 1), (1, 2))
+    ]
     if forward:
         lines.append(charts.lines_frame(ELLIPSE_SERIES[2].label, *ellipse(*forward_at(alpha, sigma), sigma, 1)))
     box = [float(v) for v in (x1[0], x1[-1], x2[0], x2[-1])]
-    spec = {**contour_spec(forward, charts.presenting()), "params": [{"name": BOX_PARAM, "value": box}],
-            "height": round(contour_height(box[:2], box[2:]) * charts.font_scale())}
-    charts.vega_chart(column, spec, {"image": charts.image_frame(x1, x2, density, CONTOUR_SHADES), "lines": pd.concat(lines)},
-                  "modes.contour",
-                  alt_text="The target's density in the plane of e₁ and x₂, shaded, with q's 1 and 2 sd ellipses")
+    spec = {
+        **contour_spec(forward, charts.presenting()),
+        "params": [{"name": BOX_PARAM, "value": box}],
+        "height": round(contour_height(box[:2], box[2:]) * charts.font_scale()),
+    }
+    charts.vega_chart(
+        column,
+        spec,
+        {"image": charts.image_frame(x1, x2, density, CONTOUR_SHADES), "lines": pd.concat(lines)},
+        "modes.contour",
+        alt_text="The target's density in the plane of e₁ and x₂, shaded, with q's 1 and 2 sd ellipses",
+    )
     column.caption("Grey: the target's density. Both axes share one scale.")
 
 
@@ -195,9 +238,13 @@ def sweep_spec(y_title: str, title: str, forward: bool, log_y: bool, asymptote: 
     series = (SWEEP_SERIES if forward else SWEEP_SERIES[:1]) + (SWEEP_MARKS if asymptote else SWEEP_MARKS[:2])
     # No layer for a level the chart does not draw: an empty one has no extent, which Vega warns of.
     levels = [charts.altair_rules(series, data="horizontal")] if asymptote else []
-    chart = alt.layer(charts.altair_lines(series, charts.quantity("x", "mode distance α"),
-                                          charts.quantity("y", y_title, channel=alt.Y, log=log_y)),
-                      charts.altair_rules(series, data="vertical", axis="x"), *levels)
+    chart = alt.layer(
+        charts.altair_lines(
+            series, charts.quantity("x", "mode distance α"), charts.quantity("y", y_title, channel=alt.Y, log=log_y)
+        ),
+        charts.altair_rules(series, data="vertical", axis="x"),
+        *levels,
+    )
     return fitted(charts.vega_spec(chart, title=title), [s.label for s in series])
 
 
@@ -206,41 +253,61 @@ def sweep_chart(column, key, alphas, curves, alpha, threshold, y_title, title, l
     lines = pd.concat([charts.lines_frame(label, alphas, values) for label, values in curves])
     vertical = [(SWEEP_MARKS[0].label, alpha)] + ([] if threshold is None else [(SWEEP_MARKS[1].label, threshold)])
     horizontal = [] if asymptote is None else [(SWEEP_MARKS[2].label, asymptote)]
-    rules = {name: pd.DataFrame(marks, columns=["series", "value"])
-             for name, marks in (("vertical", vertical), ("horizontal", horizontal)) if marks}
-    spec = sweep_spec(y_title, title, len(curves) > 1, log_y, asymptote is not None,
-                      charts.presenting())
+    rules = {
+        name: pd.DataFrame(marks, columns=["series", "value"])
+        for name, marks in (("vertical", vertical), ("horizontal", horizontal))
+        if marks
+    }
+    spec = sweep_spec(y_title, title, len(curves) > 1, log_y, asymptote is not None, charts.presenting())
     charts.vega_chart(column, spec, {"lines": lines, **rules}, key, alt_text=f"{title}: {y_title} against α")
 
 
 @st.cache_resource(max_entries=8, show_spinner=False)  # outlives the run, unlike a functools cache of a page
 def scaling_spec(present: bool) -> dict:
-    chart = charts.altair_lines(SCALING_SERIES, charts.quantity("x", "component std dev σ", (0.0, 2.1)),
-                            charts.quantity("y", "threshold α*", channel=alt.Y, scale=dict(zero=True)))
+    chart = charts.altair_lines(
+        SCALING_SERIES,
+        charts.quantity("x", "component std dev σ", (0.0, 2.1)),
+        charts.quantity("y", "threshold α*", channel=alt.Y, scale=dict(zero=True)),
+    )
     return fitted(charts.vega_spec(chart, title="α* scales with σ"), [s.label for s in SCALING_SERIES])
 
 
 def scaling_chart(column, sigma, threshold) -> pd.DataFrame:
     sigmas = np.array(FIG5_SIGMAS)
     ours = np.array([threshold_for(s) for s in FIG5_SIGMAS])
-    lines = pd.concat([charts.lines_frame(SCALING_SERIES[0].label, [0.0, 2.1], [0.0, 10.5]),
-                       charts.lines_frame(SCALING_SERIES[1].label, sigmas, PAPER_THRESHOLDS),
-                       charts.lines_frame(SCALING_SERIES[2].label, sigmas, ours),
-                       charts.lines_frame(SCALING_SERIES[3].label, [sigma], [threshold])])
-    charts.vega_chart(column, scaling_spec(charts.presenting()), {"lines": lines}, "modes.scaling",
-                  alt_text="The threshold α* against σ: exact, the paper's, and α = 5σ")
+    lines = pd.concat(
+        [
+            charts.lines_frame(SCALING_SERIES[0].label, [0.0, 2.1], [0.0, 10.5]),
+            charts.lines_frame(SCALING_SERIES[1].label, sigmas, PAPER_THRESHOLDS),
+            charts.lines_frame(SCALING_SERIES[2].label, sigmas, ours),
+            charts.lines_frame(SCALING_SERIES[3].label, [sigma], [threshold]),
+        ]
+    )
+    charts.vega_chart(
+        column,
+        scaling_spec(charts.presenting()),
+        {"lines": lines},
+        "modes.scaling",
+        alt_text="The threshold α* against σ: exact, the paper's, and α = 5σ",
+    )
     return pd.DataFrame({"sigma": sigmas, "threshold_exact": ours, "threshold_paper": PAPER_THRESHOLDS})
 
 
 def result_metrics(alpha, sigma, mean, std, kl, threshold):
     cols = binding.metric_cells(4)
     interp = mean / alpha if alpha > 0 else float("nan")
-    cols[0].metric("α⁻¹‖μ*‖", "undefined" if alpha == 0 else f"{interp:.3f}",
-                   help="0.5: q sits midway between the modes; 0: q sits on the first mode.")
+    cols[0].metric(
+        "α⁻¹‖μ*‖",
+        "undefined" if alpha == 0 else f"{interp:.3f}",
+        help="0.5: q sits midway between the modes; 0: q sits on the first mode.",
+    )
     cols[1].metric("q's std dev along e₁ / σ", f"{std / sigma:.3f}")
     cols[2].metric("KL(q‖p_α)", f"{kl:.4f}", help=f"ln 2 = {modes.LN2:.4f}")
-    cols[3].metric("threshold α*", "—" if threshold is None else f"{threshold:.3f}",
-                   help="Computed from a sweep, refined by bisection on the exact path.")
+    cols[3].metric(
+        "threshold α*",
+        "—" if threshold is None else f"{threshold:.3f}",
+        help="Computed from a sweep, refined by bisection on the exact path.",
+    )
     if alpha == 0:
         verdict = "α = 0: the two components coincide and q is exactly N(0, σ²I)."
     elif interp > modes.INTERPOLATION_CUTOFF:
@@ -252,9 +319,11 @@ def result_metrics(alpha, sigma, mean, std, kl, threshold):
 
 # The animation's charts (Vega-Lite, updated in place: views/common): fixed while it plays, the frame in the data.
 PATH_SERIES = DENSITY_SERIES[:2]
-KL_SERIES = (charts.Series("KL(q‖p_α)", charts.PALETTE["reverse"]),
-             charts.Series("current step", charts.PALETTE["current"], marker="diamond", line=False),
-             charts.Series("ln 2", charts.PALETTE["grey"], "dashdot"))
+KL_SERIES = (
+    charts.Series("KL(q‖p_α)", charts.PALETTE["reverse"]),
+    charts.Series("current step", charts.PALETTE["current"], marker="diamond", line=False),
+    charts.Series("ln 2", charts.PALETTE["grey"], "dashdot"),
+)
 
 
 HEADROOM = 1.05  # above the highest value a fixed axis must hold
@@ -263,17 +332,25 @@ HEADROOM = 1.05  # above the highest value a fixed axis must hold
 @st.cache_resource(max_entries=32, show_spinner=False)  # outlives the run, unlike a functools cache of a page
 def path_density_spec(present: bool) -> dict:
     """The target and q along e₁; both axes' ranges come with the data, fixed over a play."""
-    chart = charts.altair_lines(PATH_SERIES, charts.quantity("x", "x₁ (along e₁)", charts.DOMAIN_OF_DATA),
-                            charts.quantity("y", "density", charts.DOMAIN_OF_DATA, channel=alt.Y))
+    chart = charts.altair_lines(
+        PATH_SERIES,
+        charts.quantity("x", "x₁ (along e₁)", charts.DOMAIN_OF_DATA),
+        charts.quantity("y", "density", charts.DOMAIN_OF_DATA, channel=alt.Y),
+    )
     return fitted(charts.vega_spec(chart, title="Along e₁, at the current step"), [s.label for s in PATH_SERIES])
 
 
 @st.cache_resource(max_entries=32, show_spinner=False)  # outlives the run, unlike a functools cache of a page
 def path_kl_spec(present: bool) -> dict:
     """The objective along Adam's path, the current step marked; both axes' ranges come with the data."""
-    chart = alt.layer(charts.altair_lines(KL_SERIES, charts.quantity("x", "Adam step", charts.DOMAIN_OF_DATA),
-                                      charts.quantity("y", "KL (nats)", charts.DOMAIN_OF_DATA, channel=alt.Y)),
-                      charts.altair_rules(KL_SERIES))
+    chart = alt.layer(
+        charts.altair_lines(
+            KL_SERIES,
+            charts.quantity("x", "Adam step", charts.DOMAIN_OF_DATA),
+            charts.quantity("y", "KL (nats)", charts.DOMAIN_OF_DATA, channel=alt.Y),
+        ),
+        charts.altair_rules(KL_SERIES),
+    )
     return fitted(charts.vega_spec(chart, title="Objective along the way"), [s.label for s in KL_SERIES])
 
 
@@ -292,14 +369,18 @@ def objective_range(kl) -> tuple[float, float]:
 
 def step_text(path, step: int) -> str:
     """The one statement of the frame shown: its step and q's values there (the player's label)."""
-    return (f"Adam step {step} / {len(path) - 1}: μ = {path.mean[step]:.3f}, s = {path.std[step]:.3f}, "
-            f"KL(q‖p_α) = {path.kl[step]:.4f} nats")
+    return (
+        f"Adam step {step} / {len(path) - 1}: μ = {path.mean[step]:.3f}, s = {path.std[step]:.3f}, "
+        f"KL(q‖p_α) = {path.kl[step]:.4f} nats"
+    )
 
 
 def optimisation_panel(alpha, sigma):
     st.subheader("Watch it optimise")
-    st.caption("Adam (learning rate 10⁻², as in the paper) on the exact, noise-free objective, "
-               f"starting at the first component. One frame = {FRAME_STRIDE} steps; the axes hold the whole path.")
+    st.caption(
+        "Adam (learning rate 10⁻², as in the paper) on the exact, noise-free objective, "
+        f"starting at the first component. One frame = {FRAME_STRIDE} steps; the axes hold the whole path."
+    )
     path = path_for(alpha, sigma)
     frame_steps = np.arange(0, len(path), FRAME_STRIDE)
 
@@ -309,8 +390,9 @@ def optimisation_panel(alpha, sigma):
     objective = charts.lines_frame(KL_SERIES[0].label, np.arange(len(path)), path.kl)
     ln2 = pd.DataFrame({"value": [modes.LN2], "series": [KL_SERIES[2].label]})
     present = charts.presenting()
-    density_spec_now = charts.with_domains(path_density_spec(present), x=(x[0], x[-1]),
-                                           y=path_density_range(target_density, path.std))
+    density_spec_now = charts.with_domains(
+        path_density_spec(present), x=(x[0], x[-1]), y=path_density_range(target_density, path.std)
+    )
     kl_spec_now = charts.with_domains(path_kl_spec(present), x=(0, len(path) - 1), y=objective_range(path.kl))
 
     def draw(frame: int, chart_config: dict):
@@ -318,19 +400,40 @@ def optimisation_panel(alpha, sigma):
         # frame while playing (a run cut short by the next tick leaves the earlier run's captions).
         step = int(frame_steps[frame])
         left, right = st.columns(2)
-        density = pd.concat([target, charts.lines_frame(PATH_SERIES[1].label, x,
-                                                        normal_pdf(x, path.mean[step], path.std[step]))])
-        charts.vega_chart(left, density_spec_now, {"lines": density},
-                      "modes.path_density", alt_text="The target and q along e₁ at the current Adam step")
+        density = pd.concat(
+            [target, charts.lines_frame(PATH_SERIES[1].label, x, normal_pdf(x, path.mean[step], path.std[step]))]
+        )
+        charts.vega_chart(
+            left,
+            density_spec_now,
+            {"lines": density},
+            "modes.path_density",
+            alt_text="The target and q along e₁ at the current Adam step",
+        )
         now = charts.lines_frame(KL_SERIES[1].label, [step], [path.kl[step]])
-        charts.vega_chart(right, kl_spec_now, {"lines": pd.concat([objective, now]), "rules": ln2},
-                      "modes.path_kl", alt_text="KL(q‖p_α) along Adam's path, the current step marked")
+        charts.vega_chart(
+            right,
+            kl_spec_now,
+            {"lines": pd.concat([objective, now]), "rules": ln2},
+            "modes.path_kl",
+            alt_text="KL(q‖p_α) along Adam's path, the current step marked",
+        )
 
-    player.frame_player("modes", ("modes.path", alpha, sigma), frame_steps.size, 0, TICK_SECONDS,
-                    lambda frame: step_text(path, int(frame_steps[frame])), draw)
-    charts.csv_download(pd.DataFrame({"step": np.arange(len(path)), "mean": path.mean, "std": path.std,
-                                  "kl": path.kl}),
-                    f"modes_path_alpha{alpha:g}_sigma{sigma:g}.csv", "Path (CSV)", "modes.csv_path")
+    player.frame_player(
+        "modes",
+        ("modes.path", alpha, sigma),
+        frame_steps.size,
+        0,
+        TICK_SECONDS,
+        lambda frame: step_text(path, int(frame_steps[frame])),
+        draw,
+    )
+    charts.csv_download(
+        pd.DataFrame({"step": np.arange(len(path)), "mean": path.mean, "std": path.std, "kl": path.kl}),
+        f"modes_path_alpha{alpha:g}_sigma{sigma:g}.csv",
+        "Path (CSV)",
+        "modes.csv_path",
+    )
 
 
 def formulas():
@@ -356,9 +459,14 @@ $\mathrm{KL}(q\,\|\,p_\alpha) = \mathbb E_q[\log q(x) - \log p_\alpha(x)]$, star
 
 
 def main():
-    values = binding.start_page(PAGE, binding.page_specs(LAB), "Mode interpolation",
-                           "Fit one Gaussian to two equal modes by reverse KL. Below a threshold α* ≈ 5σ it "
-                           "sits between them; above, on one of them (Gelberg et al. 2024, §3).", controls)
+    values = binding.start_page(
+        PAGE,
+        binding.page_specs(LAB),
+        "Mode interpolation",
+        "Fit one Gaussian to two equal modes by reverse KL. Below a threshold α* ≈ 5σ it "
+        "sits between them; above, on one of them (Gelberg et al. 2024, §3).",
+        controls,
+    )
     alpha, sigma, dim, forward = values["alpha"], values["sigma"], values["dim"], values["forward"]
 
     # The sweep's range, as the command line's: 10σ, or further to hold the α shown.
@@ -379,19 +487,53 @@ def main():
 
     a = sweep.alphas
     c1, c2 = st.columns(2)
-    sweep_chart(c1, "modes.interp", a, curves(sweep.interpolation, forward_sweep.interpolation), alpha, threshold,
-                "α⁻¹‖μ*‖", "Interpolation")
-    sweep_chart(c2, "modes.det", a, curves(sweep.det_cov, forward_sweep.det_cov), alpha, threshold,
-                f"det Σ* (d = {dim})", "Spread of q", log_y=True)
+    sweep_chart(
+        c1,
+        "modes.interp",
+        a,
+        curves(sweep.interpolation, forward_sweep.interpolation),
+        alpha,
+        threshold,
+        "α⁻¹‖μ*‖",
+        "Interpolation",
+    )
+    sweep_chart(
+        c2,
+        "modes.det",
+        a,
+        curves(sweep.det_cov, forward_sweep.det_cov),
+        alpha,
+        threshold,
+        f"det Σ* (d = {dim})",
+        "Spread of q",
+        log_y=True,
+    )
     c3, c4 = st.columns(2)
     kl_title = "Final KL (forward: KL(p‖q))" if forward else "Final KL(q‖p_α)"
-    sweep_chart(c3, "modes.kl", a, curves(sweep.kl, forward_sweep.kl), alpha, threshold, "KL (nats)", kl_title,
-                asymptote=modes.LN2)
+    sweep_chart(
+        c3,
+        "modes.kl",
+        a,
+        curves(sweep.kl, forward_sweep.kl),
+        alpha,
+        threshold,
+        "KL (nats)",
+        kl_title,
+        asymptote=modes.LN2,
+    )
     scaling_frame = scaling_chart(c4, sigma, threshold)
 
-    frame = pd.DataFrame({"alpha": a, "interpolation": sweep.interpolation, "det_cov": sweep.det_cov,
-                          "kl": sweep.kl, "std_e1": sweep.std_e1, "forward_det_cov": forward_sweep.det_cov,
-                          "forward_kl": forward_sweep.kl})
+    frame = pd.DataFrame(
+        {
+            "alpha": a,
+            "interpolation": sweep.interpolation,
+            "det_cov": sweep.det_cov,
+            "kl": sweep.kl,
+            "std_e1": sweep.std_e1,
+            "forward_det_cov": forward_sweep.det_cov,
+            "forward_kl": forward_sweep.kl,
+        }
+    )
     d1, d2, _ = st.columns([1, 1, 2])
     with d1:
         charts.csv_download(frame, f"modes_sweep_sigma{sigma:g}_d{dim}.csv", "Sweep (CSV)", "modes.csv_sweep")

@@ -18,8 +18,10 @@ from views.common import binding, charts, computing, player, tables
 
 PAGE = "toy"
 # What to do about a fit stuck on one side: starts from the origin differ only in their Monte-Carlo noise.
-REMEDIES = {"random": "press New seed or raise Restarts",
-            "origin": "press New seed or choose random initial means (starts from the origin differ only in their noise)"}
+REMEDIES = {
+    "random": "press New seed or raise Restarts",
+    "origin": "press New seed or choose random initial means (starts from the origin differ only in their noise)",
+}
 STEPS_PER_TICK = 20
 TICK_SECONDS = 0.15  # the browser, not the server, limits the redraw rate (benchmarks/bench_toy_live.py)
 MAX_STEPS = params.LIVE_STEPS
@@ -79,7 +81,9 @@ def controls_panel():
         widget("init", required=True)
         widget("restarts")
         widget("seed")
-        binding.new_seed_button(PAGE, help="A new draw of the data and the initialisation; Reset keeps the current one.")
+        binding.new_seed_button(
+            PAGE, help="A new draw of the data and the initialisation; Reset keeps the current one."
+        )
     new_settings_start_over()
 
 
@@ -92,15 +96,21 @@ def new_settings_start_over() -> None:
 
 # Live charts (Vega-Lite, updated in place: views/common). The specs depend only on what is fixed while training
 # plays; the frame's numbers come as datasets.
-POSTERIOR_SERIES = (charts.Series(f"{LABELS['mfvi']}: 1 and 2 sd", COLOURS["mfvi"], DASHES["mfvi"]),
-                    charts.Series(f"{LABELS['sgm']}: 1 and 2 sd, both components", COLOURS["sgm"], DASHES["sgm"]),
-                    charts.Series("equivalent modes (α, −α), (−α, α)", charts.PALETTE["current"], marker="x", line=False),
-                    charts.Series("other starts (both methods): 1 sd", charts.PALETTE["grey"], "longdashdot"))
-PREDICTION_SERIES = (charts.Series("training data", charts.PALETTE["grey"], marker="circle", line=False),
-                     charts.Series("true α|x|", charts.PALETTE["current"], "longdash"),
-                     *(charts.Series(f"{LABELS[m]}: mean ± 2 sd", COLOURS[m], DASHES[m]) for m in ("exact", *two_relu.METHODS)))
-CURVE_SERIES = (*(charts.Series(LABELS[m], COLOURS[m], DASHES[m]) for m in two_relu.METHODS),
-                charts.Series("exact posterior", COLOURS["exact"], "dashdot"))
+POSTERIOR_SERIES = (
+    charts.Series(f"{LABELS['mfvi']}: 1 and 2 sd", COLOURS["mfvi"], DASHES["mfvi"]),
+    charts.Series(f"{LABELS['sgm']}: 1 and 2 sd, both components", COLOURS["sgm"], DASHES["sgm"]),
+    charts.Series("equivalent modes (α, −α), (−α, α)", charts.PALETTE["current"], marker="x", line=False),
+    charts.Series("other starts (both methods): 1 sd", charts.PALETTE["grey"], "longdashdot"),
+)
+PREDICTION_SERIES = (
+    charts.Series("training data", charts.PALETTE["grey"], marker="circle", line=False),
+    charts.Series("true α|x|", charts.PALETTE["current"], "longdash"),
+    *(charts.Series(f"{LABELS[m]}: mean ± 2 sd", COLOURS[m], DASHES[m]) for m in ("exact", *two_relu.METHODS)),
+)
+CURVE_SERIES = (
+    *(charts.Series(LABELS[m], COLOURS[m], DASHES[m]) for m in two_relu.METHODS),
+    charts.Series("exact posterior", COLOURS["exact"], "dashdot"),
+)
 POSTERIOR_GREYS = ("#FFFFFF", "#484848")  # the exact posterior's density, from 0 to its peak
 PREDICTIONS_PX, CURVES_PX = 480, 340  # the whole chart's height, title and legend included
 
@@ -110,9 +120,14 @@ def posterior_spec(present: bool) -> dict:
     """The exact posterior (grey: a picture, it does not change while training plays) with q's 1 and 2 sd
     ellipses (both components of q_G) and the modes, square; the axes' range comes with the data
     (:func:`charts.with_domains`)."""
-    x, y = charts.quantity("x", "w₁", charts.DOMAIN_OF_DATA), charts.quantity("y", "w₂", charts.DOMAIN_OF_DATA, channel=alt.Y)
-    chart = alt.layer(charts.altair_image("w₁", "w₂", charts.DOMAIN_OF_DATA, charts.DOMAIN_OF_DATA),
-                      charts.altair_lines(POSTERIOR_SERIES, x, y, data_order=True))
+    x, y = (
+        charts.quantity("x", "w₁", charts.DOMAIN_OF_DATA),
+        charts.quantity("y", "w₂", charts.DOMAIN_OF_DATA, channel=alt.Y),
+    )
+    chart = alt.layer(
+        charts.altair_image("w₁", "w₂", charts.DOMAIN_OF_DATA, charts.DOMAIN_OF_DATA),
+        charts.altair_lines(POSTERIOR_SERIES, x, y, data_order=True),
+    )
     spec = charts.vega_spec(chart, title="Exact posterior (grey) and q over (w₁, w₂)", height=None)
     return charts.square_plot(charts.fitted_legend(spec, [series.label for series in POSTERIOR_SERIES]))
 
@@ -132,7 +147,9 @@ def predictions_spec(present: bool) -> dict:
 def posterior_image(config: toy.ToyConfig) -> bytes:
     """The exact posterior as the chart's image dataset, encoded once: it does not change while training plays."""
     display = exact_for(config)[2]
-    return charts.arrow_bytes(charts.image_frame(display.axis, display.axis, np.exp(display.log_density).T, POSTERIOR_GREYS))
+    return charts.arrow_bytes(
+        charts.image_frame(display.axis, display.axis, np.exp(display.log_density).T, POSTERIOR_GREYS)
+    )
 
 
 def outline_frame(label: str, mean, std, symmetrised: bool, radii=(1.0, 2.0), first_part: int = 0) -> pd.DataFrame:
@@ -144,11 +161,15 @@ def outline_frame(label: str, mean, std, symmetrised: bool, radii=(1.0, 2.0), fi
 
 def posterior_data(config, fits, means, stds) -> dict:
     """The kept fits' ellipses (both components of SGM's q_G), the other starts' 1 sd ellipses, the modes."""
-    outlines = [outline_frame(POSTERIOR_SERIES[i].label, means[fit.row], stds[fit.row], fit.method == "sgm")
-                for i, fit in enumerate(fits)]
+    outlines = [
+        outline_frame(POSTERIOR_SERIES[i].label, means[fit.row], stds[fit.row], fit.method == "sgm")
+        for i, fit in enumerate(fits)
+    ]
     others = [row for fit in fits for row in fit.rows if row != fit.row]
-    outlines += [outline_frame(POSTERIOR_SERIES[3].label, means[row], stds[row], False, (1.0,), first_part=k)
-                 for k, row in enumerate(others)]
+    outlines += [
+        outline_frame(POSTERIOR_SERIES[3].label, means[row], stds[row], False, (1.0,), first_part=k)
+        for k, row in enumerate(others)
+    ]
     a = config.alpha
     outlines.append(charts.lines_frame(POSTERIOR_SERIES[2].label, [a, -a], [-a, a]))
     return {"image": posterior_image(config), "lines": pd.concat(outlines)}
@@ -157,8 +178,10 @@ def posterior_data(config, fits, means, stds) -> dict:
 def predictions_data(data, x, exact_mean, exact_std, config, trainer, fits) -> dict:
     means, stds = trainer.predictive(x)
     bands = [("exact", exact_mean, exact_std)] + [(fit.method, means[fit.row], stds[fit.row]) for fit in fits]
-    lines = [charts.lines_frame(PREDICTION_SERIES[0].label, data.x_train, data.y_train),
-             charts.lines_frame(PREDICTION_SERIES[1].label, x, config.alpha * np.abs(x))]
+    lines = [
+        charts.lines_frame(PREDICTION_SERIES[0].label, data.x_train, data.y_train),
+        charts.lines_frame(PREDICTION_SERIES[1].label, x, config.alpha * np.abs(x)),
+    ]
     band_rows = []
     for series, (_, mean, std) in zip(PREDICTION_SERIES[2:], bands):
         lines.append(charts.lines_frame(series.label, x, mean))
@@ -173,10 +196,16 @@ BOUNDS = {"mfvi": ("elbo", "MFVI: ELBO"), "sgm": ("elbo_g", "SGM: ELBO + I")}
 @st.cache_resource(max_entries=8, show_spinner=False)  # outlives the run, unlike a functools cache of a page
 def curves_spec(quantity: str, present: bool) -> dict:
     """Each method's bound under log p(D), or its test MSE, by Adam step, with the exact posterior's."""
-    y_title, title = {"bounds": ("ELBO; SGM: ELBO + I (nats)", "Lower bounds under log p(D)"),
-                      "mse": ("test MSE", "Test MSE")}[quantity]
-    chart = alt.layer(charts.altair_lines(CURVE_SERIES, charts.quantity("x", "Adam step", integer=True), charts.quantity("y", y_title, channel=alt.Y)),
-                      charts.altair_rules(CURVE_SERIES))
+    y_title, title = {
+        "bounds": ("ELBO; SGM: ELBO + I (nats)", "Lower bounds under log p(D)"),
+        "mse": ("test MSE", "Test MSE"),
+    }[quantity]
+    chart = alt.layer(
+        charts.altair_lines(
+            CURVE_SERIES, charts.quantity("x", "Adam step", integer=True), charts.quantity("y", y_title, channel=alt.Y)
+        ),
+        charts.altair_rules(CURVE_SERIES),
+    )
     spec = charts.vega_spec(chart, title=title, height=CURVES_PX)
     return charts.fitted_legend(spec, [series.label for series in CURVE_SERIES])
 
@@ -186,24 +215,33 @@ def curves_data(trainer, fits, exact: toy.ExactAnswer) -> dict:
     per_chart = {"bounds": ([], exact.log_evidence), "mse": ([], exact.test_mse)}
     for i, fit in enumerate(fits):
         history, (bound_field, _) = trainer.history[fit.row], BOUNDS[fit.method]
-        per_chart["bounds"][0].append(charts.lines_frame(CURVE_SERIES[i].label, history.step, getattr(history, bound_field)))
+        per_chart["bounds"][0].append(
+            charts.lines_frame(CURVE_SERIES[i].label, history.step, getattr(history, bound_field))
+        )
         per_chart["mse"][0].append(charts.lines_frame(CURVE_SERIES[i].label, history.step, history.test_mse))
-    return {name: {"lines": pd.concat(lines), "rules": pd.DataFrame({"value": [exact], "series": [CURVE_SERIES[2].label]})}
-            for name, (lines, exact) in per_chart.items()}
+    return {
+        name: {"lines": pd.concat(lines), "rules": pd.DataFrame({"value": [exact], "series": [CURVE_SERIES[2].label]})}
+        for name, (lines, exact) in per_chart.items()
+    }
 
 
 def starts_caption(fits) -> str:
     """Each method's starts: which is kept, where it ended, how many ended stuck on one side."""
-    return " · ".join(f"{LABELS[fit.method]}: start {fit.kept + 1} of {len(fit.rows)} kept ({fit.outcome}), "
-                      f"{fit.stuck_starts} stuck on one side" for fit in fits)
+    return " · ".join(
+        f"{LABELS[fit.method]}: start {fit.kept + 1} of {len(fit.rows)} kept ({fit.outcome}), "
+        f"{fit.stuck_starts} stuck on one side"
+        for fit in fits
+    )
 
 
 def starting_points_caption(config: toy.ToyConfig) -> str:
     """What step 0 shows: the starts, before any training (no fit yet to keep, place or call stuck)."""
     means = "drawn from N(0, 0.5²)" if config.init == "random" else "at the origin"
     starts = f"{config.restarts} starting points" if config.restarts > 1 else "one starting point"
-    return (f"Adam step 0, before training: each method's {starts} (means {means}, std devs 0.5). In colour, "
-            "the start with the best bound so far; Play or Step trains them all and keeps the best.")
+    return (
+        f"Adam step 0, before training: each method's {starts} (means {means}, std devs 0.5). In colour, "
+        "the start with the best bound so far; Play or Step trains them all and keeps the best."
+    )
 
 
 def fit_notices(trainer, fits, config) -> None:
@@ -213,18 +251,36 @@ def fit_notices(trainer, fits, config) -> None:
         if diverged == len(fit.rows):
             st.error(f"{LABELS[fit.method]} diverged (NaN parameters): lower the learning rate and press Reset.")
         elif diverged:
-            st.warning(f"{diverged} of {LABELS[fit.method]}'s {len(fit.rows)} starts diverged (NaN parameters); "
-                       "the kept start is one of the others.")
+            st.warning(
+                f"{diverged} of {LABELS[fit.method]}'s {len(fit.rows)} starts diverged (NaN parameters); "
+                "the kept start is one of the others."
+            )
         if fit.stuck:
-            st.warning(f"{LABELS[fit.method]}: {toy.stuck_notice(REMEDIES[config.init])}.", icon=":material/call_split:")
+            st.warning(
+                f"{LABELS[fit.method]}: {toy.stuck_notice(REMEDIES[config.init])}.", icon=":material/call_split:"
+            )
 
 
 def traces_frame(trainer, fits) -> pd.DataFrame:
     """Every start's recorded bounds and test MSE, one row per step and start (the CSV behind the curves)."""
     kept = {fit.row for fit in fits}
-    return pd.concat([pd.DataFrame({"step": h.step, "method": run.method, "start": run.start + 1, "kept": row in kept,
-                                    "elbo": h.elbo, "elbo_plus_i": h.elbo_g, "test_mse": h.test_mse})
-                      for row, (run, h) in enumerate(zip(trainer.runs, trainer.history))], ignore_index=True)
+    return pd.concat(
+        [
+            pd.DataFrame(
+                {
+                    "step": h.step,
+                    "method": run.method,
+                    "start": run.start + 1,
+                    "kept": row in kept,
+                    "elbo": h.elbo,
+                    "elbo_plus_i": h.elbo_g,
+                    "test_mse": h.test_mse,
+                }
+            )
+            for row, (run, h) in enumerate(zip(trainer.runs, trainer.history))
+        ],
+        ignore_index=True,
+    )
 
 
 @dataclass(frozen=True)
@@ -252,15 +308,24 @@ def resumed_notice(resumed: Resumed, steps_per_tick: int) -> None:
     if resumed.step == resumed.asked:
         st.info(f"Resumed at Adam step {resumed.step}: training replayed from its seed.", icon=":material/replay:")
     elif resumed.diverged:
-        st.info(f"Resumed at Adam step {resumed.step}, where training diverged, before the link's "
-                f"{resumed.asked}: replayed from its seed.", icon=":material/replay:")
+        st.info(
+            f"Resumed at Adam step {resumed.step}, where training diverged, before the link's "
+            f"{resumed.asked}: replayed from its seed.",
+            icon=":material/replay:",
+        )
     elif resumed.asked - resumed.step < steps_per_tick:
-        st.info(f"Resumed at Adam step {resumed.step}, the last whole tick of {steps_per_tick} steps before the "
-                f"link's {resumed.asked}: training replayed from its seed.", icon=":material/replay:")
+        st.info(
+            f"Resumed at Adam step {resumed.step}, the last whole tick of {steps_per_tick} steps before the "
+            f"link's {resumed.asked}: training replayed from its seed.",
+            icon=":material/replay:",
+        )
     else:
-        st.warning(f"Resumed at Adam step {resumed.step}, not the link's {resumed.asked}: replaying {resumed.asked} "
-                   f"steps from the seed takes longer than this page waits ({REPLAY_SECONDS:g} s). Play goes on "
-                   "from here along the same path.", icon=":material/replay:")
+        st.warning(
+            f"Resumed at Adam step {resumed.step}, not the link's {resumed.asked}: replaying {resumed.asked} "
+            f"steps from the seed takes longer than this page waits ({REPLAY_SECONDS:g} s). Play goes on "
+            "from here along the same path.",
+            icon=":material/replay:",
+        )
 
 
 def keep_step_in_link(step: int) -> None:
@@ -307,8 +372,10 @@ def live_panel(config, asked_step: int):
         if trainer.steps_done:  # a fit, its outcome and its troubles once there is training to judge
             fit_notices(trainer, fits, config)
         means, stds = trainer.parameters()
-        latest = {fit.method: {k: getattr(trainer.history[fit.row], k)[-1] for k in ("elbo", "elbo_g", "test_mse")}
-                  for fit in fits}
+        latest = {
+            fit.method: {k: getattr(trainer.history[fit.row], k)[-1] for k in ("elbo", "elbo_g", "test_mse")}
+            for fit in fits
+        }
         # Each method's number beside the exact posterior's, three to a row: six in a row cut the numbers short.
         cols = st.columns(3)
         cols[0].metric("MFVI: ELBO", f"{latest['mfvi']['elbo']:.3f}")
@@ -317,40 +384,77 @@ def live_panel(config, asked_step: int):
         cols = st.columns(3)
         cols[0].metric("MFVI: test MSE", f"{latest['mfvi']['test_mse']:.3f}")
         cols[1].metric("SGM: test MSE", f"{latest['sgm']['test_mse']:.3f}")
-        cols[2].metric("test MSE (exact)", f"{exact.test_mse:.3f}",
-                       help="Of the exact posterior's predictive mean: the best a method can expect to reach.")
+        cols[2].metric(
+            "test MSE (exact)",
+            f"{exact.test_mse:.3f}",
+            help="Of the exact posterior's predictive mean: the best a method can expect to reach.",
+        )
         kept_means = {fit.method: (means[fit.row], stds[fit.row]) for fit in fits}
-        st.caption(" · ".join(f"{LABELS[m]}: μ = ({mu[0]:.2f}, {mu[1]:.2f}), s = ({sd[0]:.2f}, {sd[1]:.2f})"
-                              for m, (mu, sd) in kept_means.items()))
+        st.caption(
+            " · ".join(
+                f"{LABELS[m]}: μ = ({mu[0]:.2f}, {mu[1]:.2f}), s = ({sd[0]:.2f}, {sd[1]:.2f})"
+                for m, (mu, sd) in kept_means.items()
+            )
+        )
         st.caption(starts_caption(fits) if trainer.steps_done else starting_points_caption(config))
         present = charts.presenting()
         left, right = st.columns(2)  # the square posterior needs the room: a narrower share was 215 px at 1024 px
         bound = float(display.axis[-1])
-        charts.vega_chart(left, charts.with_domains(posterior_spec(present), x=(-bound, bound), y=(-bound, bound)),
-                      posterior_data(config, fits, means, stds),
-                      "toy.live_posterior",
-                      alt_text="The exact posterior over the two weights, with MFVI's and SGM's ellipses")
-        charts.vega_chart(right, predictions_spec(present),
-                      predictions_data(data, x, exact_mean, exact_std, config, trainer, fits),
-                      "toy.live_predictions", alt_text="Each method's predictive mean and band, with the data")
+        charts.vega_chart(
+            left,
+            charts.with_domains(posterior_spec(present), x=(-bound, bound), y=(-bound, bound)),
+            posterior_data(config, fits, means, stds),
+            "toy.live_posterior",
+            alt_text="The exact posterior over the two weights, with MFVI's and SGM's ellipses",
+        )
+        charts.vega_chart(
+            right,
+            predictions_spec(present),
+            predictions_data(data, x, exact_mean, exact_std, config, trainer, fits),
+            "toy.live_predictions",
+            alt_text="Each method's predictive mean and band, with the data",
+        )
         curves = curves_data(trainer, fits, exact)
         left, right = st.columns(2)
-        charts.vega_chart(left, curves_spec("bounds", present), curves["bounds"], "toy.bounds",
-                      alt_text="Each method's lower bound under log p(D), by Adam step")
-        charts.vega_chart(right, curves_spec("mse", present), curves["mse"], "toy.mse",
-                      alt_text="Each method's test MSE, by Adam step")
+        charts.vega_chart(
+            left,
+            curves_spec("bounds", present),
+            curves["bounds"],
+            "toy.bounds",
+            alt_text="Each method's lower bound under log p(D), by Adam step",
+        )
+        charts.vega_chart(
+            right,
+            curves_spec("mse", present),
+            curves["mse"],
+            "toy.mse",
+            alt_text="Each method's test MSE, by Adam step",
+        )
 
     if (steps_per_tick, tick_seconds) != (STEPS_PER_TICK, TICK_SECONDS):
-        st.caption(f"On this shared server live training advances {steps_per_tick} Adam steps every "
-                   f"{tick_seconds:g} s.")
+        st.caption(
+            f"On this shared server live training advances {steps_per_tick} Adam steps every {tick_seconds:g} s."
+        )
     ticks = math.ceil(MAX_STEPS / steps_per_tick)
     start = 0 if resumed is None else resumed.step // steps_per_tick
-    player.frame_player("toy", ("toy.live", config), ticks + 1, start, tick_seconds,
-                    lambda frame: f"Adam step {frame * steps_per_tick} / {MAX_STEPS}", draw,
-                    play_help=f"Train both methods live, {steps_per_tick} Adam steps a tick, every start at once.",
-                    reset_help="Back to the same initialisations (same seed).", follow=follow)
-    charts.csv_download(traces_frame(trainer, live_fits(trainer, config, exact)),
-                    f"toy_traces_alpha{config.alpha:g}_seed{config.seed}.csv", "Traces (CSV)", "toy.csv_traces")
+    player.frame_player(
+        "toy",
+        ("toy.live", config),
+        ticks + 1,
+        start,
+        tick_seconds,
+        lambda frame: f"Adam step {frame * steps_per_tick} / {MAX_STEPS}",
+        draw,
+        play_help=f"Train both methods live, {steps_per_tick} Adam steps a tick, every start at once.",
+        reset_help="Back to the same initialisations (same seed).",
+        follow=follow,
+    )
+    charts.csv_download(
+        traces_frame(trainer, live_fits(trainer, config, exact)),
+        f"toy_traces_alpha{config.alpha:g}_seed{config.seed}.csv",
+        "Traces (CSV)",
+        "toy.csv_traces",
+    )
 
 
 SEEDS_KEY, SEEDS_NOTICE = binding.widget_key(PAGE, params.SEEDS.name), "toy.seeds_notice"
@@ -381,21 +485,26 @@ def seeds_in_range() -> None:
         st.session_state[SEEDS_KEY] = kept
         st.session_state[SEEDS_NOTICE] = (
             f"Seeds: {kept}, not {typed}: with {len(alphas)} α value{'s' if len(alphas) != 1 else ''} a table here "
-            f"runs {low} to {high} seeds (at most {max_table_runs()} runs, α values × seeds).")
+            f"runs {low} to {high} seeds (at most {max_table_runs()} runs, α values × seeds)."
+        )
 
 
 def spreads(frame: pd.DataFrame, column: str, seeds: int, digits: int, sign: str = "") -> list[str]:
     """The table's ``column``_mean ± ``column``_std per row, as :func:`tables.with_spread` writes them."""
-    return [tables.with_spread(mean, sd, seeds, digits, sign)
-            for mean, sd in zip(frame[f"{column}_mean"], frame[f"{column}_std"])]
+    return [
+        tables.with_spread(mean, sd, seeds, digits, sign)
+        for mean, sd in zip(frame[f"{column}_mean"], frame[f"{column}_std"])
+    ]
 
 
 def table_panel(values, config):
-    st.markdown("MFVI vs SGM for several α, mean ± std over seeds, all runs trained as one batch "
-                f"({toy.DEFAULT_STEPS} Adam steps; other settings from the sidebar), as in Tables 2–3. Each seed's "
-                "fit is the best of the sidebar's restarts. The exact posterior's log p(D) is the ceiling every bound "
-                "sits under; its predictive's test MSE is the Bayes-optimal reference, not a floor: on one test set a "
-                "fit can land below it.")
+    st.markdown(
+        "MFVI vs SGM for several α, mean ± std over seeds, all runs trained as one batch "
+        f"({toy.DEFAULT_STEPS} Adam steps; other settings from the sidebar), as in Tables 2–3. Each seed's "
+        "fit is the best of the sidebar's restarts. The exact posterior's log p(D) is the ceiling every bound "
+        "sits under; its predictive's test MSE is the Bayes-optimal reference, not a floor: on one test set a "
+        "fit can land below it."
+    )
     alphas = table_alphas(values["alphas"])
     low, high = seeds_range(len(alphas))
     with binding.controls_area("toy-table"):
@@ -403,23 +512,34 @@ def table_panel(values, config):
         cols[0].text_input("α values (comma-separated)", key=binding.widget_key(PAGE, "alphas"))
         # No range in the box itself: the browser would keep a number out of range in it, in red, beside the value
         # in use; a number typed in becomes the nearest in range, and the box shows the seeds the table will run.
-        cols[1].number_input("Seeds", step=1, key=SEEDS_KEY, on_change=seeds_in_range,
-                             help=f"{low} to {high} seeds with {len(alphas)} α value"
-                                  f"{'s' if len(alphas) != 1 else ''}: this server trains at most "
-                                  f"{max_table_runs()} runs (α values × seeds) per table.")
+        cols[1].number_input(
+            "Seeds",
+            step=1,
+            key=SEEDS_KEY,
+            on_change=seeds_in_range,
+            help=f"{low} to {high} seeds with {len(alphas)} α value"
+            f"{'s' if len(alphas) != 1 else ''}: this server trains at most "
+            f"{max_table_runs()} runs (α values × seeds) per table.",
+        )
     for notice in parse_query({"alphas": values["alphas"]}, [params.ALPHAS])[1]:
         st.warning(notice)
     if SEEDS_NOTICE in st.session_state:
         st.info(st.session_state.pop(SEEDS_NOTICE), icon=":material/info:")
     too_many = len(alphas) * values["seeds"] > max_table_runs()
     if too_many:  # the α values changed after the seeds were set, or a link asked for more
-        fewer = (f"with {len(alphas)} α values, use {low} to {high} seeds" if low <= high
-                 else f"use at most {max_table_runs()} α values")
-        st.warning(f"{len(alphas)} α values × {values['seeds']} seeds is more than this server's cap of "
-                   f"{max_table_runs()} runs per table: {fewer}.")
+        fewer = (
+            f"with {len(alphas)} α values, use {low} to {high} seeds"
+            if low <= high
+            else f"use at most {max_table_runs()} α values"
+        )
+        st.warning(
+            f"{len(alphas)} α values × {values['seeds']} seeds is more than this server's cap of "
+            f"{max_table_runs()} runs per table: {fewer}."
+        )
     with binding.controls_area("toy-run-table"):
-        if st.button("Run the table", icon=":material/table_chart:", key="toy.run_table", type="primary",
-                     disabled=too_many):
+        if st.button(
+            "Run the table", icon=":material/table_chart:", key="toy.run_table", type="primary", disabled=too_many
+        ):
             st.session_state["toy.table"] = (tuple(alphas), values["seeds"], config)
     if "toy.table" in st.session_state:
         t_alphas, t_seeds, t_config = st.session_state["toy.table"]
@@ -429,31 +549,51 @@ def table_panel(values, config):
             st.error(binding.for_visitors(str(error)), icon=":material/error:")
             return
         frame = pd.DataFrame(rows)
-        shown = pd.DataFrame({
-            "α": frame["alpha"], "method": frame["method"].map({"mfvi": "MFVI", "sgm": "SGM"}),
-            "test MSE": spreads(frame, "test_mse", t_seeds, 4),
-            "exact test MSE": frame["exact_test_mse_mean"].round(4),
-            "ELBO (SGM: ELBO + I)": spreads(frame, "elbo", t_seeds, 3),
-            "log p(D)": frame["log_evidence_mean"].round(3),
-            "fits stuck on one side": [f"{k} / {n}" for k, n in zip(frame["stuck_fits"], frame["seeds"])],
-            "starts stuck": [f"{k} / {n * r}" for k, n, r in zip(frame["stuck_starts"], frame["seeds"], frame["restarts"])],
-        })
-        st.caption(f"α = {', '.join(f'{a:g}' for a in t_alphas)}, {t_seeds} seeds, noise {t_config.noise:g}, "
-                   f"N = {t_config.n_train}, mutual information: {t_config.mi}, best of {t_config.restarts} start{'s' if t_config.restarts != 1 else ''}")
+        shown = pd.DataFrame(
+            {
+                "α": frame["alpha"],
+                "method": frame["method"].map({"mfvi": "MFVI", "sgm": "SGM"}),
+                "test MSE": spreads(frame, "test_mse", t_seeds, 4),
+                "exact test MSE": frame["exact_test_mse_mean"].round(4),
+                "ELBO (SGM: ELBO + I)": spreads(frame, "elbo", t_seeds, 3),
+                "log p(D)": frame["log_evidence_mean"].round(3),
+                "fits stuck on one side": [f"{k} / {n}" for k, n in zip(frame["stuck_fits"], frame["seeds"])],
+                "starts stuck": [
+                    f"{k} / {n * r}" for k, n, r in zip(frame["stuck_starts"], frame["seeds"], frame["restarts"])
+                ],
+            }
+        )
+        st.caption(
+            f"α = {', '.join(f'{a:g}' for a in t_alphas)}, {t_seeds} seeds, noise {t_config.noise:g}, "
+            f"N = {t_config.n_train}, mutual information: {t_config.mi}, best of {t_config.restarts} start{'s' if t_config.restarts != 1 else ''}"
+        )
         if frame["stuck_fits"].sum():
-            st.warning(f"{int(frame['stuck_fits'].sum())} fits ended with {toy.stuck_notice(REMEDIES[t_config.init])}: their rows "
-                       "mix that local optimum into the means.")
+            st.warning(
+                f"{int(frame['stuck_fits'].sum())} fits ended with {toy.stuck_notice(REMEDIES[t_config.init])}: their rows "
+                "mix that local optimum into the means."
+            )
         st.dataframe(shown, hide_index=True)
         sgm = frame[frame["method"] == "sgm"]
-        st.markdown("**SGM − MFVI on the same seeds** (same data, same initialisation): most of the spread "
-                    "above is the data's and is shared by both methods, so compare the paired differences.")
-        st.dataframe(pd.DataFrame({
-            "α": sgm["alpha"],
-            "bound gain": spreads(sgm, "elbo_gain", t_seeds, 3, "+"),
-            "seeds with higher bound": [f"{k:.0f} / {n}" for k, n in zip(sgm["seeds_higher_elbo"], sgm["seeds"])],
-            "test MSE change": spreads(sgm, "test_mse_change", t_seeds, 4, "+"),
-            "seeds with lower MSE": [f"{k:.0f} / {n}" for k, n in zip(sgm["seeds_lower_test_mse"], sgm["seeds"])],
-        }), hide_index=True)
+        st.markdown(
+            "**SGM − MFVI on the same seeds** (same data, same initialisation): most of the spread "
+            "above is the data's and is shared by both methods, so compare the paired differences."
+        )
+        st.dataframe(
+            pd.DataFrame(
+                {
+                    "α": sgm["alpha"],
+                    "bound gain": spreads(sgm, "elbo_gain", t_seeds, 3, "+"),
+                    "seeds with higher bound": [
+                        f"{k:.0f} / {n}" for k, n in zip(sgm["seeds_higher_elbo"], sgm["seeds"])
+                    ],
+                    "test MSE change": spreads(sgm, "test_mse_change", t_seeds, 4, "+"),
+                    "seeds with lower MSE": [
+                        f"{k:.0f} / {n}" for k, n in zip(sgm["seeds_lower_test_mse"], sgm["seeds"])
+                    ],
+                }
+            ),
+            hide_index=True,
+        )
         charts.csv_download(frame, "toy_table.csv", "Table (CSV)", "toy.csv_table")
 
 
@@ -492,9 +632,14 @@ $\log p(\mathcal D)$ come from a 201 × 201 grid.
 
 
 def main():
-    values = binding.start_page(PAGE, binding.page_specs(LAB), "Tractable BNN",
-                           "The smallest network with a permutation symmetry, trained live: mean-field VI against "
-                           "its symmetrised version and the exact posterior (Gelberg et al. 2024, §5).", controls_panel)
+    values = binding.start_page(
+        PAGE,
+        binding.page_specs(LAB),
+        "Tractable BNN",
+        "The smallest network with a permutation symmetry, trained live: mean-field VI against "
+        "its symmetrised version and the exact posterior (Gelberg et al. 2024, §5).",
+        controls_panel,
+    )
     config = config_from(values)
     live, table = st.tabs(["Live training", "Paper tables"])
     with live:

@@ -19,27 +19,40 @@ def _computations():
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
-        "align", help="align two MFVI posteriors across permutations (W2) and compare the loss barrier",
+        "align",
+        help="align two MFVI posteriors across permutations (W2) and compare the loss barrier",
         description="Train two mean-field posteriors of the same ReLU MLP from different seeds, align the second "
-                    "to the first by per-layer permutations minimising the 2-Wasserstein distance (coordinate "
-                    "descent, one linear assignment per layer; weight matching on the means for comparison), and "
-                    "report the marginal predictive's test loss along the interpolation of means and standard "
-                    "deviations, before and after (Rossi et al. 2023).")
+        "to the first by per-layer permutations minimising the 2-Wasserstein distance (coordinate "
+        "descent, one linear assignment per layer; weight matching on the means for comparison), and "
+        "report the marginal predictive's test loss along the interpolation of means and standard "
+        "deviations, before and after (Rossi et al. 2023).",
+    )
     controls.add_flags(p, AlignConfig)
-    p.add_argument("--weights", nargs=2, metavar=("A", "B"), default=None,
-                   help="align two networks of your own instead of training a pair: two files of the same MLP "
-                        "(torch state_dicts or safetensors; two point estimates or two mean-field posteriors, "
-                        f"SymLab's or saved by {library_names()}; at most {WEIGHTS_MAX_FILE_MB} MB "
-                        "each, read as data, never run). The loss "
-                        "barrier needs data: MNIST for 784 → … → 10 nets; --samples, --path-points and --seed apply")
-    p.add_argument("--export", dest="export_dir", metavar="DIR", default=None,
-                   help="write the trained pair to DIR: q_a.safetensors, q_b.safetensors and q_b_aligned.safetensors "
-                        "(W₂-aligned), each loadable into nn.Sequential(nn.Linear, nn.ReLU, …); with --weights A B, "
-                        "B aligned to A (b_aligned.safetensors) and the permutations (permutations.csv: layer, "
-                        "unit_of_a, unit_of_b), as the page downloads them")
+    p.add_argument(
+        "--weights",
+        nargs=2,
+        metavar=("A", "B"),
+        default=None,
+        help="align two networks of your own instead of training a pair: two files of the same MLP "
+        "(torch state_dicts or safetensors; two point estimates or two mean-field posteriors, "
+        f"SymLab's or saved by {library_names()}; at most {WEIGHTS_MAX_FILE_MB} MB "
+        "each, read as data, never run). The loss "
+        "barrier needs data: MNIST for 784 → … → 10 nets; --samples, --path-points and --seed apply",
+    )
+    p.add_argument(
+        "--export",
+        dest="export_dir",
+        metavar="DIR",
+        default=None,
+        help="write the trained pair to DIR: q_a.safetensors, q_b.safetensors and q_b_aligned.safetensors "
+        "(W₂-aligned), each loadable into nn.Sequential(nn.Linear, nn.ReLU, …); with --weights A B, "
+        "B aligned to A (b_aligned.safetensors) and the permutations (permutations.csv: layer, "
+        "unit_of_a, unit_of_b), as the page downloads them",
+    )
     p.add_argument("--data-dir", default=None, help="MNIST directory (default: the copy shipped in assets/mnist)")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(run=_run_align, format=_format_align)
+
 
 def _run_align(args) -> dict:
     align_lab, weights = _computations()
@@ -66,54 +79,68 @@ def _run_align(args) -> dict:
         result["exported"] = [str(path) for path in align_lab.export_pair(pair, report, args.export_dir)]
     return result
 
+
 def _run_networks(args, config) -> dict:
     align_lab, weights = _computations()
     a, b = (weights.read_network(path) for path in args.weights)
     mnist = common.load_mnist(args.data_dir) if weights.is_mnist_classifier(a.sizes) else None
-    report = align_lab.align_networks(a, b, mnist, config.path_points, config.samples, config.seed,
-                                      starts=config.starts)
+    report = align_lab.align_networks(
+        a, b, mnist, config.path_points, config.samples, config.seed, starts=config.starts
+    )
     result = results.to_json(report)
     if args.export_dir:
         result["exported"] = [str(path) for path in align_lab.export_networks(a, b, report, args.export_dir)]
     return result
+
 
 def _format_align(report: dict) -> str:
     if "names" in report:
         return _format_networks(report)
     c = report["config"]
     sizes = "-".join(map(str, report["sizes"]))
-    lines = [f"{c['task']}: two MFVI posteriors of a {sizes} MLP, {c['steps']} Adam steps "
-             f"({report['train_seconds']:.1f} s); test loss {report['loss_a']:.3f} / {report['loss_b']:.3f}, "
-             f"accuracy {report['accuracy_a']:.3f} / {report['accuracy_b']:.3f}",
-             f"alignment: {_starts(report)}, {report['sweeps']} sweep(s), "
-             f"{'converged' if report['converged'] else 'not converged'}, "
-             f"{report['align_seconds'] * 1000:.0f} ms for both objectives",
-             f"{'path':>26} {'W2 distance':>12} {'|mu_A - mu_B|':>14} {'loss barrier':>13} {'acc. drop':>10}"]
+    lines = [
+        f"{c['task']}: two MFVI posteriors of a {sizes} MLP, {c['steps']} Adam steps "
+        f"({report['train_seconds']:.1f} s); test loss {report['loss_a']:.3f} / {report['loss_b']:.3f}, "
+        f"accuracy {report['accuracy_a']:.3f} / {report['accuracy_b']:.3f}",
+        f"alignment: {_starts(report)}, {report['sweeps']} sweep(s), "
+        f"{'converged' if report['converged'] else 'not converged'}, "
+        f"{report['align_seconds'] * 1000:.0f} ms for both objectives",
+        f"{'path':>26} {'W2 distance':>12} {'|mu_A - mu_B|':>14} {'loss barrier':>13} {'acc. drop':>10}",
+    ]
     for name, title in PATH_TITLES.items():
         row = report["summary"][name]
-        lines.append(f"{title:>26} {row['w2']:>12.4g} {row['mean_distance']:>14.4g} {row['barrier']:>13.4f} "
-                     f"{row['accuracy_barrier']:>10.4f}")
+        lines.append(
+            f"{title:>26} {row['w2']:>12.4g} {row['mean_distance']:>14.4g} {row['barrier']:>13.4f} "
+            f"{row['accuracy_barrier']:>10.4f}"
+        )
     if "exported" in report:
         lines.append("exported: " + ", ".join(report["exported"]))
     return "\n".join(lines)
+
 
 def _format_networks(report: dict) -> str:
     a, b = report["names"]
     lines = [f"{a} and {b}: {report['structure']}"]
     if report["accuracy_a"] is not None:
-        lines.append(f"MNIST test accuracy {report['accuracy_a']:.4f} / {report['accuracy_b']:.4f} (first "
-                     f"{MNIST_TEST} test images, inputs scaled {report['mnist_scaling']})")
+        lines.append(
+            f"MNIST test accuracy {report['accuracy_a']:.4f} / {report['accuracy_b']:.4f} (first "
+            f"{MNIST_TEST} test images, inputs scaled {report['mnist_scaling']})"
+        )
     else:
         lines.append("no loss barrier: it needs data (MNIST, for 784 → … → 10 nets)")
-    lines.append(f"alignment: {_starts(report)}, {report['sweeps']} sweep(s), "
-                 f"{'converged' if report['converged'] else 'not converged'}, "
-                 f"{report['align_seconds'] * 1000:.0f} ms for both objectives")
+    lines.append(
+        f"alignment: {_starts(report)}, {report['sweeps']} sweep(s), "
+        f"{'converged' if report['converged'] else 'not converged'}, "
+        f"{report['align_seconds'] * 1000:.0f} ms for both objectives"
+    )
     lines.append(f"{'path':>26} {'W2 distance':>12} {'|mu_A - mu_B|':>14} {'loss barrier':>13} {'units moved':>14}")
     for name, title in PATH_TITLES.items():
         row = report["summary"][name]
         barrier = "n/a" if row["barrier"] is None else f"{row['barrier']:.4f}"
-        lines.append(f"{title:>26} {row['w2']:>12.4g} {row['mean_distance']:>14.4g} {barrier:>13} "
-                     f"{'+'.join(map(str, row['units_moved'])):>14}")
+        lines.append(
+            f"{title:>26} {row['w2']:>12.4g} {row['mean_distance']:>14.4g} {barrier:>13} "
+            f"{'+'.join(map(str, row['units_moved'])):>14}"
+        )
     if "exported" in report:
         lines.append("exported: " + ", ".join(report["exported"]))
     return "\n".join(lines)

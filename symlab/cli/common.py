@@ -93,8 +93,18 @@ def _run_here(registry, run, what: str) -> None:
 def add_resume_options(parser, what: str) -> None:
     """--resume and --restart RUN_ID (one or the other) for a lab's runs, ``what`` naming where resuming goes on."""
     again = parser.add_mutually_exclusive_group()
-    again.add_argument("--resume", type=int_at_least(1), default=None, metavar="RUN_ID",
-                       help=f"continue an interrupted, cancelled or failed run from {what}")
-    again.add_argument("--restart", type=int_at_least(1), default=None, metavar="RUN_ID",
-                       help="train an interrupted, cancelled or failed run again from the start, its checkpoints and "
-                            "metrics dropped (for one whose checkpoints cannot be read)")
+    again.add_argument(
+        "--resume",
+        type=int_at_least(1),
+        default=None,
+        metavar="RUN_ID",
+        help=f"continue an interrupted, cancelled or failed run from {what}",
+    )
+    again.add_argument(
+        "--restart",
+        type=int_at_least(1),
+        default=None,
+        metavar="RUN_ID",
+        help="train an interrupted, cancelled or failed run again from the start, its checkpoints and "
+        "metrics dropped (for one whose checkpoints cannot be read)",
+    )

@@ -27,25 +27,44 @@ def method_names() -> str:
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
-        "methods", help="which approximation gets closest to the posterior: Laurent et al.'s Table 1 on MNIST",
-        description=("Train a reference posterior of independently trained networks, then draw weight samples from "
-                     f"{method_names()}, each from one start and from several (as Table 1 has them), and score each sample set by its MMD to the reference "
-                     "(with and without the symmetries removed), accuracy, NLL, ECE, Brier score, OOD detection "
-                     "(AUPR, FPR95) against a set of letters, and mutual information. The comparison is recorded in "
-                     "the run registry the app shows, one stage per method, and resumes from its last finished "
-                     "stage."))
+        "methods",
+        help="which approximation gets closest to the posterior: Laurent et al.'s Table 1 on MNIST",
+        description=(
+            "Train a reference posterior of independently trained networks, then draw weight samples from "
+            f"{method_names()}, each from one start and from several (as Table 1 has them), and score each sample set by its MMD to the reference "
+            "(with and without the symmetries removed), accuracy, NLL, ECE, Brier score, OOD detection "
+            "(AUPR, FPR95) against a set of letters, and mutual information. The comparison is recorded in "
+            "the run registry the app shows, one stage per method, and resumes from its last finished "
+            "stage."
+        ),
+    )
     controls.add_flags(p, MethodsConfig)
     common.add_resume_options(p, "its last finished stage")
-    p.add_argument("--export", nargs=2, metavar=("RUN_ID", "FILE"), default=None,
-                   help="write run RUN_ID's reference checkpoints to FILE as safetensors (each parameter stacked over "
-                        "the checkpoints, the settings as metadata), and train nothing")
-    p.add_argument("--data-dir", default=None,
-                   help="directory with the four MNIST IDX .gz files (default: $SYMLAB_MNIST_DIR, else assets/mnist)")
-    p.add_argument("--runs-dir", default=None,
-                   help="run registry and checkpoints (default: $SYMLAB_RUNS_DIR or ./runs), shared with the app")
-    p.add_argument("--executor", choices=EXECUTORS, default=None,
-                   help="local: in this process (the default, or $SYMLAB_EXECUTOR); ray: on the Ray cluster at "
-                        "$RAY_ADDRESS (else a local Ray instance), waiting for it")
+    p.add_argument(
+        "--export",
+        nargs=2,
+        metavar=("RUN_ID", "FILE"),
+        default=None,
+        help="write run RUN_ID's reference checkpoints to FILE as safetensors (each parameter stacked over "
+        "the checkpoints, the settings as metadata), and train nothing",
+    )
+    p.add_argument(
+        "--data-dir",
+        default=None,
+        help="directory with the four MNIST IDX .gz files (default: $SYMLAB_MNIST_DIR, else assets/mnist)",
+    )
+    p.add_argument(
+        "--runs-dir",
+        default=None,
+        help="run registry and checkpoints (default: $SYMLAB_RUNS_DIR or ./runs), shared with the app",
+    )
+    p.add_argument(
+        "--executor",
+        choices=EXECUTORS,
+        default=None,
+        help="local: in this process (the default, or $SYMLAB_EXECUTOR); ray: on the Ray cluster at "
+        "$RAY_ADDRESS (else a local Ray instance), waiting for it",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     p.set_defaults(run=_run, format=_format)
 
@@ -59,12 +78,20 @@ def _run(args) -> dict:
     else:
         config = controls.from_args(MethodsConfig, args)
         on_ray = executor_name(args.executor) == "ray"
-        run_id = registry.create(LAB.name, config, "cpu", status="queued" if on_ray else RUNNING,
-                                 pid=None if on_ray else os.getpid(), source="cli", executor="ray" if on_ray else "local")
+        run_id = registry.create(
+            LAB.name,
+            config,
+            "cpu",
+            status="queued" if on_ray else RUNNING,
+            pid=None if on_ray else os.getpid(),
+            source="cli",
+            executor="ray" if on_ray else "local",
+        )
         if on_ray:
             return _report(_wait_on_ray(registry, run_id, args.json))
-    echo = None if args.json else (lambda m: print(f"  {m['stage']}: {m['seconds']:.1f} s", file=sys.stderr,
-                                                   flush=True))
+    echo = (
+        None if args.json else (lambda m: print(f"  {m['stage']}: {m['seconds']:.1f} s", file=sys.stderr, flush=True))
+    )
     final = execution.execute(registry, run_id, data_dir=args.data_dir, echo=echo)
     return _report(final)
 
@@ -82,8 +109,13 @@ def _export(registry, run_text: str, path: str) -> dict:
     written = weights.write_atomically(path, checkpoint_set(registry.checkpoint_path(run_id), run_id))
     with safe_open(str(written), "pt") as handle:
         shapes = {name: list(handle.get_slice(name).get_shape()) for name in handle.keys()}
-    return {"exported": str(written), "run_id": run_id, "status": run.status, "parameters": shapes,
-            "bytes": written.stat().st_size}
+    return {
+        "exported": str(written),
+        "run_id": run_id,
+        "status": run.status,
+        "parameters": shapes,
+        "bytes": written.stat().st_size,
+    }
 
 
 def _resumed(registry, run_id: int | None, restart: int | None = None) -> int:
@@ -125,8 +157,10 @@ def _number(value, scale: float = 100.0, digits: int = 1) -> str:
 
 def _format(report: dict) -> str:
     if "exported" in report:
-        return (f"run #{report['run_id']} ({report['status']}): reference checkpoints written to {report['exported']} "
-                f"({report['bytes']} bytes): " + ", ".join(f"{k} {v}" for k, v in report["parameters"].items()))
+        return (
+            f"run #{report['run_id']} ({report['status']}): reference checkpoints written to {report['exported']} "
+            f"({report['bytes']} bytes): " + ", ".join(f"{k} {v}" for k, v in report["parameters"].items())
+        )
     return _table(report)
 
 
@@ -135,15 +169,18 @@ def _table(report: dict) -> str:
     columns = ("mmd", "mmd_no_symmetry", "accuracy", "ece", "brier", "aupr", "fpr95", "id_mi", "ood_mi")
     heads = ("MMD", "MMD no sym", "Acc", "ECE", "Brier", "AUPR", "FPR95", "IDMI", "OODMI")
     verdict = report.get("trained_reason", "")
-    lines = [f"NOT TRAINED: {verdict}" if report.get("trained") is False else verdict,
-             f"{report['architecture']}: {report['reference_checkpoints']} reference checkpoints, "
-             f"{report['samples_per_method']} samples per method (run #{report['run_id']}); all × 100, NLL in nats; "
-             f"the paper's row (MNIST, OptuNet) under ours",
-             f"{'method':<16}{'modes':>6}" + "".join(f"{h:>11}" for h in heads) + f"{'NLL':>8}"]
+    lines = [
+        f"NOT TRAINED: {verdict}" if report.get("trained") is False else verdict,
+        f"{report['architecture']}: {report['reference_checkpoints']} reference checkpoints, "
+        f"{report['samples_per_method']} samples per method (run #{report['run_id']}); all × 100, NLL in nats; "
+        f"the paper's row (MNIST, OptuNet) under ours",
+        f"{'method':<16}{'modes':>6}" + "".join(f"{h:>11}" for h in heads) + f"{'NLL':>8}",
+    ]
     for row in report["rows"]:
         name = LABELS[row["method"]]
-        lines.append(f"{name:<16}{row['modes']:>6}" + "".join(f"{_number(row[c]):>11}" for c in columns)
-                     + f"{row['nll']:>8.3f}")
+        lines.append(
+            f"{name:<16}{row['modes']:>6}" + "".join(f"{_number(row[c]):>11}" for c in columns) + f"{row['nll']:>8.3f}"
+        )
         paper = PAPER_ROWS.get((row["method"], 1 if row["modes"] == 1 else 10))
         if paper:
             lines.append(f"{'  paper':<16}{'':>6}" + "".join(f"{v:>11.1f}" for v in paper))

@@ -37,8 +37,10 @@ def _run_modes(args) -> dict:
 
 
 def _format_modes(report: dict) -> str:
-    lines = [f"Reverse-KL fit, σ = {report['sigma']:g}, d = {report['dim']}, protocol {report['protocol']}",
-             f"{'alpha':>8} {'alpha^-1|mu*|':>14} {'det Sigma*':>12} {'KL(q||p)':>10}"]
+    lines = [
+        f"Reverse-KL fit, σ = {report['sigma']:g}, d = {report['dim']}, protocol {report['protocol']}",
+        f"{'alpha':>8} {'alpha^-1|mu*|':>14} {'det Sigma*':>12} {'KL(q||p)':>10}",
+    ]
     for alpha, interp, det, kl in zip(report["alphas"], report["interpolation"], report["det_cov"], report["kl"]):
         interp_text = "undefined" if interp is None else f"{interp:.4f}"
         lines.append(f"{alpha:8.3f} {interp_text:>14} {det:12.5g} {kl:10.5f}")
@@ -46,5 +48,7 @@ def _format_modes(report: dict) -> str:
     if threshold is None:
         lines.append("threshold α*: not reached in this sweep (q interpolates throughout); raise --alpha-max")
     else:
-        lines.append(f"threshold α* = {threshold:.4f}  (α*/σ = {report['threshold_over_sigma']:.3f}; ln 2 = {modes.LN2:.4f})")
+        lines.append(
+            f"threshold α* = {threshold:.4f}  (α*/σ = {report['threshold_over_sigma']:.3f}; ln 2 = {modes.LN2:.4f})"
+        )
     return "\n".join(lines)

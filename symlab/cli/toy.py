@@ -12,11 +12,26 @@ from symlab.specs import controls
 from symlab.specs.results import to_json
 
 # Every declared field but the input distribution, which stays uniform on [−2, 2] as in the paper.
-FLAGS = ("alpha", "noise", "n_train", "n_test", "prior_scale", "lr", "batch_size", "samples", "K", "mi", "init",
-         "restarts", "seed")
+FLAGS = (
+    "alpha",
+    "noise",
+    "n_train",
+    "n_test",
+    "prior_scale",
+    "lr",
+    "batch_size",
+    "samples",
+    "K",
+    "mi",
+    "init",
+    "restarts",
+    "seed",
+)
 # What to do about a fit stuck on one side: starts from the origin differ only in their Monte-Carlo noise.
-REMEDIES = {"random": "use another --seed or raise --restarts",
-            "origin": "use another --seed or --init random (starts from the origin differ only in their noise)"}
+REMEDIES = {
+    "random": "use another --seed or raise --restarts",
+    "origin": "use another --seed or --init random (starts from the origin differ only in their noise)",
+}
 
 
 def register(subparsers) -> None:
@@ -31,17 +46,29 @@ def register(subparsers) -> None:
             "MFVI and SGM for every α and seed together and print Tables 2-3 (test MSE, ELBO; mean ± std)."
         ),
     )
-    p.add_argument("--method", choices=TWO_RELU_METHODS, default="mfvi",
-                   help="mfvi, or sgm: its symmetrised version (one fit; --table trains both)")
+    p.add_argument(
+        "--method",
+        choices=TWO_RELU_METHODS,
+        default="mfvi",
+        help="mfvi, or sgm: its symmetrised version (one fit; --table trains both)",
+    )
     controls.add_flags(p, ToyConfig, FLAGS)
     p.add_argument("--steps", type=common.int_at_least(0), default=DEFAULT_STEPS, help="Adam steps of each run")
     p.add_argument("--table", action="store_true", help="MFVI vs SGM over --alphas and --seeds")
-    p.add_argument("--alphas", type=controls.list_parser(params.ALPHA, params.ALPHAS.max_items), default=list(DEFAULT_TABLE_ALPHAS),
-                   help=f"comma-separated α values for --table (at most {params.ALPHAS.max_items}, each "
-                        f"{controls.parsed_range(params.ALPHA).describe_range()})")
+    p.add_argument(
+        "--alphas",
+        type=controls.list_parser(params.ALPHA, params.ALPHAS.max_items),
+        default=list(DEFAULT_TABLE_ALPHAS),
+        help=f"comma-separated α values for --table (at most {params.ALPHAS.max_items}, each "
+        f"{controls.parsed_range(params.ALPHA).describe_range()})",
+    )
     seeds = controls.Control("int", low=params.SEEDS.low, high=params.SEEDS.high)
-    p.add_argument("--seeds", type=controls.number_parser(seeds), default=params.SEEDS.default,
-                   help=f"seeds per α for --table ({seeds.describe_range()})")
+    p.add_argument(
+        "--seeds",
+        type=controls.number_parser(seeds),
+        default=params.SEEDS.default,
+        help=f"seeds per α for --table ({seeds.describe_range()})",
+    )
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(run=_run_toy, format=_format_toy)
 
@@ -69,39 +96,50 @@ def _run_toy(args) -> dict:
 def _format_toy(report: dict) -> str:
     if "table" in report:
         return _format_table(report)
-    lines = [f"{report['method']} on α = {report['config']['alpha']:g}, {report['steps']} steps, "
-             f"best of {_starts(report['restarts'])} (start {report['start']}: {report['outcome']})"
-             + ("  (DIVERGED: NaN parameters)" if report["diverged"] else ""),
-             f"  mu = ({_nums(report['mu'], 3)}), sigma = ({_nums(report['sigma'], 3)})",
-             f"  ELBO (method's bound) {_num(report['elbo'])}   ELBO(θ) {_num(report['elbo_mf'])}   "
-             f"I {_num(report['mutual_information'])}   log p(D) {report['log_evidence']:.4f}",
-             f"  test MSE {_num(report['test_mse'])}   exact posterior's {report['exact_test_mse']:.4f}"]
+    lines = [
+        f"{report['method']} on α = {report['config']['alpha']:g}, {report['steps']} steps, "
+        f"best of {_starts(report['restarts'])} (start {report['start']}: {report['outcome']})"
+        + ("  (DIVERGED: NaN parameters)" if report["diverged"] else ""),
+        f"  mu = ({_nums(report['mu'], 3)}), sigma = ({_nums(report['sigma'], 3)})",
+        f"  ELBO (method's bound) {_num(report['elbo'])}   ELBO(θ) {_num(report['elbo_mf'])}   "
+        f"I {_num(report['mutual_information'])}   log p(D) {report['log_evidence']:.4f}",
+        f"  test MSE {_num(report['test_mse'])}   exact posterior's {report['exact_test_mse']:.4f}",
+    ]
     if report["notice"]:
         lines.append(f"  NOTE: {report['notice']}")
     lines.append(f"  starts ({report['stuck_starts']} of {report['restarts']} stuck on one side):")
-    lines += [f"    {s['start']:>2}  bound {_num(s['elbo'])}  test MSE {_num(s['test_mse'])}  mu ({_nums(s['mu'], 2)})  "
-              f"{s['outcome']}" for s in report["starts"]]
+    lines += [
+        f"    {s['start']:>2}  bound {_num(s['elbo'])}  test MSE {_num(s['test_mse'])}  mu ({_nums(s['mu'], 2)})  "
+        f"{s['outcome']}"
+        for s in report["starts"]
+    ]
     return "\n".join(lines)
 
 
 def _format_table(report: dict) -> str:
     restarts = report["config"]["restarts"]
-    lines = [f"MFVI vs SGM after {report['steps']} steps, each seed's fit the best of {_starts(restarts)} "
-             "(mean ± std over seeds); ELBO: MFVI's ELBO, SGM's ELBO + I; exact: the posterior's",
-             f"{'alpha':>6} {'method':>6} {'test MSE':>18} {'exact MSE':>9} {'ELBO':>20} {'log p(D)':>9} "
-             f"{'stuck fits':>10} {'stuck starts':>12}"]
+    lines = [
+        f"MFVI vs SGM after {report['steps']} steps, each seed's fit the best of {_starts(restarts)} "
+        "(mean ± std over seeds); ELBO: MFVI's ELBO, SGM's ELBO + I; exact: the posterior's",
+        f"{'alpha':>6} {'method':>6} {'test MSE':>18} {'exact MSE':>9} {'ELBO':>20} {'log p(D)':>9} "
+        f"{'stuck fits':>10} {'stuck starts':>12}",
+    ]
     for row in report["table"]:
-        lines.append(f"{row['alpha']:6.3g} {row['method']:>6} "
-                     f"{common.pm(row['test_mse_mean'], row['test_mse_std'], 4):>18} {row['exact_test_mse_mean']:9.4f} "
-                     f"{common.pm(row['elbo_mean'], row['elbo_std'], 3):>20} {row['log_evidence_mean']:9.3f} "
-                     f"{row['stuck_fits']:>4} / {row['seeds']:<3} {row['stuck_starts']:>5} / {row['seeds'] * restarts:<4}")
+        lines.append(
+            f"{row['alpha']:6.3g} {row['method']:>6} "
+            f"{common.pm(row['test_mse_mean'], row['test_mse_std'], 4):>18} {row['exact_test_mse_mean']:9.4f} "
+            f"{common.pm(row['elbo_mean'], row['elbo_std'], 3):>20} {row['log_evidence_mean']:9.3f} "
+            f"{row['stuck_fits']:>4} / {row['seeds']:<3} {row['stuck_starts']:>5} / {row['seeds'] * restarts:<4}"
+        )
     lines.append("SGM − MFVI on the same seeds (mean ± std):")
     for row in report["table"]:
         if row["method"] == "sgm":
-            lines.append(f"{row['alpha']:6.3g}  ELBO {common.pm(row['elbo_gain_mean'], row['elbo_gain_std'], 3)}"
-                         f" (higher on {row['seeds_higher_elbo']}/{row['seeds']} seeds)   test MSE "
-                         f"{common.pm(row['test_mse_change_mean'], row['test_mse_change_std'], 4)}"
-                         f" (lower on {row['seeds_lower_test_mse']}/{row['seeds']} seeds)")
+            lines.append(
+                f"{row['alpha']:6.3g}  ELBO {common.pm(row['elbo_gain_mean'], row['elbo_gain_std'], 3)}"
+                f" (higher on {row['seeds_higher_elbo']}/{row['seeds']} seeds)   test MSE "
+                f"{common.pm(row['test_mse_change_mean'], row['test_mse_change_std'], 4)}"
+                f" (lower on {row['seeds_lower_test_mse']}/{row['seeds']} seeds)"
+            )
     return "\n".join(lines)
 
 

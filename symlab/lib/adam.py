@@ -19,6 +19,18 @@ class Adam:
 
     def step(self, grad: torch.Tensor) -> None:
         self.steps += 1
-        torch._fused_adam_([self.params], [grad], [self.exp_avg], [self.exp_avg_sq], [], [self.steps], lr=self.lr,
-                           beta1=self.betas[0], beta2=self.betas[1], weight_decay=0.0, eps=self.eps, amsgrad=False,
-                           maximize=False)
+        torch._fused_adam_(
+            [self.params],
+            [grad],
+            [self.exp_avg],
+            [self.exp_avg_sq],
+            [],
+            [self.steps],
+            lr=self.lr,
+            beta1=self.betas[0],
+            beta2=self.betas[1],
+            weight_decay=0.0,
+            eps=self.eps,
+            amsgrad=False,
+            maximize=False,
+        )

@@ -78,20 +78,28 @@ def _check_pair(qa: DiagonalGaussian, qb: DiagonalGaussian, objective: str) -> N
         raise ValueError(f"objective must be one of {OBJECTIVES} (got {objective!r})")
 
 
-def unit_similarity(qa: DiagonalGaussian, qb: DiagonalGaussian, index: int, objective: str = "w2",
-                    incoming: bool = True, outgoing: bool = True) -> np.ndarray:
+def unit_similarity(
+    qa: DiagonalGaussian,
+    qb: DiagonalGaussian,
+    index: int,
+    objective: str = "w2",
+    incoming: bool = True,
+    outgoing: bool = True,
+) -> np.ndarray:
     """S[i, j] = ⟨unit i of q_A, unit j of q_B⟩ over means (and standard deviations for ``"w2"``).
     Over permutations P of layer ``index``, Σ_i S[i, P(i)] is the distance up to a constant."""
     sets = [(qa.means, qb.means)] + ([(qa.sds, qb.sds)] if objective == "w2" else [])
-    return sum(mlp.unit_rows(a, index, incoming, outgoing) @ mlp.unit_rows(b, index, incoming, outgoing).T
-               for a, b in sets)
+    return sum(
+        mlp.unit_rows(a, index, incoming, outgoing) @ mlp.unit_rows(b, index, incoming, outgoing).T for a, b in sets
+    )
 
 
 DIFFERENCES_AT_ONCE = 2**22  # unit-to-unit differences held at once (32 MB): a wide layer's are gigabytes
 
 
-def unit_distances(qa: DiagonalGaussian, qb: DiagonalGaussian, index: int, objective: str = "w2",
-                   rows=None) -> np.ndarray:
+def unit_distances(
+    qa: DiagonalGaussian, qb: DiagonalGaussian, index: int, objective: str = "w2", rows=None
+) -> np.ndarray:
     """D[i, j] = squared distance between unit i of q_A and unit j of q_B (incoming weights, bias
     and outgoing weights; means, and standard deviations for ``"w2"``): the assignment's cost matrix; with
     ``rows``, only those units of q_A. Summed difference by difference (exact, not ‖a‖² + ‖b‖² − 2⟨a, b⟩), a
@@ -103,23 +111,23 @@ def unit_distances(qa: DiagonalGaussian, qb: DiagonalGaussian, index: int, objec
     total = np.zeros((len(rows), others.shape[0]))
     step = max(DIFFERENCES_AT_ONCE // max(others.size, 1), 1)
     for start in range(0, len(rows), step):
-        chunk = rows[start:start + step]
+        chunk = rows[start : start + step]
         for fa, fb in features:
-            total[start:start + step] += np.sum((fa[chunk, None, :] - fb[None, :, :]) ** 2, axis=-1)
+            total[start : start + step] += np.sum((fa[chunk, None, :] - fb[None, :, :]) ** 2, axis=-1)
     return total
 
 
 @dataclass(frozen=True)
 class Alignment:
-    perms: list            # per hidden layer: aligned unit k of q_B = unit perms[l][k] of q_B
+    perms: list  # per hidden layer: aligned unit k of q_B = unit perms[l][k] of q_B
     objective: str
-    sweeps: int            # full passes of coordinate descent over the layers
-    converged: bool        # the last pass changed no permutation
-    history: list          # squared distance after initialisation and after each pass
-    start: str             # the descent that won: "identity", "incoming", "outgoing" (layers in order
-                           # 0, 1, …), "… backwards first", "restart k in random orders" or
-                           # "local-search step k" (see align)
-    starts: int = 1        # descents tried
+    sweeps: int  # full passes of coordinate descent over the layers
+    converged: bool  # the last pass changed no permutation
+    history: list  # squared distance after initialisation and after each pass
+    start: str  # the descent that won: "identity", "incoming", "outgoing" (layers in order
+    # 0, 1, …), "… backwards first", "restart k in random orders" or
+    # "local-search step k" (see align)
+    starts: int = 1  # descents tried
 
 
 START_POINTS = ("identity", "incoming", "outgoing")
@@ -168,11 +176,15 @@ class _Pair:
         self.sets = [(qa.means, qb.means)] + ([(qa.sds, qb.sds)] if objective == "w2" else [])
         self.qb, self.objective = qb, objective
         last = len(qb.hidden) - 1
-        self.incoming = [_Side(self.sets, lambda layers, i=index: layers[i][0], index == 0) for index in range(last + 1)]
-        self.outgoing = [_Side(self.sets, lambda layers, i=index: layers[i + 1][0].T, index == last)
-                         for index in range(last + 1)]
-        self.biases = [_Side(self.sets, lambda layers, i=index: layers[i][1][:, None], True).fixed
-                       for index in range(last + 1)]
+        self.incoming = [
+            _Side(self.sets, lambda layers, i=index: layers[i][0], index == 0) for index in range(last + 1)
+        ]
+        self.outgoing = [
+            _Side(self.sets, lambda layers, i=index: layers[i + 1][0].T, index == last) for index in range(last + 1)
+        ]
+        self.biases = [
+            _Side(self.sets, lambda layers, i=index: layers[i][1][:, None], True).fixed for index in range(last + 1)
+        ]
 
     def incoming_similarity(self, index: int, perms) -> np.ndarray:
         return self.biases[index] + self.incoming[index].similarity(perms[index - 1] if index > 0 else None)
@@ -221,12 +233,22 @@ def outgoing_matching(qa: DiagonalGaussian, qb: DiagonalGaussian, objective: str
     return _outgoing_matching(_Pair(qa, qb, objective))
 
 
-_START_MATCHINGS = {"identity": lambda pair: identity_permutations(pair.qb),
-                    "incoming": _incoming_matching, "outgoing": _outgoing_matching}
+_START_MATCHINGS = {
+    "identity": lambda pair: identity_permutations(pair.qb),
+    "incoming": _incoming_matching,
+    "outgoing": _outgoing_matching,
+}
 
 
-def align(qa: DiagonalGaussian, qb: DiagonalGaussian, objective: str = "w2", max_sweeps: int = 100, *,
-          starts: int = DEFAULT_STARTS, seed: int = DEFAULT_SEED) -> Alignment:
+def align(
+    qa: DiagonalGaussian,
+    qb: DiagonalGaussian,
+    objective: str = "w2",
+    max_sweeps: int = 100,
+    *,
+    starts: int = DEFAULT_STARTS,
+    seed: int = DEFAULT_SEED,
+) -> Alignment:
     """Permutations of q_B's hidden units bringing it closest to q_A, by coordinate descent.
 
     Each sweep passes over the hidden layers; each step solves one layer's linear assignment
@@ -285,8 +307,9 @@ def _check_whole(name: str, value, low: int, high: float = math.inf) -> None:
         raise ValueError(f"{name} must be a whole number {bounds} (got {value!r})")
 
 
-def _start(number: int, layers: int, points: dict, found: list[Alignment],
-           rng: np.random.Generator) -> tuple[list[np.ndarray], Iterator, str]:
+def _start(
+    number: int, layers: int, points: dict, found: list[Alignment], rng: np.random.Generator
+) -> tuple[list[np.ndarray], Iterator, str]:
     """Descent ``number``'s first permutations, its layer order for each sweep and its name (see align)."""
     if number >= 2 * len(START_POINTS):
         if number % 2 == 0:
@@ -371,6 +394,7 @@ def _improves(similarity: np.ndarray, current: np.ndarray, proposed: np.ndarray)
 # The path between two posteriors
 # ---------------------------------------------------------------------------------------------
 
+
 def interpolate(qa: DiagonalGaussian, qb: DiagonalGaussian, t: float) -> DiagonalGaussian:
     """(1 − t)·q_A + t·q_B on means and on standard deviations (t = 0: q_A, t = 1: q_B, exactly)."""
     _check_pair(qa, qb, "w2")
@@ -430,8 +454,9 @@ def paths(qa: DiagonalGaussian, ends: dict, ts, noise, x, y, progress=None) -> d
         if same is not None:
             found[name] = found[same]
         else:
-            rows = [start if t == 0.0 and start is not None else evaluate(interpolate(qa, end, t), noise, x, y)
-                    for t in ts]
+            rows = [
+                start if t == 0.0 and start is not None else evaluate(interpolate(qa, end, t), noise, x, y) for t in ts
+            ]
             found[name] = {"t": ts, "loss": [r[0] for r in rows], "accuracy": [r[1] for r in rows]}
         if progress is not None:
             progress(done, len(ends))

@@ -37,8 +37,15 @@ def log_softplus(rho: torch.Tensor) -> torch.Tensor:
     return torch.where(rho < -20, rho, F.softplus(rho.clamp(min=-20)).log())
 
 
-def elbo_terms(logits_fn: Callable, mean: torch.Tensor, rho: torch.Tensor, x: torch.Tensor, y: torch.Tensor,
-               noise: torch.Tensor, prior_scale: float) -> tuple[torch.Tensor, torch.Tensor]:
+def elbo_terms(
+    logits_fn: Callable,
+    mean: torch.Tensor,
+    rho: torch.Tensor,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    noise: torch.Tensor,
+    prior_scale: float,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """The two terms of the negative ELBO, differentiable in μ and ρ: the expected cross-entropy per datum
     over the draws w_s = μ + softplus(ρ) ⊙ ``noise[s]`` (noise: Tensor[S, P]),
     (1/S) Σ_s (1/|B|) Σ_i −log softmax(f(w_s, x_i))_{y_i}, and KL(q ‖ N(0, p² I)) in closed form."""
@@ -51,25 +58,44 @@ def elbo_terms(logits_fn: Callable, mean: torch.Tensor, rho: torch.Tensor, x: to
 
 def _check_fit_args(flat_init, x, y, epochs, batch_size, lr, prior_scale, kl_weight, mc_samples, gamma):
     n = len(x)
-    problems = [msg for bad, msg in [
-        (flat_init.ndim != 1, f"flat_init must be one flat vector, got shape {tuple(flat_init.shape)}"),
-        (len(y) != n or n == 0, f"x and y must hold the same, nonzero number of data, got {n} and {len(y)}"),
-        (epochs < 1, f"epochs must be >= 1, got {epochs}"),
-        (not 1 <= batch_size <= max(n, 1), f"batch_size must be in [1, {n}], got {batch_size}"),
-        (not lr > 0, f"lr must be > 0, got {lr}"),
-        (not prior_scale > 0, f"prior_scale must be > 0, got {prior_scale}"),
-        (not kl_weight >= 0, f"kl_weight must be >= 0, got {kl_weight}"),
-        (mc_samples < 1, f"mc_samples must be >= 1, got {mc_samples}"),
-        (not gamma > 0, f"gamma must be > 0, got {gamma}")] if bad]
+    problems = [
+        msg
+        for bad, msg in [
+            (flat_init.ndim != 1, f"flat_init must be one flat vector, got shape {tuple(flat_init.shape)}"),
+            (len(y) != n or n == 0, f"x and y must hold the same, nonzero number of data, got {n} and {len(y)}"),
+            (epochs < 1, f"epochs must be >= 1, got {epochs}"),
+            (not 1 <= batch_size <= max(n, 1), f"batch_size must be in [1, {n}], got {batch_size}"),
+            (not lr > 0, f"lr must be > 0, got {lr}"),
+            (not prior_scale > 0, f"prior_scale must be > 0, got {prior_scale}"),
+            (not kl_weight >= 0, f"kl_weight must be >= 0, got {kl_weight}"),
+            (mc_samples < 1, f"mc_samples must be >= 1, got {mc_samples}"),
+            (not gamma > 0, f"gamma must be > 0, got {gamma}"),
+        ]
+        if bad
+    ]
     if problems:
         raise ValueError("; ".join(problems))
 
 
-def bbb_fit(logits_fn: Callable, flat_init: torch.Tensor, x: torch.Tensor, y: torch.Tensor, *, epochs: int,
-            batch_size: int, lr: float, generator: torch.Generator, prior_scale: float = BLITZ_PRIOR_SCALE,
-            kl_weight: float = 1.0, mc_samples: int = 3, init_rho: float | torch.Tensor = BLITZ_INIT_RHO,
-            milestones: tuple[int, ...] = (), gamma: float = 0.5, information: Callable | None = None,
-            on_step: Callable | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+def bbb_fit(
+    logits_fn: Callable,
+    flat_init: torch.Tensor,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    *,
+    epochs: int,
+    batch_size: int,
+    lr: float,
+    generator: torch.Generator,
+    prior_scale: float = BLITZ_PRIOR_SCALE,
+    kl_weight: float = 1.0,
+    mc_samples: int = 3,
+    init_rho: float | torch.Tensor = BLITZ_INIT_RHO,
+    milestones: tuple[int, ...] = (),
+    gamma: float = 0.5,
+    information: Callable | None = None,
+    on_step: Callable | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """q = N(μ, σ²) fitted by Adam on (μ, ρ) for ``epochs`` passes over (x, y), from μ = ``flat_init`` and
     ρ = ``init_rho``: each pass a fresh permutation cut into minibatches of ``batch_size``, each step the
     loss of the module docstring with ``mc_samples`` draws, all randomness from ``generator``. The learning
@@ -82,8 +108,9 @@ def bbb_fit(logits_fn: Callable, flat_init: torch.Tensor, x: torch.Tensor, y: to
     stop being finite."""
     _check_fit_args(flat_init, x, y, epochs, batch_size, lr, prior_scale, kl_weight, mc_samples, gamma)
     n = len(x)
-    theta = torch.stack([flat_init.detach(), torch.broadcast_to(torch.as_tensor(init_rho), flat_init.shape)
-                         .to(flat_init)])
+    theta = torch.stack(
+        [flat_init.detach(), torch.broadcast_to(torch.as_tensor(init_rho), flat_init.shape).to(flat_init)]
+    )
     optimiser = Adam(theta, lr)
     step = 0
     for epoch in range(1, epochs + 1):
@@ -92,8 +119,9 @@ def bbb_fit(logits_fn: Callable, flat_init: torch.Tensor, x: torch.Tensor, y: to
         for index in order.split(batch_size):
             step += 1
             leaf = theta.detach().requires_grad_()
-            noise = torch.randn((mc_samples, theta.shape[1]), generator=generator, dtype=theta.dtype,
-                                device=theta.device)
+            noise = torch.randn(
+                (mc_samples, theta.shape[1]), generator=generator, dtype=theta.dtype, device=theta.device
+            )
             nll, kl = elbo_terms(logits_fn, leaf[0], leaf[1], x[index], y[index], noise, prior_scale)
             loss = nll + (kl_weight / n) * kl
             if information is not None:
@@ -116,8 +144,10 @@ def _mean_information(information: Callable, leaf: torch.Tensor, noise: torch.Te
 
 def _raise_if_diverged(finite: bool, step: int, epoch: int) -> None:
     if not finite:
-        raise FloatingPointError(f"Bayes by backprop diverged at step {step} (epoch {epoch}): the loss or the "
-                                 f"variational parameters are no longer finite")
+        raise FloatingPointError(
+            f"Bayes by backprop diverged at step {step} (epoch {epoch}): the loss or the "
+            f"variational parameters are no longer finite"
+        )
 
 
 def bbb_samples(mean: torch.Tensor, sd: torch.Tensor, count: int, generator: torch.Generator) -> torch.Tensor:

@@ -42,6 +42,7 @@ PRIOR_KL_PER_PARAMETER = 0.05
 # ---------------------------------------------------------------------------------------------
 # Units of a hidden layer (rows from :func:`symlab.lib.mlp.unit_rows`)
 
+
 def jeffreys_matrix(mu_units: torch.Tensor, log_sd_units: torch.Tensor) -> torch.Tensor:
     """J[j, k] = KL(q_j ‖ q_k) + KL(q_k ‖ q_j) between the units' mean-field factors, in nats
     (float64; two matrix products):
@@ -66,6 +67,7 @@ def nearest_unit_divergences(mu_units, log_sd_units) -> torch.Tensor:
 
 # ---------------------------------------------------------------------------------------------
 # Choosing H
+
 
 def greedy_blocks(divergence: np.ndarray, size: int) -> list[list[int]]:
     """Disjoint blocks of up to ``size`` mutually close units, from a symmetric divergence matrix.
@@ -158,16 +160,24 @@ class BlockPlan:
 
 def plan_state(plan: BlockPlan) -> dict:
     """The plan as plain data for a checkpoint (tensors, ints and lists: loadable with weights_only)."""
-    return {"layers": list(plan.layers),
-            "groups": [{"layer": group.layer, "units": group.units.cpu(), "screen_index": group.screen_index.cpu()}
-                       for group in plan.groups]}
+    return {
+        "layers": list(plan.layers),
+        "groups": [
+            {"layer": group.layer, "units": group.units.cpu(), "screen_index": group.screen_index.cpu()}
+            for group in plan.groups
+        ],
+    }
 
 
 def plan_from_state(state: dict, device) -> BlockPlan:
     """The inverse of :func:`plan_state`, on ``device``."""
-    return BlockPlan(tuple(state["layers"]),
-                     tuple(BlockGroup(int(group["layer"]), group["units"].to(device), group["screen_index"].to(device))
-                           for group in state["groups"]))
+    return BlockPlan(
+        tuple(state["layers"]),
+        tuple(
+            BlockGroup(int(group["layer"]), group["units"].to(device), group["screen_index"].to(device))
+            for group in state["groups"]
+        ),
+    )
 
 
 def block_layers(layout: Layout, parity: int) -> tuple[int, ...]:
@@ -185,8 +195,7 @@ def plan_blocks(layout: Layout, mu: torch.Tensor, log_sd: torch.Tensor, size: in
     chosen = {}
     with torch.no_grad():
         for layer in block_layers(layout, parity):
-            divergence = jeffreys_matrix(unit_rows(layout.layers(mu), layer),
-                                         unit_rows(layout.layers(log_sd), layer))
+            divergence = jeffreys_matrix(unit_rows(layout.layers(mu), layer), unit_rows(layout.layers(log_sd), layer))
             chosen[layer] = greedy_blocks(divergence.cpu().numpy(), size)
     return plan_from_blocks(layout, chosen, mu, log_sd)
 
@@ -204,8 +213,9 @@ def plan_from_blocks(layout: Layout, blocks_by_layer: dict[int, list[list[int]]]
             raise ValueError(f"blocks of layer {layer} must be disjoint units of that layer: {blocks_by_layer[layer]}")
         rows = _row_index(layout, layer).to(mu.device)
         for size in sorted({len(block) for block in blocks_by_layer[layer] if len(block) >= 2}):
-            members = torch.tensor([b for b in blocks_by_layer[layer] if len(b) == size], dtype=torch.long,
-                                   device=mu.device)
+            members = torch.tensor(
+                [b for b in blocks_by_layer[layer] if len(b) == size], dtype=torch.long, device=mu.device
+            )
             groups.append(BlockGroup(layer, members, _screen_index(rows[members], mu, log_sd)))
     return BlockPlan(layers, tuple(groups))
 
@@ -230,6 +240,7 @@ def _permutations(size: int, device: torch.device) -> torch.Tensor:
 
 # ---------------------------------------------------------------------------------------------
 # The estimator
+
 
 def _costs(w, mu, log_sd, index: torch.Tensor) -> torch.Tensor:
     """C[n, j, k] = Σ_i (ω of unit j − μ of unit k)² / σ² of unit k over the coordinates ``index``
@@ -304,11 +315,9 @@ def _exact_costs(layout: Layout, group: BlockGroup, w, mu, log_sd, identity_cost
         partners = group.units.roll(-shift, 1).reshape(-1)
         means = _unit_parts(layout, mu, group.layer, partners)
         log_sds = _unit_parts(layout, log_sd, group.layer, partners)
-        incoming, bias, outgoing = ((x - m).square() * torch.exp(-2 * l)
-                                    for x, m, l in zip(sampled, means, log_sds))
+        incoming, bias, outgoing = ((x - m).square() * torch.exp(-2 * l) for x, m, l in zip(sampled, means, log_sds))
         entries = incoming.sum(1) + bias + outgoing.sum(0)
-        cost = cost.index_put((blocks_at, positions, (positions + shift) % size),
-                              entries.view(-1, size).double())
+        cost = cost.index_put((blocks_at, positions, (positions + shift) % size), entries.view(-1, size).double())
     return cost
 
 
@@ -337,13 +346,13 @@ def block_mutual_info(layout: Layout, w, noise, mu, log_sd, plan: BlockPlan) -> 
         return total, False
     w = torch.addcmul(mu, log_sd.exp(), noise)  # the same draw, differentiable in μ and log σ
     for group in pending:
-        total = total + block_information(block_log_terms(_exact_costs(layout, group, w, mu, log_sd,
-                                                                       identity_cost)))
+        total = total + block_information(block_log_terms(_exact_costs(layout, group, w, mu, log_sd, identity_cost)))
     return total, True
 
 
-def block_mutual_info_estimate(layout: Layout, mu, log_sd, plan: BlockPlan, draws: int,
-                               generator: torch.Generator) -> dict:
+def block_mutual_info_estimate(
+    layout: Layout, mu, log_sd, plan: BlockPlan, draws: int, generator: torch.Generator
+) -> dict:
     """Monte-Carlo I_H over ``draws`` draws of q (no gradient): its mean, standard error, log|H|,
     and the fraction of draws in which some block was not saturated."""
     values, active = [], 0
@@ -355,12 +364,17 @@ def block_mutual_info_estimate(layout: Layout, mu, log_sd, plan: BlockPlan, draw
             values.append(float(value))
             active += had_gradient
     spread = float(np.std(values, ddof=1) / math.sqrt(draws)) if draws > 1 else None
-    return {"mutual_info": float(np.mean(values)), "mutual_info_se": spread,
-            "log_group_size": plan.log_group_size, "active": active / draws}
+    return {
+        "mutual_info": float(np.mean(values)),
+        "mutual_info_se": spread,
+        "log_group_size": plan.log_group_size,
+        "active": active / draws,
+    }
 
 
 # ---------------------------------------------------------------------------------------------
 # Per-epoch diagnostics
+
 
 def unit_diagnostics(layout: Layout, mu, log_sd, prior_scale: float) -> dict:
     """Per hidden layer: the min and median over units of the Jeffreys divergence to the nearest
@@ -373,8 +387,9 @@ def unit_diagnostics(layout: Layout, mu, log_sd, prior_scale: float) -> dict:
             # KL(q_j ‖ N(0, p²I)) for each unit j, summed over the parameters it owns
             prior_kl = kl_to_prior(mu_units.double(), log_sd_units.double(), prior_scale)
             count = int((prior_kl <= PRIOR_KL_PER_PARAMETER * mu_units.shape[1]).sum())
-            nearest = (nearest_unit_divergences(mu_units, log_sd_units).cpu().numpy()
-                       if mu_units.shape[0] > 1 else np.empty(0))
+            nearest = (
+                nearest_unit_divergences(mu_units, log_sd_units).cpu().numpy() if mu_units.shape[0] > 1 else np.empty(0)
+            )
             by_layer.append({**_spread(nearest), "units_at_prior": count})
             nearest_all.append(nearest)
             at_prior += count

@@ -59,7 +59,7 @@ class NormalTable:
 
     def draw(self, step: int) -> torch.Tensor:
         offset = self._offsets[step]
-        return self._tables[self._signs[step]][offset:offset + self.n]
+        return self._tables[self._signs[step]][offset : offset + self.n]
 
 
 class FreshNormals:
@@ -128,11 +128,16 @@ def _random_signs(shape, generator: torch.Generator, like: torch.Tensor):
 # ---------------------------------------------------------------------------------------------
 # Permutation symmetry
 
+
 def random_permutations(layout: Layout, count: int, generator: torch.Generator, device="cpu"):
     """``count`` independent uniform elements of G = S_{h₁} × …: per hidden layer a (count, h_l)
     tensor whose row k is element k's permutation of that layer."""
-    return [torch.stack([torch.randperm(h, generator=generator, device=device) for _ in range(count)])
-            if count else torch.empty(0, h, dtype=torch.long, device=device) for h in layout.hidden]
+    return [
+        torch.stack([torch.randperm(h, generator=generator, device=device) for _ in range(count)])
+        if count
+        else torch.empty(0, h, dtype=torch.long, device=device)
+        for h in layout.hidden
+    ]
 
 
 def group_element(perms, k: int) -> list[torch.Tensor]:
@@ -176,9 +181,16 @@ def permutation_log_densities(layout: Layout, w, mu, log_sd, perms) -> torch.Ten
         # be the exact −½ Σ ε² (the expanded squares in the cost matrix lose a few digits).
         permuted = -0.5 * (permuted - cost.diagonal().sum()) + identity
     else:
-        permuted = torch.stack([
-            log_density_terms(w, mu, log_sd, permutation_index(layout, group_element(perms, k))).double()
-            for k in range(perms[0].shape[0])]) if perms[0].shape[0] else identity.new_zeros(0)
+        permuted = (
+            torch.stack(
+                [
+                    log_density_terms(w, mu, log_sd, permutation_index(layout, group_element(perms, k))).double()
+                    for k in range(perms[0].shape[0])
+                ]
+            )
+            if perms[0].shape[0]
+            else identity.new_zeros(0)
+        )
     return torch.cat([identity[None], permuted])
 
 
@@ -218,9 +230,12 @@ def _direct_gaps(layout: Layout, w, noise, mu, sd, perms) -> torch.Tensor:
     n = layout.n_params - layout.sizes[-1]  # the hidden units' parameters: all but the output bias, which comes last
     identity = float(torch.dot(noise[:n], noise[:n]))
     # Unit m of g⁻¹ω is unit π⁻¹(m) of ω.
-    inverse = torch.empty_like(perms[0]).scatter_(1, perms[0], torch.arange(W.shape[0], device=W.device).expand_as(perms[0]))
-    small = (((b[inverse] - b_mean) / b_sd).square().sum(1)
-             + ((V[:, inverse] - V_mean[:, None]) / V_sd[:, None]).square().sum((0, 2)))
+    inverse = torch.empty_like(perms[0]).scatter_(
+        1, perms[0], torch.arange(W.shape[0], device=W.device).expand_as(perms[0])
+    )
+    small = ((b[inverse] - b_mean) / b_sd).square().sum(1) + (
+        (V[:, inverse] - V_mean[:, None]) / V_sd[:, None]
+    ).square().sum((0, 2))
     buffer, rows = torch.empty_like(W), []
     for order in inverse:
         torch.index_select(W, 0, order, out=buffer).sub_(W_mean).div_(W_sd)
@@ -259,8 +274,9 @@ def identity_draws(perms) -> torch.Tensor:
     return torch.stack(flags).all(0)
 
 
-def infonce(layout: Layout, w, noise, mu, log_sd, K: int, generator: torch.Generator,
-            sd=None) -> tuple[torch.Tensor, bool]:
+def infonce(
+    layout: Layout, w, noise, mu, log_sd, K: int, generator: torch.Generator, sd=None
+) -> tuple[torch.Tensor, bool]:
     """(Î_K for the draw ω = μ + σ ⊙ noise and K − 1 random permutations, whether it has a gradient);
     ``sd`` is σ = exp(log σ) when the caller has it.
 
@@ -302,7 +318,8 @@ def exact_mutual_information(layout: Layout, mu, log_sd, samples: int, generator
     group = [list(p) for p in itertools.product(*[itertools.permutations(range(h)) for h in layout.hidden])]
     if len(group) > 50_000:
         raise ValueError(f"|G| = {len(group)} is too large to enumerate")
-    indices = torch.stack([permutation_index(layout, [torch.tensor(p, device=mu.device) for p in element])
-                           for element in group])
+    indices = torch.stack(
+        [permutation_index(layout, [torch.tensor(p, device=mu.device) for p in element]) for element in group]
+    )
     values = [group_information(sample_weights(mu, log_sd, generator), mu, log_sd, indices) for _ in range(samples)]
     return torch.stack(values).mean().item()

@@ -65,36 +65,71 @@ FORMATS = (
     # bayesian_torch/layers/variational_layers/linear_variational.py:160,172 and
     # bayesian_torch/layers/flipout_layers/linear_flipout.py:149,161. The prior and noise buffers are not saved
     # by 0.5.0 (persistent=False, linear_variational.py:90-112) but are by a state_dict taken otherwise.
-    BnnFormat("bayesian-torch", ("{layer}mu_weight", "{layer}rho_weight"), ("{layer}mu_bias", "{layer}rho_bias"),
-              "softplus", "ρ", ignored=("{layer}eps_weight", "{layer}prior_weight_mu", "{layer}prior_weight_sigma",
-                                        "{layer}eps_bias", "{layer}prior_bias_mu", "{layer}prior_bias_sigma")),
+    BnnFormat(
+        "bayesian-torch",
+        ("{layer}mu_weight", "{layer}rho_weight"),
+        ("{layer}mu_bias", "{layer}rho_bias"),
+        "softplus",
+        "ρ",
+        ignored=(
+            "{layer}eps_weight",
+            "{layer}prior_weight_mu",
+            "{layer}prior_weight_sigma",
+            "{layer}eps_bias",
+            "{layer}prior_bias_mu",
+            "{layer}prior_bias_sigma",
+        ),
+    ),
     # blitz-bayesian-pytorch 0.2.8, BayesianLinear: σ = log1p(exp(ρ)) in blitz/modules/weight_sampler.py:32. Its
     # samplers hold the same mu and rho again, sharing their storage, and a noise buffer eps_w
     # (blitz/modules/linear_bayesian_layer.py:59,64; weight_sampler.py:12-14). A layer made with bias=False still
     # saves a bias_mu and bias_rho it never uses (linear_bayesian_layer.py:62-63,81-88): the file cannot say so.
-    BnnFormat("BLiTZ", ("{layer}weight_mu", "{layer}weight_rho"), ("{layer}bias_mu", "{layer}bias_rho"),
-              "softplus", "ρ", ignored=("{layer}weight_sampler.mu", "{layer}weight_sampler.rho",
-                                        "{layer}weight_sampler.eps_w", "{layer}bias_sampler.mu",
-                                        "{layer}bias_sampler.rho", "{layer}bias_sampler.eps_w")),
+    BnnFormat(
+        "BLiTZ",
+        ("{layer}weight_mu", "{layer}weight_rho"),
+        ("{layer}bias_mu", "{layer}bias_rho"),
+        "softplus",
+        "ρ",
+        ignored=(
+            "{layer}weight_sampler.mu",
+            "{layer}weight_sampler.rho",
+            "{layer}weight_sampler.eps_w",
+            "{layer}bias_sampler.mu",
+            "{layer}bias_sampler.rho",
+            "{layer}bias_sampler.eps_w",
+        ),
+    ),
     # torchbnn 1.2, BayesLinear: σ = exp(log σ) in torchbnn/modules/linear.py:86,92; weight_eps and bias_eps are the
     # noise freeze() fixes (linear.py:71-74).
-    BnnFormat("torchbnn", ("{layer}weight_mu", "{layer}weight_log_sigma"), ("{layer}bias_mu", "{layer}bias_log_sigma"),
-              "exp", "log σ", ignored=("{layer}weight_eps", "{layer}bias_eps")),
+    BnnFormat(
+        "torchbnn",
+        ("{layer}weight_mu", "{layer}weight_log_sigma"),
+        ("{layer}bias_mu", "{layer}bias_log_sigma"),
+        "exp",
+        "log σ",
+        ignored=("{layer}weight_eps", "{layer}bias_eps"),
+    ),
     # A Pyro AutoNormal guide's state_dict(), pyro-ppl 1.9.2: PyroModule keeps each PyroParam unconstrained, as
     # <name>_unconstrained (pyro/nn/module.py:734). The locs are real, the means of weights under a prior with real
     # support (a Normal, as BNNs have: no transform); the scales' constraint is
     # AutoNormal.scale_constraint = softplus_positive (pyro/infer/autoguide/guides.py:447), whose bijection is
     # torch.nn.functional.softplus (pyro/distributions/transforms/__init__.py:142-145, transforms/softplus.py:28).
-    BnnFormat("Pyro AutoNormal", ("locs.{layer}weight_unconstrained", "scales.{layer}weight_unconstrained"),
-              ("locs.{layer}bias_unconstrained", "scales.{layer}bias_unconstrained"),
-              "softplus", "scale_unconstrained"),
+    BnnFormat(
+        "Pyro AutoNormal",
+        ("locs.{layer}weight_unconstrained", "scales.{layer}weight_unconstrained"),
+        ("locs.{layer}bias_unconstrained", "scales.{layer}bias_unconstrained"),
+        "softplus",
+        "scale_unconstrained",
+    ),
 )
 if tuple(fmt.name for fmt in FORMATS) != BNN_LIBRARIES:  # the names the command line's help gives, without torch
     raise ImportError(f"symlab.lib.options.BNN_LIBRARIES must list {[fmt.name for fmt in FORMATS]}")
 
 # Said where the reader lists the formats: what of Pyro's is read, and why its param store is not.
-UNREADABLE = ("for Pyro, the AutoNormal guide's state_dict(): the param store's save() pickles its constraint "
-              "objects, which cannot be loaded without running code")
+UNREADABLE = (
+    "for Pyro, the AutoNormal guide's state_dict(): the param store's save() pickles its constraint "
+    "objects, which cannot be loaded without running code"
+)
 
 
 def detect(tensors: dict) -> BnnFormat | None:
@@ -151,8 +186,10 @@ def _layers(tensors: dict, templates) -> list[str]:
 def _refuse_plain_keys(keys, fmt: BnnFormat) -> None:
     plain = [key for key in keys if key.startswith(SD_PREFIX) or re.fullmatch(r"(.*\.)?(weight|bias)", key)]
     if plain:
-        raise FormatError(f"mixes nn.Linear or SymLab keys ({', '.join(map(repr, plain[:4]))}) with a {fmt.name} "
-                          "posterior: a file must come from one library")
+        raise FormatError(
+            f"mixes nn.Linear or SymLab keys ({', '.join(map(repr, plain[:4]))}) with a {fmt.name} "
+            "posterior: a file must come from one library"
+        )
 
 
 def _refuse_means_alone(tensors: dict) -> None:

@@ -72,8 +72,9 @@ def minibatch_orders(n: int, indices: range, seed: int, epoch_count: int) -> lis
     return [torch.stack([torch.randperm(n, generator=g) for g in generators]) for _ in range(epoch_count)]
 
 
-def batch_loss_gradients(arch: Architecture, flat: torch.Tensor, x: torch.Tensor, y: torch.Tensor,
-                         keep: torch.Tensor | None = None) -> torch.Tensor:
+def batch_loss_gradients(
+    arch: Architecture, flat: torch.Tensor, x: torch.Tensor, y: torch.Tensor, keep: torch.Tensor | None = None
+) -> torch.Tensor:
     """Each network's mean cross-entropy gradient ``[nets, P]`` on its own minibatch ``x[nets, B, …]``,
     ``y[nets, B]`` (dropout's ``keep`` mask as :func:`batched_logits` takes it): the gradient of the sum of
     the networks' losses, as each loss has its own parameters."""
@@ -91,8 +92,9 @@ def dropout_masks(arch: Architecture, generators: list[torch.Generator], size: i
     return torch.stack([(torch.rand(size, features, generator=g) >= rate).to(dtype) for g in generators]) / (1 - rate)
 
 
-def train_networks(arch: Architecture, x: torch.Tensor, y: torch.Tensor, recipe: Recipe, seed: int,
-                   indices: range, on_epoch=None) -> torch.Tensor:
+def train_networks(
+    arch: Architecture, x: torch.Tensor, y: torch.Tensor, recipe: Recipe, seed: int, indices: range, on_epoch=None
+) -> torch.Tensor:
     """Train networks ``indices`` (each its own init and minibatch order) on images ``x[n, 1, 28, 28]`` and
     labels ``y[n]`` together, on their device; returns their flat parameters ``[len(indices), P]``.
     ``on_epoch(epoch, flat)`` after each epoch. Raises FloatingPointError when a network's parameters stop being
@@ -107,7 +109,7 @@ def train_networks(arch: Architecture, x: torch.Tensor, y: torch.Tensor, recipe:
         lr = recipe.lr_at(epoch)
         orders = orders.to(x.device)
         for start in range(0, n, recipe.batch_size):
-            batch = orders[:, start:start + recipe.batch_size]
+            batch = orders[:, start : start + recipe.batch_size]
             keep = dropout_masks(arch, masks, batch.shape[1], recipe.dropout, x.dtype)
             keep = None if keep is None else keep.to(x.device)
             grads = batch_loss_gradients(arch, flat, x[batch], y[batch], keep)
@@ -115,8 +117,9 @@ def train_networks(arch: Architecture, x: torch.Tensor, y: torch.Tensor, recipe:
             flat.sub_(velocity, alpha=lr)
         if not torch.isfinite(flat).all():
             bad = (~torch.isfinite(flat).all(-1)).nonzero().flatten().tolist()
-            raise FloatingPointError(f"training diverged in epoch {epoch + 1}: networks {bad[:5]} are not finite "
-                                     f"(lr {lr:g} too large?)")
+            raise FloatingPointError(
+                f"training diverged in epoch {epoch + 1}: networks {bad[:5]} are not finite (lr {lr:g} too large?)"
+            )
         if on_epoch is not None:
             on_epoch(epoch, flat)
     return flat

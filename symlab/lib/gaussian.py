@@ -55,9 +55,11 @@ class DiagonalGaussian:
 
     def __post_init__(self):
         if tuple(self.mean.shape) != tuple(self.log_sd.shape) or self.mean.shape[-1:] != (self.layout.n_params,):
-            raise ValueError(f"means {tuple(self.mean.shape)} and log standard deviations "
-                             f"{tuple(self.log_sd.shape)} must both be (..., {self.layout.n_params}) "
-                             f"for the layout {self.layout.sizes}")
+            raise ValueError(
+                f"means {tuple(self.mean.shape)} and log standard deviations "
+                f"{tuple(self.log_sd.shape)} must both be (..., {self.layout.n_params}) "
+                f"for the layout {self.layout.sizes}"
+            )
 
     @classmethod
     def from_sd(cls, layout: Layout, mean, sd) -> "DiagonalGaussian":

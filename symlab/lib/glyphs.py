@@ -36,14 +36,24 @@ LETTERS = "ABCDEFGHIJ"
 SIDE, BOX = 28, 20  # MNIST: a 20 × 20 box, centred by mass in 28 × 28
 FONT_DIR = Path("/usr/share/fonts/truetype")
 # Debian's fonts-dejavu-core, fonts-dejavu-extra and fonts-liberation (1.07); DejaVu Math TeX Gyre left out.
-FONT_FILES = tuple(f"dejavu/DejaVu{family}{style}.ttf"
-                   for family in ("Sans", "SansCondensed", "Serif", "SerifCondensed", "SansMono")
-                   for style in ("", "-Bold", "-Oblique" if "Sans" in family else "-Italic",
-                                 "-BoldOblique" if "Sans" in family else "-BoldItalic")) + \
-    ("dejavu/DejaVuSans-ExtraLight.ttf",) + \
-    tuple(f"liberation/Liberation{family}-{style}.ttf"
-          for family in ("Sans", "SansNarrow", "Serif", "Mono")
-          for style in ("Regular", "Bold", "Italic", "BoldItalic"))
+FONT_FILES = (
+    tuple(
+        f"dejavu/DejaVu{family}{style}.ttf"
+        for family in ("Sans", "SansCondensed", "Serif", "SerifCondensed", "SansMono")
+        for style in (
+            "",
+            "-Bold",
+            "-Oblique" if "Sans" in family else "-Italic",
+            "-BoldOblique" if "Sans" in family else "-BoldItalic",
+        )
+    )
+    + ("dejavu/DejaVuSans-ExtraLight.ttf",)
+    + tuple(
+        f"liberation/Liberation{family}-{style}.ttf"
+        for family in ("Sans", "SansNarrow", "Serif", "Mono")
+        for style in ("Regular", "Bold", "Italic", "BoldItalic")
+    )
+)
 FONTS_HINT = "apt-get install fonts-dejavu-core fonts-dejavu-extra fonts-liberation"
 RENDER_PX = 96  # font size of the first rendering, scaled down to at most BOX pixels
 SIZES = (14, BOX)  # the longer side after scaling, uniform in this closed range
@@ -64,8 +74,11 @@ class Glyphs:
 
 
 def _fix_hint(path: Path) -> str:
-    rebuild = ("`python -m symlab.lib.glyphs --build" + ("" if path == SHIPPED_FILE else f" --out {path}")
-               + f"` (needs the fonts: {FONTS_HINT})")
+    rebuild = (
+        "`python -m symlab.lib.glyphs --build"
+        + ("" if path == SHIPPED_FILE else f" --out {path}")
+        + f"` (needs the fonts: {FONTS_HINT})"
+    )
     if path == SHIPPED_FILE:
         return f"Restore the shipped copy with `git checkout -- assets/ood`, or rebuild it with {rebuild}."
     return f"Rebuild it with {rebuild}, or copy SymLab's `assets/ood/glyphs.npz`."
@@ -90,14 +103,20 @@ def load_glyphs(path: str | os.PathLike | None = None) -> Glyphs:
         with np.load(path, allow_pickle=False) as archive:
             arrays = {name: archive[name] for name in archive.files}
     except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile, zlib.error) as error:
-        raise GlyphsDataError(f"The glyph set {path} is not a readable .npz file ({error}). "
-                              f"{_fix_hint(path)}") from None
+        raise GlyphsDataError(
+            f"The glyph set {path} is not a readable .npz file ({error}). {_fix_hint(path)}"
+        ) from None
     digest = content_sha256(arrays)
     if digest != GLYPHS_SHA256:
-        raise GlyphsDataError(f"The glyph set {path} has the wrong content (SHA-256 {digest}, arrays "
-                              f"{sorted(arrays)}; expected {GLYPHS_SHA256}). {_fix_hint(path)}")
-    return Glyphs(images=arrays["images"].reshape(len(arrays["images"]), SIDE * SIDE),
-                  letters=arrays["letters"], fonts=arrays["fonts"])
+        raise GlyphsDataError(
+            f"The glyph set {path} has the wrong content (SHA-256 {digest}, arrays "
+            f"{sorted(arrays)}; expected {GLYPHS_SHA256}). {_fix_hint(path)}"
+        )
+    return Glyphs(
+        images=arrays["images"].reshape(len(arrays["images"]), SIDE * SIDE),
+        letters=arrays["letters"],
+        fonts=arrays["fonts"],
+    )
 
 
 @functools.lru_cache(maxsize=2)
@@ -115,8 +134,10 @@ def render_glyphs(count: int = COUNT, seed: int = SEED, font_dir: Path = FONT_DI
 
     missing = [name for name in FONT_FILES if not (font_dir / name).is_file()]
     if missing:
-        raise GlyphsDataError(f"Building the glyph set needs {len(missing)} font files missing from {font_dir} "
-                              f"({', '.join(missing[:3])}…): {FONTS_HINT}")
+        raise GlyphsDataError(
+            f"Building the glyph set needs {len(missing)} font files missing from {font_dir} "
+            f"({', '.join(missing[:3])}…): {FONTS_HINT}"
+        )
     fonts = [ImageFont.truetype(str(font_dir / name), RENDER_PX) for name in FONT_FILES]
     rng = np.random.default_rng(seed)
     images, letters, font_index = [], [], []
@@ -124,8 +145,11 @@ def render_glyphs(count: int = COUNT, seed: int = SEED, font_dir: Path = FONT_DI
         letters.append(int(rng.integers(len(LETTERS))))
         font_index.append(int(rng.integers(len(FONT_FILES))))
         images.append(_render_one(LETTERS[letters[-1]], fonts[font_index[-1]], rng))
-    return {"images": np.stack(images), "letters": np.array(letters, dtype=np.uint8),
-            "fonts": np.array(font_index, dtype=np.uint8)}
+    return {
+        "images": np.stack(images),
+        "letters": np.array(letters, dtype=np.uint8),
+        "fonts": np.array(font_index, dtype=np.uint8),
+    }
 
 
 def _render_one(letter: str, font, rng: np.random.Generator) -> np.ndarray:
@@ -135,13 +159,21 @@ def _render_one(letter: str, font, rng: np.random.Generator) -> np.ndarray:
     size, angle = int(rng.integers(SIZES[0], SIZES[1] + 1)), rng.uniform(-MAX_ANGLE, MAX_ANGLE)
     stroke, shift = int(rng.integers(MAX_STROKE + 1)), rng.integers(-1, 2, size=2)
     canvas = Image.new("L", (3 * RENDER_PX, 3 * RENDER_PX), 0)
-    ImageDraw.Draw(canvas).text((1.5 * RENDER_PX, 1.5 * RENDER_PX), letter, fill=255, font=font, anchor="mm",
-                                stroke_width=stroke, stroke_fill=255)
+    ImageDraw.Draw(canvas).text(
+        (1.5 * RENDER_PX, 1.5 * RENDER_PX),
+        letter,
+        fill=255,
+        font=font,
+        anchor="mm",
+        stroke_width=stroke,
+        stroke_fill=255,
+    )
     canvas = canvas.rotate(angle, resample=Image.Resampling.BICUBIC)
     glyph = canvas.crop(canvas.getbbox())
     scale = size / max(glyph.size)
-    glyph = glyph.resize((max(1, round(glyph.width * scale)), max(1, round(glyph.height * scale))),
-                         Image.Resampling.LANCZOS)
+    glyph = glyph.resize(
+        (max(1, round(glyph.width * scale)), max(1, round(glyph.height * scale))), Image.Resampling.LANCZOS
+    )
     pixels = np.asarray(glyph, dtype=np.float64)
     pixels = np.round(255 * pixels / pixels.max()).astype(np.uint8)
     return _centre_by_mass(pixels, shift)
@@ -154,7 +186,7 @@ def _centre_by_mass(pixels: np.ndarray, shift: np.ndarray) -> np.ndarray:
     centre = np.array([(pixels.sum(1) * np.arange(height)).sum(), (pixels.sum(0) * np.arange(width)).sum()]) / mass
     top, left = np.clip(np.round(SIDE / 2 - centre).astype(int) + shift, 0, [SIDE - height, SIDE - width])
     field = np.zeros((SIDE, SIDE), dtype=np.uint8)
-    field[top:top + height, left:left + width] = pixels
+    field[top : top + height, left : left + width] = pixels
     return field
 
 
@@ -175,11 +207,15 @@ def main(argv: list[str] | None = None) -> int:
     if not args.build:
         parser.error("nothing to do: pass --build")
     digest = build(args.out)
-    print(f"wrote {args.out} ({args.out.stat().st_size} bytes) from {len(FONT_FILES)} fonts in {FONT_DIR}; "
-          f"content SHA-256 {digest}")
+    print(
+        f"wrote {args.out} ({args.out.stat().st_size} bytes) from {len(FONT_FILES)} fonts in {FONT_DIR}; "
+        f"content SHA-256 {digest}"
+    )
     if digest != GLYPHS_SHA256:
-        print(f"It differs from GLYPHS_SHA256 in {Path(__file__).name} ({GLYPHS_SHA256}): another Pillow or "
-              f"FreeType renders differently. Set GLYPHS_SHA256 = \"{digest}\" to load this file.")
+        print(
+            f"It differs from GLYPHS_SHA256 in {Path(__file__).name} ({GLYPHS_SHA256}): another Pillow or "
+            f'FreeType renders differently. Set GLYPHS_SHA256 = "{digest}" to load this file.'
+        )
         return 1
     return 0
 

@@ -52,7 +52,7 @@ def _float64(tensor: torch.Tensor) -> torch.Tensor:
 
 def _chunks(x: torch.Tensor, y: torch.Tensor, chunk_size: int) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
     for start in range(0, len(x), chunk_size):
-        yield _float64(x[start:start + chunk_size]), _float64(y[start:start + chunk_size])
+        yield _float64(x[start : start + chunk_size]), _float64(y[start : start + chunk_size])
 
 
 def _check_data(flat: torch.Tensor, x: torch.Tensor, y: torch.Tensor, chunk_size: int) -> None:
@@ -69,8 +69,15 @@ def _check_prior_precision(prior_precision: float) -> None:
         raise ValueError(f"the prior precision must be finite and positive, not {prior_precision}")
 
 
-def negative_log_likelihood(logits_fn: LogitsFn, flat: torch.Tensor, x: torch.Tensor, y: torch.Tensor, *,
-                            loss: Loss = cross_entropy_sum, chunk_size: int = 256) -> float:
+def negative_log_likelihood(
+    logits_fn: LogitsFn,
+    flat: torch.Tensor,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    *,
+    loss: Loss = cross_entropy_sum,
+    chunk_size: int = 256,
+) -> float:
     """L(w) = Σᵢ ℓ(f(w, xᵢ), yᵢ) over the whole data set, in float64, chunk by chunk."""
     _check_data(flat, x, y, chunk_size)
     w = _float64(flat)
@@ -78,16 +85,31 @@ def negative_log_likelihood(logits_fn: LogitsFn, flat: torch.Tensor, x: torch.Te
         return float(sum(loss(logits_fn(w, xc), yc) for xc, yc in _chunks(x, y, chunk_size)))
 
 
-def negative_log_posterior(logits_fn: LogitsFn, flat: torch.Tensor, x: torch.Tensor, y: torch.Tensor, *,
-                           prior_precision: float, loss: Loss = cross_entropy_sum, chunk_size: int = 256) -> float:
+def negative_log_posterior(
+    logits_fn: LogitsFn,
+    flat: torch.Tensor,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    *,
+    prior_precision: float,
+    loss: Loss = cross_entropy_sum,
+    chunk_size: int = 256,
+) -> float:
     """U(w) = L(w) + ½δ w·w, δ = 1/σ²_prior (up to the constants of the two normalisers)."""
     _check_prior_precision(prior_precision)
     penalty = 0.5 * prior_precision * float(_float64(flat).square().sum())
     return negative_log_likelihood(logits_fn, flat, x, y, loss=loss, chunk_size=chunk_size) + penalty
 
 
-def nll_hessian(logits_fn: LogitsFn, flat: torch.Tensor, x: torch.Tensor, y: torch.Tensor, *,
-                loss: Loss = cross_entropy_sum, chunk_size: int = 64) -> torch.Tensor:
+def nll_hessian(
+    logits_fn: LogitsFn,
+    flat: torch.Tensor,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    *,
+    loss: Loss = cross_entropy_sum,
+    chunk_size: int = 64,
+) -> torch.Tensor:
     """∇²L(w) = Σ_chunks ∇²_w Σ_{i∈chunk} ℓ(f(w, xᵢ), yᵢ), exact (torch.func.hessian: forward over
     reverse), float64 [P, P]. Memory grows as P × chunk_size × one example's activations."""
     _check_data(flat, x, y, chunk_size)
@@ -101,13 +123,22 @@ def nll_hessian(logits_fn: LogitsFn, flat: torch.Tensor, x: torch.Tensor, y: tor
 def output_hessians(logits: torch.Tensor, y: torch.Tensor, loss: Loss = cross_entropy_sum) -> torch.Tensor:
     """Λᵢ = ∇²_f ℓ(fᵢ, yᵢ) for each example, [n, C, C]; for the cross-entropy, diag(pᵢ) − pᵢpᵢᵀ with
     pᵢ = softmax(fᵢ)."""
+
     def one(f, target):
         return torch.func.hessian(lambda g: loss(g[None], target[None]))(f)
+
     return torch.func.vmap(one)(logits, y)
 
 
-def nll_ggn(logits_fn: LogitsFn, flat: torch.Tensor, x: torch.Tensor, y: torch.Tensor, *,
-            loss: Loss = cross_entropy_sum, chunk_size: int = 256) -> torch.Tensor:
+def nll_ggn(
+    logits_fn: LogitsFn,
+    flat: torch.Tensor,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    *,
+    loss: Loss = cross_entropy_sum,
+    chunk_size: int = 256,
+) -> torch.Tensor:
     """G(w) = Σᵢ Jᵢᵀ Λᵢ Jᵢ, Jᵢ = ∂f(w, xᵢ)/∂w [C, P] (per-example reverse mode, C passes each),
     Λᵢ = ∇²_f ℓ(f(w, xᵢ), yᵢ); float64 [P, P]."""
     _check_data(flat, x, y, chunk_size)
@@ -121,20 +152,24 @@ def nll_ggn(logits_fn: LogitsFn, flat: torch.Tensor, x: torch.Tensor, y: torch.T
     return total
 
 
-def log_marginal_likelihood(nll: float, flat: torch.Tensor, eigenvalues: torch.Tensor,
-                            prior_precision: float) -> float:
+def log_marginal_likelihood(nll: float, flat: torch.Tensor, eigenvalues: torch.Tensor, prior_precision: float) -> float:
     """The Laplace evidence for an isotropic prior N(0, δ⁻¹I) (MacKay 1992, eq. 4.7; Immer et al. 2021):
     log Z(δ) = −L(w*) − ½δ‖w*‖² + (P/2) log δ − ½ Σⱼ log(hⱼ + δ), hⱼ the eigenvalues of H.
     The (2π) factors of prior and Laplace normalisers cancel. Exact when the posterior is Gaussian."""
     _check_prior_precision(prior_precision)
     h = eigenvalues.to(torch.float64)
     square_norm = float(_float64(flat).square().sum())
-    return (-nll - 0.5 * prior_precision * square_norm + 0.5 * len(h) * math.log(prior_precision)
-            - 0.5 * float(torch.log(h + prior_precision).sum()))
+    return (
+        -nll
+        - 0.5 * prior_precision * square_norm
+        + 0.5 * len(h) * math.log(prior_precision)
+        - 0.5 * float(torch.log(h + prior_precision).sum())
+    )
 
 
-def fit_prior_precision(flat: torch.Tensor, eigenvalues: torch.Tensor,
-                        bounds: tuple[float, float] = PRIOR_PRECISION_BOUNDS) -> float:
+def fit_prior_precision(
+    flat: torch.Tensor, eigenvalues: torch.Tensor, bounds: tuple[float, float] = PRIOR_PRECISION_BOUNDS
+) -> float:
     """argmax_δ log Z(δ) with w* and H held fixed (post hoc, as laplace-torch does), by a bounded
     Brent search over log δ; L(w*) does not depend on δ. H must be positive semi-definite: with a
     negative eigenvalue h_min, log Z(δ) → +∞ as δ ↓ −h_min and no maximum exists."""
@@ -146,10 +181,15 @@ def fit_prior_precision(flat: torch.Tensor, eigenvalues: torch.Tensor,
         raise IndefiniteCurvature(
             f"Laplace: the prior precision cannot be fitted. The curvature's smallest eigenvalue is {lowest:.4g}, so "
             f"the evidence log Z(δ) grows without bound as δ falls to {-lowest:.4g} and has no maximum. Use the GGN "
-            f"(curvature='ggn', positive semi-definite), or give a prior precision above {-lowest:.4g}.")
+            f"(curvature='ggn', positive semi-definite), or give a prior precision above {-lowest:.4g}."
+        )
     low = max(low, -2.0 * lowest)  # round-off below zero: keep h + δ > 0 throughout the search
-    result = minimize_scalar(lambda log_delta: -log_marginal_likelihood(0.0, flat, eigenvalues, math.exp(log_delta)),
-                             bounds=(math.log(low), math.log(high)), method="bounded", options={"xatol": 1e-11})
+    result = minimize_scalar(
+        lambda log_delta: -log_marginal_likelihood(0.0, flat, eigenvalues, math.exp(log_delta)),
+        bounds=(math.log(low), math.log(high)),
+        method="bounded",
+        options={"xatol": 1e-11},
+    )
     return math.exp(result.x)
 
 
@@ -164,20 +204,21 @@ def _check_positive_definite(eigenvalues: torch.Tensor, prior_precision: float) 
             f"Laplace: H + δI is not positive definite here. Its smallest eigenvalue is {lowest + prior_precision:.4g} "
             f"(the curvature's {lowest:.4g}, δ = {prior_precision:.4g}), so no Gaussian has this curvature: the point "
             f"is not a minimum of L + ½δ‖w‖² (or sits on a ReLU's kinks). Use the GGN (curvature='ggn', positive "
-            f"semi-definite), or a prior precision above {-lowest:.4g}.")
+            f"semi-definite), or a prior precision above {-lowest:.4g}."
+        )
 
 
 @dataclass(frozen=True)
 class LaplacePosterior:
     """N(w*, (H + δI)⁻¹) held as w* and the eigendecomposition H = V diag(h) Vᵀ, all float64; h + δ > 0."""
 
-    mean: torch.Tensor          # w*, [P]
-    eigenvalues: torch.Tensor   # h, [P], negative ones kept
+    mean: torch.Tensor  # w*, [P]
+    eigenvalues: torch.Tensor  # h, [P], negative ones kept
     eigenvectors: torch.Tensor  # V, [P, P], columns
-    prior_precision: float      # δ
-    nll: float                  # L(w*)
-    negative_curvature: int     # how many eigenvalues of H are negative beyond round-off
-    dtype: torch.dtype          # the MAP's dtype: that of the samples
+    prior_precision: float  # δ
+    nll: float  # L(w*)
+    negative_curvature: int  # how many eigenvalues of H are negative beyond round-off
+    dtype: torch.dtype  # the MAP's dtype: that of the samples
 
     def precision(self) -> torch.Tensor:
         """H + δI = V diag(h + δ) Vᵀ."""
@@ -200,8 +241,14 @@ class LaplacePosterior:
         return (self.mean + scaled @ self.eigenvectors.T).to(self.dtype)
 
 
-def posterior_from_curvature(flat_map: torch.Tensor, curvature: torch.Tensor, prior_precision: float,
-                             nll: float = 0.0, *, fit_prior: bool = False) -> LaplacePosterior:
+def posterior_from_curvature(
+    flat_map: torch.Tensor,
+    curvature: torch.Tensor,
+    prior_precision: float,
+    nll: float = 0.0,
+    *,
+    fit_prior: bool = False,
+) -> LaplacePosterior:
     """The Laplace posterior from H = ∇²L(w*) or G, symmetrised and eigendecomposed in float64; δ as given or,
     with ``fit_prior``, argmax_δ log Z(δ). Raises :class:`IndefiniteCurvature` where H + δI is not positive
     definite."""
@@ -215,14 +262,30 @@ def posterior_from_curvature(flat_map: torch.Tensor, curvature: torch.Tensor, pr
         prior_precision = fit_prior_precision(mean, eigenvalues)
     _check_positive_definite(eigenvalues, prior_precision)
     tolerance = _NEGATIVE_TOLERANCE * float(eigenvalues.abs().max())
-    return LaplacePosterior(mean=mean, eigenvalues=eigenvalues, eigenvectors=eigenvectors,
-                            prior_precision=float(prior_precision), nll=float(nll),
-                            negative_curvature=int((eigenvalues < -tolerance).sum()), dtype=flat_map.dtype)
+    return LaplacePosterior(
+        mean=mean,
+        eigenvalues=eigenvalues,
+        eigenvectors=eigenvectors,
+        prior_precision=float(prior_precision),
+        nll=float(nll),
+        negative_curvature=int((eigenvalues < -tolerance).sum()),
+        dtype=flat_map.dtype,
+    )
 
 
-def laplace_fit(logits_fn: LogitsFn, flat_map: torch.Tensor, x: torch.Tensor, y: torch.Tensor, *,
-                prior_precision: float, curvature: str = "ggn", fit_prior: bool = False, data_size: int | None = None,
-                loss: Loss = cross_entropy_sum, chunk_size: int = 64) -> LaplacePosterior:
+def laplace_fit(
+    logits_fn: LogitsFn,
+    flat_map: torch.Tensor,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    *,
+    prior_precision: float,
+    curvature: str = "ggn",
+    fit_prior: bool = False,
+    data_size: int | None = None,
+    loss: Loss = cross_entropy_sum,
+    chunk_size: int = 64,
+) -> LaplacePosterior:
     """The Laplace posterior around ``flat_map``: H the GGN (default, PSD) or the exact Hessian of
     L = Σᵢ ℓ over (x, y); δ as given or, with ``fit_prior``, argmax_δ log Z(δ) instead (the given δ is
     then unused). SGD on the mean loss with weight decay λ finds the MAP for δ = n·λ, n its training size.
@@ -246,7 +309,16 @@ def _data_scale(data_size: int | None, examples: int) -> float:
     return data_size / examples
 
 
-def laplace_samples(logits_fn: LogitsFn, flat_map: torch.Tensor, x: torch.Tensor, y: torch.Tensor, *,
-                    count: int, generator: torch.Generator, prior_precision: float, **options) -> torch.Tensor:
+def laplace_samples(
+    logits_fn: LogitsFn,
+    flat_map: torch.Tensor,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    *,
+    count: int,
+    generator: torch.Generator,
+    prior_precision: float,
+    **options,
+) -> torch.Tensor:
     """[count, P] weight samples of :func:`laplace_fit`'s posterior, in the MAP's dtype."""
     return laplace_fit(logits_fn, flat_map, x, y, prior_precision=prior_precision, **options).sample(count, generator)

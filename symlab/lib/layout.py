@@ -40,5 +40,7 @@ class Layout:
         if flat.shape[-1:] != (self.n_params,):
             raise ValueError(f"the layout {self.sizes} has {self.n_params} parameters, got shape {tuple(flat.shape)}")
         batch = tuple(flat.shape[:-1])
-        return [(flat[..., w0:b0].reshape(*batch, fan_out, fan_in), flat[..., b0:end])
-                for (w0, b0, end), fan_in, fan_out in zip(self.offsets, self.sizes[:-1], self.sizes[1:])]
+        return [
+            (flat[..., w0:b0].reshape(*batch, fan_out, fan_in), flat[..., b0:end])
+            for (w0, b0, end), fan_in, fan_out in zip(self.offsets, self.sizes[:-1], self.sizes[1:])
+        ]

@@ -26,8 +26,10 @@ def flatten(layers) -> tuple[Layout, np.ndarray | torch.Tensor]:
     layout = Layout((layers[0][0].shape[-1], *(W.shape[-2] for W, _ in layers)))
     for index, ((W, b), fan_in, fan_out) in enumerate(zip(layers, layout.sizes[:-1], layout.sizes[1:])):
         if tuple(W.shape) != (*batch, fan_out, fan_in) or tuple(b.shape) != (*batch, fan_out):
-            raise ValueError(f"layer {index}: W must be (..., {fan_out}, {fan_in}) and b (..., {fan_out}) "
-                             f"with leading dimensions {batch}; got {tuple(W.shape)} and {tuple(b.shape)}")
+            raise ValueError(
+                f"layer {index}: W must be (..., {fan_out}, {fan_in}) and b (..., {fan_out}) "
+                f"with leading dimensions {batch}; got {tuple(W.shape)} and {tuple(b.shape)}"
+            )
     return layout, _concatenate([part for W, b in layers for part in (W.reshape(*batch, -1), b)])
 
 
@@ -137,10 +139,12 @@ def draw_parameters(layout: Layout, draw, batch: tuple[int, ...] = ()) -> torch.
     return torch.cat(pieces, -1)
 
 
-def init_parameters(layout: Layout, generator: torch.Generator, batch: tuple[int, ...] = (),
-                    dtype=torch.float32, device="cpu") -> torch.Tensor:
+def init_parameters(
+    layout: Layout, generator: torch.Generator, batch: tuple[int, ...] = (), dtype=torch.float32, device="cpu"
+) -> torch.Tensor:
     """Flat parameters ``[*batch, n_params]`` like torch.nn.Linear's default: every weight and bias
     of a layer U(±1/√fan_in)."""
+
     def uniform(shape, fan_in):
         bound = 1.0 / math.sqrt(fan_in)
         return torch.empty(shape, dtype=dtype, device=device).uniform_(-bound, bound, generator=generator)

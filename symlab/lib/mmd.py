@@ -20,8 +20,8 @@ _BANDWIDTH_SAMPLE = 512  # points whose pairwise distances set the bandwidth gri
 
 @dataclass(frozen=True)
 class MmdResult:
-    mmd2: np.ndarray         # per kernel: Gaussian ones first, then Laplace
-    bandwidths: np.ndarray   # per kernel
+    mmd2: np.ndarray  # per kernel: Gaussian ones first, then Laplace
+    bandwidths: np.ndarray  # per kernel
     families: tuple[str, ...]
 
     @property
@@ -90,9 +90,9 @@ def mmd_aggregate(x, y, kernels_per_family: int = KERNELS_PER_FAMILY, seed: int 
         work = np.empty(max(dxx.size, dyy.size, dxy.size), dtype=np.float32)
         for h in bandwidth_grid(pooled, metric, kernels_per_family, rng):
             scale = h**2 if metric == "l2" else h
-            within_x = 2 * _kernel_sum(dxx, scale, work[:dxx.size]) / (m * (m - 1))
-            within_y = 2 * _kernel_sum(dyy, scale, work[:dyy.size]) / (n * (n - 1))
-            values.append(within_x + within_y - 2 * _kernel_sum(dxy, scale, work[:dxy.size]) / (m * n))
+            within_x = 2 * _kernel_sum(dxx, scale, work[: dxx.size]) / (m * (m - 1))
+            within_y = 2 * _kernel_sum(dyy, scale, work[: dyy.size]) / (n * (n - 1))
+            values.append(within_x + within_y - 2 * _kernel_sum(dxy, scale, work[: dxy.size]) / (m * n))
             bandwidths.append(h)
             families.append(family)
     return MmdResult(np.array(values), np.array(bandwidths), tuple(families))
@@ -104,6 +104,8 @@ def layerwise_mmd(x_layers, y_layers, **options) -> float:
     if len(x_layers) != len(y_layers) or not x_layers:
         raise ValueError("the two sample sets must list the same, non-zero number of layers")
     sizes = np.array([np.asarray(layer).reshape(len(layer), -1).shape[1] for layer in x_layers], dtype=float)
-    medians = [mmd_aggregate(np.asarray(a).reshape(len(a), -1), np.asarray(b).reshape(len(b), -1), **options).median
-               for a, b in zip(x_layers, y_layers)]
+    medians = [
+        mmd_aggregate(np.asarray(a).reshape(len(a), -1), np.asarray(b).reshape(len(b), -1), **options).median
+        for a, b in zip(x_layers, y_layers)
+    ]
     return float(np.dot(sizes, medians) / sizes.sum())

@@ -65,11 +65,15 @@ class Mnist:
 
 def _fix_hint(directory: Path) -> str:
     if directory == SHIPPED_DIR:
-        return ("The copy shipped with SymLab is damaged: restore it with "
-                "`git checkout -- assets/mnist` (or re-clone the repository).")
-    return (f"Delete the file and run `python -m symlab mnist-data --data-dir {directory} --download` "
-            f"(needs network), copy the four IDX files from SymLab's `assets/mnist/`, or leave out "
-            f"--data-dir to use that copy.")
+        return (
+            "The copy shipped with SymLab is damaged: restore it with "
+            "`git checkout -- assets/mnist` (or re-clone the repository)."
+        )
+    return (
+        f"Delete the file and run `python -m symlab mnist-data --data-dir {directory} --download` "
+        f"(needs network), copy the four IDX files from SymLab's `assets/mnist/`, or leave out "
+        f"--data-dir to use that copy."
+    )
 
 
 def read_idx(path: Path, spec: IdxFile) -> np.ndarray:
@@ -81,12 +85,15 @@ def read_idx(path: Path, spec: IdxFile) -> np.ndarray:
         with gzip.open(path, "rb") as handle:
             content = handle.read()
     except (OSError, EOFError, zlib.error) as error:
-        raise MnistDataError(f"MNIST file {path} is not a readable gzip file ({error}). "
-                             f"{_fix_hint(path.parent)}") from None
+        raise MnistDataError(
+            f"MNIST file {path} is not a readable gzip file ({error}). {_fix_hint(path.parent)}"
+        ) from None
     if len(content) != spec.size or hashlib.md5(content).hexdigest() != spec.md5:
-        raise MnistDataError(f"MNIST file {path} has the wrong content ({len(content)} bytes, md5 "
-                             f"{hashlib.md5(content).hexdigest()}; expected {spec.size} bytes, md5 {spec.md5}). "
-                             f"{_fix_hint(path.parent)}")
+        raise MnistDataError(
+            f"MNIST file {path} has the wrong content ({len(content)} bytes, md5 "
+            f"{hashlib.md5(content).hexdigest()}; expected {spec.size} bytes, md5 {spec.md5}). "
+            f"{_fix_hint(path.parent)}"
+        )
     header = np.frombuffer(content, dtype=">i4", count=2)
     assert header[0] == spec.magic and header[1] == spec.count  # implied by the checksum
     offset = 16 if spec.magic == 2051 else 8
@@ -177,9 +184,11 @@ def download_mnist(directory: str | os.PathLike, mirrors=MIRRORS, timeout: float
             except (OSError, MnistDataError) as error:
                 failures.append(f"{mirror}: {error}")
         else:
-            raise MnistDataError(f"Could not download {spec.name} with a matching checksum:\n  "
-                                 + "\n  ".join(failures)
-                                 + f"\nCopy the IDX files from SymLab's `assets/mnist/` into {directory} instead.")
+            raise MnistDataError(
+                f"Could not download {spec.name} with a matching checksum:\n  "
+                + "\n  ".join(failures)
+                + f"\nCopy the IDX files from SymLab's `assets/mnist/` into {directory} instead."
+            )
     return fetched
 
 

@@ -66,12 +66,22 @@ class Architecture:
     def module(self) -> nn.Module:
         """The network as a torch module; its parameters, in order, are the flat vector's pieces."""
         if self.name == "mlp":
-            parts = {"flatten": nn.Flatten(), "hidden": nn.Linear(784, self.width), "relu": nn.ReLU(),
-                     "output": nn.Linear(self.width, CLASSES)}
+            parts = {
+                "flatten": nn.Flatten(),
+                "hidden": nn.Linear(784, self.width),
+                "relu": nn.ReLU(),
+                "output": nn.Linear(self.width, CLASSES),
+            }
         else:
-            parts = {"conv1": nn.Conv2d(1, CHANNELS, 5, stride=2), "relu1": nn.ReLU(),
-                     "conv2": nn.Conv2d(CHANNELS, CHANNELS, 3, groups=GROUPS), "relu2": nn.ReLU(),
-                     "pool": nn.AdaptiveAvgPool2d(2), "flatten": nn.Flatten(), "fc": nn.Linear(CHANNELS * POOLED, CLASSES)}
+            parts = {
+                "conv1": nn.Conv2d(1, CHANNELS, 5, stride=2),
+                "relu1": nn.ReLU(),
+                "conv2": nn.Conv2d(CHANNELS, CHANNELS, 3, groups=GROUPS),
+                "relu2": nn.ReLU(),
+                "pool": nn.AdaptiveAvgPool2d(2),
+                "flatten": nn.Flatten(),
+                "fc": nn.Linear(CHANNELS * POOLED, CLASSES),
+            }
         return nn.Sequential(OrderedDict(parts))
 
     @cached_property
@@ -100,7 +110,7 @@ class Architecture:
         out, start = {}, 0
         for name, shape in self.shapes.items():
             size = math.prod(shape)
-            out[name] = flat[..., start:start + size].reshape(*flat.shape[:-1], *shape)
+            out[name] = flat[..., start : start + size].reshape(*flat.shape[:-1], *shape)
             start += size
         return out
 
@@ -116,7 +126,9 @@ class Architecture:
             layer = name.rsplit(".", 1)[0]
             fan_in = math.prod(self.shapes[f"{layer}.weight"][1:])
             bound = 1.0 / math.sqrt(fan_in)
-            pieces.append(torch.empty(count, math.prod(shape), dtype=dtype).uniform_(-bound, bound, generator=generator))
+            pieces.append(
+                torch.empty(count, math.prod(shape), dtype=dtype).uniform_(-bound, bound, generator=generator)
+            )
         return torch.cat(pieces, -1)
 
 
@@ -126,8 +138,9 @@ def architecture(name: str, width: int = 16) -> Architecture:
     return Architecture(name, width)
 
 
-def batched_logits(arch: Architecture, flat: torch.Tensor, x: torch.Tensor, keep: torch.Tensor | None = None
-                   ) -> torch.Tensor:
+def batched_logits(
+    arch: Architecture, flat: torch.Tensor, x: torch.Tensor, keep: torch.Tensor | None = None
+) -> torch.Tensor:
     """Logits ``[nets, n, 10]`` of networks ``flat[nets, P]``, each on its own images ``x[nets, n, 1, 28, 28]``
     or all on the same ``x[n, 1, 28, 28]``, as one computation: batched matrix products over the stack (the
     MLP through :func:`symlab.lib.mlp.forward`; the convnet's convolutions as grouped convolutions, a group
@@ -142,10 +155,19 @@ def batched_logits(arch: Architecture, flat: torch.Tensor, x: torch.Tensor, keep
         return mlp.forward([output], features if keep is None else features * keep)
     p, n = arch.parameters(flat), x.shape[1]
     # Networks as groups of one convolution: images [n, nets, 28, 28], each network's kernels its own groups.
-    h = F.conv2d(x.reshape(nets, n, 28, 28).transpose(0, 1), p["conv1.weight"].reshape(nets * CHANNELS, 1, 5, 5),
-                 p["conv1.bias"].reshape(-1), stride=2, groups=nets)
-    h = F.conv2d(torch.relu(h), p["conv2.weight"].reshape(nets * CHANNELS, CHANNELS // GROUPS, 3, 3),
-                 p["conv2.bias"].reshape(-1), groups=nets * GROUPS)
+    h = F.conv2d(
+        x.reshape(nets, n, 28, 28).transpose(0, 1),
+        p["conv1.weight"].reshape(nets * CHANNELS, 1, 5, 5),
+        p["conv1.bias"].reshape(-1),
+        stride=2,
+        groups=nets,
+    )
+    h = F.conv2d(
+        torch.relu(h),
+        p["conv2.weight"].reshape(nets * CHANNELS, CHANNELS // GROUPS, 3, 3),
+        p["conv2.bias"].reshape(-1),
+        groups=nets * GROUPS,
+    )
     pooled = F.adaptive_avg_pool2d(torch.relu(h), 2).reshape(n, nets, CHANNELS * POOLED).transpose(0, 1)
     pooled = pooled if keep is None else pooled * keep
     return torch.baddbmm(p["fc.bias"][:, None, :], pooled, p["fc.weight"].mT)
@@ -156,8 +178,9 @@ def last_layer_inputs(arch: Architecture) -> int:
     return arch.shapes[f"{arch.layers[-1][0]}.weight"][1]
 
 
-def dropout_weights(arch: Architecture, flat: torch.Tensor, rate: float, count: int,
-                    generator: torch.Generator) -> torch.Tensor:
+def dropout_weights(
+    arch: Architecture, flat: torch.Tensor, rate: float, count: int, generator: torch.Generator
+) -> torch.Tensor:
     """``count`` weight samples ``[count, P]`` of MC dropout at ``rate`` on the last layer's inputs: the
     network ``flat[P]`` with each of the output layer's input columns kept with probability 1 − rate and
     scaled by 1/(1 − rate), or zeroed. Predicting with one is a dropout forward pass whose mask is the
@@ -174,6 +197,7 @@ def dropout_weights(arch: Architecture, flat: torch.Tensor, rate: float, count: 
 # ---------------------------------------------------------------------------------------------
 # Symmetries
 # ---------------------------------------------------------------------------------------------
+
 
 def mlp_layers(arch: Architecture, flat: np.ndarray) -> list:
     """The MLP's (W, b) views (:mod:`symlab.lib.symmetry`'s form) of ``flat[..., P]``."""
@@ -199,15 +223,16 @@ def remove_symmetries(arch: Architecture, flat, key: str = "first", scaling: boo
     return _canonical_convnet(arch, flat, key, scaling)
 
 
-
-
 def convnet_permutation(arch: Architecture, flat, first: np.ndarray, second: np.ndarray):
     """``flat[..., P]`` with the first layer's channels reordered by ``first[..., 4]`` and the grouped layer's
     by ``second[..., 4]`` (new channel k = old channel perm[k]); each must keep groups whole and move a group
     of the first layer with the same group of the second. numpy or torch, like ``flat``."""
     p = arch.parameters(flat)
-    take = (lambda a, i, axis: np.take_along_axis(a, i, axis)) if isinstance(flat, np.ndarray) else \
-        (lambda a, i, axis: torch.take_along_dim(a, torch.as_tensor(np.array(i)), axis))
+    take = (
+        (lambda a, i, axis: np.take_along_axis(a, i, axis))
+        if isinstance(flat, np.ndarray)
+        else (lambda a, i, axis: torch.take_along_dim(a, torch.as_tensor(np.array(i)), axis))
+    )
     batch = flat.shape[:-1]
     first, second = np.broadcast_to(first, (*batch, CHANNELS)), np.broadcast_to(second, (*batch, CHANNELS))
     per_group = CHANNELS // GROUPS
@@ -234,12 +259,17 @@ def _canonical_convnet(arch: Architecture, flat: np.ndarray, key: str, scaling: 
     p = arch.parameters(flat)
     batch = flat.shape[:-1]
     per_group = CHANNELS // GROUPS
-    score = (lambda w: w.reshape(*w.shape[:-3], -1)[..., 0]) if key == "first" else \
-        (lambda w: w.reshape(*w.shape[:-3], -1).max(-1))
+    score = (
+        (lambda w: w.reshape(*w.shape[:-3], -1)[..., 0])
+        if key == "first"
+        else (lambda w: w.reshape(*w.shape[:-3], -1).max(-1))
+    )
     # Within each group: the first layer's channels by their key, then the group's outputs by theirs (an
     # output's first incoming weight reads the group's first channel, so after the channels are sorted).
     first = _sorted_within_groups(score(p["conv1.weight"]), per_group)
-    reordered = arch.parameters(convnet_permutation(arch, flat, first, np.broadcast_to(np.arange(CHANNELS), first.shape)))
+    reordered = arch.parameters(
+        convnet_permutation(arch, flat, first, np.broadcast_to(np.arange(CHANNELS), first.shape))
+    )
     second = _sorted_within_groups(score(reordered["conv2.weight"]), per_group)
     # Then the groups, by the key of each group's first output.
     sorted_second = np.take_along_axis(score(reordered["conv2.weight"]), second, -1)
@@ -265,7 +295,7 @@ def _normalise_convnet(arch: Architecture, flat: np.ndarray) -> np.ndarray:
     p = arch.parameters(flat)
     batch = flat.shape[:-1]
     per_group = CHANNELS // GROUPS
-    norm1 = _safe_norm(p["conv1.weight"])                                  # [..., 4]
+    norm1 = _safe_norm(p["conv1.weight"])  # [..., 4]
     p["conv1.weight"] /= norm1[..., None, None, None]
     p["conv1.bias"] /= norm1
     # The grouped layer's output k reads first-layer channels (k // 2) * 2 + j as its input j.

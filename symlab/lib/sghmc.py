@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterator
 
 import torch
 
+
 def _posteriors_sghmc():
     """posteriors' SGHMC, imported when a chain runs: it brings tensordict and torch's compiler (seconds), which
     nothing else here needs."""
@@ -36,8 +37,9 @@ def _posteriors_sghmc():
     return sghmc
 
 
-def mean_log_posterior(logits_fn: Callable, flat: torch.Tensor, x: torch.Tensor, y: torch.Tensor, n_data: int,
-                       prior_var: float) -> torch.Tensor:
+def mean_log_posterior(
+    logits_fn: Callable, flat: torch.Tensor, x: torch.Tensor, y: torch.Tensor, n_data: int, prior_var: float
+) -> torch.Tensor:
     """The log posterior per datum on a batch, up to a constant:
     (1/|B|) Σ_i log softmax(f(w, x_i))_{y_i} − |w|²/(2 N v)."""
     log_lik = torch.log_softmax(logits_fn(flat, x), dim=-1).gather(-1, y[:, None]).mean()
@@ -66,39 +68,62 @@ def _global_rng_from(seed: int, device: torch.device):
 
 
 def _check_chain_args(lr, friction, temperature, burn_in, thinning, count):
-    problems = [msg for bad, msg in [
-        (not lr > 0, f"lr must be > 0, got {lr}"),
-        (not friction > 0, f"friction must be > 0, got {friction}"),
-        (not lr * friction < 2, f"lr * friction must be < 2 (else the friction alone makes the momenta grow), "
-                                f"got {lr * friction}"),
-        (not temperature > 0, f"temperature must be > 0, got {temperature}"),
-        (burn_in < 0, f"burn_in must be >= 0, got {burn_in}"),
-        (thinning < 1, f"thinning must be >= 1, got {thinning}"),
-        (count < 1, f"count must be >= 1, got {count}")] if bad]
+    problems = [
+        msg
+        for bad, msg in [
+            (not lr > 0, f"lr must be > 0, got {lr}"),
+            (not friction > 0, f"friction must be > 0, got {friction}"),
+            (
+                not lr * friction < 2,
+                f"lr * friction must be < 2 (else the friction alone makes the momenta grow), got {lr * friction}",
+            ),
+            (not temperature > 0, f"temperature must be > 0, got {temperature}"),
+            (burn_in < 0, f"burn_in must be >= 0, got {burn_in}"),
+            (thinning < 1, f"thinning must be >= 1, got {thinning}"),
+            (count < 1, f"count must be >= 1, got {count}"),
+        ]
+        if bad
+    ]
     if problems:
         raise ValueError("; ".join(problems))
 
 
 def _check_finite(state, step: int, steps: int) -> None:
-    if not (torch.isfinite(state.params).all() and torch.isfinite(state.momenta).all()
-            and torch.isfinite(state.log_posterior)):
-        raise FloatingPointError(f"SGHMC diverged at step {step} of {steps}: the parameters, momenta or log "
-                                 f"posterior ({float(state.log_posterior):.4g}) are no longer finite")
+    if not (
+        torch.isfinite(state.params).all()
+        and torch.isfinite(state.momenta).all()
+        and torch.isfinite(state.log_posterior)
+    ):
+        raise FloatingPointError(
+            f"SGHMC diverged at step {step} of {steps}: the parameters, momenta or log "
+            f"posterior ({float(state.log_posterior):.4g}) are no longer finite"
+        )
 
 
-def sghmc_chain(log_density: Callable, start: torch.Tensor, batches: Iterator, *, lr: float, friction: float,
-                temperature: float, burn_in: int, thinning: int, count: int, generator: torch.Generator,
-                on_step: Callable | None = None) -> torch.Tensor:
+def sghmc_chain(
+    log_density: Callable,
+    start: torch.Tensor,
+    batches: Iterator,
+    *,
+    lr: float,
+    friction: float,
+    temperature: float,
+    burn_in: int,
+    thinning: int,
+    count: int,
+    generator: torch.Generator,
+    on_step: Callable | None = None,
+) -> torch.Tensor:
     """``count`` states of posteriors' SGHMC chain (module docstring) on ``log_density(θ, batch)``, one
     batch from ``batches`` per step: after ``burn_in`` steps, every ``thinning``-th state, as
     Tensor[count, P]. The momenta start from their stationary law N(0, T I) and the noise from a seed,
     both drawn from ``generator``. ``on_step(step, log_density)`` is called after each step. Raises
     FloatingPointError naming the step where the chain stops being finite."""
     _check_chain_args(lr, friction, temperature, burn_in, thinning, count)
-    transform = _posteriors_sghmc().build(lambda params, batch: (log_density(params, batch), ()), lr=lr,
-                                          alpha=friction, temperature=temperature)
-    momenta = temperature**0.5 * torch.randn(start.shape, generator=generator, dtype=start.dtype,
-                                             device=start.device)
+    transform = _posteriors_sghmc().build(
+        lambda params, batch: (log_density(params, batch), ()), lr=lr, alpha=friction, temperature=temperature
+    )
+    momenta = temperature**0.5 * torch.randn(start.shape, generator=generator, dtype=start.dtype, device=start.device)
     seed = int(torch.randint(2**62, (), generator=generator, device=generator.device))
     state = transform.init(start.detach().clone(), momenta=momenta)
     steps = burn_in + thinning * count
@@ -114,10 +139,23 @@ def sghmc_chain(log_density: Callable, start: torch.Tensor, batches: Iterator, *
     return samples
 
 
-def sghmc_samples(logits_fn: Callable, flat_start: torch.Tensor, x: torch.Tensor, y: torch.Tensor, *,
-                  prior_var: float, lr: float, friction: float, batch_size: int, burn_in: int, thinning: int,
-                  count: int, generator: torch.Generator, temperature: float = 1.0,
-                  on_step: Callable | None = None) -> torch.Tensor:
+def sghmc_samples(
+    logits_fn: Callable,
+    flat_start: torch.Tensor,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    *,
+    prior_var: float,
+    lr: float,
+    friction: float,
+    batch_size: int,
+    burn_in: int,
+    thinning: int,
+    count: int,
+    generator: torch.Generator,
+    temperature: float = 1.0,
+    on_step: Callable | None = None,
+) -> torch.Tensor:
     """Samples of p(w | x, y)^{1/T} for the classifier ``logits_fn(flat, x)`` under the prior N(0, v I):
     :func:`sghmc_chain` on :func:`mean_log_posterior` at posteriors' temperature T/N, minibatches of
     ``batch_size`` drawn from ``generator`` without replacement within each pass. Tensor[count, P]."""
@@ -133,6 +171,16 @@ def sghmc_samples(logits_fn: Callable, flat_start: torch.Tensor, x: torch.Tensor
         index = index.to(x.device)
         return mean_log_posterior(logits_fn, flat, x[index], y[index], n, prior_var)
 
-    return sghmc_chain(log_density, flat_start, shuffled_batches(n, batch_size, generator), lr=lr,
-                       friction=friction, temperature=temperature / n, burn_in=burn_in, thinning=thinning,
-                       count=count, generator=generator, on_step=on_step)
+    return sghmc_chain(
+        log_density,
+        flat_start,
+        shuffled_batches(n, batch_size, generator),
+        lr=lr,
+        friction=friction,
+        temperature=temperature / n,
+        burn_in=burn_in,
+        thinning=thinning,
+        count=count,
+        generator=generator,
+        on_step=on_step,
+    )

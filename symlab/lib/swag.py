@@ -26,8 +26,8 @@ import torch
 
 from symlab.lib.laplace import LogitsFn, Loss, cross_entropy_sum
 
-SCALE = 0.1        # Laurent et al., App. B.1
-RANK = 20          # K: the deviations kept (Laurent et al.: 20, as many as snapshots)
+SCALE = 0.1  # Laurent et al., App. B.1
+RANK = 20  # K: the deviations kept (Laurent et al.: 20, as many as snapshots)
 VAR_CLAMP = 1e-30  # ε, Maddox's code's floor on θ̄₂ − θ̄² (round-off can make it negative)
 
 
@@ -40,7 +40,7 @@ class SwagPosterior:
     sq_mean: torch.Tensor
     deviations: torch.Tensor
     count: int
-    rank: int   # K, the normaliser's: DᵀD/(K − 1) however many rows D holds
+    rank: int  # K, the normaliser's: DᵀD/(K − 1) however many rows D holds
     dtype: torch.dtype  # the snapshots' dtype: that of the samples
 
     def variance(self) -> torch.Tensor:
@@ -91,8 +91,7 @@ def swag_moments(snapshots: Iterable[torch.Tensor], rank: int = RANK) -> SwagPos
         count += 1
     if count < 2:
         raise ValueError(f"SWAG needs at least 2 snapshots, got {count}")
-    return SwagPosterior(mean=mean, sq_mean=sq_mean, deviations=torch.stack(rows), count=count, rank=rank,
-                         dtype=dtype)
+    return SwagPosterior(mean=mean, sq_mean=sq_mean, deviations=torch.stack(rows), count=count, rank=rank, dtype=dtype)
 
 
 def _minibatches(n: int, batch_size: int, generator: torch.Generator) -> Iterator[torch.Tensor]:
@@ -107,21 +106,59 @@ def _learning_rate(step: int, lr: float, warmup_steps: int) -> float:
     return lr * min(1.0, (step + 1) / warmup_steps) if warmup_steps else lr
 
 
-def sgd_snapshots(logits_fn: LogitsFn, flat_start: torch.Tensor, x: torch.Tensor, y: torch.Tensor, *,
-                  lr: float, weight_decay: float, batch_size: int, steps_between: int, snapshots: int,
-                  generator: torch.Generator, warmup_steps: int = 0, momentum: float = 0.0,
-                  loss: Loss = cross_entropy_sum) -> Iterator[torch.Tensor]:
+def sgd_snapshots(
+    logits_fn: LogitsFn,
+    flat_start: torch.Tensor,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    *,
+    lr: float,
+    weight_decay: float,
+    batch_size: int,
+    steps_between: int,
+    snapshots: int,
+    generator: torch.Generator,
+    warmup_steps: int = 0,
+    momentum: float = 0.0,
+    loss: Loss = cross_entropy_sum,
+) -> Iterator[torch.Tensor]:
     """SGD from ``flat_start`` on ℓ averaged over a minibatch B plus weight decay:
     g = ∇(1/|B|) Σ_{i∈B} ℓ(f(w, xᵢ), yᵢ) + λw, v ← μv + g, w ← w − η_t v; ``warmup_steps`` steps of
     linear ramp, then ``snapshots`` × ``steps_between`` steps at η, yielding a copy of w after every
     ``steps_between`` of them. Raises FloatingPointError naming the step where the loss is not finite."""
     _check_sgd(flat_start, x, y, lr, weight_decay, momentum, batch_size, steps_between, snapshots, warmup_steps)
-    return _sgd_run(logits_fn, flat_start, x, y, lr, weight_decay, batch_size, steps_between, snapshots, generator,
-                    warmup_steps, momentum, loss)
+    return _sgd_run(
+        logits_fn,
+        flat_start,
+        x,
+        y,
+        lr,
+        weight_decay,
+        batch_size,
+        steps_between,
+        snapshots,
+        generator,
+        warmup_steps,
+        momentum,
+        loss,
+    )
 
 
-def _sgd_run(logits_fn, flat_start, x, y, lr, weight_decay, batch_size, steps_between, snapshots, generator,
-             warmup_steps, momentum, loss) -> Iterator[torch.Tensor]:
+def _sgd_run(
+    logits_fn,
+    flat_start,
+    x,
+    y,
+    lr,
+    weight_decay,
+    batch_size,
+    steps_between,
+    snapshots,
+    generator,
+    warmup_steps,
+    momentum,
+    loss,
+) -> Iterator[torch.Tensor]:
     def batch_loss(w, xb, yb):
         return loss(logits_fn(w, xb), yb) / len(xb)
 
@@ -139,8 +176,9 @@ def _sgd_run(logits_fn, flat_start, x, y, lr, weight_decay, batch_size, steps_be
             yield w.clone()
 
 
-def _check_sgd(flat_start, x, y, lr, weight_decay, momentum, batch_size, steps_between, snapshots,
-               warmup_steps) -> None:
+def _check_sgd(
+    flat_start, x, y, lr, weight_decay, momentum, batch_size, steps_between, snapshots, warmup_steps
+) -> None:
     if flat_start.ndim != 1 or not flat_start.is_floating_point():
         raise ValueError(f"the start must be one flat floating-point vector, not shape {tuple(flat_start.shape)}")
     if len(x) == 0 or len(x) != len(y):
@@ -157,13 +195,40 @@ def _check_sgd(flat_start, x, y, lr, weight_decay, momentum, batch_size, steps_b
     _check_int("warmup_steps", warmup_steps, minimum=0)
 
 
-def swag_fit(logits_fn: LogitsFn, flat_start: torch.Tensor, x: torch.Tensor, y: torch.Tensor, *, lr: float,
-             weight_decay: float, batch_size: int, steps_between: int, snapshots: int = 20, rank: int = RANK,
-             generator: torch.Generator, warmup_steps: int = 0, momentum: float = 0.0,
-             loss: Loss = cross_entropy_sum) -> SwagPosterior:
+def swag_fit(
+    logits_fn: LogitsFn,
+    flat_start: torch.Tensor,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    *,
+    lr: float,
+    weight_decay: float,
+    batch_size: int,
+    steps_between: int,
+    snapshots: int = 20,
+    rank: int = RANK,
+    generator: torch.Generator,
+    warmup_steps: int = 0,
+    momentum: float = 0.0,
+    loss: Loss = cross_entropy_sum,
+) -> SwagPosterior:
     """The SWAG posterior of :func:`sgd_snapshots`' snapshots (:func:`swag_moments`, K = ``rank``)."""
     _check_int("rank", rank, minimum=2)
-    return swag_moments(sgd_snapshots(logits_fn, flat_start, x, y, lr=lr, weight_decay=weight_decay,
-                                      batch_size=batch_size, steps_between=steps_between, snapshots=snapshots,
-                                      generator=generator, warmup_steps=warmup_steps, momentum=momentum,
-                                      loss=loss), rank)
+    return swag_moments(
+        sgd_snapshots(
+            logits_fn,
+            flat_start,
+            x,
+            y,
+            lr=lr,
+            weight_decay=weight_decay,
+            batch_size=batch_size,
+            steps_between=steps_between,
+            snapshots=snapshots,
+            generator=generator,
+            warmup_steps=warmup_steps,
+            momentum=momentum,
+            loss=loss,
+        ),
+        rank,
+    )

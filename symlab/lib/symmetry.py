@@ -24,7 +24,6 @@ from symlab.lib.mlp import unit_rows
 from symlab.lib.options import SORT_KEYS
 
 
-
 def as_layers(layers) -> list[tuple[np.ndarray, np.ndarray]]:
     """A float64 copy of ``layers``, checked for matching shapes."""
     out = [(np.array(W, dtype=np.float64), np.array(b, dtype=np.float64)) for W, b in layers]
@@ -34,8 +33,10 @@ def as_layers(layers) -> list[tuple[np.ndarray, np.ndarray]]:
         if W.ndim < 2 or b.shape != W.shape[:-1]:
             raise ValueError(f"layer {index}: W must be (..., out, in) and b (..., out); got {W.shape} and {b.shape}")
         if index and W.shape[-1] != out[index - 1][0].shape[-2]:
-            raise ValueError(f"layer {index} takes {W.shape[-1]} inputs but layer {index - 1} has "
-                             f"{out[index - 1][0].shape[-2]} units")
+            raise ValueError(
+                f"layer {index} takes {W.shape[-1]} inputs but layer {index - 1} has "
+                f"{out[index - 1][0].shape[-2]} units"
+            )
         if not (np.all(np.isfinite(W)) and np.all(np.isfinite(b))):
             raise ValueError(f"layer {index} has non-finite weights")
     return out
@@ -64,6 +65,7 @@ def n_parameters(layers) -> int:
 # Permutations
 # ---------------------------------------------------------------------------------------------
 
+
 def permute_units(layers, index: int, perm: np.ndarray) -> list:
     """Reorder hidden layer ``index``'s units by ``perm[..., d]`` (new unit k = old unit perm[k])."""
     out = list(layers)
@@ -76,9 +78,9 @@ def permute_units(layers, index: int, perm: np.ndarray) -> list:
 
 def sort_key(layers, index: int, key: str) -> np.ndarray:
     """The per-unit value hidden layer ``index`` is sorted by."""
-    if key == "first_in":   # the weight from the first input (Laurent et al. App. C.2)
+    if key == "first_in":  # the weight from the first input (Laurent et al. App. C.2)
         return layers[index][0][..., :, 0]
-    if key == "max_in":     # the largest incoming weight (their §5.2: the most stable in training)
+    if key == "max_in":  # the largest incoming weight (their §5.2: the most stable in training)
         return layers[index][0].max(axis=-1)
     if key == "first_out":  # the weight to the next layer's first unit (their Fig. 1)
         return layers[index + 1][0][..., 0, :]
@@ -107,7 +109,7 @@ def sorting_orders(layers, key: str = "first_in") -> list[np.ndarray]:
         raise ValueError(f"sort key must be one of {SORT_KEYS}, got {key!r}")
     hidden = len(layers) - 1
     perms = [None] * hidden
-    for index in (reversed(range(hidden)) if key == "first_out" else range(hidden)):
+    for index in reversed(range(hidden)) if key == "first_out" else range(hidden):
         if key == "max_in":
             values = layers[index][0].max(axis=-1)
         elif key == "first_in":
@@ -128,6 +130,7 @@ def sort_units(layers, key: str = "first_in") -> list:
 # ---------------------------------------------------------------------------------------------
 # Scalings
 # ---------------------------------------------------------------------------------------------
+
 
 def scale_units(layers, log_scales) -> list:
     """Multiply hidden layer l's unit i by e^{λ_i^l}: incoming weights and bias times e^{λ}, outgoing
@@ -168,15 +171,15 @@ def normalise_units(layers, norm: float = 1.0) -> list:
 
 @dataclass(frozen=True)
 class MinMass:
-    layers: list              # the rescaled networks (degenerate units at scale 1: see min_mass)
-    log_scales: list          # λ per hidden layer, shape (..., d_l)
-    mass_before: np.ndarray   # per network
-    mass_after: np.ndarray    # per network: the infimum of the mass over rescalings
+    layers: list  # the rescaled networks (degenerate units at scale 1: see min_mass)
+    log_scales: list  # λ per hidden layer, shape (..., d_l)
+    mass_before: np.ndarray  # per network
+    mass_after: np.ndarray  # per network: the infimum of the mass over rescalings
     mass_of_layers: np.ndarray  # per network: the mass of ``layers``; above the infimum where units are degenerate
     iterations: int
-    converged: np.ndarray     # per network: relative gradient below the tolerance
-    gradient: np.ndarray      # per network: max |∂mass/∂λ| / mass at the end
-    degenerate: np.ndarray    # per network: how many units are degenerate (the infimum is approached, not reached)
+    converged: np.ndarray  # per network: relative gradient below the tolerance
+    gradient: np.ndarray  # per network: max |∂mass/∂λ| / mass at the end
+    degenerate: np.ndarray  # per network: how many units are degenerate (the infimum is approached, not reached)
 
     @property
     def degenerate_units(self) -> int:
@@ -281,7 +284,7 @@ def min_mass(layers, tol: float = 1e-10, max_iter: int = 100) -> MinMass:
     free = ~np.concatenate(degenerate, axis=1)
 
     def unflatten(lam):
-        return [lam[:, offsets[i]:offsets[i + 1]] for i in range(len(sizes))]
+        return [lam[:, offsets[i] : offsets[i + 1]] for i in range(len(sizes))]
 
     def objective(lam, rows=slice(None)):
         return sum(t.sum((-2, -1)) for t in _mass_terms([sq[rows] for sq in squares], unflatten(lam)))
@@ -299,15 +302,25 @@ def min_mass(layers, tol: float = 1e-10, max_iter: int = 100) -> MinMass:
             break
         rows = np.flatnonzero(active)
         step = _newton_step([t[rows] for t in terms], sizes, grad[rows], free[rows])
-        lam[rows] = _backtrack(lam[rows], step, value[rows], grad[rows], lambda trial, subset: objective(trial, rows[subset]))
+        lam[rows] = _backtrack(
+            lam[rows], step, value[rows], grad[rows], lambda trial, subset: objective(trial, rows[subset])
+        )
         value = objective(lam)
     grad = _mass_gradient(_mass_terms(squares, unflatten(lam)), sizes)
     relative = np.abs(np.where(free, grad, 0.0)).max(-1) / np.maximum(value, np.finfo(float).tiny)
     log_scales = [s.reshape(*batch_shape, width) for s, width in zip(unflatten(lam), sizes)]
     result_layers = scale_units(layers, log_scales)
-    return MinMass(result_layers, log_scales, mass(layers), value.reshape(batch_shape), mass(result_layers),
-                   iterations, (relative <= tol).reshape(batch_shape), relative.reshape(batch_shape),
-                   (~free).sum(-1).reshape(batch_shape))
+    return MinMass(
+        result_layers,
+        log_scales,
+        mass(layers),
+        value.reshape(batch_shape),
+        mass(result_layers),
+        iterations,
+        (relative <= tol).reshape(batch_shape),
+        relative.reshape(batch_shape),
+        (~free).sum(-1).reshape(batch_shape),
+    )
 
 
 def _backtrack(lam, step, value, grad, objective, shrink=0.5, armijo=1e-4, tries=60):
@@ -336,6 +349,7 @@ def _backtrack(lam, step, value, grad, objective, shrink=0.5, armijo=1e-4, tries
 # Equivalent modes of a one-hidden-layer network (Gelberg Thm 3.1)
 # ---------------------------------------------------------------------------------------------
 
+
 def unit_vectors(layers) -> np.ndarray:
     """Each hidden unit of a one-hidden-layer net as one row: incoming weights, bias, outgoing
     weights. Permuting units permutes these rows; the output bias is untouched."""
@@ -347,10 +361,10 @@ def unit_vectors(layers) -> np.ndarray:
 
 @dataclass(frozen=True)
 class NearestMode:
-    distance: float          # ‖g w − w‖ for the nearest non-trivial g
-    relative: float          # distance / ‖w‖
-    bound: float             # Thm 3.1: 2D / log n!, relative to ‖w‖
-    pair: tuple[int, int]    # the transposition g
+    distance: float  # ‖g w − w‖ for the nearest non-trivial g
+    relative: float  # distance / ‖w‖
+    bound: float  # Thm 3.1: 2D / log n!, relative to ‖w‖
+    pair: tuple[int, int]  # the transposition g
     width: int
     n_parameters: int
 
@@ -375,8 +389,9 @@ def theorem_bound(width: int, n_params: int) -> float:
     return 2.0 * n_params / math.lgamma(width + 1)
 
 
-def nearest_equivalent_mode(layers, chunk: int = 1024, index: int | None = None,
-                            n_params: int | None = None) -> NearestMode:
+def nearest_equivalent_mode(
+    layers, chunk: int = 1024, index: int | None = None, n_params: int | None = None
+) -> NearestMode:
     """The permuted copy of a one-hidden-layer net nearest to it; for a deeper net, the nearest among
     the permutations of hidden layer ``index``.
 
@@ -436,6 +451,7 @@ def permutation_distance(layers_a, layers_b) -> tuple[float, np.ndarray]:
 # Do networks permute while training? (Laurent et al. §5.2)
 # ---------------------------------------------------------------------------------------------
 
+
 def successive_kendall_tau(perms: np.ndarray) -> np.ndarray:
     """Kendall's τ between each sorting permutation and the next: ``perms[T, d]`` → ``[T − 1]``
     (1 when the order of the units did not change): the mean over pairs of units of the product of
@@ -454,7 +470,7 @@ def successive_kendall_tau(perms: np.ndarray) -> np.ndarray:
     ranks = np.argsort(perms, axis=1).astype(np.int32)
     chunk = max(1, 2**22 // units**2)  # steps at a time: their sign matrices stay a few MB
     for start in range(0, len(changed), chunk):
-        t = changed[start:start + chunk]
+        t = changed[start : start + chunk]
         before, after = (np.sign(r[:, :, None] - r[:, None, :]).astype(np.int8) for r in (ranks[t], ranks[t + 1]))
         agreement = np.einsum("tij,tij->t", before, after, dtype=np.int64)
         taus[t] = agreement / (units * (units - 1))  # every pair counted twice, (i, j) and (j, i)

@@ -49,6 +49,7 @@ def network(w, x):
 # Exact posterior on a grid
 # ---------------------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class GridPosterior:
     """Normalised log p(w | D) on ``axis × axis`` (index [i, j] ↔ w₁ = axis[i], w₂ = axis[j])."""
@@ -85,8 +86,9 @@ def default_bound(data: ToyData, prior_scale: float) -> float:
     return max(1.5 * slope + 1.0, min(4.0 * prior_scale, 2.0 * slope + 3.0), 2.0)
 
 
-def exact_posterior(data: ToyData, noise: float, prior_scale: float, grid_size: int = 201,
-                    bound: float | None = None) -> GridPosterior:
+def exact_posterior(
+    data: ToyData, noise: float, prior_scale: float, grid_size: int = 201, bound: float | None = None
+) -> GridPosterior:
     """Grid posterior and log evidence by a Riemann sum, in float64.
 
     The sum of squared errors for every grid pair comes from one matrix product: with
@@ -138,6 +140,7 @@ def opposite_sides(mean, std):
 # ---------------------------------------------------------------------------------------------
 # Variational families
 # ---------------------------------------------------------------------------------------------
+
 
 def gaussian_log_density(w, mean, log_std):
     """log N(w; mean, diag exp(2 log_std)) summed over the last axis."""
@@ -222,8 +225,9 @@ def infonce_mutual_information(w, mean, log_std, K: int, generator=None):
     number of sampled swaps matters; it is drawn per sample as K − 1 fair coins.
     """
     d = swap_log_ratio(w, mean, log_std)
-    swaps = torch.bernoulli(torch.full((*d.shape, K - 1), 0.5, dtype=d.dtype, device=d.device),
-                            generator=generator).sum(-1)
+    swaps = torch.bernoulli(
+        torch.full((*d.shape, K - 1), 0.5, dtype=d.dtype, device=d.device), generator=generator
+    ).sum(-1)
     identities = (K - 1) - swaps
     # log(1 + identities + swaps·e^d), stably.
     log_terms = torch.logaddexp(torch.log1p(identities), torch.log(swaps) + d)
@@ -251,6 +255,7 @@ def gaussian_outlines(mean, std, symmetrised: bool, radii=(1.0, 2.0), points: in
 # ---------------------------------------------------------------------------------------------
 # Batched trainer: runs = methods × seeds × α, all in one tensor program
 # ---------------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class TrainingSettings:
@@ -285,8 +290,8 @@ class RunSpec:
 @dataclass
 class History:
     step: list = field(default_factory=list)
-    elbo: list = field(default_factory=list)        # ELBO(θ)
-    elbo_g: list = field(default_factory=list)      # ELBO(θ) + I(θ) (exact I)
+    elbo: list = field(default_factory=list)  # ELBO(θ)
+    elbo_g: list = field(default_factory=list)  # ELBO(θ) + I(θ) (exact I)
     test_mse: list = field(default_factory=list)
 
 
@@ -303,10 +308,21 @@ class ToyTrainer:
             if run.method not in METHODS:
                 raise ValueError(f"method must be one of {METHODS}, got {run.method!r}")
             if run.settings.mi not in MI_ESTIMATORS or run.settings.init not in INITS:
-                raise ValueError(f"mi must be one of {MI_ESTIMATORS} and init one of {INITS}, got "
-                                 f"{run.settings.mi!r} and {run.settings.init!r}")
-        shared = {(r.settings.samples, r.settings.K, r.settings.mi, r.data.x_train.size, r.data.x_test.size,
-                   min(r.settings.batch_size, r.data.x_train.size)) for r in runs}
+                raise ValueError(
+                    f"mi must be one of {MI_ESTIMATORS} and init one of {INITS}, got "
+                    f"{run.settings.mi!r} and {run.settings.init!r}"
+                )
+        shared = {
+            (
+                r.settings.samples,
+                r.settings.K,
+                r.settings.mi,
+                r.data.x_train.size,
+                r.data.x_test.size,
+                min(r.settings.batch_size, r.data.x_train.size),
+            )
+            for r in runs
+        }
         if len(shared) != 1:
             raise ValueError("runs trained together must share samples, K, mi, n_train, n_test and batch_size")
         self.runs = list(runs)
@@ -385,14 +401,18 @@ class ToyTrainer:
             d_weight = -torch.sigmoid(0.5 * (eps * eps).sum(-1) - 0.5 * (z_swapped * z_swapped).sum(-1))
         else:
             d = 0.5 * (eps * eps).sum(-1) - 0.5 * (z_swapped * z_swapped).sum(-1)
-            swaps = torch.bernoulli(torch.full((*d.shape, self.K - 1), 0.5, dtype=d.dtype), generator=self.generator).sum(-1)
+            swaps = torch.bernoulli(
+                torch.full((*d.shape, self.K - 1), 0.5, dtype=d.dtype), generator=self.generator
+            ).sum(-1)
             d_weight = -torch.sigmoid(torch.log(swaps) + d - torch.log1p((self.K - 1) - swaps))  # 0 without swaps
         d_weight = d_weight * self.symmetrised[:, None] / eps.shape[1]  # ∂I/∂d per draw: the mean over M, SGM only
         # ∂d/∂μ_j = z'_j/σ_j − z'_k/σ_k (k the other unit); ∂d/∂log σ_j = z'_j² − z'_k σ_j ε_j/σ_k.
         ratio = z_swapped / sd[:, None, :]
         grad_mean = ((ratio - ratio.flip(-1)) * d_weight[..., None]).sum(1)
-        grad_log_std = ((z_swapped * z_swapped - z_swapped.flip(-1) * (sd[:, None, :] * eps) / sd.flip(-1)[:, None, :])
-                        * d_weight[..., None]).sum(1)
+        grad_log_std = (
+            (z_swapped * z_swapped - z_swapped.flip(-1) * (sd[:, None, :] * eps) / sd.flip(-1)[:, None, :])
+            * d_weight[..., None]
+        ).sum(1)
         return grad_mean, grad_log_std
 
     @torch.inference_mode()  # no autograd bookkeeping: a fifth of a step's time
@@ -407,7 +427,6 @@ class ToyTrainer:
             self.theta.sub_(before).mul_(self.lr).add_(before)  # each run's own learning rate
             self._freeze_diverged()
             self.steps_done += 1
-
 
     def train_to(self, steps: int, chunk: int, progress=None) -> None:
         """Train until ``steps`` Adam steps are done, recording after every ``chunk`` steps, and call
@@ -443,8 +462,12 @@ class ToyTrainer:
         elbo = expected_log_lik - kl_to_prior(self.mean, self.log_std, self.prior_scale)
         elbo_g = elbo + mutual_information_by_qmc(self.mean, self.log_std, information_points)
         test_mse = ((predictive_moments(self.mean, std, self.x_test)[0] - self.y_test) ** 2).mean(-1)
-        return {"elbo": elbo.numpy(), "elbo_g": elbo_g.numpy(), "objective": torch.where(self.symmetrised, elbo_g, elbo).numpy(),
-                "test_mse": test_mse.numpy()}
+        return {
+            "elbo": elbo.numpy(),
+            "elbo_g": elbo_g.numpy(),
+            "objective": torch.where(self.symmetrised, elbo_g, elbo).numpy(),
+            "test_mse": test_mse.numpy(),
+        }
 
     def record(self) -> None:
         metrics = self.evaluate(TRACE_INFORMATION_POINTS)
@@ -455,7 +478,9 @@ class ToyTrainer:
 
     def latest_bounds(self) -> np.ndarray:
         """Each run's own bound as last recorded (MFVI: ELBO; SGM: ELBO + I), as ``evaluate``'s objective."""
-        return np.array([h.elbo_g[-1] if run.method == "sgm" else h.elbo[-1] for run, h in zip(self.runs, self.history)])
+        return np.array(
+            [h.elbo_g[-1] if run.method == "sgm" else h.elbo[-1] for run, h in zip(self.runs, self.history)]
+        )
 
     def parameters(self) -> tuple[np.ndarray, np.ndarray]:
         """Means and std devs, each ``[runs, 2]``."""

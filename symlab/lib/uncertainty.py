@@ -32,32 +32,48 @@ METRIC_KEYS = ("accuracy", "nll", "ece", "brier", "aupr", "fpr95", "id_mi", "ood
 NORMALISED_TOLERANCE = 1e-4  # |logsumexp_c log p(c)|: float32 log_softmax is within 1e-6
 # Table 1 prints every column × 100 (Acc, ECE, Brier, AUPR, FPR95 as percentages; MI in centinats);
 # it reports no NLL, which stays in nats.
-PAPER_FACTORS = {"accuracy": 100.0, "nll": 1.0, "ece": 100.0, "brier": 100.0, "aupr": 100.0, "fpr95": 100.0,
-                 "id_mi": 100.0, "ood_mi": 100.0}
+PAPER_FACTORS = {
+    "accuracy": 100.0,
+    "nll": 1.0,
+    "ece": 100.0,
+    "brier": 100.0,
+    "aupr": 100.0,
+    "fpr95": 100.0,
+    "id_mi": 100.0,
+    "ood_mi": 100.0,
+}
 
 
-def prediction_metrics(sample_log_probs: torch.Tensor, labels: torch.Tensor, ood_sample_log_probs: torch.Tensor,
-                       bins: int = ECE_BINS) -> dict[str, float]:
+def prediction_metrics(
+    sample_log_probs: torch.Tensor, labels: torch.Tensor, ood_sample_log_probs: torch.Tensor, bins: int = ECE_BINS
+) -> dict[str, float]:
     """Table 1's prediction columns for S weight samples: ``sample_log_probs[S, n, C]`` on the test inputs
     with ``labels[n]``, ``ood_sample_log_probs[S, m, C]`` on OOD inputs. Fractions and nats (module doc)."""
     _check_samples(sample_log_probs, "sample_log_probs")
     _check_samples(ood_sample_log_probs, "ood_sample_log_probs")
-    if ood_sample_log_probs.shape[0] != sample_log_probs.shape[0] or \
-            ood_sample_log_probs.shape[2] != sample_log_probs.shape[2]:
-        raise ValueError(f"ood_sample_log_probs {tuple(ood_sample_log_probs.shape)} must have the samples and classes "
-                         f"of sample_log_probs {tuple(sample_log_probs.shape)}")
+    if (
+        ood_sample_log_probs.shape[0] != sample_log_probs.shape[0]
+        or ood_sample_log_probs.shape[2] != sample_log_probs.shape[2]
+    ):
+        raise ValueError(
+            f"ood_sample_log_probs {tuple(ood_sample_log_probs.shape)} must have the samples and classes "
+            f"of sample_log_probs {tuple(sample_log_probs.shape)}"
+        )
     log_probs, ood_log_probs = _predictive(sample_log_probs), _predictive(ood_sample_log_probs)
     scores = torch.cat([max_probability_score(log_probs), max_probability_score(ood_log_probs)])
-    is_ood = torch.cat([torch.zeros(len(log_probs), dtype=torch.bool),
-                        torch.ones(len(ood_log_probs), dtype=torch.bool)])
-    return {"accuracy": accuracy(log_probs, labels),
-            "nll": negative_log_likelihood(log_probs, labels),
-            "ece": expected_calibration_error(log_probs, labels, bins),
-            "brier": brier_score(log_probs, labels),
-            "aupr": average_precision(scores, is_ood),
-            "fpr95": false_positive_rate_at_recall(scores, is_ood, RECALL_LEVEL),
-            "id_mi": _mutual_information(sample_log_probs, log_probs).mean().item(),
-            "ood_mi": _mutual_information(ood_sample_log_probs, ood_log_probs).mean().item()}
+    is_ood = torch.cat(
+        [torch.zeros(len(log_probs), dtype=torch.bool), torch.ones(len(ood_log_probs), dtype=torch.bool)]
+    )
+    return {
+        "accuracy": accuracy(log_probs, labels),
+        "nll": negative_log_likelihood(log_probs, labels),
+        "ece": expected_calibration_error(log_probs, labels, bins),
+        "brier": brier_score(log_probs, labels),
+        "aupr": average_precision(scores, is_ood),
+        "fpr95": false_positive_rate_at_recall(scores, is_ood, RECALL_LEVEL),
+        "id_mi": _mutual_information(sample_log_probs, log_probs).mean().item(),
+        "ood_mi": _mutual_information(ood_sample_log_probs, ood_log_probs).mean().item(),
+    }
 
 
 def paper_scale(metrics: dict[str, float]) -> dict[str, float]:
@@ -139,8 +155,10 @@ def false_positive_rate_at_recall(scores: torch.Tensor, positive: torch.Tensor, 
 def _ranked_counts(scores: torch.Tensor, positive: torch.Tensor):
     """True and false positives above each distinct threshold, highest first; the counts of each class."""
     if scores.ndim != 1 or positive.shape != scores.shape or positive.dtype != torch.bool:
-        raise ValueError(f"scores and positive must be 1-D of one length, positive boolean; got "
-                         f"{tuple(scores.shape)} and {tuple(positive.shape)} {positive.dtype}")
+        raise ValueError(
+            f"scores and positive must be 1-D of one length, positive boolean; got "
+            f"{tuple(scores.shape)} and {tuple(positive.shape)} {positive.dtype}"
+        )
     if not torch.isfinite(scores).all():
         raise ValueError("scores must be finite")
     n_pos = int(positive.sum())
@@ -187,10 +205,15 @@ def _check_predictive(log_probs: torch.Tensor, labels: torch.Tensor) -> torch.Te
     """Validate; the labels as int64 (what gather and one_hot index with)."""
     if log_probs.ndim != 2 or len(log_probs) == 0:
         raise ValueError(f"log_probs must be a non-empty [inputs, classes] tensor, got {tuple(log_probs.shape)}")
-    if labels.shape != (len(log_probs),) or labels.is_floating_point() or labels.is_complex() \
-            or labels.dtype == torch.bool:
-        raise ValueError(f"labels must be integers of shape ({len(log_probs)},), "
-                         f"got {tuple(labels.shape)} {labels.dtype}")
+    if (
+        labels.shape != (len(log_probs),)
+        or labels.is_floating_point()
+        or labels.is_complex()
+        or labels.dtype == torch.bool
+    ):
+        raise ValueError(
+            f"labels must be integers of shape ({len(log_probs)},), got {tuple(labels.shape)} {labels.dtype}"
+        )
     if labels.min() < 0 or labels.max() >= log_probs.shape[1]:
         raise ValueError(f"labels must be class indices in [0, {log_probs.shape[1]})")
     _check_log_probs(log_probs, "log_probs")
@@ -202,5 +225,7 @@ def _check_log_probs(log_probs: torch.Tensor, name: str) -> None:
         raise ValueError(f"{name} holds NaN or +inf: the network's outputs are not finite")
     off = torch.logsumexp(log_probs.double(), dim=-1).abs().max().item()
     if off > NORMALISED_TOLERANCE:
-        raise ValueError(f"{name} are not normalised log-probabilities (logsumexp over classes is off 0 by "
-                         f"{off:.3g}): pass log_softmax of the logits")
+        raise ValueError(
+            f"{name} are not normalised log-probabilities (logsumexp over classes is off 0 by "
+            f"{off:.3g}): pass log_softmax of the logits"
+        )

@@ -86,16 +86,25 @@ class Network:
         kind = "a mean-field posterior (means and standard deviations)" if self.is_posterior else "a point estimate"
         missing = [str(index + 1) for index, present in enumerate(self.biases) if not present]
         no_bias = f" (no bias in layer{'s' * (len(missing) > 1)} {', '.join(missing)})" if missing else ""
-        return (f"{' → '.join(map(str, self.sizes))}: {len(self.means)} nn.Linear layers with ReLU between them, "
-                f"{self.n_parameters:,} parameters{no_bias}, {kind}"
-                + (f", read from a {self.library}" if self.library else ""))
+        return (
+            f"{' → '.join(map(str, self.sizes))}: {len(self.means)} nn.Linear layers with ReLU between them, "
+            f"{self.n_parameters:,} parameters{no_bias}, {kind}"
+            + (f", read from a {self.library}" if self.library else "")
+        )
 
     def layer_rows(self) -> list[dict]:
         """The inferred structure, one row per nn.Linear layer, for the user to confirm."""
-        return [{"layer": index + 1, "inputs": W.shape[1], "outputs": W.shape[0],
-                 "parameters": W.size + b.size * present, "bias": "yes" if present else "none",
-                 "then": "ReLU" if index < len(self.means) - 1 else "—"}
-                for index, ((W, b), present) in enumerate(zip(self.means, self.biases))]
+        return [
+            {
+                "layer": index + 1,
+                "inputs": W.shape[1],
+                "outputs": W.shape[0],
+                "parameters": W.size + b.size * present,
+                "bias": "yes" if present else "none",
+                "then": "ReLU" if index < len(self.means) - 1 else "—",
+            }
+            for index, ((W, b), present) in enumerate(zip(self.means, self.biases))
+        ]
 
     def gaussian(self) -> DiagonalGaussian:
         """q over the flat parameters; a point estimate is the point mass (σ = 0)."""
@@ -107,6 +116,7 @@ class Network:
 # ---------------------------------------------------------------------------------------------
 # Reading
 # ---------------------------------------------------------------------------------------------
+
 
 def read_network(source: bytes | str | Path, name: str | None = None) -> Network:
     """The MLP in a file (a path) or in its bytes; :class:`WeightsError` for anything else."""
@@ -155,9 +165,11 @@ def _check_archive(data: bytes, name: str) -> None:
         raise WeightsError(f"{name}: its archive uses compression method {unknown[0]}, which PyTorch cannot read")
     expanded = sum(member.file_size for member in members)
     if expanded > MAX_FILE_BYTES:
-        raise WeightsError(f"{name}: its archive expands to {expanded / 10**6:,.0f} MB, over the "
-                           f"{MAX_FILE_BYTES / 10**6:g} MB cap (a file recompressed to a fraction of that is still that "
-                           "large once read)")
+        raise WeightsError(
+            f"{name}: its archive expands to {expanded / 10**6:,.0f} MB, over the "
+            f"{MAX_FILE_BYTES / 10**6:g} MB cap (a file recompressed to a fraction of that is still that "
+            "large once read)"
+        )
 
 
 def _checked_sizes(tensors: dict, name: str) -> dict:
@@ -170,9 +182,11 @@ def _checked_sizes(tensors: dict, name: str) -> dict:
         if not isinstance(tensor, torch.Tensor):
             continue
         if _repeats_numbers(tensor):
-            raise WeightsError(f"{name}: {key} is a view that repeats or overlaps its stored numbers (shape "
-                               f"{tuple(tensor.shape)}, strides {tuple(tensor.stride())}): save the tensors "
-                               "themselves, e.g. torch.save(model.state_dict(), path)")
+            raise WeightsError(
+                f"{name}: {key} is a view that repeats or overlaps its stored numbers (shape "
+                f"{tuple(tensor.shape)}, strides {tuple(tensor.stride())}): save the tensors "
+                "themselves, e.g. torch.save(model.state_dict(), path)"
+            )
         view = (tensor.data_ptr(), tuple(tensor.shape), tuple(tensor.stride()), tensor.dtype)
         if view not in seen:  # the same view under two names (a library's copies) is read once
             seen.add(view)
@@ -201,16 +215,20 @@ def _torch_tensors(data: bytes, name: str) -> dict[str, torch.Tensor]:
     try:
         loaded = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as error:
-        raise WeightsError(f"{name}: refused: the file holds objects other than tensors (code, a pickled module or "
-                           f"class{_refused_global(error)}); nothing in it was run. Save the weights with "
-                           "torch.save(model.state_dict(), path)") from None
+        raise WeightsError(
+            f"{name}: refused: the file holds objects other than tensors (code, a pickled module or "
+            f"class{_refused_global(error)}); nothing in it was run. Save the weights with "
+            "torch.save(model.state_dict(), path)"
+        ) from None
     except (EOFError, RuntimeError, zipfile.BadZipFile, ValueError, KeyError, struct.error, OSError) as error:
         raise WeightsError(f"{name}: truncated or corrupt PyTorch file ({_first_line(error)})") from None
     if isinstance(loaded, dict) and isinstance(loaded.get("state_dict"), dict):
         loaded = loaded["state_dict"]  # a checkpoint {"state_dict": ..., "epoch": ...}
     if isinstance(loaded, torch.Tensor) or not isinstance(loaded, dict):
-        raise WeightsError(f"{name}: holds a {type(loaded).__name__}, not a state_dict (a dict of named tensors); "
-                           "save the weights with torch.save(model.state_dict(), path)")
+        raise WeightsError(
+            f"{name}: holds a {type(loaded).__name__}, not a state_dict (a dict of named tensors); "
+            "save the weights with torch.save(model.state_dict(), path)"
+        )
     return loaded
 
 
@@ -220,10 +238,11 @@ def _safetensors_tensors(data: bytes, name: str) -> tuple[dict[str, torch.Tensor
 
     (header_size,) = struct.unpack("<Q", data[:8])
     if 8 + header_size > len(data):
-        raise WeightsError(f"{name}: truncated safetensors file (its header says {header_size} bytes, the file has "
-                           f"{len(data) - 8})")
+        raise WeightsError(
+            f"{name}: truncated safetensors file (its header says {header_size} bytes, the file has {len(data) - 8})"
+        )
     try:
-        header = json.loads(data[8:8 + header_size])
+        header = json.loads(data[8 : 8 + header_size])
         tensors = load(data)
     except (SafetensorError, ValueError, TypeError) as error:
         raise WeightsError(f"{name}: truncated or corrupt safetensors file ({_first_line(error)})") from None
@@ -254,7 +273,7 @@ def network_from_tensors(tensors: dict, name: str, metadata: dict | None = None,
     if not_tensors:
         raise WeightsError(f"{name}: {_listed(not_tensors)} are not tensors")
     tensors, library = _from_bnn_library(tensors, name)
-    sd_keys = {key[len(SD_PREFIX):]: value for key, value in tensors.items() if key.startswith(SD_PREFIX)}
+    sd_keys = {key[len(SD_PREFIX) :]: value for key, value in tensors.items() if key.startswith(SD_PREFIX)}
     mean_keys = {key: value for key, value in tensors.items() if not key.startswith(SD_PREFIX)}
     prefixes = _layer_prefixes(mean_keys, name)
     means = [_layer(mean_keys, prefix, name) for prefix in prefixes]
@@ -263,8 +282,10 @@ def network_from_tensors(tensors: dict, name: str, metadata: dict | None = None,
     sds = None
     if sd_keys:
         if set(sd_keys) != set(mean_keys):
-            raise WeightsError(f"{name}: the standard deviations ({SD_PREFIX}…) do not cover the same tensors as the "
-                               f"means: {_listed(sorted(set(sd_keys) ^ set(mean_keys)))}")
+            raise WeightsError(
+                f"{name}: the standard deviations ({SD_PREFIX}…) do not cover the same tensors as the "
+                f"means: {_listed(sorted(set(sd_keys) ^ set(mean_keys)))}"
+            )
         sds = [_layer(sd_keys, prefix, name, means=means[i]) for i, prefix in enumerate(prefixes)]
         negative = [prefix for prefix, (W, b) in zip(prefixes, sds) if (W < 0).any() or (b < 0).any()]
         if negative:
@@ -285,10 +306,12 @@ def _from_bnn_library(tensors: dict, name: str) -> tuple[dict, str | None]:
 # The BNN libraries whose saved posteriors are read as they are (symlab.lib.bnn_formats), as the help texts say it.
 LIBRARIES = library_names()
 # What the refusal of an unknown tensor lists: every format read, and how to bring another one.
-_READABLE = ("a plain state_dict or safetensors file, a SymLab posterior (standard deviations under sd.<key>), or "
-             f"a mean-field posterior saved by {LIBRARIES} ({bnn_formats.UNREADABLE}); from another library, save "
-             "the means as <layer>.weight/<layer>.bias and the standard deviations as "
-             "sd.<layer>.weight/sd.<layer>.bias")
+_READABLE = (
+    "a plain state_dict or safetensors file, a SymLab posterior (standard deviations under sd.<key>), or "
+    f"a mean-field posterior saved by {LIBRARIES} ({bnn_formats.UNREADABLE}); from another library, save "
+    "the means as <layer>.weight/<layer>.bias and the standard deviations as "
+    "sd.<layer>.weight/sd.<layer>.bias"
+)
 
 
 def _layer_prefixes(tensors: dict, name: str) -> list[str]:
@@ -296,22 +319,32 @@ def _layer_prefixes(tensors: dict, name: str) -> list[str]:
     prefixes, extra = [], []
     for key, value in tensors.items():
         if key.endswith(".weight") or key == "weight":
-            prefix = key[:-len("weight")]
+            prefix = key[: -len("weight")]
             if value.dim() != 2:
-                kind = {1: "a normalisation layer's (BatchNorm, LayerNorm)", 3: "a convolutional layer's",
-                        4: "a convolutional layer's", 5: "a convolutional layer's"}.get(value.dim(), "no nn.Linear's")
-                raise WeightsError(f"{name}: {key} has shape {tuple(value.shape)}, {kind}: only MLPs of nn.Linear "
-                                   "layers (2-D weights) with ReLU between them can be read")
+                kind = {
+                    1: "a normalisation layer's (BatchNorm, LayerNorm)",
+                    3: "a convolutional layer's",
+                    4: "a convolutional layer's",
+                    5: "a convolutional layer's",
+                }.get(value.dim(), "no nn.Linear's")
+                raise WeightsError(
+                    f"{name}: {key} has shape {tuple(value.shape)}, {kind}: only MLPs of nn.Linear "
+                    "layers (2-D weights) with ReLU between them can be read"
+                )
             prefixes.append(prefix)
         elif not (key.endswith(".bias") or key == "bias"):
             extra.append(key)
     if extra:
-        raise WeightsError(f"{name}: {_listed(extra)} belong to no nn.Linear layer (weight, bias); only MLPs of "
-                           f"nn.Linear layers with ReLU between them can be read, from {_READABLE}")
+        raise WeightsError(
+            f"{name}: {_listed(extra)} belong to no nn.Linear layer (weight, bias); only MLPs of "
+            f"nn.Linear layers with ReLU between them can be read, from {_READABLE}"
+        )
     if len(prefixes) > MAX_LAYERS:
-        raise WeightsError(f"{name}: {len(prefixes)} nn.Linear layers, over the {MAX_LAYERS} this reader takes (the "
-                           "analyses' cost grows with the square of the depth)")
-    orphans = [key for key in tensors if key.endswith("bias") and key[:-len("bias")] not in prefixes]
+        raise WeightsError(
+            f"{name}: {len(prefixes)} nn.Linear layers, over the {MAX_LAYERS} this reader takes (the "
+            "analyses' cost grows with the square of the depth)"
+        )
+    orphans = [key for key in tensors if key.endswith("bias") and key[: -len("bias")] not in prefixes]
     if orphans:
         raise WeightsError(f"{name}: {_listed(orphans)} have no weight beside them")
     if len(prefixes) < 2:
@@ -329,14 +362,18 @@ def _layer(tensors: dict, prefix: str, name: str, means=None) -> tuple[np.ndarra
             raise WeightsError(f"{name}: {key} is {str(tensor.dtype).removeprefix('torch.')}, not floating point")
         if not torch.isfinite(tensor).all():
             bad = int((~torch.isfinite(tensor)).sum())
-            raise WeightsError(f"{name}: {key} has {bad} NaN or infinite value{'s' * (bad != 1)}: a diverged "
-                               "network cannot be analysed")
+            raise WeightsError(
+                f"{name}: {key} has {bad} NaN or infinite value{'s' * (bad != 1)}: a diverged "
+                "network cannot be analysed"
+            )
     if 0 in weight.shape:
-        raise WeightsError(f"{name}: {prefix}weight has shape {tuple(weight.shape)}: every layer needs at least one "
-                           "input and one unit")
+        raise WeightsError(
+            f"{name}: {prefix}weight has shape {tuple(weight.shape)}: every layer needs at least one input and one unit"
+        )
     if bias is not None and tuple(bias.shape) != (weight.shape[0],):
-        raise WeightsError(f"{name}: {prefix}bias has shape {tuple(bias.shape)}, but {prefix}weight has "
-                           f"{weight.shape[0]} outputs")
+        raise WeightsError(
+            f"{name}: {prefix}bias has shape {tuple(bias.shape)}, but {prefix}weight has {weight.shape[0]} outputs"
+        )
     W = weight.detach().to(torch.float64).numpy().copy()
     b = np.zeros(W.shape[0]) if bias is None else bias.detach().to(torch.float64).numpy().copy()
     if means is not None and (W.shape != means[0].shape or b.shape != means[1].shape):
@@ -354,8 +391,10 @@ def _chain_order(layers: list, prefixes: list[str], name: str, ordered: bool) ->
         if all(layers[a][0].shape[0] == layers[b][0].shape[1] for a, b in zip(order, order[1:])):
             return order
     shapes = ", ".join(f"{prefixes[i] or ''}weight {layers[i][0].shape}" for i in natural)
-    raise WeightsError(f"{name}: the layers' shapes do not chain into an MLP ({shapes}): each layer's inputs must be "
-                       "the previous layer's outputs")
+    raise WeightsError(
+        f"{name}: the layers' shapes do not chain into an MLP ({shapes}): each layer's inputs must be "
+        "the previous layer's outputs"
+    )
 
 
 def _natural_key(text: str) -> list:
@@ -373,16 +412,20 @@ def check_widths(network: Network, most: int, doing: str) -> None:
     grows faster than the width."""
     widest = max(network.sizes[1:-1])
     if widest > most:
-        raise WeightsError(f"{network.name}: a hidden layer of {widest:,} units, over the {most:,} this page allows "
-                           f"for {doing} (its cost grows faster than the width): run it on your own machine with "
-                           "python -m symlab")
+        raise WeightsError(
+            f"{network.name}: a hidden layer of {widest:,} units, over the {most:,} this page allows "
+            f"for {doing} (its cost grows faster than the width): run it on your own machine with "
+            "python -m symlab"
+        )
 
 
 def check_pair(a: Network, b: Network) -> None:
     """Two networks that can be aligned: the same layer sizes, both posteriors or both point estimates."""
     if a.sizes != b.sizes:
-        raise WeightsError(f"mismatched networks: {a.name} is {'-'.join(map(str, a.sizes))}, {b.name} is "
-                           f"{'-'.join(map(str, b.sizes))}; alignment needs the same layer sizes")
+        raise WeightsError(
+            f"mismatched networks: {a.name} is {'-'.join(map(str, a.sizes))}, {b.name} is "
+            f"{'-'.join(map(str, b.sizes))}; alignment needs the same layer sizes"
+        )
     if a.is_posterior != b.is_posterior:
         point = b.name if a.is_posterior else a.name
         raise WeightsError(f"{point} is a point estimate and the other a posterior: give two of a kind")
@@ -393,8 +436,10 @@ def check_pair(a: Network, b: Network) -> None:
 # ---------------------------------------------------------------------------------------------
 
 # How MNIST pixels may have been scaled for a network trained elsewhere: the one it classifies best is used.
-INPUT_SCALINGS = {"[0, 1]": lambda pixels: pixels / 255.0,
-                  "standardised": lambda pixels: (pixels / 255.0 - PIXEL_MEAN) / PIXEL_STD}
+INPUT_SCALINGS = {
+    "[0, 1]": lambda pixels: pixels / 255.0,
+    "standardised": lambda pixels: (pixels / 255.0 - PIXEL_MEAN) / PIXEL_STD,
+}
 
 
 def is_mnist_classifier(sizes) -> bool:
@@ -408,8 +453,9 @@ def mnist_accuracy(layers, mnist, count: int | None = None) -> tuple[float, str]
     """(Test accuracy on the first ``count`` test images, the input scaling of :data:`INPUT_SCALINGS` it is
     measured with): the network's inputs must be scaled the way it was trained, so the scaling is the one it
     classifies the first :data:`SCALING_IMAGES` test images best with."""
-    torch_layers = [(torch.as_tensor(W, dtype=torch.float32), torch.as_tensor(b, dtype=torch.float32))
-                    for W, b in layers]
+    torch_layers = [
+        (torch.as_tensor(W, dtype=torch.float32), torch.as_tensor(b, dtype=torch.float32)) for W, b in layers
+    ]
 
     def accuracy(scaling: str, images: int | None) -> float:
         x = torch.from_numpy(INPUT_SCALINGS[scaling](np.asarray(mnist.test_images[:images], dtype=np.float32)))
@@ -425,6 +471,7 @@ def mnist_accuracy(layers, mnist, count: int | None = None) -> tuple[float, str]
 # ---------------------------------------------------------------------------------------------
 # Writing
 # ---------------------------------------------------------------------------------------------
+
 
 def sequential_keys(n_layers: int) -> list[str]:
     """The key prefixes of nn.Sequential(Linear, ReLU, Linear, …): "0.", "2.", "4.", …"""
@@ -461,7 +508,9 @@ def posterior_bytes(means, sds=None, metadata: dict | None = None, has_bias=None
 
     sizes = (np.shape(means[0][0])[1],) + tuple(np.shape(W)[0] for W, _ in means)
     header = {"format": FORMAT, "sizes": json.dumps(sizes)}
-    header.update({key: value if isinstance(value, str) else json.dumps(value) for key, value in (metadata or {}).items()})
+    header.update(
+        {key: value if isinstance(value, str) else json.dumps(value) for key, value in (metadata or {}).items()}
+    )
     return save(posterior_tensors(means, sds, has_bias), metadata=header)
 
 

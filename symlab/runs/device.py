@@ -11,7 +11,7 @@ from symlab.specs.tasks import Rates
 
 
 def cpu_threads() -> str:
-    """"CPU (n threads)", the threads torch computes with here."""
+    """ "CPU (n threads)", the threads torch computes with here."""
     import torch
 
     count = torch.get_num_threads()
@@ -63,8 +63,12 @@ def measured_rates(repeats: int = 5) -> Rates:
         big, out = torch.randn(4_000_000), torch.empty(4_000_000)
         generator = torch.Generator().manual_seed(0)
         an, bn = a.numpy(), b.numpy()
-        matmul = max(2 * 512**3 / min(_best_seconds(lambda: torch.mm(a, b), repeats),
-                                      _best_seconds(lambda: np.matmul(an, bn), repeats)), 1.0)
+        matmul = max(
+            2
+            * 512**3
+            / min(_best_seconds(lambda: torch.mm(a, b), repeats), _best_seconds(lambda: np.matmul(an, bn), repeats)),
+            1.0,
+        )
         elementwise = 2 * big.numel() / _best_seconds(lambda: torch.add(big, 1.0, out=out), repeats)
         normals = big.numel() / _best_seconds(lambda: torch.randn(big.shape, generator=generator, out=out), repeats)
     finally:

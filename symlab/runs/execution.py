@@ -53,12 +53,20 @@ def _say_waiting(error: RegistryError, pause: float) -> None:
     print(f"waiting {pause:g} s for the run registry: {error}", flush=True)  # the worker's log
 
 
-def execute(registry, run_id: int, *, data_dir=None, shutdown: ShutdownFlag | None = None, echo=None,
-            outage_seconds: float = OUTAGE_SECONDS):
+def execute(
+    registry,
+    run_id: int,
+    *,
+    data_dir=None,
+    shutdown: ShutdownFlag | None = None,
+    echo=None,
+    outage_seconds: float = OUTAGE_SECONDS,
+):
     """Train the run to its last epoch in this process, from its newest checkpoint if it has one, and
     record progress, metrics and the outcome in the registry. The run's lab reads its data from
     ``data_dir`` (None: the lab's default); ``echo(metrics)`` hears of every epoch. Returns the
     final record."""
+
     def durably(call):
         return retried(call, outage_seconds, on_wait=_say_waiting)
 
@@ -111,17 +119,30 @@ def execute(registry, run_id: int, *, data_dir=None, shutdown: ShutdownFlag | No
         record(status=FINISHED, finished=time.time(), pid=None, progress=1.0, message="", result=summary())
     except TrainingStopped:
         if durably(lambda: registry.get(run_id)).cancel_requested:
-            record(status=CANCELLED, finished=time.time(), pid=None,
-                   message=f"cancelled {stopped_after()}; resume continues from there")
+            record(
+                status=CANCELLED,
+                finished=time.time(),
+                pid=None,
+                message=f"cancelled {stopped_after()}; resume continues from there",
+            )
         else:
-            record(status=INTERRUPTED, pid=None,
-                   message=f"stopped by a shutdown signal {stopped_after()}; resume continues from there")
+            record(
+                status=INTERRUPTED,
+                pid=None,
+                message=f"stopped by a shutdown signal {stopped_after()}; resume continues from there",
+            )
     except KeyboardInterrupt:
         record(status=INTERRUPTED, pid=None, message=f"interrupted {stopped_after()}; resume continues from there")
         raise
     except CheckpointUnreadable as error:
-        record(status=FAILED, finished=time.time(), pid=None, message=str(error), epoch=error.fallback_epoch,
-               progress=error.fallback_epoch / training.epochs)
+        record(
+            status=FAILED,
+            finished=time.time(),
+            pid=None,
+            message=str(error),
+            epoch=error.fallback_epoch,
+            progress=error.fallback_epoch / training.epochs,
+        )
     except TrainingDiverged as error:
         record(status=DIVERGED, finished=time.time(), pid=None, message=str(error), result=summary())
     except (ValueError, *kind.failures) as error:  # bad settings, missing data, a full disk: the message says it
@@ -129,8 +150,12 @@ def execute(registry, run_id: int, *, data_dir=None, shutdown: ShutdownFlag | No
     except Exception as error:  # recorded, not lost: the log has the traceback
         traceback.print_exc()
         said = error.public if isinstance(error, RegistryError) else error  # pages show it: no database address
-        record(status=FAILED, finished=time.time(), pid=None,
-               message=f"unexpected error: {type(error).__name__}: {said} (details in {registry.log_path(run_id)})")
+        record(
+            status=FAILED,
+            finished=time.time(),
+            pid=None,
+            message=f"unexpected error: {type(error).__name__}: {said} (details in {registry.log_path(run_id)})",
+        )
     return durably(lambda: registry.get(run_id))
 
 
@@ -159,9 +184,15 @@ def load_newest(registry, run_id: int, training, failures: tuple[type[BaseExcept
         reason = str(error) if isinstance(error, failures) else "the file is damaged or is not one of its checkpoints"
         os.replace(newest, newest.with_name(newest.name + UNREADABLE))
         epoch, fallback = checkpoint_epoch(newest), checkpoint_epoch(kept[1]) if len(kept) > 1 else 0
-        then = ("Resume trains it from the beginning: there is no checkpoint before it" if len(kept) == 1 else
-                f"Resume continues after epoch {fallback}, from the checkpoint before it" if fallback is not None else
-                "Resume continues from the checkpoint before it")
-        raise CheckpointUnreadable(f"its checkpoint{f' of epoch {epoch}' if epoch else ''} cannot be read "
-                                   f"({reason}) and was set aside. {then}; Restart trains it again from the start",
-                                   fallback or 0) from None
+        then = (
+            "Resume trains it from the beginning: there is no checkpoint before it"
+            if len(kept) == 1
+            else f"Resume continues after epoch {fallback}, from the checkpoint before it"
+            if fallback is not None
+            else "Resume continues from the checkpoint before it"
+        )
+        raise CheckpointUnreadable(
+            f"its checkpoint{f' of epoch {epoch}' if epoch else ''} cannot be read "
+            f"({reason}) and was set aside. {then}; Restart trains it again from the start",
+            fallback or 0,
+        ) from None

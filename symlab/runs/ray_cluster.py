@@ -48,9 +48,14 @@ class RunTask:
         node = node_label()
         registry = Registry(run_kinds(), runs_dir, database_url)
         if not registry.run_dir(run_id).is_dir():  # the runs directory is not the submitter's: not mounted here
-            registry.update(run_id, status=FAILED, finished=time.time(), node=node,
-                            message=f"the runs directory {runs_dir} is not visible on {node}: every node must "
-                                    "mount it at the same path (README: Run on a cluster)")
+            registry.update(
+                run_id,
+                status=FAILED,
+                finished=time.time(),
+                node=node,
+                message=f"the runs directory {runs_dir} is not visible on {node}: every node must "
+                "mount it at the same path (README: Run on a cluster)",
+            )
             ray.actor.exit_actor()
         run = registry.get(run_id)
         registry.update(run_id, status=RUNNING, started=run.started or time.time())
@@ -67,8 +72,13 @@ def submit(registry: Registry, runs: list[Run]) -> None:
         name = f"run-{run.id}-{uuid.uuid4().hex[:8]}"
         registry.update(run.id, task=name, message="waiting for a place on the Ray cluster")
         resources = {"num_cpus": 1, "num_gpus": 1} if run.device == "cuda" else {"num_cpus": 1}
-        task = RunTask.options(name=name, namespace=NAMESPACE, lifetime="detached",
-                               runtime_env={"env_vars": {"PYTHONPATH": str(IMPORT_ROOT)}}, **resources).remote()
+        task = RunTask.options(
+            name=name,
+            namespace=NAMESPACE,
+            lifetime="detached",
+            runtime_env={"env_vars": {"PYTHONPATH": str(IMPORT_ROOT)}},
+            **resources,
+        ).remote()
         task.train.remote(run.id, str(registry.root), registry.db.url)
 
 
@@ -99,4 +109,3 @@ def cancel(registry: Registry, run: Run) -> None:
         registry.update(run.id, status=CANCELLED, finished=time.time(), message="cancelled before it started")
     else:
         registry.update(run.id, cancel_requested=1)
-

@@ -98,7 +98,8 @@ class Run:
 
 # Written for both databases: {id} and {real} are filled in with each one's types (a PostgreSQL REAL
 # is single precision, too coarse for timestamps).
-_SCHEMA = ("""
+_SCHEMA = (
+    """
 CREATE TABLE IF NOT EXISTS runs (
     id {id},
     config TEXT NOT NULL,
@@ -117,33 +118,43 @@ CREATE TABLE IF NOT EXISTS runs (
     source TEXT NOT NULL DEFAULT 'app',
     result TEXT,
     cancel_requested INTEGER NOT NULL DEFAULT 0,
-    lab TEXT NOT NULL DEFAULT '""" + LEGACY_LAB + """',
+    lab TEXT NOT NULL DEFAULT '"""
+    + LEGACY_LAB
+    + """',
     executor TEXT NOT NULL DEFAULT 'local',
     node TEXT NOT NULL DEFAULT '',
     task TEXT NOT NULL DEFAULT '',
     owner TEXT NOT NULL DEFAULT '',
     token TEXT NOT NULL DEFAULT ''
-)""", """
+)""",
+    """
 CREATE TABLE IF NOT EXISTS metrics (
     run_id INTEGER NOT NULL REFERENCES runs(id),
     epoch INTEGER NOT NULL,
     data TEXT NOT NULL,
     PRIMARY KEY (run_id, epoch)
-)""", """
+)""",
+    """
 CREATE TABLE IF NOT EXISTS launches (
     run_id INTEGER NOT NULL REFERENCES runs(id),
     owner TEXT NOT NULL DEFAULT '',
     source TEXT NOT NULL,
     at {real} NOT NULL,
     what TEXT NOT NULL
-)""", "CREATE INDEX IF NOT EXISTS launches_by_time ON launches (at)")
+)""",
+    "CREATE INDEX IF NOT EXISTS launches_by_time ON launches (at)",
+)
 
 
 # Columns added after the first registries were written: an older registry gains them when opened.
-_ADDED_COLUMNS = {"lab": f"TEXT NOT NULL DEFAULT '{LEGACY_LAB}'", "executor": "TEXT NOT NULL DEFAULT 'local'",
-                  "node": "TEXT NOT NULL DEFAULT ''",
-                  "task": "TEXT NOT NULL DEFAULT ''", "owner": "TEXT NOT NULL DEFAULT ''",
-                  "token": "TEXT NOT NULL DEFAULT ''"}
+_ADDED_COLUMNS = {
+    "lab": f"TEXT NOT NULL DEFAULT '{LEGACY_LAB}'",
+    "executor": "TEXT NOT NULL DEFAULT 'local'",
+    "node": "TEXT NOT NULL DEFAULT ''",
+    "task": "TEXT NOT NULL DEFAULT ''",
+    "owner": "TEXT NOT NULL DEFAULT ''",
+    "token": "TEXT NOT NULL DEFAULT ''",
+}
 LAUNCH, RESUME, RESTART = "launch", "resume", "restart"  # what a row of launches records
 
 
@@ -156,8 +167,9 @@ class Registry:
     """The runs directory (one folder per run: checkpoint and log) and the database of runs: an SQLite
     file in that directory, or PostgreSQL at ``database_url`` (default: $SYMLAB_DATABASE_URL)."""
 
-    def __init__(self, kinds: Mapping[str, RunKind], runs_dir: str | os.PathLike | None = None,
-                 database_url: str | None = None):
+    def __init__(
+        self, kinds: Mapping[str, RunKind], runs_dir: str | os.PathLike | None = None, database_url: str | None = None
+    ):
         self.kinds = dict(kinds)  # lab name -> its RunKind, for the labs whose runs this registry reads
         self.root = Path(runs_dir).expanduser().resolve() if runs_dir else runs_directory()
         url = database_url_setting(database_url)
@@ -176,20 +188,28 @@ class Registry:
                 connection.execute("CREATE UNIQUE INDEX IF NOT EXISTS runs_by_token ON runs (token)")
         except DatabaseError as error:
             if url:
-                raise RegistryError(f"cannot use the run registry's database {shown_url(url)}: {error}. Check "
-                                    f"{DATABASE_URL_ENV} and that the server is up and reachable; no run was "
-                                    "changed.", public="cannot use the run registry's database (the server's log "
-                                    "says why); no run was changed", transient=error.transient) from None
-            raise RegistryError(f"cannot use the run registry {self.db.where}: {error}. Choose a writable directory "
-                                "with SYMLAB_RUNS_DIR or --runs-dir; where the file is damaged, move it aside (a new "
-                                "one is made, and the runs' folders stay).", transient=error.transient) from None
+                raise RegistryError(
+                    f"cannot use the run registry's database {shown_url(url)}: {error}. Check "
+                    f"{DATABASE_URL_ENV} and that the server is up and reachable; no run was "
+                    "changed.",
+                    public="cannot use the run registry's database (the server's log says why); no run was changed",
+                    transient=error.transient,
+                ) from None
+            raise RegistryError(
+                f"cannot use the run registry {self.db.where}: {error}. Choose a writable directory "
+                "with SYMLAB_RUNS_DIR or --runs-dir; where the file is damaged, move it aside (a new "
+                "one is made, and the runs' folders stay).",
+                transient=error.transient,
+            ) from None
         except OSError as error:
             raise self._unusable_directory(error) from None
         self.path = self.db.where
 
     def _unusable_directory(self, error: Exception) -> RegistryError:
-        return RegistryError(f"cannot use the runs directory {self.root}: {error}. Choose a writable "
-                             f"directory with SYMLAB_RUNS_DIR or --runs-dir.")
+        return RegistryError(
+            f"cannot use the runs directory {self.root}: {error}. Choose a writable "
+            f"directory with SYMLAB_RUNS_DIR or --runs-dir."
+        )
 
     def _execute(self, sql: str, parameters=(), *, write=False) -> list:
         try:
@@ -211,14 +231,18 @@ class Registry:
     def _failure(self, error: DatabaseError, writing: bool) -> RegistryError:
         kept = " the runs recorded so far are kept" if writing else ""
         if self.db.url:
-            hint = (f" Check {DATABASE_URL_ENV} and that the server is up;{kept} on it." if writing
-                    else f" Check {DATABASE_URL_ENV} and that the server is up.")
+            hint = (
+                f" Check {DATABASE_URL_ENV} and that the server is up;{kept} on it."
+                if writing
+                else f" Check {DATABASE_URL_ENV} and that the server is up."
+            )
             public = "the run registry's database failed (the server's log says why)" + (f";{kept}" if writing else "")
         else:
-            hint = (f" Check that its directory is writable and has free space;{kept}." if writing else "")
+            hint = f" Check that its directory is writable and has free space;{kept}." if writing else ""
             public = None
-        return RegistryError(f"the run registry {self.path} failed: {error}.{hint}", public=public,
-                             transient=error.transient)
+        return RegistryError(
+            f"the run registry {self.path} failed: {error}.{hint}", public=public, transient=error.transient
+        )
 
     def run_dir(self, run_id: int) -> Path:
         return self.root / f"run-{run_id:05d}"
@@ -235,8 +259,11 @@ class Registry:
         """The run's checkpoints, newest first (one written before they were kept by epoch counts as the oldest);
         none set aside as unreadable."""
         folder = self.run_dir(run_id)
-        by_epoch = sorted((path for path in folder.glob("checkpoint-*.pt") if CHECKPOINT_NAME.fullmatch(path.name)),
-                          key=checkpoint_epoch, reverse=True)
+        by_epoch = sorted(
+            (path for path in folder.glob("checkpoint-*.pt") if CHECKPOINT_NAME.fullmatch(path.name)),
+            key=checkpoint_epoch,
+            reverse=True,
+        )
         legacy = folder / LEGACY_CHECKPOINT
         return by_epoch + ([legacy] if legacy.exists() else [])
 
@@ -255,8 +282,19 @@ class Registry:
 
     # --- records --------------------------------------------------------------------------
 
-    def create(self, lab: str, config, device: str, *, status=QUEUED, session="", source="app", pid=None,
-               executor: str = "local", owner: str = "") -> int:
+    def create(
+        self,
+        lab: str,
+        config,
+        device: str,
+        *,
+        status=QUEUED,
+        session="",
+        source="app",
+        pid=None,
+        executor: str = "local",
+        owner: str = "",
+    ) -> int:
         """Record a run of ``lab`` (one of :attr:`kinds`) with ``config`` on ``device``, to be trained by
         ``executor``, launched by ``owner`` (:attr:`Run.owner`)."""
         self.kind(lab)
@@ -266,19 +304,39 @@ class Registry:
                 "INSERT INTO runs (lab, config, status, device, created, started, heartbeat, pid, pid_started, "
                 "session, source, executor, node, owner, token) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
                 "RETURNING id",
-                (lab, json.dumps(config.to_dict()), status, device, now, now if status == RUNNING else None,
-                 now if status == RUNNING else None, pid, process_start(pid) if pid else None, session, source,
-                 executor, node_name() if pid else "", owner, new_token())).fetchall()
+                (
+                    lab,
+                    json.dumps(config.to_dict()),
+                    status,
+                    device,
+                    now,
+                    now if status == RUNNING else None,
+                    now if status == RUNNING else None,
+                    pid,
+                    process_start(pid) if pid else None,
+                    session,
+                    source,
+                    executor,
+                    node_name() if pid else "",
+                    owner,
+                    new_token(),
+                ),
+            ).fetchall()
             run_id = rows[0]["id"]
-            connection.execute("INSERT INTO launches (run_id, owner, source, at, what) VALUES (?, ?, ?, ?, ?)",
-                               (run_id, owner, source, now, LAUNCH))
+            connection.execute(
+                "INSERT INTO launches (run_id, owner, source, at, what) VALUES (?, ?, ?, ?, ?)",
+                (run_id, owner, source, now, LAUNCH),
+            )
         self.run_dir(run_id).mkdir(parents=True, exist_ok=True)
         return run_id
 
     def record_launch(self, run_id: int, owner: str, source: str, what: str) -> None:
         """Record that ``owner`` (a browser's id, or "") from ``source`` resumed or restarted the run (``what``)."""
-        self._execute("INSERT INTO launches (run_id, owner, source, at, what) VALUES (?, ?, ?, ?, ?)",
-                      (run_id, owner, source, time.time(), what), write=True)
+        self._execute(
+            "INSERT INTO launches (run_id, owner, source, at, what) VALUES (?, ?, ?, ?, ?)",
+            (run_id, owner, source, time.time(), what),
+            write=True,
+        )
 
     def launches_since(self, since: float, *, source: str | None = None, owner: str | None = None) -> int:
         """How many launches, resumes and restarts (from ``source``, by ``owner``) there were after the time
@@ -320,14 +378,20 @@ class Registry:
 
     def heartbeat(self, run_id: int, epoch: int, progress: float) -> bool:
         """Record progress; returns whether a cancel was requested."""
-        rows = self._execute("UPDATE runs SET heartbeat = ?, epoch = ?, progress = ? WHERE id = ? "
-                             "RETURNING cancel_requested", (time.time(), epoch, progress, run_id), write=True)
+        rows = self._execute(
+            "UPDATE runs SET heartbeat = ?, epoch = ?, progress = ? WHERE id = ? RETURNING cancel_requested",
+            (time.time(), epoch, progress, run_id),
+            write=True,
+        )
         return bool(rows and rows[0]["cancel_requested"])
 
     def add_metrics(self, run_id: int, metrics: dict) -> None:
-        self._execute("INSERT INTO metrics (run_id, epoch, data) VALUES (?, ?, ?) "
-                      "ON CONFLICT (run_id, epoch) DO UPDATE SET data = excluded.data",
-                      (run_id, metrics["epoch"], json.dumps(metrics)), write=True)
+        self._execute(
+            "INSERT INTO metrics (run_id, epoch, data) VALUES (?, ?, ?) "
+            "ON CONFLICT (run_id, epoch) DO UPDATE SET data = excluded.data",
+            (run_id, metrics["epoch"], json.dumps(metrics)),
+            write=True,
+        )
 
     def metrics(self, run_ids) -> dict[int, list[dict]]:
         """Per-epoch metrics of the given runs, by run id, in epoch order."""
@@ -336,8 +400,9 @@ class Registry:
         if not run_ids:
             return found
         marks = ", ".join("?" * len(run_ids))
-        for row in self._execute(f"SELECT run_id, data FROM metrics WHERE run_id IN ({marks}) "
-                                 "ORDER BY run_id, epoch", tuple(run_ids)):
+        for row in self._execute(
+            f"SELECT run_id, data FROM metrics WHERE run_id IN ({marks}) ORDER BY run_id, epoch", tuple(run_ids)
+        ):
             found[row["run_id"]].append(json.loads(row["data"]))
         return found
 
@@ -350,27 +415,33 @@ class Registry:
         try:
             with self.db.transaction(write=True) as connection:
                 busy: dict[str, int] = {}
-                for row in connection.execute("SELECT device, COUNT(*) AS n FROM runs WHERE status = ? AND "
-                                              "executor = 'local' GROUP BY device", (RUNNING,)).fetchall():
+                for row in connection.execute(
+                    "SELECT device, COUNT(*) AS n FROM runs WHERE status = ? AND executor = 'local' GROUP BY device",
+                    (RUNNING,),
+                ).fetchall():
                     busy[row["device"]] = row["n"]
                 claimed = []
-                for row in connection.execute("SELECT * FROM runs WHERE status = ? AND executor = 'local' ORDER BY id",
-                                              (QUEUED,)).fetchall():
+                for row in connection.execute(
+                    "SELECT * FROM runs WHERE status = ? AND executor = 'local' ORDER BY id", (QUEUED,)
+                ).fetchall():
                     if busy.get(row["device"], 0) >= limit_per_device:
                         continue
                     busy[row["device"]] = busy.get(row["device"], 0) + 1
                     now = time.time()
-                    connection.execute("UPDATE runs SET status = ?, started = COALESCE(started, ?), heartbeat = ?, "
-                                       "pid = NULL, pid_started = NULL, message = 'starting' WHERE id = ?",
-                                       (RUNNING, now, now, row["id"]))
+                    connection.execute(
+                        "UPDATE runs SET status = ?, started = COALESCE(started, ?), heartbeat = ?, "
+                        "pid = NULL, pid_started = NULL, message = 'starting' WHERE id = ?",
+                        (RUNNING, now, now, row["id"]),
+                    )
                     claimed.append(row["id"])
         except DatabaseError as error:
             raise self._failure(error, writing=True) from None
         return [self.get(run_id) for run_id in claimed]
 
     def register_process(self, run_id: int, pid: int, node: str | None = None) -> None:
-        self.update(run_id, pid=pid, pid_started=process_start(pid), heartbeat=time.time(), message="",
-                    node=node or node_name())
+        self.update(
+            run_id, pid=pid, pid_started=process_start(pid), heartbeat=time.time(), message="", node=node or node_name()
+        )
 
     def kind(self, lab: str) -> RunKind:
         if lab not in self.kinds:
@@ -379,13 +450,31 @@ class Registry:
 
     def _to_run(self, row) -> Run:
         config = self.kind(row["lab"]).config_type.from_dict(json.loads(row["config"]))
-        return Run(id=row["id"], lab=row["lab"], config=config, status=row["status"],
-                   device=row["device"], created=row["created"], started=row["started"], finished=row["finished"],
-                   heartbeat=row["heartbeat"], pid=row["pid"], pid_started=row["pid_started"], epoch=row["epoch"], progress=row["progress"],
-                   message=row["message"], session=row["session"], source=row["source"],
-                   result=json.loads(row["result"]) if row["result"] else None,
-                   cancel_requested=bool(row["cancel_requested"]), executor=row["executor"], node=row["node"],
-                   task=row["task"], owner=row["owner"], token=row["token"])
+        return Run(
+            id=row["id"],
+            lab=row["lab"],
+            config=config,
+            status=row["status"],
+            device=row["device"],
+            created=row["created"],
+            started=row["started"],
+            finished=row["finished"],
+            heartbeat=row["heartbeat"],
+            pid=row["pid"],
+            pid_started=row["pid_started"],
+            epoch=row["epoch"],
+            progress=row["progress"],
+            message=row["message"],
+            session=row["session"],
+            source=row["source"],
+            result=json.loads(row["result"]) if row["result"] else None,
+            cancel_requested=bool(row["cancel_requested"]),
+            executor=row["executor"],
+            node=row["node"],
+            task=row["task"],
+            owner=row["owner"],
+            token=row["token"],
+        )
 
 
 def checkpoint_epoch(path: Path) -> int | None:

@@ -71,7 +71,7 @@ class NotYours(ValueError):
 def check_control(run, by: Caller, verb: str) -> None:
     """A :class:`NotYours` unless ``by`` may ``verb`` (cancel, resume, restart) ``run``."""
     if not by.may_control(run):
-        who = ("another browser: only that browser" if run.owner else "the server's command line: only the host")
+        who = "another browser: only that browser" if run.owner else "the server's command line: only the host"
         raise NotYours(f"run #{run.id} was launched from {who} or a lecturer may {verb} it")
 
 
@@ -83,11 +83,15 @@ def check_launch_caps(registry: Registry, limits: RunLimits, owner: str, source:
     since = time.time() - LAUNCH_WINDOW_SECONDS
     mine = registry.launches_since(since, source="app", owner=owner)
     if mine >= limits.max_runs_per_browser:
-        raise ValueError(f"this browser has launched or resumed {mine} runs in the last hour, the cap on this server "
-                         f"({limits.max_runs_per_browser}): try again later")
+        raise ValueError(
+            f"this browser has launched or resumed {mine} runs in the last hour, the cap on this server "
+            f"({limits.max_runs_per_browser}): try again later"
+        )
     if registry.launches_since(since, source="app") >= limits.max_runs_per_hour:
-        raise ValueError(f"{limits.max_runs_per_hour} runs were launched or resumed on this server in the last hour, "
-                         "its cap: try again later")
+        raise ValueError(
+            f"{limits.max_runs_per_hour} runs were launched or resumed on this server in the last hour, "
+            "its cap: try again later"
+        )
 
 
 def resume_point(registry: Registry, run) -> int:
@@ -123,10 +127,18 @@ def reap(registry: Registry) -> list[int]:
         lost += ray_cluster.lost(on_ray)
     for run in lost:
         after = resume_point(registry, run)
-        registry.update(run.id, status=INTERRUPTED, pid=None,
-                        message="the training process stopped unexpectedly" + (f" on {run.node}" if run.node else "")
-                                + (f"; resume continues after epoch {after}, its last checkpoint" if after else
-                                   "; resume starts it from the beginning (it had no checkpoint)"))
+        registry.update(
+            run.id,
+            status=INTERRUPTED,
+            pid=None,
+            message="the training process stopped unexpectedly"
+            + (f" on {run.node}" if run.node else "")
+            + (
+                f"; resume continues after epoch {after}, its last checkpoint"
+                if after
+                else "; resume starts it from the beginning (it had no checkpoint)"
+            ),
+        )
     return [run.id for run in lost]
 
 
@@ -156,16 +168,31 @@ def launch_worker(registry: Registry, run_id: int) -> None:
     # The database's URL travels in the environment, not on the command line where others could read it.
     env = {**os.environ, DATABASE_URL_ENV: registry.db.url} if registry.db.url else None
     with open(log, "ab") as output:
-        worker = subprocess.Popen([sys.executable, "-m", "symlab.runs.worker", str(run_id), "--runs-dir",
-                                   str(registry.root)], cwd=IMPORT_ROOT, env=env, start_new_session=True,
-                                  stdin=subprocess.DEVNULL, stdout=output, stderr=output)
+        worker = subprocess.Popen(
+            [sys.executable, "-m", "symlab.runs.worker", str(run_id), "--runs-dir", str(registry.root)],
+            cwd=IMPORT_ROOT,
+            env=env,
+            start_new_session=True,
+            stdin=subprocess.DEVNULL,
+            stdout=output,
+            stderr=output,
+        )
     registry.update(run_id, pid=worker.pid, pid_started=process_start(worker.pid), node=node_name())
     # Collected when it ends, so no finished worker lingers as a zombie of a long-lived server.
     threading.Thread(target=worker.wait, name=f"run #{run_id} worker", daemon=True).start()
 
 
-def submit(registry: Registry, lab: str, config, limits: RunLimits | None = None, session: str = "",
-           source: str = "app", executor: str | None = None, owner: str = "", rates: Rates | None = None) -> int:
+def submit(
+    registry: Registry,
+    lab: str,
+    config,
+    limits: RunLimits | None = None,
+    session: str = "",
+    source: str = "app",
+    executor: str | None = None,
+    owner: str = "",
+    rates: Rates | None = None,
+) -> int:
     """Validate ``config`` (of ``lab``, one of the registry's kinds), check the caps (its estimated CPU time at
     ``rates``, default this machine's), and queue it, recorded as launched by ``owner`` (a browser's id): with the
     local executor it starts if its device has room; on Ray (``executor``, default $SYMLAB_EXECUTOR, else local)
@@ -176,8 +203,9 @@ def submit(registry: Registry, lab: str, config, limits: RunLimits | None = None
     config.validate()
     limits.check(config.work(), rates or machine_rates())
     check_launch_caps(registry, limits, owner, source)
-    run_id = registry.create(lab, config, kind.device(config), session=session, source=source, executor=executor,
-                             owner=owner)
+    run_id = registry.create(
+        lab, config, kind.device(config), session=session, source=source, executor=executor, owner=owner
+    )
     start(registry, [run_id], limits)
     return run_id
 

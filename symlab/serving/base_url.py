@@ -16,8 +16,10 @@ RESERVED = ("/_stcore/", "/static/", "/media/", "/component/", "/app/static/")  
 def pinning_script(base_path: str) -> bytes:
     """The ``<script>`` that tells Streamlit's page the server's root, ``base_path`` under the page's origin."""
     base = "/" + base_path.strip("/") if base_path.strip("/") else ""
-    return (b"<script>window.__streamlit = Object.assign(window.__streamlit || {}, "
-            b"{BACKEND_BASE_URL: window.location.origin + " + json.dumps(base).encode() + b"});</script>")
+    return (
+        b"<script>window.__streamlit = Object.assign(window.__streamlit || {}, "
+        b"{BACKEND_BASE_URL: window.location.origin + " + json.dumps(base).encode() + b"});</script>"
+    )
 
 
 def with_script(html: bytes, script: bytes) -> bytes:
@@ -41,8 +43,10 @@ class PinnedBaseUrl:
             await self.app(scope, receive, send)
             return
         # The page is small: asked for uncompressed, it can be edited before it is sent.
-        scope = {**scope, "headers": [(name, value) for name, value in scope["headers"]
-                                      if name.lower() != b"accept-encoding"]}
+        scope = {
+            **scope,
+            "headers": [(name, value) for name, value in scope["headers"] if name.lower() != b"accept-encoding"],
+        }
         start, body = None, []
 
         async def edited(message):

@@ -37,8 +37,10 @@ NUMPY_SCALARS = (np.bool_, np.integer, np.floating)
 MAX_DEPTH = 64  # containers and dataclasses inside one another (the shipped results go 9 deep)
 MAX_DOCUMENT_BYTES = 16 * 2**20  # the tree without its arrays (the shipped results' is under 10 kB)
 NUMERIC_KINDS = "biufc"  # numpy's bool, signed, unsigned, floating and complex dtypes
-TENSOR_TYPES = {name: getattr(torch, name) for name in (
-    "bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32", "float64")}
+TENSOR_TYPES = {
+    name: getattr(torch, name)
+    for name in ("bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32", "float64")
+}
 NON_FINITE = ("nan", "inf", "-inf")
 
 
@@ -57,8 +59,9 @@ def encode(value) -> bytes:
     for blob in blobs:
         offsets.append(position)
         position += len(blob)
-    document = json.dumps({"tree": tree, "offsets": offsets, "size": position}, allow_nan=True,
-                          separators=(",", ":")).encode()
+    document = json.dumps(
+        {"tree": tree, "offsets": offsets, "size": position}, allow_nan=True, separators=(",", ":")
+    ).encode()
     if len(document) > MAX_DOCUMENT_BYTES:
         raise CodecError(f"a result's tree takes {len(document)} bytes of JSON, more than {MAX_DOCUMENT_BYTES}")
     return b"".join([MAGIC, _HEADER.pack(len(document)), document, *blobs])
@@ -94,8 +97,10 @@ def _encode(value, blobs: list[bytes], depth: int):
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         attributes = vars(value)
         _check_attributes(type(value), attributes)
-        return {"dataclass": _listed_name(type(value)),
-                "attributes": {name: _encode(item, blobs, inner) for name, item in attributes.items()}}
+        return {
+            "dataclass": _listed_name(type(value)),
+            "attributes": {name: _encode(item, blobs, inner) for name, item in attributes.items()},
+        }
     raise CodecError(f"a result cannot hold a {type(value).__module__}.{type(value).__qualname__}")
 
 
@@ -113,15 +118,15 @@ def _listed_name(cls: type) -> str:
 def decode(data: bytes):
     """The value :func:`encode` wrote; :class:`CodecError` when ``data`` is not such bytes, whole."""
     view = memoryview(data)
-    if bytes(view[:len(MAGIC)]) != MAGIC:
+    if bytes(view[: len(MAGIC)]) != MAGIC:
         raise CodecError("not a SymLab result")
     start = len(MAGIC) + _HEADER.size
     try:
-        (length,) = _HEADER.unpack(view[len(MAGIC):start])
+        (length,) = _HEADER.unpack(view[len(MAGIC) : start])
         if length > MAX_DOCUMENT_BYTES:
             raise CodecError(f"a tree of {length} bytes of JSON, more than {MAX_DOCUMENT_BYTES}")
-        document = json.loads(bytes(view[start:start + length]))
-        return _decode(_tree(document), _blobs(document, view[start + length:]), 0)
+        document = json.loads(bytes(view[start : start + length]))
+        return _decode(_tree(document), _blobs(document, view[start + length :]), 0)
     except CodecError:
         raise
     except Exception as error:  # the bytes come from outside: whatever they make the reader do means unreadable
@@ -238,10 +243,16 @@ def _dataclass(node, blobs, depth):
 
 
 # Each node that is a JSON object, by its keys.
-_FORMS = {frozenset(("int",)): _big_int, frozenset(("float",)): _non_finite,
-          frozenset(("scalar", "value")): _scalar, frozenset(("tuple",)): _tuple, frozenset(("dict",)): _dict,
-          frozenset(("ndarray", "shape", "blob")): _ndarray, frozenset(("tensor", "shape", "blob")): _tensor,
-          frozenset(("dataclass", "attributes")): _dataclass}
+_FORMS = {
+    frozenset(("int",)): _big_int,
+    frozenset(("float",)): _non_finite,
+    frozenset(("scalar", "value")): _scalar,
+    frozenset(("tuple",)): _tuple,
+    frozenset(("dict",)): _dict,
+    frozenset(("ndarray", "shape", "blob")): _ndarray,
+    frozenset(("tensor", "shape", "blob")): _tensor,
+    frozenset(("dataclass", "attributes")): _dataclass,
+}
 
 
 def _is_count(value) -> bool:
@@ -296,11 +307,17 @@ def _check_attributes(cls: type, names) -> None:
     fields = {field.name for field in dataclasses.fields(cls)}
     missing, unknown = fields - set(names), set(names) - fields - _cached_names(cls)
     if missing or unknown:
-        raise CodecError(f"{cls.__qualname__}'s attributes are not its fields: missing {sorted(missing)[:5]}, "
-                         f"unknown {[str(name)[:50] for name in sorted(unknown)[:5]]}")
+        raise CodecError(
+            f"{cls.__qualname__}'s attributes are not its fields: missing {sorted(missing)[:5]}, "
+            f"unknown {[str(name)[:50] for name in sorted(unknown)[:5]]}"
+        )
 
 
 @functools.cache
 def _cached_names(cls: type) -> frozenset[str]:
-    return frozenset(name for klass in cls.__mro__ for name, member in vars(klass).items()
-                     if isinstance(member, functools.cached_property))
+    return frozenset(
+        name
+        for klass in cls.__mro__
+        for name, member in vars(klass).items()
+        if isinstance(member, functools.cached_property)
+    )

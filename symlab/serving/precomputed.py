@@ -137,22 +137,35 @@ def differences(stored, recomputed, where: str = "result") -> list[str]:
     if type(stored) is not type(recomputed):
         return [f"{where}: {type(stored).__name__} stored, {type(recomputed).__name__} recomputed"]
     if dataclasses.is_dataclass(stored):
-        return [difference for field in dataclasses.fields(stored) if not _is_timing(field.name)
-                for difference in differences(getattr(stored, field.name), getattr(recomputed, field.name),
-                                              f"{where}.{field.name}")]
+        return [
+            difference
+            for field in dataclasses.fields(stored)
+            if not _is_timing(field.name)
+            for difference in differences(
+                getattr(stored, field.name), getattr(recomputed, field.name), f"{where}.{field.name}"
+            )
+        ]
     if isinstance(stored, dict):
         if stored.keys() != recomputed.keys():
             return [f"{where}: keys {sorted(map(str, stored))} stored, {sorted(map(str, recomputed))} recomputed"]
-        return [difference for key in stored if not _is_timing(key)
-                for difference in differences(stored[key], recomputed[key], f"{where}[{key!r}]")]
+        return [
+            difference
+            for key in stored
+            if not _is_timing(key)
+            for difference in differences(stored[key], recomputed[key], f"{where}[{key!r}]")
+        ]
     if isinstance(stored, (list, tuple)):
         if len(stored) != len(recomputed):
             return [f"{where}: {len(stored)} items stored, {len(recomputed)} recomputed"]
-        return [difference for index, (a, b) in enumerate(zip(stored, recomputed))
-                for difference in differences(a, b, f"{where}[{index}]")]
+        return [
+            difference
+            for index, (a, b) in enumerate(zip(stored, recomputed))
+            for difference in differences(a, b, f"{where}[{index}]")
+        ]
     if isinstance(stored, float):
         same = (math.isnan(stored) and math.isnan(recomputed)) or math.isclose(
-            stored, recomputed, rel_tol=RELATIVE_TOLERANCE, abs_tol=ABSOLUTE_TOLERANCE)
+            stored, recomputed, rel_tol=RELATIVE_TOLERANCE, abs_tol=ABSOLUTE_TOLERANCE
+        )
         return [] if same else [f"{where}: {stored!r} stored, {recomputed!r} recomputed"]
     return [] if stored == recomputed else [f"{where}: {stored!r} stored, {recomputed!r} recomputed"]
 
@@ -180,11 +193,16 @@ def _describe(value) -> str:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m symlab.serving.precomputed",
-                                     description="Recompute the shipped default-link results and write them "
-                                                 f"to {DIRECTORY.relative_to(DIRECTORY.parents[1])}/.")
-    parser.add_argument("--check", action="store_true", help="compare with the shipped files; write nothing "
-                                                              "(exit status 1 where one is missing or differs)")
+    parser = argparse.ArgumentParser(
+        prog="python -m symlab.serving.precomputed",
+        description="Recompute the shipped default-link results and write them "
+        f"to {DIRECTORY.relative_to(DIRECTORY.parents[1])}/.",
+    )
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="compare with the shipped files; write nothing (exit status 1 where one is missing or differs)",
+    )
     args = parser.parse_args(argv)
     computed = [(task, compute(task)) for task in default_tasks()]
     if not args.check:

@@ -78,8 +78,9 @@ EFFICIENCY_WEIGHT = 0.3  # of the newest measurement in a kind's running estimat
 class SharedResults:
     """The store, its computations in flight, and the worker pools (created on first use)."""
 
-    def __init__(self, capacity: int = 32, workers: int = 1, torch_threads: int = 1, store=None,
-                 executor: str = "local"):
+    def __init__(
+        self, capacity: int = 32, workers: int = 1, torch_threads: int = 1, store=None, executor: str = "local"
+    ):
         """``workers`` tasks train at once (0: each task is computed by the session asking for it), in
         worker processes of this machine (``executor="local"``) or as tasks of a Ray cluster (``"ray"``);
         ``store``: a :class:`symlab.serving.store.ResultStore` that results are written to and read from beyond
@@ -130,13 +131,12 @@ class SharedResults:
             self._memory.move_to_end(key)
             kind = kind_of(key)
             same_kind = [other for other in self._memory if kind_of(other) == kind]
-            for oldest in same_kind[:max(len(same_kind) - self._capacities.get(kind, self.capacity), 0)]:
+            for oldest in same_kind[: max(len(same_kind) - self._capacities.get(kind, self.capacity), 0)]:
                 del self._memory[oldest]
 
     # ------------------------------------------------------------------ in this process
 
-    def compute(self, key: Hashable, function: Callable[[], object], capacity: int | None = None,
-                persist: bool = True):
+    def compute(self, key: Hashable, function: Callable[[], object], capacity: int | None = None, persist: bool = True):
         """``function()``'s result under ``key``: stored, or awaited if another thread is computing
         it, or computed here (``function`` may draw on the caller's page). ``capacity``: how many
         results of this kind to keep in memory, where it is not the default; ``persist=False``: not
@@ -224,7 +224,7 @@ class SharedResults:
         with self._lock:
             queued = list(self._queue)
             running = list(self._running)
-            ahead = queued[:queued.index(job)] if job in queued else []
+            ahead = queued[: queued.index(job)] if job in queued else []
         remaining = [self._remaining(other) for other in running if other is not job]
         before = [self.estimate(other.task) for other in ahead]
         mine = self._remaining(job) if job in running else self.estimate(job.task)
@@ -364,7 +364,9 @@ class SharedResults:
         kind, measured = kind_of(task.key), seconds / floor
         with self._lock:
             known = self._efficiency.get(kind)
-            self._efficiency[kind] = measured if known is None else (1 - EFFICIENCY_WEIGHT) * known + EFFICIENCY_WEIGHT * measured
+            self._efficiency[kind] = (
+                measured if known is None else (1 - EFFICIENCY_WEIGHT) * known + EFFICIENCY_WEIGHT * measured
+            )
 
     def _worker_pool(self):
         if self._pool is None:
@@ -413,15 +415,24 @@ class _ComputePool:
     idle pool's (the lowest priority; its tasks report nothing and send no result back, only to the
     store)."""
 
-    def __init__(self, workers: int, torch_threads: int, job_by_number: Callable[[int], Job | None], store=None,
-                 idle: bool = False):
+    def __init__(
+        self,
+        workers: int,
+        torch_threads: int,
+        job_by_number: Callable[[int], Job | None],
+        store=None,
+        idle: bool = False,
+    ):
         context = multiprocessing.get_context("forkserver")
         context.set_forkserver_preload(COMPUTE_PRELOAD)
         self.reports = context.Queue()
         spec = None if store is None else store.spec
         self.executor = concurrent.futures.ProcessPoolExecutor(
-            workers, mp_context=context, initializer=_start_compute_process,
-            initargs=(self.reports, torch_threads, os.getpid(), spec, idle))
+            workers,
+            mp_context=context,
+            initializer=_start_compute_process,
+            initargs=(self.reports, torch_threads, os.getpid(), spec, idle),
+        )
         self.job_by_number = job_by_number
         self.listener = threading.Thread(target=self._listen, name="symlab-job-progress", daemon=True)
         self.listener.start()
@@ -461,8 +472,14 @@ class _RayPool:
     every node must reach it) and sends it back; progress comes through a Ray queue, read by a thread here.
     ``idle``: the idle pool's, whose tasks Ray schedules like any other (a cluster has no idle priority)."""
 
-    def __init__(self, workers: int, torch_threads: int, job_by_number: Callable[[int], Job | None], store=None,
-                 idle: bool = False):
+    def __init__(
+        self,
+        workers: int,
+        torch_threads: int,
+        job_by_number: Callable[[int], Job | None],
+        store=None,
+        idle: bool = False,
+    ):
         import ray
         from ray.util.queue import Queue
 
@@ -473,18 +490,21 @@ class _RayPool:
         self.spec = None if store is None else store.spec
         self.torch_threads, self.job_by_number = torch_threads, job_by_number
         self.remote = ray.remote(num_cpus=1, max_retries=0)(_ray_task).options(
-            runtime_env={"env_vars": {"PYTHONPATH": str(IMPORT_ROOT)}})
+            runtime_env={"env_vars": {"PYTHONPATH": str(IMPORT_ROOT)}}
+        )
         self.closed = threading.Event()
         self.listener = threading.Thread(target=self._listen, name="symlab-ray-progress", daemon=True)
         self.listener.start()
 
     def submit(self, job: Job, task: Task) -> concurrent.futures.Future:
-        return self.remote.remote(job.number, task.function, task.args, task.key, True, self.spec,
-                                  self.torch_threads, self.reports).future()
+        return self.remote.remote(
+            job.number, task.function, task.args, task.key, True, self.spec, self.torch_threads, self.reports
+        ).future()
 
     def submit_task(self, task: Task) -> concurrent.futures.Future:
-        return self.remote.remote(0, task.function, task.args, task.key, False, self.spec, self.torch_threads,
-                                  None).future()
+        return self.remote.remote(
+            0, task.function, task.args, task.key, False, self.spec, self.torch_threads, None
+        ).future()
 
     def start_workers(self, count: int) -> None:
         """Ray starts its workers itself."""
@@ -508,8 +528,16 @@ class _RayPool:
         self.listener.join(timeout=2.0)  # before Ray itself may shut down under its blocked read
 
 
-def _ray_task(number: int, function: Callable, args: tuple, key: Hashable, send_value: bool, store_spec,
-              torch_threads: int, reports):
+def _ray_task(
+    number: int,
+    function: Callable,
+    args: tuple,
+    key: Hashable,
+    send_value: bool,
+    store_spec,
+    torch_threads: int,
+    reports,
+):
     """A task in a Ray worker: the store and the progress queue set up as a local worker's are, then run."""
     global _reports, _store
     set_threads(torch_threads)
@@ -595,6 +623,7 @@ def shared() -> SharedResults:
                 executor = executor_name()
             except ValueError:  # the MNIST page says what is wrong with it; the pages compute here meanwhile
                 executor = "local"
-            _shared = SharedResults(workers=live.compute_workers, torch_threads=live.torch_threads, store=store,
-                                    executor=executor)
+            _shared = SharedResults(
+                workers=live.compute_workers, torch_threads=live.torch_threads, store=store, executor=executor
+            )
         return _shared

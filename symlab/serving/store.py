@@ -73,8 +73,9 @@ def computation_version() -> str:
         import numpy
         import torch
 
-        _version = source_digest(Path(__file__).resolve().parents[1],
-                                 f"torch {torch.__version__} numpy {numpy.__version__}")
+        _version = source_digest(
+            Path(__file__).resolve().parents[1], f"torch {torch.__version__} numpy {numpy.__version__}"
+        )
     return _version
 
 
@@ -99,8 +100,10 @@ def describe(key: Hashable) -> str:
 
 def _plain(value):
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {"type": type(value).__qualname__,
-                **{field.name: _plain(getattr(value, field.name)) for field in dataclasses.fields(value)}}
+        return {
+            "type": type(value).__qualname__,
+            **{field.name: _plain(getattr(value, field.name)) for field in dataclasses.fields(value)},
+        }
     if isinstance(value, (list, tuple)):
         return [_plain(item) for item in value]
     if isinstance(value, float) and not math.isfinite(value):
@@ -116,7 +119,7 @@ IN_LIST_KEYS = 500  # keys per ``IN (...)`` list: well under SQLite's cap on a s
 def _in_lists(row_keys: list[str]):
     """``row_keys`` in lists short enough for one statement, each with its placeholders."""
     for start in range(0, len(row_keys), IN_LIST_KEYS):
-        chunk = tuple(row_keys[start:start + IN_LIST_KEYS])
+        chunk = tuple(row_keys[start : start + IN_LIST_KEYS])
         yield ",".join("?" * len(chunk)), chunk
 
 
@@ -225,8 +228,10 @@ class ResultStore:
             connection.execute("PRAGMA journal_mode=WAL")
             connection.execute("PRAGMA synchronous=NORMAL")
             connection.execute("PRAGMA busy_timeout=30000")
-            if connection.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'results'") \
-                    .fetchone() is None:
+            if (
+                connection.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'results'").fetchone()
+                is None
+            ):
                 connection.execute(_SCHEMA.format(**self.db.types))
         except sqlite3.Error:
             connection.close()
@@ -284,8 +289,11 @@ class ResultStore:
         try:
             value = _decoded(row)
         except Exception as error:  # noqa: BLE001 (whatever the bytes made the decoder do, they are not shown)
-            LOG.warning("stored result %s is unreadable (%s): deleted, computing it again", row_key,
-                        f"{type(error).__name__}: {error}"[:300])
+            LOG.warning(
+                "stored result %s is unreadable (%s): deleted, computing it again",
+                row_key,
+                f"{type(error).__name__}: {error}"[:300],
+            )
             self.discard(key)
             return default
         self._touch(row_key)
@@ -298,8 +306,10 @@ class ResultStore:
     def __contains__(self, key: Hashable) -> bool:
         try:
             with self._connection() as connection:
-                return connection.execute("SELECT 1 FROM results WHERE key = ?", (self.row_key(key),)).fetchone() \
+                return (
+                    connection.execute("SELECT 1 FROM results WHERE key = ?", (self.row_key(key),)).fetchone()
                     is not None
+                )
         except (DatabaseError, TypeError, OSError):
             return False
 
@@ -329,8 +339,18 @@ class ResultStore:
             LOG.warning("result %s not stored: %s", kind_of(key), error)
             return False
         now = time.time()
-        row = (row_key, str(kind_of(key)), self.version, description, payload, hashlib.sha256(payload).hexdigest(),
-               len(payload), float(seconds), now, now)
+        row = (
+            row_key,
+            str(kind_of(key)),
+            self.version,
+            description,
+            payload,
+            hashlib.sha256(payload).hexdigest(),
+            len(payload),
+            float(seconds),
+            now,
+            now,
+        )
         try:
             self._again_if_rebuilt(lambda: self._write(row))
             self._evict()
@@ -345,7 +365,9 @@ class ResultStore:
                 "INSERT INTO results (key, kind, version, description, payload, checksum, size, seconds, created, "
                 "used) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (key) DO UPDATE SET payload = "
                 "excluded.payload, checksum = excluded.checksum, size = excluded.size, seconds = excluded.seconds, "
-                "created = excluded.created, used = excluded.used", row)
+                "created = excluded.created, used = excluded.used",
+                row,
+            )
 
     def discard(self, key: Hashable) -> None:
         try:
@@ -358,8 +380,10 @@ class ResultStore:
         """CPU-seconds of this version's stored results of ``kind`` (the newest hundred)."""
         try:
             with self._connection() as connection:
-                rows = connection.execute("SELECT seconds FROM results WHERE kind = ? AND version = ? "
-                                          "ORDER BY created DESC LIMIT 100", (kind, self.version)).fetchall()
+                rows = connection.execute(
+                    "SELECT seconds FROM results WHERE kind = ? AND version = ? ORDER BY created DESC LIMIT 100",
+                    (kind, self.version),
+                ).fetchall()
         except (DatabaseError, OSError):
             return []
         return [float(row["seconds"]) for row in rows]
@@ -394,5 +418,9 @@ class ResultStore:
                 total -= int(row["size"])
             for marks, chunk in _in_lists(doomed):
                 connection.execute(f"DELETE FROM results WHERE key IN ({marks})", chunk)
-        LOG.info("result store %s: %d least recently used results evicted (cap %d MB)", self.where, len(doomed),
-                 self.max_bytes // 2**20)
+        LOG.info(
+            "result store %s: %d least recently used results evicted (cap %d MB)",
+            self.where,
+            len(doomed),
+            self.max_bytes // 2**20,
+        )

@@ -73,6 +73,7 @@ class AnalysisLimits:
 
 # ---------------------------------------------------------------------------------------------- turns
 
+
 class _Turns:
     """First come, first served: at most ``capacity`` holders at once, and each waiter's place."""
 
@@ -129,9 +130,16 @@ def _no_news(ahead: int) -> None:
 
 # ---------------------------------------------------------------------------------------------- the server side
 
-def analyse(function: Callable, uploads: Sequence[tuple[str, bytes]], options: tuple = (), *,
-            limits: AnalysisLimits, waiting: Callable[[int], None] = _no_news,
-            working: Callable[[float], None] = _no_news):
+
+def analyse(
+    function: Callable,
+    uploads: Sequence[tuple[str, bytes]],
+    options: tuple = (),
+    *,
+    limits: AnalysisLimits,
+    waiting: Callable[[int], None] = _no_news,
+    working: Callable[[float], None] = _no_news,
+):
     """``function(uploads, *options)`` computed in a process of its own under ``limits``, in turn with the
     other analyses: its result (a result the codec writes, or bytes). ``uploads`` are (file name, bytes) as a
     visitor sent them (the name is anyone's text); ``function`` must be a module-level function of symlab that
@@ -147,9 +155,20 @@ def _in_own_process(function, uploads, options, limits: AnalysisLimits, working)
     context.set_forkserver_preload(COMPUTE_PRELOAD)
     ours, theirs = context.Pipe()
     handoff = _handoff(uploads)
-    process = context.Process(target=_analyse_here, name="symlab-upload-analysis", daemon=True,
-                              args=(theirs, function, handoff, [(name, len(data)) for name, data in uploads], options,
-                                    limits.memory_mb * 10**6, limits.cpu_seconds))
+    process = context.Process(
+        target=_analyse_here,
+        name="symlab-upload-analysis",
+        daemon=True,
+        args=(
+            theirs,
+            function,
+            handoff,
+            [(name, len(data)) for name, data in uploads],
+            options,
+            limits.memory_mb * 10**6,
+            limits.cpu_seconds,
+        ),
+    )
     started = time.monotonic()
     try:
         process.start()
@@ -209,8 +228,10 @@ def _answer(connection, process, started: float, limits: AnalysisLimits, working
             return None
         if elapsed > limits.wall_limit:
             process.kill()
-            raise UploadRefused(f"the analysis did not finish within {limits.wall_limit:.0f} s, this server's "
-                                "limit: try a smaller network, or run it with the command line on your own machine")
+            raise UploadRefused(
+                f"the analysis did not finish within {limits.wall_limit:.0f} s, this server's "
+                "limit: try a smaller network, or run it with the command line on your own machine"
+            )
         working(elapsed)
     try:
         return connection.recv_bytes(MAX_ANSWER_BYTES)
@@ -268,11 +289,15 @@ PACER = _Pacer()
 
 def _why_it_died(exitcode: int | None, limits: AnalysisLimits) -> str:
     if exitcode == -signal.SIGXCPU:
-        return (f"the analysis needed more than {limits.cpu_seconds} s of CPU time, this server's cap: try a smaller "
-                "network, or run it with the command line on your own machine")
+        return (
+            f"the analysis needed more than {limits.cpu_seconds} s of CPU time, this server's cap: try a smaller "
+            "network, or run it with the command line on your own machine"
+        )
     if exitcode == -signal.SIGKILL:
-        return (f"the analysis was stopped by the system, most likely for memory (this server gives one "
-                f"{limits.memory_mb:,} MB): try a smaller network")
+        return (
+            f"the analysis was stopped by the system, most likely for memory (this server gives one "
+            f"{limits.memory_mb:,} MB): try a smaller network"
+        )
     return f"the analysis stopped unexpectedly (exit code {exitcode}); the server's log has the details"
 
 
@@ -289,15 +314,25 @@ def _decoded(answer: bytes, limits: AnalysisLimits):
     if kind == REFUSED:
         raise UploadRefused(body.decode("utf-8", "replace"))
     if kind == OUT_OF_MEMORY:
-        raise UploadRefused(f"the analysis needed more memory than this server gives one ({limits.memory_mb:,} MB): "
-                            "try a smaller network, or run it with the command line on your own machine")
+        raise UploadRefused(
+            f"the analysis needed more memory than this server gives one ({limits.memory_mb:,} MB): "
+            "try a smaller network, or run it with the command line on your own machine"
+        )
     raise UploadRefused("the analysis failed unexpectedly; the server's log has the details")
 
 
 # ---------------------------------------------------------------------------------------------- the process
 
-def _analyse_here(connection, function, handoff: str, sizes: list[tuple[str, int]], options: tuple,
-                  memory_bytes: int, cpu_seconds: int):
+
+def _analyse_here(
+    connection,
+    function,
+    handoff: str,
+    sizes: list[tuple[str, int]],
+    options: tuple,
+    memory_bytes: int,
+    cpu_seconds: int,
+):
     """In the analysis process: take the limits, read the uploads' bytes, run, answer (one message)."""
     _limit_this_process(memory_bytes, cpu_seconds)
     try:

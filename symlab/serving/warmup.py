@@ -206,11 +206,11 @@ async def lifespan(app):
     check_data_files()
     stop = threading.Event()
     # Then the first visits: the server answers by then (this function has let it start).
-    threading.Thread(target=_logged(lambda: (warm_up(), _first_visits())), name="symlab-warm-up",
-                     daemon=True).start()
+    threading.Thread(target=_logged(lambda: (warm_up(), _first_visits())), name="symlab-warm-up", daemon=True).start()
     if _idle_workers() > 0:
-        threading.Thread(target=_logged(lambda: precompute_in_idle_time(stop)), name="symlab-idle-time",
-                         daemon=True).start()
+        threading.Thread(
+            target=_logged(lambda: precompute_in_idle_time(stop)), name="symlab-idle-time", daemon=True
+        ).start()
     yield
     stop.set()
     shared_results.shared().shutdown()
@@ -229,4 +229,5 @@ def _logged(function):
             function()
         except Exception:  # a failed warm-up costs the first visitor time, nothing else
             LOG.exception("warm-up failed")
+
     return run

@@ -100,8 +100,15 @@ def control(default, kind: str | None = None, **spec) -> Any:
     """A dataclass field with a default and its :class:`Control` (``kind`` defaults from the
     default's type; ``choices`` make it a choice)."""
     if kind is None:
-        kind = ("choice" if spec.get("choices") else "bool" if isinstance(default, bool)
-                else "int" if isinstance(default, int) else "float")
+        kind = (
+            "choice"
+            if spec.get("choices")
+            else "bool"
+            if isinstance(default, bool)
+            else "int"
+            if isinstance(default, int)
+            else "float"
+        )
     declared = Control(kind, **spec)
     if not declared.accepts(default):
         raise ValueError(f"default {default!r} is not {declared.describe_range()}")
@@ -112,10 +119,18 @@ def control(default, kind: str | None = None, **spec) -> Any:
 def declared(config_type) -> dict[str, tuple[Control, Any]]:
     """Field name -> (control, default) for every declared field, in declaration order; each control's
     URL name and flag filled in (defaults: the field's name, ``--field-name``). Read-only."""
-    return {f.name: (dataclasses.replace(f.metadata["control"], url=f.metadata["control"].url or f.name,
-                                         flag=f.metadata["control"].flag or "--" + f.name.replace("_", "-")),
-                     f.default)
-            for f in dataclasses.fields(config_type) if "control" in f.metadata}
+    return {
+        f.name: (
+            dataclasses.replace(
+                f.metadata["control"],
+                url=f.metadata["control"].url or f.name,
+                flag=f.metadata["control"].flag or "--" + f.name.replace("_", "-"),
+            ),
+            f.default,
+        )
+        for f in dataclasses.fields(config_type)
+        if "control" in f.metadata
+    }
 
 
 def declaration(config_type, name: str) -> Control:
@@ -139,6 +154,7 @@ def capped(spec: Control, cap: float | None) -> Control:
 
 # --- validation --------------------------------------------------------------------------------------
 
+
 def check(checks: Iterable[tuple[bool, str]]) -> None:
     """Raise one ValueError naming every failed ``(ok, message)`` pair."""
     problems = [message for ok, message in checks if not ok]
@@ -148,8 +164,10 @@ def check(checks: Iterable[tuple[bool, str]]) -> None:
 
 def field_checks(config) -> list[tuple[bool, str]]:
     """One ``(ok, message)`` per declared field of ``config``: within its declared range."""
-    return [(spec.accepts(getattr(config, name)), f"{name} must be {spec.describe_range()} "
-             f"(got {getattr(config, name)!r})") for name, (spec, _) in declared(type(config)).items()]
+    return [
+        (spec.accepts(getattr(config, name)), f"{name} must be {spec.describe_range()} (got {getattr(config, name)!r})")
+        for name, (spec, _) in declared(type(config)).items()
+    ]
 
 
 def nested_checks(name: str, config) -> list[tuple[bool, str]]:
@@ -171,8 +189,13 @@ def validate(config, extra: Iterable[tuple[bool, str]] = ()):
 
 # --- the page's URL parameters -----------------------------------------------------------------------
 
-def url_params(config_type, names: Iterable[str] | None = None, caps: Mapping[str, float] | None = None,
-               defaults: Mapping[str, Any] | None = None) -> tuple[Param, ...]:
+
+def url_params(
+    config_type,
+    names: Iterable[str] | None = None,
+    caps: Mapping[str, float] | None = None,
+    defaults: Mapping[str, Any] | None = None,
+) -> tuple[Param, ...]:
     """The URL parameters of the declared fields ``names`` (default: all), with a server's ``caps``
     on their upper ends and ``defaults`` replacing the config's own."""
     table = declared(config_type)
@@ -184,8 +207,17 @@ def url_params(config_type, names: Iterable[str] | None = None, caps: Mapping[st
         default = defaults.get(name, default)
         if spec.kind in ("int", "float") and spec.high is not None:
             default = min(default, spec.high)
-        params.append(Param(spec.url, spec.kind, default, spec.low, spec.high, spec.step,
-                            tuple(str(c) for c in spec.choices) if spec.kind == "choice" else ()))
+        params.append(
+            Param(
+                spec.url,
+                spec.kind,
+                default,
+                spec.low,
+                spec.high,
+                spec.step,
+                tuple(str(c) for c in spec.choices) if spec.kind == "choice" else (),
+            )
+        )
     return tuple(params)
 
 
@@ -203,6 +235,7 @@ def config_values(config_type, values: Mapping[str, Any], names: Iterable[str] |
 
 
 # --- the command line --------------------------------------------------------------------------------
+
 
 def shown(text: str) -> str:
     """An argument as quoted in an error message: escaped, and cut short when long."""
@@ -224,7 +257,8 @@ def number_parser(spec: Control):
             value = int(text) if spec.kind == "int" else float(text)
         except ValueError:
             raise argparse.ArgumentTypeError(
-                f"{shown(text)} is not {'a whole number' if spec.kind == 'int' else 'a number'}") from None
+                f"{shown(text)} is not {'a whole number' if spec.kind == 'int' else 'a number'}"
+            ) from None
         if not bounded.accepts(value):
             raise argparse.ArgumentTypeError(f"{shown(text)} must be {bounded.describe_range()}")
         return value
@@ -243,16 +277,23 @@ def list_parser(item: Control, max_items: int | None = None):
     def parse(text: str) -> list:
         items = list_items(text)
         if not items or (max_items and len(items) > max_items):
-            raise argparse.ArgumentTypeError(f"{shown(text)}: needs {count}, each "
-                                             f"{parsed_range(item).describe_range()}")
+            raise argparse.ArgumentTypeError(
+                f"{shown(text)}: needs {count}, each {parsed_range(item).describe_range()}"
+            )
         return [parse_item(part) for part in items]
 
     parse.kind = item.kind
     return parse
 
 
-def add_flags(parser, config_type, names: Iterable[str] | None = None, *, defaults: Mapping[str, Any] | None = None,
-              help_suffix: Mapping[str, str] | None = None) -> None:
+def add_flags(
+    parser,
+    config_type,
+    names: Iterable[str] | None = None,
+    *,
+    defaults: Mapping[str, Any] | None = None,
+    help_suffix: Mapping[str, str] | None = None,
+) -> None:
     """One flag per declared field ``names`` (default: all); ``dest`` is the field's name."""
     table = declared(config_type)
     defaults, help_suffix = defaults or {}, help_suffix or {}
@@ -265,9 +306,14 @@ def add_flags(parser, config_type, names: Iterable[str] | None = None, *, defaul
         elif spec.kind == "choice":
             parser.add_argument(spec.flag, dest=name, choices=spec.choices, default=default, help=text)
         else:
-            parser.add_argument(spec.flag, dest=name, type=number_parser(spec), default=default,
-                                help=f"{text} ({spec.describe_range()}"
-                                     f"{'' if default is None else '; default ' + spec.shown(default)})".lstrip())
+            parser.add_argument(
+                spec.flag,
+                dest=name,
+                type=number_parser(spec),
+                default=default,
+                help=f"{text} ({spec.describe_range()}"
+                f"{'' if default is None else '; default ' + spec.shown(default)})".lstrip(),
+            )
 
 
 def from_args(config_type, args, names: Iterable[str] | None = None, **overrides):

@@ -29,9 +29,13 @@ def training_verdict(accuracies, what: str) -> dict:
     share = f"{what[:1].upper()}{what[1:]} classify {100 * median:.1f} % of the test digits (median of {len(values)})"
     if median >= TRAINED_ACCURACY:
         return {"trained": True, "trained_reason": f"{share}, above the {100 * TRAINED_ACCURACY:.0f} % floor"}
-    return {"trained": False, "trained_reason": (
-        f"{share}, below the {100 * TRAINED_ACCURACY:.0f} % floor of a network that has learned (chance is 10 %): "
-        "the ranking is of untrained networks and says nothing about the methods. Train longer or on more images.")}
+    return {
+        "trained": False,
+        "trained_reason": (
+            f"{share}, below the {100 * TRAINED_ACCURACY:.0f} % floor of a network that has learned (chance is 10 %): "
+            "the ranking is of untrained networks and says nothing about the methods. Train longer or on more images."
+        ),
+    }
 
 
 def to_json(value):
@@ -39,8 +43,9 @@ def to_json(value):
     scalars become lists and Python numbers, tuples become lists, and a dataclass becomes the dict of
     its fields, leaving out those marked ``metadata={"json": False}`` (in-memory objects for pages)."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: to_json(getattr(value, f.name)) for f in dataclasses.fields(value)
-                if f.metadata.get("json", True)}
+        return {
+            f.name: to_json(getattr(value, f.name)) for f in dataclasses.fields(value) if f.metadata.get("json", True)
+        }
     if isinstance(value, dict):
         return {str(k): to_json(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):

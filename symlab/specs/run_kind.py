@@ -8,7 +8,14 @@ from pathlib import Path
 from typing import Any, Callable, Protocol
 
 QUEUED, RUNNING, FINISHED, FAILED, DIVERGED, CANCELLED, INTERRUPTED = (
-    "queued", "running", "finished", "failed", "diverged", "cancelled", "interrupted")
+    "queued",
+    "running",
+    "finished",
+    "failed",
+    "diverged",
+    "cancelled",
+    "interrupted",
+)
 
 
 ACTIVE = (QUEUED, RUNNING)

@@ -44,8 +44,9 @@ def executor_name(name: str | None = None) -> str:
     """``name``, else $SYMLAB_EXECUTOR, else "local"; checked."""
     name = name or os.environ.get(EXECUTOR_ENV) or "local"
     if name not in EXECUTORS:
-        raise ValueError(f"the executor must be one of {', '.join(EXECUTORS)} (got {name!r}; set by --executor or "
-                         f"{EXECUTOR_ENV})")
+        raise ValueError(
+            f"the executor must be one of {', '.join(EXECUTORS)} (got {name!r}; set by --executor or {EXECUTOR_ENV})"
+        )
     return name
 
 
@@ -131,8 +132,10 @@ class RunLimits:
     @classmethod
     def from_env(cls, environ=os.environ) -> "RunLimits":
         if "SYMLAB_MAX_RUNS_PER_SESSION" in environ:  # a reload made a new session: the cap now counts by browser
-            raise SettingsError("SYMLAB_MAX_RUNS_PER_SESSION is now SYMLAB_MAX_RUNS_PER_BROWSER (launches and "
-                                "resumes per browser per hour)")
+            raise SettingsError(
+                "SYMLAB_MAX_RUNS_PER_SESSION is now SYMLAB_MAX_RUNS_PER_BROWSER (launches and "
+                "resumes per browser per hour)"
+            )
         return _from_env(cls, environ)
 
     def most_work(self) -> Work:
@@ -143,31 +146,40 @@ class RunLimits:
         """One ValueError naming every cap that ``work`` is above; its estimated CPU time is checked at ``rates``
         (this machine's: :func:`symlab.runs.device.machine_rates`) where they are given."""
         most = self.most_work()
-        controls.check([
-            (work.width <= most.width, f"width {work.width} is above this server's cap of {most.width}"),
-            (work.depth <= most.depth, f"depth {work.depth} is above this server's cap of {most.depth}"),
-            (work.epochs <= most.epochs, f"{work.epochs} epochs is above this server's cap of {most.epochs}"),
-            *([self._time_check(work, rates)] if rates is not None and work.parts else []),
-        ])
+        controls.check(
+            [
+                (work.width <= most.width, f"width {work.width} is above this server's cap of {most.width}"),
+                (work.depth <= most.depth, f"depth {work.depth} is above this server's cap of {most.depth}"),
+                (work.epochs <= most.epochs, f"{work.epochs} epochs is above this server's cap of {most.epochs}"),
+                *([self._time_check(work, rates)] if rates is not None and work.parts else []),
+            ]
+        )
 
     def _time_check(self, work: Work, rates: Rates) -> tuple[bool, str]:
         """Within the CPU-time cap, or a message naming the part that costs most."""
         by_part = work.part_seconds(rates)
         costliest = max(by_part, key=by_part.get)
         total = sum(by_part.values())
-        return (total <= 60 * self.max_run_minutes,
-                f"{costliest}: {cpu_time(total)} estimated, over this server's cap of {self.max_run_minutes} "
-                "CPU-minutes per run")
+        return (
+            total <= 60 * self.max_run_minutes,
+            f"{costliest}: {cpu_time(total)} estimated, over this server's cap of {self.max_run_minutes} "
+            "CPU-minutes per run",
+        )
 
     def describe(self, mnist_shapes: bool = True) -> str:
         """The caps in words; ``mnist_shapes``: with those on the MNIST lab's networks (width, layers, epochs),
         which other labs' runs do not have."""
-        shapes = (f"width ≤ {self.max_hidden}, ≤ {self.max_depth} hidden layers, ≤ {self.max_epochs} epochs, "
-                  if mnist_shapes else "")
-        return (f"at most {self.max_concurrent_per_device} training run(s) at a time per device (others wait in "
-                f"the queue), {shapes}≤ {self.max_run_minutes} estimated CPU-minutes a run, "
-                f"≤ {self.max_runs_per_browser} launches (resumes included) per browser and "
-                f"{self.max_runs_per_hour} on the server per hour")
+        shapes = (
+            f"width ≤ {self.max_hidden}, ≤ {self.max_depth} hidden layers, ≤ {self.max_epochs} epochs, "
+            if mnist_shapes
+            else ""
+        )
+        return (
+            f"at most {self.max_concurrent_per_device} training run(s) at a time per device (others wait in "
+            f"the queue), {shapes}≤ {self.max_run_minutes} estimated CPU-minutes a run, "
+            f"≤ {self.max_runs_per_browser} launches (resumes included) per browser and "
+            f"{self.max_runs_per_hour} on the server per hour"
+        )
 
 
 @dataclass(frozen=True)
@@ -178,7 +190,9 @@ class LiveLimits:
     max_steps_per_tick: int = 20  # Adam steps per redraw of live training
     min_tick_seconds: float = 0.1  # time between redraws while playing
     max_table_runs: int = 100  # α values × seeds in one in-page table
-    compute_workers: int = 1  # processes training the pages' shared results (symlab.serving.shared_results; 0: in the page's own run)
+    compute_workers: int = (
+        1  # processes training the pages' shared results (symlab.serving.shared_results; 0: in the page's own run)
+    )
     results_max_mb: int = 2048  # the shared result store's size (symlab.serving.store): least recently used results go
     idle_workers: int = 1  # 1: a process computes likely results in idle time (symlab.serving.warmup); 0: none
     # Uploaded networks, each read and analysed in a process of its own (symlab.serving.uploads): how many at
@@ -194,26 +208,48 @@ class LiveLimits:
         return _from_env(cls, environ)
 
     def describe(self) -> str:
-        return (f"live training: ≤ {self.max_steps_per_tick} steps per redraw, ≥ {self.min_tick_seconds:g} s apart; "
-                f"tables: ≤ {self.max_table_runs} α × seed runs; {self.compute_workers} process(es) training "
-                f"the pages' shared results; uploads analysed {self.upload_analyses} at a time, each with "
-                f"{self.upload_memory_mb:,} MB and {self.upload_cpu_seconds} s of CPU"
-                + (f" at {self.upload_core_share:.0%} of a core" if self.upload_core_share < 1 else ""))
+        return (
+            f"live training: ≤ {self.max_steps_per_tick} steps per redraw, ≥ {self.min_tick_seconds:g} s apart; "
+            f"tables: ≤ {self.max_table_runs} α × seed runs; {self.compute_workers} process(es) training "
+            f"the pages' shared results; uploads analysed {self.upload_analyses} at a time, each with "
+            f"{self.upload_memory_mb:,} MB and {self.upload_cpu_seconds} s of CPU"
+            + (f" at {self.upload_core_share:.0%} of a core" if self.upload_core_share < 1 else "")
+        )
 
 
 # The classroom: ~30 students on a 2-core server (benchmarks/load_test.py measures it).
 HOSTED_DEFAULTS = {
-    RunLimits: dict(max_concurrent_per_device=1, max_hidden=1024, max_depth=2, max_epochs=10,
-                    max_run_minutes=20, max_runs_per_browser=4, max_runs_per_hour=30, worker_threads=1),
+    RunLimits: dict(
+        max_concurrent_per_device=1,
+        max_hidden=1024,
+        max_depth=2,
+        max_epochs=10,
+        max_run_minutes=20,
+        max_runs_per_browser=4,
+        max_runs_per_hour=30,
+        worker_threads=1,
+    ),
     # Redraws, not Adam steps, are what live training costs the server (benchmarks/bench_interactions.py): two a
     # second, 15 steps each, train as fast as 3.3 of 10 did, at 60 % of their cost.
     # One upload analysed at a time, at a fifth of a core: a 16 MB network's measurements take 3.5 CPU-s and its
     # alignment ~15, and on a two-core virtual machine any work beside the page runs slows them
     # (benchmarks/load_test.py --uploaders).
-    LiveLimits: dict(torch_threads=1, max_steps_per_tick=15, min_tick_seconds=0.5, max_table_runs=20,
-                     upload_analyses=1, upload_memory_mb=2048, upload_cpu_seconds=60, upload_core_share=0.2),
+    LiveLimits: dict(
+        torch_threads=1,
+        max_steps_per_tick=15,
+        min_tick_seconds=0.5,
+        max_table_runs=20,
+        upload_analyses=1,
+        upload_memory_mb=2048,
+        upload_cpu_seconds=60,
+        upload_core_share=0.2,
+    ),
 }
-MINIMUM = {"worker_threads": 0, "compute_workers": 0, "idle_workers": 0}  # every other cap must be at least 1 (or > 0 for seconds)
+MINIMUM = {
+    "worker_threads": 0,
+    "compute_workers": 0,
+    "idle_workers": 0,
+}  # every other cap must be at least 1 (or > 0 for seconds)
 
 
 def _from_env(cls, environ):

@@ -34,15 +34,17 @@ class Cost:
     normals: float = 0.0
 
     def __add__(self, other: "Cost") -> "Cost":
-        return Cost(self.matmul_flops + other.matmul_flops, self.elementwise + other.elementwise,
-                    self.normals + other.normals)
+        return Cost(
+            self.matmul_flops + other.matmul_flops, self.elementwise + other.elementwise, self.normals + other.normals
+        )
 
     def __mul__(self, times: float) -> "Cost":
         return Cost(self.matmul_flops * times, self.elementwise * times, self.normals * times)
 
     def floor_seconds(self, rates: "Rates") -> float:
-        return (self.matmul_flops / rates.matmul_flops + self.elementwise / rates.elementwise
-                + self.normals / rates.normals)
+        return (
+            self.matmul_flops / rates.matmul_flops + self.elementwise / rates.elementwise + self.normals / rates.normals
+        )
 
 
 @dataclass(frozen=True)
@@ -57,8 +59,11 @@ class Rates:
 
     def in_units(self) -> dict[str, float]:
         """As the benchmarks report them: GFLOP/s, G elements/s, M draws/s."""
-        return dict(matmul_gflops=self.matmul_flops / 1e9, elements_g_per_s=self.elementwise / 1e9,
-                    normals_m_per_s=self.normals / 1e6)
+        return dict(
+            matmul_gflops=self.matmul_flops / 1e9,
+            elements_g_per_s=self.elementwise / 1e9,
+            normals_m_per_s=self.normals / 1e6,
+        )
 
 
 @dataclass(frozen=True)

@@ -53,8 +53,7 @@ def _shown(raw: str) -> str:
     a link inject Markdown (links, headings) into the warning, and control, bidi or line-separator
     characters would garble it, so those are escaped."""
     text = raw if len(raw) <= _SHOWN_CHARS else raw[:_SHOWN_CHARS] + "…"
-    return "".join("'" if c == "`" else ascii(c)[1:-1] if unicodedata.category(c) in _ESCAPED else c
-                   for c in text)
+    return "".join("'" if c == "`" else ascii(c)[1:-1] if unicodedata.category(c) in _ESCAPED else c for c in text)
 
 
 def _parse_one(spec: Param, raw: str) -> tuple[Any, str | None]:
@@ -74,8 +73,7 @@ def _parse_one(spec: Param, raw: str) -> tuple[Any, str | None]:
     if spec.kind == "choice":
         if raw in spec.choices:
             return raw, None
-        return spec.default, (f"`{spec.name}={_shown(raw)}` is not one of {', '.join(spec.choices)}: "
-                              f"{default_note}.")
+        return spec.default, (f"`{spec.name}={_shown(raw)}` is not one of {', '.join(spec.choices)}: {default_note}.")
     try:
         number = float(raw)
     except ValueError:
@@ -116,10 +114,16 @@ def _parse_floats(spec: Param, raw: str) -> tuple[Any, str | None]:
     except ValueError:
         numbers = []
     if not numbers or not all(math.isfinite(n) for n in numbers):
-        return spec.default, f"`{spec.name}={_shown(raw)}` is not a list of numbers: using the default {spec.default!r}."
+        return (
+            spec.default,
+            f"`{spec.name}={_shown(raw)}` is not a list of numbers: using the default {spec.default!r}.",
+        )
     notice = None
     if len(numbers) > spec.max_items:
-        numbers, notice = numbers[: spec.max_items], f"`{spec.name}` has more than {spec.max_items} values: kept the first {spec.max_items}."
+        numbers, notice = (
+            numbers[: spec.max_items],
+            f"`{spec.name}` has more than {spec.max_items} values: kept the first {spec.max_items}.",
+        )
     low = -math.inf if spec.low is None else spec.low
     high = math.inf if spec.high is None else spec.high
     clamped = [min(max(n, low), high) for n in numbers]
@@ -131,11 +135,14 @@ def _parse_floats(spec: Param, raw: str) -> tuple[Any, str | None]:
 def _parse_tokens(spec: Param, raw: str) -> tuple[Any, str | None]:
     items = list_items(raw)
     if not all(TOKEN.fullmatch(item) for item in items):
-        return spec.default, (f"`{spec.name}={_shown(raw)}` is not a list of tokens (letters, digits, - and _): "
-                              f"using the default {spec.default!r}.")
+        return spec.default, (
+            f"`{spec.name}={_shown(raw)}` is not a list of tokens (letters, digits, - and _): "
+            f"using the default {spec.default!r}."
+        )
     if len(items) > spec.max_items:
-        return ",".join(items[: spec.max_items]), (f"`{spec.name}` has more than {spec.max_items} values: kept the "
-                                                   f"first {spec.max_items}.")
+        return ",".join(items[: spec.max_items]), (
+            f"`{spec.name}` has more than {spec.max_items} values: kept the first {spec.max_items}."
+        )
     return ",".join(items), None
 
 
@@ -193,8 +200,11 @@ def neighbours(values: Mapping[str, Any], specs: Sequence[Param]) -> list[dict]:
         elif spec.kind in ("int", "float") and (spec.step or spec.kind == "int"):
             step = spec.step or 1
             moved = [round(value + sign * step, 10) for sign in (-1, 1)]
-            moved = [int(v) if spec.kind == "int" else float(v) for v in moved
-                     if (spec.low is None or v >= spec.low) and (spec.high is None or v <= spec.high)]
+            moved = [
+                int(v) if spec.kind == "int" else float(v)
+                for v in moved
+                if (spec.low is None or v >= spec.low) and (spec.high is None or v <= spec.high)
+            ]
         else:
             moved = []
         found += [{**values, spec.name: v} for v in moved]

@@ -45,13 +45,21 @@ def converged_map(x, y):
     torch.manual_seed(SEED)
     net = torch.nn.Sequential(torch.nn.Linear(2, WIDTH), torch.nn.Tanh(), torch.nn.Linear(WIDTH, 2)).double()
     params = list(net.parameters())
-    optimizer = torch.optim.LBFGS(params, lr=1, max_iter=20_000, tolerance_grad=1e-12, tolerance_change=1e-16,
-                                  history_size=50, line_search_fn="strong_wolfe")
+    optimizer = torch.optim.LBFGS(
+        params,
+        lr=1,
+        max_iter=20_000,
+        tolerance_grad=1e-12,
+        tolerance_change=1e-16,
+        history_size=50,
+        line_search_fn="strong_wolfe",
+    )
 
     def closure():
         optimizer.zero_grad()
-        value = (torch.nn.functional.cross_entropy(net(x), y, reduction="sum")
-                 + 0.5 * PRIOR_PRECISION * sum(p.square().sum() for p in params))
+        value = torch.nn.functional.cross_entropy(net(x), y, reduction="sum") + 0.5 * PRIOR_PRECISION * sum(
+            p.square().sum() for p in params
+        )
         value.backward()
         return value
 
@@ -64,11 +72,14 @@ def converged_map(x, y):
 
 def fitted(model: Laplace, lowest: float) -> float:
     """argmax_δ of laplace-torch's log marginal likelihood over δ ∈ (max(1e-6, −2 h_min), 1e6)."""
+
     def negative(log_delta):
         return -float(model.log_marginal_likelihood(prior_precision=torch.tensor([math.exp(log_delta)])))
+
     low = max(1e-6, -2.0 * lowest)
-    return math.exp(minimize_scalar(negative, bounds=(math.log(low), math.log(1e6)), method="bounded",
-                                    options={"xatol": 1e-13}).x)
+    return math.exp(
+        minimize_scalar(negative, bounds=(math.log(low), math.log(1e6)), method="bounded", options={"xatol": 1e-13}).x
+    )
 
 
 def adam_fit(model: Laplace) -> float:
@@ -88,20 +99,30 @@ def main() -> None:
     tensors = {"x": x, "y": y, "map": torch.cat([p.detach().flatten() for p in net.parameters()])}
     meta = {"prior_precision": PRIOR_PRECISION, "gradient_norm": gradient_norm}
     for name, backend in (("exact", CurvlinopsHessian), ("ggn", CurvlinopsGGN)):
-        model = Laplace(net, "classification", subset_of_weights="all", hessian_structure="full", backend=backend,
-                        prior_precision=PRIOR_PRECISION)
+        model = Laplace(
+            net,
+            "classification",
+            subset_of_weights="all",
+            hessian_structure="full",
+            backend=backend,
+            prior_precision=PRIOR_PRECISION,
+        )
         model.fit(loader)
         eigenvalues = torch.linalg.eigvalsh(model.H)
         lowest = float(eigenvalues.min())
         tensors[f"{name}/covariance"] = model.posterior_covariance.detach().contiguous()
-        meta[name] = {"smallest_eigenvalue": lowest, "negative_eigenvalues": int((eigenvalues < -1e-8).sum()),
-                      "log_det_posterior_precision": float(model.log_det_posterior_precision),
-                      "log_marginal_likelihood": float(model.log_marginal_likelihood()),
-                      "adam_prior_precision": adam_fit(model)}
+        meta[name] = {
+            "smallest_eigenvalue": lowest,
+            "negative_eigenvalues": int((eigenvalues < -1e-8).sum()),
+            "log_det_posterior_precision": float(model.log_det_posterior_precision),
+            "log_marginal_likelihood": float(model.log_marginal_likelihood()),
+            "adam_prior_precision": adam_fit(model),
+        }
         if lowest < -1e-8 * float(eigenvalues.abs().max()):  # negative beyond round-off: the evidence as δ ↓ −h_min
             deltas = [-lowest * (1 + 10.0**-k) for k in range(1, 9)]
             meta[name]["evidence_near_boundary"] = [
-                [d, float(model.log_marginal_likelihood(prior_precision=torch.tensor([d])))] for d in deltas]
+                [d, float(model.log_marginal_likelihood(prior_precision=torch.tensor([d])))] for d in deltas
+            ]
         else:
             meta[name]["fitted_prior_precision"] = fitted(model, lowest)
     save_file(tensors, OUT, metadata={"laplace_torch": json.dumps(meta)})

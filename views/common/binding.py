@@ -31,17 +31,25 @@ def start_page(page: str, specs: Sequence[Param], title: str, caption: str, cont
     st.session_state["ui.present"] = present
     if present:
         st.html(PRESENT_CSS)
-        st.button("Show the controls", key=f"{page}.leave_present", icon=":material/tune:",
-                  on_click=apply_values, args=(page, {PRESENT.name: False}))
+        st.button(
+            "Show the controls",
+            key=f"{page}.leave_present",
+            icon=":material/tune:",
+            on_click=apply_values,
+            args=(page, {PRESENT.name: False}),
+        )
     st.title(title)
     st.caption(caption)
     show_notices(notices)
     with controls_area(page):
         controls()
     with st.sidebar:
-        st.toggle("Presentation mode", key=widget_key(page, PRESENT.name),
-                  help="Hides the controls and enlarges text and charts for a projector; the page's link keeps "
-                       "it, so a shared link opens the same view without controls.")
+        st.toggle(
+            "Presentation mode",
+            key=widget_key(page, PRESENT.name),
+            help="Hides the controls and enlarges text and charts for a projector; the page's link keeps "
+            "it, so a shared link opens the same view without controls.",
+        )
     return sync_url(page, specs)
 
 
@@ -73,9 +81,10 @@ def control_widget(page: str, config_type, name: str, *, cap: float | None = Non
     key = widget_key(page, spec.url)
     text = spec.help or None
     if spec.high != declared.high:
-        beyond = ("has no such cap" if declared.high is None
-                  else f"goes up to {declared.shown(declared.high)}")
-        text = f"{text or ''} This page allows at most {spec.shown(cap)}; the command line (`python -m symlab`) {beyond}."
+        beyond = "has no such cap" if declared.high is None else f"goes up to {declared.shown(declared.high)}"
+        text = (
+            f"{text or ''} This page allows at most {spec.shown(cap)}; the command line (`python -m symlab`) {beyond}."
+        )
         text = text.strip()
     common = dict(key=key, help=text, **options)
     kind = spec.widget_kind
@@ -221,8 +230,13 @@ def preset_picker(page: str, specs: Sequence[Param], presets: Presets) -> None:
             apply_preset(st.session_state, page, specs, presets, st.session_state[key])
 
     kept = "".join(f" It leaves {name} to you: {why}." for name, why in presets.keeps.items())
-    st.selectbox("Preset", [CUSTOM, *presets], key=key, on_change=apply,
-                 help=f"Each preset sets every control, the seed included.{kept} Moving a control shows “custom”.")
+    st.selectbox(
+        "Preset",
+        [CUSTOM, *presets],
+        key=key,
+        on_change=apply,
+        help=f"Each preset sets every control, the seed included.{kept} Moving a control shows “custom”.",
+    )
     if st.session_state[key] != CUSTOM:
         st.info(presets.watch(st.session_state[key]))
 
@@ -235,15 +249,16 @@ def apply_preset(session: MutableMapping, page: str, specs: Sequence[Param], pre
 
 def new_seed_button(page: str, help: str | None = None) -> None:
     """Draw a new seed: a separate action from Reset, which keeps the current one."""
+
     def advance():
         seed_key = widget_key(page, "seed")
         st.session_state[seed_key] = (st.session_state[seed_key] + 1) % 100_000
 
-    st.button("New seed", on_click=advance, icon=":material/casino:", key=f"{page}.new_seed", width="stretch",
-              help=help)
+    st.button(
+        "New seed", on_click=advance, icon=":material/casino:", key=f"{page}.new_seed", width="stretch", help=help
+    )
 
 
 def show_notices(notices: Sequence[str]) -> None:
     if notices:
-        st.warning("Some settings in the link were adjusted:\n\n" + "\n".join(f"- {n}" for n in notices),
-                   icon="⚠️")
+        st.warning("Some settings in the link were adjusted:\n\n" + "\n".join(f"- {n}" for n in notices), icon="⚠️")

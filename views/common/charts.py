@@ -42,13 +42,25 @@ LEGEND_ROW_HEIGHT = 24  # pixels per row of a legend below a chart
 # Everything else, labels that change per frame included, goes in data or in a caption beside the chart.
 
 # Dash patterns by name (pixels on, off), and point shapes: Vega's own, or a path in [-1, 1]².
-DASH_ARRAYS = {"solid": [1, 0], "dash": [8, 4], "dot": [2, 3], "dashdot": [8, 3, 2, 3], "longdash": [14, 5],
-               "longdashdot": [14, 4, 2, 4]}
-SHAPES = {"circle": "circle", "square": "square", "diamond": "diamond", "triangle-up": "triangle-up",
-          "cross": "cross", "x": "M-0.8,-0.8L0.8,0.8M-0.8,0.8L0.8,-0.8",
-          "star": "M0,-1L0.24,-0.33L0.95,-0.31L0.38,0.12L0.59,0.81L0,0.4L-0.59,0.81L-0.38,0.12L-0.95,-0.31L-0.24,-0.33Z",
-          # A legend's sign for a line without markers: a short stroke.
-          None: "stroke"}
+DASH_ARRAYS = {
+    "solid": [1, 0],
+    "dash": [8, 4],
+    "dot": [2, 3],
+    "dashdot": [8, 3, 2, 3],
+    "longdash": [14, 5],
+    "longdashdot": [14, 4, 2, 4],
+}
+SHAPES = {
+    "circle": "circle",
+    "square": "square",
+    "diamond": "diamond",
+    "triangle-up": "triangle-up",
+    "cross": "cross",
+    "x": "M-0.8,-0.8L0.8,0.8M-0.8,0.8L0.8,-0.8",
+    "star": "M0,-1L0.24,-0.33L0.95,-0.31L0.38,0.12L0.59,0.81L0,0.4L-0.59,0.81L-0.38,0.12L-0.95,-0.31L-0.24,-0.33Z",
+    # A legend's sign for a line without markers: a short stroke.
+    None: "stroke",
+}
 LINE_WIDTH, POINT_SIZE = 2.5, 70
 VEGA_HEIGHT = 380  # the whole chart (axes and legend included) where it fits its column
 
@@ -57,6 +69,7 @@ VEGA_HEIGHT = 380  # the whole chart (axes and legend included) where it fits it
 class Series:
     """One entry of a live chart's legend: its colour and a second cue, the line's dash or the points' shape
     (a third where a line has markers too)."""
+
     label: str
     colour: str
     dash: str = "solid"
@@ -78,18 +91,40 @@ def series_channels(series: Sequence[Series], legend: bool = True) -> dict:
     """Colour, dash and shape of field ``series``, one legend for all three (Vega-Lite merges them), in the
     order given. Every layer of a chart uses the same scales, so each label has one style throughout."""
     labels = [s.label for s in series]
-    shown = alt.Legend(title=None, orient="bottom", direction="horizontal", symbolStrokeWidth=LINE_WIDTH,
-                       labelLimit=0, symbolSize=140) if legend else None
+    shown = (
+        alt.Legend(
+            title=None,
+            orient="bottom",
+            direction="horizontal",
+            symbolStrokeWidth=LINE_WIDTH,
+            labelLimit=0,
+            symbolSize=140,
+        )
+        if legend
+        else None
+    )
     return dict(
         color=alt.Color("series:N", scale=alt.Scale(domain=labels, range=[s.colour for s in series]), legend=shown),
-        strokeDash=alt.StrokeDash("series:N", scale=alt.Scale(domain=labels, range=[DASH_ARRAYS[s.dash] for s in series]),
-                                  legend=shown),
-        shape=alt.Shape("series:N", scale=alt.Scale(domain=labels, range=[SHAPES[s.marker] for s in series]),
-                        legend=shown))
+        strokeDash=alt.StrokeDash(
+            "series:N", scale=alt.Scale(domain=labels, range=[DASH_ARRAYS[s.dash] for s in series]), legend=shown
+        ),
+        shape=alt.Shape(
+            "series:N", scale=alt.Scale(domain=labels, range=[SHAPES[s.marker] for s in series]), legend=shown
+        ),
+    )
 
 
-def quantity(field: str, title: str, domain=None, *, log=False, integer=False, scale: dict | None = None,
-             axis: dict | None = None, channel=alt.X):
+def quantity(
+    field: str,
+    title: str,
+    domain=None,
+    *,
+    log=False,
+    integer=False,
+    scale: dict | None = None,
+    axis: dict | None = None,
+    channel=alt.X,
+):
     """A quantitative position channel: its title (with units), a fixed ``domain`` where the chart had one
     (else the data's, not forced through zero), a log scale, integer ticks (epochs, counts)."""
     options = dict(zero=False) if domain is None else dict(domain=list(domain), nice=False)
@@ -109,8 +144,9 @@ def quantity(field: str, title: str, domain=None, *, log=False, integer=False, s
 Y_TITLE_CHARS = 24  # a y title longer than this goes on two lines (at 13 px, ~150 px: about the smallest plot)
 
 
-def altair_lines(series: Sequence[Series], x, y, *, data: str = "lines", data_order: bool = False,
-                 legend: bool = True) -> alt.LayerChart:
+def altair_lines(
+    series: Sequence[Series], x, y, *, data: str = "lines", data_order: bool = False, legend: bool = True
+) -> alt.LayerChart:
     """Lines (with markers where a series has them) of ``series`` from the named dataset ``data``, whose rows
     carry ``x``, ``y``, ``series`` (a label) and, optionally, ``part`` (separate lines of one series, e.g. two
     ellipses) and, with ``data_order``, ``i`` (the order to join points in; else they are joined along x).
@@ -122,28 +158,38 @@ def altair_lines(series: Sequence[Series], x, y, *, data: str = "lines", data_or
     if lines:
         # No shape here: Vega-Lite would add a point at every vertex of a line that has one.
         extra = dict(order=alt.Order("i:Q")) if data_order else {}
-        layers.append(base.mark_line(strokeWidth=LINE_WIDTH, clip=True)
-                      .encode(strokeDash=channels["strokeDash"], detail="part:N", **extra)
-                      .transform_filter(alt.FieldOneOfPredicate(field="series", oneOf=lines)))
+        layers.append(
+            base.mark_line(strokeWidth=LINE_WIDTH, clip=True)
+            .encode(strokeDash=channels["strokeDash"], detail="part:N", **extra)
+            .transform_filter(alt.FieldOneOfPredicate(field="series", oneOf=lines))
+        )
     marked = [s.label for s in series if s.marker]
     if marked:
         # Not clipped: a point on the edge of a fixed domain (accuracy 1.0) stays whole.
-        layers.append(base.mark_point(size=POINT_SIZE, strokeWidth=2, opacity=1)
-                      .encode(shape=channels["shape"])
-                      .transform_filter(alt.FieldOneOfPredicate(field="series", oneOf=marked)))
+        layers.append(
+            base.mark_point(size=POINT_SIZE, strokeWidth=2, opacity=1)
+            .encode(shape=channels["shape"])
+            .transform_filter(alt.FieldOneOfPredicate(field="series", oneOf=marked))
+        )
     elif legend:  # the shape scale all the same, for the legend's signs: a layer that draws nothing
-        layers.append(alt.Chart(alt.NamedData(data)).mark_point()
-                      .encode(color=channels["color"], shape=channels["shape"])
-                      .transform_filter(alt.FieldEqualPredicate(field="series", equal="")))
+        layers.append(
+            alt.Chart(alt.NamedData(data))
+            .mark_point()
+            .encode(color=channels["color"], shape=channels["shape"])
+            .transform_filter(alt.FieldEqualPredicate(field="series", equal=""))
+        )
     return alt.layer(*layers)
 
 
 def altair_band(series: Series, x, *, data: str = "bands", opacity: float = 0.12) -> alt.Chart:
     """A shaded band of ``series`` (rows of the named dataset ``data`` with ``series`` = its label, and ``x``,
     ``low``, ``high``), in its colour, without a legend entry of its own (its line has one)."""
-    return (alt.Chart(alt.NamedData(data)).mark_area(color=series.colour, opacity=opacity, clip=True)
-            .encode(x=x, y=alt.Y("low:Q"), y2="high:Q")
-            .transform_filter(alt.FieldEqualPredicate(field="series", equal=series.label)))
+    return (
+        alt.Chart(alt.NamedData(data))
+        .mark_area(color=series.colour, opacity=opacity, clip=True)
+        .encode(x=x, y=alt.Y("low:Q"), y2="high:Q")
+        .transform_filter(alt.FieldEqualPredicate(field="series", equal=series.label))
+    )
 
 
 def altair_rules(series: Sequence[Series], *, data: str = "rules", axis: str = "y", legend: bool = True) -> alt.Chart:
@@ -159,28 +205,65 @@ def altair_rules(series: Sequence[Series], *, data: str = "rules", axis: str = "
 # Image colour scales. Viridis (matplotlib's), sampled at 9 stops: dark purple (low) to yellow (high), readable in
 # greyscale. ColorBrewer's RdBu, diverging, blue (low) to red (high): readable with every common colour deficiency.
 VIRIDIS = ("#440154", "#472D7B", "#3B528B", "#2C728E", "#21918C", "#28AE80", "#5EC962", "#ADDC30", "#FDE725")
-BLUE_RED = ("#053061", "#2166AC", "#4393C3", "#92C5DE", "#D1E5F0", "#F7F7F7", "#FDDBC7", "#F4A582", "#D6604D",
-            "#B2182B", "#67001F")
+BLUE_RED = (
+    "#053061",
+    "#2166AC",
+    "#4393C3",
+    "#92C5DE",
+    "#D1E5F0",
+    "#F7F7F7",
+    "#FDDBC7",
+    "#F4A582",
+    "#D6604D",
+    "#B2182B",
+    "#67001F",
+)
 
 
-def altair_image(x_title: str, y_title: str, x_domain, y_domain, *, data: str = "image",
-                 opacity: float = 1.0, smooth: bool = True, y_axis: dict | None = None) -> alt.Chart:
+def altair_image(
+    x_title: str,
+    y_title: str,
+    x_domain,
+    y_domain,
+    *,
+    data: str = "image",
+    opacity: float = 1.0,
+    smooth: bool = True,
+    y_axis: dict | None = None,
+) -> alt.Chart:
     """A heatmap drawn as one picture stretched over a rectangle of the data's plane, from the named dataset
     ``data`` (one row of :func:`image_frame`). One element for the browser to draw and update, where a mark per
     cell (thousands) took Vega most of a second; the values are in the PNG (tests decode it).
     ``smooth=False``: each cell a sharp square (a matrix, a density grid), not a blend."""
-    return (alt.Chart(alt.NamedData(data)).mark_image(aspect=False, opacity=opacity, clip=True, smooth=smooth)
-            .encode(x=quantity("x", x_title, x_domain), x2="x2:Q",
-                    y=quantity("y", y_title, y_domain, channel=alt.Y, axis=y_axis), y2="y2:Q", url="url:N"))
+    return (
+        alt.Chart(alt.NamedData(data))
+        .mark_image(aspect=False, opacity=opacity, clip=True, smooth=smooth)
+        .encode(
+            x=quantity("x", x_title, x_domain),
+            x2="x2:Q",
+            y=quantity("y", y_title, y_domain, channel=alt.Y, axis=y_axis),
+            y2="y2:Q",
+            url="url:N",
+        )
+    )
 
 
 def altair_colour_legend(title: str, colours: Sequence[str], *, data: str = "scale") -> alt.Chart:
     """The colour scale of an image (:func:`image_frame` with the same ``colours``) as a legend: an invisible
     layer over the named dataset ``data``, rows of ``z`` spanning the image's range (its minimum and maximum,
     or its fixed domain)."""
-    return (alt.Chart(alt.NamedData(data)).mark_rect(opacity=0)
-            .encode(fill=alt.Fill("z:Q", title=title, legend=alt.Legend(orient="right", gradientLength=160),
-                                  scale=alt.Scale(range=list(colours), interpolate="rgb"))))
+    return (
+        alt.Chart(alt.NamedData(data))
+        .mark_rect(opacity=0)
+        .encode(
+            fill=alt.Fill(
+                "z:Q",
+                title=title,
+                legend=alt.Legend(orient="right", gradientLength=160),
+                scale=alt.Scale(range=list(colours), interpolate="rgb"),
+            )
+        )
+    )
 
 
 COLOUR_LEVELS = 4096  # a colour scale's steps in a picture: far finer than 8-bit colour shows
@@ -190,13 +273,14 @@ COLOUR_LEVELS = 4096  # a colour scale's steps in a picture: far finer than 8-bi
 def colour_table(colours: tuple[str, ...]) -> np.ndarray:
     """:data:`COLOUR_LEVELS` colours, linearly through ``colours`` (#rrggbb), as rows of uint8 RGB: a picture's
     cells look their colour up here (a 5 000 × 64 picture took 60 ms to interpolate cell by cell)."""
-    stops = np.array([[int(c[i:i + 2], 16) for i in (1, 3, 5)] for c in colours], float)
+    stops = np.array([[int(c[i : i + 2], 16) for i in (1, 3, 5)] for c in colours], float)
     t, where = np.linspace(0.0, 1.0, COLOUR_LEVELS), np.linspace(0.0, 1.0, len(stops))
     return np.stack([np.interp(t, where, stops[:, k]) for k in range(3)], axis=-1).round().astype(np.uint8)
 
 
-def image_frame(x_centres, y_centres, z, colours: Sequence[str], domain: tuple[float, float] | None = None
-                ) -> pd.DataFrame:
+def image_frame(
+    x_centres, y_centres, z, colours: Sequence[str], domain: tuple[float, float] | None = None
+) -> pd.DataFrame:
     """:func:`altair_image`'s dataset: ``z[y, x]`` on cells centred at ``x_centres``, ``y_centres`` (ascending,
     evenly spaced), coloured linearly through ``colours``, the first at z's minimum (or ``domain[0]``) and the
     last at its maximum (or ``domain[1]``), as a PNG data URL."""
@@ -211,12 +295,22 @@ def image_frame(x_centres, y_centres, z, colours: Sequence[str], domain: tuple[f
     def chunk(kind: bytes, body: bytes) -> bytes:
         return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
 
-    png = (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
-           + chunk(b"IDAT", zlib.compress(raw, 1)) + chunk(b"IEND", b""))
+    png = (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
+        + chunk(b"IDAT", zlib.compress(raw, 1))
+        + chunk(b"IEND", b"")
+    )
     half_x, half_y = (x_centres[1] - x_centres[0]) / 2, (y_centres[1] - y_centres[0]) / 2
-    return pd.DataFrame({"url": ["data:image/png;base64," + base64.b64encode(png).decode()],
-                         "x": [x_centres[0] - half_x], "x2": [x_centres[-1] + half_x],
-                         "y": [y_centres[0] - half_y], "y2": [y_centres[-1] + half_y]})
+    return pd.DataFrame(
+        {
+            "url": ["data:image/png;base64," + base64.b64encode(png).decode()],
+            "x": [x_centres[0] - half_x],
+            "x2": [x_centres[-1] + half_x],
+            "y": [y_centres[0] - half_y],
+            "y2": [y_centres[-1] + half_y],
+        }
+    )
 
 
 def lines_frame(series: str, x, y, part=None) -> pd.DataFrame:
@@ -236,8 +330,12 @@ TITLE_CHAR_EM = 0.45
 def fitted_title(text: str, size: int) -> dict:
     """A chart title that may take its column's width (Vega would cut it, with "…", at the plot's), set smaller
     where even that is too narrow for it (a phone in presentation mode)."""
-    return dict(text=text, anchor="start", limit=dict(expr=COLUMN_PX),
-                fontSize=dict(expr=f"min({size}, floor({COLUMN_PX} / {TITLE_CHAR_EM * len(text):.2f}))"))
+    return dict(
+        text=text,
+        anchor="start",
+        limit=dict(expr=COLUMN_PX),
+        fontSize=dict(expr=f"min({size}, floor({COLUMN_PX} / {TITLE_CHAR_EM * len(text):.2f}))"),
+    )
 
 
 # A text's width, at most: this many font sizes a character (Vega measures it only in the browser; the page's font
@@ -259,8 +357,12 @@ def square_plot(spec: dict) -> dict:
     spec = {name: value for name, value in spec.items() if name not in ("width", "height", "autosize")}
     config = spec.get("config", {})
     config = {**config, "axis": {**config.get("axis", {}), "tickCount": SQUARE_PLOT_TICKS}}
-    return {**spec, "config": config, "autosize": dict(type="fit-x", contains="padding"),
-            "params": [*spec.get("params", []), dict(name="height", expr="width")]}
+    return {
+        **spec,
+        "config": config,
+        "autosize": dict(type="fit-x", contains="padding"),
+        "params": [*spec.get("params", []), dict(name="height", expr="width")],
+    }
 
 
 def broken_lines(text: str, count: int) -> list[str]:
@@ -286,15 +388,22 @@ def fitted_legend(spec: dict, labels) -> dict:
     for label in (label for label in labels if " " in label):
         for lines in (2, 3):  # the fewest lines that fit: two where the column is narrower than the label, three where
             # it is narrower than half of it (a symbol's room aside)
-            shown = (f"datum.label === {json.dumps(label)} && {room} < {width[label] / (lines - 1):.0f} ? "
-                     f"{json.dumps(broken_lines(label, lines))} : {shown}")
+            shown = (
+                f"datum.label === {json.dumps(label)} && {room} < {width[label] / (lines - 1):.0f} ? "
+                f"{json.dumps(broken_lines(label, lines))} : {shown}"
+            )
 
     def with_labels(view: dict) -> dict:
         view = dict(view)
         if "encoding" in view:
-            view["encoding"] = {name: ({**channel, "legend": {**channel["legend"], "labelExpr": shown}}
-                                       if isinstance(channel, dict) and channel.get("legend") else channel)
-                                for name, channel in view["encoding"].items()}
+            view["encoding"] = {
+                name: (
+                    {**channel, "legend": {**channel["legend"], "labelExpr": shown}}
+                    if isinstance(channel, dict) and channel.get("legend")
+                    else channel
+                )
+                for name, channel in view["encoding"].items()
+            }
         for part in ("layer", "hconcat", "vconcat", "concat"):
             if part in view:
                 view[part] = [with_labels(child) for child in view[part]]
@@ -303,8 +412,14 @@ def fitted_legend(spec: dict, labels) -> dict:
     return with_labels(spec)
 
 
-def vega_spec(chart, *, title: str | None = None, height: int | None = VEGA_HEIGHT, width: int | None = None,
-              legend_columns: int | None = None) -> dict:
+def vega_spec(
+    chart,
+    *,
+    title: str | None = None,
+    height: int | None = VEGA_HEIGHT,
+    width: int | None = None,
+    legend_columns: int | None = None,
+) -> dict:
     """A Vega-Lite spec (a plain dict) from an Altair chart: the title, the page's fonts (presentation mode
     enlarges them and the chart), a legend below. ``height``/``width``: the whole chart's (a single or layered
     view; Streamlit fits it there), or each view's in a concatenation (pass ``None`` and size the views)."""
@@ -325,11 +440,15 @@ def vega_spec(chart, *, title: str | None = None, height: int | None = VEGA_HEIG
     legend = dict(labelFontSize=font - 1, titleFontSize=font - 1, symbolStrokeWidth=LINE_WIDTH)
     if legend_columns:
         legend["columns"] = legend_columns
-    spec["config"] = dict(axis=dict(labelFontSize=font - 1, titleFontSize=font, labelLimit=0, grid=True),
-                          legend=legend, text=dict(fontSize=font - 2), view=dict(stroke=None),
-                          # No ARIA description per data point: Vega would build one string per vertex and cell on
-                          # every frame (the chart's own description, Streamlit's alt, names it for readers).
-                          mark=dict(aria=False))
+    spec["config"] = dict(
+        axis=dict(labelFontSize=font - 1, titleFontSize=font, labelLimit=0, grid=True),
+        legend=legend,
+        text=dict(fontSize=font - 2),
+        view=dict(stroke=None),
+        # No ARIA description per data point: Vega would build one string per vertex and cell on
+        # every frame (the chart's own description, Streamlit's alt, names it for readers).
+        mark=dict(aria=False),
+    )
     return spec
 
 
@@ -347,8 +466,10 @@ def domains_once(spec: dict, seen: dict | None = None) -> dict:
             if isinstance(channel, dict) and isinstance(channel.get("scale"), dict) and "domain" in channel["scale"]:
                 domain = json.dumps(channel["scale"]["domain"], sort_keys=True)
                 if seen.get(name) == domain:
-                    encoding[name] = {**channel, "scale": {key: value for key, value in channel["scale"].items()
-                                                           if key != "domain"}}
+                    encoding[name] = {
+                        **channel,
+                        "scale": {key: value for key, value in channel["scale"].items() if key != "domain"},
+                    }
                 seen.setdefault(name, domain)
         spec["encoding"] = encoding
     if "layer" in spec:
@@ -395,8 +516,15 @@ def with_domains(spec: dict, *, width: int | None = None, height: int | None = N
     return spec
 
 
-def vega_chart(container, spec: dict, datasets: dict[str, pd.DataFrame | bytes], key: str | None, *,
-               alt_text: str | None = None, width: str | int = "stretch") -> None:
+def vega_chart(
+    container,
+    spec: dict,
+    datasets: dict[str, pd.DataFrame | bytes],
+    key: str | None,
+    *,
+    alt_text: str | None = None,
+    width: str | int = "stretch",
+) -> None:
     """Draw ``spec`` with its named ``datasets`` (a new frame of the same spec updates the chart in place); a
     dataset that does not change from frame to frame may come as its :func:`arrow_bytes`, made once."""
     datasets = {name: frame if isinstance(frame, bytes) else arrow_bytes(frame) for name, frame in datasets.items()}
@@ -406,8 +534,10 @@ def vega_chart(container, spec: dict, datasets: dict[str, pd.DataFrame | bytes],
 def arrow_bytes(frame: pd.DataFrame) -> bytes:
     """``frame``'s columns as Arrow IPC bytes, the form Streamlit sends a chart's data in, made straight from
     the columns' arrays (a quarter of the time Streamlit's conversion of a DataFrame takes; no index)."""
-    table = pa.Table.from_arrays([pa.array(frame[column].to_numpy()) for column in frame.columns],
-                                 names=[str(column) for column in frame.columns])
+    table = pa.Table.from_arrays(
+        [pa.array(frame[column].to_numpy()) for column in frame.columns],
+        names=[str(column) for column in frame.columns],
+    )
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, table.schema) as writer:
         writer.write_table(table)
@@ -418,5 +548,12 @@ def csv_download(frame: pd.DataFrame | Callable[[], pd.DataFrame], filename: str
     """A download of the data behind a chart; the CSV is written only when clicked (``frame`` may be a function
     that makes it then: a large table is not built, and held, at every run)."""
     table = frame if callable(frame) else (lambda: frame)
-    st.download_button(label, lambda: table().to_csv(index=False), file_name=filename, mime="text/csv",
-                       key=key, icon=":material/download:", on_click="ignore")
+    st.download_button(
+        label,
+        lambda: table().to_csv(index=False),
+        file_name=filename,
+        mime="text/csv",
+        key=key,
+        icon=":material/download:",
+        on_click="ignore",
+    )

@@ -61,10 +61,13 @@ def computed(task: Task, draw_progress: Callable[[Progress], None] | None = None
     st.stop()
 
 
-def waiting_panel(results: shared_results.SharedResults, task: Task, job: shared_results.Job, waiter, draw_progress) -> None:
+def waiting_panel(
+    results: shared_results.SharedResults, task: Task, job: shared_results.Job, waiter, draw_progress
+) -> None:
     """The live panel of a computation under way: its progress and wait, redrawn every
     :data:`WAIT_POLL_SECONDS` until it ends; then the whole page runs again (a failure is remembered for
     that run to raise)."""
+
     @st.fragment(run_every=WAIT_POLL_SECONDS * pace.slowdown_for(pace.PROCESS_LOAD.cores()))
     def panel():
         pace.INTERACTIONS.wait()  # a redraw of its timer: the runs people asked for go first
@@ -87,7 +90,9 @@ def failure_text(task: Task, error: BaseException) -> str:
     """What the page says of a computation that failed: its error's own words, or, stopped from outside (its
     worker died, the server is shutting down), what happened and what to do."""
     if isinstance(error, (concurrent.futures.CancelledError, BrokenProcessPool)):
-        return f"{task.label} stopped before it finished ({type(error).__name__}); move a control or reload to try again"
+        return (
+            f"{task.label} stopped before it finished ({type(error).__name__}); move a control or reload to try again"
+        )
     return str(error)
 
 
@@ -95,6 +100,7 @@ def wait_text(label: str, progress: Progress, wait: shared_results.Wait) -> str:
     """A waiting page's progress text: where the request stands and about how long it has left."""
     left = "" if wait.seconds is None else f" (about {max(wait.seconds, 1.0):.0f} s left)"
     if wait.ahead and not progress.done:
-        return (f"{PENDING} {label}: queued behind {wait.ahead} computation{'s' * (wait.ahead > 1)} of other "
-                f"visitors{left}")
+        return (
+            f"{PENDING} {label}: queued behind {wait.ahead} computation{'s' * (wait.ahead > 1)} of other visitors{left}"
+        )
     return f"{PENDING} {progress.text or label}{left}"

@@ -12,12 +12,15 @@ from symlab.lib import weights
 from symlab.serving import uploads
 from views.common import binding
 
-UPLOAD_NOTICE = ("An uploaded network cannot live in a link: the link keeps every other setting, so share the "
-                 "file with it.")
-UPLOAD_HELP = (f"A torch.save'd state_dict of an MLP of nn.Linear layers (.pt, .pth), or a safetensors file: a "
-               f"point estimate, or a mean-field posterior as this app exports them or as {weights.LIBRARIES} save "
-               "them (each library's σ transform applied). The file is read as data only, in a process of its own: "
-               "nothing in it is run.")
+UPLOAD_NOTICE = (
+    "An uploaded network cannot live in a link: the link keeps every other setting, so share the file with it."
+)
+UPLOAD_HELP = (
+    f"A torch.save'd state_dict of an MLP of nn.Linear layers (.pt, .pth), or a safetensors file: a "
+    f"point estimate, or a mean-field posterior as this app exports them or as {weights.LIBRARIES} save "
+    "them (each library's σ transform applied). The file is read as data only, in a process of its own: "
+    "nothing in it is run."
+)
 SHOWN_EVERY_SECONDS = 3.0  # how often a running analysis's elapsed time is redrawn (each a message to the page)
 
 
@@ -60,19 +63,31 @@ def _analyse(function: Callable, files: list, options: tuple):
     shown = [-SHOWN_EVERY_SECONDS]
 
     def waiting(ahead: int) -> None:
-        status.info(f"Waiting for {ahead} analysis{'es' * (ahead != 1)} of other uploads to finish: this server "
-                    f"runs {limits.concurrent} at a time.", icon=":material/hourglass_top:")
+        status.info(
+            f"Waiting for {ahead} analysis{'es' * (ahead != 1)} of other uploads to finish: this server "
+            f"runs {limits.concurrent} at a time.",
+            icon=":material/hourglass_top:",
+        )
 
     def working(seconds: float) -> None:
         if seconds - shown[0] >= SHOWN_EVERY_SECONDS:
             shown[0] = seconds
             pace = f", at {limits.core_share:.0%} of a core: the rest is the class's" if limits.core_share < 1 else ""
-            status.info(f"Reading and analysing {plain(names)}: {seconds:.0f} s (at most {limits.cpu_seconds} s of "
-                        f"CPU time here{pace}).", icon=":material/hourglass_top:")
+            status.info(
+                f"Reading and analysing {plain(names)}: {seconds:.0f} s (at most {limits.cpu_seconds} s of "
+                f"CPU time here{pace}).",
+                icon=":material/hourglass_top:",
+            )
 
     try:
-        return uploads.analyse(function, [(upload.name, upload.getvalue()) for upload in files], options,
-                               limits=limits, waiting=waiting, working=working)
+        return uploads.analyse(
+            function,
+            [(upload.name, upload.getvalue()) for upload in files],
+            options,
+            limits=limits,
+            waiting=waiting,
+            working=working,
+        )
     except uploads.UploadRefused as error:
         return error
     finally:
@@ -93,8 +108,15 @@ def layer_table(rows: list[dict]) -> pd.DataFrame:
     return pd.DataFrame(rows).set_index("layer")
 
 
-def file_download(data: Callable[[], bytes] | bytes, filename: str, label: str, key: str, help: str | None = None,
-                  mime: str = "application/octet-stream") -> None:
+def file_download(
+    data: Callable[[], bytes] | bytes,
+    filename: str,
+    label: str,
+    key: str,
+    help: str | None = None,
+    mime: str = "application/octet-stream",
+) -> None:
     """A download of a file (a posterior as safetensors), written only when clicked."""
-    st.download_button(label, data, file_name=filename, mime=mime, key=key,
-                       icon=":material/download:", on_click="ignore", help=help)
+    st.download_button(
+        label, data, file_name=filename, mime=mime, key=key, icon=":material/download:", on_click="ignore", help=help
+    )

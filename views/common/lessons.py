@@ -46,10 +46,17 @@ def open_button(step: Step, key: str, on_page: str | None = None) -> None:
     """A button that opens ``step``'s page with its preset set, in this session (from the page ``on_page``)."""
     lab, hosting = LABS_BY_NAME[step.lab], binding.server_settings()
     # The values are set in the click's callback, before this run draws any widget that holds them.
-    if st.button(f"Open step {step.number}: {lab.title}, *{step.preset}*", key=key, icon=":material/arrow_forward:",
-                 help=f"Or share the link: {step_link(step, hosting)}", on_click=binding.set_page_values,
-                 args=(step.lab, binding.page_specs(lab, hosting), step_state(step, hosting))) \
-            and step.lab != on_page:
+    if (
+        st.button(
+            f"Open step {step.number}: {lab.title}, *{step.preset}*",
+            key=key,
+            icon=":material/arrow_forward:",
+            help=f"Or share the link: {step_link(step, hosting)}",
+            on_click=binding.set_page_values,
+            args=(step.lab, binding.page_specs(lab, hosting), step_state(step, hosting)),
+        )
+        and step.lab != on_page
+    ):
         st.switch_page(pages.lab_page(lab))
 
 
@@ -57,8 +64,10 @@ def show_path() -> None:
     """The home page's list of the class path's steps."""
     path = class_path()
     st.subheader(path.title)
-    st.caption(f"{len(path.steps)} steps, {path.minutes} minutes. Predict the answer to each question first, then "
-               "open its step: the page opens on the preset that answers it.")
+    st.caption(
+        f"{len(path.steps)} steps, {path.minutes} minutes. Predict the answer to each question first, then "
+        "open its step: the page opens on the preset that answers it."
+    )
     for step in path.steps:
         st.markdown(f"**{step.number}.** {step.question} *({step.minutes} min)*")
         open_button(step, f"lessons.open_{step.number}")
@@ -82,4 +91,6 @@ def show_next_step(lab_name: str) -> None:
         st.caption("That was the class path's last step.")
         return
     st.markdown(f"**Next in the class path:** {following.question}")
-    open_button(following, f"lessons.next_{following.number}", on_page=lab_name)  # a key per step: a click is for that step
+    open_button(
+        following, f"lessons.next_{following.number}", on_page=lab_name
+    )  # a key per step: a click is for that step

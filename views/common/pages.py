@@ -20,6 +20,7 @@ def lab_page(lab) -> st.Page:
         return st.Page(lab.page, title=lab.title, icon=lab.icon, url_path=lab.name)
     module = importlib.import_module(f"views.{path.stem}")
     if not callable(getattr(module, "main", None)):
-        raise TypeError(f"{lab.page} defines no main(): a page of views/ draws itself in main() "
-                        "(CONTRIBUTING.md, a new lab)")
+        raise TypeError(
+            f"{lab.page} defines no main(): a page of views/ draws itself in main() (CONTRIBUTING.md, a new lab)"
+        )
     return st.Page(module.main, title=lab.title, icon=lab.icon, url_path=lab.name)

@@ -12,9 +12,18 @@ from symlab.serving.playback import Playback
 from views.common.binding import server_settings
 
 
-def frame_player(name: str, state_key: Hashable, frames: int, start: int, tick_seconds: float,
-                 label: Callable[[int], str], draw: Callable[[int, dict], None], play_help: str | None = None,
-                 reset_help: str | None = None, follow: Callable[[int], bool] | None = None) -> None:
+def frame_player(
+    name: str,
+    state_key: Hashable,
+    frames: int,
+    start: int,
+    tick_seconds: float,
+    label: Callable[[int], str],
+    draw: Callable[[int, dict], None],
+    play_help: str | None = None,
+    reset_help: str | None = None,
+    follow: Callable[[int], bool] | None = None,
+) -> None:
     """Play / pause / step / reset over ``frames`` frames, in a fragment that ticks every ``tick_seconds`` (at
     least the server's minimum) while playing: the buttons (keys ``{name}.play``, ``.pause``, ``.step``,
     ``.reset``), a progress bar captioned ``label(frame)``, then ``draw(frame, chart_config)``. Frames are
@@ -49,8 +58,10 @@ def frame_player(name: str, state_key: Hashable, frames: int, start: int, tick_s
             playback.pause()
         st.progress(playback.frame / max(frames - 1, 1), text=label(playback.frame))
         if playback.playing and paced.slowdown > 1:
-            st.caption(f"The server is busy with the class: this animation redraws every {interval:g} s, "
-                       f"{paced.slowdown} frames at a time, so that everyone's clicks come first.")
+            st.caption(
+                f"The server is busy with the class: this animation redraws every {interval:g} s, "
+                f"{paced.slowdown} frames at a time, so that everyone's clicks come first."
+            )
         draw(playback.frame, {"displayModeBar": False} if playback.playing else {})
         repaced = due and paced.update(pace.PROCESS_LOAD.cores(), now)
         if playback.playing != timer_on or (playback.playing and repaced):
@@ -62,11 +73,36 @@ def frame_player(name: str, state_key: Hashable, frames: int, start: int, tick_s
 
 def player_buttons(name: str, playback: Playback, play_help: str | None, reset_help: str | None) -> None:
     cols = st.columns(4)
-    cols[0].button("Play", icon=":material/play_arrow:", on_click=playback.play, key=f"{name}.play",
-                   disabled=playback.playing, width="stretch", help=play_help)
-    cols[1].button("Pause", icon=":material/pause:", on_click=playback.pause, key=f"{name}.pause",
-                   disabled=not playback.playing, width="stretch")
-    cols[2].button("Step", icon=":material/skip_next:", on_click=playback.step_paused,
-                   key=f"{name}.step", disabled=playback.at_end, width="stretch")
-    cols[3].button("Reset", icon=":material/replay:", on_click=playback.reset, key=f"{name}.reset",
-                   width="stretch", help=reset_help)
+    cols[0].button(
+        "Play",
+        icon=":material/play_arrow:",
+        on_click=playback.play,
+        key=f"{name}.play",
+        disabled=playback.playing,
+        width="stretch",
+        help=play_help,
+    )
+    cols[1].button(
+        "Pause",
+        icon=":material/pause:",
+        on_click=playback.pause,
+        key=f"{name}.pause",
+        disabled=not playback.playing,
+        width="stretch",
+    )
+    cols[2].button(
+        "Step",
+        icon=":material/skip_next:",
+        on_click=playback.step_paused,
+        key=f"{name}.step",
+        disabled=playback.at_end,
+        width="stretch",
+    )
+    cols[3].button(
+        "Reset",
+        icon=":material/replay:",
+        on_click=playback.reset,
+        key=f"{name}.reset",
+        width="stretch",
+        help=reset_help,
+    )

@@ -74,8 +74,9 @@ def is_yours(run, owner: str) -> bool:
 def caller() -> supervisor.Caller:
     """This visitor, as the supervisor judges who may control a run: its browser, and the lecturer's key if it
     typed one; on a server that is not shared, its one user, who controls every run."""
-    return supervisor.Caller(owner=browser_owner(), source="app", host=not hosted(),
-                             lecturer_key=st.session_state.get(LECTURER_KEY, ""))
+    return supervisor.Caller(
+        owner=browser_owner(), source="app", host=not hosted(), lecturer_key=st.session_state.get(LECTURER_KEY, "")
+    )
 
 
 def launch(lab: str, config, limits) -> int:
@@ -83,8 +84,10 @@ def launch(lab: str, config, limits) -> int:
     hosted server needs the browser's id to count its launches and let it alone control its runs."""
     owner = browser_owner()
     if hosted() and not owner:
-        raise ValueError("this browser sends no cookie this server can tell it by, so it cannot count its launches "
-                         "or let you alone cancel your runs: allow cookies for this site and reload the page")
+        raise ValueError(
+            "this browser sends no cookie this server can tell it by, so it cannot count its launches "
+            "or let you alone cancel your runs: allow cookies for this site and reload the page"
+        )
     return supervisor.submit(registry(), lab, config, limits, session=session_id(), owner=owner)
 
 
@@ -112,8 +115,12 @@ def lecturer_panel(page: str) -> None:
     box = f"{page}.lecturer_key"
     st.session_state.setdefault(box, st.session_state.get(LECTURER_KEY, ""))  # typed on another page
     with st.expander("Lecturer", icon=":material/school:", expanded=bool(st.session_state[box])):
-        typed = st.text_input("Lecturer's key", type="password", key=box,
-                              help="Set by the host (SYMLAB_LECTURER_KEY): cancel, resume and restart every run.")
+        typed = st.text_input(
+            "Lecturer's key",
+            type="password",
+            key=box,
+            help="Set by the host (SYMLAB_LECTURER_KEY): cancel, resume and restart every run.",
+        )
         st.session_state[LECTURER_KEY] = typed
         if typed and settings.is_lecturer_key(typed):
             st.caption("You may cancel, resume and restart every run.")
@@ -129,8 +136,10 @@ def where_runs_train() -> str:
         return f"⚠ {error}"
     cluster = "a Ray cluster" if hosted() else os.environ.get("RAY_ADDRESS") or "a local Ray instance"
     place = f"on the Ray cluster at {cluster}" if executor == "ray" else "in their own processes on this machine"
-    return (f"Runs train {place}: closing the tab or restarting the server does not lose them. "
-            f"The registry is {'PostgreSQL' if database_url() else 'an SQLite file in the runs directory'}.")
+    return (
+        f"Runs train {place}: closing the tab or restarting the server does not lose them. "
+        f"The registry is {'PostgreSQL' if database_url() else 'an SQLite file in the runs directory'}."
+    )
 
 
 def lab_runs(page: str, lab: str, limits) -> list | None:
@@ -176,11 +185,14 @@ def run_controls(page: str, all_runs, owner: str, limits, progress_text) -> None
     active = [run for run in all_runs if run.status in ACTIVE]
     for run in active:
         cols = st.columns([6, 1])
-        text = (f"{'yours: ' if is_yours(run, owner) else ''}#{run.id} {run.config.label}: {run.status}, "
-                f"{progress_text(run)}" + (" (cancelling…)" if run.cancel_requested else ""))
+        text = (
+            f"{'yours: ' if is_yours(run, owner) else ''}#{run.id} {run.config.label}: {run.status}, "
+            f"{progress_text(run)}" + (" (cancelling…)" if run.cancel_requested else "")
+        )
         cols[0].progress(min(max(run.progress, 0.0), 1.0), text=text)
-        if by.may_control(run) and cols[1].button("Cancel", key=f"{page}.cancel.{run.id}", icon=":material/stop:",
-                                                  disabled=run.cancel_requested):
+        if by.may_control(run) and cols[1].button(
+            "Cancel", key=f"{page}.cancel.{run.id}", icon=":material/stop:", disabled=run.cancel_requested
+        ):
             act(lambda: supervisor.cancel(reg, run.id, by=by))
     stopped = [run for run in reversed(all_runs) if run.status in RESUMABLE and by.may_control(run)]
     if stopped:
@@ -195,18 +207,31 @@ def resume_picker(page: str, reg, stopped, by, limits) -> None:
 
     def label(run) -> str:
         problem = problems[run.id]
-        why = (f"{problem}: Restart it, or Resume from the checkpoint before" if problem
-               else binding.for_visitors(run.message))
+        why = (
+            f"{problem}: Restart it, or Resume from the checkpoint before"
+            if problem
+            else binding.for_visitors(run.message)
+        )
         return f"{run.label}: {run.status} ({why})"
 
     cols = st.columns([5, 1, 1])
-    chosen = cols[0].selectbox("Resume a stopped run from its last checkpoint, or restart it from the start", stopped,
-                               index=index, format_func=label, key=f"{page}.resume_pick",
-                               placeholder="Choose a run")
+    chosen = cols[0].selectbox(
+        "Resume a stopped run from its last checkpoint, or restart it from the start",
+        stopped,
+        index=index,
+        format_func=label,
+        key=f"{page}.resume_pick",
+        placeholder="Choose a run",
+    )
     if cols[1].button("Resume", key=f"{page}.resume", icon=":material/play_arrow:", disabled=chosen is None):
         act(lambda: supervisor.resume(reg, chosen.id, limits, by=by))
-    if cols[2].button("Restart", key=f"{page}.restart", icon=":material/restart_alt:", disabled=chosen is None,
-                      help="Train the run again from its first epoch: its checkpoints and metrics are dropped."):
+    if cols[2].button(
+        "Restart",
+        key=f"{page}.restart",
+        icon=":material/restart_alt:",
+        disabled=chosen is None,
+        help="Train the run again from its first epoch: its checkpoints and metrics are dropped.",
+    ):
         act(lambda: supervisor.restart(reg, chosen.id, limits, by=by))
 
 

@@ -11,6 +11,7 @@ MISSING = "—"
 def formatted(frame: pd.DataFrame, formats: dict[str, str]) -> pd.DataFrame:
     """``frame`` with each column named in ``formats`` written with its format spec (``"{:.4f}"``-style, without
     the braces: ``".4f"``), a missing value as a dash."""
+
     def written(spec):
         return lambda value: MISSING if value is None or pd.isna(value) else format(value, spec)
 
@@ -18,6 +19,6 @@ def formatted(frame: pd.DataFrame, formats: dict[str, str]) -> pd.DataFrame:
 
 
 def with_spread(mean: float, sd: float, seeds: int, digits: int, sign: str = "") -> str:
-    """"mean ± sd" over seeds; the mean alone over one seed, which has no spread (``sign``: "+" to sign it)."""
+    """ "mean ± sd" over seeds; the mean alone over one seed, which has no spread (``sign``: "+" to sign it)."""
     shown = f"{mean:{sign}.{digits}f}".replace("-", "−")
     return shown if seeds < 2 else f"{shown} ± {sd:.{digits}f}"

@@ -2,13 +2,27 @@
 
 from symlab.specs.lab import Lab
 
-LAB = Lab("align", "Alignment", ":material/compare_arrows:",
-          command="symlab.cli.align:register", params="symlab.labs.align.params:page_params",
-          tasks="symlab.labs.align.tasks:page_tasks", presets="symlab.labs.align.params:PRESETS",
-          results=("symlab.labs.align.config:AlignConfig", "symlab.labs.align.experiment:PosteriorPair",
-                   "symlab.labs.align.experiment:AlignmentReport", "symlab.lib.gaussian:DiagonalGaussian",
-                   "symlab.lib.layout:Layout", "symlab.lib.align:Alignment",
-                   "symlab.labs.align.experiment:UploadedPair", "symlab.labs.align.experiment:NetworkAlignment",
-                   "symlab.labs.align.experiment:AssignmentView"),
-          blurb=("Two mean-field posteriors from different seeds, matched across permutations: the loss barrier on the"
-                 " path between them before and after alignment (Rossi et al. 2023)."))
+LAB = Lab(
+    "align",
+    "Alignment",
+    ":material/compare_arrows:",
+    command="symlab.cli.align:register",
+    params="symlab.labs.align.params:page_params",
+    tasks="symlab.labs.align.tasks:page_tasks",
+    presets="symlab.labs.align.params:PRESETS",
+    results=(
+        "symlab.labs.align.config:AlignConfig",
+        "symlab.labs.align.experiment:PosteriorPair",
+        "symlab.labs.align.experiment:AlignmentReport",
+        "symlab.lib.gaussian:DiagonalGaussian",
+        "symlab.lib.layout:Layout",
+        "symlab.lib.align:Alignment",
+        "symlab.labs.align.experiment:UploadedPair",
+        "symlab.labs.align.experiment:NetworkAlignment",
+        "symlab.labs.align.experiment:AssignmentView",
+    ),
+    blurb=(
+        "Two mean-field posteriors from different seeds, matched across permutations: the loss barrier on the"
+        " path between them before and after alignment (Rossi et al. 2023)."
+    ),
+)

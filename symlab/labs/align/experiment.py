@@ -49,7 +49,6 @@ def make_moons(points: int, noise: float, rng: np.random.Generator) -> tuple[np.
     return ((xy - MOONS_CENTRE) / MOONS_SCALE)[order], labels[order]
 
 
-
 @dataclass(frozen=True)
 class Dataset:
     x_train: torch.Tensor
@@ -67,10 +66,12 @@ def load_task(config: AlignConfig, mnist=None) -> Dataset:
     else:
         if mnist is None:
             raise ValueError("the mnist task needs the MNIST data")
-        train = (mnist.train_images[:config.train_size] / 255.0, mnist.train_labels[:config.train_size])
+        train = (mnist.train_images[: config.train_size] / 255.0, mnist.train_labels[: config.train_size])
         test = (mnist.test_images[:MNIST_TEST] / 255.0, mnist.test_labels[:MNIST_TEST])
-    tensors = [torch.tensor(np.asarray(a), dtype=torch.float32 if i % 2 == 0 else torch.int64)
-               for i, a in enumerate((*train, *test))]
+    tensors = [
+        torch.tensor(np.asarray(a), dtype=torch.float32 if i % 2 == 0 else torch.int64)
+        for i, a in enumerate((*train, *test))
+    ]
     return Dataset(*tensors)
 
 
@@ -78,13 +79,14 @@ def load_task(config: AlignConfig, mnist=None) -> Dataset:
 # Two MFVI posteriors, trained together
 # ---------------------------------------------------------------------------------------------
 
+
 @dataclass
 class PosteriorPair:
     config: AlignConfig
     qa: DiagonalGaussian
     qb: DiagonalGaussian
-    elbo: np.ndarray            # [recorded steps, 2]: ELBO per training point, both posteriors
-    elbo_steps: np.ndarray      # the steps at which it was recorded
+    elbo: np.ndarray  # [recorded steps, 2]: ELBO per training point, both posteriors
+    elbo_steps: np.ndarray  # the steps at which it was recorded
     seconds: float
 
 
@@ -98,6 +100,7 @@ def _init_pair(sizes, init_sd: float, seeds) -> DiagonalGaussian:
 
 def _to_gaussian(q: DiagonalGaussian, index: int) -> DiagonalGaussian:
     """Posterior ``index`` of the pair, detached, in float64 numpy."""
+
     def arr(t):
         return t[index].detach().double().numpy()
 
@@ -130,8 +133,15 @@ class PairStep:
         kl = gaussian.kl_to_prior(self.mean, self.log_sd, self.prior_scale, self.sd)
         loss = nll.add_(kl, alpha=1 / self.n_train).tolist()
         if all(map(math.isfinite, loss)):
-            bnn.negative_elbo_gradients(self.grad_mean, self.perturbation, self.mean, self.sd, self.prior_scale,
-                                        self.n_train, out=self.grad_log_sd)
+            bnn.negative_elbo_gradients(
+                self.grad_mean,
+                self.perturbation,
+                self.mean,
+                self.sd,
+                self.prior_scale,
+                self.n_train,
+                out=self.grad_log_sd,
+            )
             self.adam.step(self.grad)
         return loss
 
@@ -167,8 +177,9 @@ def train_pair(config: AlignConfig, data: Dataset, progress=None) -> PosteriorPa
         loss = step_pair(data.x_train[idx], data.y_train[idx], noise[drawn])
         if not all(map(math.isfinite, loss)):
             which = " and ".join(name for name, value in zip("AB", loss) if not math.isfinite(value))
-            raise TrainingDiverged(f"training diverged at step {step} (posterior {which}: the ELBO is not finite); "
-                                   "lower the learning rate")
+            raise TrainingDiverged(
+                f"training diverged at step {step} (posterior {which}: the ELBO is not finite); lower the learning rate"
+            )
         running += loss
         if step % every == 0 or step == config.steps:
             recorded.append(-running / (step - (steps_seen[-1] if steps_seen else 0)))
@@ -177,13 +188,20 @@ def train_pair(config: AlignConfig, data: Dataset, progress=None) -> PosteriorPa
             if progress is not None:
                 progress(step, config.steps, np.array(steps_seen), np.array(recorded))
     q = step_pair.posterior()
-    return PosteriorPair(config, _to_gaussian(q, 0), _to_gaussian(q, 1), np.array(recorded),
-                         np.array(steps_seen), time.perf_counter() - start)
+    return PosteriorPair(
+        config,
+        _to_gaussian(q, 0),
+        _to_gaussian(q, 1),
+        np.array(recorded),
+        np.array(steps_seen),
+        time.perf_counter() - start,
+    )
 
 
 # ---------------------------------------------------------------------------------------------
 # Alignment and the barrier
 # ---------------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class AlignmentReport:
@@ -204,18 +222,18 @@ class AlignmentReport:
     accuracy_b: float
     sweeps: int
     converged: bool
-    starts_tried: int           # descents run per objective (one with one hidden layer)
-    best_start: str             # the descent W₂'s result came from
+    starts_tried: int  # descents run per objective (one with one hidden layer)
+    best_start: str  # the descent W₂'s result came from
     w2_history: list[float]
     permutations: list[list[int]]
-    summary: dict               # path -> its distances, barriers and units moved
-    paths: dict                 # path -> t, loss and accuracy along it
+    summary: dict  # path -> its distances, barriers and units moved
+    paths: dict  # path -> t, loss and accuracy along it
     train_seconds: float
     align_seconds: float
     elbo_final: list[float]
     alignments: dict = in_memory()  # "weights", "w2" -> align.Alignment
-    ends: dict = in_memory()        # path -> q_B as that path's end
-    noise: list = in_memory()       # the standard normal draws shared by every point of every path
+    ends: dict = in_memory()  # path -> q_B as that path's end
+    noise: list = in_memory()  # the standard normal draws shared by every point of every path
 
 
 @dataclass(frozen=True)
@@ -223,19 +241,27 @@ class Comparison:
     """q_B aligned to q_A both ways, and the three paths from q_A: the core of every alignment report."""
 
     alignments: dict  # "weights", "w2" -> align.Alignment
-    ends: dict        # path -> q_B as that path's end
-    paths: dict       # path -> t, loss and accuracy along it (empty without data)
-    summary: dict     # path -> its distances, barriers (None without data) and units moved
-    seconds: float    # aligning both ways
+    ends: dict  # path -> q_B as that path's end
+    paths: dict  # path -> t, loss and accuracy along it (empty without data)
+    summary: dict  # path -> its distances, barriers (None without data) and units moved
+    seconds: float  # aligning both ways
 
 
-def compare(qa: DiagonalGaussian, qb: DiagonalGaussian, ts, noise, data: Dataset | None, progress=None,
-            starts: int = align.DEFAULT_STARTS) -> Comparison:
+def compare(
+    qa: DiagonalGaussian,
+    qb: DiagonalGaussian,
+    ts,
+    noise,
+    data: Dataset | None,
+    progress=None,
+    starts: int = align.DEFAULT_STARTS,
+) -> Comparison:
     """Align q_B to q_A by weight matching and by W₂ (``starts`` descents each), and, given ``data``, evaluate the
     loss and accuracy of the marginal predictive (test set) along the three paths."""
     started = time.perf_counter()
-    alignments = {name: align.align(qa, qb, objective, starts=starts)
-                  for name, objective in (("weights", "means"), ("w2", "w2"))}
+    alignments = {
+        name: align.align(qa, qb, objective, starts=starts) for name, objective in (("weights", "means"), ("w2", "w2"))
+    }
     seconds = time.perf_counter() - started
     ends = {"before": qb, **{name: align.permute(qb, a.perms) for name, a in alignments.items()}}
     paths = align.paths(qa, ends, ts, noise, data.x_test, data.y_test, progress) if data is not None else {}
@@ -248,7 +274,8 @@ def compare(qa: DiagonalGaussian, qb: DiagonalGaussian, ts, noise, data: Dataset
             "barrier": align.barrier(ts, paths[name]["loss"]) if paths else None,
             "accuracy_barrier": align.barrier(ts, paths[name]["accuracy"], higher_is_worse=False) if paths else None,
             "units_moved": [int(np.sum(p != np.arange(len(p)))) for p in alignments[name].perms]
-            if name in alignments else [0] * len(qa.hidden),
+            if name in alignments
+            else [0] * len(qa.hidden),
         }
     return Comparison(alignments, ends, paths, summary, seconds)
 
@@ -261,16 +288,33 @@ def alignment_report(pair: PosteriorPair, data: Dataset, progress=None) -> Align
     found = compare(pair.qa, pair.qb, ts, noise, data, progress, config.starts)
     summary, paths, w2 = found.summary, found.paths, found.alignments["w2"]
     return AlignmentReport(
-        config=config, sizes=list(config.sizes), barrier_before=summary["before"]["barrier"],
-        barrier_after=summary["w2"]["barrier"], barrier_weight_matching=summary["weights"]["barrier"],
-        w2_before=summary["before"]["w2"], w2_after=summary["w2"]["w2"], w2_weight_matching=summary["weights"]["w2"],
-        loss_a=paths["before"]["loss"][0], loss_b=paths["before"]["loss"][-1],
-        accuracy_a=paths["before"]["accuracy"][0], accuracy_b=paths["before"]["accuracy"][-1],
-        sweeps=w2.sweeps, converged=w2.converged, starts_tried=w2.starts, best_start=w2.start,
+        config=config,
+        sizes=list(config.sizes),
+        barrier_before=summary["before"]["barrier"],
+        barrier_after=summary["w2"]["barrier"],
+        barrier_weight_matching=summary["weights"]["barrier"],
+        w2_before=summary["before"]["w2"],
+        w2_after=summary["w2"]["w2"],
+        w2_weight_matching=summary["weights"]["w2"],
+        loss_a=paths["before"]["loss"][0],
+        loss_b=paths["before"]["loss"][-1],
+        accuracy_a=paths["before"]["accuracy"][0],
+        accuracy_b=paths["before"]["accuracy"][-1],
+        sweeps=w2.sweeps,
+        converged=w2.converged,
+        starts_tried=w2.starts,
+        best_start=w2.start,
         w2_history=[math.sqrt(max(v, 0.0)) for v in w2.history],
-        permutations=[p.tolist() for p in w2.perms], summary=summary, paths=paths, train_seconds=pair.seconds,
-        align_seconds=found.seconds, elbo_final=pair.elbo[-1].tolist(), alignments=found.alignments,
-        ends=found.ends, noise=noise)
+        permutations=[p.tolist() for p in w2.perms],
+        summary=summary,
+        paths=paths,
+        train_seconds=pair.seconds,
+        align_seconds=found.seconds,
+        elbo_final=pair.elbo[-1].tolist(),
+        alignments=found.alignments,
+        ends=found.ends,
+        noise=noise,
+    )
 
 
 PAIR_FILES = {"q_a": "q_A", "q_b": "q_B", "q_b_aligned": "q_B aligned to q_A (W₂)"}
@@ -281,10 +325,18 @@ def pair_files(pair: PosteriorPair, report: AlignmentReport, stems=tuple(PAIR_FI
     (those in ``stems``): q_A, q_B and q_B permuted by its W₂ alignment, each with the run's config as metadata."""
     posteriors = {"q_a": pair.qa, "q_b": pair.qb, "q_b_aligned": report.ends["w2"]}
     config = dataclasses.asdict(pair.config)
-    return {stem: weights.posterior_bytes(posteriors[stem].means, posteriors[stem].sds,
-                                          {"config": config, "posterior": PAIR_FILES[stem],
-                                           "w2_to_q_a": align.w2_distance(pair.qa, posteriors[stem])})
-            for stem in stems}
+    return {
+        stem: weights.posterior_bytes(
+            posteriors[stem].means,
+            posteriors[stem].sds,
+            {
+                "config": config,
+                "posterior": PAIR_FILES[stem],
+                "w2_to_q_a": align.w2_distance(pair.qa, posteriors[stem]),
+            },
+        )
+        for stem in stems
+    }
 
 
 def export_directory(directory) -> Path:
@@ -293,21 +345,25 @@ def export_directory(directory) -> Path:
     try:
         directory.mkdir(parents=True, exist_ok=True)
     except (OSError, ValueError) as error:  # ValueError: a NUL in the name
-        raise weights.WeightsError(f"cannot create the directory {str(directory)[:200]!r} "
-                                   f"({getattr(error, 'strerror', None) or error})") from None
+        raise weights.WeightsError(
+            f"cannot create the directory {str(directory)[:200]!r} ({getattr(error, 'strerror', None) or error})"
+        ) from None
     return directory
 
 
 def export_pair(pair: PosteriorPair, report: AlignmentReport, directory) -> list[Path]:
     """Write :func:`pair_files` into ``directory`` as <stem>.safetensors."""
     directory = export_directory(directory)
-    return [weights.write_atomically(directory / f"{stem}.safetensors", data)
-            for stem, data in pair_files(pair, report).items()]
+    return [
+        weights.write_atomically(directory / f"{stem}.safetensors", data)
+        for stem, data in pair_files(pair, report).items()
+    ]
 
 
 # ---------------------------------------------------------------------------------------------
 # Two networks of one's own (files: the page's uploads, the command line's --weights A B)
 # ---------------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class NetworkAlignment:
@@ -353,8 +409,16 @@ def network_data(network: weights.Network, mnist) -> tuple[Dataset | None, str |
     return Dataset(x[:0], y[:0], x, y), scaling
 
 
-def align_networks(a: weights.Network, b: weights.Network, mnist=None, path_points: int = 21, samples: int = 32,
-                   seed: int = 0, progress=None, starts: int = align.DEFAULT_STARTS) -> NetworkAlignment:
+def align_networks(
+    a: weights.Network,
+    b: weights.Network,
+    mnist=None,
+    path_points: int = 21,
+    samples: int = 32,
+    seed: int = 0,
+    progress=None,
+    starts: int = align.DEFAULT_STARTS,
+) -> NetworkAlignment:
     weights.check_pair(a, b)
     qa, qb = a.gaussian(), b.gaussian()
     data, scaling = network_data(a, mnist)
@@ -367,21 +431,42 @@ def align_networks(a: weights.Network, b: weights.Network, mnist=None, path_poin
         return paths[path][key][index] if paths else None
 
     return NetworkAlignment(
-        names=[a.name, b.name], structure=a.describe(), sizes=list(a.sizes), posterior=a.is_posterior,
-        w2_before=summary["before"]["w2"], w2_after=summary["w2"]["w2"], w2_weight_matching=summary["weights"]["w2"],
-        barrier_before=summary["before"]["barrier"], barrier_after=summary["w2"]["barrier"],
-        barrier_weight_matching=summary["weights"]["barrier"], loss_a=end_value("before", "loss", 0),
-        loss_b=end_value("before", "loss", -1), accuracy_a=end_value("before", "accuracy", 0),
-        accuracy_b=end_value("before", "accuracy", -1), mnist_scaling=scaling, sweeps=w2.sweeps,
-        converged=w2.converged, starts_tried=w2.starts, best_start=w2.start, permutations=[p.tolist() for p in w2.perms], summary=summary, paths=paths,
-        align_seconds=found.seconds, qa=qa, alignments=found.alignments, ends=found.ends)
+        names=[a.name, b.name],
+        structure=a.describe(),
+        sizes=list(a.sizes),
+        posterior=a.is_posterior,
+        w2_before=summary["before"]["w2"],
+        w2_after=summary["w2"]["w2"],
+        w2_weight_matching=summary["weights"]["w2"],
+        barrier_before=summary["before"]["barrier"],
+        barrier_after=summary["w2"]["barrier"],
+        barrier_weight_matching=summary["weights"]["barrier"],
+        loss_a=end_value("before", "loss", 0),
+        loss_b=end_value("before", "loss", -1),
+        accuracy_a=end_value("before", "accuracy", 0),
+        accuracy_b=end_value("before", "accuracy", -1),
+        mnist_scaling=scaling,
+        sweeps=w2.sweeps,
+        converged=w2.converged,
+        starts_tried=w2.starts,
+        best_start=w2.start,
+        permutations=[p.tolist() for p in w2.perms],
+        summary=summary,
+        paths=paths,
+        align_seconds=found.seconds,
+        qa=qa,
+        alignments=found.alignments,
+        ends=found.ends,
+    )
 
 
 def network_files(a: weights.Network, b: weights.Network, report: NetworkAlignment) -> dict[str, bytes]:
     """What the page downloads and ``align --weights A B --export DIR`` writes: B permuted by its W₂ alignment
     (safetensors, bias-free layers kept bias-free) and the permutations, one row per unit of each hidden layer."""
-    return {"b_aligned.safetensors": aligned_file(a.name, b, report.permutations, report.w2_after),
-            "permutations.csv": permutations_csv(report.permutations)}
+    return {
+        "b_aligned.safetensors": aligned_file(a.name, b, report.permutations, report.w2_after),
+        "permutations.csv": permutations_csv(report.permutations),
+    }
 
 
 def aligned_file(a_name: str, b: weights.Network, permutations, w2_to_a: float) -> bytes:
@@ -420,8 +505,13 @@ def uploaded_pair(files, path_points: int, samples: int, seed: int, starts: int)
     mnist = load_mnist_once(settings.mnist_directory()) if weights.is_mnist_classifier(a.sizes) else None
     report = align_networks(a, b, mnist, path_points, samples, seed, starts=starts)
     qb, perms = report.ends["before"], report.alignments["w2"].perms
-    views = {order: [assignment_view(report.qa, qb, perms, index, order == "aligned", ASSIGNMENT_UNITS)
-                     for index in range(len(perms))] for order in ("own", "aligned")}
+    views = {
+        order: [
+            assignment_view(report.qa, qb, perms, index, order == "aligned", ASSIGNMENT_UNITS)
+            for index in range(len(perms))
+        ]
+        for order in ("own", "aligned")
+    }
     report = dataclasses.replace(report, qa=None, alignments=None, ends=None)  # the networks stay in this process
     return UploadedPair(report, [a.describe(), b.describe()], a.layer_rows(), views)
 
@@ -443,8 +533,9 @@ def uploaded_pair_file(files, permutations, w2_to_a: float) -> bytes:
 
 def permutations_csv(perms) -> bytes:
     """``layer,unit_of_a,unit_of_b`` rows: unit ``unit_of_a`` of aligned B is B's unit ``unit_of_b`` (layers from 1)."""
-    rows = ["layer,unit_of_a,unit_of_b"] + [f"{layer},{unit},{source}" for layer, perm in enumerate(perms, 1)
-                                            for unit, source in enumerate(perm)]
+    rows = ["layer,unit_of_a,unit_of_b"] + [
+        f"{layer},{unit},{source}" for layer, perm in enumerate(perms, 1) for unit, source in enumerate(perm)
+    ]
     return ("\n".join(rows) + "\n").encode()
 
 
@@ -461,8 +552,9 @@ def run(config: AlignConfig, mnist=None, progress=None) -> AlignmentReport:
     return alignment_report(pair, data)
 
 
-def trained_and_aligned(config: AlignConfig, mnist_directory: str | None = None,
-                        progress=None) -> tuple[PosteriorPair, AlignmentReport]:
+def trained_and_aligned(
+    config: AlignConfig, mnist_directory: str | None = None, progress=None
+) -> tuple[PosteriorPair, AlignmentReport]:
     """Both posteriors and their alignment report, as a :class:`symlab.specs.tasks.Task` computes them in
     a worker process (MNIST read there from ``mnist_directory``); ``progress(done, total, text,
     payload)`` carries the ELBO curves so far as ``(steps, elbo)``."""
@@ -479,8 +571,13 @@ def trained_and_aligned(config: AlignConfig, mnist_directory: str | None = None,
 def alignment_task(config: AlignConfig) -> Task:
     """:func:`trained_and_aligned` for ``config`` as a shared task (the page's, and the server's warm-up)."""
     directory = str(data_directory(settings.mnist_directory())) if config.task == "mnist" else None
-    return Task(("align", config), trained_and_aligned, (config, directory), "Training q_A and q_B",
-                     training_cost(config) + report_cost(config))
+    return Task(
+        ("align", config),
+        trained_and_aligned,
+        (config, directory),
+        "Training q_A and q_B",
+        training_cost(config) + report_cost(config),
+    )
 
 
 def _multiply_adds(sizes) -> tuple[int, int]:
@@ -497,8 +594,11 @@ def training_cost(config: AlignConfig) -> Cost:
     parameter of μ and of log σ)."""
     every, past_first = _multiply_adds(config.sizes)
     batch, parameters = min(config.batch, config.train_size), mlp.Layout(config.sizes).n_params
-    per_step = Cost(matmul_flops=2 * batch * 2 * (2 * every + past_first),
-                         elementwise=2 * (4 + 2 * 7) * parameters, normals=2 * parameters)
+    per_step = Cost(
+        matmul_flops=2 * batch * 2 * (2 * every + past_first),
+        elementwise=2 * (4 + 2 * 7) * parameters,
+        normals=2 * parameters,
+    )
     return per_step * config.steps
 
 
@@ -509,8 +609,10 @@ def report_cost(config: AlignConfig, distinct_ends: int = 3) -> Cost:
     every, _ = _multiply_adds(config.sizes)
     points = MOONS_TEST if config.task == "moons" else MNIST_TEST
     evaluations = 1 + distinct_ends * (config.path_points - 1)
-    return Cost(matmul_flops=evaluations * config.samples * points * 2 * every,
-                     elementwise=evaluations * config.samples * points * sum(config.sizes[1:]))
+    return Cost(
+        matmul_flops=evaluations * config.samples * points * 2 * every,
+        elementwise=evaluations * config.samples * points * sum(config.sizes[1:]),
+    )
 
 
 def player_start(config: AlignConfig) -> int:
@@ -561,8 +663,9 @@ class AssignmentView:
     matched: np.ndarray  # per unit of q_A, the column of the unit of q_B the W₂ alignment matched it with
 
 
-def assignment_view(qa: DiagonalGaussian, qb: DiagonalGaussian, perms, index: int, aligned: bool,
-                    units: int | None = None) -> AssignmentView:
+def assignment_view(
+    qa: DiagonalGaussian, qb: DiagonalGaussian, perms, index: int, aligned: bool, units: int | None = None
+) -> AssignmentView:
     """Hidden layer ``index`` of q_B aligned to q_A by ``perms`` (a W₂ alignment's); with ``units``, its first
     ``units`` units of q_A against the first ``units`` columns (a match outside them is marked −1)."""
     # Distances to q_B as the other layers' alignment leaves it, so that only this layer's order is in question.
@@ -586,7 +689,9 @@ def moons_extent(data: Dataset, margin: float = 0.5) -> tuple[tuple[float, float
     return (float(low[0] - margin), float(high[0] + margin)), (float(low[1] - margin), float(high[1] + margin))
 
 
-def predictive_grid(q: DiagonalGaussian, noise, extent, resolution: int = MAP_RESOLUTION) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def predictive_grid(
+    q: DiagonalGaussian, noise, extent, resolution: int = MAP_RESOLUTION
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """P(class 1) of the marginal predictive on a ``resolution`` × ``resolution`` grid over
     ``extent`` (moons only): (x centres, y centres, probabilities[y, x])."""
     if q.sizes[0] != 2:

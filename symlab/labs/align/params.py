@@ -19,8 +19,12 @@ SOURCE = Param("source", "choice", "trained", choices=tuple(SOURCES))  # the pai
 
 
 def page_params(hosting=None) -> tuple[Param, ...]:
-    return (SOURCE, *controls.url_params(AlignConfig, FIELDS, caps=CAPS), ORDER,
-            *controls.url_params(AlignConfig, ["seed"]))
+    return (
+        SOURCE,
+        *controls.url_params(AlignConfig, FIELDS, caps=CAPS),
+        ORDER,
+        *controls.url_params(AlignConfig, ["seed"]),
+    )
 
 
 def page_config(values: dict) -> AlignConfig:
@@ -29,23 +33,32 @@ def page_config(values: dict) -> AlignConfig:
 
 
 # Each sets its controls, every other from the defaults (the seed included); one sentence on what to watch.
-PRESETS = Presets({
-    "Half moons, two hidden layers": (
-        {},
-        "Before alignment the middle of the path forgets the task (its loss rises ~0.4 nats); after, the path is flat."),
-    "Narrow layers (8 units)": (
-        dict(width=8),
-        "With few units each permutation copy is coarse: alignment lowers the barrier but can leave a bump."),
-    "One hidden layer": (
-        dict(depth=1, width=16),
-        "One layer, one linear assignment: the descent is exact, and the barrier is gone."),
-    "Three hidden layers": (
-        dict(depth=3),
-        "Three assignments solved in turn, a few sweeps: the barrier still collapses."),
-    "Little data, wide posteriors": (
-        dict(train=100),
-        "With 100 points the standard deviations are large: W₂ alignment and weight matching can pick different units."),
-    "MNIST subset": (
-        dict(task="mnist", width=64, depth=2, train=10_000, steps=1500, lr=0.003, samples=16),
-        "Digits instead of moons: the unaligned path rises 0.7–0.9 nats above its ends, the aligned one stays flat."),
-}, keeps={"order": "how the assignment heat maps order the units, a way of looking at the same result"})
+PRESETS = Presets(
+    {
+        "Half moons, two hidden layers": (
+            {},
+            "Before alignment the middle of the path forgets the task (its loss rises ~0.4 nats); after, the path is flat.",
+        ),
+        "Narrow layers (8 units)": (
+            dict(width=8),
+            "With few units each permutation copy is coarse: alignment lowers the barrier but can leave a bump.",
+        ),
+        "One hidden layer": (
+            dict(depth=1, width=16),
+            "One layer, one linear assignment: the descent is exact, and the barrier is gone.",
+        ),
+        "Three hidden layers": (
+            dict(depth=3),
+            "Three assignments solved in turn, a few sweeps: the barrier still collapses.",
+        ),
+        "Little data, wide posteriors": (
+            dict(train=100),
+            "With 100 points the standard deviations are large: W₂ alignment and weight matching can pick different units.",
+        ),
+        "MNIST subset": (
+            dict(task="mnist", width=64, depth=2, train=10_000, steps=1500, lr=0.003, samples=16),
+            "Digits instead of moons: the unaligned path rises 0.7–0.9 nats above its ends, the aligned one stays flat.",
+        ),
+    },
+    keeps={"order": "how the assignment heat maps order the units, a way of looking at the same result"},
+)

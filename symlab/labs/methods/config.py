@@ -16,14 +16,21 @@ from symlab.specs.tasks import Cost
 METHODS = ("dropout", "mfvi", "sgm", "swag", "laplace", "sghmc", "ensemble")
 
 
-LABELS = {"dropout": "MC dropout", "mfvi": "MFVI (BBB)", "sgm": "SGM", "swag": "SWAG", "laplace": "Laplace",
-          "sghmc": "SGHMC", "ensemble": "Deep ensemble"}
+LABELS = {
+    "dropout": "MC dropout",
+    "mfvi": "MFVI (BBB)",
+    "sgm": "SGM",
+    "swag": "SWAG",
+    "laplace": "Laplace",
+    "sghmc": "SGHMC",
+    "ensemble": "Deep ensemble",
+}
 
 
 SINGLE_ONLY, MULTI_ONLY = ("sghmc",), ("ensemble",)  # as Table 1 has them
 
 
-CURVATURE_IMAGES = 1000       # Laplace's curvature: the GGN over this many training images, scaled to all of them
+CURVATURE_IMAGES = 1000  # Laplace's curvature: the GGN over this many training images, scaled to all of them
 
 
 LR, MOMENTUM, WEIGHT_DECAY = 0.04, 0.9, 5e-4  # the weight decay's value is lost from the paper's text
@@ -52,31 +59,76 @@ class MethodsConfig:
     """One comparison. The paper's setting is ``reference`` 1000, ``samples`` 100, ``epochs`` 60 on all 60 000
     images; the defaults are a few minutes' worth of it on a CPU."""
 
-    architecture: str = control("convnet", choices=ARCHITECTURES, label="Network", widget="segmented",
-                                help="convnet: 350 parameters, a grouped second convolution (OptuNet's spirit); "
-                                     "mlp: the MNIST lab's one-hidden-layer MLP.")
+    architecture: str = control(
+        "convnet",
+        choices=ARCHITECTURES,
+        label="Network",
+        widget="segmented",
+        help="convnet: 350 parameters, a grouped second convolution (OptuNet's spirit); "
+        "mlp: the MNIST lab's one-hidden-layer MLP.",
+    )
     width: int = control(16, low=2, high=64, label="MLP hidden units", help="Hidden units of the MLP (mlp only).")
-    reference: int = control(100, low=20, high=1000, nudge=10, label="Reference checkpoints",
-                             help="Independently trained networks that stand for the posterior (the paper: 1000).")
-    samples: int = control(50, low=10, high=100, nudge=10, label="Samples per method",
-                           help="Weight samples drawn from each method (the paper: 100).")
-    modes: int = control(10, low=2, high=10, label="Modes (multi-mode starts)",
-                         help="Independent starts of the multi-mode methods and members of the deep ensemble.")
-    epochs: int = control(5, low=1, high=60, label="Epochs",
-                          help="SGD epochs of every network (the paper: 60, the rate halved after ¼ and ½ of them).")
-    train_size: int = control(10_000, low=1000, high=60_000, nudge=1000, label="Training images", url="train",
-                              help="Training images (a seeded subset of MNIST's 60 000).")
-    test_size: int = control(2000, low=500, high=5000, nudge=500, label="Test images", url="test",
-                             help="Test images scored, and as many out-of-distribution letters.")
-    removal: str = control("first", choices=REMOVAL_KEYS, label="Sort units by", widget="segmented",
-                           help="first: a unit's first incoming weight (the paper's rule); max: its largest "
-                                "incoming weight.")
-    seed: int = control(0, low=0, high=100_000, label="Seed",
-                        help="Seeds every network, minibatch, mask and sample.")
+    reference: int = control(
+        100,
+        low=20,
+        high=1000,
+        nudge=10,
+        label="Reference checkpoints",
+        help="Independently trained networks that stand for the posterior (the paper: 1000).",
+    )
+    samples: int = control(
+        50,
+        low=10,
+        high=100,
+        nudge=10,
+        label="Samples per method",
+        help="Weight samples drawn from each method (the paper: 100).",
+    )
+    modes: int = control(
+        10,
+        low=2,
+        high=10,
+        label="Modes (multi-mode starts)",
+        help="Independent starts of the multi-mode methods and members of the deep ensemble.",
+    )
+    epochs: int = control(
+        5,
+        low=1,
+        high=60,
+        label="Epochs",
+        help="SGD epochs of every network (the paper: 60, the rate halved after ¼ and ½ of them).",
+    )
+    train_size: int = control(
+        10_000,
+        low=1000,
+        high=60_000,
+        nudge=1000,
+        label="Training images",
+        url="train",
+        help="Training images (a seeded subset of MNIST's 60 000).",
+    )
+    test_size: int = control(
+        2000,
+        low=500,
+        high=5000,
+        nudge=500,
+        label="Test images",
+        url="test",
+        help="Test images scored, and as many out-of-distribution letters.",
+    )
+    removal: str = control(
+        "first",
+        choices=REMOVAL_KEYS,
+        label="Sort units by",
+        widget="segmented",
+        help="first: a unit's first incoming weight (the paper's rule); max: its largest incoming weight.",
+    )
+    seed: int = control(0, low=0, high=100_000, label="Seed", help="Seeds every network, minibatch, mask and sample.")
 
     def validate(self) -> "MethodsConfig":
-        return controls.validate(self, [(self.samples >= self.modes,
-                                         f"samples ({self.samples}) must be at least modes ({self.modes})")])
+        return controls.validate(
+            self, [(self.samples >= self.modes, f"samples ({self.samples}) must be at least modes ({self.modes})")]
+        )
 
     @property
     def arch(self):
@@ -90,8 +142,12 @@ class MethodsConfig:
         return f"{self.arch.label}, {self.reference} checkpoints, {self.epochs} epochs, seed {self.seed}"
 
     def work(self) -> Work:
-        return Work(width=self.width if self.architecture == "mlp" else 4, depth=1, epochs=self.epochs,
-                    parts=comparison_parts(self))
+        return Work(
+            width=self.width if self.architecture == "mlp" else 4,
+            depth=1,
+            epochs=self.epochs,
+            parts=comparison_parts(self),
+        )
 
     def recipe(self, dropout: float = 0.0):
         """The paper's SGD (lr 0.04, batch 64, weight decay; App. B.1) with the rate halved after ¼ and ½ of the
@@ -100,8 +156,15 @@ class MethodsConfig:
         halve = tuple(sorted({e for e in (round(self.epochs / 4), round(self.epochs / 2)) if 0 < e < self.epochs}))
         from symlab.lib import ensembles  # torch, as arch
 
-        return ensembles.Recipe(epochs=self.epochs, batch_size=64, lr=LR, momentum=MOMENTUM, weight_decay=WEIGHT_DECAY,
-                                halve_at=halve, dropout=dropout)
+        return ensembles.Recipe(
+            epochs=self.epochs,
+            batch_size=64,
+            lr=LR,
+            momentum=MOMENTUM,
+            weight_decay=WEIGHT_DECAY,
+            halve_at=halve,
+            dropout=dropout,
+        )
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -160,15 +223,20 @@ def comparison_parts(config: "MethodsConfig") -> tuple[Part, ...]:
     single_step = per_image * BATCH + Cost(elementwise=STEP_WORK[name])
     bbb_step = per_image * (2 * BATCH) + Cost(elementwise=BBB_STEP_WORK[name])
     sghmc_steps = steps + config.samples * max(1, steps // 10)
-    methods = (bbb_step * (2 * fits * config.epochs * steps) + Cost(elementwise=SGM_STEP_WORK[name])
-               * (fits * config.epochs * steps) + single_step * (fits * 2 * config.epochs * steps + sghmc_steps)
-               + Cost(elementwise=LAPLACE_IMAGE_WORK[name]) * (fits * CURVATURE_IMAGES))
+    methods = (
+        bbb_step * (2 * fits * config.epochs * steps)
+        + Cost(elementwise=SGM_STEP_WORK[name]) * (fits * config.epochs * steps)
+        + single_step * (fits * 2 * config.epochs * steps + sghmc_steps)
+        + Cost(elementwise=LAPLACE_IMAGE_WORK[name]) * (fits * CURVATURE_IMAGES)
+    )
     sets = 2 * len(METHODS) - len(SINGLE_ONLY) - len(MULTI_ONLY)
     per_sample = per_image * (2 * config.test_size * FORWARD_SHARE) + Cost(elementwise=SCORE_WORK)  # test, letters
     scores = per_sample * (sets * config.samples)
     return (
-        Part(f"training {config.reference} reference networks for {config.epochs} epochs on {images} images",
-             per_image * (config.reference * config.epochs * images)),
+        Part(
+            f"training {config.reference} reference networks for {config.epochs} epochs on {images} images",
+            per_image * (config.reference * config.epochs * images),
+        ),
         Part(f"training {config.modes} starts twice", per_image * (2 * config.modes * config.epochs * images)),
         Part(f"drawing each method's {config.samples} samples from 1 and {config.modes} starts", methods),
         Part(f"scoring {sets} sets of {config.samples} samples", scores),

@@ -53,8 +53,8 @@ from .config import (
     MethodsConfig,
 )
 
-DROPOUT_RATE = 0.2            # on the last layer, in training and testing (App. B.1)
-CHUNK = 50                    # reference checkpoints trained per stage
+DROPOUT_RATE = 0.2  # on the last layer, in training and testing (App. B.1)
+CHUNK = 50  # reference checkpoints trained per stage
 SGHMC_LR, SGHMC_FRICTION = 0.01, 1.0
 BBB_LR = 1e-3
 SGM_K = 16  # the MLP's InfoNCE terms (its S_h is too large to enumerate; the convnet's 32 symmetries are not)
@@ -67,22 +67,13 @@ class CheckpointError(RuntimeError):
     """A comparison's checkpoint cannot be written or read."""
 
 
-
-
-
-
-
-
-
-
-
 @dataclass(frozen=True)
 class Data:
-    x: torch.Tensor       # training images [n, 1, 28, 28], normalised as the MNIST lab's
+    x: torch.Tensor  # training images [n, 1, 28, 28], normalised as the MNIST lab's
     y: torch.Tensor
     x_test: torch.Tensor
     y_test: torch.Tensor
-    x_ood: torch.Tensor   # as many letters as test images
+    x_ood: torch.Tensor  # as many letters as test images
 
 
 def _images(pixels: np.ndarray) -> torch.Tensor:
@@ -96,21 +87,33 @@ def prepare_data(mnist: Mnist, config: MethodsConfig, glyphs=None) -> Data:
     train = np.sort(rng.choice(len(mnist.train_labels), config.train_size, replace=False))
     test = np.sort(rng.choice(len(mnist.test_labels), config.test_size, replace=False))
     ood = np.sort(rng.choice(len(glyphs.images), min(config.test_size, len(glyphs.images)), replace=False))
-    return Data(_images(mnist.train_images[train]), torch.tensor(mnist.train_labels[train], dtype=torch.long),
-                _images(mnist.test_images[test]), torch.tensor(mnist.test_labels[test], dtype=torch.long),
-                _images(glyphs.images[ood]))
+    return Data(
+        _images(mnist.train_images[train]),
+        torch.tensor(mnist.train_labels[train], dtype=torch.long),
+        _images(mnist.test_images[test]),
+        torch.tensor(mnist.test_labels[test], dtype=torch.long),
+        _images(glyphs.images[ood]),
+    )
 
 
 # ---------------------------------------------------------------------------------------------
 # Each method's samples around one start
 # ---------------------------------------------------------------------------------------------
 
+
 def _generator(config: MethodsConfig, *parts: int) -> torch.Generator:
     return torch.Generator().manual_seed(int(np.random.SeedSequence([config.seed, *parts]).generate_state(1)[0]))
 
 
-def method_samples(method: str, config: MethodsConfig, data: Data, start: torch.Tensor, dropout_start: torch.Tensor,
-                   count: int, index: int) -> torch.Tensor:
+def method_samples(
+    method: str,
+    config: MethodsConfig,
+    data: Data,
+    start: torch.Tensor,
+    dropout_start: torch.Tensor,
+    count: int,
+    index: int,
+) -> torch.Tensor:
     """``count`` weight samples ``[count, P]`` of ``method`` around start ``index`` (its trained network
     ``start``; ``dropout_start`` the same network trained with dropout)."""
     arch, g = config.arch, _generator(config, METHODS.index(method), index)
@@ -120,21 +123,51 @@ def method_samples(method: str, config: MethodsConfig, data: Data, start: torch.
     if method in ("mfvi", "sgm"):  # from the start's initialisation, for as many epochs (App. B.1)
         init = ensembles.initial_networks(arch, range(index, index + 1), config.seed)[0]
         information = symmetry_information(arch, g) if method == "sgm" else None
-        mean, sd = bbb.bbb_fit(arch.logits, init, data.x, data.y, epochs=config.epochs, batch_size=64, lr=BBB_LR,
-                               generator=g, information=information)
+        mean, sd = bbb.bbb_fit(
+            arch.logits,
+            init,
+            data.x,
+            data.y,
+            epochs=config.epochs,
+            batch_size=64,
+            lr=BBB_LR,
+            generator=g,
+            information=information,
+        )
         samples = bbb.bbb_samples(mean, sd, count, g)
         return symmetrised(arch, samples, g) if method == "sgm" else samples
     if method == "swag":  # SGD at the starting rate for twice as long, 20 snapshots (App. B.1)
-        posterior = swag.swag_fit(arch.logits, start, data.x, data.y, lr=LR, momentum=MOMENTUM,
-                                  weight_decay=WEIGHT_DECAY, batch_size=64, snapshots=20, generator=g,
-                                  steps_between=max(1, 2 * config.epochs * steps_per_epoch // 20))
+        posterior = swag.swag_fit(
+            arch.logits,
+            start,
+            data.x,
+            data.y,
+            lr=LR,
+            momentum=MOMENTUM,
+            weight_decay=WEIGHT_DECAY,
+            batch_size=64,
+            snapshots=20,
+            generator=g,
+            steps_between=max(1, 2 * config.epochs * steps_per_epoch // 20),
+        )
         return posterior.sample(count, g)
     if method == "laplace":
         return _laplace_samples(config, data, start, count, g)
     if method == "sghmc":
-        return sghmc.sghmc_samples(arch.logits, start, data.x, data.y, prior_var=1 / (config.train_size * WEIGHT_DECAY),
-                                   lr=SGHMC_LR, friction=SGHMC_FRICTION, batch_size=64, burn_in=steps_per_epoch,
-                                   thinning=max(1, steps_per_epoch // 10), count=count, generator=g)
+        return sghmc.sghmc_samples(
+            arch.logits,
+            start,
+            data.x,
+            data.y,
+            prior_var=1 / (config.train_size * WEIGHT_DECAY),
+            lr=SGHMC_LR,
+            friction=SGHMC_FRICTION,
+            batch_size=64,
+            burn_in=steps_per_epoch,
+            thinning=max(1, steps_per_epoch // 10),
+            count=count,
+            generator=g,
+        )
     raise ValueError(f"no sampler for {method!r}")
 
 
@@ -148,8 +181,12 @@ def symmetry_information(arch: networks.Architecture, generator: torch.Generator
 
     def infonce(w, mu, log_sd):
         perms = bnn.random_permutations(layout, SGM_K - 1, generator)
-        indices = torch.stack([torch.arange(arch.n_params), *(mlp.permutation_index(layout, bnn.group_element(perms, k))
-                                                              for k in range(SGM_K - 1))])
+        indices = torch.stack(
+            [
+                torch.arange(arch.n_params),
+                *(mlp.permutation_index(layout, bnn.group_element(perms, k)) for k in range(SGM_K - 1)),
+            ]
+        )
         return bnn.group_information(w, mu, log_sd, indices)
 
     return infonce
@@ -163,8 +200,9 @@ def symmetrised(arch: networks.Architecture, samples: torch.Tensor, generator: t
         chosen = torch.randint(len(group), (len(samples),), generator=generator)
         return torch.gather(samples, 1, group[chosen])
     layout = mlp.Layout((784, arch.width, networks.CLASSES))
-    return torch.stack([sample[mlp.permutation_index(layout, [torch.randperm(arch.width, generator=generator)])]
-                        for sample in samples])
+    return torch.stack(
+        [sample[mlp.permutation_index(layout, [torch.randperm(arch.width, generator=generator)])] for sample in samples]
+    )
 
 
 def _laplace_samples(config: MethodsConfig, data: Data, start: torch.Tensor, count: int, g) -> torch.Tensor:
@@ -176,21 +214,31 @@ def _laplace_samples(config: MethodsConfig, data: Data, start: torch.Tensor, cou
     x, y = data.x[:CURVATURE_IMAGES], data.y[:CURVATURE_IMAGES]
     precision = config.train_size * WEIGHT_DECAY
     if arch.name == "convnet":
-        return laplace.laplace_samples(arch.logits, start, x, y, count=count, generator=g, prior_precision=precision,
-                                       data_size=config.train_size)
+        return laplace.laplace_samples(
+            arch.logits, start, x, y, count=count, generator=g, prior_precision=precision, data_size=config.train_size
+        )
     last = arch.layers[-1][1]
 
     def last_layer_logits(w, images):
-        return arch.logits(torch.cat([start[:last.start].to(w.dtype), w]), images)
+        return arch.logits(torch.cat([start[: last.start].to(w.dtype), w]), images)
 
-    tail = laplace.laplace_samples(last_layer_logits, start[last], x, y, count=count, generator=g,
-                                   prior_precision=precision, data_size=config.train_size)
-    return torch.cat([start[:last.start].expand(count, -1), tail], -1)
+    tail = laplace.laplace_samples(
+        last_layer_logits,
+        start[last],
+        x,
+        y,
+        count=count,
+        generator=g,
+        prior_precision=precision,
+        data_size=config.train_size,
+    )
+    return torch.cat([start[: last.start].expand(count, -1), tail], -1)
 
 
 # ---------------------------------------------------------------------------------------------
 # Scores
 # ---------------------------------------------------------------------------------------------
+
 
 def layer_sets(arch: networks.Architecture, flat: np.ndarray) -> list[np.ndarray]:
     return [flat[:, part] for _, part in arch.layers]
@@ -202,8 +250,9 @@ def reference_counts(total: int) -> list[int]:
     return sorted({max(2, total // 4), max(2, total // 2), total})
 
 
-def mmd_scores(config: MethodsConfig, samples: torch.Tensor, reference: np.ndarray, reference_canonical: np.ndarray
-               ) -> dict:
+def mmd_scores(
+    config: MethodsConfig, samples: torch.Tensor, reference: np.ndarray, reference_canonical: np.ndarray
+) -> dict:
     """Layer-wise MMD² to the reference, raw and with the symmetries removed from both sets, and the latter
     against the first quarter and half of the reference too (``mmd_by_reference``: count → MMD²)."""
     arch, flat = config.arch, samples.double().numpy()
@@ -212,18 +261,27 @@ def mmd_scores(config: MethodsConfig, samples: torch.Tensor, reference: np.ndarr
     def against(points, ref):
         return mmd.layerwise_mmd(layer_sets(arch, points), layer_sets(arch, ref), seed=config.seed)
 
-    by_count = {str(count): against(canonical, reference_canonical[:count])
-                for count in reference_counts(len(reference))}
-    return {"mmd": against(flat, reference), "mmd_no_symmetry": by_count[str(len(reference))],
-            "mmd_by_reference": by_count}
+    by_count = {
+        str(count): against(canonical, reference_canonical[:count]) for count in reference_counts(len(reference))
+    }
+    return {
+        "mmd": against(flat, reference),
+        "mmd_no_symmetry": by_count[str(len(reference))],
+        "mmd_by_reference": by_count,
+    }
 
 
 def prediction_scores(config: MethodsConfig, samples: torch.Tensor, data: Data) -> dict:
     """:func:`symlab.lib.uncertainty.prediction_metrics` of the samples' predictions."""
+
     def log_probs(x):
         with torch.no_grad():
-            return torch.cat([F.log_softmax(networks.batched_logits(config.arch, part.to(x.dtype), x), -1)
-                              for part in samples.split(25)])
+            return torch.cat(
+                [
+                    F.log_softmax(networks.batched_logits(config.arch, part.to(x.dtype), x), -1)
+                    for part in samples.split(25)
+                ]
+            )
 
     return uncertainty.prediction_metrics(log_probs(data.x_test), data.y_test, log_probs(data.x_ood))
 
@@ -231,6 +289,7 @@ def prediction_scores(config: MethodsConfig, samples: torch.Tensor, data: Data) 
 # ---------------------------------------------------------------------------------------------
 # The comparison, stage by stage
 # ---------------------------------------------------------------------------------------------
+
 
 def stage_count(config: MethodsConfig) -> int:
     """The reference's chunks, the starts, and one stage per method."""
@@ -278,23 +337,30 @@ class Comparison:
         try:
             if stage < self.reference_stages:
                 indices = range(stage * CHUNK, min((stage + 1) * CHUNK, config.reference))
-                chunk = ensembles.train_networks(arch, data.x, data.y, config.recipe(), config.seed, indices,
-                                                 on_epoch=lambda *_: check())
+                chunk = ensembles.train_networks(
+                    arch, data.x, data.y, config.recipe(), config.seed, indices, on_epoch=lambda *_: check()
+                )
                 self.reference = torch.cat([self.reference, chunk])
             elif stage == self.reference_stages:
                 indices = range(config.reference, config.reference + config.modes)
-                self.starts = ensembles.train_networks(arch, data.x, data.y, config.recipe(), config.seed, indices,
-                                                       on_epoch=lambda *_: check())
-                self.dropout_starts = ensembles.train_networks(arch, data.x, data.y, config.recipe(DROPOUT_RATE),
-                                                               config.seed, indices, on_epoch=lambda *_: check())
+                self.starts = ensembles.train_networks(
+                    arch, data.x, data.y, config.recipe(), config.seed, indices, on_epoch=lambda *_: check()
+                )
+                self.dropout_starts = ensembles.train_networks(
+                    arch, data.x, data.y, config.recipe(DROPOUT_RATE), config.seed, indices, on_epoch=lambda *_: check()
+                )
             else:
                 rows = self._method_rows(METHODS[stage - self.reference_stages - 1], check)
         except FloatingPointError as error:
             raise TrainingDiverged(f"{self.stage_name(stage)}: {error}") from None
         self.rows += rows
         self.stage += 1
-        return {"stage": self.stage, "name": self.stage_name(stage), "seconds": time.perf_counter() - began,
-                "rows": rows}
+        return {
+            "stage": self.stage,
+            "name": self.stage_name(stage),
+            "seconds": time.perf_counter() - began,
+            "rows": rows,
+        }
 
     def _method_rows(self, method: str, check) -> list[dict]:
         config = self.config
@@ -308,8 +374,9 @@ class Comparison:
             else:
                 each, parts = config.samples // modes, []
                 for i in range(modes):
-                    parts.append(method_samples(method, config, self.data, self.starts[i], self.dropout_starts[i],
-                                                each, i))
+                    parts.append(
+                        method_samples(method, config, self.data, self.starts[i], self.dropout_starts[i], each, i)
+                    )
                     check()
                 samples = torch.cat(parts)
             samples = samples.to(torch.float32)
@@ -346,11 +413,20 @@ class Comparison:
         """The JSON report: the rows, the paper's rows beside them, what was used, whether the starts learned
         (``trained``, ``trained_reason``, ``start_accuracy``), and a 2-D view."""
         accuracy = self.start_accuracy()
-        return {"config": self.config.to_dict(), "architecture": self.config.arch.label,
-                "parameters": self.config.arch.n_params, "reference_checkpoints": len(self.reference),
-                "samples_per_method": self.config.samples, "stages_done": self.stage, "stages": self.stages,
-                "start_accuracy": accuracy, **training_verdict(accuracy, f"the {self.config.modes} starts"),
-                "rows": self.rows, "paper_rows": paper_rows(), "projection": self.projection()}
+        return {
+            "config": self.config.to_dict(),
+            "architecture": self.config.arch.label,
+            "parameters": self.config.arch.n_params,
+            "reference_checkpoints": len(self.reference),
+            "samples_per_method": self.config.samples,
+            "stages_done": self.stage,
+            "stages": self.stages,
+            "start_accuracy": accuracy,
+            **training_verdict(accuracy, f"the {self.config.modes} starts"),
+            "rows": self.rows,
+            "paper_rows": paper_rows(),
+            "projection": self.projection(),
+        }
 
     def projection(self) -> dict:
         """Reference checkpoints and each method's samples on the reference's first two principal axes, the
@@ -358,14 +434,21 @@ class Comparison:
         if len(self.reference) < 3:
             return {}
         raw, canonical = self._reference_sets()
-        sets = {"raw": (raw, lambda flat: flat), "canonical": (canonical, lambda flat: networks.remove_symmetries(
-            self.config.arch, flat, self.config.removal))}
+        sets = {
+            "raw": (raw, lambda flat: flat),
+            "canonical": (
+                canonical,
+                lambda flat: networks.remove_symmetries(self.config.arch, flat, self.config.removal),
+            ),
+        }
         out = {}
         for view, (reference, transform) in sets.items():
             centre = reference.mean(0)
             axes = np.linalg.svd(reference - centre, full_matrices=False)[2][:2]
-            points = {"reference": reference, **{key: transform(value.double().numpy())
-                                                 for key, value in self.samples.items()}}
+            points = {
+                "reference": reference,
+                **{key: transform(value.double().numpy()) for key, value in self.samples.items()},
+            }
             out[view] = {key: ((flat - centre) @ axes.T).T.round(5).tolist() for key, flat in points.items()}
         return out
 
@@ -375,8 +458,11 @@ class Comparison:
         if self.starts is not None:
             tensors.update(starts=self.starts.contiguous(), dropout_starts=self.dropout_starts.contiguous())
         tensors.update({f"samples/{key}": value.contiguous() for key, value in self.samples.items()})
-        metadata = {"config": json.dumps(self.config.to_dict()), "stage": str(self.stage),
-                    "rows": json.dumps(self.rows)}
+        metadata = {
+            "config": json.dumps(self.config.to_dict()),
+            "stage": str(self.stage),
+            "rows": json.dumps(self.rows),
+        }
         write_atomically(path, save(tensors, metadata=metadata))
 
     def load(self, path: Path) -> None:
@@ -422,8 +508,13 @@ def checkpoint_set(checkpoint: Path, run_id: int) -> bytes:
     if not len(reference):
         raise ValueError(f"run #{run_id} has trained no reference checkpoint yet")
     tensors = {name: part.contiguous() for name, part in config.arch.parameters(reference).items()}
-    metadata = {"config": json.dumps(config.to_dict()), "architecture": config.arch.label, "run_id": str(run_id),
-                "checkpoints": str(len(reference)), "inputs": f"pixels / 255, then (x - {PIXEL_MEAN}) / {PIXEL_STD}"}
+    metadata = {
+        "config": json.dumps(config.to_dict()),
+        "architecture": config.arch.label,
+        "run_id": str(run_id),
+        "checkpoints": str(len(reference)),
+        "inputs": f"pixels / 255, then (x - {PIXEL_MEAN}) / {PIXEL_STD}",
+    }
     return save(tensors, metadata=metadata)
 
 
@@ -454,22 +545,41 @@ def seed_summary(reports: list[dict]) -> dict:
         for row in report["rows"]:
             by_row.setdefault((row["method"], row["modes"]), []).append(row)
     keys = (*MMD_KEYS, *uncertainty.METRIC_KEYS)
-    rows = [{"method": method, "modes": modes, "seeds": len(found),
-             **{key: float(np.mean([r[key] for r in found])) for key in keys},
-             **{f"{key}_sd": float(np.std([r[key] for r in found], ddof=1)) if len(found) > 1 else None for key in keys}}
-            for (method, modes), found in by_row.items()]
-    multi = {method: [b["mmd_no_symmetry"] - a["mmd_no_symmetry"] for a, b in
-                      zip(by_row[(method, 1)], by_row[(method, modes)])]
-             for (method, modes) in by_row if modes > 1 and (method, 1) in by_row}
-    sgm = {modes: {key: [b[key] - a[key] for a, b in zip(by_row[("mfvi", modes)], by_row[("sgm", modes)])]
-                   for key in keys}
-           for (method, modes) in by_row if method == "sgm" and ("mfvi", modes) in by_row}
+    rows = [
+        {
+            "method": method,
+            "modes": modes,
+            "seeds": len(found),
+            **{key: float(np.mean([r[key] for r in found])) for key in keys},
+            **{f"{key}_sd": float(np.std([r[key] for r in found], ddof=1)) if len(found) > 1 else None for key in keys},
+        }
+        for (method, modes), found in by_row.items()
+    ]
+    multi = {
+        method: [
+            b["mmd_no_symmetry"] - a["mmd_no_symmetry"] for a, b in zip(by_row[(method, 1)], by_row[(method, modes)])
+        ]
+        for (method, modes) in by_row
+        if modes > 1 and (method, 1) in by_row
+    }
+    sgm = {
+        modes: {key: [b[key] - a[key] for a, b in zip(by_row[("mfvi", modes)], by_row[("sgm", modes)])] for key in keys}
+        for (method, modes) in by_row
+        if method == "sgm" and ("mfvi", modes) in by_row
+    }
     untrained = [report["config"]["seed"] for report in reports if report.get("trained") is False]
-    return {"seeds": len(reports), "untrained_seeds": untrained, "rows": rows, "multi_minus_single": multi,
-            "sgm_minus_mfvi": sgm}
+    return {
+        "seeds": len(reports),
+        "untrained_seeds": untrained,
+        "rows": rows,
+        "multi_minus_single": multi,
+        "sgm_minus_mfvi": sgm,
+    }
 
 
 def paper_rows() -> list[dict]:
     """Table 1's MNIST rows, each column × 100 as printed."""
-    return [{"method": method, "modes": modes, **dict(zip(PAPER_COLUMNS, values))}
-            for (method, modes), values in PAPER_ROWS.items()]
+    return [
+        {"method": method, "modes": modes, **dict(zip(PAPER_COLUMNS, values))}
+        for (method, modes), values in PAPER_ROWS.items()
+    ]

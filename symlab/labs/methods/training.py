@@ -36,8 +36,9 @@ class MethodsTraining:
         try:
             self.comparison.load(path)
         except (SafetensorError, KeyError, ValueError, TypeError) as error:
-            raise experiment.CheckpointError(f"the file is damaged or is not this comparison's checkpoint "
-                                             f"({type(error).__name__})") from None
+            raise experiment.CheckpointError(
+                f"the file is damaged or is not this comparison's checkpoint ({type(error).__name__})"
+            ) from None
 
     def summary(self) -> dict:
         return self.comparison.report()
@@ -47,6 +48,10 @@ def device(config) -> str:
     return "cpu"
 
 
-KIND = RunKind(config_type=experiment.MethodsConfig, device=device, start=MethodsTraining,
-               failures=(mnist_data.MnistDataError, GlyphsDataError, experiment.CheckpointError),
-               checkpoint_problem=experiment.checkpoint_problem)
+KIND = RunKind(
+    config_type=experiment.MethodsConfig,
+    device=device,
+    start=MethodsTraining,
+    failures=(mnist_data.MnistDataError, GlyphsDataError, experiment.CheckpointError),
+    checkpoint_problem=experiment.checkpoint_problem,
+)

@@ -2,8 +2,16 @@
 
 from symlab.specs.lab import Lab
 
-LAB = Lab("mnist", "MNIST", ":material/grid_on:",
-          command="symlab.cli.mnist:register", params="symlab.labs.mnist.params:page_params",
-          blurb=("Launch MFVI and SGM runs of Bayesian MLPs, watch them train, and compare accuracy across widths like"
-                 " the paper's Table 1 (§5)."),
-          runs="symlab.labs.mnist.training:KIND", presets="symlab.labs.mnist.params:PRESETS")
+LAB = Lab(
+    "mnist",
+    "MNIST",
+    ":material/grid_on:",
+    command="symlab.cli.mnist:register",
+    params="symlab.labs.mnist.params:page_params",
+    blurb=(
+        "Launch MFVI and SGM runs of Bayesian MLPs, watch them train, and compare accuracy across widths like"
+        " the paper's Table 1 (§5)."
+    ),
+    runs="symlab.labs.mnist.training:KIND",
+    presets="symlab.labs.mnist.params:PRESETS",
+)

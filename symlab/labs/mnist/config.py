@@ -47,56 +47,139 @@ class MnistConfig:
 
     hidden: int = control(400, low=1, label="Hidden units per layer", help="Units in each hidden layer (the width).")
     depth: int = control(1, low=1, label="Hidden layers", help="Number of hidden layers.")
-    K: int = control(16, low=2, high=256, label="K (SGM's InfoNCE terms)",
-                     help="SGM with InfoNCE: terms of Î_K (the identity and K − 1 random permutations per step).")
-    method: str = control("mfvi", choices=METHODS, label="Method", widget="segmented",
-                          help="mfvi: mean-field VI, maximising the ELBO; sgm: its symmetrised version "
-                               "(ELBO + an estimate of I).")
-    estimator: str = control("reparam", choices=BNN_ESTIMATORS, label="Gradient estimator", widget="segmented",
-                             help="reparam: one weight draw per step, shared by the minibatch; local: each example's "
-                                  "pre-activations drawn from their Gaussian (no weight draw); flipout: one weight "
-                                  "draw, decorrelated across examples by random signs. All three are unbiased; "
-                                  "they differ in variance and cost.")
-    mi: str = control("infonce", choices=MI_ESTIMATORS, label="SGM's estimate of I", widget="segmented",
-                      help="infonce: Î_K over K − 1 random permutations per step (Thm 4.3); blocks: the exact I_H "
-                           "of the subgroup H that permutes blocks of close units.")
-    block_size: int = control(2, low=2, high=MAX_BLOCK_SIZE, label="Block size B (units per block)", url="block",
-                              help="SGM blocks: units per block (H = product of S_B).")
-    rebuild_every: int = control(100, low=1, high=10_000, nudge=10, label="Rebuild blocks every N steps", url="rebuild",
-                                 help="SGM blocks: steps between rebuilds of the blocks from the current posterior.")
-    epochs: int = control(10, low=1, label="Epochs",
-                          help="Passes over the training set. A server caps them in passes over all 60 000 images: "
-                               "an epoch of a subset counts by its share (1 000 epochs of 500 images count as 8.3).")
-    batch_size: int = control(128, low=1, high=2048, nudge=8, label="Batch size", url="batch",
-                              help="Training examples per Adam step.")
-    lr: float = control(1e-3, low=1e-5, high=1.0, nudge=1e-4, label="Learning rate (Adam)", format="%.5f",
-                        help="Adam learning rate.")
-    lr_schedule: str = control("cosine", choices=LR_SCHEDULES, label="Learning-rate schedule", widget="segmented",
-                               url="schedule",
-                               help="cosine: the rate falls from its value to 0 over the run (0.5(1 + cos πt/T)), so "
-                                    "the last steps average out minibatch noise; constant: it stays, and μ keeps "
-                                    "jittering by about the rate at every step.")
-    prior_scale: float = control(1.0, low=0.01, high=10.0, nudge=0.1, label="Prior std dev", url="prior",
-                                 help="Std dev of the isotropic Gaussian prior.")
+    K: int = control(
+        16,
+        low=2,
+        high=256,
+        label="K (SGM's InfoNCE terms)",
+        help="SGM with InfoNCE: terms of Î_K (the identity and K − 1 random permutations per step).",
+    )
+    method: str = control(
+        "mfvi",
+        choices=METHODS,
+        label="Method",
+        widget="segmented",
+        help="mfvi: mean-field VI, maximising the ELBO; sgm: its symmetrised version (ELBO + an estimate of I).",
+    )
+    estimator: str = control(
+        "reparam",
+        choices=BNN_ESTIMATORS,
+        label="Gradient estimator",
+        widget="segmented",
+        help="reparam: one weight draw per step, shared by the minibatch; local: each example's "
+        "pre-activations drawn from their Gaussian (no weight draw); flipout: one weight "
+        "draw, decorrelated across examples by random signs. All three are unbiased; "
+        "they differ in variance and cost.",
+    )
+    mi: str = control(
+        "infonce",
+        choices=MI_ESTIMATORS,
+        label="SGM's estimate of I",
+        widget="segmented",
+        help="infonce: Î_K over K − 1 random permutations per step (Thm 4.3); blocks: the exact I_H "
+        "of the subgroup H that permutes blocks of close units.",
+    )
+    block_size: int = control(
+        2,
+        low=2,
+        high=MAX_BLOCK_SIZE,
+        label="Block size B (units per block)",
+        url="block",
+        help="SGM blocks: units per block (H = product of S_B).",
+    )
+    rebuild_every: int = control(
+        100,
+        low=1,
+        high=10_000,
+        nudge=10,
+        label="Rebuild blocks every N steps",
+        url="rebuild",
+        help="SGM blocks: steps between rebuilds of the blocks from the current posterior.",
+    )
+    epochs: int = control(
+        10,
+        low=1,
+        label="Epochs",
+        help="Passes over the training set. A server caps them in passes over all 60 000 images: "
+        "an epoch of a subset counts by its share (1 000 epochs of 500 images count as 8.3).",
+    )
+    batch_size: int = control(
+        128, low=1, high=2048, nudge=8, label="Batch size", url="batch", help="Training examples per Adam step."
+    )
+    lr: float = control(
+        1e-3, low=1e-5, high=1.0, nudge=1e-4, label="Learning rate (Adam)", format="%.5f", help="Adam learning rate."
+    )
+    lr_schedule: str = control(
+        "cosine",
+        choices=LR_SCHEDULES,
+        label="Learning-rate schedule",
+        widget="segmented",
+        url="schedule",
+        help="cosine: the rate falls from its value to 0 over the run (0.5(1 + cos πt/T)), so "
+        "the last steps average out minibatch noise; constant: it stays, and μ keeps "
+        "jittering by about the rate at every step.",
+    )
+    prior_scale: float = control(
+        1.0,
+        low=0.01,
+        high=10.0,
+        nudge=0.1,
+        label="Prior std dev",
+        url="prior",
+        help="Std dev of the isotropic Gaussian prior.",
+    )
     # Fitted by curvature, σ leaves σ₀ within a few hundred steps; by Adam it grows ≤ ~lr per step, so 10⁻³ leaves q
     # a near point mass for any run of a few epochs.
-    init_sd: float = control(0.05, low=1e-5, high=1.0, nudge=1e-3, label="Initial posterior std dev", format="%.5f",
-                             help="Initial posterior std dev of every weight.")
-    sd_fit: str = control("curvature", choices=SD_FITS, label="How σ is fitted", widget="segmented", url="sdfit",
-                          help="curvature: each step sets σ to the ELBO's stationary point, 1/σ² = 1/s² + N·E_q[∂²ℓ/∂w²] "
-                               "(with SGM's ∂Î/∂σ added), from a running mean of the Hessian diagonal; adam: σ follows "
-                               "Adam on log σ at the learning rate, which takes thousands of steps to settle.")
-    eval_every: int = control(1, low=1, high=10_000, label="Evaluate every N epochs", url="every",
-                              help="Test metrics and unit diagnostics after every N-th epoch (and the last): small "
-                                   "training sets have epochs of a few steps, and evaluating costs more than that.")
-    samples: int = control(10, low=1, high=100, label="Prediction samples M",
-                           help="Weight samples M averaged in test predictions.")
-    train_subset: int = control(0, low=0, high=60_000, nudge=1000, label="Training subset (0 = all 60 000)", url="subset",
-                                help="Train on a seeded subset of N examples (0: all 60000).")
-    seed: int = control(0, low=0, high=100_000, label="Seed",
-                        help="Seeds the initialisation, the minibatches, the weight noise and the permutations.")
-    device: str = control("auto", choices=DEVICES, label="Device", widget="segmented",
-                          help="auto: CUDA when torch finds a GPU, else CPU.")
+    init_sd: float = control(
+        0.05,
+        low=1e-5,
+        high=1.0,
+        nudge=1e-3,
+        label="Initial posterior std dev",
+        format="%.5f",
+        help="Initial posterior std dev of every weight.",
+    )
+    sd_fit: str = control(
+        "curvature",
+        choices=SD_FITS,
+        label="How σ is fitted",
+        widget="segmented",
+        url="sdfit",
+        help="curvature: each step sets σ to the ELBO's stationary point, 1/σ² = 1/s² + N·E_q[∂²ℓ/∂w²] "
+        "(with SGM's ∂Î/∂σ added), from a running mean of the Hessian diagonal; adam: σ follows "
+        "Adam on log σ at the learning rate, which takes thousands of steps to settle.",
+    )
+    eval_every: int = control(
+        1,
+        low=1,
+        high=10_000,
+        label="Evaluate every N epochs",
+        url="every",
+        help="Test metrics and unit diagnostics after every N-th epoch (and the last): small "
+        "training sets have epochs of a few steps, and evaluating costs more than that.",
+    )
+    samples: int = control(
+        10, low=1, high=100, label="Prediction samples M", help="Weight samples M averaged in test predictions."
+    )
+    train_subset: int = control(
+        0,
+        low=0,
+        high=60_000,
+        nudge=1000,
+        label="Training subset (0 = all 60 000)",
+        url="subset",
+        help="Train on a seeded subset of N examples (0: all 60000).",
+    )
+    seed: int = control(
+        0,
+        low=0,
+        high=100_000,
+        label="Seed",
+        help="Seeds the initialisation, the minibatches, the weight noise and the permutations.",
+    )
+    device: str = control(
+        "auto", choices=DEVICES, label="Device", widget="segmented", help="auto: CUDA when torch finds a GPU, else CPU."
+    )
 
     def validate(self) -> "MnistConfig":
         return controls.validate(self)
@@ -105,8 +188,12 @@ class MnistConfig:
         """What the run asks of a server, for its caps: its epochs in passes over all 60 000 images, and what it
         computes (:func:`run_parts`)."""
         images = self.train_subset or TRAIN_IMAGES
-        return Work(width=self.hidden, depth=self.depth, epochs=math.ceil(self.epochs * images / TRAIN_IMAGES),
-                    parts=run_parts(self))
+        return Work(
+            width=self.hidden,
+            depth=self.depth,
+            epochs=math.ceil(self.epochs * images / TRAIN_IMAGES),
+            parts=run_parts(self),
+        )
 
     @property
     def evaluations(self) -> int:
@@ -172,8 +259,12 @@ def step_cost(config: MnistConfig, images: int) -> Cost:
     gradient = 2 * batch * (2 * every + past_first) * (1 if config.estimator == "reparam" else 2)
     curvature = 2 * batch * (2 * every + past_first) if config.sd_fit == "curvature" else 0
     parameters = layout.n_params
-    elementwise = (PARAMETER_PASSES[config.sd_fit] * parameters + ACTIVATION_PASSES * batch * sum(layout.sizes[1:])
-                   + batch * N_PIXELS + STEP_OVERHEAD)
+    elementwise = (
+        PARAMETER_PASSES[config.sd_fit] * parameters
+        + ACTIVATION_PASSES * batch * sum(layout.sizes[1:])
+        + batch * N_PIXELS
+        + STEP_OVERHEAD
+    )
     if config.method == "sgm":
         elementwise += parameters * (INFONCE_PASSES * config.K if config.mi == "infonce" else BLOCK_PASSES)
     return Cost(matmul_flops=gradient + curvature, elementwise=elementwise)
@@ -189,11 +280,12 @@ def evaluation_cost(config: MnistConfig) -> Cost:
     layout, samples = config.layout, config.samples
     every, _ = multiply_adds(layout)
     calls = samples * math.ceil(TEST_IMAGES / EVAL_BATCH)
-    return Cost(matmul_flops=samples * 2 * TEST_IMAGES * every,
-                elementwise=samples * (3 * layout.n_params + TEST_IMAGES * (sum(layout.hidden)
-                                                                         + EVAL_PASSES * N_CLASSES))
-                + calls * STEP_OVERHEAD / 10,
-                normals=samples * layout.n_params)
+    return Cost(
+        matmul_flops=samples * 2 * TEST_IMAGES * every,
+        elementwise=samples * (3 * layout.n_params + TEST_IMAGES * (sum(layout.hidden) + EVAL_PASSES * N_CLASSES))
+        + calls * STEP_OVERHEAD / 10,
+        normals=samples * layout.n_params,
+    )
 
 
 def diagnosis_cost(config: MnistConfig) -> Cost:
@@ -206,8 +298,11 @@ def diagnosis_cost(config: MnistConfig) -> Cost:
         flops += times * 8 * units**2 * row  # two float64 products (at half the float32 rate)
         pairs += times * units**2
     parameters = layout.n_params
-    return Cost(matmul_flops=flops, elementwise=DIAGNOSIS_PASSES * pairs + DIAGNOSTIC_DRAWS * 10 * parameters,
-                normals=DIAGNOSTIC_DRAWS * parameters)
+    return Cost(
+        matmul_flops=flops,
+        elementwise=DIAGNOSIS_PASSES * pairs + DIAGNOSTIC_DRAWS * 10 * parameters,
+        normals=DIAGNOSTIC_DRAWS * parameters,
+    )
 
 
 def run_parts(config: MnistConfig) -> tuple[Part, ...]:
@@ -215,13 +310,17 @@ def run_parts(config: MnistConfig) -> tuple[Part, ...]:
     images = config.train_subset or TRAIN_IMAGES
     steps = math.ceil(images / config.batch_size)
     evaluations = config.evaluations
-    after = (f"after each of {config.epochs} epochs" if evaluations == config.epochs else
-             f"after {evaluations} of {config.epochs} epochs")
+    after = (
+        f"after each of {config.epochs} epochs"
+        if evaluations == config.epochs
+        else f"after {evaluations} of {config.epochs} epochs"
+    )
     scale = MEASURED_OVER_COUNTED
     return (
-        Part(f"training {config.epochs} epochs of {images} images in batches of {min(config.batch_size, images)}",
-             (step_cost(config, images) * (steps * config.epochs) + epoch_cost(config, images) * config.epochs)
-             * scale),
+        Part(
+            f"training {config.epochs} epochs of {images} images in batches of {min(config.batch_size, images)}",
+            (step_cost(config, images) * (steps * config.epochs) + epoch_cost(config, images) * config.epochs) * scale,
+        ),
         Part(f"evaluating {config.samples} samples {after}", evaluation_cost(config) * (evaluations * scale)),
         Part(f"measuring the units {after}", diagnosis_cost(config) * (evaluations * scale)),
     )

@@ -57,18 +57,26 @@ def check(history: list[dict], end: int, window_steps: int = WINDOW_STEPS) -> di
     elbo_change = b["mean"] - a["mean"]
     elbo_se = math.hypot(a["se"], b["se"])
     log_sd_change = b["log_sd"] - a["log_sd"]
-    return {"elbo_change": elbo_change, "elbo_change_se": elbo_se, "log_sd_change": log_sd_change,
-            "passed": abs(elbo_change) <= ELBO_SE * elbo_se and abs(log_sd_change) <= LOG_SD_CHANGE}
+    return {
+        "elbo_change": elbo_change,
+        "elbo_change_se": elbo_se,
+        "log_sd_change": log_sd_change,
+        "passed": abs(elbo_change) <= ELBO_SE * elbo_se and abs(log_sd_change) <= LOG_SD_CHANGE,
+    }
 
 
 def convergence(history: list[dict], window_steps: int = WINDOW_STEPS) -> dict:
     """``converged`` (bool), ``converged_epoch`` (the first epoch from which every check passed, or None),
     and the last check's ``elbo_change``, ``elbo_change_se``, ``log_sd_change`` (None where the history is too
     short for two windows; histories recorded before the per-step spread was kept give None throughout)."""
-    empty = {"converged": False, "converged_epoch": None, "elbo_change": None, "elbo_change_se": None,
-             "log_sd_change": None}
-    if not history or any(entry.get("train_elbo_sd") is None or entry.get("log_sd_mean") is None
-                          for entry in history):
+    empty = {
+        "converged": False,
+        "converged_epoch": None,
+        "elbo_change": None,
+        "elbo_change_se": None,
+        "log_sd_change": None,
+    }
+    if not history or any(entry.get("train_elbo_sd") is None or entry.get("log_sd_mean") is None for entry in history):
         return empty
     checks = []  # (the index of the check's last epoch, its result), the last epoch's first
     end = len(history)
@@ -82,8 +90,11 @@ def convergence(history: list[dict], window_steps: int = WINDOW_STEPS) -> dict:
     while passing < len(checks) and checks[passing][1]["passed"]:
         passing += 1
     converged = last["passed"]
-    return {"converged": converged, "converged_epoch": history[checks[passing - 1][0]]["epoch"] if converged else None,
-            **{key: last[key] for key in ("elbo_change", "elbo_change_se", "log_sd_change")}}
+    return {
+        "converged": converged,
+        "converged_epoch": history[checks[passing - 1][0]]["epoch"] if converged else None,
+        **{key: last[key] for key in ("elbo_change", "elbo_change_se", "log_sd_change")},
+    }
 
 
 def describe(result: dict) -> str:

@@ -28,7 +28,7 @@ from .config import CURVATURE_DECAY, DIAGNOSTIC_DRAWS, ECE_BINS, EVAL_BATCH, Mni
 
 
 def resolve_device(name: str) -> torch.device:
-    """"auto" → CUDA when torch finds a GPU, else CPU; "cuda" without a GPU is an error."""
+    """ "auto" → CUDA when torch finds a GPU, else CPU; "cuda" without a GPU is an error."""
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if name == "cuda" and not torch.cuda.is_available():
@@ -49,7 +49,7 @@ def prepare_tensors(mnist: Mnist, config: MnistConfig, device: torch.device) -> 
     batch crosses the bus); a seeded subset of the training set when ``train_subset`` is set."""
     train_images, train_labels = mnist.train_images, mnist.train_labels
     if config.train_subset:
-        chosen = np.random.default_rng(config.seed).permutation(len(train_labels))[:config.train_subset]
+        chosen = np.random.default_rng(config.seed).permutation(len(train_labels))[: config.train_subset]
         train_images, train_labels = train_images[np.sort(chosen)], train_labels[np.sort(chosen)]
 
     def images(array):
@@ -58,8 +58,9 @@ def prepare_tensors(mnist: Mnist, config: MnistConfig, device: torch.device) -> 
     def labels(array):
         return torch.from_numpy(np.asarray(array, dtype=np.int64)).to(device)
 
-    return MnistTensors(images(train_images), labels(train_labels), images(mnist.test_images),
-                        labels(mnist.test_labels))
+    return MnistTensors(
+        images(train_images), labels(train_labels), images(mnist.test_images), labels(mnist.test_labels)
+    )
 
 
 def _generator(device: torch.device, *seed_parts: int) -> torch.Generator:
@@ -71,9 +72,20 @@ def _generator(device: torch.device, *seed_parts: int) -> torch.Generator:
 
 
 # The metrics of an evaluated epoch only (None in the others): test metrics and unit diagnostics.
-EVALUATED_KEYS = ("test_acc", "test_nll", "test_ece", "nearest_unit_kl_min", "nearest_unit_kl_median",
-                  "units_at_prior", "unit_layers", "block_mi", "block_mi_se", "block_log_group_size",
-                  "block_mi_active", "sd_median")
+EVALUATED_KEYS = (
+    "test_acc",
+    "test_nll",
+    "test_ece",
+    "nearest_unit_kl_min",
+    "nearest_unit_kl_median",
+    "units_at_prior",
+    "unit_layers",
+    "block_mi",
+    "block_mi_se",
+    "block_log_group_size",
+    "block_mi_active",
+    "sd_median",
+)
 
 
 class MnistTrainer:
@@ -91,11 +103,15 @@ class MnistTrainer:
         self.mu = q.mean.requires_grad_()
         self.log_sd = q.log_sd.requires_grad_()
         fits_curvature = config.sd_fit == "curvature"
-        self.optimizer = torch.optim.Adam([self.mu] if fits_curvature else [self.mu, self.log_sd], lr=config.lr,
-                                          fused=True)
+        self.optimizer = torch.optim.Adam(
+            [self.mu] if fits_curvature else [self.mu, self.log_sd], lr=config.lr, fused=True
+        )
         # The curvature fit's running means: the Hessian diagonal, started where it gives σ₀, and SGM's ∂Î/∂σ.
-        self.curvature = ((1.0 / q.log_sd.detach().exp().square() - 1.0 / config.prior_scale**2).clamp_(min=0.0)
-                          / self.n_train) if fits_curvature else None
+        self.curvature = (
+            ((1.0 / q.log_sd.detach().exp().square() - 1.0 / config.prior_scale**2).clamp_(min=0.0) / self.n_train)
+            if fits_curvature
+            else None
+        )
         self.info_grad = torch.zeros_like(self.mu) if fits_curvature and config.method == "sgm" else None
         self.epoch = 0  # completed epochs
         self.history: list[dict] = []
@@ -137,8 +153,13 @@ class MnistTrainer:
                 w = torch.add(mu, perturbation, out=self._scratch("w"))
                 grad_w = self._scratch("grad_mu")
                 nll = mlp.cross_entropy_gradient(self._views("w"), x, y, self._views("grad_mu"))
-                return nll, *bnn.negative_elbo_gradients(grad_w, perturbation, mu, sd, config.prior_scale,
-                                                         self.n_train, out=self._scratch("grad_log_sd")), w
+                return (
+                    nll,
+                    *bnn.negative_elbo_gradients(
+                        grad_w, perturbation, mu, sd, config.prior_scale, self.n_train, out=self._scratch("grad_log_sd")
+                    ),
+                    w,
+                )
         if config.estimator == "local":
             logits = bnn.local_reparam_outputs(self.layout, mu, log_sd, x, sample_generator)
         else:
@@ -167,12 +188,14 @@ class MnistTrainer:
         mutual_info = None
         if config.method == "sgm":
             if config.mi == "blocks":
-                mutual_info, active = blocks.block_mutual_info(self.layout, w.detach(), noise, mu, log_sd,
-                                                               self.block_plan)
+                mutual_info, active = blocks.block_mutual_info(
+                    self.layout, w.detach(), noise, mu, log_sd, self.block_plan
+                )
                 log_group_size = self.block_plan.log_group_size
             else:
-                mutual_info, active = bnn.infonce(self.layout, w.detach(), noise, mu, log_sd, config.K,
-                                                  perm_generator, sd)
+                mutual_info, active = bnn.infonce(
+                    self.layout, w.detach(), noise, mu, log_sd, config.K, perm_generator, sd
+                )
                 log_group_size = math.log(config.K)
             if active:
                 extra_mu, extra_log_sd = torch.autograd.grad(-mutual_info.float() / self.n_train, [mu, log_sd])
@@ -251,15 +274,23 @@ class MnistTrainer:
             global_step = (epoch - 1) * steps + step
             if config.method == "sgm" and config.mi == "blocks" and global_step % config.rebuild_every == 0:
                 self.block_plan = self._plan_blocks(global_step)
-            batch = order[step * config.batch_size:(step + 1) * config.batch_size]
+            batch = order[step * config.batch_size : (step + 1) * config.batch_size]
             noise = None if normals is None else normals.draw(step)
             self.set_learning_rate(global_step, config.epochs * steps)
             try:
-                estimates = self.step(self.data.train_x[batch], self.data.train_y[batch], noise, perm_generator,
-                                      generator, label_generator)
+                estimates = self.step(
+                    self.data.train_x[batch],
+                    self.data.train_y[batch],
+                    noise,
+                    perm_generator,
+                    generator,
+                    label_generator,
+                )
             except TrainingDiverged:
-                raise TrainingDiverged(f"training diverged at epoch {epoch}, step {step + 1}: the loss became "
-                                       f"NaN or infinite (try a lower learning rate than {config.lr:g})") from None
+                raise TrainingDiverged(
+                    f"training diverged at epoch {epoch}, step {step + 1}: the loss became "
+                    f"NaN or infinite (try a lower learning rate than {config.lr:g})"
+                ) from None
             for key, value in estimates.items():
                 totals[key] += float(value)
             totals["elbo_squared"] += estimates["elbo"] ** 2
@@ -267,14 +298,25 @@ class MnistTrainer:
                 on_step(step + 1, steps)
         seconds = time.perf_counter() - started
         mean_elbo = totals["elbo"] / steps
-        metrics = {"epoch": epoch, "steps": steps, "train_elbo": mean_elbo,
-                   "train_elbo_sd": math.sqrt(max(totals["elbo_squared"] / steps - mean_elbo**2, 0.0)),
-                   "log_sd_mean": float(self.log_sd.detach().mean()), "train_elbo_sym": None,
-                   "mutual_info": None, "log_group_size": None, "mi_active": None, "seconds": seconds}
+        metrics = {
+            "epoch": epoch,
+            "steps": steps,
+            "train_elbo": mean_elbo,
+            "train_elbo_sd": math.sqrt(max(totals["elbo_squared"] / steps - mean_elbo**2, 0.0)),
+            "log_sd_mean": float(self.log_sd.detach().mean()),
+            "train_elbo_sym": None,
+            "mutual_info": None,
+            "log_group_size": None,
+            "mi_active": None,
+            "seconds": seconds,
+        }
         if config.method == "sgm":
-            metrics.update(train_elbo_sym=(totals["elbo"] + totals["mutual_info"]) / steps,
-                           mutual_info=totals["mutual_info"] / steps, mi_active=totals["active"] / steps,
-                           log_group_size=totals["log_group_size"] / steps)
+            metrics.update(
+                train_elbo_sym=(totals["elbo"] + totals["mutual_info"]) / steps,
+                mutual_info=totals["mutual_info"] / steps,
+                mi_active=totals["active"] / steps,
+                log_group_size=totals["log_group_size"] / steps,
+            )
         if epoch % config.eval_every == 0 or epoch >= config.epochs:
             check = None if on_step is None else (lambda: on_step(steps, steps))
             metrics.update(self.evaluate(_generator(self.device, config.seed, epoch, 1), check))
@@ -291,8 +333,7 @@ class MnistTrainer:
         at each rebuild (blocks in adjacent layers would not factorise). The plan is kept in checkpoints, so a
         resumed run goes on with the blocks it had."""
         parity = (global_step // self.config.rebuild_every) % 2
-        return blocks.plan_blocks(self.layout, self.mu.detach(), self.log_sd.detach(), self.config.block_size,
-                                  parity)
+        return blocks.plan_blocks(self.layout, self.mu.detach(), self.log_sd.detach(), self.config.block_size, parity)
 
     def diagnose(self, generator: torch.Generator, check=None) -> dict:
         """How close q's units are (nearest-unit Jeffreys divergence, units at the prior) and the
@@ -306,12 +347,17 @@ class MnistTrainer:
         plan = blocks.plan_blocks(self.layout, mu, log_sd, self.config.block_size)
         check()
         estimate = blocks.block_mutual_info_estimate(self.layout, mu, log_sd, plan, DIAGNOSTIC_DRAWS, generator)
-        return {"nearest_unit_kl_min": units["nearest_unit_kl_min"],
-                "nearest_unit_kl_median": units["nearest_unit_kl_median"],
-                "units_at_prior": units["units_at_prior"], "unit_layers": units["by_layer"],
-                "block_mi": estimate["mutual_info"], "block_mi_se": estimate["mutual_info_se"],
-                "block_log_group_size": estimate["log_group_size"], "block_mi_active": estimate["active"],
-                "sd_median": float(log_sd.median().exp())}
+        return {
+            "nearest_unit_kl_min": units["nearest_unit_kl_min"],
+            "nearest_unit_kl_median": units["nearest_unit_kl_median"],
+            "units_at_prior": units["units_at_prior"],
+            "unit_layers": units["by_layer"],
+            "block_mi": estimate["mutual_info"],
+            "block_mi_se": estimate["mutual_info_se"],
+            "block_log_group_size": estimate["log_group_size"],
+            "block_mi_active": estimate["active"],
+            "sd_median": float(log_sd.median().exp()),
+        }
 
     @torch.no_grad()
     def predictive_log_probs(self, x: torch.Tensor, generator: torch.Generator, check=None) -> torch.Tensor:
@@ -324,7 +370,7 @@ class MnistTrainer:
             check()
         outputs = []
         for start in range(0, x.shape[0], EVAL_BATCH):
-            chunk = x[start:start + EVAL_BATCH]
+            chunk = x[start : start + EVAL_BATCH]
             log_probs = []
             for w in samples:
                 log_probs.append(F.log_softmax(mlp.forward(self.layout.layers(w), chunk), dim=1))
@@ -337,12 +383,20 @@ class MnistTrainer:
         return classification_metrics(log_probs, self.data.test_y)
 
     def state_dict(self) -> dict:
-        return {"config": self.config.to_dict(), "epoch": self.epoch, "history": self.history,
-                "mu": self.mu.detach().cpu(), "log_sd": self.log_sd.detach().cpu(),
-                "optimizer": self.optimizer.state_dict(),
-                **{name: getattr(self, name).cpu() for name in ("curvature", "info_grad")
-                   if getattr(self, name) is not None},
-                **({"block_plan": blocks.plan_state(self.block_plan)} if self.block_plan is not None else {})}
+        return {
+            "config": self.config.to_dict(),
+            "epoch": self.epoch,
+            "history": self.history,
+            "mu": self.mu.detach().cpu(),
+            "log_sd": self.log_sd.detach().cpu(),
+            "optimizer": self.optimizer.state_dict(),
+            **{
+                name: getattr(self, name).cpu()
+                for name in ("curvature", "info_grad")
+                if getattr(self, name) is not None
+            },
+            **({"block_plan": blocks.plan_state(self.block_plan)} if self.block_plan is not None else {}),
+        }
 
     def load_state_dict(self, state: dict) -> None:
         with torch.no_grad():
@@ -364,9 +418,11 @@ def _no_check() -> None:
 def classification_metrics(log_probs: torch.Tensor, labels: torch.Tensor, bins: int = ECE_BINS) -> dict:
     """Test accuracy, mean negative log-likelihood, and expected calibration error (equal-width
     confidence bins: Σ_b (n_b/n) |accuracy_b − confidence_b|), by symlab.lib.uncertainty's formulas."""
-    return {"test_acc": uncertainty.accuracy(log_probs, labels),
-            "test_nll": uncertainty.negative_log_likelihood(log_probs, labels),
-            "test_ece": uncertainty.expected_calibration_error(log_probs, labels, bins)}
+    return {
+        "test_acc": uncertainty.accuracy(log_probs, labels),
+        "test_nll": uncertainty.negative_log_likelihood(log_probs, labels),
+        "test_ece": uncertainty.expected_calibration_error(log_probs, labels, bins),
+    }
 
 
 class CheckpointError(RuntimeError):
@@ -385,8 +441,10 @@ def save_checkpoint(trainer: MnistTrainer, path: Path) -> None:
         partial.unlink(missing_ok=True)
         earlier = sorted(path.parent.glob("checkpoint*.pt"))
         kept = f"epoch {trainer.epoch - 1}'s checkpoint is intact" if earlier else "no checkpoint was kept"
-        raise CheckpointError(f"cannot write the checkpoint {path} ({error}): free some space or fix the "
-                              f"permissions there, then resume ({kept})") from None
+        raise CheckpointError(
+            f"cannot write the checkpoint {path} ({error}): free some space or fix the "
+            f"permissions there, then resume ({kept})"
+        ) from None
 
 
 def load_checkpoint(trainer: MnistTrainer, path: Path) -> None:
@@ -450,8 +508,12 @@ def posterior_file(state: dict, run_id: int | None = None) -> bytes:
     config = MnistConfig.from_dict(state["config"])
     mu, sd = state["mu"].detach().cpu(), state["log_sd"].detach().cpu().exp()
     history = state.get("history") or []
-    metadata = {"config": config.to_dict(), "epochs_done": int(state["epoch"]), "inputs": INPUT_NOTE,
-                "test_acc": history[-1].get("test_acc") if history else None}
+    metadata = {
+        "config": config.to_dict(),
+        "epochs_done": int(state["epoch"]),
+        "inputs": INPUT_NOTE,
+        "test_acc": history[-1].get("test_acc") if history else None,
+    }
     if run_id is not None:
         metadata["run_id"] = run_id
     return weights.posterior_bytes(config.layout.layers(mu), config.layout.layers(sd), metadata)
@@ -464,13 +526,22 @@ def exported_run(checkpoint: Path, run_id: int) -> bytes:
     try:
         state = read_checkpoint(checkpoint)
     except CheckpointError as error:
-        raise ValueError(f"run #{run_id}'s checkpoint cannot be read: {error}. Resume the run (it goes on from the "
-                         "checkpoint before) or restart it") from None
+        raise ValueError(
+            f"run #{run_id}'s checkpoint cannot be read: {error}. Resume the run (it goes on from the "
+            "checkpoint before) or restart it"
+        ) from None
     return posterior_file(state, run_id)
 
 
-DIAGNOSTIC_KEYS = ("nearest_unit_kl_min", "nearest_unit_kl_median", "units_at_prior", "block_mi",
-                   "block_log_group_size", "block_mi_active", "sd_median")
+DIAGNOSTIC_KEYS = (
+    "nearest_unit_kl_min",
+    "nearest_unit_kl_median",
+    "units_at_prior",
+    "block_mi",
+    "block_log_group_size",
+    "block_mi_active",
+    "sd_median",
+)
 
 
 def final_summary(trainer: MnistTrainer) -> dict:
@@ -482,14 +553,20 @@ def final_summary(trainer: MnistTrainer) -> dict:
     config = trainer.config
     last = trainer.history[-1] if trainer.history else {}
     trained = config.method == "sgm"
-    summary = {"epochs_done": trainer.epoch, "test_acc": last.get("test_acc"), "test_nll": last.get("test_nll"),
-               "test_ece": last.get("test_ece"), "train_elbo": last.get("train_elbo"),
-               "train_elbo_sym": last.get("train_elbo_sym"),
-               "mi_estimator": config.mi if trained else "blocks", "mi_trained": trained,
-               "mutual_info": last.get("mutual_info" if trained else "block_mi"),
-               "log_group_size": last.get("log_group_size" if trained else "block_log_group_size"),
-               "mi_active": last.get("mi_active" if trained else "block_mi_active"),
-               "train_seconds": sum(m["seconds"] for m in trainer.history)}
+    summary = {
+        "epochs_done": trainer.epoch,
+        "test_acc": last.get("test_acc"),
+        "test_nll": last.get("test_nll"),
+        "test_ece": last.get("test_ece"),
+        "train_elbo": last.get("train_elbo"),
+        "train_elbo_sym": last.get("train_elbo_sym"),
+        "mi_estimator": config.mi if trained else "blocks",
+        "mi_trained": trained,
+        "mutual_info": last.get("mutual_info" if trained else "block_mi"),
+        "log_group_size": last.get("log_group_size" if trained else "block_log_group_size"),
+        "mi_active": last.get("mi_active" if trained else "block_mi_active"),
+        "train_seconds": sum(m["seconds"] for m in trainer.history),
+    }
     summary.update({key: last.get(key) for key in DIAGNOSTIC_KEYS})
     summary.update(convergence.convergence(trainer.history))
     return summary

@@ -9,8 +9,19 @@ from symlab.specs.run_kind import FINISHED
 
 from .config import MnistConfig
 
-RESULT_KEYS = ("test_acc", "test_nll", "test_ece", "train_elbo", "train_elbo_sym", "mutual_info", "log_group_size",
-               "mi_active", "nearest_unit_kl_min", "nearest_unit_kl_median", "units_at_prior")
+RESULT_KEYS = (
+    "test_acc",
+    "test_nll",
+    "test_ece",
+    "train_elbo",
+    "train_elbo_sym",
+    "mutual_info",
+    "log_group_size",
+    "mi_active",
+    "nearest_unit_kl_min",
+    "nearest_unit_kl_median",
+    "units_at_prior",
+)
 
 
 def setting_label(config: MnistConfig) -> str:
@@ -21,8 +32,10 @@ def setting_label(config: MnistConfig) -> str:
     estimator = "" if config.estimator == "reparam" else f", {config.estimator} gradients"
     schedule = "" if config.lr_schedule == "cosine" else f" {config.lr_schedule}"
     fit = "" if config.sd_fit == "curvature" else f", σ by {config.sd_fit}"
-    return (f"{depth}{epochs}, {subset}, batch {config.batch_size}, lr {config.lr:g}{schedule}{fit}, "
-            f"prior {config.prior_scale:g}, init sd {config.init_sd:g}, M={config.samples}{estimator}")
+    return (
+        f"{depth}{epochs}, {subset}, batch {config.batch_size}, lr {config.lr:g}{schedule}{fit}, "
+        f"prior {config.prior_scale:g}, init sd {config.init_sd:g}, M={config.samples}{estimator}"
+    )
 
 
 def by_seed(runs) -> dict[int, list]:
@@ -57,15 +70,23 @@ def results_table(finished_runs) -> list[dict]:
         key = (setting_label(run.config), run.config.hidden, run.config.method_label)
         groups.setdefault(key, []).append(run)
     rows = []
-    for (setting, hidden, label), runs in sorted(groups.items(), key=lambda item: (item[0][0], item[0][1],
-                                                                                    item[0][2] != "MFVI",
-                                                                                    item[0][2])):
+    for (setting, hidden, label), runs in sorted(
+        groups.items(), key=lambda item: (item[0][0], item[0][1], item[0][2] != "MFVI", item[0][2])
+    ):
         seeds = by_seed(runs)
         config = runs[0].config
-        row = {"setting": setting, "hidden": hidden, "method": config.method,
-               "K": config.K if config.method == "sgm" and config.mi == "infonce" else None,
-               "mi": config.mi if config.method == "sgm" else None, "label": label, "seeds": len(seeds),
-               "seed_list": list(seeds), "runs": len(runs), "run_ids": [found[0].id for found in seeds.values()]}
+        row = {
+            "setting": setting,
+            "hidden": hidden,
+            "method": config.method,
+            "K": config.K if config.method == "sgm" and config.mi == "infonce" else None,
+            "mi": config.mi if config.method == "sgm" else None,
+            "label": label,
+            "seeds": len(seeds),
+            "seed_list": list(seeds),
+            "runs": len(runs),
+            "run_ids": [found[0].id for found in seeds.values()],
+        }
         for key in RESULT_KEYS:
             values = latest_values(runs, key)
             row[f"{key}_mean"] = float(np.mean(values)) if values else None
@@ -92,8 +113,12 @@ def bound_gain_rows(rows) -> list[dict]:
     gains = []
     for row in rows:
         base = mfvi.get((row["setting"], row["hidden"]))
-        if (row["method"] == "sgm" and base and row["train_elbo_sym_mean"] is not None
-                and base["train_elbo_mean"] is not None):
+        if (
+            row["method"] == "sgm"
+            and base
+            and row["train_elbo_sym_mean"] is not None
+            and base["train_elbo_mean"] is not None
+        ):
             gains.append({**row, "gain_mean": row["train_elbo_sym_mean"] - base["train_elbo_mean"], "gain_std": None})
     return gains
 
@@ -110,8 +135,14 @@ def same_as_mfvi(rows, key: str) -> dict[str, list[int]]:
     found: dict[str, list[int]] = {}
     for row in rows:
         base = mfvi.get((row["setting"], row["hidden"]))
-        if (row["method"] == "sgm" and base and row["mi_active_mean"] == 0 and row["seed_list"] == base["seed_list"]
-                and row[key] is not None and row[key] == base[key]):
+        if (
+            row["method"] == "sgm"
+            and base
+            and row["mi_active_mean"] == 0
+            and row["seed_list"] == base["seed_list"]
+            and row[key] is not None
+            and row[key] == base[key]
+        ):
             found.setdefault(row["label"], []).append(row["hidden"])
     return found
 
@@ -127,4 +158,5 @@ def trained_as_mfvi(sgm_config, sgm_history, mfvi_config, mfvi_history) -> bool:
     epochs = min(len(sgm_history), len(mfvi_history))
     return epochs > 0 and all(
         sgm.get("mi_active") == 0 and sgm.get("train_elbo") == mfvi.get("train_elbo")
-        for sgm, mfvi in zip(sgm_history[:epochs], mfvi_history[:epochs]))
+        for sgm, mfvi in zip(sgm_history[:epochs], mfvi_history[:epochs])
+    )

@@ -42,6 +42,10 @@ def device(config: mnist.MnistConfig) -> str:
     return mnist.resolve_device(config.device).type
 
 
-KIND = RunKind(config_type=mnist.MnistConfig, device=device, start=MnistTraining,
-               failures=(mnist_data.MnistDataError, mnist.CheckpointError, torch.cuda.OutOfMemoryError),
-               checkpoint_problem=mnist.checkpoint_problem)
+KIND = RunKind(
+    config_type=mnist.MnistConfig,
+    device=device,
+    start=MnistTraining,
+    failures=(mnist_data.MnistDataError, mnist.CheckpointError, torch.cuda.OutOfMemoryError),
+    checkpoint_problem=mnist.checkpoint_problem,
+)

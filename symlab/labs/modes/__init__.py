@@ -2,8 +2,15 @@
 
 from symlab.specs.lab import Lab
 
-LAB = Lab("modes", "Mode interpolation", ":material/ssid_chart:",
-          command="symlab.cli.modes:register", params="symlab.labs.modes.params:page_params",
-          presets="symlab.labs.modes.params:PRESETS",
-          blurb=("One Gaussian, two modes, and the threshold α* ≈ 5σ where reverse KL stops interpolating (Gelberg et "
-                 "al. 2024, §3)."))
+LAB = Lab(
+    "modes",
+    "Mode interpolation",
+    ":material/ssid_chart:",
+    command="symlab.cli.modes:register",
+    params="symlab.labs.modes.params:page_params",
+    presets="symlab.labs.modes.params:PRESETS",
+    blurb=(
+        "One Gaussian, two modes, and the threshold α* ≈ 5σ where reverse KL stops interpolating (Gelberg et "
+        "al. 2024, §3)."
+    ),
+)

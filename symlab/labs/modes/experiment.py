@@ -91,17 +91,29 @@ class SweepConfig:
     keeps det Σ* = s²σ^(2(d−1)) a finite, non-zero float64.
     """
 
-    sigma: float = control(1.0, low=0.1, high=20.0, step=0.05, label="Component std dev σ",
-                           help="Std dev σ of each component.")
-    dim: int = control(2, low=1, high=100, label="Dimension d (for det Σ*)",
-                       help="Dimension d of the target; only det Σ* (and the mc protocol's cost) depends on it.")
-    alpha_max: float = control(0.0, low=0.0, label="Largest mode distance",
-                               help="Largest mode distance α of the sweep; 0: 10σ.")
+    sigma: float = control(
+        1.0, low=0.1, high=20.0, step=0.05, label="Component std dev σ", help="Std dev σ of each component."
+    )
+    dim: int = control(
+        2,
+        low=1,
+        high=100,
+        label="Dimension d (for det Σ*)",
+        help="Dimension d of the target; only det Σ* (and the mc protocol's cost) depends on it.",
+    )
+    alpha_max: float = control(
+        0.0, low=0.0, label="Largest mode distance", help="Largest mode distance α of the sweep; 0: 10σ."
+    )
     points: int = control(100, low=2, high=10_000, label="Sweep points", help="α values in the sweep.")
-    protocol: str = control("exact", choices=PROTOCOLS, label="Protocol",
-                            help="exact: noise-free quadrature (fast); mc: the paper's Monte-Carlo protocol with Adam.")
-    covariance: str = control("diag", choices=COVARIANCES, label="Covariance of q",
-                              help="diag: std devs only; full: a Cholesky factor.")
+    protocol: str = control(
+        "exact",
+        choices=PROTOCOLS,
+        label="Protocol",
+        help="exact: noise-free quadrature (fast); mc: the paper's Monte-Carlo protocol with Adam.",
+    )
+    covariance: str = control(
+        "diag", choices=COVARIANCES, label="Covariance of q", help="diag: std devs only; full: a Cholesky factor."
+    )
     samples: int = control(5000, low=1, label="Monte-Carlo samples", help="Samples per Adam step and for the final KL.")
     steps: int = control(1000, low=1, label="Adam steps", help="Adam steps.")
     # Adam moves each parameter about lr per step: below 10⁻⁶, q would not move.
@@ -117,23 +129,37 @@ class SweepConfig:
 
     def mc_options(self) -> dict:
         """The Monte-Carlo protocol's settings, as :func:`fit_monte_carlo` takes them."""
-        return {"covariance": self.covariance, "samples": self.samples, "steps": self.steps, "lr": self.lr,
-                "seed": self.seed}
+        return {
+            "covariance": self.covariance,
+            "samples": self.samples,
+            "steps": self.steps,
+            "lr": self.lr,
+            "seed": self.seed,
+        }
 
     def validate(self) -> "SweepConfig":
         """This config, or one ValueError naming every field out of its declared range and a sweep too wide
         for σ."""
-        numbers_ok = all(controls.declaration(SweepConfig, name).accepts(getattr(self, name))
-                         for name in ("sigma", "alpha_max"))
+        numbers_ok = all(
+            controls.declaration(SweepConfig, name).accepts(getattr(self, name)) for name in ("sigma", "alpha_max")
+        )
         ratio = self.largest_alpha / self.sigma if numbers_ok else 0.0
-        return controls.validate(self, [(ratio <= _MAX_ALPHA_OVER_SIGMA,
-                                         f"the sweep's largest α/σ is {ratio:g}; it must be <= "
-                                         f"{_MAX_ALPHA_OVER_SIGMA:g} (choose a larger sigma or a smaller alpha_max)")])
+        return controls.validate(
+            self,
+            [
+                (
+                    ratio <= _MAX_ALPHA_OVER_SIGMA,
+                    f"the sweep's largest α/σ is {ratio:g}; it must be <= "
+                    f"{_MAX_ALPHA_OVER_SIGMA:g} (choose a larger sigma or a smaller alpha_max)",
+                )
+            ],
+        )
 
 
 # ---------------------------------------------------------------------------------------------
 # Densities (for drawing)
 # ---------------------------------------------------------------------------------------------
+
 
 def log_normal(x, mean, std):
     x = np.asarray(x, dtype=np.float64)
@@ -153,6 +179,7 @@ def log_mixture_2d(x1, x2, alpha: float, sigma: float):
 # ---------------------------------------------------------------------------------------------
 # The exact 1-D objective in standardised units (σ = 1, a = α/σ)
 # ---------------------------------------------------------------------------------------------
+
 
 def _log_mixture_parts(z, a):
     """log p of ½N(0,1) + ½N(a,1) at z, and r, the second component's responsibility.
@@ -242,6 +269,7 @@ def _newton_from_first_component(a: np.ndarray, max_step=0.25, tol=1e-10, max_it
 # Results
 # ---------------------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class ModeSweep:
     """Optimal q for each α of a sweep. Arrays are indexed like ``alphas``.
@@ -294,8 +322,7 @@ def fit_exact(alphas, sigma: float, dim: int = 2) -> ModeSweep:
     return _sweep_from_standard(alphas, sigma, dim, x[:, 0], x[:, 1], kl)
 
 
-def exact_threshold(sigma: float, alpha_max: float = 10.0, points: int = 100,
-                    tol: float = 1e-4) -> float | None:
+def exact_threshold(sigma: float, alpha_max: float = 10.0, points: int = 100, tol: float = 1e-4) -> float | None:
     """α*(σ): bracketed by a sweep, then refined by bisection on the exact path.
 
     The exact solver is cheap, so the bracket between the last mean-seeking and the first
@@ -335,6 +362,7 @@ def forward_kl_optimum(alphas, sigma: float, dim: int = 2) -> ModeSweep:
 # ---------------------------------------------------------------------------------------------
 # "Watch it optimise": Adam on the deterministic objective
 # ---------------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class OptimisationPath:
@@ -390,9 +418,19 @@ def optimisation_path(alpha: float, sigma: float, steps: int = 1000, lr: float =
 # The paper's Monte-Carlo protocol
 # ---------------------------------------------------------------------------------------------
 
-def fit_monte_carlo(alphas, sigma: float, dim: int = 2, covariance: str = "diag",
-                    samples: int = 5000, steps: int = 1000, lr: float = 1e-2, seed: int = 0,
-                    device: str = "cpu", progress=None) -> ModeSweep:
+
+def fit_monte_carlo(
+    alphas,
+    sigma: float,
+    dim: int = 2,
+    covariance: str = "diag",
+    samples: int = 5000,
+    steps: int = 1000,
+    lr: float = 1e-2,
+    seed: int = 0,
+    device: str = "cpu",
+    progress=None,
+) -> ModeSweep:
     """Reparameterised Monte-Carlo KL minimised with Adam (Gelberg et al.'s protocol).
 
     All α are optimised together as one batch of independent problems (Adam is elementwise, so
@@ -431,8 +469,12 @@ def fit_monte_carlo(alphas, sigma: float, dim: int = 2, covariance: str = "diag"
         # ‖x − α e₁‖² = ‖x‖² − 2α x₁ + α²: both components from one squared norm.
         sq_first = (x**2).sum(-1)
         sq_second = sq_first - 2.0 * alpha_col * x[..., 0] + alpha_col**2
-        log_p = (torch.logaddexp(-0.5 * sq_first / sigma**2, -0.5 * sq_second / sigma**2)
-                 - LN2 - dim * math.log(sigma) - 0.5 * dim * _LOG_2PI)
+        log_p = (
+            torch.logaddexp(-0.5 * sq_first / sigma**2, -0.5 * sq_second / sigma**2)
+            - LN2
+            - dim * math.log(sigma)
+            - 0.5 * dim * _LOG_2PI
+        )
         return (log_q - log_p).mean(-1)
 
     for step in range(int(steps)):
@@ -456,6 +498,7 @@ def fit_monte_carlo(alphas, sigma: float, dim: int = 2, covariance: str = "diag"
 # The headless twin's one entry point
 # ---------------------------------------------------------------------------------------------
 
+
 def sweep_report(config: SweepConfig, progress=None) -> dict:
     """Everything the ``modes`` lab reports for one σ, as plain JSON-ready values; ``progress(step, steps)``
     follows the Monte-Carlo protocol's Adam steps."""
@@ -468,18 +511,19 @@ def sweep_report(config: SweepConfig, progress=None) -> dict:
         sweep = fit_monte_carlo(alphas, sigma, dim, progress=progress, **config.mc_options())
         threshold = sweep.threshold()
     forward = forward_kl_optimum(alphas, sigma, dim)
-    return to_json({
-        "sigma": sweep.sigma,
-        "dim": sweep.dim,
-        "protocol": sweep.protocol,
-        "alphas": sweep.alphas,
-        "interpolation": sweep.interpolation,
-        "det_cov": sweep.det_cov,
-        "kl": sweep.kl,
-        "std_e1": sweep.std_e1,
-        "threshold": threshold,
-        "threshold_over_sigma": None if threshold is None else threshold / sweep.sigma,
-        "forward_kl": {"det_cov": forward.det_cov, "kl": forward.kl},
-        "options": config.mc_options() if config.protocol == "mc" else {},
-    })
-
+    return to_json(
+        {
+            "sigma": sweep.sigma,
+            "dim": sweep.dim,
+            "protocol": sweep.protocol,
+            "alphas": sweep.alphas,
+            "interpolation": sweep.interpolation,
+            "det_cov": sweep.det_cov,
+            "kl": sweep.kl,
+            "std_e1": sweep.std_e1,
+            "threshold": threshold,
+            "threshold_over_sigma": None if threshold is None else threshold / sweep.sigma,
+            "forward_kl": {"det_cov": forward.det_cov, "kl": forward.kl},
+            "options": config.mc_options() if config.protocol == "mc" else {},
+        }
+    )

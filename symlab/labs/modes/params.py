@@ -21,17 +21,31 @@ def page_params(hosting=None) -> tuple[Param, ...]:
 
 
 # Each sets every control (d at its default); one sentence on what to watch.
-PRESETS = Presets({
-    "Close modes": (dict(alpha=2.0, sigma=1.0, forward=False),
-                    "The modes overlap: q sits exactly at the midpoint, wider than either component."),
-    "Just below α*": (dict(alpha=4.5, sigma=1.0, forward=False),
-                      "The target is clearly bimodal, yet q still straddles both modes, on neither."),
-    "Just above α*": (dict(alpha=5.2, sigma=1.0, forward=False),
-                      "A small step further and q snaps onto the first mode; the KL jumps towards ln 2."),
-    "Far modes": (dict(alpha=8.0, sigma=1.0, forward=False),
-                  "q is one component; the KL is ln 2, the cost of ignoring half the mass."),
-    "Narrow components": (dict(alpha=1.5, sigma=0.25, forward=False),
-                          "α* scales with σ: at σ = 0.25 the threshold is ≈ 1.2, so α = 1.5 is already mode-seeking."),
-    "Forward-KL contrast": (dict(alpha=6.0, sigma=1.0, forward=True),
-                            "Forward KL matches moments: it always covers both modes, however far apart."),
-})
+PRESETS = Presets(
+    {
+        "Close modes": (
+            dict(alpha=2.0, sigma=1.0, forward=False),
+            "The modes overlap: q sits exactly at the midpoint, wider than either component.",
+        ),
+        "Just below α*": (
+            dict(alpha=4.5, sigma=1.0, forward=False),
+            "The target is clearly bimodal, yet q still straddles both modes, on neither.",
+        ),
+        "Just above α*": (
+            dict(alpha=5.2, sigma=1.0, forward=False),
+            "A small step further and q snaps onto the first mode; the KL jumps towards ln 2.",
+        ),
+        "Far modes": (
+            dict(alpha=8.0, sigma=1.0, forward=False),
+            "q is one component; the KL is ln 2, the cost of ignoring half the mass.",
+        ),
+        "Narrow components": (
+            dict(alpha=1.5, sigma=0.25, forward=False),
+            "α* scales with σ: at σ = 0.25 the threshold is ≈ 1.2, so α = 1.5 is already mode-seeking.",
+        ),
+        "Forward-KL contrast": (
+            dict(alpha=6.0, sigma=1.0, forward=True),
+            "Forward KL matches moments: it always covers both modes, however far apart.",
+        ),
+    }
+)

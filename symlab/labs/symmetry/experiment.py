@@ -47,7 +47,6 @@ def _numpy_layers(layout: mlp.Layout, flat: torch.Tensor) -> list:
 # ---------------------------------------------------------------------------------------------
 
 
-
 def make_blobs(points: int, separation: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """Two classes N(∓(s, s), I), ``points`` each, drawn until every point lies on its own side of
     the line x₁ + x₂ = 0, so the data are separable (as in the paper)."""
@@ -68,8 +67,8 @@ class PerceptronRun:
     config: PerceptronConfig
     x: np.ndarray
     y: np.ndarray
-    snapshots: list            # per epoch (0 = initialisation): the nets as float64 layers
-    final_loss: np.ndarray     # per net, full training set
+    snapshots: list  # per epoch (0 = initialisation): the nets as float64 layers
+    final_loss: np.ndarray  # per net, full training set
     seconds: float
 
     @property
@@ -87,8 +86,9 @@ class PerceptronRun:
         return [(W[self.kept], b[self.kept]) for W, b in layers] if kept_only else layers
 
 
-def perceptron_gradient(layout: mlp.Layout, theta: torch.Tensor, x: list[torch.Tensor], y: torch.Tensor,
-                        grad: torch.Tensor) -> None:
+def perceptron_gradient(
+    layout: mlp.Layout, theta: torch.Tensor, x: list[torch.Tensor], y: torch.Tensor, grad: torch.Tensor
+) -> None:
     """The gradient of Σ_nets mean_batch BCE(f(x), y) for a batch of nets with one hidden layer and one
     output, written into ``grad``. Parameters are held per coordinate: ``theta[n_params, nets]``, row i the
     i-th parameter of the layout (:class:`~symlab.lib.mlp.Layout`) of every net; the inputs are ``x[d]`` and
@@ -137,7 +137,7 @@ def train_perceptrons(config: PerceptronConfig = PerceptronConfig(), progress=No
     for epoch in range(config.epochs):
         order = torch.from_numpy(shuffles.permuted(points, axis=0))  # [points, nets]: each net's own order
         for start_index in range(0, count, config.batch):
-            idx = order[start_index:start_index + config.batch]
+            idx = order[start_index : start_index + config.batch]
             inputs = [torch.take(column, idx) for column in columns]
             perceptron_gradient(layout, theta, inputs, torch.take(y, idx), grad)
             theta.sub_(grad, alpha=config.lr)
@@ -149,8 +149,10 @@ def train_perceptrons(config: PerceptronConfig = PerceptronConfig(), progress=No
     final = torch.nan_to_num(loss, nan=math.inf).double().numpy()
     run = PerceptronRun(config, x_np, y_np, snapshots, final, time.perf_counter() - start)
     if run.kept.sum() < 4:  # too few to estimate a density (or an MMD) from
-        raise TrainingDiverged(f"training diverged: {int(np.sum(~np.isfinite(final)))} of {n} nets ended with a "
-                           "non-finite loss; lower the learning rate")
+        raise TrainingDiverged(
+            f"training diverged: {int(np.sum(~np.isfinite(final)))} of {n} nets ended with a "
+            "non-finite loss; lower the learning rate"
+        )
     return run
 
 
@@ -245,14 +247,22 @@ def perceptron_report(run: PerceptronRun, stages: dict | None = None, asymmetry:
             "swap_asymmetry_mmd2": swap_asymmetry(weights) if asymmetry else None,
             "max_output_change": max_output_change(stages["raw"], layers, inputs),
         }
-    return PerceptronReport(config=run.config, nets=int(run.config.nets), kept=int(run.kept.sum()),
-                            loss_cutoff=float(run.final_loss[run.kept].max()), seconds=run.seconds,
-                            nets_per_second=run.config.nets / run.seconds, stages=summaries, mass=mass_report(final))
+    return PerceptronReport(
+        config=run.config,
+        nets=int(run.config.nets),
+        kept=int(run.kept.sum()),
+        loss_cutoff=float(run.final_loss[run.kept].max()),
+        seconds=run.seconds,
+        nets_per_second=run.config.nets / run.seconds,
+        stages=summaries,
+        mass=mass_report(final),
+    )
 
 
 # ---------------------------------------------------------------------------------------------
 # Mass before and after the min-mass problem
 # ---------------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class MassReport:
@@ -288,11 +298,20 @@ def mass_report(layers, inputs: np.ndarray | None = None) -> MassReport:
     if inputs is None:
         inputs = np.random.default_rng(2).standard_normal((64, layers[0][0].shape[-1]))
     return MassReport(
-        nets=int(ratio.size), diverged=int((~finite).sum()), mass_before_median=float(np.median(result.mass_before)),
-        mass_after_median=float(np.median(result.mass_after)), ratio_median=float(np.median(ratio)),
-        ratio_min=float(ratio.min()), ratio_max=float(ratio.max()), converged=int(np.sum(result.converged)),
-        iterations=result.iterations, degenerate_units=result.degenerate_units,
-        max_output_change=max_output_change(layers, result.layers, inputs), seconds=seconds, result=result)
+        nets=int(ratio.size),
+        diverged=int((~finite).sum()),
+        mass_before_median=float(np.median(result.mass_before)),
+        mass_after_median=float(np.median(result.mass_after)),
+        ratio_median=float(np.median(ratio)),
+        ratio_min=float(ratio.min()),
+        ratio_max=float(ratio.max()),
+        converged=int(np.sum(result.converged)),
+        iterations=result.iterations,
+        degenerate_units=result.degenerate_units,
+        max_output_change=max_output_change(layers, result.layers, inputs),
+        seconds=seconds,
+        result=result,
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -300,16 +319,13 @@ def mass_report(layers, inputs: np.ndarray | None = None) -> MassReport:
 # ---------------------------------------------------------------------------------------------
 
 
-
-
-
 @dataclass
 class TrainedMlps:
     config: MlpConfig
-    loss: np.ndarray             # [steps, instances]: each step's mini-batch loss, before its update
-    tau: np.ndarray              # [steps, instances, hidden layers]: Kendall τ between successive sorts
-    layers: list                 # the final nets, float64, batched over instances
-    diverged: np.ndarray         # per instance
+    loss: np.ndarray  # [steps, instances]: each step's mini-batch loss, before its update
+    tau: np.ndarray  # [steps, instances, hidden layers]: Kendall τ between successive sorts
+    layers: list  # the final nets, float64, batched over instances
+    diverged: np.ndarray  # per instance
     seconds: float = 0.0
     accuracy: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
@@ -356,8 +372,7 @@ def train_mlps(config: MlpConfig, mnist, progress=None) -> TrainedMlps:
         test_x = torch.tensor(mnist.test_images[:2000], dtype=torch.float32) / 255.0
         predicted = mlp.forward(layout.layers(flat), test_x).argmax(-1).numpy()
     accuracy = (predicted == mnist.test_labels[:2000][None, :]).mean(1)
-    return TrainedMlps(config, losses, tau, final, ~alive.numpy(),
-                       time.perf_counter() - start, accuracy)
+    return TrainedMlps(config, losses, tau, final, ~alive.numpy(), time.perf_counter() - start, accuracy)
 
 
 def _sorting_permutations(layout: mlp.Layout, flat: torch.Tensor, key: str) -> np.ndarray:
@@ -396,13 +411,20 @@ def training_report(run: TrainedMlps) -> TrainingReport:
         return float(part.mean()) if part.size else None
 
     return TrainingReport(
-        config=run.config, seconds=run.seconds,
+        config=run.config,
+        seconds=run.seconds,
         final_loss_mean=float(np.mean(run.loss[-1][alive])) if alive.any() else None,
         test_accuracy_mean=float(np.mean(run.accuracy[alive])) if alive.any() else None,
-        diverged=int(run.diverged.sum()), tau_mean=float(tau.mean()), tau_min=float(run.tau.min()),
-        steps_with_permutation=int(moved.sum()), share_steps_with_permutation_first_half=share(moved[:half]),
-        share_steps_with_permutation_second_half=share(moved[half:]), tau_mean_last_tenth=float(tau[-tenth:].mean()),
-        share_steps_with_permutation_last_tenth=share(moved[-tenth:]), tau_per_step=[float(v) for v in tau])
+        diverged=int(run.diverged.sum()),
+        tau_mean=float(tau.mean()),
+        tau_min=float(run.tau.min()),
+        steps_with_permutation=int(moved.sum()),
+        share_steps_with_permutation_first_half=share(moved[:half]),
+        share_steps_with_permutation_second_half=share(moved[half:]),
+        tau_mean_last_tenth=float(tau[-tenth:].mean()),
+        share_steps_with_permutation_last_tenth=share(moved[-tenth:]),
+        tau_per_step=[float(v) for v in tau],
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -410,17 +432,20 @@ def training_report(run: TrainedMlps) -> TrainingReport:
 # ---------------------------------------------------------------------------------------------
 
 
-
-
-
-
-
 def teacher_data(d_in: int, d_out: int, seed: int, points: int = 256):
     """Inputs x ~ N(0, I) and targets from a random width-8 ReLU teacher."""
     g = torch.Generator().manual_seed(seed * 7 + 3)
     x = torch.randn(points, d_in, generator=g, dtype=torch.float64)
-    teacher = [(torch.randn(1, 8, d_in, generator=g, dtype=torch.float64), torch.randn(1, 8, generator=g, dtype=torch.float64)),
-               (torch.randn(1, d_out, 8, generator=g, dtype=torch.float64) / math.sqrt(8), torch.zeros(1, d_out, dtype=torch.float64))]
+    teacher = [
+        (
+            torch.randn(1, 8, d_in, generator=g, dtype=torch.float64),
+            torch.randn(1, 8, generator=g, dtype=torch.float64),
+        ),
+        (
+            torch.randn(1, d_out, 8, generator=g, dtype=torch.float64) / math.sqrt(8),
+            torch.zeros(1, d_out, dtype=torch.float64),
+        ),
+    ]
     return x, mlp.forward(teacher, x)[0]
 
 
@@ -441,8 +466,14 @@ def proximity_net(config: ProximityConfig, width: int):
 
 def mode_row(mode: symmetry.NearestMode) -> dict:
     """The nearest copy against the Thm 3.1 bound: ``below_bound`` is None where the bound is vacuous (≥ 2)."""
-    return {"distance": mode.distance, "relative_distance": mode.relative, "bound": mode.bound,
-            "bound_vacuous": mode.vacuous, "below_bound": mode.below_bound, "pair": list(mode.pair)}
+    return {
+        "distance": mode.distance,
+        "relative_distance": mode.relative,
+        "bound": mode.bound,
+        "bound_vacuous": mode.vacuous,
+        "below_bound": mode.below_bound,
+        "pair": list(mode.pair),
+    }
 
 
 def mode_proximity(config: ProximityConfig = ProximityConfig(), progress=None) -> list[dict]:
@@ -462,8 +493,6 @@ def mode_proximity(config: ProximityConfig = ProximityConfig(), progress=None) -
 # ---------------------------------------------------------------------------------------------
 
 QUALITY_METHODS = ("mfvi", "sgm", "ensemble")
-
-
 
 
 def posterior_samples(post: two_relu.GridPosterior, count: int, rng: np.random.Generator) -> np.ndarray:
@@ -510,7 +539,9 @@ def method_samples(config: QualityConfig, progress=None) -> dict[str, np.ndarray
     cfg = config.validate().toy
     rng = np.random.default_rng([cfg.seed, 2024])
     vi_progress = None if progress is None else (lambda done, total: progress(done, total, "MFVI and SGM: Adam step"))
-    trainer = two_relu.train_runs(toy.starts_of("mfvi", cfg) + toy.starts_of("sgm", cfg), config.steps, progress=vi_progress)
+    trainer = two_relu.train_runs(
+        toy.starts_of("mfvi", cfg) + toy.starts_of("sgm", cfg), config.steps, progress=vi_progress
+    )
     data = toy.make_data(cfg)
     post = two_relu.exact_posterior(data, cfg.noise, cfg.prior_scale)
     fits = toy.fits(trainer, trainer.evaluate()["objective"], {cfg: toy.exact_answer(data, cfg, post)})
@@ -522,8 +553,12 @@ def method_samples(config: QualityConfig, progress=None) -> dict[str, np.ndarray
     sgm = draws[1]
     swap = rng.random(config.samples) < 0.5  # q_G: a sample of q_θ, then g uniform on {id, swap}
     sgm[swap] = sgm[swap, ::-1]
-    return {"exact": posterior_samples(post, config.reference, rng), "mfvi": draws[0], "sgm": sgm,
-            "ensemble": map_ensemble(cfg, config.members)}
+    return {
+        "exact": posterior_samples(post, config.reference, rng),
+        "mfvi": draws[0],
+        "sgm": sgm,
+        "ensemble": map_ensemble(cfg, config.members),
+    }
 
 
 @dataclass(frozen=True)
@@ -544,8 +579,11 @@ def posterior_quality(config: QualityConfig = QualityConfig(), progress=None) ->
     if progress is not None:
         progress(0, len(QUALITY_METHODS) + 1, "MMD: method")
     rng = np.random.default_rng([config.toy.seed, 77])
-    floor = posterior_samples(two_relu.exact_posterior(toy.make_data(config.toy), config.toy.noise, config.toy.prior_scale),
-                              config.samples, rng)
+    floor = posterior_samples(
+        two_relu.exact_posterior(toy.make_data(config.toy), config.toy.noise, config.toy.prior_scale),
+        config.samples,
+        rng,
+    )
     reference = samples["exact"]
     rows = []
     for method in (*QUALITY_METHODS, "noise_floor"):
@@ -588,9 +626,9 @@ class NetworkReport:
     permutation_removal_change: float
     scaling_removal_change: float
     mass_before: float
-    mass_after: float         # the infimum over rescalings
+    mass_after: float  # the infimum over rescalings
     mass_ratio: float
-    degenerate_units: int     # units the mass has no minimum for: mass_after is approached as they scale, not reached
+    degenerate_units: int  # units the mass has no minimum for: mass_after is approached as they scale, not reached
     min_mass_converged: bool
     min_mass_change: float
     mnist_accuracy: float | None
@@ -604,8 +642,9 @@ def check_inputs(sizes, mnist=None) -> tuple[np.ndarray, str]:
     """Inputs for the removal checks: MNIST test images for a 784-input net when the data is there, else
     standard normal points."""
     if sizes[0] == 784 and mnist is not None:
-        return np.asarray(mnist.test_images[:CHECK_POINTS], dtype=np.float64) / 255.0, \
-            f"the first {CHECK_POINTS} MNIST test images"
+        return np.asarray(
+            mnist.test_images[:CHECK_POINTS], dtype=np.float64
+        ) / 255.0, f"the first {CHECK_POINTS} MNIST test images"
     return np.random.default_rng(0).standard_normal((CHECK_POINTS, sizes[0])), f"{CHECK_POINTS} standard normal points"
 
 
@@ -623,18 +662,35 @@ def network_report(network: weights.Network, mnist=None, sort_key: str = "max_in
     sorted_layers = symmetry.sort_units(layers, sort_key)
     scaled = symmetry.normalise_units(layers)
     result = symmetry.min_mass(layers)
-    accuracy, scaling = weights.mnist_accuracy(layers, mnist) \
-        if mnist is not None and weights.is_mnist_classifier(network.sizes) else (None, None)
+    accuracy, scaling = (
+        weights.mnist_accuracy(layers, mnist)
+        if mnist is not None and weights.is_mnist_classifier(network.sizes)
+        else (None, None)
+    )
     mass_before, mass_after = float(np.ravel(result.mass_before)[0]), float(np.ravel(result.mass_after)[0])
     return NetworkReport(
-        name=network.name, structure=network.describe(), sizes=list(network.sizes),
-        n_parameters=network.n_parameters, posterior=network.is_posterior, sort_key=sort_key, check_inputs=described,
-        nearest_modes=nearest, permutation_removal_change=max_output_change(layers, sorted_layers, inputs),
-        scaling_removal_change=max_output_change(layers, scaled, inputs), mass_before=mass_before,
-        mass_after=mass_after, mass_ratio=mass_after / mass_before if mass_before > 0 else math.nan,
-        degenerate_units=result.degenerate_units, min_mass_converged=bool(np.all(result.converged)),
-        min_mass_change=max_output_change(layers, result.layers, inputs), mnist_accuracy=accuracy,
-        mnist_scaling=scaling, seconds=time.perf_counter() - started, raw_layers=layers, sorted_layers=sorted_layers)
+        name=network.name,
+        structure=network.describe(),
+        sizes=list(network.sizes),
+        n_parameters=network.n_parameters,
+        posterior=network.is_posterior,
+        sort_key=sort_key,
+        check_inputs=described,
+        nearest_modes=nearest,
+        permutation_removal_change=max_output_change(layers, sorted_layers, inputs),
+        scaling_removal_change=max_output_change(layers, scaled, inputs),
+        mass_before=mass_before,
+        mass_after=mass_after,
+        mass_ratio=mass_after / mass_before if mass_before > 0 else math.nan,
+        degenerate_units=result.degenerate_units,
+        min_mass_converged=bool(np.all(result.converged)),
+        min_mass_change=max_output_change(layers, result.layers, inputs),
+        mnist_accuracy=accuracy,
+        mnist_scaling=scaling,
+        seconds=time.perf_counter() - started,
+        raw_layers=layers,
+        sorted_layers=sorted_layers,
+    )
 
 
 UPLOAD_MAX_WIDTH = 8192  # units in a hidden layer: the nearest copy compares every pair of units
@@ -695,8 +751,15 @@ def uploaded_network(files, sort_key: str) -> UploadedNetwork:
     inputs, order = pictured_inputs(W), symmetry.sorting_orders(report.raw_layers, sort_key)[0]
     (raw, group), (ordered, _) = picture_rows(W[:, inputs]), picture_rows(W[order][:, inputs])
     report = dataclasses.replace(report, raw_layers=None, sorted_layers=None)  # the network stays in this process
-    return UploadedNetwork(report, network.describe(), network.layer_rows(), inputs, raw.astype(np.float32),
-                           ordered.astype(np.float32), group)
+    return UploadedNetwork(
+        report,
+        network.describe(),
+        network.layer_rows(),
+        inputs,
+        raw.astype(np.float32),
+        ordered.astype(np.float32),
+        group,
+    )
 
 
 def first_layer_csv(files, sort_key: str, sort: bool) -> bytes:
@@ -706,8 +769,7 @@ def first_layer_csv(files, sort_key: str, sort: bool) -> bytes:
     W = layers[0][0][symmetry.sorting_orders(layers, sort_key)[0]] if sort else layers[0][0]
     text = io.StringIO()
     text.write(",".join(["unit", *map(str, range(W.shape[1]))]) + "\n")
-    np.savetxt(text, np.column_stack([np.arange(W.shape[0]), W]), fmt=["%d"] + ["%.17g"] * W.shape[1],
-               delimiter=",")
+    np.savetxt(text, np.column_stack([np.arange(W.shape[0]), W]), fmt=["%d"] + ["%.17g"] * W.shape[1], delimiter=",")
     return text.getvalue().encode()
 
 
@@ -729,13 +791,18 @@ def perceptron_views(config: PerceptronConfig, progress=None) -> tuple[list[dict
     (``[kept nets, 2]``, float32: the densities need no more digits), and the report on the last epoch."""
     run = train_perceptrons(config, _counting(progress, f"Training {config.nets} perceptrons: epoch"))
     stages = [removal_stages(run.epoch_layers(epoch)) for epoch in range(config.epochs + 1)]
-    weights = [{name: last_layer_weights(layers).astype(np.float32) for name, layers in epoch.items()} for epoch in stages]
+    weights = [
+        {name: last_layer_weights(layers).astype(np.float32) for name, layers in epoch.items()} for epoch in stages
+    ]
     return weights, perceptron_report(run, stages[-1], asymmetry=False)
 
 
 def trained_mlps(config: MlpConfig, mnist_directory: str | None = None, progress=None) -> TrainedMlps:
-    return train_mlps(config, load_mnist_once(mnist_directory),
-                      _counting(progress, f"Training {config.instances} MLPs on MNIST: SGD step"))
+    return train_mlps(
+        config,
+        load_mnist_once(mnist_directory),
+        _counting(progress, f"Training {config.instances} MLPs on MNIST: SGD step"),
+    )
 
 
 def proximity_rows(config: ProximityConfig, progress=None) -> list[dict]:
@@ -747,8 +814,13 @@ def quality_report(config: QualityConfig, progress=None) -> QualityReport:
 
 
 def perceptron_task(config: PerceptronConfig) -> Task:
-    return Task(("perceptrons", config), perceptron_views, (config,), f"Training {config.nets} perceptrons",
-                     perceptron_cost(config))
+    return Task(
+        ("perceptrons", config),
+        perceptron_views,
+        (config,),
+        f"Training {config.nets} perceptrons",
+        perceptron_cost(config),
+    )
 
 
 # Floating-point operations per example of a 2-2-1 perceptron: the forward pass (2 × (2 multiply-adds, a bias,
@@ -764,14 +836,21 @@ def perceptron_cost(config: PerceptronConfig) -> Cost:
     net), and the report's checks of the removals on 256 inputs."""
     examples = config.nets * config.epochs * 2 * config.points
     checks = 4 * config.nets * REPORT_CHECK_POINTS * PERCEPTRON_FORWARD_FLOPS
-    return Cost(elementwise=examples * (PERCEPTRON_FORWARD_FLOPS + PERCEPTRON_GRADIENT_FLOPS) + checks,
-                     normals=config.nets * config.epochs * 2 * config.points)
+    return Cost(
+        elementwise=examples * (PERCEPTRON_FORWARD_FLOPS + PERCEPTRON_GRADIENT_FLOPS) + checks,
+        normals=config.nets * config.epochs * 2 * config.points,
+    )
 
 
 def mlps_task(config: MlpConfig) -> Task:
     directory = str(data_directory(settings.mnist_directory()))
-    return Task(("mlps", config), trained_mlps, (config, directory), f"Training {config.instances} MLPs on MNIST",
-                     mlps_cost(config))
+    return Task(
+        ("mlps", config),
+        trained_mlps,
+        (config, directory),
+        f"Training {config.instances} MLPs on MNIST",
+        mlps_cost(config),
+    )
 
 
 def mlps_cost(config: MlpConfig) -> Cost:
@@ -782,8 +861,10 @@ def mlps_cost(config: MlpConfig) -> Cost:
     layers = [a * b for a, b in zip(sizes[:-1], sizes[1:])]
     per_example = 2 * (2 * sum(layers) + sum(layers[1:]))
     parameters = mlp.Layout(sizes).n_params
-    return Cost(matmul_flops=config.instances * (config.steps * config.batch * per_example + 2000 * 2 * sum(layers)),
-                     elementwise=config.instances * config.steps * 3 * parameters)
+    return Cost(
+        matmul_flops=config.instances * (config.steps * config.batch * per_example + 2000 * 2 * sum(layers)),
+        elementwise=config.instances * config.steps * 3 * parameters,
+    )
 
 
 def proximity_task(config: ProximityConfig) -> Task:
@@ -815,6 +896,9 @@ def quality_cost(config: QualityConfig) -> Cost:
     ensemble = config.members * ENSEMBLE_STEPS * toy_config.n_train * toy.POINT_FLOPS
     sizes = [config.samples, config.samples, config.members, config.samples]  # MFVI, SGM, ensemble, floor
     kernels = 2 * KERNELS_PER_FAMILY
-    mmd = 2 * kernels * sum(n * (n - 1) / 2 + config.reference * (config.reference - 1) / 2 + n * config.reference
-                            for n in sizes)
+    mmd = (
+        2
+        * kernels
+        * sum(n * (n - 1) / 2 + config.reference * (config.reference - 1) / 2 + n * config.reference for n in sizes)
+    )
     return vi + Cost(elementwise=ensemble + mmd)

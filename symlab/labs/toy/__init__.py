@@ -2,8 +2,15 @@
 
 from symlab.specs.lab import Lab
 
-LAB = Lab("toy", "Tractable BNN", ":material/hub:",
-          command="symlab.cli.toy:register", params="symlab.labs.toy.params:page_params",
-          presets="symlab.labs.toy.params:PRESETS",
-          blurb=("The two-weight ReLU network trained live: the exact posterior against mean-field VI and its "
-                 "symmetrised version, SGM (§5, Fig. 4, Tables 2–3)."))
+LAB = Lab(
+    "toy",
+    "Tractable BNN",
+    ":material/hub:",
+    command="symlab.cli.toy:register",
+    params="symlab.labs.toy.params:page_params",
+    presets="symlab.labs.toy.params:PRESETS",
+    blurb=(
+        "The two-weight ReLU network trained live: the exact posterior against mean-field VI and its "
+        "symmetrised version, SGM (§5, Fig. 4, Tables 2–3)."
+    ),
+)

@@ -50,8 +50,12 @@ def exact_answer(data: two_relu.ToyData, config: ToyConfig, post: two_relu.GridP
     predicted = two_relu.posterior_predictive(post, data.x_test, config.noise)[0]
     i, j = np.unravel_index(np.argmax(post.log_density), post.log_density.shape)
     mode = np.array([post.axis[i], post.axis[j]])
-    return ExactAnswer(post.log_evidence, float(np.mean((predicted - data.y_test) ** 2)), post.opposite_sides(),
-                       np.stack([mode, mode[::-1]]))
+    return ExactAnswer(
+        post.log_evidence,
+        float(np.mean((predicted - data.y_test) ** 2)),
+        post.opposite_sides(),
+        np.stack([mode, mode[::-1]]),
+    )
 
 
 PREDICTION_POINTS = 89  # where the page draws predictive bands, over x in [−2.2, 2.2]
@@ -72,11 +76,20 @@ def exact_view(config: ToyConfig, display_grid: int = 81):
 # The runs a config names, for the batched trainer (two_relu.ToyTrainer)
 # ---------------------------------------------------------------------------------------------
 
+
 def training_settings(config: ToyConfig) -> two_relu.TrainingSettings:
     """How each run of ``config`` trains."""
-    return two_relu.TrainingSettings(noise=config.noise, prior_scale=config.prior_scale, lr=config.lr,
-                                     batch_size=config.batch_size, samples=config.samples, K=config.K, mi=config.mi,
-                                     init=config.init, seed=config.seed)
+    return two_relu.TrainingSettings(
+        noise=config.noise,
+        prior_scale=config.prior_scale,
+        lr=config.lr,
+        batch_size=config.batch_size,
+        samples=config.samples,
+        K=config.K,
+        mi=config.mi,
+        init=config.init,
+        seed=config.seed,
+    )
 
 
 def run_spec(method: str, config: ToyConfig, start: int = 0) -> two_relu.RunSpec:
@@ -179,41 +192,56 @@ def fits(trainer: two_relu.ToyTrainer, bounds, exact: dict[ToyConfig, ExactAnswe
 # ---------------------------------------------------------------------------------------------
 
 
-
 def fit_summary(trainer: two_relu.ToyTrainer, metrics: dict, fit: Fit, exact: ExactAnswer, remedy: str) -> dict:
     """What the headless twin reports for one fit (JSON-ready): the kept start's numbers (from ``metrics``,
     the evaluation the start was chosen by), the exact posterior's beside them, and every start's end.
     ``remedy``: what to do about a stuck fit, in the reader's terms."""
     mean, std = trainer.parameters()
     row = fit.row
-    return to_json({
-        "method": fit.method,
-        "config": fit.config,
-        "steps": trainer.steps_done,
-        "diverged": trainer.diverged[row],
-        "elbo": metrics["objective"][row],
-        "elbo_mf": metrics["elbo"][row],
-        "elbo_g": metrics["elbo_g"][row],
-        "mutual_information": metrics["elbo_g"][row] - metrics["elbo"][row],
-        "log_evidence": exact.log_evidence,
-        "test_mse": metrics["test_mse"][row],
-        "exact_test_mse": exact.test_mse,
-        "mu": mean[row],
-        "sigma": std[row],
-        "outcome": fit.outcome,
-        "notice": stuck_notice(remedy) if fit.stuck else None,
-        "opposite_sides": two_relu.opposite_sides(mean[row], std[row]),
-        "exact_opposite_sides": exact.opposite_sides,
-        "restarts": len(fit.rows),
-        "start": fit.kept + 1,  # counted from 1, as on the page
-        "stuck_starts": fit.stuck_starts,
-        "starts": [{"start": k + 1, "elbo": metrics["objective"][r], "test_mse": metrics["test_mse"][r],
-                    "outcome": fit.outcomes[k], "mu": mean[r], "sigma": std[r]} for k, r in enumerate(fit.rows)],
-    })
+    return to_json(
+        {
+            "method": fit.method,
+            "config": fit.config,
+            "steps": trainer.steps_done,
+            "diverged": trainer.diverged[row],
+            "elbo": metrics["objective"][row],
+            "elbo_mf": metrics["elbo"][row],
+            "elbo_g": metrics["elbo_g"][row],
+            "mutual_information": metrics["elbo_g"][row] - metrics["elbo"][row],
+            "log_evidence": exact.log_evidence,
+            "test_mse": metrics["test_mse"][row],
+            "exact_test_mse": exact.test_mse,
+            "mu": mean[row],
+            "sigma": std[row],
+            "outcome": fit.outcome,
+            "notice": stuck_notice(remedy) if fit.stuck else None,
+            "opposite_sides": two_relu.opposite_sides(mean[row], std[row]),
+            "exact_opposite_sides": exact.opposite_sides,
+            "restarts": len(fit.rows),
+            "start": fit.kept + 1,  # counted from 1, as on the page
+            "stuck_starts": fit.stuck_starts,
+            "starts": [
+                {
+                    "start": k + 1,
+                    "elbo": metrics["objective"][r],
+                    "test_mse": metrics["test_mse"][r],
+                    "outcome": fit.outcomes[k],
+                    "mu": mean[r],
+                    "sigma": std[r],
+                }
+                for k, r in enumerate(fit.rows)
+            ],
+        }
+    )
 
 
-def paper_table(alphas=DEFAULT_TABLE_ALPHAS, seeds: int = 5, steps: int = DEFAULT_STEPS,
-                base: ToyConfig = ToyConfig(), progress=None) -> list[dict]:
+def paper_table(
+    alphas=DEFAULT_TABLE_ALPHAS,
+    seeds: int = 5,
+    steps: int = DEFAULT_STEPS,
+    base: ToyConfig = ToyConfig(),
+    progress=None,
+) -> list[dict]:
     """Tables 2–3: per α and method, test MSE and the method's ELBO (MFVI: ELBO, SGM: ELBO_G),
     mean ± std over seeds 0..seeds−1, each seed's fit the best of ``base.restarts`` starts, all trained as
     one batch. Beside them, the exact posterior's log evidence (the ceiling of both bounds) and predictive
@@ -238,16 +266,25 @@ def paper_table(alphas=DEFAULT_TABLE_ALPHAS, seeds: int = 5, steps: int = DEFAUL
             idx = [fit.row for fit in kept]
             bound, mse = metrics["objective"][idx], metrics["test_mse"][idx]
             per_method[method] = (bound, mse)
-            rows.append({"alpha": alpha, "method": method, "seeds": len(idx), "restarts": base.restarts,
-                         "elbo_mean": np.mean(bound), "elbo_std": np.std(bound),
-                         "test_mse_mean": np.mean(mse), "test_mse_std": np.std(mse),
-                         "log_evidence_mean": np.mean([exact[fit.config].log_evidence for fit in kept]),
-                         "exact_test_mse_mean": np.mean([exact[fit.config].test_mse for fit in kept]),
-                         "stuck_fits": sum(fit.stuck for fit in kept),
-                         "stuck_starts": sum(fit.stuck_starts for fit in kept),
-                         "diverged": sum(trainer.diverged[i] for i in idx)})
+            rows.append(
+                {
+                    "alpha": alpha,
+                    "method": method,
+                    "seeds": len(idx),
+                    "restarts": base.restarts,
+                    "elbo_mean": np.mean(bound),
+                    "elbo_std": np.std(bound),
+                    "test_mse_mean": np.mean(mse),
+                    "test_mse_std": np.std(mse),
+                    "log_evidence_mean": np.mean([exact[fit.config].log_evidence for fit in kept]),
+                    "exact_test_mse_mean": np.mean([exact[fit.config].test_mse for fit in kept]),
+                    "stuck_fits": sum(fit.stuck for fit in kept),
+                    "stuck_starts": sum(fit.stuck_starts for fit in kept),
+                    "diverged": sum(trainer.diverged[i] for i in idx),
+                }
+            )
         paired = _paired_with_mfvi(per_method)
-        for row in rows[-len(two_relu.METHODS):]:
+        for row in rows[-len(two_relu.METHODS) :]:
             row.update(paired if row["method"] == "sgm" else dict.fromkeys(PAIRED_KEYS))
     return to_json(rows)
 
@@ -264,15 +301,21 @@ def training_cost(config: ToyConfig, runs: int, steps: int, records: int) -> Cos
     and test points, I by the 2¹²-point rule)."""
     batch = min(config.batch_size, config.n_train)
     draws = runs * steps * config.samples
-    record = runs * (two_relu.TRACE_INFORMATION_POINTS * RULE_POINT_FLOPS + (config.n_train + config.n_test) * POINT_FLOPS)
-    return Cost(elementwise=draws * (batch * POINT_FLOPS + INFORMATION_FLOPS) + records * record,
-                     normals=draws * 2)
+    record = runs * (
+        two_relu.TRACE_INFORMATION_POINTS * RULE_POINT_FLOPS + (config.n_train + config.n_test) * POINT_FLOPS
+    )
+    return Cost(elementwise=draws * (batch * POINT_FLOPS + INFORMATION_FLOPS) + records * record, normals=draws * 2)
 
 
 def table_rows(alphas: tuple[float, ...], seeds: int, base: ToyConfig, progress=None) -> list[dict]:
     """:func:`paper_table` as a shared task computes it, reporting its Adam steps."""
-    return paper_table(alphas, seeds, DEFAULT_STEPS, base,
-                       None if progress is None else (lambda done, total: progress(done, total, f"Adam step {done} / {total}")))
+    return paper_table(
+        alphas,
+        seeds,
+        DEFAULT_STEPS,
+        base,
+        None if progress is None else (lambda done, total: progress(done, total, f"Adam step {done} / {total}")),
+    )
 
 
 def table_task(alphas, seeds: int, base: ToyConfig) -> Task:
@@ -280,12 +323,23 @@ def table_task(alphas, seeds: int, base: ToyConfig) -> Task:
     computed once for every session, in a worker process."""
     alphas = tuple(float(a) for a in alphas)
     runs = len(alphas) * seeds * len(two_relu.METHODS) * base.restarts
-    return Task(("toy_table", alphas, seeds, base), table_rows, (alphas, seeds, base), "Training the table",
-                     training_cost(base, runs, DEFAULT_STEPS, DEFAULT_STEPS // 100 + 1))
+    return Task(
+        ("toy_table", alphas, seeds, base),
+        table_rows,
+        (alphas, seeds, base),
+        "Training the table",
+        training_cost(base, runs, DEFAULT_STEPS, DEFAULT_STEPS // 100 + 1),
+    )
 
 
-PAIRED_KEYS = ("elbo_gain_mean", "elbo_gain_std", "seeds_higher_elbo",
-               "test_mse_change_mean", "test_mse_change_std", "seeds_lower_test_mse")
+PAIRED_KEYS = (
+    "elbo_gain_mean",
+    "elbo_gain_std",
+    "seeds_higher_elbo",
+    "test_mse_change_mean",
+    "test_mse_change_std",
+    "seeds_lower_test_mse",
+)
 
 
 def _paired_with_mfvi(per_method) -> dict:
@@ -293,5 +347,16 @@ def _paired_with_mfvi(per_method) -> dict:
     of two means ± std hides, since most of the spread across seeds is the data's, shared by both."""
     elbo_gain = per_method["sgm"][0] - per_method["mfvi"][0]
     mse_change = per_method["sgm"][1] - per_method["mfvi"][1]
-    return dict(zip(PAIRED_KEYS, (np.mean(elbo_gain), np.std(elbo_gain), np.sum(elbo_gain > 0),
-                                  np.mean(mse_change), np.std(mse_change), np.sum(mse_change < 0))))
+    return dict(
+        zip(
+            PAIRED_KEYS,
+            (
+                np.mean(elbo_gain),
+                np.std(elbo_gain),
+                np.sum(elbo_gain > 0),
+                np.mean(mse_change),
+                np.std(mse_change),
+                np.sum(mse_change < 0),
+            ),
+        )
+    )

@@ -37,26 +37,37 @@ def page_params(hosting=None) -> tuple[Param, ...]:
 
 # Each sets every control of the live view (the rest at their defaults, the seed included); one sentence on what
 # to watch.
-PRESETS = Presets({
-    "Close modes (paper default)": (
-        dict(alpha=DEFAULTS.alpha, noise=DEFAULTS.noise, n=DEFAULTS.n_train, mi="exact", init="random"),
-        "The two equivalent modes are close: MFVI settles between them, SGM's mixture sits on both."),
-    "Far-apart modes": (
-        dict(alpha=2.0, noise=0.25, n=30, mi="exact", init="random"),
-        "With the modes far apart MFVI picks one; SGM's bound gains exactly ln 2 and the predictions agree."),
-    "Start at the origin": (
-        dict(alpha=DEFAULTS.alpha, noise=DEFAULTS.noise, n=DEFAULTS.n_train, mi="exact", init="origin"),
-        "Started exactly between the modes, MFVI has no reason to leave; SGM breaks the tie."),
-    "InfoNCE with K = 2": (
-        dict(alpha=DEFAULTS.alpha, noise=DEFAULTS.noise, n=DEFAULTS.n_train, mi="infonce", K=2),
-        "The cheapest estimator, I₂ ≤ min(I, ln 2): still a lower bound, noisier, same picture."),
-    "More data": (
-        dict(alpha=DEFAULTS.alpha, noise=DEFAULTS.noise, n=200, batch=50, mi="exact"),
-        "A sharper posterior separates the modes: watch MFVI commit to one of them."),
-    "A stuck start (α = 3, one start)": (
-        dict(alpha=3.0, noise=0.5, n=10, mi="exact", init="random", restarts=1, seed=11),
-        "A single start ends with both units on one side, a local optimum of training, not the symmetry: "
-        "raise Restarts to 4 and the best start reaches a mode."),
-}, keeps={"alphas": "the paper tables' α values, a computation apart from the live view",
-          "seeds": "the paper tables' number of seeds, a computation apart from the live view",
-          "adam_step": "the live training's place in its run, not a setting (new settings start it over)"})
+PRESETS = Presets(
+    {
+        "Close modes (paper default)": (
+            dict(alpha=DEFAULTS.alpha, noise=DEFAULTS.noise, n=DEFAULTS.n_train, mi="exact", init="random"),
+            "The two equivalent modes are close: MFVI settles between them, SGM's mixture sits on both.",
+        ),
+        "Far-apart modes": (
+            dict(alpha=2.0, noise=0.25, n=30, mi="exact", init="random"),
+            "With the modes far apart MFVI picks one; SGM's bound gains exactly ln 2 and the predictions agree.",
+        ),
+        "Start at the origin": (
+            dict(alpha=DEFAULTS.alpha, noise=DEFAULTS.noise, n=DEFAULTS.n_train, mi="exact", init="origin"),
+            "Started exactly between the modes, MFVI has no reason to leave; SGM breaks the tie.",
+        ),
+        "InfoNCE with K = 2": (
+            dict(alpha=DEFAULTS.alpha, noise=DEFAULTS.noise, n=DEFAULTS.n_train, mi="infonce", K=2),
+            "The cheapest estimator, I₂ ≤ min(I, ln 2): still a lower bound, noisier, same picture.",
+        ),
+        "More data": (
+            dict(alpha=DEFAULTS.alpha, noise=DEFAULTS.noise, n=200, batch=50, mi="exact"),
+            "A sharper posterior separates the modes: watch MFVI commit to one of them.",
+        ),
+        "A stuck start (α = 3, one start)": (
+            dict(alpha=3.0, noise=0.5, n=10, mi="exact", init="random", restarts=1, seed=11),
+            "A single start ends with both units on one side, a local optimum of training, not the symmetry: "
+            "raise Restarts to 4 and the best start reaches a mode.",
+        ),
+    },
+    keeps={
+        "alphas": "the paper tables' α values, a computation apart from the live view",
+        "seeds": "the paper tables' number of seeds, a computation apart from the live view",
+        "adam_step": "the live training's place in its run, not a setting (new settings start it over)",
+    },
+)

@@ -25,8 +25,17 @@ def bayesian_torch_model(sizes=SIZES, bias=True, kind="Reparameterization") -> n
 
     torch.manual_seed(0)
     model = _mlp(lambda fan_in, fan_out: nn.Linear(fan_in, fan_out, bias=bias), sizes)
-    dnn_to_bnn(model, {"prior_mu": 0.0, "prior_sigma": 1.0, "posterior_mu_init": 0.0, "posterior_rho_init": -3.0,
-                       "type": kind, "moped_enable": False})
+    dnn_to_bnn(
+        model,
+        {
+            "prior_mu": 0.0,
+            "prior_sigma": 1.0,
+            "posterior_mu_init": 0.0,
+            "posterior_rho_init": -3.0,
+            "type": kind,
+            "moped_enable": False,
+        },
+    )
     return _trained(model, sizes)
 
 
@@ -41,8 +50,15 @@ def torchbnn_model(sizes=SIZES, bias=True) -> nn.Module:
     import torchbnn
 
     torch.manual_seed(0)
-    return _trained(_mlp(lambda fan_in, fan_out: torchbnn.BayesLinear(prior_mu=0.0, prior_sigma=0.1, in_features=fan_in,
-                                                                      out_features=fan_out, bias=bias), sizes), sizes)
+    return _trained(
+        _mlp(
+            lambda fan_in, fan_out: torchbnn.BayesLinear(
+                prior_mu=0.0, prior_sigma=0.1, in_features=fan_in, out_features=fan_out, bias=bias
+            ),
+            sizes,
+        ),
+        sizes,
+    )
 
 
 def pyro_guide(sizes=SIZES):
@@ -108,7 +124,8 @@ def write_all(directory: Path = HERE) -> list[Path]:
     writers = {
         "bayesian-torch.pt": lambda path: torch.save(bayesian_torch_model().state_dict(), path),
         "bayesian-torch-flipout.safetensors": lambda path: _safetensors(
-            bayesian_torch_model(kind="Flipout").state_dict(), path),
+            bayesian_torch_model(kind="Flipout").state_dict(), path
+        ),
         "bayesian-torch-no-bias.pt": lambda path: torch.save(bayesian_torch_model(bias=False).state_dict(), path),
         "blitz.pt": lambda path: torch.save(blitz_model().state_dict(), path),
         "torchbnn.pt": lambda path: torch.save(torchbnn_model().state_dict(), path),

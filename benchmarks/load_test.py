@@ -955,7 +955,7 @@ async def protocol_phase(urls: list[str], n: int, args, sampler: Sampler | None,
         await asyncio.sleep(i * args.stagger)
         try:
             await session.connect()
-        except (OSError, asyncio.TimeoutError, websockets.InvalidHandshake) as exc:
+        except (TimeoutError, OSError, websockets.InvalidHandshake) as exc:
             session.error("disconnect", f"connect: {exc}")
             return
         try:
@@ -975,7 +975,7 @@ async def protocol_phase(urls: list[str], n: int, args, sampler: Sampler | None,
         try:
             await session.connect()
             await protocol_uploader(session, files, args.seconds + n * args.stagger)
-        except (OSError, asyncio.TimeoutError, websockets.InvalidHandshake) as exc:
+        except (TimeoutError, OSError, websockets.InvalidHandshake) as exc:
             session.error("disconnect", f"connect: {exc}")
         finally:
             await session.close()

@@ -37,8 +37,8 @@ import asyncio
 import functools
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import websockets
 from streamlit.proto.BackMsg_pb2 import BackMsg
@@ -227,7 +227,7 @@ class Session:
             await self.socket.send(msg.SerializeToString())
             urls = await asyncio.wait_for(self.file_urls[request_id], self.timeout)
             await asyncio.to_thread(self.put_file, urls.upload_url, name, data)
-        except (asyncio.TimeoutError, OSError, websockets.ConnectionClosed) as exc:
+        except (TimeoutError, OSError, websockets.ConnectionClosed) as exc:
             self.error("upload", f"{name} on /{self.page}: {type(exc).__name__}: {exc}")
             return None
         widget.value = [UploadedFileInfo(name=name, size=len(data), file_id=urls.file_id, file_urls=urls)]
@@ -303,7 +303,7 @@ class Session:
         try:
             await self.socket.send(payload)
             await asyncio.wait_for(asyncio.shield(request.done), timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             self.error("timeout", f"{what} on /{self.page}: no end of run within {timeout:g} s")
             return None
         except websockets.ConnectionClosed as exc:

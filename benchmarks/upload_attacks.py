@@ -35,9 +35,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 import hostile_files  # noqa: E402
-from process_memory import MemorySampler, descendants  # noqa: E402
 from conftest import CHROMIUM, app_process  # noqa: E402
 from playwright.sync_api import sync_playwright  # noqa: E402
+from process_memory import MemorySampler, descendants  # noqa: E402
 
 MiB = 2**20
 WIDE_UNITS = 5000  # 784 → 5 000 → 10, float32: 16 MB

@@ -13,9 +13,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from urllib.parse import urlsplit
 
-import pytest
-
 import prerequisites
+import pytest
 
 from symlab.labs import run_kinds
 from symlab.runs.registry import Registry

@@ -199,7 +199,7 @@ def lasting_problems(page) -> list[str]:
     kept = {problem.split(AT)[0] for problem in lasting}
     for problem in found:
         if problem.split(AT)[0] not in kept:
-            warnings.warn(f"{page.url}: a layout problem that went away {RECHECK_MS} ms later: {problem}")
+            warnings.warn(f"{page.url}: a layout problem that went away {RECHECK_MS} ms later: {problem}", stacklevel=2)
     return lasting
 
 

@@ -12,7 +12,6 @@ from symlab.labs.align import experiment as align_lab
 from symlab.lib import align
 from symlab.lib.gaussian import DiagonalGaussian
 
-
 # --- Git Re-Basin's weight matching -------------------------------------------------------------
 # A numpy transcription of samuela/git-re-basin, src/weight_matching.py (mlp_permutation_spec,
 # get_permuted_param, weight_matching), kept to its structure: parameters are a dict of arrays named

@@ -333,9 +333,9 @@ def test_mnist_block_estimator_run_shows_its_diagnostics_per_epoch(page, server_
         " .filter(c => (c.querySelector('.role-title-text') || {}).textContent === title);"
         " const chart = charts[charts.length - 1]; if (!chart) return null;"
         " const rows = [...chart.querySelectorAll('.role-mark.mark-symbol path')].map(p => p.__data__.datum)"
-        " .filter(d => d.series.startsWith('#%d ')).sort((a, b) => a.x - b.x);"
-        " return rows.length ? {x: rows.map(d => d.x), y: rows.map(d => d.y)} : null; }" % run.id
-    )
+        " .filter(d => d.series.startsWith('#RUN ')).sort((a, b) => a.x - b.x);"
+        " return rows.length ? {x: rows.map(d => d.x), y: rows.map(d => d.y)} : null; }"
+    ).replace("RUN", str(run.id))
     for title, key in (("Closest two units", "nearest_unit_kl_min"), ("Units at the prior", "units_at_prior")):
         page.wait_for_function(
             f"title => {{ const p = ({points_js})(title); return p && p.y.length === 3; }}", arg=title, timeout=20_000

@@ -75,7 +75,7 @@ def test_the_class_path_names_only_shipped_numbers_and_its_own_length():
         assert "{" not in step.seen(numbers)
     minutes = sum(step.minutes for step in path.steps)
     assert path.title.startswith(f"A {minutes}-minute class")
-    assert f"{minutes}-minute class path" in README and not re.search(r"\b(?!%d)\d+-minute class" % minutes, README)
+    assert f"{minutes}-minute class path" in README and not re.search(rf"\b(?!{minutes})\d+-minute class", README)
 
 
 def test_the_class_path_says_what_the_shipped_fig1_and_alignment_show():

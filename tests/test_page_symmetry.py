@@ -8,9 +8,9 @@ their speed; parts whose defaults are slow are opened with smaller settings.
 
 import json
 
+import hostile_files
 import numpy as np
 import pytest
-import hostile_files
 from pagetest import Upload, metrics, open_page, uploading
 from vegatest import channel, image_values, layers, vega_chart, vega_charts
 

@@ -4,12 +4,12 @@ from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
+from vegatest import vega_charts
 
 from symlab.labs.toy import LAB, params
 from symlab.labs.toy import experiment as toy
 from symlab.lib import two_relu
 from symlab.specs import controls
-from vegatest import vega_charts
 
 PAGE = str(Path(__file__).resolve().parents[1] / "views" / "toy.py")
 

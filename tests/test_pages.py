@@ -300,6 +300,7 @@ def test_the_toy_card_shows_trained_fits_not_their_starts():
 
     sys.path.insert(0, str(ROOT / "tests"))
     from cards import PICTURES
+
     from symlab.labs.toy.experiment import DEFAULT_STEPS
 
     link = PICTURES["toy"][0]

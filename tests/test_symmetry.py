@@ -390,7 +390,7 @@ def test_nearest_equivalent_mode_survives_a_large_shared_component():
     """Units far from the origin and close to each other: the expanded ‖a‖² + ‖b‖² − 2a·b loses the
     digits that tell the pairs apart unless the shared part is taken out first."""
     rng = np.random.default_rng(1)
-    for trial in range(20):
+    for _ in range(20):
         width = 5
         W1 = 1e5 * rng.standard_normal(3) + rng.standard_normal((width, 3)) * 10.0 ** rng.uniform(-5, 0, (width, 1))
         layers = [

@@ -5,9 +5,9 @@ import math
 
 import pytest
 import torch
+from sklearn.metrics import average_precision_score, roc_curve
 from tiny_networks import mlp_logits
 from torch_uncertainty_parts import torch_uncertainty_part
-from sklearn.metrics import average_precision_score, roc_curve
 
 from symlab.lib import uncertainty as unc
 

@@ -5,8 +5,8 @@ and never code execution (the sentinel file a malicious pickle would create must
 """
 
 import io
-import math
 import json
+import math
 import os
 import pickle
 import re

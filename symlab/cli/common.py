@@ -9,8 +9,8 @@ import sys
 from symlab.lib.mnist_data import load_mnist as load_mnist_files
 from symlab.runs import supervisor
 from symlab.runs.registry import RESTART, RESUME
-from symlab.specs.run_kind import RESUMABLE, RUNNING
 from symlab.specs.controls import MAX_INT, shown
+from symlab.specs.run_kind import RESUMABLE, RUNNING
 from symlab.specs.settings import mnist_directory
 
 # Work that a single command may ask for at once: α values × seeds of a toy table, runs of a sweep.

@@ -22,7 +22,7 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache, lru_cache
 
 import numpy as np
 import torch
@@ -130,7 +130,7 @@ class BlockGroup:
     def size(self) -> int:
         return self.units.shape[1]
 
-    def subset(self, keep: torch.Tensor) -> "BlockGroup":
+    def subset(self, keep: torch.Tensor) -> BlockGroup:
         return BlockGroup(self.layer, self.units[keep], self.screen_index[keep])
 
 
@@ -231,7 +231,7 @@ def _screen_index(index: torch.Tensor, mu, log_sd) -> torch.Tensor:
     return index.gather(2, coordinates[:, None, :].expand(-1, index.shape[1], -1))
 
 
-@lru_cache(maxsize=None)
+@cache
 def _permutations(size: int, device: torch.device) -> torch.Tensor:
     """All size! permutations as rows, the identity first, kept on ``device``: on a GPU a copy at every step
     would cross the bus and wait for it."""
@@ -315,7 +315,7 @@ def _exact_costs(layout: Layout, group: BlockGroup, w, mu, log_sd, identity_cost
         partners = group.units.roll(-shift, 1).reshape(-1)
         means = _unit_parts(layout, mu, group.layer, partners)
         log_sds = _unit_parts(layout, log_sd, group.layer, partners)
-        incoming, bias, outgoing = ((x - m).square() * torch.exp(-2 * l) for x, m, l in zip(sampled, means, log_sds))
+        incoming, bias, outgoing = ((x - m).square() * torch.exp(-2 * s) for x, m, s in zip(sampled, means, log_sds))
         entries = incoming.sum(1) + bias + outgoing.sum(0)
         cost = cost.index_put((blocks_at, positions, (positions + shift) % size), entries.view(-1, size).double())
     return cost

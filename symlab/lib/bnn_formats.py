@@ -166,7 +166,7 @@ def _matching(tensors: dict, templates) -> list[str]:
     return [key for key in tensors if any(_pattern(template).fullmatch(key) for template in templates)]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _pattern(template: str) -> re.Pattern:
     """A key template as a regular expression; the layer's prefix is empty or ends in a dot."""
     before, after = template.split(LAYER)

@@ -34,7 +34,7 @@ class Recipe:
     halve_at: tuple[int, ...] = ()
     dropout: float = 0.0  # on the last layer's inputs, as Laurent et al.'s MC dropout networks are trained
 
-    def validate(self) -> "Recipe":
+    def validate(self) -> Recipe:
         problems = []
         if not (isinstance(self.epochs, int) and self.epochs >= 1):
             problems.append(f"epochs must be a whole number >= 1, got {self.epochs!r}")

@@ -62,7 +62,7 @@ class DiagonalGaussian:
             )
 
     @classmethod
-    def from_sd(cls, layout: Layout, mean, sd) -> "DiagonalGaussian":
+    def from_sd(cls, layout: Layout, mean, sd) -> DiagonalGaussian:
         """q from standard deviations (≥ 0; 0 is a point mass), which :attr:`sd` then returns
         exactly (exp(log σ) can differ from σ in the last bit)."""
         if isinstance(sd, torch.Tensor):
@@ -75,7 +75,7 @@ class DiagonalGaussian:
         return q
 
     @classmethod
-    def from_layers(cls, means, sds) -> "DiagonalGaussian":
+    def from_layers(cls, means, sds) -> DiagonalGaussian:
         """q from per-layer arrays ``[(W₁, b₁), …]`` of means and of standard deviations (float64,
         one network), checked: finite, the same shapes, standard deviations ≥ 0."""
         layout, mean = mlp.flatten([(np.asarray(W, np.float64), np.asarray(b, np.float64)) for W, b in means])
@@ -112,7 +112,7 @@ class DiagonalGaussian:
     def hidden(self) -> tuple[int, ...]:
         return self.layout.hidden
 
-    def take(self, index) -> "DiagonalGaussian":
+    def take(self, index) -> DiagonalGaussian:
         """q with its coordinates reordered, ``v → v[..., index]`` for means and standard deviations
         alike (a permutation of hidden units: :func:`symlab.lib.mlp.permutation_index`)."""
         q = DiagonalGaussian(self.layout, self.mean[..., index], self.log_sd[..., index])

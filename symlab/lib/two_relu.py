@@ -21,8 +21,8 @@ import torch.nn.functional as F
 from scipy.special import ndtr
 
 from symlab.lib.adam import Adam
-from symlab.lib.options import TWO_RELU_INITS, TWO_RELU_METHODS, TWO_RELU_MI_ESTIMATORS
 from symlab.lib.gaussian import kl_to_prior
+from symlab.lib.options import TWO_RELU_INITS, TWO_RELU_METHODS, TWO_RELU_MI_ESTIMATORS
 
 _LOG_2PI = math.log(2.0 * math.pi)
 METHODS = TWO_RELU_METHODS

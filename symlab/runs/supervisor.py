@@ -27,8 +27,8 @@ from symlab.specs.run_kind import (
 )
 from symlab.specs.settings import (
     DATABASE_URL_ENV,
-    LAUNCH_WINDOW_SECONDS,
     IMPORT_ROOT,
+    LAUNCH_WINDOW_SECONDS,
     RunLimits,
     executor_name,
     is_lecturer_key,

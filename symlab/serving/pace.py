@@ -16,8 +16,8 @@ import contextlib
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 BUSY_WINDOW_SECONDS = 2.0  # the page process's CPU use is averaged over this long
 BUSY_SAMPLE_SECONDS = 0.25  # at most one sample of its CPU clock per this long

@@ -67,7 +67,7 @@ class AnalysisLimits:
         return 2.0 * self.cpu_seconds / min(self.core_share, 1.0) + 10.0
 
     @classmethod
-    def from_live(cls, live: LiveLimits) -> "AnalysisLimits":
+    def from_live(cls, live: LiveLimits) -> AnalysisLimits:
         return cls(live.upload_analyses, live.upload_memory_mb, live.upload_cpu_seconds, live.upload_core_share)
 
 

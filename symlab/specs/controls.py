@@ -14,8 +14,9 @@ import argparse
 import dataclasses
 import functools
 import math
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from .urlstate import Param, list_items
 

@@ -3,9 +3,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
 
 QUEUED, RUNNING, FINISHED, FAILED, DIVERGED, CANCELLED, INTERRUPTED = (
     "queued",

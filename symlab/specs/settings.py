@@ -130,7 +130,7 @@ class RunLimits:
     registry_outage_minutes: int = 10  # a training run waits this long for an unreachable registry, then fails
 
     @classmethod
-    def from_env(cls, environ=os.environ) -> "RunLimits":
+    def from_env(cls, environ=os.environ) -> RunLimits:
         if "SYMLAB_MAX_RUNS_PER_SESSION" in environ:  # a reload made a new session: the cap now counts by browser
             raise SettingsError(
                 "SYMLAB_MAX_RUNS_PER_SESSION is now SYMLAB_MAX_RUNS_PER_BROWSER (launches and "
@@ -204,7 +204,7 @@ class LiveLimits:
     upload_core_share: float = 1.0
 
     @classmethod
-    def from_env(cls, environ=os.environ) -> "LiveLimits":
+    def from_env(cls, environ=os.environ) -> LiveLimits:
         return _from_env(cls, environ)
 
     def describe(self) -> str:
@@ -281,11 +281,11 @@ class Hosting:
     live: LiveLimits
 
     @classmethod
-    def from_env(cls, environ=os.environ) -> "Hosting":
+    def from_env(cls, environ=os.environ) -> Hosting:
         return cls(is_hosted(environ), RunLimits.from_env(environ), LiveLimits.from_env(environ))
 
     @classmethod
-    def defaults(cls, hosted: bool) -> "Hosting":
+    def defaults(cls, hosted: bool) -> Hosting:
         """The caps with no variable but the switch: the fallback when a variable is unusable."""
         environ = {"SYMLAB_HOSTED": "1"} if hosted else {}
         return cls.from_env(environ)

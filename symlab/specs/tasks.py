@@ -33,15 +33,15 @@ class Cost:
     elementwise: float = 0.0
     normals: float = 0.0
 
-    def __add__(self, other: "Cost") -> "Cost":
+    def __add__(self, other: Cost) -> Cost:
         return Cost(
             self.matmul_flops + other.matmul_flops, self.elementwise + other.elementwise, self.normals + other.normals
         )
 
-    def __mul__(self, times: float) -> "Cost":
+    def __mul__(self, times: float) -> Cost:
         return Cost(self.matmul_flops * times, self.elementwise * times, self.normals * times)
 
-    def floor_seconds(self, rates: "Rates") -> float:
+    def floor_seconds(self, rates: Rates) -> float:
         return (
             self.matmul_flops / rates.matmul_flops + self.elementwise / rates.elementwise + self.normals / rates.normals
         )

@@ -10,8 +10,9 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 _SHOWN_CHARS = 40
 # Query parameters that Streamlit itself owns; never reported as unknown.

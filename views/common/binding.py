@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from typing import Mapping, MutableMapping, Sequence
+from collections.abc import Mapping, MutableMapping, Sequence
 
 import streamlit as st
 

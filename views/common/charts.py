@@ -5,11 +5,11 @@ from __future__ import annotations
 import base64
 import functools
 import json
-import textwrap
 import struct
+import textwrap
 import zlib
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 import altair as alt
 import numpy as np

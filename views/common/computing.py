@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import concurrent.futures
 import uuid
+from collections.abc import Callable, Hashable
 from concurrent.futures.process import BrokenProcessPool
-from typing import Callable, Hashable
 
 import streamlit as st
 

@@ -7,8 +7,8 @@ import hashlib
 import logging
 import os
 import uuid
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import streamlit as st
 

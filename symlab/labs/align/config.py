@@ -79,7 +79,7 @@ class AlignConfig:
         help="The data and both initialisations (q_A and q_B get different seeds derived from it).",
     )
 
-    def validate(self) -> "AlignConfig":
+    def validate(self) -> AlignConfig:
         return controls.validate(self)
 
     @property

@@ -125,7 +125,7 @@ class MethodsConfig:
     )
     seed: int = control(0, low=0, high=100_000, label="Seed", help="Seeds every network, minibatch, mask and sample.")
 
-    def validate(self) -> "MethodsConfig":
+    def validate(self) -> MethodsConfig:
         return controls.validate(
             self, [(self.samples >= self.modes, f"samples ({self.samples}) must be at least modes ({self.modes})")]
         )
@@ -170,7 +170,7 @@ class MethodsConfig:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, values: dict) -> "MethodsConfig":
+    def from_dict(cls, values: dict) -> MethodsConfig:
         known = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in values.items() if k in known})
 
@@ -213,7 +213,7 @@ def image_pass(arch) -> Cost:
     return Cost(elementwise=IMAGE_WORK["convnet"])
 
 
-def comparison_parts(config: "MethodsConfig") -> tuple[Part, ...]:
+def comparison_parts(config: MethodsConfig) -> tuple[Part, ...]:
     """What a comparison computes, in words and as work: the reference networks, the starts, each method's samples,
     and the scores of every sample set."""
     arch, name = config.arch, config.architecture

@@ -181,7 +181,7 @@ class MnistConfig:
         "auto", choices=DEVICES, label="Device", widget="segmented", help="auto: CUDA when torch finds a GPU, else CPU."
     )
 
-    def validate(self) -> "MnistConfig":
+    def validate(self) -> MnistConfig:
         return controls.validate(self)
 
     def work(self) -> Work:
@@ -220,7 +220,7 @@ class MnistConfig:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, values: dict) -> "MnistConfig":
+    def from_dict(cls, values: dict) -> MnistConfig:
         known = {f.name for f in fields(cls)}
         return cls(**{**LEGACY_VALUES, **{k: v for k, v in values.items() if k in known}})
 

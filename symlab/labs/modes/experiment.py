@@ -137,7 +137,7 @@ class SweepConfig:
             "seed": self.seed,
         }
 
-    def validate(self) -> "SweepConfig":
+    def validate(self) -> SweepConfig:
         """This config, or one ValueError naming every field out of its declared range and a sweep too wide
         for σ."""
         numbers_ok = all(

@@ -33,7 +33,7 @@ class PerceptronConfig:
     max_loss: float = control(0.05, low=0.0, high=100.0, label="Largest final loss of a kept net")
     seed: int = control(0, low=0, high=MAX_INT, label="Seed")
 
-    def validate(self) -> "PerceptronConfig":
+    def validate(self) -> PerceptronConfig:
         return controls.validate(self)
 
 
@@ -69,7 +69,7 @@ class MlpConfig:
     )
     seed: int = control(0, low=0, high=MAX_INT, label="Seed")
 
-    def validate(self) -> "MlpConfig":
+    def validate(self) -> MlpConfig:
         return controls.validate(self)
 
 
@@ -100,7 +100,7 @@ class ProximityConfig:
     steps: int = control(300, low=1, high=10_000, label="Adam steps (trained weights)")
     seed: int = control(0, low=0, high=MAX_INT, label="Seed")
 
-    def validate(self) -> "ProximityConfig":
+    def validate(self) -> ProximityConfig:
         return controls.validate(
             self,
             [
@@ -122,5 +122,5 @@ class QualityConfig:
     )
     steps: int = control(2000, low=1, high=20_000, label="Adam steps for MFVI and SGM")
 
-    def validate(self) -> "QualityConfig":
+    def validate(self) -> QualityConfig:
         return controls.validate(self, controls.nested_checks("toy", self.toy))

@@ -106,6 +106,6 @@ class ToyConfig:
     )
     seed: int = control(0, low=0, high=MAX_INT, label="Seed", help="Seed of the data and the initialisation.")
 
-    def validate(self) -> "ToyConfig":
+    def validate(self) -> ToyConfig:
         """This config, or one ValueError naming every field out of its declared range."""
         return controls.validate(self)

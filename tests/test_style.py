@@ -1,0 +1,18 @@
+"""The tree as CI checks it before the tests: ruff's rules (pyproject.toml, [tool.ruff]) pass, and every file is
+formatted as ``ruff format`` leaves it."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.parametrize("command", [["check", "."], ["format", "--check", "."]])
+def test_ruff_passes(command):
+    result = subprocess.run(
+        [sys.executable, "-m", "ruff", *command], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]

@@ -54,7 +54,7 @@ class RunTask:
                 finished=time.time(),
                 node=node,
                 message=f"the runs directory {runs_dir} is not visible on {node}: every node must "
-                "mount it at the same path (README: Run on a cluster)",
+                "mount it at the same path (docs/cluster.md)",
             )
             ray.actor.exit_actor()
         run = registry.get(run_id)

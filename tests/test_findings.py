@@ -98,16 +98,19 @@ def test_a_missing_or_damaged_shipped_file_says_how_to_write_it(tmp_path, monkey
             findings.numbers()
     finally:
         findings.numbers.cache_clear()
+    from symlab.labs.toy import findings as toy_findings
+
     with pytest.raises(findings.FindingsError, match="--table"):
-        findings.toy_numbers(tmp_path / "absent.json")
+        toy_findings.toy_numbers(tmp_path / "absent.json")
 
 
 @pytest.mark.slow
 def test_the_shipped_toy_table_is_what_the_command_gives():
     """assets/study/toy_table.json, which the toy findings read, is the table its command computes here."""
     from symlab.labs.toy import experiment as toy
+    from symlab.labs.toy.findings import TOY_TABLE
 
-    shipped = json.loads(findings.TOY_TABLE.read_text())
+    shipped = json.loads(TOY_TABLE.read_text())
     config = toy.ToyConfig(**shipped["config"]).validate()
     alphas = sorted({row["alpha"] for row in shipped["table"]})
     seeds = shipped["table"][0]["seeds"]
@@ -128,7 +131,9 @@ def test_the_shipped_toy_table_is_what_the_command_gives():
 def test_the_toy_tables_do_not_call_the_exact_test_mse_a_floor_which_mfvi_beats_in_the_shipped_table():
     from streamlit.testing.v1 import AppTest
 
-    rows = json.loads(findings.TOY_TABLE.read_text())["table"]
+    from symlab.labs.toy.findings import TOY_TABLE
+
+    rows = json.loads(TOY_TABLE.read_text())["table"]
     assert any(row["test_mse_mean"] < row["exact_test_mse_mean"] for row in rows if row["method"] == "mfvi")
     at = AppTest.from_file(str(ROOT / "views" / "toy.py"), default_timeout=60).run()
     text = flat(" ".join(block.value for block in at.markdown))
@@ -157,3 +162,24 @@ def test_the_methods_command_names_every_method_it_runs():
         env={**os.environ, "COLUMNS": "400"},
     ).stdout
     assert all(LABELS[method] in flat(shown) for method in METHODS), shown
+
+
+def test_each_lab_declares_its_findings_with_a_command_that_parses():
+    """Every lab names its findings module (Lab.findings); each finding carries the command that reproduces its
+    numbers, and a `symlab ...` command is one the command line accepts."""
+    import shlex
+
+    from symlab.cli import build_parser
+    from symlab.labs import LABS
+
+    assert all(lab.findings == f"symlab.labs.{lab.name}.findings" for lab in LABS)
+    stated = findings.findings()
+    assert {finding.lab for finding in stated} == {lab.name for lab in LABS}
+    parser = build_parser()
+    for finding in stated:
+        for command in finding.command.split(" (")[0].split(";"):
+            words = shlex.split(command)
+            if words[0] == "symlab":
+                parser.parse_args(words[1:])
+            else:
+                assert (ROOT / words[1]).is_file(), command

@@ -20,10 +20,9 @@ LAZY_IN = {
     ("symlab/serving/warmup.py", "symlab.lib.two_relu"): "imports torch",
     ("symlab/serving/precomputed.py", "symlab.serving.codec"): "imports torch",
     # The findings' sources load torch; a page reads only their shipped numbers.
-    **{
-        ("symlab/serving/findings.py", f"symlab.labs.{lab}.experiment"): "imports torch"
-        for lab in ("modes", "symmetry", "align", "methods")
-    },
+    ("symlab/labs/symmetry/findings.py", "symlab.labs.symmetry.experiment.perceptron_task"): "imports torch",
+    ("symlab/labs/align/findings.py", "symlab.labs.align.experiment.alignment_task"): "imports torch",
+    ("symlab/labs/methods/findings.py", "symlab.labs.methods.experiment"): "imports torch",
     # The command line parses with the labs' torch-free configs; a computation loads torch when it runs
     # (tests/test_cli_speed.py holds --help under its budget).
     **{

@@ -37,6 +37,9 @@ class Lab:
     tasks: str = ""
     # The page's presets: a specs.presets.Presets.
     presets: str = ""
+    # What the lab measured (a module: its numbers(shipped) -> dict, and findings(numbers) -> [specs.findings.Finding]),
+    # for the home page, the README and the class path (symlab.serving.findings gathers them).
+    findings: str = ""
     # Every dataclass its results may hold, at the top or nested (a report's config, a posterior's layout), as
     # "module:QualName": the only types symlab.serving.codec writes and builds back (the result store's entries, an
     # upload analysis's answer), so that stored bytes can only choose among types the code names.

@@ -7,6 +7,7 @@ LAB = Lab(
     "Alignment",
     ":material/compare_arrows:",
     command="symlab.cli.align:register",
+    findings="symlab.labs.align.findings",
     params="symlab.labs.align.params:page_params",
     tasks="symlab.labs.align.tasks:page_tasks",
     presets="symlab.labs.align.params:PRESETS",

@@ -7,6 +7,7 @@ LAB = Lab(
     "Posterior approximations",
     ":material/leaderboard:",
     command="symlab.cli.methods:register",
+    findings="symlab.labs.methods.findings",
     params="symlab.labs.methods.params:page_params",
     presets="symlab.labs.methods.params:PRESETS",
     runs="symlab.labs.methods.training:KIND",

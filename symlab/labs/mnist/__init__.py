@@ -7,6 +7,7 @@ LAB = Lab(
     "MNIST",
     ":material/grid_on:",
     command="symlab.cli.mnist:register",
+    findings="symlab.labs.mnist.findings",
     params="symlab.labs.mnist.params:page_params",
     blurb=(
         "Launch MFVI and SGM runs of Bayesian MLPs, watch them train, and compare accuracy across widths like"

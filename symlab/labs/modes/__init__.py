@@ -7,6 +7,7 @@ LAB = Lab(
     "Mode interpolation",
     ":material/ssid_chart:",
     command="symlab.cli.modes:register",
+    findings="symlab.labs.modes.findings",
     params="symlab.labs.modes.params:page_params",
     presets="symlab.labs.modes.params:PRESETS",
     blurb=(

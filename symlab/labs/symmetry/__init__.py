@@ -8,6 +8,7 @@ LAB = Lab(
     "Symmetry explorer",
     ":material/flip:",
     command="symlab.cli.symmetry:register",
+    findings="symlab.labs.symmetry.findings",
     params="symlab.labs.symmetry.params:page_params",
     tasks="symlab.labs.symmetry.tasks:page_tasks",
     presets="symlab.labs.symmetry.params:PRESETS",

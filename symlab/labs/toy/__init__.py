@@ -7,6 +7,7 @@ LAB = Lab(
     "Tractable BNN",
     ":material/hub:",
     command="symlab.cli.toy:register",
+    findings="symlab.labs.toy.findings",
     params="symlab.labs.toy.params:page_params",
     presets="symlab.labs.toy.params:PRESETS",
     blurb=(

@@ -101,7 +101,7 @@ def test_a_missing_or_damaged_shipped_file_says_how_to_write_it(tmp_path, monkey
     from symlab.labs.toy import findings as toy_findings
 
     with pytest.raises(findings.FindingsError, match="--table"):
-        toy_findings.toy_numbers(tmp_path / "absent.json")
+        toy_findings.numbers(path=tmp_path / "absent.json")
 
 
 @pytest.mark.slow

@@ -167,6 +167,11 @@ def log_marginal_likelihood(nll: float, flat: torch.Tensor, eigenvalues: torch.T
     )
 
 
+def negative_eigenvalues(eigenvalues: torch.Tensor) -> torch.Tensor:
+    """Which eigenvalues are negative beyond round-off (below −tol·max|h|): the curvature's, not float error's."""
+    return eigenvalues < -_NEGATIVE_TOLERANCE * float(eigenvalues.abs().max())
+
+
 def fit_prior_precision(
     flat: torch.Tensor, eigenvalues: torch.Tensor, bounds: tuple[float, float] = PRIOR_PRECISION_BOUNDS
 ) -> float:
@@ -177,7 +182,7 @@ def fit_prior_precision(
     if not 0 < low < high < math.inf:
         raise ValueError(f"the bounds must satisfy 0 < low < high < inf, not {bounds}")
     lowest = float(eigenvalues.min())
-    if lowest < -_NEGATIVE_TOLERANCE * float(eigenvalues.abs().max()):
+    if bool(negative_eigenvalues(eigenvalues).any()):
         raise IndefiniteCurvature(
             f"Laplace: the prior precision cannot be fitted. The curvature's smallest eigenvalue is {lowest:.4g}, so "
             f"the evidence log Z(δ) grows without bound as δ falls to {-lowest:.4g} and has no maximum. Use the GGN "
@@ -261,14 +266,13 @@ def posterior_from_curvature(
     if fit_prior:
         prior_precision = fit_prior_precision(mean, eigenvalues)
     _check_positive_definite(eigenvalues, prior_precision)
-    tolerance = _NEGATIVE_TOLERANCE * float(eigenvalues.abs().max())
     return LaplacePosterior(
         mean=mean,
         eigenvalues=eigenvalues,
         eigenvectors=eigenvectors,
         prior_precision=float(prior_precision),
         nll=float(nll),
-        negative_curvature=int((eigenvalues < -tolerance).sum()),
+        negative_curvature=int(negative_eigenvalues(eigenvalues).sum()),
         dtype=flat_map.dtype,
     )
 

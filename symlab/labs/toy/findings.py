@@ -14,14 +14,10 @@ COMMAND = TOY_TABLE_COMMAND
 APART = 0.01  # nats: a bound gain this close to ln 2 counts as the modes' being apart
 
 
-def numbers(shipped, path: Path = TOY_TABLE) -> dict:
-    """``shipped`` (a task's shipped result) is not needed: the table ships as JSON."""
-    return toy_numbers(path)
-
-
-def toy_numbers(path: Path = TOY_TABLE) -> dict:
-    """From the two-weight network's table (MFVI and SGM, several α, 5 seeds): SGM's bound gain where the modes
-    are closest and where they are apart, and the paired test-MSE change against its spread over seeds."""
+def numbers(shipped=None, path: Path = TOY_TABLE) -> dict:
+    """From the two-weight network's table (MFVI and SGM, several α, 5 seeds; ``shipped`` is not needed: the table
+    ships as JSON): SGM's bound gain where the modes are closest and where they are apart, and the paired test-MSE
+    change against its spread over seeds."""
     try:
         rows = [row for row in json.loads(path.read_text())["table"] if row["method"] == "sgm"]
     except (OSError, ValueError, KeyError, TypeError) as error:

@@ -26,34 +26,6 @@ CHROMIUM = os.environ.get("SYMLAB_CHROMIUM", "/usr/bin/chromium")
 os.environ["SYMLAB_RUNS_DIR"] = tempfile.mkdtemp(prefix="symlab-test-runs-")
 
 
-# Test files whose every test starts servers, clusters or processes of its own, or trains for long: left out of
-# the fast lane (python -m pytest -m "not slow"), run by CI and by the plain command.
-SLOW_MODULES = {
-    "test_browser",
-    "test_layout",
-    "test_deploy",
-    "test_cluster",
-    "test_replicas",
-    "test_interactions",
-    "test_hosting",
-    "test_load_client",
-    "test_accessibility",
-    "test_warmup",
-    "test_study",
-    "test_runs",
-    "test_jobs",
-    "test_fuzz",
-    "test_cli",
-    "test_page_mnist",
-    "test_page_methods",
-    "test_methods",
-    "test_mnist",
-    "test_mnist_convergence",
-    "test_failures",
-    "test_upload_server",
-}
-
-
 def fixtures_used(item) -> set[str]:
     """The fixtures ``item`` uses, with the throwaway PostgreSQL server where its ``database`` is PostgreSQL."""
     used = set(getattr(item, "fixturenames", ()))
@@ -64,15 +36,10 @@ def fixtures_used(item) -> set[str]:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
-    """Mark the slow tests before -m selects: whole slow modules, the browser and deploy tests, and every test of
-    a server of its own (the browser's app, PostgreSQL)."""
+    """Mark slow, before -m selects, every test that uses a server of its own (the browser's app, PostgreSQL),
+    wherever it stands. Whole slow files say so themselves (``pytestmark = pytest.mark.slow``)."""
     for item in items:
-        own_servers = fixtures_used(item) & {"server_url", "postgres_server_url"}
-        if (
-            item.module.__name__ in SLOW_MODULES
-            or own_servers
-            or any(item.get_closest_marker(name) for name in ("browser", "deploy"))
-        ):
+        if fixtures_used(item) & {"server_url", "postgres_server_url"}:
             item.add_marker(pytest.mark.slow)
 
 

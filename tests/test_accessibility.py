@@ -11,6 +11,8 @@ from symlab import cli
 from symlab.labs import run_kinds
 from symlab.runs.registry import Registry
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 
 

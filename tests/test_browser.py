@@ -14,7 +14,7 @@ from vegatest import VEGA_CHART_JS, image_values, png_rows
 from symlab.labs import LABS
 from views.common.charts import BLUE_RED, VIRIDIS
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 ARTIFACTS = __import__("pathlib").Path(__file__).resolve().parents[1] / "tests" / "artifacts"
 

@@ -10,6 +10,8 @@ import pytest
 from symlab.labs import run_kinds
 from symlab.labs.toy import experiment as toy
 
+pytestmark = pytest.mark.slow
+
 
 def run(*args):
     return subprocess.run([sys.executable, "-m", "symlab", *args], capture_output=True, text=True, timeout=300)

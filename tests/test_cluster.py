@@ -29,6 +29,8 @@ from symlab.specs.run_kind import (
     RUNNING,
 )
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 TINY = dict(hidden=8, epochs=2, train_subset=500, samples=2, init_sd=1e-3, device="cpu")
 LONG = dict(hidden=256, epochs=8, train_subset=20000, samples=2, init_sd=1e-3, device="cpu")

@@ -17,7 +17,7 @@ import urllib.request
 import pytest
 from conftest import ROOT, _free_port
 
-pytestmark = pytest.mark.deploy
+pytestmark = [pytest.mark.deploy, pytest.mark.slow]
 IMAGE_ONLY_STEPS = ("useradd ",)  # the container's user and volume: nothing to install
 
 

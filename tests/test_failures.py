@@ -18,6 +18,8 @@ from symlab.runs.registry import Registry, RegistryError
 from symlab.specs import settings
 from symlab.specs.run_kind import FAILED, FINISHED, RESUMABLE
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 TINY = MnistConfig(hidden=8, epochs=2, train_subset=500, samples=2, device="cpu")
 

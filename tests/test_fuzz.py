@@ -33,6 +33,8 @@ from symlab.runs import execution
 from symlab.specs.urlstate import Param, encode_query, parse_query
 from views.common import binding
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 NOTICE = "Some settings in the link were adjusted"
 RESERVED = ("embed", "embed_options")  # Streamlit's own query parameters

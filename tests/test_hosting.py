@@ -18,6 +18,8 @@ from symlab.specs.settings import (
     SettingsError,
 )
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 
 

@@ -16,6 +16,8 @@ import pytest
 from symlab.serving import shared_results
 from symlab.specs.tasks import Progress, Task
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture
 def results():

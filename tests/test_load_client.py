@@ -22,6 +22,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import load_test  # noqa: E402
 from streamlit_protocol import Session, Widget, drawn_value  # noqa: E402
 
+pytestmark = pytest.mark.slow
+
 
 def test_widget_states_are_what_the_frontend_sends():
     slider = Widget("slider", Slider(id="$$ID-abc-toy.alpha", min=0, max=3, step=0.05), [0.5])

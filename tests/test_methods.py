@@ -15,6 +15,8 @@ from symlab.lib.glyphs import load_glyphs
 from symlab.lib.mnist_data import load_mnist
 from symlab.specs.results import TRAINED_ACCURACY, training_verdict
 
+pytestmark = pytest.mark.slow
+
 TINY = dict(reference=20, samples=10, modes=2, epochs=1, train_size=1000, test_size=500)
 
 

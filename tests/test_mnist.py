@@ -21,6 +21,8 @@ from symlab.labs.mnist.experiment import MnistConfig, MnistTrainer
 from symlab.lib import bnn, mnist_data
 from symlab.specs.results import TrainingDiverged
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def data():

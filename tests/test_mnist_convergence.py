@@ -12,6 +12,8 @@ from symlab.labs.mnist import experiment as mnist
 from symlab.labs.mnist.experiment import MnistConfig, MnistTensors, MnistTrainer
 from symlab.lib import gaussian, mlp
 
+pytestmark = pytest.mark.slow
+
 
 def test_fisher_diagonal_is_the_hessian_diagonal_in_expectation():
     """For a ReLU MLP the Gauss-Newton diagonal equals the Hessian diagonal (whatever the labels), and the

@@ -10,6 +10,8 @@ from vegatest import vega_chart, vega_charts
 from symlab.labs.methods import experiment as ex
 from symlab.specs.run_kind import FINISHED
 
+pytestmark = pytest.mark.slow
+
 PAGE = str(Path(__file__).resolve().parents[1] / "views" / "methods.py")
 TINY = dict(reference=20, samples=10, modes=2, epochs=1, train_size=1000, test_size=500)
 TINY_QUERY = dict(reference="20", samples="10", modes="2", epochs="1", train="1000", test="500")

@@ -14,6 +14,8 @@ from symlab.runs import supervisor
 from symlab.specs import controls, settings
 from symlab.specs.run_kind import CANCELLED, FINISHED, RUNNING
 
+pytestmark = pytest.mark.slow
+
 PAGE = str(Path(__file__).resolve().parents[1] / "views" / "mnist.py")
 
 

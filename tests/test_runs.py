@@ -30,6 +30,8 @@ from symlab.specs.run_kind import (
 )
 from symlab.specs.settings import SettingsError
 
+pytestmark = pytest.mark.slow
+
 TINY = dict(hidden=8, epochs=2, train_subset=500, samples=2, init_sd=1e-3, device="cpu")  # σ₀ small: learns in 8 steps
 LONG = dict(hidden=256, epochs=8, train_subset=20000, samples=2, init_sd=1e-3, device="cpu")  # ~0.4 s per epoch here
 

@@ -11,6 +11,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import study_symmetrisation as study  # noqa: E402
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture
 def tiny_study(monkeypatch):

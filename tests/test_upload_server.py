@@ -15,7 +15,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import upload_attacks  # noqa: E402
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 # What each case's page shows (its first alert, as text: nothing of the name is read as markup).
 EXPECTED = {

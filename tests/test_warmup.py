@@ -4,11 +4,14 @@ first visitor."""
 import threading
 import time
 
+import pytest
 from pagetest import open_page
 
 from symlab.labs import LABS
 from symlab.lib import mnist_data
 from symlab.serving import warmup
+
+pytestmark = pytest.mark.slow
 
 WARMED = [lab for lab in LABS if lab.tasks]
 

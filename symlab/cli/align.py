@@ -49,7 +49,7 @@ def register(subparsers) -> None:
         "B aligned to A (b_aligned.safetensors) and the permutations (permutations.csv: layer, "
         "unit_of_a, unit_of_b), as the page downloads them",
     )
-    p.add_argument("--data-dir", default=None, help="MNIST directory (default: the copy shipped in assets/mnist)")
+    common.add_data_dir(p)
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(run=_run_align, format=_format_align)
 

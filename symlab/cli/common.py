@@ -11,7 +11,7 @@ from symlab.runs import supervisor
 from symlab.runs.registry import RESTART, RESUME
 from symlab.specs.controls import MAX_INT, shown
 from symlab.specs.run_kind import RESUMABLE, RUNNING
-from symlab.specs.settings import mnist_directory
+from symlab.specs.settings import EXECUTORS, mnist_directory
 
 # Work that a single command may ask for at once: α values × seeds of a toy table, runs of a sweep.
 MAX_RUNS = 10_000
@@ -43,6 +43,24 @@ def stderr_progress(args, what: str = ""):
 def load_mnist(directory):
     """MNIST from ``directory`` (--data-dir), else $SYMLAB_MNIST_DIR, else the shipped copy."""
     return load_mnist_files(mnist_directory(directory))
+
+
+def add_data_dir(parser) -> None:
+    parser.add_argument(
+        "--data-dir",
+        default=None,
+        help="directory with the four MNIST IDX .gz files (default: $SYMLAB_MNIST_DIR, else the copy in assets/mnist)",
+    )
+
+
+def add_registry_options(parser, executor_help: str) -> None:
+    """--runs-dir and --executor, for the commands whose runs the registry records, as the app's are."""
+    parser.add_argument(
+        "--runs-dir",
+        default=None,
+        help="run registry and checkpoints (default: $SYMLAB_RUNS_DIR or ./runs), shared with the app",
+    )
+    parser.add_argument("--executor", choices=EXECUTORS, default=None, help=executor_help)
 
 
 def pm(mean, std, digits):

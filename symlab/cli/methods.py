@@ -16,7 +16,7 @@ from symlab.runs import execution, supervisor
 from symlab.runs.registry import Registry
 from symlab.specs import controls, results
 from symlab.specs.run_kind import ACTIVE, RUNNING
-from symlab.specs.settings import EXECUTORS, executor_name
+from symlab.specs.settings import executor_name
 
 
 def method_names() -> str:
@@ -48,22 +48,11 @@ def register(subparsers) -> None:
         help="write run RUN_ID's reference checkpoints to FILE as safetensors (each parameter stacked over "
         "the checkpoints, the settings as metadata), and train nothing",
     )
-    p.add_argument(
-        "--data-dir",
-        default=None,
-        help="directory with the four MNIST IDX .gz files (default: $SYMLAB_MNIST_DIR, else assets/mnist)",
-    )
-    p.add_argument(
-        "--runs-dir",
-        default=None,
-        help="run registry and checkpoints (default: $SYMLAB_RUNS_DIR or ./runs), shared with the app",
-    )
-    p.add_argument(
-        "--executor",
-        choices=EXECUTORS,
-        default=None,
-        help="local: in this process (the default, or $SYMLAB_EXECUTOR); ray: on the Ray cluster at "
-        "$RAY_ADDRESS (else a local Ray instance), waiting for it",
+    common.add_data_dir(p)
+    common.add_registry_options(
+        p,
+        "local: in this process (the default, or $SYMLAB_EXECUTOR); ray: on the Ray cluster at $RAY_ADDRESS (else a "
+        "local Ray instance), waiting for it",
     )
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     p.set_defaults(run=_run, format=_format)

@@ -10,13 +10,13 @@ from symlab.cli import common
 from symlab.labs import run_kinds
 from symlab.labs.mnist import LAB, convergence
 from symlab.labs.mnist.config import MnistConfig
-from symlab.labs.mnist.table import results_table, table_verdict
+from symlab.labs.mnist.table import REPORT_KEYS, results_table, table_verdict
 from symlab.lib import mnist_data
 from symlab.runs import execution, supervisor
 from symlab.runs.registry import Registry
 from symlab.specs import controls, results, settings
 from symlab.specs.run_kind import ACTIVE, RUNNING
-from symlab.specs.settings import EXECUTORS, executor_name
+from symlab.specs.settings import executor_name
 
 # The settings of one run that a sweep varies: it takes lists of widths and Ks, methods and a seed count.
 VARIED = ("hidden", "method", "K", "seed")
@@ -80,22 +80,11 @@ def _add_mnist_options(p, *, sweep: bool) -> None:
             "standard deviations under sd.<key>, the config as metadata",
         )
     controls.add_flags(p, MnistConfig, SHARED)
-    p.add_argument(
-        "--data-dir",
-        default=None,
-        help="directory with the four MNIST IDX .gz files (default: $SYMLAB_MNIST_DIR, else the copy in assets/mnist)",
-    )
-    p.add_argument(
-        "--runs-dir",
-        default=None,
-        help="run registry and checkpoints (default: $SYMLAB_RUNS_DIR or ./runs), shared with the app",
-    )
-    p.add_argument(
-        "--executor",
-        choices=EXECUTORS,
-        default=None,
-        help="local: train in this process (the default, or $SYMLAB_EXECUTOR); ray: submit every run to the "
-        "Ray cluster at $RAY_ADDRESS (else a local Ray instance) at once, and wait for them",
+    common.add_data_dir(p)
+    common.add_registry_options(
+        p,
+        "local: train in this process (the default, or $SYMLAB_EXECUTOR); ray: submit every run to the Ray cluster "
+        "at $RAY_ADDRESS (else a local Ray instance) at once, and wait for them",
     )
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
@@ -142,7 +131,7 @@ def register(subparsers) -> None:
             "or damaged ones from the canonical mirrors, verified."
         ),
     )
-    d.add_argument("--data-dir", default=None)
+    common.add_data_dir(d)
     d.add_argument("--download", action="store_true")
     d.add_argument("--json", action="store_true")
     d.set_defaults(run=_run_mnist_data, format=_format_mnist_data, failure=_data_failure)
@@ -196,33 +185,7 @@ def _run_report(registry, run) -> dict:
         "node": run.node,
         "config": run.config.to_dict(),
     }
-    keys = (
-        "epochs_done",
-        "test_acc",
-        "test_nll",
-        "test_ece",
-        "train_elbo",
-        "train_elbo_sym",
-        "mi_estimator",
-        "mi_trained",
-        "mutual_info",
-        "log_group_size",
-        "mi_active",
-        "nearest_unit_kl_min",
-        "nearest_unit_kl_median",
-        "units_at_prior",
-        "block_mi",
-        "block_log_group_size",
-        "block_mi_active",
-        "sd_median",
-        "train_seconds",
-        "converged",
-        "converged_epoch",
-        "elbo_change",
-        "elbo_change_se",
-        "log_sd_change",
-    )
-    report.update({key: (run.result or {}).get(key) for key in keys})
+    report.update({key: (run.result or {}).get(key) for key in REPORT_KEYS})
     report["history"] = registry.metrics([run.id])[run.id]
     return results.to_json(report)
 

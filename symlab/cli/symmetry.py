@@ -76,7 +76,7 @@ def register(subparsers) -> None:
     )
     controls.add_flags(q, PerceptronConfig, PERCEPTRON_FLAGS)
     _add_mass_mlp_flags(q)
-    q.add_argument("--data-dir", default=None, help="MNIST directory (default: the copy shipped in assets/mnist)")
+    common.add_data_dir(q)
     q.set_defaults(run=_run_mass, format=_format_symmetry)
 
     q = parts.add_parser(
@@ -111,7 +111,7 @@ def register(subparsers) -> None:
         "and measure Kendall's τ against the previous step's order (1: no change).",
     )
     controls.add_flags(q, MlpConfig, MLP_FLAGS)
-    q.add_argument("--data-dir", default=None, help="MNIST directory (default: the copy shipped in assets/mnist)")
+    common.add_data_dir(q)
     q.set_defaults(run=_run_training, format=_format_symmetry)
 
     q = parts.add_parser(
@@ -138,7 +138,7 @@ def register(subparsers) -> None:
         default="max_in",
         help="what permutation removal sorts each hidden layer's units by (default max_in)",
     )
-    q.add_argument("--data-dir", default=None, help="MNIST directory (default: the copy shipped in assets/mnist)")
+    common.add_data_dir(q)
     q.set_defaults(run=_run_network, format=_format_network)
     for sub in parts.choices.values():
         sub.add_argument("--json", action="store_true", help="print JSON instead of a table")

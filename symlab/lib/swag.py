@@ -127,53 +127,26 @@ def sgd_snapshots(
     linear ramp, then ``snapshots`` × ``steps_between`` steps at η, yielding a copy of w after every
     ``steps_between`` of them. Raises FloatingPointError naming the step where the loss is not finite."""
     _check_sgd(flat_start, x, y, lr, weight_decay, momentum, batch_size, steps_between, snapshots, warmup_steps)
-    return _sgd_run(
-        logits_fn,
-        flat_start,
-        x,
-        y,
-        lr,
-        weight_decay,
-        batch_size,
-        steps_between,
-        snapshots,
-        generator,
-        warmup_steps,
-        momentum,
-        loss,
-    )
 
-
-def _sgd_run(
-    logits_fn,
-    flat_start,
-    x,
-    y,
-    lr,
-    weight_decay,
-    batch_size,
-    steps_between,
-    snapshots,
-    generator,
-    warmup_steps,
-    momentum,
-    loss,
-) -> Iterator[torch.Tensor]:
     def batch_loss(w, xb, yb):
         return loss(logits_fn(w, xb), yb) / len(xb)
 
-    gradient = torch.func.grad_and_value(batch_loss)
-    w, velocity = flat_start.detach().clone(), torch.zeros_like(flat_start)
-    batches = _minibatches(len(x), batch_size, generator)
-    for step in range(warmup_steps + snapshots * steps_between):
-        index = next(batches).to(x.device)
-        grad, value = gradient(w, x[index], y[index])
-        if not bool(torch.isfinite(value)):
-            raise FloatingPointError(f"SWAG: SGD diverged at step {step} (the minibatch loss is {float(value)})")
-        velocity = momentum * velocity + grad + weight_decay * w
-        w = w - _learning_rate(step, lr, warmup_steps) * velocity
-        if step >= warmup_steps and (step - warmup_steps + 1) % steps_between == 0:
-            yield w.clone()
+    # An inner generator, so that bad settings raise at the call, not at the first snapshot asked for.
+    def run() -> Iterator[torch.Tensor]:
+        gradient = torch.func.grad_and_value(batch_loss)
+        w, velocity = flat_start.detach().clone(), torch.zeros_like(flat_start)
+        batches = _minibatches(len(x), batch_size, generator)
+        for step in range(warmup_steps + snapshots * steps_between):
+            index = next(batches).to(x.device)
+            grad, value = gradient(w, x[index], y[index])
+            if not bool(torch.isfinite(value)):
+                raise FloatingPointError(f"SWAG: SGD diverged at step {step} (the minibatch loss is {float(value)})")
+            velocity = momentum * velocity + grad + weight_decay * w
+            w = w - _learning_rate(step, lr, warmup_steps) * velocity
+            if step >= warmup_steps and (step - warmup_steps + 1) % steps_between == 0:
+                yield w.clone()
+
+    return run()
 
 
 def _check_sgd(

@@ -22,6 +22,23 @@ RESULT_KEYS = (
     "nearest_unit_kl_median",
     "units_at_prior",
 )
+# A run's report (python -m symlab mnist --json): the table's metrics, with how far it got and what it measured.
+REPORT_KEYS = (
+    "epochs_done",
+    "mi_estimator",
+    "mi_trained",
+    *RESULT_KEYS,
+    "block_mi",
+    "block_log_group_size",
+    "block_mi_active",
+    "sd_median",
+    "train_seconds",
+    "converged",
+    "converged_epoch",
+    "elbo_change",
+    "elbo_change_se",
+    "log_sd_change",
+)
 
 
 def setting_label(config: MnistConfig) -> str:

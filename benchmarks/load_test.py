@@ -113,7 +113,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 import websockets  # noqa: E402
-from conftest import CHROMIUM, app_process  # noqa: E402
+from conftest import CHROMIUM, CHROMIUM_ARGS, app_process  # noqa: E402
 from playwright.async_api import async_playwright, expect  # noqa: E402
 from streamlit_protocol import Session  # noqa: E402
 
@@ -1405,14 +1405,7 @@ async def run_all(args, server_env: dict) -> dict:
     async with async_playwright() as playwright:
         browser = await playwright.chromium.launch(
             executable_path=CHROMIUM,
-            args=[
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-                "--no-first-run",
-            ],
+            args=CHROMIUM_ARGS,
         )
         try:
             if args.url:

@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 import hostile_files  # noqa: E402
-from conftest import CHROMIUM, app_process  # noqa: E402
+from conftest import CHROMIUM, CHROMIUM_ARGS, app_process  # noqa: E402
 from playwright.sync_api import sync_playwright  # noqa: E402
 from process_memory import MemorySampler, descendants  # noqa: E402
 
@@ -228,14 +228,7 @@ def attack(args) -> list[dict]:
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(
                 executable_path=CHROMIUM,
-                args=[
-                    "--no-sandbox",
-                    "--disable-gpu",
-                    "--disable-background-networking",
-                    "--disable-component-update",
-                    "--disable-sync",
-                    "--no-first-run",
-                ],
+                args=CHROMIUM_ARGS,
             )
             while cases:
                 rows += serve_cases(browser, cases, files, env, cgroup, args)

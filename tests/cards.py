@@ -9,10 +9,11 @@ MNIST's picture needs runs: it trains three small MFVI runs (widths 16, 64, 256;
 from __future__ import annotations
 
 import argparse
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+import mnist_runs
 
 ROOT = Path(__file__).resolve().parents[1]
 CARDS = ROOT / "assets" / "cards"
@@ -32,27 +33,7 @@ MNIST_WIDTHS = (16, 64, 256)
 
 def train_mnist_runs(runs_dir: Path) -> None:
     for hidden in MNIST_WIDTHS:
-        subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "symlab",
-                "mnist",
-                "--hidden",
-                str(hidden),
-                "--epochs",
-                "1",
-                "--train-subset",
-                "5000",
-                "--runs-dir",
-                str(runs_dir),
-                "--json",
-            ],
-            check=True,
-            capture_output=True,
-            cwd=ROOT,
-            timeout=600,
-        )
+        mnist_runs.train(runs_dir, hidden, train_subset=5000, timeout=600)
 
 
 def chart(page, title: str | None):

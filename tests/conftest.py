@@ -15,15 +15,33 @@ from urllib.parse import urlsplit
 
 import prerequisites
 import pytest
+from hypothesis import settings
 
 from symlab.labs import run_kinds
 from symlab.runs.registry import Registry
 
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = os.environ.get("SYMLAB_CHROMIUM", "/usr/bin/chromium")
+# Chromium without its own background traffic (updates, sync, first-run pages): every request the tests see is the app's.
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 # The session's runs and stored results in a directory of its own: never a checkout's runs/, and never
 # results stored by an earlier session (what a test computes, it computes).
 os.environ["SYMLAB_RUNS_DIR"] = tempfile.mkdtemp(prefix="symlab-test-runs-")
+
+# Hypothesis: by default new examples each run, and failures kept in .hypothesis/ and replayed first. No
+# deadline: the tests look for errors, not speed, and a loaded machine would make one flaky. CI selects
+# "ci" (HYPOTHESIS_PROFILE=ci or --hypothesis-profile=ci): the same examples every run, nothing written,
+# and a failure printed with the blob that reproduces it (@reproduce_failure).
+settings.register_profile("default", settings.get_profile("default"), deadline=None)
+settings.register_profile("ci", settings.get_profile("default"), derandomize=True, database=None, print_blob=True)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", settings.get_current_profile_name()))
 
 
 def fixtures_used(item) -> set[str]:
@@ -185,14 +203,7 @@ def browser():
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(
             executable_path=CHROMIUM,
-            args=[
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-                "--no-first-run",
-            ],
+            args=CHROMIUM_ARGS,
         )
         yield browser
         browser.close()

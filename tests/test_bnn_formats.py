@@ -27,6 +27,8 @@ from symlab.lib.weights import WeightsError
 DATA = Path(__file__).parent / "data" / "bnn_formats"
 SIZES = (4, 8, 3)
 LAYERS = ("0.", "2.")  # nn.Sequential(Bayesian linear, ReLU, Bayesian linear)
+# The small network, and one of MNIST's shape.
+EACH_SIZE = pytest.mark.parametrize("sizes", [SIZES, (784, 16, 10)], ids=lambda sizes: "-".join(map(str, sizes)))
 
 # Written out here, apart from bnn_formats' table: each library's keys for ((weight mean, σ parameter),
 # (bias mean, σ parameter)), "{}" the layer's prefix, and σ from the σ parameter as the library's forward pass
@@ -283,51 +285,63 @@ def test_the_files_are_what_the_libraries_write(make, tmp_path):
         weights.read_network(written["pyro-param-store.pt"])
 
 
-@pytest.mark.parametrize("sizes", [SIZES, (784, 16, 10)], ids=lambda sizes: "-".join(map(str, sizes)))
+def assert_layers_read_as(model, network, mean, sd) -> None:
+    """``network`` holds, for each Bayesian layer of ``model`` (every other module), the means ``mean(layer, part)``
+    and the standard deviations ``sd(layer, part)`` of its "weight" and "bias" as the library computes them in
+    float64."""
+    model.double()
+    for layer, (W, b), (sW, sb) in zip(model[::2], network.means, network.sds):
+        for part, m, s in (("weight", W, sW), ("bias", b, sb)):
+            np.testing.assert_array_equal(m, mean(layer, part).detach().numpy())
+            np.testing.assert_allclose(s, sd(layer, part).detach().numpy(), rtol=1e-12, atol=0)
+
+
+def mu_parameter(layer, part):
+    """BLiTZ's and torchbnn's mean parameters: ``weight_mu``, ``bias_mu``."""
+    return getattr(layer, f"{part}_mu")
+
+
+@EACH_SIZE
 def test_sigma_is_what_bayesian_torch_computes(make, sizes):
     library("bayesian_torch")
     model = make.bayesian_torch_model(sizes)
     # Older versions saved the prior and noise buffers that 0.5.0 keeps out of state_dict: ignored.
     network = weights.read_network(torch_bytes({**model.state_dict(), **dict(model.named_buffers())}))
     assert network.sizes == sizes
-    model.double()
-    for layer, (W, b), (sW, sb) in zip(model[::2], network.means, network.sds):
-        np.testing.assert_array_equal(W, layer.mu_weight.detach().numpy())
-        np.testing.assert_array_equal(b, layer.mu_bias.detach().numpy())
-        # σ as LinearReparameterization.forward computes it (no function of its own exposes it).
-        for sd, rho in ((sW, layer.rho_weight), (sb, layer.rho_bias)):
-            np.testing.assert_allclose(sd, torch.log1p(torch.exp(rho)).detach().numpy(), rtol=1e-12, atol=0)
+    # σ as LinearReparameterization.forward computes it (no function of its own exposes it).
+    assert_layers_read_as(
+        model,
+        network,
+        mean=lambda layer, part: getattr(layer, f"mu_{part}"),
+        sd=lambda layer, part: torch.log1p(torch.exp(getattr(layer, f"rho_{part}"))),
+    )
 
 
-@pytest.mark.parametrize("sizes", [SIZES, (784, 16, 10)], ids=lambda sizes: "-".join(map(str, sizes)))
+@EACH_SIZE
 def test_sigma_is_what_blitzs_sampler_computes(make, sizes):
     library("blitz")
     model = make.blitz_model(sizes)
     network = weights.read_network(torch_bytes(model.state_dict()))
-    model.double()
-    for layer, (W, b), (sW, sb) in zip(model[::2], network.means, network.sds):
-        np.testing.assert_array_equal(W, layer.weight_mu.detach().numpy())
-        np.testing.assert_array_equal(b, layer.bias_mu.detach().numpy())
-        for sd, sampler in ((sW, layer.weight_sampler), (sb, layer.bias_sampler)):
-            sampler.sample()  # sets the sampler's sigma
-            np.testing.assert_allclose(sd, sampler.sigma.detach().numpy(), rtol=1e-12, atol=0)
+
+    def sampled_sigma(layer, part):
+        sampler = getattr(layer, f"{part}_sampler")
+        sampler.sample()  # sets the sampler's sigma
+        return sampler.sigma
+
+    assert_layers_read_as(model, network, mean=mu_parameter, sd=sampled_sigma)
 
 
-@pytest.mark.parametrize("sizes", [SIZES, (784, 16, 10)], ids=lambda sizes: "-".join(map(str, sizes)))
+@EACH_SIZE
 def test_sigma_is_what_torchbnn_computes(make, sizes):
     library("torchbnn")
     model = make.torchbnn_model(sizes)
     network = weights.read_network(torch_bytes(model.state_dict()))
-    model.double()
-    for layer, (W, b), (sW, sb) in zip(model[::2], network.means, network.sds):
-        np.testing.assert_array_equal(W, layer.weight_mu.detach().numpy())
-        np.testing.assert_array_equal(b, layer.bias_mu.detach().numpy())
-        # σ as BayesLinear.forward computes it.
-        for sd, log_sigma in ((sW, layer.weight_log_sigma), (sb, layer.bias_log_sigma)):
-            np.testing.assert_allclose(sd, torch.exp(log_sigma).detach().numpy(), rtol=1e-12, atol=0)
+    # σ as BayesLinear.forward computes it.
+    sd = lambda layer, part: torch.exp(getattr(layer, f"{part}_log_sigma"))
+    assert_layers_read_as(model, network, mean=mu_parameter, sd=sd)
 
 
-@pytest.mark.parametrize("sizes", [SIZES, (784, 16, 10)], ids=lambda sizes: "-".join(map(str, sizes)))
+@EACH_SIZE
 def test_sigma_is_what_pyros_autonormal_computes(make, sizes):
     library("pyro")
     from pyro.infer.autoguide import AutoNormal

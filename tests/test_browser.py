@@ -5,6 +5,7 @@ import re
 from pathlib import Path
 from urllib.parse import parse_qsl, urlsplit
 
+import mnist_runs
 import pytest
 from conftest import running_app
 from layout import wait_until_drawn
@@ -147,6 +148,18 @@ KEPT_LIVE_CHARTS_JS = f"() => [...document.querySelectorAll('{LIVE_CHARTS}')].ma
 TOY_TITLES = ["Exact posterior (grey) and q over (w₁, w₂)", "Predictions", "Lower bounds under log p(D)", "Test MSE"]
 
 
+def play_to_step(page, step: int) -> None:
+    """Press Play, wait (a minute at most) until the progress bar shows Adam step ``step`` or later, press Pause."""
+    page.get_by_role("button", name="Play", exact=True).click()
+    page.wait_for_function(
+        "step => { const m = /Adam step (\\d+) \\//.exec(document.querySelector('[data-testid=\"stProgress\"]').innerText);"
+        " return m && Number(m[1]) >= step; }",
+        arg=step,
+        timeout=60_000,
+    )
+    page.get_by_role("button", name="Pause", exact=True).click()
+
+
 def test_tractable_bnn_trains_live(page, server_url):
     page.goto(f"{server_url}/toy?alpha=0.25&seed=3")
     page.locator(LIVE_CHARTS).nth(3).wait_for()
@@ -157,13 +170,7 @@ def test_tractable_bnn_trains_live(page, server_url):
     assert bounds["x_title"] == "Adam step" and bounds["y_title"] == "ELBO; SGM: ELBO + I (nats)"
     assert len(bounds["rules"]) == 1
     assert page.evaluate(MARK_LIVE_CHARTS_JS) == 4
-    page.get_by_role("button", name="Play", exact=True).click()
-    page.wait_for_function(
-        "() => { const m = /Adam step (\\d+) \\//.exec(document.querySelector('[data-testid=\"stProgress\"]').innerText);"
-        " return m && Number(m[1]) >= 200; }",
-        timeout=60_000,
-    )
-    page.get_by_role("button", name="Pause", exact=True).click()
+    play_to_step(page, 200)
     page.wait_for_function(
         f"([title, before]) => {{ const now = ({VEGA_CHART_JS})(title);"
         " return now !== null && now.lines.join() !== before; }",
@@ -208,13 +215,7 @@ def test_tractable_bnn_names_a_stuck_start_and_restarts_recover(page, server_url
     restarts.press("Enter")
     page.wait_for_url(re.compile(r"restarts=4"))
     wait_for_run(page)
-    page.get_by_role("button", name="Play", exact=True).click()
-    page.wait_for_function(
-        "() => { const m = /Adam step (\\d+) \\//.exec(document.querySelector('[data-testid=\"stProgress\"]').innerText);"
-        " return m && Number(m[1]) >= 1000; }",
-        timeout=60_000,
-    )
-    page.get_by_role("button", name="Pause", exact=True).click()
+    play_to_step(page, 1000)
     wait_for_run(page)
     assert stuck.count() == 0
     kept = page.locator('[data-testid="stCaptionContainer"]', has_text="kept").inner_text()
@@ -838,9 +839,6 @@ def test_bnn_library_files_load_and_align_in_the_browser(page, server_url, brows
 
 
 def test_your_own_networks_upload_align_and_download(page, server_url, server_runs_dir, tmp_path):
-    import subprocess
-    import sys
-
     import numpy as np
 
     from symlab.lib import weights
@@ -919,26 +917,7 @@ def test_your_own_networks_upload_align_and_download(page, server_url, server_ru
     save_screenshot(page, "align_files")
 
     # MNIST: a run's posterior downloads and reads back as a 784-16-10 mean-field posterior.
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "symlab",
-            "mnist",
-            "--hidden",
-            "16",
-            "--epochs",
-            "1",
-            "--train-subset",
-            "1000",
-            "--runs-dir",
-            str(server_runs_dir),
-            "--json",
-        ],
-        check=True,
-        capture_output=True,
-        timeout=300,
-    )
+    mnist_runs.train(server_runs_dir, hidden=16, train_subset=1000, timeout=300)
     page.goto(f"{server_url}/mnist")
     wait_for_run(page)
     page.get_by_role("tab", name="Results").click()

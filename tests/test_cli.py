@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import pytest
+from mnist_runs import small_sweep
 
 from symlab.labs import run_kinds
 from symlab.labs.toy import experiment as toy
@@ -240,25 +241,7 @@ def test_mnist_blocks_json_has_the_symmetrisation_keys(tmp_path):
 
 
 def test_mnist_sweep_prints_table_one(tmp_path):
-    result = run(
-        "mnist-sweep",
-        "--hidden",
-        "8,16",
-        "--methods",
-        "mfvi,sgm",
-        "--K",
-        "4",
-        "--seeds",
-        "2",
-        "--epochs",
-        "1",
-        "--train-subset",
-        "500",
-        "--samples",
-        "2",
-        "--runs-dir",
-        str(tmp_path),
-    )
+    result = run(*small_sweep(seeds=2), "--runs-dir", str(tmp_path))
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     # One epoch on 500 images at width 8 leaves the networks near chance: the table says so first.
@@ -394,6 +377,17 @@ def test_symmetry_tables_are_readable(args, first_line, capsys):
     assert "Traceback" not in err and "Warning" not in err
 
 
+def assert_usage_error(args, message, capsys):
+    """``cli.main(args)`` exits with status 2 and ``message`` on stderr: no traceback, nothing on stdout."""
+    from symlab import cli
+
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(args)
+    out, err = capsys.readouterr()
+    assert exit_.value.code == 2 and message in err, err[-2000:]
+    assert "Traceback" not in err and out == ""
+
+
 @pytest.mark.parametrize(
     "args, message",
     [
@@ -405,13 +399,7 @@ def test_symmetry_tables_are_readable(args, first_line, capsys):
     ],
 )
 def test_symmetry_bad_arguments_give_a_message(args, message, capsys):
-    from symlab import cli
-
-    with pytest.raises(SystemExit) as exit_:
-        cli.main(args)
-    out, err = capsys.readouterr()
-    assert exit_.value.code == 2 and message in err, err[-2000:]
-    assert "Traceback" not in err and out == ""
+    assert_usage_error(args, message, capsys)
 
 
 # --- the alignment lab ------------------------------------------------------------------------------
@@ -452,13 +440,7 @@ def test_align_table_is_readable(capsys):
     ],
 )
 def test_align_bad_arguments_give_a_message(args, message, capsys):
-    from symlab import cli
-
-    with pytest.raises(SystemExit) as exit_:
-        cli.main(args)
-    out, err = capsys.readouterr()
-    assert exit_.value.code == 2 and message in err, err[-2000:]
-    assert "Traceback" not in err and out == ""
+    assert_usage_error(args, message, capsys)
 
 
 def test_align_reports_diverged_training(capsys, monkeypatch):

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import ray
+from mnist_runs import TINY, small_sweep
 from ray.cluster_utils import Cluster
 from streamlit.testing.v1 import AppTest
 
@@ -32,7 +33,6 @@ from symlab.specs.run_kind import (
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[1]
-TINY = dict(hidden=8, epochs=2, train_subset=500, samples=2, init_sd=1e-3, device="cpu")
 LONG = dict(hidden=256, epochs=8, train_subset=20000, samples=2, init_sd=1e-3, device="cpu")
 UNFINISHED = dict(LONG, epochs=100)  # cancelled long before its end (an epoch takes ~0.5 s)
 
@@ -68,31 +68,7 @@ def ray_node(run) -> str:
 
 
 def test_a_sweep_runs_on_both_nodes_of_the_cluster(cluster, capsys):
-    assert (
-        cli.main(
-            [
-                "mnist-sweep",
-                "--hidden",
-                "8,16",
-                "--methods",
-                "mfvi,sgm",
-                "--K",
-                "4",
-                "--seeds",
-                "1",
-                "--epochs",
-                "1",
-                "--train-subset",
-                "500",
-                "--samples",
-                "2",
-                "--executor",
-                "ray",
-                "--json",
-            ]
-        )
-        == 0
-    )
+    assert cli.main([*small_sweep(seeds=1), "--executor", "ray", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert [(r["status"], r["executor"]) for r in report["runs"]] == [("finished", "ray")] * 4
     # Two runs fit at once, one per node: the first two placed are on different nodes.

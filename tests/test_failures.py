@@ -24,6 +24,11 @@ ROOT = Path(__file__).resolve().parents[1]
 TINY = MnistConfig(hidden=8, epochs=2, train_subset=500, samples=2, device="cpu")
 
 
+def tiny_run_args(epochs: int) -> list[str]:
+    """The command line's arguments for a run like TINY (width, images, samples, device) of ``epochs`` epochs."""
+    return f"mnist --hidden 8 --epochs {epochs} --train-subset 500 --samples 2 --device cpu --json".split()
+
+
 @pytest.fixture
 def registry(tmp_path, monkeypatch):
     monkeypatch.setenv("SYMLAB_RUNS_DIR", str(tmp_path / "runs"))
@@ -104,22 +109,7 @@ def test_a_full_disk_while_training_fails_the_run_resumably(registry, monkeypatc
 
     monkeypatch.setattr(mnist.torch, "save", save_until_full)
     with pytest.raises(SystemExit) as exit_info:
-        cli.main(
-            [
-                "mnist",
-                "--hidden",
-                "8",
-                "--epochs",
-                "2",
-                "--train-subset",
-                "500",
-                "--samples",
-                "2",
-                "--device",
-                "cpu",
-                "--json",
-            ]
-        )
+        cli.main(tiny_run_args(epochs=2))
     assert exit_info.value.code == 1
     run = registry.runs()[-1]
     assert run.status == FAILED and run.status in RESUMABLE
@@ -158,21 +148,7 @@ def test_a_garbage_checkpoint_is_reported_plainly_and_the_run_goes_on_from_the_o
     """A garbage checkpoint.pt left the run failed for good, with torch's advice to load it unsafely; the page's
     download did nothing and its Resume chose the broken run. Now the file is set aside, the message says where
     Resume goes on from, and Restart trains the run again."""
-    args = [
-        "mnist",
-        "--hidden",
-        "8",
-        "--epochs",
-        "3",
-        "--train-subset",
-        "500",
-        "--samples",
-        "2",
-        "--device",
-        "cpu",
-        "--json",
-    ]
-    assert cli.main(args) == 0
+    assert cli.main(tiny_run_args(epochs=3)) == 0
     run = registry.runs()[-1]
     newest = registry.checkpoint_path(run.id)
     assert newest.name == "checkpoint-00003.pt" and len(registry.checkpoints(run.id)) == 2  # two generations kept

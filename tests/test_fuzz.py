@@ -5,7 +5,9 @@ in its "adjusted" notice; the CLI exits with a one-line error (argparse's usage 
 or its own message, status 1 for runtime errors), never a traceback. The cases are generated from
 each lab's URL parameters as the registry (``symlab.labs.LABS``) derives them from the
 labs' declarations, and from the CLI's parser, so new parameters and options are covered
-without editing this file. Random mixes use fixed seeds: a failure names its seed and reproduces.
+without editing this file. Besides the fixed hostile cases, Hypothesis draws random mixes of junk,
+numbers, hostile and valid values: it shrinks a failure to a small case and replays it first on the next
+run (the ``ci`` profile in tests/conftest.py draws the same examples every run instead).
 Hostile uploaded files (a pickle with code, truncated, convolutional, …) are generated and fed to the
 readers and both CLIs in tests/test_weights.py, and to the pages in tests/test_browser.py.
 """
@@ -14,13 +16,15 @@ import argparse
 import functools
 import math
 import os
-import random
 import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import Phase, find, given, settings
+from hypothesis import strategies as st
+from hypothesis.errors import NoSuchExample
 from streamlit.testing.v1 import AppTest
 
 from symlab import cli
@@ -114,31 +118,33 @@ def value_for(kind: str, spec: Param):
     return value(spec) if callable(value) else value
 
 
-def random_value(rng: random.Random, spec: Param):
-    """A random junk string, number, hostile value, valid value or repetition; None: absent."""
-    roll = rng.random()
-    if roll < 0.25:
-        return "".join(rng.choices(JUNK, k=rng.randint(0, 24)))
-    if roll < 0.45:
-        return f"{rng.uniform(-1, 1) * 10 ** rng.randint(-4, 7):.{rng.randint(0, 4)}f}"
-    if roll < 0.55:
-        return str(rng.randint(-(10**6), 10**6))
-    if roll < 0.70:
-        return value_for(rng.choice(list(HOSTILE)), spec)
-    if roll < 0.82:
-        return rng.choice(spec.choices) if spec.kind == "choice" else valid_text(spec)
-    if roll < 0.90:
-        return [str(random_value(rng, spec)) for _ in range(rng.randint(2, 3))]
-    return None
+# --- random mixes (Hypothesis strategies) ----------------------------------------------------
+
+# Numbers as a link spells them: a fraction of 10^-4 … 10^7, with 0 to 4 decimals.
+FORMATTED_FLOATS = st.builds(
+    lambda x, power, digits: f"{x * 10.0**power:.{digits}f}", st.floats(-1, 1), st.integers(-4, 7), st.integers(0, 4)
+)
 
 
-def random_query(page: Page, seed: int) -> dict:
-    rng = random.Random(seed)
-    query = {spec.name: random_value(rng, spec) for spec in page.specs}
-    query = {name: value for name, value in query.items() if value is not None}
-    for _ in range(rng.randint(0, 2)):
-        query["".join(rng.choices(JUNK, k=rng.randint(1, 12)))] = "".join(rng.choices(JUNK, k=5))
-    return query
+def raw_values(spec: Param):
+    """A value for ``spec``'s key: junk text, a number, a big int, a hostile or a valid value, or the key
+    repeated (a list: a hostile repeated-key kind, or two or three of the others)."""
+    single = st.one_of(
+        st.text(JUNK, max_size=24),
+        FORMATTED_FLOATS,
+        st.integers().map(str),
+        st.sampled_from([value for value in HOSTILE.values() if isinstance(value, str)]),
+        st.sampled_from(spec.choices) if spec.kind == "choice" else st.just(valid_text(spec)),
+    )
+    repeated = st.sampled_from([kind for kind, value in HOSTILE.items() if callable(value)])
+    return st.one_of(single, repeated.map(lambda kind: value_for(kind, spec)), st.lists(single, min_size=2, max_size=3))
+
+
+def page_queries(page: Page):
+    """A query for ``page``: each of its keys absent or with a raw value, and up to two unknown junk keys."""
+    known = st.fixed_dictionaries({}, optional={spec.name: raw_values(spec) for spec in page.specs})
+    unknown = st.dictionaries(st.text(JUNK, min_size=1, max_size=12), st.text(JUNK, min_size=5, max_size=5), max_size=2)
+    return st.builds(lambda known, unknown: {**known, **unknown}, known, unknown)
 
 
 def groups(names, size):
@@ -154,8 +160,6 @@ def page_cases():
         for i, names in enumerate(groups([spec.name for spec in page.specs], QUERY_LIMIT // len(LONG))):
             yield pytest.param(page, dict.fromkeys(names, LONG), id=f"{page.name}-100kB-{i}")
         yield pytest.param(page, UNKNOWN, id=f"{page.name}-unknown-keys")
-        for seed in range(4):
-            yield pytest.param(page, random_query(page, seed), id=f"{page.name}-random-{seed}")
     # Home reads no parameters: a lab's link pasted there must not hurt either. (The spec given to
     # value_for only shapes the repeated-key kinds.)
     for kind in HOSTILE:
@@ -200,8 +204,8 @@ def malformed(spec: Param, raw) -> bool:
         return True
     if not (math.isfinite(number) and spec.low <= number <= spec.high):
         return True
-    if spec.kind == "int":
-        return number != int(number)
+    if spec.kind == "int" and number != int(number):
+        return True
     steps = (number - spec.low) / spec.step if spec.step else 0.0
     return abs(steps - round(steps)) * (spec.step or 0.0) > 1e-9
 
@@ -228,14 +232,15 @@ def runs_dir(tmp_path_factory):
     return tmp_path_factory.mktemp("fuzz-runs")
 
 
-@pytest.mark.parametrize("page, query", page_cases())
-def test_hostile_query_parameters(page, query, runs_dir, monkeypatch):
-    monkeypatch.setenv("SYMLAB_RUNS_DIR", str(runs_dir))
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
-    if page.path:
-        at.switch_page(page.path)
-    at.query_params.update(query)
-    at.run()
+def check_page(page: Page, query: dict, runs_dir) -> None:
+    # A context, not the monkeypatch fixture: a Hypothesis test runs many examples in one function scope.
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("SYMLAB_RUNS_DIR", str(runs_dir))
+        at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+        if page.path:
+            at.switch_page(page.path)
+        at.query_params.update(query)
+        at.run()
     assert not at.exception, "\n".join(f"{e.message}\n{''.join(e.stack_trace)}" for e in at.exception)
     assert any(title.value.startswith(page.title) for title in at.title), [title.value for title in at.title]
     notices = [w.value for w in at.warning if NOTICE in w.value]
@@ -266,24 +271,71 @@ def test_hostile_query_parameters(page, query, runs_dir, monkeypatch):
     assert parse_query(at.query_params, page.specs)[1] == []
 
 
+@pytest.mark.parametrize("page, query", page_cases())
+def test_hostile_query_parameters(page, query, runs_dir):
+    check_page(page, query, runs_dir)
+
+
+# AppTest runs a page in 0.5-2 s: a few examples per page, and no deadline.
+@pytest.mark.parametrize("page", [pytest.param(page, id=page.name) for page in LABS])
+@settings(max_examples=4, deadline=None)
+@given(data=st.data())
+def test_hostile_query_parameters_at_random(page, runs_dir, data):
+    check_page(page, data.draw(page_queries(page), label="query"), runs_dir)
+
+
+def test_random_queries_reach_the_hostile_shapes():
+    """The random page queries include each shape the fixed cases cover (else the random page test would
+    quietly test less)."""
+    page = next(page for page in LABS if any(spec.kind == "choice" for spec in page.specs))
+    shapes = {
+        "a repeated key": lambda query: any(isinstance(raw, list) for raw in query.values()),
+        "an unknown key": lambda query: any(name not in page.by_name for name in query),
+        "an absent key beside a given one": lambda query: 0 < len(query.keys() & page.by_name) < len(page.specs),
+        "a non-finite number": lambda query: any(raw in ("nan", "inf", "-inf") for raw in query.values()),
+        "a control or bidi character": lambda query: any(
+            re.search(r"[\x00-\x1f\x7f\u202e]", str(raw)) for raw in query.values()
+        ),
+        "a valid choice": lambda query: any(
+            spec.kind == "choice" and query.get(spec.name) in spec.choices for spec in page.specs
+        ),
+    }
+    for shape, has_it in shapes.items():
+        try:  # generation only: finding one is the point, not a minimal one
+            find(page_queries(page), has_it, settings=settings(database=None, phases=[Phase.generate]))
+        except NoSuchExample:
+            pytest.fail(f"no random query has {shape}")
+
+
 def parser_cases():
-    """Every page parameter against every hostile value and random junk, in the parser alone."""
+    """Every page parameter against every hostile value, in the parser alone."""
     for page in LABS:
         for spec in page.specs:
-            rng = random.Random(spec.name)
             values = [value_for(kind, spec) for kind in HOSTILE] + [LONG, "x" * 100_000]
-            values += [random_value(rng, spec) or "" for _ in range(50)]
             yield pytest.param(spec, values, id=f"{page.name}-{spec.name}")
+
+
+def check_parsed(spec: Param, raw) -> None:
+    parsed, notices = parse_query({spec.name: raw}, [spec])
+    assert_valid_value(spec, parsed[spec.name])
+    assert bool(notices) == malformed(spec, raw), (raw, notices)
+    assert all(len(notice) < 300 for notice in notices)
+    assert parse_query(encode_query(parsed, [spec]), [spec]) == (parsed, [])
 
 
 @pytest.mark.parametrize("spec, values", parser_cases())
 def test_parser_alone_fixes_every_value(spec, values):
     for raw in values:
-        parsed, notices = parse_query({spec.name: raw}, [spec])
-        assert_valid_value(spec, parsed[spec.name])
-        assert bool(notices) == malformed(spec, raw), (raw, notices)
-        assert all(len(notice) < 300 for notice in notices)
-        assert parse_query(encode_query(parsed, [spec]), [spec]) == (parsed, [])
+        check_parsed(spec, raw)
+
+
+@pytest.mark.parametrize(
+    "spec", [pytest.param(spec, id=f"{page.name}-{spec.name}") for page in LABS for spec in page.specs]
+)
+@settings(max_examples=100)
+@given(data=st.data())
+def test_parser_alone_fixes_any_value(spec, data):
+    check_parsed(spec, data.draw(raw_values(spec), label="raw"))
 
 
 @pytest.mark.parametrize(
@@ -300,21 +352,12 @@ def test_parameters_without_bounds_still_never_raise(spec):
 
 # --- the CLI ----------------------------------------------------------------------------------
 
+# The URL's numbers and words, a 100 kB number, and unicode and control strings of its own (no NUL,
+# which a process's arguments cannot carry).
+CLI_SHARED = "nan NaN inf -inf 1e308 -1e308 huge-int negative negative-fraction empty bool-word fraction number".split()
 CLI_HOSTILE = {
-    "nan": "nan",
-    "NaN": "NaN",
-    "inf": "inf",
-    "-inf": "-inf",
-    "1e308": "1e308",
-    "-1e308": "-1e308",
-    "huge-int": "9" * 400,
-    "negative": "-7",
-    "negative-fraction": "-0.5",
-    "empty": "",
-    "bool-word": "true",
-    "fraction": "1.5",
-    "number": "3",
-    "100kB": "9" * 100_000,
+    **{kind: HOSTILE[kind] for kind in CLI_SHARED},
+    "100kB": LONG,
     "unicode": "\u202e💥ﬀ١٢",
     "control": "\x1b[31m\r\n\x07",
 }

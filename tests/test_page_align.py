@@ -91,6 +91,19 @@ def titles(at) -> list[str]:
     return [chart["title"] for chart in vega_charts(at)]
 
 
+def chart_titles(depth: int, maps: bool = True) -> list[str]:
+    """The charts a link draws, in order: the player's (live) loss and accuracy paths and, with ``maps``, its two
+    predictive maps; then distances, training curves, one assignment per hidden layer."""
+    return [
+        "Loss along the path",
+        "Accuracy along the path",
+        *(["Unaligned", "W₂ alignment"] if maps else []),
+        "Distance per layer",
+        "Training both posteriors",
+        *(f"Hidden layer {layer}: assignment" for layer in range(1, depth + 1)),
+    ]
+
+
 NEAREST = tuple(int(VIRIDIS[-1][i : i + 2], 16) for i in (1, 3, 5))  # a row's smallest distance
 
 
@@ -115,18 +128,7 @@ def test_default_link_shows_the_barrier_collapse():
     assert set(values) == METRICS
     assert float(values["loss barrier before"]) > 0.2 > 0.05 > float(values["loss barrier after (W₂)"])
     assert float(values["W₂ after alignment"]) < float(values["W₂(q_A, q_B) before"])
-    # The player's charts (live): loss and accuracy paths, two predictive maps; then distances, training
-    # curves, one assignment per layer.
-    assert titles(at) == [
-        "Loss along the path",
-        "Accuracy along the path",
-        "Unaligned",
-        "W₂ alignment",
-        "Distance per layer",
-        "Training both posteriors",
-        "Hidden layer 1: assignment",
-        "Hidden layer 2: assignment",
-    ]
+    assert titles(at) == chart_titles(depth=2)
     loss = vega_chart(at, "Loss along the path")
     lines = loss["datasets"]["lines"]
     assert list(dict.fromkeys(lines["series"])) == ["unaligned", "weight matching", "W₂ alignment"]
@@ -226,15 +228,7 @@ def test_depth_sets_the_number_of_assignment_matrices():
 def test_presentation_mode_charts_fit_any_column():
     at = align_page(**SMALL, present="1")
     assert not at.exception
-    assert titles(at) == [
-        "Loss along the path",
-        "Accuracy along the path",
-        "Unaligned",
-        "W₂ alignment",
-        "Distance per layer",
-        "Training both posteriors",
-        "Hidden layer 1: assignment",
-    ]
+    assert titles(at) == chart_titles(depth=1)
     assert_charts_fit_any_column(at)
     # Larger text: the four entries of a path's legend take a row each on a phone, one row on a wide screen.
     spec = vega_chart(at, "Loss along the path")["spec"]
@@ -245,13 +239,7 @@ def test_presentation_mode_charts_fit_any_column():
 def test_mnist_link_trains_on_digits_without_maps():
     at = align_page(task="mnist", width="16", depth="1", steps="100", train="1000", samples="4")
     assert not at.exception and not at.error
-    assert titles(at) == [
-        "Loss along the path",
-        "Accuracy along the path",  # no maps: 784 inputs
-        "Distance per layer",
-        "Training both posteriors",
-        "Hidden layer 1: assignment",
-    ]
+    assert titles(at) == chart_titles(depth=1, maps=False)  # no maps: 784 inputs
     assert "784-16-10 MLP" in at.caption[1].value
     assert_charts_fit_any_column(at)
 

@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 import pytest
+from mnist_runs import finished_run
 from streamlit.testing.v1 import AppTest
 from vegatest import channel, layers, vega_chart, vega_charts
 
@@ -109,18 +110,9 @@ def test_launching_a_pair_queues_two_runs_with_the_same_seed(registry):
 def test_results_table_and_comparison_from_finished_runs(registry):
     ids = []
     for method, seed, accuracy in (("mfvi", 0, 0.9), ("mfvi", 1, 0.92), ("sgm", 0, 0.93)):
-        run_id = registry.create("mnist", MnistConfig(hidden=32, method=method, K=4, seed=seed), "cpu")
-        registry.update(
-            run_id,
-            status=FINISHED,
-            result={
-                "test_acc": accuracy,
-                "test_nll": 0.3,
-                "test_ece": 0.02,
-                "train_elbo": -100.0,
-                "train_elbo_sym": -98.6 if method == "sgm" else None,
-            },
-        )
+        config = MnistConfig(hidden=32, method=method, K=4, seed=seed)
+        sgm_bound = -98.6 if method == "sgm" else None
+        run_id = finished_run(registry, config, test_acc=accuracy, train_elbo=-100.0, train_elbo_sym=sgm_bound)
         registry.add_metrics(run_id, {"epoch": 1, "test_acc": accuracy, "test_nll": 0.3, "train_elbo": -100.0})
         ids.append(run_id)
     at = mnist_page(compare=tokens(registry, ids[0], ids[2]))
@@ -190,18 +182,10 @@ def test_diagnostics_are_charted_per_epoch_and_against_width(registry):
     ids = []
     for hidden, nearest in ((16, 850.0), (64, 318.0)):
         for method in ("mfvi", "sgm"):
-            run_id = registry.create("mnist", MnistConfig(hidden=hidden, method=method, mi="blocks"), "cpu")
-            result = {
-                "test_acc": 0.9,
-                "test_nll": 0.3,
-                "test_ece": 0.02,
-                "train_elbo": -100.0,
-                "train_elbo_sym": -90.0 if method == "sgm" else None,
-                "nearest_unit_kl_min": nearest,
-                "units_at_prior": 1,
-                "mi_active": 0.25,
-            }
-            registry.update(run_id, status=FINISHED, result=result)
+            config = MnistConfig(hidden=hidden, method=method, mi="blocks")
+            sgm_bound = -90.0 if method == "sgm" else None
+            diagnostics = dict(nearest_unit_kl_min=nearest, units_at_prior=1, mi_active=0.25)
+            run_id = finished_run(registry, config, 0.9, -100.0, train_elbo_sym=sgm_bound, **diagnostics)
             registry.add_metrics(
                 run_id,
                 {
@@ -216,12 +200,7 @@ def test_diagnostics_are_charted_per_epoch_and_against_width(registry):
                 },
             )
             ids.append(run_id)
-    old = registry.create("mnist", MnistConfig(hidden=64), "cpu")
-    registry.update(
-        old,
-        status=FINISHED,
-        result={"test_acc": 0.9, "test_nll": 0.3, "test_ece": 0.02, "train_elbo": -100.0, "infonce_active": 0.0},
-    )
+    old = finished_run(registry, MnistConfig(hidden=64), test_acc=0.9, train_elbo=-100.0, infonce_active=0.0)
     registry.add_metrics(old, {"epoch": 1, "test_acc": 0.9, "test_nll": 0.3, "train_elbo": -100.0})
     at = mnist_page(compare=tokens(registry, ids[0], old))
     assert not at.exception and not at.error
@@ -255,7 +234,10 @@ def finished_runs(registry, epochs: int, accuracies=(0.9, 0.93), recorded: int |
     epochs (all of them by default)."""
     ids = []
     for method, accuracy in zip(("mfvi", "sgm"), accuracies):
-        run_id = registry.create("mnist", MnistConfig(hidden=32, method=method, mi="blocks", epochs=epochs), "cpu")
+        config = MnistConfig(hidden=32, method=method, mi="blocks", epochs=epochs)
+        sgm_bound = -9e4 if method == "sgm" else None
+        diagnostics = dict(nearest_unit_kl_min=100.0, units_at_prior=0)
+        run_id = finished_run(registry, config, accuracy, -1e5, train_elbo_sym=sgm_bound, **diagnostics)
         for epoch in range(1, (recorded or epochs) + 1):
             registry.add_metrics(
                 run_id,
@@ -270,19 +252,6 @@ def finished_runs(registry, epochs: int, accuracies=(0.9, 0.93), recorded: int |
                     "block_log_group_size": 5.5,
                 },
             )
-        registry.update(
-            run_id,
-            status=FINISHED,
-            result={
-                "test_acc": accuracy,
-                "test_nll": 0.3,
-                "test_ece": 0.02,
-                "train_elbo": -1e5,
-                "train_elbo_sym": -9e4 if method == "sgm" else None,
-                "nearest_unit_kl_min": 100.0,
-                "units_at_prior": 0,
-            },
-        )
         ids.append(run_id)
     return ids
 
@@ -339,19 +308,8 @@ def test_error_bars_against_width_stay_within_what_the_quantity_can_be(registry)
     below 0, off the log axis, runs down to the axis; the method's colour and dash mark its bars too."""
     ids = []
     for seed, (accuracy, nearest, at_prior) in enumerate(((1.0, 10.0, 0), (1.0, 10.0, 0), (0.5, 1000.0, 5))):
-        run_id = registry.create("mnist", MnistConfig(hidden=32, seed=seed), "cpu")
-        registry.update(
-            run_id,
-            status=FINISHED,
-            result={
-                "test_acc": accuracy,
-                "test_nll": 0.3,
-                "test_ece": 0.02,
-                "train_elbo": -100.0 - seed,
-                "nearest_unit_kl_min": nearest,
-                "units_at_prior": at_prior,
-            },
-        )
+        diagnostics = dict(nearest_unit_kl_min=nearest, units_at_prior=at_prior)
+        run_id = finished_run(registry, MnistConfig(hidden=32, seed=seed), accuracy, -100.0 - seed, **diagnostics)
         ids.append(run_id)
     at = mnist_page()
     assert not at.exception and not at.error
@@ -408,7 +366,7 @@ def test_a_new_epoch_changes_only_the_curves_data(registry):
 
 def finish(registry, config: MnistConfig, **result) -> int:
     """A finished run of ``config`` with these final ``result`` values (and every epoch's, from epoch 1)."""
-    run_id = registry.create("mnist", config, "cpu")
+    run_id = finished_run(registry, config, **result)
     registry.add_metrics(
         run_id,
         {
@@ -419,7 +377,6 @@ def finish(registry, config: MnistConfig, **result) -> int:
             "mi_active": result.get("mi_active"),
         },
     )
-    registry.update(run_id, status=FINISHED, result={"test_nll": 0.3, "test_ece": 0.02, **result})
     return run_id
 
 

@@ -10,6 +10,7 @@ import time
 
 import pytest
 from counting_lab import COUNTING, CountConfig
+from mnist_runs import TINY, finished_run
 
 from symlab.labs import run_kinds
 from symlab.labs.mnist.experiment import MnistConfig
@@ -32,7 +33,6 @@ from symlab.specs.settings import SettingsError
 
 pytestmark = pytest.mark.slow
 
-TINY = dict(hidden=8, epochs=2, train_subset=500, samples=2, init_sd=1e-3, device="cpu")  # σ₀ small: learns in 8 steps
 LONG = dict(hidden=256, epochs=8, train_subset=20000, samples=2, init_sd=1e-3, device="cpu")  # ~0.4 s per epoch here
 
 
@@ -154,17 +154,8 @@ def test_an_unusable_runs_directory_is_a_clear_error(tmp_path):
 
 def test_results_table_gives_mean_and_std_over_seeds(registry):
     for seed, accuracy in ((0, 0.90), (1, 0.92)):
-        run_id = registry.create("mnist", MnistConfig(hidden=16, seed=seed), "cpu")
-        registry.update(
-            run_id,
-            status=FINISHED,
-            result={
-                "test_acc": accuracy,
-                "test_nll": 0.3,
-                "test_ece": 0.02,
-                "train_elbo": -5.0,
-                "train_elbo_sym": None,
-            },
+        finished_run(
+            registry, MnistConfig(hidden=16, seed=seed), test_acc=accuracy, train_elbo=-5.0, train_elbo_sym=None
         )
     other = registry.create("mnist", MnistConfig(hidden=16, method="sgm", K=4), "cpu")
     registry.update(other, status=FINISHED, result={"test_acc": 0.95, "train_elbo": -6.0, "train_elbo_sym": -4.6})

@@ -39,6 +39,7 @@ LAZY_IN = {
     },
     ("symlab/labs/methods/config.py", "symlab.lib.networks"): "imports torch: the settings alone do not",
     ("symlab/labs/methods/config.py", "symlab.lib.ensembles"): "imports torch: the settings alone do not",
+    ("symlab/specs/hmc.py", "symlab.lib.hmc.HmcSettings"): "imports torch: the settings alone do not",
 }
 
 

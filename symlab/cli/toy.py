@@ -9,6 +9,7 @@ from symlab.labs.toy import params
 from symlab.labs.toy.config import DEFAULT_STEPS, DEFAULT_TABLE_ALPHAS, ToyConfig
 from symlab.lib.options import TWO_RELU_METHODS
 from symlab.specs import controls
+from symlab.specs.hmc import HmcConfig
 from symlab.specs.results import to_json
 
 # Every declared field but the input distribution, which stays uniform on [−2, 2] as in the paper.
@@ -69,6 +70,13 @@ def register(subparsers) -> None:
         default=params.SEEDS.default,
         help=f"seeds per α for --table ({seeds.describe_range()})",
     )
+    p.add_argument(
+        "--hmc",
+        action="store_true",
+        help="also sample the posterior by full-batch HMC and report its estimates beside the exact ones, with "
+        "their Monte-Carlo errors and the chains' diagnostics (R-hat raw and with the units sorted)",
+    )
+    controls.add_flags(p, HmcConfig)
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(run=_run_toy, format=_format_toy)
 
@@ -83,6 +91,8 @@ def _run_toy(args) -> dict:
         if not args.json:
             print(f"  step {done}/{steps}", file=sys.stderr, flush=True)
 
+    if args.table and args.hmc:
+        raise ValueError("--hmc samples one data set's posterior: leave out --table")
     if args.table:
         rows = toy.paper_table(args.alphas, args.seeds, args.steps, config, progress=progress)
         return {"table": rows, "steps": args.steps, "config": to_json(config)}
@@ -90,7 +100,10 @@ def _run_toy(args) -> dict:
     metrics = trainer.evaluate()
     exact = toy.exact_answer(trainer.data[0], config)
     fit = toy.fits(trainer, metrics["objective"], {config: exact})[0]
-    return toy.fit_summary(trainer, metrics, fit, exact, REMEDIES[config.init])
+    report = toy.fit_summary(trainer, metrics, fit, exact, REMEDIES[config.init])
+    if args.hmc:
+        report.update(toy.hmc_estimates(trainer.data[0], config, controls.from_args(HmcConfig, args)))
+    return report
 
 
 def _format_toy(report: dict) -> str:
@@ -113,7 +126,31 @@ def _format_toy(report: dict) -> str:
         f"{s['outcome']}"
         for s in report["starts"]
     ]
+    if "hmc" in report:
+        lines += _format_hmc(report)
     return "\n".join(lines)
+
+
+def _format_hmc(report: dict) -> list[str]:
+    run = report["hmc"]
+
+    def beside(name: str, label: str, digits: int) -> str:
+        return (
+            f"    {label:<22} {common.pm(report['hmc_' + name], report['hmc_' + name + '_se'], digits):>18}"
+            f"   exact {report['exact_' + name]:.{digits}f}"
+        )
+
+    return [
+        f"  HMC: {run['chains']} chains x {run['samples']} draws after {run['warmup']} warm-up, "
+        f"tau {run['trajectory_length']:g}, {run['seconds']:.1f} s (estimate ± Monte-Carlo error):",
+        beside("abs_w1", "E|w1|", 4),
+        beside("opposite_sides", "P(w1 w2 < 0)", 4),
+        beside("test_mse", "test MSE", 4),
+        f"    R-hat raw {run['rhat_raw']:.3f}, units sorted {run['rhat_canonical']:.3f};  "
+        f"ESS raw {run['ess_raw']:.0f}, sorted {run['ess_canonical']:.0f};  "
+        f"acceptance {min(run['acceptance']):.2f}-{max(run['acceptance']):.2f};  divergences {run['divergences']};  "
+        f"mode hops per chain {min(run['mode_hops'])}-{max(run['mode_hops'])}",
+    ]
 
 
 def _format_table(report: dict) -> str:

@@ -45,6 +45,15 @@ def network(w, x):
     return relu(w[..., 0:1] * x) + relu(w[..., 1:2] * x)
 
 
+def log_joint(w: torch.Tensor, x: torch.Tensor, y: torch.Tensor, noise: float, prior_scale: float) -> torch.Tensor:
+    """log p(D | w) + log p(w) for weights ``w[..., 2]``, normalisers included: the density the grid normalises
+    (:func:`exact_posterior`) and HMC samples, shape ``w.shape[:-1]``."""
+    sse = (y - network(w, x)).square().sum(-1)
+    log_lik = -0.5 * sse / noise**2 - x.shape[-1] * (math.log(noise) + 0.5 * _LOG_2PI)
+    log_prior = (-0.5 * (w / prior_scale).square() - math.log(prior_scale) - 0.5 * _LOG_2PI).sum(-1)
+    return log_lik + log_prior
+
+
 # ---------------------------------------------------------------------------------------------
 # Exact posterior on a grid
 # ---------------------------------------------------------------------------------------------
@@ -71,6 +80,10 @@ class GridPosterior:
         linspace puts the point at −4e-16, wholly on one."""
         on_zero = np.abs(self.axis) < 0.25 * (self.axis[1] - self.axis[0])
         return np.where(on_zero, 0.5, (self.axis > 0).astype(np.float64))
+
+    def mean_abs_first(self) -> float:
+        """E|w₁| on the grid."""
+        return float(self.probabilities().sum(1) @ np.abs(self.axis))
 
     def opposite_sides(self) -> float:
         """P(w₁w₂ < 0 | D) on the grid, cells on a zero line counted by their share on each side."""

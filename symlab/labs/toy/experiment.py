@@ -10,11 +10,14 @@ their cost as shared tasks.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, replace
 
 import numpy as np
+import torch
 
-from symlab.lib import two_relu
+from symlab.lib import chains, hmc, two_relu
+from symlab.specs.hmc import HmcConfig
 from symlab.specs.results import to_json
 from symlab.specs.tasks import Cost, Task
 
@@ -56,6 +59,76 @@ def exact_answer(data: two_relu.ToyData, config: ToyConfig, post: two_relu.GridP
         post.opposite_sides(),
         np.stack([mode, mode[::-1]]),
     )
+
+
+HMC_STREAM = 4099  # the chains' random stream, apart from the data's (make_data) and the fits'
+
+
+def hmc_draws(data: two_relu.ToyData, config: ToyConfig, sampler: HmcConfig) -> tuple[hmc.ChainState, hmc.Draws]:
+    """Full-batch HMC on p(w | D), ``sampler.hmc_chains`` chains from draws of the prior, seeded by the config."""
+    x, y = (torch.as_tensor(values, dtype=torch.float64) for values in (data.x_train, data.y_train))
+    generator = torch.Generator().manual_seed(
+        int(np.random.SeedSequence([config.seed, HMC_STREAM]).generate_state(1)[0])
+    )
+    start = config.prior_scale * torch.randn(sampler.hmc_chains, 2, generator=generator, dtype=torch.float64)
+    return hmc.hmc(
+        lambda w: two_relu.log_joint(w, x, y, config.noise, config.prior_scale), start, sampler.settings(), generator
+    )
+
+
+def hmc_estimates(data: two_relu.ToyData, config: ToyConfig, sampler: HmcConfig) -> dict:
+    """HMC's E|w₁|, P(w₁w₂ < 0) and test MSE of the predictive mean beside the grid's, each with its Monte-Carlo
+    standard error (sd/√ESS; the test MSE's by the delta method: the error of the mean of (2/n) Σⱼ rⱼ f(w, xⱼ),
+    r the residuals), and the chains' diagnostics on the weights as drawn and with the units sorted (the swap
+    removed). ``mode_hops``: per chain, how often it crossed w₁ = w₂ into the swapped copy."""
+    began = time.perf_counter()
+    state, draws = hmc_draws(data, config, sampler)
+    seconds = time.perf_counter() - began
+    w = draws.samples.numpy()  # [C, S, 2]
+    abs_w1, opposite = np.abs(w[..., 0]), (w[..., 0] * w[..., 1] < 0).astype(float)
+    f_test = two_relu.network(w, data.x_test)  # [C, S, n_test]
+    residual = f_test.mean((0, 1)) - data.y_test
+    mse_gradient = f_test @ residual * (2 / residual.size)
+    post = two_relu.exact_posterior(data, config.noise, config.prior_scale)
+    exact = exact_answer(data, config, post)
+    canonical = np.sort(w, -1)[..., ::-1]
+    return to_json(
+        {
+            "hmc_abs_w1": abs_w1.mean(),
+            "hmc_abs_w1_se": chains.mcse_mean(abs_w1),
+            "exact_abs_w1": post.mean_abs_first(),
+            "hmc_opposite_sides": opposite.mean(),
+            "hmc_opposite_sides_se": chains.mcse_mean(opposite),
+            "exact_opposite_sides": exact.opposite_sides,
+            "hmc_test_mse": float(np.mean(residual**2)),
+            "hmc_test_mse_se": chains.mcse_mean(mse_gradient),
+            "exact_test_mse": exact.test_mse,
+            "hmc": {
+                **sampler_record(sampler, state, draws, seconds),
+                "rhat_raw": chains.rhat(w).max(),
+                "rhat_canonical": chains.rhat(canonical).max(),
+                "ess_raw": chains.ess(w).min(),
+                "ess_canonical": chains.ess(canonical).min(),
+                "mode_hops": chains.switches(w[..., 0] < w[..., 1]),
+            },
+        }
+    )
+
+
+def sampler_record(sampler: HmcConfig, state: hmc.ChainState, draws: hmc.Draws, seconds: float) -> dict:
+    """What ran and how each chain fared: its frozen step size and leapfrog steps, acceptance and divergences."""
+    return {
+        "chains": sampler.hmc_chains,
+        "warmup": sampler.hmc_warmup,
+        "samples": sampler.hmc_samples,
+        "trajectory_length": sampler.hmc_trajectory,
+        "target_accept": sampler.hmc_target_accept,
+        "step_size": state.step_size.numpy(),
+        "leapfrog_steps": hmc.leapfrog_steps(state.step_size, sampler.settings()).numpy(),
+        "acceptance": draws.acceptance.numpy(),
+        "divergences": int(draws.divergent.sum()),
+        "seconds": seconds,
+    }
 
 
 PREDICTION_POINTS = 89  # where the page draws predictive bands, over x in [−2.2, 2.2]

@@ -1,0 +1,312 @@
+"""Full-batch Hamiltonian Monte Carlo over flat parameter vectors, many chains as one batched computation
+(Neal 2011, §5.3; the reference posterior of Izmailov et al. 2021).
+
+For an unnormalised log density ℓ(θ), θ ∈ ℝᴾ, and a diagonal mass matrix M = diag(1/v), a transition draws a
+momentum r ~ N(0, M) and follows the leapfrog map L times with step ε,
+
+    r ← r + ½ε∇ℓ(θ),  θ ← θ + ε v⊙r,  r ← r + ½ε∇ℓ(θ),
+
+then accepts the end point with probability α = min(1, exp(H(θ, r) − H(θ', r'))), H = −ℓ(θ) + ½ Σ v r².
+The map is reversible and keeps volume, so for any fixed ε, L and v each chain leaves p(θ) ∝ exp ℓ(θ)
+invariant. A transition whose energy error exceeds ``DIVERGENCE`` (or is not finite) is rejected and counted as
+divergent.
+
+Warm-up tunes each chain's ε and v and then freezes them, so the draws kept afterwards come from a fixed, valid
+kernel:
+- ε by dual averaging, so that the mean acceptance probability approaches ``target_accept`` (Hoffman & Gelman
+  2014, §3.2, with their γ = 0.05, t₀ = 10, κ = 0.75), from the step found by their doubling heuristic;
+- v (``adapt_mass``) on Stan's schedule (:func:`warmup_windows`): after each window of doubling length, v becomes
+  the variances of that window's draws, shrunk towards 10⁻³ as Stan does, and ε is found and averaged afresh.
+Each transition takes L = ⌈τ/ε⌉ steps (at most ``max_leapfrog``), so every chain integrates for about the same
+time τ = ``trajectory_length``. Chains run in lockstep: ℓ takes a ``[C, P]`` batch and returns ``[C]``; a chain
+that needs fewer steps than another waits (its state is masked), so one transition costs the longest chain's L
+evaluations of ℓ and its gradient.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+
+LogDensity = Callable[[torch.Tensor], torch.Tensor]  # [C, P] -> [C]
+
+DIVERGENCE = 1000.0  # an energy error this large: the integrator left the typical set (Stan's threshold)
+# Dual averaging's constants (Hoffman & Gelman 2014, §3.2.1).
+GAMMA, T0, KAPPA = 0.05, 10.0, 0.75
+# Stan's regularisation of the estimated variances: shrunk towards this, with the weight of 5 draws.
+MASS_FLOOR, MASS_PRIOR_DRAWS = 1e-3, 5
+
+
+@dataclass(frozen=True)
+class HmcSettings:
+    warmup: int = 500
+    samples: int = 500
+    trajectory_length: float = 1.0
+    target_accept: float = 0.8
+    max_leapfrog: int = 256
+    adapt_mass: bool = True
+
+    def __post_init__(self):
+        if not (isinstance(self.warmup, int) and self.warmup >= 0):
+            raise ValueError(f"warmup must be a whole number ≥ 0, not {self.warmup!r}")
+        if not (isinstance(self.samples, int) and self.samples >= 1):
+            raise ValueError(f"samples must be a whole number ≥ 1, not {self.samples!r}")
+        if not (math.isfinite(self.trajectory_length) and self.trajectory_length > 0):
+            raise ValueError(f"the trajectory length must be finite and positive, not {self.trajectory_length!r}")
+        if not 0 < self.target_accept < 1:
+            raise ValueError(f"the target acceptance must lie in (0, 1), not {self.target_accept!r}")
+        if not (isinstance(self.max_leapfrog, int) and self.max_leapfrog >= 1):
+            raise ValueError(f"max_leapfrog must be a whole number ≥ 1, not {self.max_leapfrog!r}")
+
+
+@dataclass(frozen=True)
+class ChainState:
+    """Where each of C chains stands, and its frozen kernel: all a run needs to go on drawing."""
+
+    position: torch.Tensor  # [C, P]
+    log_density: torch.Tensor  # [C]
+    gradient: torch.Tensor  # [C, P]
+    step_size: torch.Tensor  # [C]
+    inverse_mass: torch.Tensor  # [C, P], v
+
+
+@dataclass(frozen=True)
+class Draws:
+    """What C chains drew after warm-up: S draws each."""
+
+    samples: torch.Tensor  # [C, S, P]
+    log_density: torch.Tensor  # [C, S]
+    accept_prob: torch.Tensor  # [C, S], α of each transition
+    accepted: torch.Tensor  # [C, S] bool
+    divergent: torch.Tensor  # [C, S] bool
+
+    @property
+    def acceptance(self) -> torch.Tensor:
+        """Per chain, the fraction of transitions accepted."""
+        return self.accepted.double().mean(1)
+
+
+def with_gradient(log_density: LogDensity, theta: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """ℓ(θ) [C] and ∇ℓ(θ) [C, P]. The chains are independent, so the gradient of Σ_c ℓ(θ_c) is each chain's own."""
+    with torch.enable_grad():
+        theta = theta.detach().requires_grad_(True)
+        value = log_density(theta)
+        if value.shape != theta.shape[:1]:
+            raise ValueError(
+                f"the log density must return one value per chain, shape {tuple(theta.shape[:1])}, "
+                f"not {tuple(value.shape)}"
+            )
+        (gradient,) = torch.autograd.grad(value.sum(), theta)
+    return value.detach(), gradient.detach()
+
+
+def leapfrog_steps(step_size: torch.Tensor, settings: HmcSettings) -> torch.Tensor:
+    return torch.clamp(torch.ceil(settings.trajectory_length / step_size), 1, settings.max_leapfrog).long()
+
+
+def _kinetic(momentum: torch.Tensor, inverse_mass: torch.Tensor) -> torch.Tensor:
+    return 0.5 * (inverse_mass * momentum.square()).sum(-1)
+
+
+def _transition(log_density, state: ChainState, steps: torch.Tensor, generator: torch.Generator):
+    """One HMC transition of every chain: (new state, α, accepted, divergent)."""
+    v, eps = state.inverse_mass, state.step_size[:, None]
+    momentum = (
+        torch.randn(state.position.shape, generator=generator, device=generator.device, dtype=state.position.dtype)
+        / v.sqrt()
+    )
+    energy = -state.log_density + _kinetic(momentum, v)
+    theta, value, gradient, r = state.position, state.log_density, state.gradient, momentum
+    for step in range(int(steps.max())):
+        moving = (step < steps)[:, None]
+        r_half = r + 0.5 * eps * gradient
+        theta_next = theta + eps * v * r_half
+        value_next, gradient_next = with_gradient(log_density, torch.where(moving, theta_next, theta))
+        r_next = r_half + 0.5 * eps * gradient_next
+        theta = torch.where(moving, theta_next, theta)
+        r = torch.where(moving, r_next, r)
+        value = torch.where(moving[:, 0], value_next, value)
+        gradient = torch.where(moving, gradient_next, gradient)
+    error = -value + _kinetic(r, v) - energy
+    divergent = ~torch.isfinite(error) | (error > DIVERGENCE)
+    accept_prob = torch.where(divergent, torch.zeros_like(error), torch.exp(-error.clamp(min=0.0)))
+    uniform = torch.rand(accept_prob.shape, generator=generator, device=generator.device, dtype=accept_prob.dtype)
+    accepted = uniform < accept_prob
+    keep = accepted[:, None]
+    new = ChainState(
+        torch.where(keep, theta, state.position),
+        torch.where(accepted, value, state.log_density),
+        torch.where(keep, gradient, state.gradient),
+        state.step_size,
+        v,
+    )
+    return new, accept_prob, accepted, divergent
+
+
+def _with_kernel(state: ChainState, step_size=None, inverse_mass=None) -> ChainState:
+    return ChainState(
+        state.position,
+        state.log_density,
+        state.gradient,
+        state.step_size if step_size is None else step_size,
+        state.inverse_mass if inverse_mass is None else inverse_mass,
+    )
+
+
+def initial_step_size(log_density, state: ChainState, generator: torch.Generator, tries: int = 60) -> torch.Tensor:
+    """Hoffman & Gelman's heuristic (Alg. 4), per chain: from ε = 1, double ε while one leapfrog step's α stays
+    above ½, or halve it while α stays below ½."""
+    eps = torch.ones_like(state.step_size)
+    one_step = torch.ones_like(eps, dtype=torch.long)
+    direction = None
+    settled = torch.zeros_like(eps, dtype=torch.bool)
+    for _ in range(tries):
+        _, alpha, _, _ = _transition(log_density, _with_kernel(state, step_size=eps), one_step, generator)
+        above = alpha > 0.5
+        if direction is None:
+            direction = torch.where(above, 2.0, 0.5).to(eps.dtype)
+        settled |= above != (direction > 1)
+        if bool(settled.all()):
+            break
+        eps = torch.where(settled, eps, eps * direction)
+    return eps
+
+
+class _DualAveraging:
+    """log ε_{m} = μ − √m/γ · h̄_m, h̄_m the running mean of (target − α) with t₀'s damping; the final ε is the
+    κ-weighted average of the iterates."""
+
+    def __init__(self, step_size: torch.Tensor, target: float):
+        self.mu = torch.log(10 * step_size)
+        self.target = target
+        self.h_bar = torch.zeros_like(step_size)
+        self.log_eps_bar = torch.zeros_like(step_size)
+        self.m = 0
+
+    def update(self, accept_prob: torch.Tensor) -> torch.Tensor:
+        self.m += 1
+        weight = 1.0 / (self.m + T0)
+        self.h_bar = (1 - weight) * self.h_bar + weight * (self.target - accept_prob)
+        log_eps = self.mu - math.sqrt(self.m) / GAMMA * self.h_bar
+        eta = self.m**-KAPPA
+        self.log_eps_bar = eta * log_eps + (1 - eta) * self.log_eps_bar
+        return torch.exp(log_eps)
+
+    def final(self) -> torch.Tensor:
+        return torch.exp(self.log_eps_bar)
+
+
+def start(log_density: LogDensity, position: torch.Tensor) -> ChainState:
+    """Chains at ``position`` [C, P], with ε = 1 and v = 1 until warm-up tunes them."""
+    if position.ndim != 2 or not position.is_floating_point():
+        raise ValueError(f"the start must be a [chains, parameters] floating-point tensor, not {tuple(position.shape)}")
+    value, gradient = with_gradient(log_density, position)
+    if not bool(torch.isfinite(value).all()):
+        raise FloatingPointError(
+            f"the log density is not finite at the start of chain(s) "
+            f"{torch.nonzero(~torch.isfinite(value)).flatten().tolist()}"
+        )
+    ones = torch.ones_like(value)
+    return ChainState(position.detach(), value, gradient, ones, torch.ones_like(position))
+
+
+def _adapt_step(log_density, state, iterations: int, settings: HmcSettings, generator, on_step=None):
+    """``iterations`` transitions tuning ε by dual averaging; returns the state with the averaged ε and the
+    positions visited [C, iterations, P]."""
+    state = _with_kernel(state, step_size=initial_step_size(log_density, state, generator))
+    averaging = _DualAveraging(state.step_size, settings.target_accept)
+    visited = []
+    for _ in range(iterations):
+        state, alpha, _, _ = _transition(log_density, state, leapfrog_steps(state.step_size, settings), generator)
+        state = _with_kernel(state, step_size=averaging.update(alpha))
+        visited.append(state.position)
+        if on_step:
+            on_step()
+    final = averaging.final() if iterations else state.step_size
+    return _with_kernel(state, step_size=final), torch.stack(visited, 1) if visited else None
+
+
+def _shrunk_variance(draws: torch.Tensor) -> torch.Tensor:
+    """Per chain and coordinate, Stan's (n/(n+5))·s² + 10⁻³·5/(n+5) of ``draws`` [C, n, P]."""
+    n = draws.shape[1]
+    variance = draws.var(1, unbiased=True) if n > 1 else torch.ones_like(draws[:, 0])
+    return (n / (n + MASS_PRIOR_DRAWS)) * variance + MASS_FLOOR * (MASS_PRIOR_DRAWS / (n + MASS_PRIOR_DRAWS))
+
+
+def warmup_windows(warmup: int) -> list[tuple[str, int]]:
+    """Stan's schedule: 15 % tuning ε alone, then windows of 25, 50, 100, … transitions (the last one to 90 %)
+    each ending with v set from its draws, then 10 % tuning ε alone. Too short a warm-up for that: ε alone."""
+    first, last = int(0.15 * warmup), int(0.1 * warmup)
+    slow = warmup - first - last
+    if slow < 20:
+        return [("step", warmup)]
+    windows, size, used = [], 25, 0
+    while used < slow:
+        size = slow - used if slow - used < 3 * size else size  # the last window takes what remains
+        windows.append(("mass", size))
+        used, size = used + size, 2 * size
+    return [("step", first), *windows, ("step", last)]
+
+
+def warm_up(
+    log_density: LogDensity,
+    position: torch.Tensor,
+    settings: HmcSettings,
+    generator: torch.Generator,
+    progress: Callable[[int, int], None] | None = None,
+) -> ChainState:
+    """Chains from ``position`` [C, P] after ``settings.warmup`` tuning transitions, their kernel frozen."""
+    state = start(log_density, position)
+    done = 0
+
+    def step():
+        nonlocal done
+        done += 1
+        if progress:
+            progress(done, settings.warmup)
+
+    windows = warmup_windows(settings.warmup) if settings.adapt_mass else [("step", settings.warmup)]
+    for kind, length in windows:
+        state, visited = _adapt_step(log_density, state, length, settings, generator, step)
+        if kind == "mass":
+            state = _with_kernel(state, inverse_mass=_shrunk_variance(visited))
+    return state
+
+
+def draw(
+    log_density: LogDensity,
+    state: ChainState,
+    count: int,
+    settings: HmcSettings,
+    generator: torch.Generator,
+    progress: Callable[[int, int], None] | None = None,
+) -> tuple[ChainState, Draws]:
+    """``count`` transitions of the frozen kernel from ``state``: the state after them, and every draw. Call it
+    again with the returned state (and the same generator) to go on: that is how a run resumes."""
+    steps = leapfrog_steps(state.step_size, settings)
+    samples, values, alphas, accepts, divergences = [], [], [], [], []
+    for index in range(count):
+        state, alpha, accepted, divergent = _transition(log_density, state, steps, generator)
+        samples.append(state.position)
+        values.append(state.log_density)
+        alphas.append(alpha)
+        accepts.append(accepted)
+        divergences.append(divergent)
+        if progress:
+            progress(index + 1, count)
+    stack = lambda parts: torch.stack(parts, 1)  # noqa: E731
+    return state, Draws(stack(samples), stack(values), stack(alphas), stack(accepts), stack(divergences))
+
+
+def hmc(
+    log_density: LogDensity,
+    position: torch.Tensor,
+    settings: HmcSettings,
+    generator: torch.Generator,
+) -> tuple[ChainState, Draws]:
+    """Warm-up, then ``settings.samples`` draws per chain."""
+    state = warm_up(log_density, position, settings, generator)
+    return draw(log_density, state, settings.samples, settings, generator)

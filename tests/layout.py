@@ -138,7 +138,7 @@ DRAWN_JS = """() => JSON.stringify([document.querySelectorAll('[data-testid="stE
     .map(c => {
     const s = c.querySelector('svg.marks'); if (!s) return null;
     const r = s.getBoundingClientRect(); return [Math.round(r.width), Math.round(r.height)]; })])"""
-SETTLED_LOOKS, LOOK_SECONDS = 4, 0.3
+SETTLED_LOOKS, LOOK_SECONDS = 4, 0.2
 
 
 def wait_until_drawn(page, timeout_ms: int = 120_000) -> None:

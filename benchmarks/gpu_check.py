@@ -16,6 +16,10 @@
    both: networks per second, and the same networks (their random streams are drawn on the CPU): test accuracy
    within 0.5 points.
 6. Ray with a GPU resource, where Ray is installed and sees one.
+7. Full-batch HMC on that lab's posterior (its convnet on the training images, ``--hmc-chains`` chains as one
+   computation): the log density and its gradient agree on both devices (relative 1e-4), a short run draws
+   finite samples on each, and the seconds per transition give the hours a reference run of 500 warm-up and
+   500 draws per chain would take.
 
 Ends with one JSON line; exits 1 on any disagreement. Without a GPU it says so in one line, runs the CPU half
 (fewer images unless --subset says otherwise) and exits 0 unless the CPU half fails.
@@ -40,7 +44,7 @@ import torch  # noqa: E402
 
 from symlab.labs.methods import experiment as methods  # noqa: E402
 from symlab.labs.mnist import experiment as mnist  # noqa: E402
-from symlab.lib import blocks, ensembles, mnist_data, networks, uncertainty  # noqa: E402
+from symlab.lib import blocks, ensembles, hmc, mnist_data, networks, uncertainty  # noqa: E402
 from symlab.runs.device import describe_device, machine_rates  # noqa: E402
 from symlab.specs import settings  # noqa: E402
 
@@ -54,6 +58,9 @@ ACCURACY_POINTS = 2.0  # percentage points of test accuracy after one epoch (3 s
 ELBO_SHARE = 0.02  # of the mean training ELBO after one epoch (4 seeds span 0.7 % here)
 REFERENCE_POINTS = 0.5  # percentage points of the reference networks' mean test accuracy
 CPU_ONLY_SUBSET = 2000  # images an epoch trains on where there is no GPU to compare with
+HMC_TOLERANCE = 1e-4  # relative, of the full-batch log density and its gradient: float32 sums in another order
+HMC_SHORT = hmc.HmcSettings(warmup=10, samples=5, trajectory_length=0.05, adapt_mass=False)
+HMC_REFERENCE_TRANSITIONS = 1000  # a reference run: 500 warm-up and 500 draws per chain
 
 
 def synchronise(device: torch.device) -> None:
@@ -270,6 +277,85 @@ def reference_rows(count: int, devices) -> dict:
     return row
 
 
+# ---------------------------------------------------------------------------------------------- 7. HMC
+
+
+def hmc_device_row(config, data, chains: int, start: torch.Tensor, device: torch.device) -> dict:
+    """The log density and gradient at ``start`` on ``device``, the seconds of one gradient, and a short run's
+    seconds per transition and leapfrog steps."""
+    log_density = methods.log_posterior(config, data.x.to(device), data.y.to(device))
+    value, gradient = hmc.with_gradient(log_density, start.to(device))  # the first call: kernels loaded
+    synchronise(device)
+    started = time.perf_counter()
+    for _ in range(3):
+        hmc.with_gradient(log_density, start.to(device))
+    synchronise(device)
+    gradient_seconds = (time.perf_counter() - started) / 3
+    generator = torch.Generator(device).manual_seed(0)
+    state = hmc.warm_up(log_density, start.to(device), HMC_SHORT, generator)
+    synchronise(device)
+    started = time.perf_counter()
+    _, draws = hmc.draw(log_density, state, HMC_SHORT.samples, HMC_SHORT, generator)
+    synchronise(device)
+    transition_seconds = (time.perf_counter() - started) / HMC_SHORT.samples
+    return {
+        "log_density": value.cpu(),
+        "gradient": gradient.cpu(),
+        "gradient_seconds": round(gradient_seconds, 4),
+        "transition_seconds": round(transition_seconds, 3),
+        "leapfrog_steps": hmc.leapfrog_steps(state.step_size, HMC_SHORT).tolist(),
+        "finite": bool(torch.isfinite(draws.samples).all()),
+        "reference_run_hours": round(transition_seconds * HMC_REFERENCE_TRANSITIONS / 3600, 2),
+    }
+
+
+def hmc_rows(chains: int, images: int, devices) -> dict:
+    config = methods.MethodsConfig(train_size=images)
+    data = methods.prepare_data(mnist_data.load_mnist(settings.mnist_directory()), config)
+    start = config.arch.init(chains, torch.Generator().manual_seed(0))
+    row = {"chains": chains, "train_images": images, "architecture": config.arch.label}
+    for device in devices:
+        row[device.type] = hmc_device_row(config, data, chains, start, device)
+        say(
+            f"  HMC, {chains} chains on {images} images, {device.type:<4} {row[device.type]['gradient_seconds']:.4f} s "
+            f"a gradient, {row[device.type]['transition_seconds']:.3f} s a transition "
+            f"(leapfrog steps {row[device.type]['leapfrog_steps']}): a reference run "
+            f"~{row[device.type]['reference_run_hours']} h"
+        )
+    return row
+
+
+def hmc_disagreements(row) -> list[str]:
+    found = [
+        f"HMC's short run on {device} drew non-finite weights"
+        for device in ("cpu", "cuda")
+        if device in row and not row[device]["finite"]
+    ]
+    if "cuda" in row:
+        for name in ("log_density", "gradient"):
+            cpu, cuda = row["cpu"][name], row["cuda"][name]
+            gap = float((cpu - cuda).abs().max() / cpu.abs().max().clamp(min=1e-12))
+            if gap > HMC_TOLERANCE:
+                found.append(
+                    f"HMC's full-batch {name.replace('_', ' ')} differs by {gap:.2e} (relative) between devices"
+                )
+    return found
+
+
+def hmc_section(result, problems, chains: int, images: int, devices) -> None:
+    say("Full-batch HMC on the posterior-approximations lab's posterior:")
+    row = hmc_rows(chains, images, devices)
+    problems += hmc_disagreements(row)
+    result["hmc"] = {
+        key: (
+            {name: value for name, value in part.items() if name not in ("log_density", "gradient")}
+            if isinstance(part, dict)
+            else part
+        )
+        for key, part in row.items()
+    }
+
+
 # ---------------------------------------------------------------------------------------------- 6. Ray
 
 
@@ -377,6 +463,13 @@ def main(argv=None) -> int:
         help=f"reference networks trained at once (default {methods.CHUNK}: one stage of the lab's)",
     )
     parser.add_argument("--timeout-s", type=float, default=240, help="how long the launched run may take")
+    parser.add_argument("--hmc-chains", type=int, default=8, help="HMC chains run as one computation (default 8)")
+    parser.add_argument(
+        "--hmc-images",
+        type=int,
+        default=None,
+        help=f"training images HMC conditions on (default: the lab's 10 000 with a GPU, {CPU_ONLY_SUBSET} without)",
+    )
     args = parser.parse_args(argv)
 
     gpu = torch.cuda.is_available()
@@ -408,6 +501,8 @@ def main(argv=None) -> int:
     if gpu:
         attempt("the forkserver", problems, forkserver_section, result, problems)
     attempt("the reference training", problems, reference_section, result, problems, args.networks, devices)
+    hmc_images = args.hmc_images or (methods.MethodsConfig().train_size if gpu else CPU_ONLY_SUBSET)
+    attempt("HMC", problems, hmc_section, result, problems, args.hmc_chains, hmc_images, devices)
     if gpu:
         attempt("Ray", problems, ray_section, result, problems)
     else:

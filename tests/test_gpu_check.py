@@ -28,6 +28,10 @@ def test_without_a_gpu_it_says_so_and_runs_the_cpu_half(tmp_path):
             "600",
             "--networks",
             "3",
+            "--hmc-chains",
+            "2",
+            "--hmc-images",
+            "600",
         ],
         capture_output=True,
         text=True,
@@ -46,6 +50,9 @@ def test_without_a_gpu_it_says_so_and_runs_the_cpu_half(tmp_path):
     assert run["finished"] and run["device"] == "cpu" and run["device_name"].startswith("CPU (")
     assert result["reference"]["networks"] == 3 and result["reference"]["cpu"]["networks_per_second"] > 0
     assert result["ray"] == {"ran": False, "why": "no GPU"}
+    hmc = result["hmc"]  # the posterior-approximations lab's full-batch HMC, timed for a reference run
+    assert hmc["chains"] == 2 and "cuda" not in hmc and hmc["cpu"]["finite"]
+    assert hmc["cpu"]["gradient_seconds"] > 0 and hmc["cpu"]["reference_run_hours"] > 0
 
 
 def test_epochs_that_differ_by_more_than_two_seeds_are_flagged():
@@ -72,3 +79,19 @@ def test_one_step_on_the_same_device_agrees_exactly():
 
     found = gpu_check.step_agreement(mnist_data.load_mnist(settings.mnist_directory()), 8, torch.device("cpu"))
     assert found == {"nll": 0.0, "grad_mu": 0.0, "grad_log_sd": 0.0, "block_information": 0.0}
+
+
+def test_hmc_that_differs_between_devices_or_draws_non_finite_weights_is_flagged():
+    def row(cuda_gradient, finite=True):
+        return {
+            "cpu": {"log_density": torch.tensor([-100.0]), "gradient": torch.tensor([[1.0, 2.0]]), "finite": True},
+            "cuda": {
+                "log_density": torch.tensor([-100.0 + 1e-4]),
+                "gradient": torch.tensor([cuda_gradient]),
+                "finite": finite,
+            },
+        }
+
+    assert gpu_check.hmc_disagreements(row([1.0, 2.0 + 1e-5])) == []
+    flagged = gpu_check.hmc_disagreements(row([1.0, 2.01], finite=False))
+    assert len(flagged) == 2 and "non-finite" in flagged[0] and "gradient differs by 5.00e-03" in flagged[1]

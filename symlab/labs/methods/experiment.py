@@ -159,7 +159,7 @@ def method_samples(
             start,
             data.x,
             data.y,
-            prior_var=1 / (config.train_size * WEIGHT_DECAY),
+            prior_var=prior_variance(config),
             lr=SGHMC_LR,
             friction=SGHMC_FRICTION,
             batch_size=64,
@@ -233,6 +233,25 @@ def _laplace_samples(config: MethodsConfig, data: Data, start: torch.Tensor, cou
         data_size=config.train_size,
     )
     return torch.cat([start[: last.start].expand(count, -1), tail], -1)
+
+
+def prior_variance(config: MethodsConfig) -> float:
+    """The Gaussian prior's variance that SGD's weight decay λ stands for on n images, v = 1/(nλ): the prior of the
+    SGHMC chains and of the HMC reference (the Laplace fit's precision is its inverse)."""
+    return 1 / (config.train_size * WEIGHT_DECAY)
+
+
+def log_posterior(config: MethodsConfig, x: torch.Tensor, y: torch.Tensor):
+    """log p(w | D) up to a constant, for networks ``w[C, P]`` on all of ``x``, ``y`` at once (full batch):
+    Σᵢ log softmax(f(w, xᵢ))_{yᵢ} − |w|²/(2v), shape ``[C]``. The density full-batch HMC samples."""
+    arch, variance = config.arch, prior_variance(config)
+
+    def log_density(w: torch.Tensor) -> torch.Tensor:
+        log_probs = torch.log_softmax(networks.batched_logits(arch, w, x), -1)
+        log_likelihood = log_probs.gather(-1, y.expand(len(w), -1)[..., None]).sum((-1, -2))
+        return log_likelihood - w.square().sum(-1) / (2 * variance)
+
+    return log_density
 
 
 # ---------------------------------------------------------------------------------------------

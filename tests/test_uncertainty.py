@@ -170,3 +170,27 @@ def test_metrics_of_weight_samples_through_a_network():
 def test_invalid_inputs_are_refused(case, message):
     with pytest.raises(ValueError, match=message):
         case()
+
+
+def test_agreement_and_total_variation_by_hand():
+    """Izmailov's two comparisons of predictives, on inputs small enough to work out: p̄ = [[.8, .2], [.3, .7],
+    [.2, .8]] against q̄ = [[.6, .4], [.6, .4], [.2, .8]] agree on inputs 1 and 3; ½Σ|p − q| is .2, .3 and 0."""
+    p = unc.predictive_log_probs(SAMPLES)
+    q = log([[0.6, 0.4], [0.6, 0.4], [0.2, 0.8]])
+    assert unc.agreement(p, q) == pytest.approx(2 / 3)
+    assert unc.total_variation(p, q) == pytest.approx((0.2 + 0.3 + 0.0) / 3)
+    assert unc.agreement(p, p) == 1.0 and unc.total_variation(p, p) == pytest.approx(0.0, abs=1e-15)
+
+
+def test_total_variation_is_half_the_l1_distance_for_random_predictives():
+    g = torch.Generator().manual_seed(0)
+    p = torch.log_softmax(torch.randn(50, 10, generator=g, dtype=torch.float64), -1)
+    q = torch.log_softmax(torch.randn(50, 10, generator=g, dtype=torch.float64), -1)
+    by_loops = sum(0.5 * sum(abs(math.exp(a) - math.exp(b)) for a, b in zip(p[i], q[i])) for i in range(50)) / 50
+    assert unc.total_variation(p, q) == pytest.approx(float(by_loops), rel=1e-12)
+    assert 0.0 <= unc.total_variation(p, q) <= 1.0
+
+
+def test_predictives_of_other_shapes_are_refused():
+    with pytest.raises(ValueError, match="one shape"):
+        unc.agreement(log([[0.5, 0.5]]), log([[0.5, 0.5], [0.5, 0.5]]))

@@ -18,6 +18,10 @@ mutual information in nats; :func:`paper_scale` gives Table 1's numbers (× 100)
   whose recall of OOD inputs reaches 95 %, thresholds taken only between distinct scores;
 - mutual information: per input ``I = H[p̄] − (1/S) Σ_s H[p_s]`` (nats; ≥ 0 by Jensen), averaged over
   the inputs, in distribution (IDMI) and out of it (OODMI).
+
+Two predictives ``p̄`` and ``q̄`` compared, as Izmailov et al. (2021, §3) compare an approximation with HMC's:
+- agreement: ``(1/n) Σ_i [argmax_c p̄(c | x_i) = argmax_c q̄(c | x_i)]``;
+- total variation: ``(1/n) Σ_i ½ Σ_c |p̄_ic − q̄_ic|`` (range [0, 1]).
 """
 
 from __future__ import annotations
@@ -181,6 +185,28 @@ def _predictive(sample_log_probs: torch.Tensor) -> torch.Tensor:
 def _mutual_information(sample_log_probs: torch.Tensor, log_probs: torch.Tensor) -> torch.Tensor:
     """``H[p̄] − mean_s H[p_s]`` per input, given the samples' ``log p_s`` and the predictive ``log p̄``."""
     return (_entropy(log_probs) - _entropy(sample_log_probs.double()).mean(dim=0)).clamp_min(0.0)
+
+
+def agreement(log_probs: torch.Tensor, other: torch.Tensor) -> float:
+    """Fraction of inputs on which two predictives (``[n, C]`` log-probabilities) pick the same class."""
+    _check_pair(log_probs, other)
+    return (_top_label(log_probs)[1] == _top_label(other)[1]).double().mean().item()
+
+
+def total_variation(log_probs: torch.Tensor, other: torch.Tensor) -> float:
+    """Mean over inputs of ½ Σ_c |p(c | x) − q(c | x)| between two predictives (``[n, C]`` log-probabilities)."""
+    _check_pair(log_probs, other)
+    return (0.5 * (log_probs.double().exp() - other.double().exp()).abs().sum(1)).mean().item()
+
+
+def _check_pair(log_probs: torch.Tensor, other: torch.Tensor) -> None:
+    if log_probs.ndim != 2 or len(log_probs) == 0 or other.shape != log_probs.shape:
+        raise ValueError(
+            f"two predictives must be non-empty [inputs, classes] tensors of one shape, got "
+            f"{tuple(log_probs.shape)} and {tuple(other.shape)}"
+        )
+    _check_log_probs(log_probs, "log_probs")
+    _check_log_probs(other, "other")
 
 
 def _top_label(log_probs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

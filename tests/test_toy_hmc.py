@@ -11,7 +11,7 @@ import torch
 
 from symlab.labs.toy import experiment as toy
 from symlab.labs.toy.config import ToyConfig
-from symlab.lib import two_relu
+from symlab.lib import chains, two_relu
 from symlab.specs.hmc import HmcConfig
 
 SAMPLER = HmcConfig(hmc_chains=8, hmc_warmup=300, hmc_samples=800)
@@ -79,3 +79,35 @@ def test_hmc_with_the_table_is_refused():
     assert done.returncode == 2  # a usage error, as argparse's own
     assert "leave out --table" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_pyro_nuts_and_this_hmc_agree_on_the_sorted_weights_and_the_grid_does_too():
+    """An independent sampler: Pyro's NUTS (one chain) on the same log joint. The units sorted, (max, min) of
+    (w₁, w₂), have one law in either copy of a mode, so one chain suffices; both samplers' means agree with each
+    other and with the grid's within their Monte-Carlo errors (and the grid's own)."""
+    import pyro
+    from pyro.infer import MCMC, NUTS
+
+    config = ToyConfig(alpha=1.0)
+    data = toy.make_data(config)
+    x, y = torch.tensor(data.x_train), torch.tensor(data.y_train)
+    pyro.set_rng_seed(0)
+    nuts = MCMC(
+        NUTS(potential_fn=lambda params: -two_relu.log_joint(params["w"], x, y, config.noise, config.prior_scale)),
+        num_samples=1000,
+        warmup_steps=300,
+        initial_params={"w": torch.tensor([0.5, -0.5], dtype=torch.float64)},
+        disable_progbar=True,
+    )
+    nuts.run()
+    by_pyro = np.sort(nuts.get_samples()["w"].numpy(), -1)[None]  # [1 chain, S, (min, max)]
+    _, draws = toy.hmc_draws(data, config, SAMPLER)
+    by_hmc = np.sort(draws.samples.numpy(), -1)
+    post = two_relu.exact_posterior(data, config.noise, config.prior_scale)
+    low, high = np.minimum.outer(post.axis, post.axis), np.maximum.outer(post.axis, post.axis)
+    exact = np.array([(post.probabilities() * low).sum(), (post.probabilities() * high).sum()])
+    pyro_mean, hmc_mean = by_pyro.reshape(-1, 2).mean(0), by_hmc.reshape(-1, 2).mean(0)
+    pyro_se, hmc_se = chains.mcse_mean(by_pyro), chains.mcse_mean(by_hmc)
+    np.testing.assert_array_less(np.abs(pyro_mean - hmc_mean), 4 * np.hypot(pyro_se, hmc_se))
+    np.testing.assert_array_less(np.abs(hmc_mean - exact), 4 * hmc_se + GRID_ERROR)
+    np.testing.assert_array_less(np.abs(pyro_mean - exact), 4 * pyro_se + GRID_ERROR)

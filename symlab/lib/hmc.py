@@ -297,8 +297,8 @@ def draw(
         divergences.append(divergent)
         if progress:
             progress(index + 1, count)
-    stack = lambda parts: torch.stack(parts, 1)  # noqa: E731
-    return state, Draws(stack(samples), stack(values), stack(alphas), stack(accepts), stack(divergences))
+    parts = (torch.stack(part, 1) for part in (samples, values, alphas, accepts, divergences))
+    return state, Draws(*parts)
 
 
 def hmc(

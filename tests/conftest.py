@@ -217,6 +217,7 @@ def browser():
 # and /<page>/_stcore/host-config before the root: those 404s are errors like any other.
 VEGA_WARNING = "WARN "
 LOCAL_HOSTS = ("127.0.0.1", "localhost")
+IDLE_QUIET_S = 0.5  # how long no request may start before the network counts as idle
 
 
 class BrowserErrors:
@@ -227,6 +228,7 @@ class BrowserErrors:
     def __init__(self):
         self.errors: list[str] = []
         self.in_flight: set = set()
+        self.last_request = time.monotonic()
 
     def watch(self, context) -> None:
         context.on("weberror", lambda error: self.errors.append(f"uncaught page error: {error.error}"))
@@ -239,11 +241,15 @@ class BrowserErrors:
     def wait_for_idle_network(self, page, timeout_s: float = 30) -> None:
         """Wait until no request is in flight (the frontend loads element code lazily): a test that
         navigates or reloads first, so that the requests its navigation would cancel (net::ERR_ABORTED)
-        do not read as failures."""
+        do not read as failures. Idle means for a moment (``IDLE_QUIET_S``): a request the page starts just as the
+        last one ends (a font its text has just asked for) counts too, and Playwright delivers its events only while
+        the test waits."""
         deadline = time.monotonic() + timeout_s
-        while self.in_flight:
+        while True:
+            page.wait_for_timeout(50)  # lets Playwright deliver the pending events
+            if not self.in_flight and time.monotonic() - self.last_request >= IDLE_QUIET_S:
+                return
             assert time.monotonic() < deadline, f"requests still in flight: {[r.url for r in self.in_flight]}"
-            page.wait_for_timeout(50)  # also lets Playwright deliver the pending events
 
     def _console(self, message) -> None:
         url = message.location.get("url", "")
@@ -252,6 +258,7 @@ class BrowserErrors:
 
     def _request(self, request) -> None:
         self.in_flight.add(request)
+        self.last_request = time.monotonic()
         parts = urlsplit(request.url)
         if parts.scheme in ("http", "https", "ws", "wss") and parts.hostname not in LOCAL_HOSTS:
             self.errors.append(f"request to an external host: {request.method} {request.url}")

@@ -280,7 +280,7 @@ def reference_rows(count: int, devices) -> dict:
 # ---------------------------------------------------------------------------------------------- 7. HMC
 
 
-def hmc_device_row(config, data, chains: int, start: torch.Tensor, device: torch.device) -> dict:
+def hmc_device_row(config, data, start: torch.Tensor, device: torch.device) -> dict:
     """The log density and gradient at ``start`` on ``device``, the seconds of one gradient, and a short run's
     seconds per transition and leapfrog steps."""
     log_density = methods.log_posterior(config, data.x.to(device), data.y.to(device))
@@ -315,7 +315,7 @@ def hmc_rows(chains: int, images: int, devices) -> dict:
     start = config.arch.init(chains, torch.Generator().manual_seed(0))
     row = {"chains": chains, "train_images": images, "architecture": config.arch.label}
     for device in devices:
-        row[device.type] = hmc_device_row(config, data, chains, start, device)
+        row[device.type] = hmc_device_row(config, data, start, device)
         say(
             f"  HMC, {chains} chains on {images} images, {device.type:<4} {row[device.type]['gradient_seconds']:.4f} s "
             f"a gradient, {row[device.type]['transition_seconds']:.3f} s a transition "

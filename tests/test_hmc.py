@@ -66,6 +66,26 @@ def test_scales_far_apart_are_learnt_by_the_mass_matrix():
     assert_mean_within_error(draws.samples, torch.zeros(2, dtype=F64))
 
 
+def test_a_first_guess_at_the_mass_sets_the_step_without_adaptation():
+    """With v given as the true variances and no mass adaptation, the posterior looks isotropic to the sampler: the
+    tuned ε is near one, where with v = 1 it must fit the narrowest scale (0.01) and so be a hundred times shorter."""
+    scales = torch.tensor([0.01, 1.0], dtype=F64)
+
+    def log_density(theta):
+        return -0.5 * (theta / scales).square().sum(-1)
+
+    settings = hmc.HmcSettings(warmup=100, samples=10, adapt_mass=False)
+    start = torch.zeros(2, 2, dtype=F64)
+    guessed = hmc.warm_up(
+        log_density, start, settings, torch.Generator().manual_seed(0), inverse_mass=scales.square().expand(2, 2)
+    )
+    plain = hmc.warm_up(log_density, start, settings, torch.Generator().manual_seed(0))
+    assert bool((guessed.step_size > 0.3).all()) and bool((plain.step_size < 0.03).all())
+    torch.testing.assert_close(guessed.inverse_mass, scales.square().expand(2, 2))
+    with pytest.raises(ValueError, match="inverse mass"):
+        hmc.start(log_density, start, -torch.ones(2, 2, dtype=F64))
+
+
 def test_an_unstable_step_is_divergent_and_rejected():
     """ε = 1 (the untuned start) on N(0, 0.01²): one leapfrog step lands where ℓ ≈ −½(r/0.01)², an energy error far
     beyond the threshold. Each transition is divergent and rejected: the chains stay where they started."""

@@ -84,6 +84,21 @@ def test_ggn_matches_brute_force_on_a_conv_net():
     assert torch.linalg.eigvalsh(ggn).min() > -1e-10 * float(ggn.abs().max())
 
 
+def test_diagonal_fisher_is_the_sum_of_squared_per_example_gradients():
+    logits_fn, size = conv_logits()
+    generator = torch.Generator().manual_seed(5)
+    x, y = torch.randn(7, 1, 6, 6, generator=generator), torch.randint(0, 3, (7,), generator=generator)
+    w = 0.5 * random_point(size, seed=6, dtype=torch.float32)
+    expected = torch.zeros(size, dtype=torch.float64)
+    for xi, yi in zip(x.double(), y):
+        v = w.double().requires_grad_(True)
+        (gradient,) = torch.autograd.grad(laplace.cross_entropy_sum(logits_fn(v, xi[None]), yi[None]), v)
+        expected += gradient.square()
+    fisher = laplace.diagonal_fisher(logits_fn, w, x, y, chunk_size=3)
+    assert fisher.dtype == torch.float64 and expected.max() > 0.1
+    torch.testing.assert_close(fisher, expected, rtol=1e-10, atol=1e-12)
+
+
 def linear_gaussian(n=30, d=4, noise_var=0.25, seed=5):
     """y = Xw + ε, ε ~ N(0, s²): its posterior under N(0, δ⁻¹I) is exactly Gaussian."""
     generator = torch.Generator().manual_seed(seed)

@@ -33,6 +33,7 @@ LAZY_IN = {
     ("symlab/cli/mnist.py", "symlab.labs.mnist.experiment.resolve_device"): "imports torch: the device",
     ("symlab/cli/mnist.py", "symlab.labs.mnist.experiment.exported_run"): "imports torch: the file's tensors",
     ("symlab/cli/methods.py", "symlab.labs.methods.experiment.checkpoint_set"): "imports torch: the tensors",
+    ("symlab/cli/methods.py", "symlab.labs.methods.experiment.hmc_draw_set"): "imports torch: the tensors",
     **{
         (f"symlab/cli/{lab}.py", "symlab.lib.weights"): "imports torch: a network file's tensors"
         for lab in ("symmetry", "align", "mnist", "methods")

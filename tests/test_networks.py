@@ -113,6 +113,21 @@ def test_removal_maps_a_whole_symmetry_class_to_one_network(arch, key):
     )
 
 
+@pytest.mark.parametrize("key", networks.REMOVAL_KEYS)
+def test_copy_labels_change_under_a_symmetry_and_not_under_a_small_step(arch, key):
+    """A network moved by a random symmetry sits in another copy (another label) unless the move happened to be the
+    one that leaves its sorting alone; a step too small to reorder any unit keeps the label."""
+    rng = np.random.default_rng(7)
+    flat = arch.init(20, torch.Generator().manual_seed(7)).double().numpy()
+    moved = random_symmetry(arch, flat, rng)
+    labels, moved_labels = networks.copy_labels(arch, flat, key), networks.copy_labels(arch, moved, key)
+    assert labels.shape[:-1] == (20,)
+    changed = (labels != moved_labels).any(-1)
+    same_network = np.abs(networks.remove_symmetries(arch, moved, key) - networks.remove_symmetries(arch, flat, key))
+    assert same_network.max() < 1e-12 and changed.sum() >= 15
+    assert (networks.copy_labels(arch, flat + 1e-9 * rng.standard_normal(flat.shape), key) == labels).all()
+
+
 def test_a_permutation_that_mixes_groups_is_not_a_symmetry_and_the_ones_offered_are():
     arch = networks.architecture("convnet")
     flat = arch.init(1, torch.Generator().manual_seed(5)).double().numpy()

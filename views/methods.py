@@ -12,7 +12,7 @@ from symlab.labs.methods import LAB, params
 from symlab.labs.methods import experiment as ex
 from symlab.labs.methods.experiment import LABELS, METHODS, PAPER_COLUMNS, MethodsConfig, paper_rows, stage_count
 from symlab.runs.registry import RegistryError
-from symlab.specs import controls
+from symlab.specs.hmc import HmcConfig
 from views.common import binding, charts, runs, tables
 
 PAGE = LAB.name
@@ -42,6 +42,17 @@ METRICS = {  # key: (chart title, axis title)
     "fpr95": ("OOD detection: FPR at 95 % recall", "FPR95 (%)"),
     "id_mi": ("Mutual information, in distribution", "MI (centinats)"),
     "ood_mi": ("Mutual information, out of distribution", "MI (centinats)"),
+    "mmd_hmc_no_symmetry": ("MMD² to HMC, symmetries removed", "MMD² × 100"),
+    "mmd_hmc": ("MMD² to HMC", "MMD² × 100"),
+    "agreement_hmc": ("Agreement with HMC's predictive", "agreement (%)"),
+    "tv_hmc": ("Total variation to HMC's predictive", "TV × 100"),
+}
+HMC_COLUMNS = {
+    "mmd_no_symmetry": "MMD² to checkpoints, no sym",
+    "mmd_hmc_no_symmetry": "MMD² to HMC, no sym",
+    "mmd_hmc": "MMD² to HMC",
+    "agreement_hmc": "agreement with HMC (%)",
+    "tv_hmc": "TV to HMC",
 }
 SETS = (
     charts.Series("ours, one mode", "#0072B2", marker="circle", line=False),
@@ -56,10 +67,6 @@ METHOD_COLOURS = dict(
 METHOD_MARKERS = dict(zip(METHODS, ("circle", "square", "diamond", "triangle-up", "cross", "star", "x"), strict=True))
 
 
-def config_from(values) -> MethodsConfig:
-    return MethodsConfig(**controls.config_values(MethodsConfig, values, params.PAGE_FIELDS)).validate()
-
-
 def controls_panel():
     binding.preset_picker(PAGE, binding.page_specs(LAB), params.PRESETS)
     with st.expander("Settings", expanded=False):
@@ -67,6 +74,11 @@ def controls_panel():
         for index, name in enumerate(params.PAGE_FIELDS):
             with cols[index % 2]:
                 binding.control_widget(PAGE, MethodsConfig, name)
+        st.caption("The HMC reference (with *Reference: HMC too*)")
+        cols = st.columns(2)
+        for index, name in enumerate(params.SAMPLER_FIELDS):
+            with cols[index % 2]:
+                binding.control_widget(PAGE, HmcConfig, name)
 
 
 def explanation():
@@ -93,6 +105,13 @@ by the inverse), then each layer's units sorted by their first incoming weight (
 convnet's channels move only within their group of the grouped convolution, or a whole group at once.
 The function each network computes is unchanged.
 
+**Reference: HMC** (optional) samples the posterior itself,
+$\log p(w\mid D) = \sum_i \log p(y_i\mid x_i, w) - \lVert w\rVert^2/(2v)$ with $v = 1/(N\lambda)$, by full-batch
+Hamiltonian Monte Carlo: chains from independently trained networks, the mass matrix first guessed from the diagonal
+empirical Fisher, then tuned in warm-up. Each method is scored against its draws too: MMD², and agreement
+$\frac1n\sum_i[\arg\max \bar p_i = \arg\max \bar q_i]$ and total variation
+$\frac1n\sum_i\frac12\sum_c|\bar p_{ic} - \bar q_{ic}|$ with HMC's predictive $\bar q$ (Izmailov et al. 2021).
+
 **Predictions** average the samples' probabilities $\bar p = \frac1S\sum_s p_s$: accuracy, NLL, ECE (15 bins),
 Brier $\sum_c(\bar p_c - [c=y])^2$; OOD detection scores $1-\max_c \bar p_c$ on letters A–J (FashionMNIST,
 the paper's, cannot be downloaded here); mutual information $H[\bar p] - \frac1S\sum_s H[p_s]$.
@@ -112,11 +131,11 @@ def chosen_report(values, config: MethodsConfig, done, shipped) -> tuple[dict | 
         if named:
             return named[0].result, f"run #{named[0].id}: {named[0].config.label}"
         st.warning(f"Run #{values['run']} is not a finished comparison here; showing the settings' results instead.")
-    same = [run for run in done if run.config == config]
+    same = [run for run in done if ex.answers(run.config, config)]
     if same:
         return same[-1].result, f"run #{same[-1].id}: {same[-1].config.label}"
     for report in shipped:
-        if MethodsConfig.from_dict(report["config"]) == config:
+        if ex.answers(MethodsConfig.from_dict(report["config"]), config):
             return report, f"the comparison shipped with the app: {config.label}"
     return None, ""
 
@@ -167,6 +186,16 @@ def across_seeds(reports: list[dict]) -> None:
             f"{spread(differences['accuracy'])} points, NLL {spread(differences['nll'], 1.0, 3)} nats, "
             f"ECE {spread(differences['ece'])} points."
         )
+    if summary["rankings"]:
+        rankings = summary["rankings"]
+        st.markdown(
+            "**Against HMC, per seed.** Closest to HMC's draws (MMD², symmetries removed): "
+            + ", ".join(set_name(name) for name in rankings["closest_to_hmc"])
+            + "; closest predictive (total variation): "
+            + ", ".join(set_name(name) for name in rankings["closest_to_hmc_predictive"])
+            + f". Kendall's τ between the checkpoints' and HMC's rankings: {spread(rankings['kendall_tau'], 1.0, 2)} "
+            f"with the symmetries removed, {spread(rankings['kendall_tau_raw'], 1.0, 2)} on the weights as they are."
+        )
     frame = pd.DataFrame(
         [
             {
@@ -192,6 +221,12 @@ def across_seeds(reports: list[dict]) -> None:
 # ---------------------------------------------------------------------------------------------
 # Table and charts
 # ---------------------------------------------------------------------------------------------
+
+
+def set_name(key: str) -> str:
+    """``"method/modes"`` in words."""
+    method, modes = key.split("/")
+    return row_label({"method": method, "modes": int(modes)})
 
 
 def row_label(row) -> str:
@@ -354,7 +389,7 @@ def projection_charts(report, key: str) -> None:
     if not report.get("projection"):
         return
     keys = [key for key in report["projection"]["raw"] if key != "reference"]
-    names = {key: row_label({"method": key.split("/")[0], "modes": int(key.split("/")[1])}) for key in keys}
+    names = {key: "HMC's draws" if key == "hmc" else set_name(key) for key in keys}
     with binding.controls_area("methods-projection"):
         chosen = st.selectbox("Samples shown against the reference", keys, format_func=names.get, key=f"{key}.set")
     cols = st.columns(2)
@@ -373,6 +408,81 @@ def projection_charts(report, key: str) -> None:
         "Each network is a point on the reference's two principal axes (of its weights as they are, "
         "or with the symmetries removed). Removal gathers equivalent networks: compare the reference's "
         "spread in *Weights as they are* and in *Symmetries removed*."
+    )
+
+
+def hmc_table(report) -> pd.DataFrame:
+    """Each sample set, and the reference checkpoints themselves, against HMC's draws (× 100)."""
+    run = report["hmc"]
+    lines = [{"method": LABELS[row["method"]], "modes": row["modes"], **row} for row in report["rows"]]
+    lines.append({"method": "Reference checkpoints", "modes": report["reference_checkpoints"], **run["checkpoints"]})
+    frame = pd.DataFrame(lines)[["method", "modes", *HMC_COLUMNS]]
+    numbers = list(HMC_COLUMNS)
+    frame[numbers] = 100 * frame[numbers].astype(float)
+    return frame.rename(columns=HMC_COLUMNS)
+
+
+def diagnostics_table(run) -> pd.DataFrame:
+    rows = [
+        ("split-R̂, largest over the weights", "rhat_{}", 3),
+        ("split-R̂, median over the weights", "rhat_{}_median", 3),
+        ("bulk ESS, smallest over the weights", "ess_{}", 0),
+        ("bulk ESS, median over the weights", "ess_{}_median", 0),
+    ]
+    return pd.DataFrame(
+        [
+            {
+                "diagnostic": name,
+                "weights as they are": round(run[key.format("raw")], digits),
+                "symmetries removed": round(run[key.format("canonical")], digits),
+            }
+            for name, key, digits in rows
+        ]
+    )
+
+
+def hmc_section(report) -> None:
+    """Both references side by side, HMC's scores, and how its chains fared."""
+    run = report.get("hmc")
+    st.subheader("Against HMC: the posterior itself")
+    if not run:
+        st.caption(
+            "This comparison has no HMC reference. Switch on *Reference: HMC too* (or pick the preset *Against HMC*; "
+            "`python -m symlab methods --hmc`) to score every method against full-batch HMC's draws as well."
+        )
+        return
+    minutes = run["seconds"] / 60
+    st.markdown(
+        f"{run['chains']} chains, {run['draws_per_chain']} draws each after {run['warmup']} warm-up transitions "
+        f"(≤ {run['max_leapfrog']} leapfrog steps each; acceptance {run['acceptance']:.2f}, {run['divergences']} "
+        f"divergent), each chain from its own SGD-trained network. This run took {minutes:.0f} min on "
+        f"{run.get('device', 'cpu')}; on a GPU, `benchmarks/gpu_check.py` times the same gradient, which no GPU has "
+        "measured for this page yet. Agreement and total variation (TV) compare the sample set's predictive "
+        "with HMC's on the test images (Izmailov et al. 2021)."
+    )
+    frame = hmc_table(report)
+    st.dataframe(
+        frame,
+        hide_index=True,
+        width="stretch",
+        column_config={name: st.column_config.NumberColumn(format="%.1f") for name in HMC_COLUMNS.values()},
+    )
+    charts.csv_download(frame, "methods_against_hmc.csv", "Table as CSV", key="methods.hmc_csv")
+    ranking = ex.ranking_agreement(report)
+    st.markdown(
+        f"**Do the references agree?** Kendall's τ between the two rankings: {ranking['kendall_tau']:.2f} with the "
+        f"symmetries removed, {ranking['kendall_tau_raw']:.2f} on the weights as they are. Closest to HMC: "
+        f"{set_name(ranking['closest_to_hmc'])} by MMD², {set_name(ranking['closest_to_hmc_predictive'])} by "
+        "its predictive."
+    )
+    diagnostics = diagnostics_table(run)
+    st.dataframe(diagnostics, hide_index=True, width="stretch")
+    charts.csv_download(diagnostics, "methods_hmc_diagnostics.csv", "Diagnostics as CSV", key="methods.hmc_diag_csv")
+    st.caption(
+        f"R̂ near 1 says the chains agree. Raw weights sit in permuted copies of one network, so R̂ on them can be "
+        f"far above 1 where the chains agree on everything the network computes. R̂ of the log density, which no "
+        f"symmetry changes: {run['rhat_log_density']:.2f}. Moves between permuted copies per chain: "
+        f"{', '.join(map(str, run['mode_hops']))} ({run['copies_visited']} copies visited)."
     )
 
 
@@ -420,10 +530,15 @@ def results(values, config: MethodsConfig) -> None:
         on_click="ignore",
     )
     with binding.controls_area("methods-metric"):
-        metric = st.selectbox("Metric", list(METRICS), format_func=lambda key: METRICS[key][0], key="methods.metric")
+        present = [key for key in METRICS if key in report["rows"][0]]
+        metric = st.selectbox("Metric", present, format_func=lambda key: METRICS[key][0], key="methods.metric")
     cols = st.columns(2)
     metric_chart(cols[0], report, "mmd_no_symmetry", "methods.mmd")
-    metric_chart(cols[1], report, metric, "methods.chosen")
+    if report.get("hmc"):  # the two references side by side, the chosen metric below
+        metric_chart(cols[1], report, "mmd_hmc_no_symmetry", "methods.mmd_hmc")
+        metric_chart(st.container(), report, metric, "methods.chosen")
+    else:
+        metric_chart(cols[1], report, metric, "methods.chosen")
     frame = stability_frame(report)
     rows = tuple((row["method"], row["modes"]) for row in report["rows"])
     charts.vega_chart(
@@ -435,6 +550,7 @@ def results(values, config: MethodsConfig) -> None:
     )
     charts.csv_download(frame, "methods_reference_counts.csv", "Data as CSV", key="methods.stability_csv")
     projection_charts(report, "methods.projection")
+    hmc_section(report)
     reports = seed_reports(report, done, shipped)
     if len(reports) > 1:
         across_seeds(reports)
@@ -522,7 +638,7 @@ def main():
         controls_panel,
     )
     try:
-        config = config_from(values)
+        config = params.config_from(values)
     except ValueError as error:
         st.error(binding.for_visitors(str(error)))
         st.stop()

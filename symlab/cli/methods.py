@@ -5,16 +5,18 @@ from __future__ import annotations
 import os
 import sys
 import time
+from dataclasses import asdict
 
 from safetensors import safe_open
 
 from symlab.cli import common
 from symlab.labs import run_kinds
 from symlab.labs.methods import LAB
-from symlab.labs.methods.config import LABELS, METHODS, PAPER_ROWS, MethodsConfig
+from symlab.labs.methods.config import LABELS, METHODS, PAPER_ROWS, SAMPLER, MethodsConfig
 from symlab.runs import execution, supervisor
 from symlab.runs.registry import Registry
 from symlab.specs import controls, results
+from symlab.specs.hmc import HmcConfig
 from symlab.specs.run_kind import ACTIVE, RUNNING
 from symlab.specs.settings import executor_name
 
@@ -39,6 +41,12 @@ def register(subparsers) -> None:
         ),
     )
     controls.add_flags(p, MethodsConfig)
+    controls.add_flags(
+        p,
+        HmcConfig,
+        defaults=asdict(SAMPLER),
+        help_suffix={"hmc_chains": "(with --hmc; each from an independently trained network)"},
+    )
     common.add_resume_options(p, "its last finished stage")
     p.add_argument(
         "--export",
@@ -47,6 +55,14 @@ def register(subparsers) -> None:
         default=None,
         help="write run RUN_ID's reference checkpoints to FILE as safetensors (each parameter stacked over "
         "the checkpoints, the settings as metadata), and train nothing",
+    )
+    p.add_argument(
+        "--export-hmc",
+        nargs=2,
+        metavar=("RUN_ID", "FILE"),
+        default=None,
+        help="write run RUN_ID's HMC draws to FILE as safetensors (samples [chains, draws, parameters], their log "
+        "densities, each chain's step size and mass; the settings and diagnostics as metadata), and train nothing",
     )
     common.add_data_dir(p)
     common.add_registry_options(
@@ -60,12 +76,12 @@ def register(subparsers) -> None:
 
 def _run(args) -> dict:
     registry = Registry(run_kinds(), args.runs_dir)
-    if args.export:
-        return _export(registry, *args.export)
+    if args.export or args.export_hmc:
+        return _export(registry, *(args.export or args.export_hmc), hmc=bool(args.export_hmc))
     if args.resume is not None or args.restart is not None:
         run_id = _resumed(registry, args.resume, restart=args.restart)
     else:
-        config = controls.from_args(MethodsConfig, args)
+        config = controls.from_args(MethodsConfig, args, sampler=controls.from_args(HmcConfig, args))
         on_ray = executor_name(args.executor) == "ray"
         run_id = registry.create(
             LAB.name,
@@ -89,17 +105,20 @@ def _comparison(registry, run_id: int):
     return common.lab_run(registry, run_id, LAB.name, "a comparison of posterior approximations")
 
 
-def _export(registry, run_text: str, path: str) -> dict:
+def _export(registry, run_text: str, path: str, hmc: bool = False) -> dict:
+    """Run RUN_ID's reference checkpoints (or, with ``hmc``, its HMC draws) written to ``path``."""
     run_id = common.export_run_id(run_text)
     run = _comparison(registry, run_id)
-    from symlab.labs.methods.experiment import checkpoint_set  # torch: the checkpoints' tensors
+    from symlab.labs.methods.experiment import checkpoint_set, hmc_draw_set  # torch: the checkpoints' tensors
     from symlab.lib import weights
 
-    written = weights.write_atomically(path, checkpoint_set(registry.checkpoint_path(run_id), run_id))
+    contents = (hmc_draw_set if hmc else checkpoint_set)(registry.checkpoint_path(run_id), run_id)
+    written = weights.write_atomically(path, contents)
     with safe_open(str(written), "pt") as handle:
         shapes = {name: list(handle.get_slice(name).get_shape()) for name in handle.keys()}
     return {
         "exported": str(written),
+        "contents": "HMC draws" if hmc else "reference checkpoints",
         "run_id": run_id,
         "status": run.status,
         "parameters": shapes,
@@ -147,7 +166,7 @@ def _number(value, scale: float = 100.0, digits: int = 1) -> str:
 def _format(report: dict) -> str:
     if "exported" in report:
         return (
-            f"run #{report['run_id']} ({report['status']}): reference checkpoints written to {report['exported']} "
+            f"run #{report['run_id']} ({report['status']}): {report['contents']} written to {report['exported']} "
             f"({report['bytes']} bytes): " + ", ".join(f"{k} {v}" for k, v in report["parameters"].items())
         )
     return _table(report)
@@ -173,4 +192,31 @@ def _table(report: dict) -> str:
         paper = PAPER_ROWS.get((row["method"], 1 if row["modes"] == 1 else 10))
         if paper:
             lines.append(f"{'  paper':<16}{'':>6}" + "".join(f"{v:>11.1f}" for v in paper))
+    if report.get("hmc"):
+        lines += _hmc_table(report)
     return "\n".join(line for line in lines if line)
+
+
+def _hmc_table(report: dict) -> list[str]:
+    """Each row, and the reference checkpoints, against HMC's draws; then how the chains fared."""
+    run = report["hmc"]
+    heads = ("MMD", "MMD no sym", "agree", "TV")
+    lines = [
+        "",
+        f"against HMC ({run['chains']} chains × {run['draws_per_chain']} draws after {run['warmup']} warm-up, "
+        f"{run['seconds'] / 60:.0f} min): MMD² × 100, agreement and total variation of the predictives × 100",
+        f"{'method':<16}{'modes':>6}" + "".join(f"{h:>11}" for h in heads),
+    ]
+    entries = [(LABELS[row["method"]], row["modes"], row) for row in report["rows"]]
+    for name, modes, row in [*entries, ("checkpoints", report["reference_checkpoints"], run["checkpoints"])]:
+        values = (row["mmd_hmc"], row["mmd_hmc_no_symmetry"], row["agreement_hmc"], row["tv_hmc"])
+        lines.append(f"{name:<16}{modes:>6}" + "".join(f"{_number(v):>11}" for v in values))
+    lines.append(
+        f"HMC: acceptance {run['acceptance']:.2f}, {run['divergences']} divergent; split-R̂ over the weights "
+        f"(largest / median) raw {run['rhat_raw']:.2f} / {run['rhat_raw_median']:.2f}, canonical "
+        f"{run['rhat_canonical']:.2f} / {run['rhat_canonical_median']:.2f}, of the log density "
+        f"{run['rhat_log_density']:.2f}; bulk ESS (smallest / median) raw {run['ess_raw']:.0f} / "
+        f"{run['ess_raw_median']:.0f}, canonical {run['ess_canonical']:.0f} / {run['ess_canonical_median']:.0f}; "
+        f"moves between permuted copies per chain {run['mode_hops']}"
+    )
+    return lines

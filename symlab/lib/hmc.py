@@ -111,13 +111,16 @@ def _kinetic(momentum: torch.Tensor, inverse_mass: torch.Tensor) -> torch.Tensor
     return 0.5 * (inverse_mass * momentum.square()).sum(-1)
 
 
+def _normal(like: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+    """Standard normals shaped as ``like``, drawn from ``generator`` on its own device (the CPU's, so that chains on
+    a GPU draw the same momenta as on the CPU) and moved to ``like``'s."""
+    return torch.randn(like.shape, generator=generator, device=generator.device, dtype=like.dtype).to(like.device)
+
+
 def _transition(log_density, state: ChainState, steps: torch.Tensor, generator: torch.Generator):
     """One HMC transition of every chain: (new state, α, accepted, divergent)."""
     v, eps = state.inverse_mass, state.step_size[:, None]
-    momentum = (
-        torch.randn(state.position.shape, generator=generator, device=generator.device, dtype=state.position.dtype)
-        / v.sqrt()
-    )
+    momentum = _normal(state.position, generator) / v.sqrt()
     energy = -state.log_density + _kinetic(momentum, v)
     theta, value, gradient, r = state.position, state.log_density, state.gradient, momentum
     for step in range(int(steps.max())):
@@ -133,7 +136,9 @@ def _transition(log_density, state: ChainState, steps: torch.Tensor, generator: 
     error = -value + _kinetic(r, v) - energy
     divergent = ~torch.isfinite(error) | (error > DIVERGENCE)
     accept_prob = torch.where(divergent, torch.zeros_like(error), torch.exp(-error.clamp(min=0.0)))
-    uniform = torch.rand(accept_prob.shape, generator=generator, device=generator.device, dtype=accept_prob.dtype)
+    uniform = torch.rand(accept_prob.shape, generator=generator, device=generator.device, dtype=accept_prob.dtype).to(
+        accept_prob.device
+    )
     accepted = uniform < accept_prob
     keep = accepted[:, None]
     new = ChainState(
@@ -199,8 +204,8 @@ class _DualAveraging:
         return torch.exp(self.log_eps_bar)
 
 
-def start(log_density: LogDensity, position: torch.Tensor) -> ChainState:
-    """Chains at ``position`` [C, P], with ε = 1 and v = 1 until warm-up tunes them."""
+def start(log_density: LogDensity, position: torch.Tensor, inverse_mass: torch.Tensor | None = None) -> ChainState:
+    """Chains at ``position`` [C, P], with ε = 1 and v = ``inverse_mass`` (default 1) until warm-up tunes them."""
     if position.ndim != 2 or not position.is_floating_point():
         raise ValueError(f"the start must be a [chains, parameters] floating-point tensor, not {tuple(position.shape)}")
     value, gradient = with_gradient(log_density, position)
@@ -209,8 +214,11 @@ def start(log_density: LogDensity, position: torch.Tensor) -> ChainState:
             f"the log density is not finite at the start of chain(s) "
             f"{torch.nonzero(~torch.isfinite(value)).flatten().tolist()}"
         )
-    ones = torch.ones_like(value)
-    return ChainState(position.detach(), value, gradient, ones, torch.ones_like(position))
+    if inverse_mass is None:
+        inverse_mass = torch.ones_like(position)
+    elif inverse_mass.shape != position.shape or not bool((inverse_mass > 0).all()):
+        raise ValueError(f"the inverse mass must be positive and shaped as the start, {tuple(position.shape)}")
+    return ChainState(position.detach(), value, gradient, torch.ones_like(value), inverse_mass.to(position))
 
 
 def _adapt_step(log_density, state, iterations: int, settings: HmcSettings, generator, on_step=None):
@@ -257,9 +265,12 @@ def warm_up(
     settings: HmcSettings,
     generator: torch.Generator,
     progress: Callable[[int, int], None] | None = None,
+    inverse_mass: torch.Tensor | None = None,
 ) -> ChainState:
-    """Chains from ``position`` [C, P] after ``settings.warmup`` tuning transitions, their kernel frozen."""
-    state = start(log_density, position)
+    """Chains from ``position`` [C, P] after ``settings.warmup`` tuning transitions, their kernel frozen.
+    ``inverse_mass`` [C, P], a first guess at v (the posterior's variances, e.g. 1/curvature), spares the first
+    window the cost of ε small enough for v = 1 on a badly scaled posterior."""
+    state = start(log_density, position, inverse_mass)
     done = 0
 
     def step():

@@ -152,6 +152,26 @@ def nll_ggn(
     return total
 
 
+def diagonal_fisher(
+    logits_fn: LogitsFn,
+    flat: torch.Tensor,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    *,
+    loss: Loss = cross_entropy_sum,
+    chunk_size: int = 256,
+) -> torch.Tensor:
+    """The empirical Fisher's diagonal Σᵢ (∂ℓ(f(w, xᵢ), yᵢ)/∂w)², float64 [P], one per-example gradient each:
+    P numbers where the GGN holds P², a cheap guess at each weight's curvature (HMC's first mass matrix)."""
+    _check_data(flat, x, y, chunk_size)
+    w = _float64(flat)
+    one_loss = torch.func.grad(lambda v, xi, yi: loss(logits_fn(v, xi[None]), yi[None]))
+    total = torch.zeros_like(w)
+    for xc, yc in _chunks(x, y, chunk_size):
+        total += torch.func.vmap(one_loss, in_dims=(None, 0, 0))(w, xc, yc).square().sum(0)
+    return total
+
+
 def log_marginal_likelihood(nll: float, flat: torch.Tensor, eigenvalues: torch.Tensor, prior_precision: float) -> float:
     """The Laplace evidence for an isotropic prior N(0, δ⁻¹I) (MacKay 1992, eq. 4.7; Immer et al. 2021):
     log Z(δ) = −L(w*) − ½δ‖w*‖² + (P/2) log δ − ½ Σⱼ log(hⱼ + δ), hⱼ the eigenvalues of H.

@@ -254,8 +254,12 @@ def convnet_permutation(arch: Architecture, flat, first: np.ndarray, second: np.
 
 
 def _canonical_convnet(arch: Architecture, flat: np.ndarray, key: str, scaling: bool) -> np.ndarray:
-    if scaling:
-        flat = _normalise_convnet(arch, flat)
+    flat = _normalise_convnet(arch, flat) if scaling else flat
+    return convnet_permutation(arch, flat, *_convnet_sorting(arch, flat, key))
+
+
+def _convnet_sorting(arch: Architecture, flat: np.ndarray, key: str) -> tuple[np.ndarray, np.ndarray]:
+    """The orders (first layer's channels, grouped layer's channels) that sort ``flat`` by ``key``."""
     p = arch.parameters(flat)
     batch = flat.shape[:-1]
     per_group = CHANNELS // GROUPS
@@ -275,9 +279,21 @@ def _canonical_convnet(arch: Architecture, flat: np.ndarray, key: str, scaling: 
     sorted_second = np.take_along_axis(score(reordered["conv2.weight"]), second, -1)
     group_order = np.argsort(sorted_second.reshape(*batch, GROUPS, per_group)[..., 0], -1, kind="stable")
     block = (group_order[..., :, None] * per_group + np.arange(per_group)).reshape(*batch, CHANNELS)
-    first = np.take_along_axis(first, block, -1)
-    second = np.take_along_axis(second, block, -1)
-    return convnet_permutation(arch, flat, first, second)
+    return np.take_along_axis(first, block, -1), np.take_along_axis(second, block, -1)
+
+
+def copy_labels(arch: Architecture, flat, key: str = "first") -> np.ndarray:
+    """Which permuted copy each network ``flat[..., P]`` sits in: the orders of its hidden units that
+    :func:`remove_symmetries` applies, one row ``[..., units]`` per network. Two networks share a label exactly
+    when the same symmetry carries both to canonical form; a chain whose label changes has crossed into another
+    copy."""
+    if key not in REMOVAL_KEYS:
+        raise ValueError(f"the removal key must be one of {REMOVAL_KEYS}, got {key!r}")
+    flat = np.asarray(flat, dtype=np.float64)
+    if arch.name == "mlp":
+        layers = symmetry.normalise_units(mlp_layers(arch, flat))
+        return np.concatenate(symmetry.sorting_orders(layers, "first_in" if key == "first" else "max_in"), -1)
+    return np.concatenate(_convnet_sorting(arch, _normalise_convnet(arch, flat), key), -1)
 
 
 def _sorted_within_groups(values: np.ndarray, per_group: int) -> np.ndarray:

@@ -20,7 +20,7 @@ class HmcConfig:
         low=1,
         high=256,
         label="HMC chains",
-        help="HMC chains, run as one batched computation, each from its own draw of the prior.",
+        help="HMC chains, run as one batched computation, each from its own start.",
     )
     hmc_warmup: int = control(
         500,
@@ -50,13 +50,16 @@ class HmcConfig:
     def validate(self) -> HmcConfig:
         return controls.validate(self)
 
-    def settings(self):
-        """The sampler's settings (:class:`symlab.lib.hmc.HmcSettings`); loads torch."""
+    def settings(self, max_leapfrog: int | None = None):
+        """The sampler's settings (:class:`symlab.lib.hmc.HmcSettings`), with a lab's cap on leapfrog steps if given;
+        loads torch."""
         from symlab.lib.hmc import HmcSettings
 
+        cap = {} if max_leapfrog is None else {"max_leapfrog": max_leapfrog}
         return HmcSettings(
             warmup=self.hmc_warmup,
             samples=self.hmc_samples,
             trajectory_length=self.hmc_trajectory,
             target_accept=self.hmc_target_accept,
+            **cap,
         )

@@ -5,11 +5,12 @@ line parses them and a page link is read into them before anything is computed (
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
 
 from symlab.lib.options import ARCHITECTURES, CLASSES, REMOVAL_KEYS
 from symlab.specs import controls
 from symlab.specs.controls import control
+from symlab.specs.hmc import HmcConfig
 from symlab.specs.settings import Part, Work
 from symlab.specs.tasks import Cost
 
@@ -52,6 +53,12 @@ PAPER_ROWS = {
     ("laplace", 10): (1.8, 0.8, 94.8, 12.8, 15.8, 95.4, 32.1, 21.1, 52.2),
     ("ensemble", 10): (0.0, 0.0, 95.3, 10.7, 13.5, 95.7, 12.8, 19.3, 62.6),
 }
+
+
+# The HMC reference's defaults: the lab's posterior has 10⁴ images and 350 weights, so each leapfrog step is a full
+# pass over the data; four chains of 50 draws after 50 warm-up transitions are about half an hour on one CPU core.
+SAMPLER = HmcConfig(hmc_chains=4, hmc_warmup=50, hmc_samples=50, hmc_trajectory=1.0)
+MAX_LEAPFROG = 16  # a transition's leapfrog steps at most: bounds a run's cost if warm-up shrinks ε
 
 
 @dataclass(frozen=True)
@@ -123,11 +130,22 @@ class MethodsConfig:
         widget="segmented",
         help="first: a unit's first incoming weight (the paper's rule); max: its largest incoming weight.",
     )
+    hmc: bool = control(
+        False,
+        label="Reference: HMC too",
+        help="Also sample the posterior itself by full-batch HMC, chains from independently trained networks, and "
+        "score every method against its draws (a background run's work: a full pass over the data per leapfrog step).",
+    )
     seed: int = control(0, low=0, high=100_000, label="Seed", help="Seeds every network, minibatch, mask and sample.")
+    sampler: HmcConfig = field(default=SAMPLER)  # the HMC reference's settings, used when ``hmc``
 
     def validate(self) -> MethodsConfig:
         return controls.validate(
-            self, [(self.samples >= self.modes, f"samples ({self.samples}) must be at least modes ({self.modes})")]
+            self,
+            [
+                (self.samples >= self.modes, f"samples ({self.samples}) must be at least modes ({self.modes})"),
+                *controls.nested_checks("sampler", self.sampler),
+            ],
         )
 
     @property
@@ -139,7 +157,8 @@ class MethodsConfig:
 
     @property
     def label(self) -> str:
-        return f"{self.arch.label}, {self.reference} checkpoints, {self.epochs} epochs, seed {self.seed}"
+        hmc = f", HMC {self.sampler.hmc_chains}×{self.sampler.hmc_samples}" if self.hmc else ""
+        return f"{self.arch.label}, {self.reference} checkpoints{hmc}, {self.epochs} epochs, seed {self.seed}"
 
     def work(self) -> Work:
         return Work(
@@ -169,10 +188,17 @@ class MethodsConfig:
     def to_dict(self) -> dict:
         return asdict(self)
 
+    def hmc_settings(self):
+        """The HMC reference's sampler settings (:class:`symlab.lib.hmc.HmcSettings`); loads torch."""
+        return self.sampler.settings(max_leapfrog=MAX_LEAPFROG)
+
     @classmethod
     def from_dict(cls, values: dict) -> MethodsConfig:
         known = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in values.items() if k in known})
+        values = {k: v for k, v in values.items() if k in known}
+        if isinstance(values.get("sampler"), dict):
+            values["sampler"] = HmcConfig(**values["sampler"])
+        return cls(**values)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -232,7 +258,7 @@ def comparison_parts(config: MethodsConfig) -> tuple[Part, ...]:
     sets = 2 * len(METHODS) - len(SINGLE_ONLY) - len(MULTI_ONLY)
     per_sample = per_image * (2 * config.test_size * FORWARD_SHARE) + Cost(elementwise=SCORE_WORK)  # test, letters
     scores = per_sample * (sets * config.samples)
-    return (
+    parts = (
         Part(
             f"training {config.reference} reference networks for {config.epochs} epochs on {images} images",
             per_image * (config.reference * config.epochs * images),
@@ -240,4 +266,23 @@ def comparison_parts(config: MethodsConfig) -> tuple[Part, ...]:
         Part(f"training {config.modes} starts twice", per_image * (2 * config.modes * config.epochs * images)),
         Part(f"drawing each method's {config.samples} samples from 1 and {config.modes} starts", methods),
         Part(f"scoring {sets} sets of {config.samples} samples", scores),
+    )
+    return parts + (hmc_part(config, per_image) if config.hmc else ())
+
+
+def hmc_part(config: MethodsConfig, per_image: Cost) -> tuple[Part]:
+    """The HMC reference at its most: every transition's leapfrog steps at the cap, each a full pass over the
+    training images, and the chains' starts and first curvature (a float64 gradient per image, a tenth of Laplace's
+    Jacobian)."""
+    sampler, images = config.sampler, config.train_size
+    transitions = sampler.hmc_warmup + sampler.hmc_samples
+    passes = sampler.hmc_chains * transitions * MAX_LEAPFROG * images
+    starts = per_image * (sampler.hmc_chains * config.epochs * images)
+    fisher = Cost(elementwise=LAPLACE_IMAGE_WORK[config.architecture] / CLASSES) * (sampler.hmc_chains * images)
+    return (
+        Part(
+            f"HMC: {sampler.hmc_chains} chains × {transitions} transitions of at most {MAX_LEAPFROG} passes over "
+            f"{images} images",
+            per_image * passes + starts + fisher,
+        ),
     )

@@ -31,8 +31,9 @@ import torch
 import torch.nn.functional as F
 from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_file, save
+from scipy import stats
 
-from symlab.lib import bbb, bnn, ensembles, laplace, mlp, mmd, networks, sghmc, swag, uncertainty
+from symlab.lib import bbb, bnn, chains, ensembles, hmc, laplace, mlp, mmd, networks, sghmc, swag, uncertainty
 from symlab.lib.glyphs import load_glyphs
 from symlab.lib.mnist_data import PIXEL_MEAN, PIXEL_STD, Mnist
 from symlab.lib.shipped import shipped
@@ -43,6 +44,7 @@ from .config import (
     CURVATURE_IMAGES,
     LABELS,
     LR,
+    MAX_LEAPFROG,
     METHODS,
     MOMENTUM,
     MULTI_ONLY,
@@ -61,6 +63,10 @@ SGM_K = 16  # the MLP's InfoNCE terms (its S_h is too large to enumerate; the co
 SHIPPED_REPORTS = shipped("methods")  # seed<N>.json: the default comparison for seeds 0, 1, 2
 MMD_KEYS = ("mmd", "mmd_no_symmetry")
 ROW_KEYS = ("method", "modes", "samples", *MMD_KEYS, "mmd_by_reference", *uncertainty.METRIC_KEYS, "seconds")
+HMC_KEYS = ("mmd_hmc", "mmd_hmc_no_symmetry", "agreement_hmc", "tv_hmc")  # each row's scores against HMC's draws
+HMC_STREAM = len(METHODS)  # the HMC reference's random stream, after the methods' own
+HMC_DRAW_CHUNK = 10  # HMC draws per chain in one stage: a background run's progress and resume point
+IMAGE_CHUNK = 500  # images per piece of a full-batch pass (one piece's activations at a time are faster on a CPU)
 
 
 class CheckpointError(RuntimeError):
@@ -242,13 +248,16 @@ def prior_variance(config: MethodsConfig) -> float:
 
 
 def log_posterior(config: MethodsConfig, x: torch.Tensor, y: torch.Tensor):
-    """log p(w | D) up to a constant, for networks ``w[C, P]`` on all of ``x``, ``y`` at once (full batch):
-    Σᵢ log softmax(f(w, xᵢ))_{yᵢ} − |w|²/(2v), shape ``[C]``. The density full-batch HMC samples."""
+    """log p(w | D) up to a constant, for networks ``w[C, P]`` on all of ``x``, ``y`` (full batch, in pieces of
+    ``IMAGE_CHUNK`` images): Σᵢ log softmax(f(w, xᵢ))_{yᵢ} − |w|²/(2v), shape ``[C]``. The density full-batch HMC
+    samples."""
     arch, variance = config.arch, prior_variance(config)
 
     def log_density(w: torch.Tensor) -> torch.Tensor:
-        log_probs = torch.log_softmax(networks.batched_logits(arch, w, x), -1)
-        log_likelihood = log_probs.gather(-1, y.expand(len(w), -1)[..., None]).sum((-1, -2))
+        log_likelihood = 0
+        for xc, yc in zip(x.split(IMAGE_CHUNK), y.split(IMAGE_CHUNK)):
+            log_probs = torch.log_softmax(networks.batched_logits(arch, w, xc), -1)
+            log_likelihood = log_likelihood + log_probs.gather(-1, yc.expand(len(w), -1)[..., None]).sum((-1, -2))
         return log_likelihood - w.square().sum(-1) / (2 * variance)
 
     return log_density
@@ -290,19 +299,109 @@ def mmd_scores(
     }
 
 
+def sample_log_probs(config: MethodsConfig, samples: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """Each sample's log-probabilities ``[S, n, classes]`` on images ``x``."""
+    with torch.no_grad():
+        return torch.cat(
+            [F.log_softmax(networks.batched_logits(config.arch, part.to(x.dtype), x), -1) for part in samples.split(25)]
+        )
+
+
 def prediction_scores(config: MethodsConfig, samples: torch.Tensor, data: Data) -> dict:
     """:func:`symlab.lib.uncertainty.prediction_metrics` of the samples' predictions."""
+    return uncertainty.prediction_metrics(
+        sample_log_probs(config, samples, data.x_test), data.y_test, sample_log_probs(config, samples, data.x_ood)
+    )
 
-    def log_probs(x):
-        with torch.no_grad():
-            return torch.cat(
-                [
-                    F.log_softmax(networks.batched_logits(config.arch, part.to(x.dtype), x), -1)
-                    for part in samples.split(25)
-                ]
-            )
 
-    return uncertainty.prediction_metrics(log_probs(data.x_test), data.y_test, log_probs(data.x_ood))
+@dataclass(frozen=True)
+class HmcReference:
+    """HMC's draws as a reference: the weights as they are and canonicalised ``[N, P]``, and the predictive on the
+    test images (the mixture over the draws, log-probabilities ``[n, classes]``)."""
+
+    raw: np.ndarray
+    canonical: np.ndarray
+    predictive: torch.Tensor
+
+
+def hmc_reference(config: MethodsConfig, samples: torch.Tensor, data: Data) -> HmcReference:
+    raw = samples.reshape(-1, samples.shape[-1]).double().numpy()
+    predictive = uncertainty.predictive_log_probs(sample_log_probs(config, samples.reshape(len(raw), -1), data.x_test))
+    return HmcReference(raw, networks.remove_symmetries(config.arch, raw, config.removal), predictive)
+
+
+def hmc_scores(config: MethodsConfig, samples: torch.Tensor, reference: HmcReference, data: Data) -> dict:
+    """A sample set against HMC's draws: MMD² with and without the symmetries removed, and Izmailov et al.'s
+    agreement and total variation between the two predictives on the test images."""
+    arch, flat = config.arch, samples.double().numpy()
+
+    def against(points, ref):
+        return mmd.layerwise_mmd(layer_sets(arch, points), layer_sets(arch, ref), seed=config.seed)
+
+    predictive = uncertainty.predictive_log_probs(sample_log_probs(config, samples, data.x_test))
+    return {
+        "mmd_hmc": against(flat, reference.raw),
+        "mmd_hmc_no_symmetry": against(networks.remove_symmetries(arch, flat, config.removal), reference.canonical),
+        "agreement_hmc": uncertainty.agreement(predictive, reference.predictive),
+        "tv_hmc": uncertainty.total_variation(predictive, reference.predictive),
+    }
+
+
+def hmc_diagnostics(config: MethodsConfig, state: hmc.ChainState, draws: hmc.Draws) -> dict:
+    """How the chains fared, on the weights as they are (``_raw``) and canonicalised: rank-normalised split-R̂ (the
+    largest over the weights, and the median), bulk ESS (the smallest, and the median), R̂ of the log density
+    (which no symmetry changes), acceptance, divergences, and per chain how often it moved into another
+    permuted copy (:func:`symlab.lib.networks.copy_labels`)."""
+    arch, raw = config.arch, draws.samples.double().numpy()
+    canonical = networks.remove_symmetries(arch, raw, config.removal)
+    labels = networks.copy_labels(arch, raw, config.removal)
+    codes = np.unique(labels.reshape(-1, labels.shape[-1]), axis=0, return_inverse=True)[1].reshape(labels.shape[:2])
+    out = {}
+    for name, weights in (("raw", raw), ("canonical", canonical)):
+        rhat, ess = chains.rhat(weights), chains.ess(weights)
+        out |= {
+            f"rhat_{name}": float(np.max(rhat)),
+            f"rhat_{name}_median": float(np.median(rhat)),
+            f"ess_{name}": float(np.min(ess)),
+            f"ess_{name}_median": float(np.median(ess)),
+        }
+    settings = config.hmc_settings()
+    return {
+        "chains": int(raw.shape[0]),
+        "draws_per_chain": int(raw.shape[1]),
+        "warmup": config.sampler.hmc_warmup,
+        "trajectory_length": config.sampler.hmc_trajectory,
+        "target_accept": config.sampler.hmc_target_accept,
+        "max_leapfrog": MAX_LEAPFROG,
+        "step_size": state.step_size.tolist(),
+        "leapfrog_steps": hmc.leapfrog_steps(state.step_size, settings).tolist(),
+        "acceptance": float(draws.acceptance.mean()),
+        "acceptance_by_chain": draws.acceptance.tolist(),
+        "divergences": int(draws.divergent.sum()),
+        "ess": out["ess_canonical"],
+        **out,
+        "rhat_log_density": float(chains.rhat(draws.log_density.double().numpy()[..., None])[0]),
+        "copies_visited": int(codes.max() + 1),
+        "mode_hops": chains.switches(codes).tolist(),
+    }
+
+
+def device_name(device: torch.device) -> str:
+    if device.type == "cuda":
+        return f"a GPU ({torch.cuda.get_device_name(device)})"
+    return f"the CPU ({torch.get_num_threads()} threads)"
+
+
+def _moved(record, device):
+    """A :class:`~symlab.lib.hmc.ChainState` or :class:`~symlab.lib.hmc.Draws` with every tensor on ``device``."""
+    return type(record)(*(tensor.to(device) for tensor in vars(record).values()))
+
+
+def joined(first: hmc.Draws | None, second: hmc.Draws) -> hmc.Draws:
+    """Two runs of draws of the same chains, one after the other."""
+    if first is None:
+        return second
+    return hmc.Draws(*(torch.cat([a, b], 1) for a, b in zip(vars(first).values(), vars(second).values())))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -310,15 +409,22 @@ def prediction_scores(config: MethodsConfig, samples: torch.Tensor, data: Data) 
 # ---------------------------------------------------------------------------------------------
 
 
+def hmc_stage_count(config: MethodsConfig) -> int:
+    """With an HMC reference: its warm-up, its draws ``HMC_DRAW_CHUNK`` at a time, and the scores against it."""
+    return 2 + math.ceil(config.sampler.hmc_samples / HMC_DRAW_CHUNK) if config.hmc else 0
+
+
 def stage_count(config: MethodsConfig) -> int:
-    """The reference's chunks, the starts, and one stage per method."""
-    return math.ceil(config.reference / CHUNK) + 1 + len(METHODS)
+    """The reference's chunks, the starts, one stage per method, and the HMC reference's stages."""
+    return math.ceil(config.reference / CHUNK) + 1 + len(METHODS) + hmc_stage_count(config)
 
 
 class Comparison:
-    """A comparison's state: the reference checkpoints, the starts, each method's samples and rows. Stage k
-    < ``reference_stages`` trains reference chunk k; the next trains the starts (with and without dropout);
-    then one stage per method. :meth:`run_stage` does the next one; :meth:`save` / :meth:`load` keep it."""
+    """A comparison's state: the reference checkpoints, the starts, each method's samples and rows, and with
+    ``config.hmc`` the HMC chains. Stage k < ``reference_stages`` trains reference chunk k; the next trains the
+    starts (with and without dropout); then one stage per method; then HMC's warm-up, its draws in chunks, and the
+    scores against its draws. :meth:`run_stage` does the next one; :meth:`save` / :meth:`load` keep it, the chains'
+    state and random stream included, so a resumed run draws what an unbroken one would."""
 
     def __init__(self, config: MethodsConfig, data: Data):
         self.config = config.validate()
@@ -329,10 +435,20 @@ class Comparison:
         self.rows: list[dict] = []
         self.stage = 0
         self._canonical = None
+        self.chain_state: hmc.ChainState | None = None
+        self.hmc_draws: hmc.Draws | None = None
+        self.hmc_generator = _generator(config, HMC_STREAM)  # on the CPU, wherever the chains run
+        self.hmc_seconds = 0.0
+        self.hmc_summary: dict | None = None
+        self.hmc_device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
     @property
     def reference_stages(self) -> int:
         return math.ceil(self.config.reference / CHUNK)
+
+    @property
+    def method_stages_end(self) -> int:
+        return self.reference_stages + 1 + len(METHODS)
 
     @property
     def stages(self) -> int:
@@ -344,7 +460,14 @@ class Comparison:
             return f"reference checkpoints {stage * CHUNK + 1}–{done}"
         if stage == self.reference_stages:
             return f"{self.config.modes} starts"
-        return LABELS[METHODS[stage - self.reference_stages - 1]]
+        if stage < self.method_stages_end:
+            return LABELS[METHODS[stage - self.reference_stages - 1]]
+        hmc_stage, samples = stage - self.method_stages_end, self.config.sampler.hmc_samples
+        if hmc_stage == 0:
+            return f"HMC warm-up ({self.config.sampler.hmc_chains} chains)"
+        if hmc_stage <= math.ceil(samples / HMC_DRAW_CHUNK):
+            return f"HMC draws {(hmc_stage - 1) * HMC_DRAW_CHUNK + 1}–{min(hmc_stage * HMC_DRAW_CHUNK, samples)}"
+        return "scores against HMC"
 
     def run_stage(self, check=None) -> dict:
         """Run the next stage; returns what it did (its name, seconds and any rows). ``check()``, called after
@@ -368,8 +491,14 @@ class Comparison:
                 self.dropout_starts = ensembles.train_networks(
                     arch, data.x, data.y, config.recipe(DROPOUT_RATE), config.seed, indices, on_epoch=lambda *_: check()
                 )
-            else:
+            elif stage < self.method_stages_end:
                 rows = self._method_rows(METHODS[stage - self.reference_stages - 1], check)
+            elif stage == self.method_stages_end:
+                self._hmc_warm_up(check)
+            elif stage < self.stages - 1:
+                self._hmc_draw(check)
+            else:
+                self._score_against_hmc(check)
         except FloatingPointError as error:
             raise TrainingDiverged(f"{self.stage_name(stage)}: {error}") from None
         self.rows += rows
@@ -410,6 +539,71 @@ class Comparison:
             rows.append(row)
         return rows
 
+    def _hmc_log_density(self):
+        """The posterior's log density, on the device the chains run on (a GPU where there is one)."""
+        return log_posterior(self.config, self.data.x.to(self.hmc_device), self.data.y.to(self.hmc_device))
+
+    def _hmc_warm_up(self, check) -> None:
+        """Chains from networks trained as the reference's are (indices after the starts'), v first guessed as
+        1/(diagonal empirical Fisher + prior precision) at each start, then HMC's warm-up."""
+        began, config, arch, data = time.perf_counter(), self.config, self.config.arch, self.data
+        first = config.reference + config.modes
+        starts = ensembles.train_networks(
+            arch,
+            data.x,
+            data.y,
+            config.recipe(),
+            config.seed,
+            range(first, first + config.sampler.hmc_chains),
+            on_epoch=lambda *_: check(),
+        )
+        curvature = torch.stack(
+            [laplace.diagonal_fisher(arch.logits, w, data.x, data.y, chunk_size=IMAGE_CHUNK) for w in starts]
+        )
+        inverse_mass = (1 / (curvature + 1 / prior_variance(config))).to(starts.dtype)
+        check()
+        state = hmc.warm_up(
+            self._hmc_log_density(),
+            starts.to(self.hmc_device),
+            config.hmc_settings(),
+            self.hmc_generator,
+            progress=lambda *_: check(),
+            inverse_mass=inverse_mass.to(self.hmc_device),
+        )
+        self.chain_state = _moved(state, "cpu")
+        self.hmc_seconds += time.perf_counter() - began
+
+    def _hmc_draw(self, check) -> None:
+        began, settings = time.perf_counter(), self.config.hmc_settings()
+        drawn = 0 if self.hmc_draws is None else self.hmc_draws.samples.shape[1]
+        count = min(HMC_DRAW_CHUNK, settings.samples - drawn)
+        state, draws = hmc.draw(
+            self._hmc_log_density(),
+            _moved(self.chain_state, self.hmc_device),
+            count,
+            settings,
+            self.hmc_generator,
+            lambda *_: check(),
+        )
+        if not torch.isfinite(draws.samples).all():
+            raise FloatingPointError("HMC drew non-finite weights")
+        self.chain_state, self.hmc_draws = _moved(state, "cpu"), joined(self.hmc_draws, _moved(draws, "cpu"))
+        self.hmc_seconds += time.perf_counter() - began
+
+    def _score_against_hmc(self, check) -> None:
+        """Every row, and the reference checkpoints themselves, scored against HMC's draws; the chains' diagnostics."""
+        config, data = self.config, self.data
+        reference = hmc_reference(config, self.hmc_draws.samples, data)
+        for row in self.rows:
+            row.update(hmc_scores(config, self.samples[f"{row['method']}/{row['modes']}"], reference, data))
+            check()
+        self.hmc_summary = {
+            **hmc_diagnostics(config, self.chain_state, self.hmc_draws),
+            "seconds": self.hmc_seconds,
+            "device": device_name(self.hmc_device),
+            "checkpoints": hmc_scores(config, self.reference, reference, data),
+        }
+
     def _reference_sets(self) -> tuple[np.ndarray, np.ndarray]:
         if self._canonical is None:
             flat = self.reference.double().numpy()
@@ -445,6 +639,7 @@ class Comparison:
             "rows": self.rows,
             "paper_rows": paper_rows(),
             "projection": self.projection(),
+            **({"hmc": self.hmc_summary} if self.config.hmc else {}),
         }
 
     def projection(self) -> dict:
@@ -468,6 +663,8 @@ class Comparison:
                 "reference": reference,
                 **{key: transform(value.double().numpy()) for key, value in self.samples.items()},
             }
+            if self.hmc_draws is not None:
+                points["hmc"] = transform(self.hmc_draws.samples.reshape(-1, reference.shape[-1]).double().numpy())
             out[view] = {key: ((flat - centre) @ axes.T).T.round(5).tolist() for key, flat in points.items()}
         return out
 
@@ -477,10 +674,17 @@ class Comparison:
         if self.starts is not None:
             tensors.update(starts=self.starts.contiguous(), dropout_starts=self.dropout_starts.contiguous())
         tensors.update({f"samples/{key}": value.contiguous() for key, value in self.samples.items()})
+        if self.chain_state is not None:
+            tensors.update({f"hmc/state/{k}": v.contiguous() for k, v in vars(self.chain_state).items()})
+            tensors["hmc/generator"] = self.hmc_generator.get_state()
+        if self.hmc_draws is not None:
+            tensors.update({f"hmc/draws/{k}": v.contiguous() for k, v in vars(self.hmc_draws).items()})
         metadata = {
             "config": json.dumps(self.config.to_dict()),
             "stage": str(self.stage),
             "rows": json.dumps(self.rows),
+            "hmc_seconds": repr(self.hmc_seconds),
+            "hmc_summary": json.dumps(self.hmc_summary),
         }
         write_atomically(path, save(tensors, metadata=metadata))
 
@@ -496,6 +700,17 @@ class Comparison:
         self.rows = json.loads(metadata["rows"])
         self.stage = int(metadata["stage"])
         self._canonical = None
+        state, draws = _prefixed(tensors, "hmc/state/"), _prefixed(tensors, "hmc/draws/")
+        self.chain_state = hmc.ChainState(**state) if state else None
+        self.hmc_draws = hmc.Draws(**draws) if draws else None
+        if "hmc/generator" in tensors:
+            self.hmc_generator.set_state(tensors["hmc/generator"])
+        self.hmc_seconds = float(metadata.get("hmc_seconds", 0.0))
+        self.hmc_summary = json.loads(metadata.get("hmc_summary", "null"))
+
+
+def _prefixed(tensors: dict, prefix: str) -> dict:
+    return {key[len(prefix) :]: value for key, value in tensors.items() if key.startswith(prefix)}
 
 
 def checkpoint_problem(path: Path) -> str | None:
@@ -537,6 +752,38 @@ def checkpoint_set(checkpoint: Path, run_id: int) -> bytes:
     return save(tensors, metadata=metadata)
 
 
+HMC_EXPORT = ("draws/samples", "draws/log_density", "draws/accepted", "state/step_size", "state/inverse_mass")
+
+
+def hmc_draw_set(checkpoint: Path, run_id: int) -> bytes:
+    """Run ``run_id``'s HMC draws as a safetensors file: ``samples`` [chains, draws, P] (flat parameters, which
+    ``Architecture.parameters`` splits into the module's), ``log_density`` and ``accepted`` [chains, draws], each
+    chain's frozen ``step_size`` and ``inverse_mass``; the settings, the input scaling and the chains' diagnostics
+    (once scored) as metadata."""
+    if not Path(checkpoint).exists():
+        raise ValueError(f"run #{run_id} has no checkpoint yet: one is written after each finished stage")
+    try:
+        tensors = load_file(str(checkpoint))
+        with safe_open(str(checkpoint), "pt") as handle:
+            metadata = handle.metadata()
+        config = MethodsConfig.from_dict(json.loads(metadata["config"]))
+    except (OSError, KeyError, ValueError, SafetensorError) as error:
+        raise ValueError(f"run #{run_id}'s checkpoint cannot be read ({error})") from None
+    if "hmc/draws/samples" not in tensors:
+        raise ValueError(f"run #{run_id} has drawn nothing by HMC yet (its settings: hmc={config.hmc})")
+    out = {name.split("/")[1]: tensors[f"hmc/{name}"].contiguous() for name in HMC_EXPORT}
+    return save(
+        out,
+        metadata={
+            "config": json.dumps(config.to_dict()),
+            "architecture": config.arch.label,
+            "run_id": str(run_id),
+            "inputs": f"pixels / 255, then (x - {PIXEL_MEAN}) / {PIXEL_STD}",
+            "diagnostics": metadata.get("hmc_summary", "null"),
+        },
+    )
+
+
 def shipped_reports() -> list[dict]:
     """The default comparison's reports for seeds 0, 1 and 2, shipped so that the page's default link shows results,
     and their spread over seeds, at once (``python -m symlab methods --seed N --json > assets/methods/seedN.json``
@@ -554,16 +801,26 @@ def same_but_seed(a: MethodsConfig, b: MethodsConfig) -> bool:
     return replace(a, seed=0) == replace(b, seed=0)
 
 
+def answers(report_config: MethodsConfig, config: MethodsConfig) -> bool:
+    """Whether a comparison run with ``report_config`` shows ``config``'s results: the same settings, or the same
+    with an HMC reference added (its rows are the comparison's own, with HMC's columns beside them)."""
+    if report_config == config:
+        return True
+    return report_config.hmc and not config.hmc and replace(report_config, hmc=False, sampler=config.sampler) == config
+
+
 def seed_summary(reports: list[dict]) -> dict:
     """Over comparisons that differ only by their seed: the seeds whose starts did not learn, each row's mean and
     standard deviation per column, and the two paired answers, per seed: each method's several-mode MMD²
-    (symmetries removed) minus its one-mode one, and SGM's minus MFVI's for every column. Lists hold one value per
-    seed, in the reports' order."""
+    (symmetries removed) minus its one-mode one, and SGM's minus MFVI's for every column. Where every report has an
+    HMC reference, its columns too, and per seed how the two references rank the methods
+    (:func:`ranking_agreement`). Lists hold one value per seed, in the reports' order."""
     by_row: dict[tuple, list[dict]] = {}
     for report in reports:
         for row in report["rows"]:
             by_row.setdefault((row["method"], row["modes"]), []).append(row)
-    keys = (*MMD_KEYS, *uncertainty.METRIC_KEYS)
+    with_hmc = bool(reports) and all(report.get("hmc") for report in reports)
+    keys = (*MMD_KEYS, *uncertainty.METRIC_KEYS, *(HMC_KEYS if with_hmc else ()))
     rows = [
         {
             "method": method,
@@ -587,13 +844,34 @@ def seed_summary(reports: list[dict]) -> dict:
         if method == "sgm" and ("mfvi", modes) in by_row
     }
     untrained = [report["config"]["seed"] for report in reports if report.get("trained") is False]
+    rankings = [ranking_agreement(report) for report in reports] if with_hmc else []
     return {
         "seeds": len(reports),
         "untrained_seeds": untrained,
         "rows": rows,
         "multi_minus_single": multi,
         "sgm_minus_mfvi": sgm,
+        "rankings": {key: [r[key] for r in rankings] for key in rankings[0]} if rankings else {},
     }
+
+
+def ranking_agreement(report: dict) -> dict:
+    """How a comparison's two references rank its sample sets: Kendall's τ between the MMD² to the checkpoints and
+    to HMC's draws, with the symmetries removed (``kendall_tau``) and as they are (``kendall_tau_raw``); and the
+    sample set closest to HMC by MMD² without symmetries, and by the predictives' total variation."""
+    rows = report["rows"]
+    return {
+        "kendall_tau": float(
+            stats.kendalltau([r["mmd_no_symmetry"] for r in rows], [r["mmd_hmc_no_symmetry"] for r in rows])[0]
+        ),
+        "kendall_tau_raw": float(stats.kendalltau([r["mmd"] for r in rows], [r["mmd_hmc"] for r in rows])[0]),
+        "closest_to_hmc": _set_name(min(rows, key=lambda r: r["mmd_hmc_no_symmetry"])),
+        "closest_to_hmc_predictive": _set_name(min(rows, key=lambda r: r["tv_hmc"])),
+    }
+
+
+def _set_name(row: dict) -> str:
+    return f"{row['method']}/{row['modes']}"
 
 
 def paper_rows() -> list[dict]:

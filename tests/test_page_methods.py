@@ -131,7 +131,7 @@ def test_a_run_with_an_hmc_reference_shows_both_references_side_by_side(registry
     scores = next(t for t in tables if "MMD² to HMC, no sym" in t.columns)
     assert scores["method"].iloc[-1] == "Reference checkpoints" and len(scores) == len(report["rows"]) + 1
     diagnostics = next(t for t in tables if "symmetries removed" in t.columns)
-    assert diagnostics["weights as they are"].iloc[0] == pytest.approx(report["hmc"]["rhat_raw"], abs=1e-3)
+    assert diagnostics["raw"].iloc[0] == pytest.approx(report["hmc"]["rhat_raw"], abs=1e-3)
     assert any("Kendall's τ" in m.value for m in at.markdown)
     # The same settings without HMC are answered by that run: its rows are theirs.
     plain = methods_page(**TINY_QUERY)

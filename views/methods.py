@@ -284,7 +284,8 @@ def metric_frame(report, metric: str) -> pd.DataFrame:
 @st.cache_data(show_spinner=False, max_entries=64)
 def metric_spec(metric: str, present: bool) -> dict:
     title, axis = METRICS[metric]
-    channels = charts.series_channels(SETS)
+    sets = SETS if metric in PAPER_COLUMNS else SETS[:2]  # the paper has no rows against HMC
+    channels = charts.series_channels(sets)
     chart = (
         alt.Chart(alt.NamedData("points"))
         .mark_point(size=110, strokeWidth=2, filled=True, opacity=0.9)
@@ -297,7 +298,7 @@ def metric_spec(metric: str, present: bool) -> dict:
         )
     )
     spec = charts.vega_spec(chart, title=title, height=ROW_PX * len(METHODS) + 150)
-    return charts.fitted_legend(spec, [s.label for s in SETS])
+    return charts.fitted_legend(spec, [s.label for s in sets])
 
 
 def metric_chart(container, report, metric: str, key: str) -> None:
@@ -414,8 +415,8 @@ def projection_charts(report, key: str) -> None:
 def hmc_table(report) -> pd.DataFrame:
     """Each sample set, and the reference checkpoints themselves, against HMC's draws (× 100)."""
     run = report["hmc"]
-    lines = [{"method": LABELS[row["method"]], "modes": row["modes"], **row} for row in report["rows"]]
-    lines.append({"method": "Reference checkpoints", "modes": report["reference_checkpoints"], **run["checkpoints"]})
+    lines = [{**row, "method": LABELS[row["method"]]} for row in report["rows"]]
+    lines.append({**run["checkpoints"], "method": "Reference checkpoints", "modes": report["reference_checkpoints"]})
     frame = pd.DataFrame(lines)[["method", "modes", *HMC_COLUMNS]]
     numbers = list(HMC_COLUMNS)
     frame[numbers] = 100 * frame[numbers].astype(float)
@@ -423,17 +424,17 @@ def hmc_table(report) -> pd.DataFrame:
 
 
 def diagnostics_table(run) -> pd.DataFrame:
-    rows = [
-        ("split-R̂, largest over the weights", "rhat_{}", 3),
-        ("split-R̂, median over the weights", "rhat_{}_median", 3),
-        ("bulk ESS, smallest over the weights", "ess_{}", 0),
-        ("bulk ESS, median over the weights", "ess_{}_median", 0),
+    rows = [  # over the weights
+        ("R̂, largest", "rhat_{}", 3),
+        ("R̂, median", "rhat_{}_median", 3),
+        ("ESS, smallest", "ess_{}", 0),
+        ("ESS, median", "ess_{}_median", 0),
     ]
     return pd.DataFrame(
         [
             {
-                "diagnostic": name,
-                "weights as they are": round(run[key.format("raw")], digits),
+                "over the weights": name,
+                "raw": round(run[key.format("raw")], digits),
                 "symmetries removed": round(run[key.format("canonical")], digits),
             }
             for name, key, digits in rows
@@ -451,11 +452,10 @@ def hmc_section(report) -> None:
             "`python -m symlab methods --hmc`) to score every method against full-batch HMC's draws as well."
         )
         return
-    minutes = run["seconds"] / 60
     st.markdown(
         f"{run['chains']} chains, {run['draws_per_chain']} draws each after {run['warmup']} warm-up transitions "
         f"(≤ {run['max_leapfrog']} leapfrog steps each; acceptance {run['acceptance']:.2f}, {run['divergences']} "
-        f"divergent), each chain from its own SGD-trained network. This run took {minutes:.0f} min on "
+        f"divergent), each chain from its own SGD-trained network. This run took {tables.duration(run['seconds'])} on "
         f"{run.get('device', 'cpu')}; on a GPU, `benchmarks/gpu_check.py` times the same gradient, which no GPU has "
         "measured for this page yet. Agreement and total variation (TV) compare the sample set's predictive "
         "with HMC's on the test images (Izmailov et al. 2021)."
@@ -479,8 +479,9 @@ def hmc_section(report) -> None:
     st.dataframe(diagnostics, hide_index=True, width="stretch")
     charts.csv_download(diagnostics, "methods_hmc_diagnostics.csv", "Diagnostics as CSV", key="methods.hmc_diag_csv")
     st.caption(
-        f"R̂ near 1 says the chains agree. Raw weights sit in permuted copies of one network, so R̂ on them can be "
-        f"far above 1 where the chains agree on everything the network computes. R̂ of the log density, which no "
+        "Split-R̂ (rank-normalised) and bulk ESS of every weight. R̂ near 1 says the chains agree. Raw weights sit "
+        "in permuted copies of one network, so R̂ on them can be far above 1 where the chains agree on everything "
+        f"the network computes. R̂ of the log density, which no "
         f"symmetry changes: {run['rhat_log_density']:.2f}. Moves between permuted copies per chain: "
         f"{', '.join(map(str, run['mode_hops']))} ({run['copies_visited']} copies visited)."
     )

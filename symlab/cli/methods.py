@@ -204,7 +204,7 @@ def _hmc_table(report: dict) -> list[str]:
     lines = [
         "",
         f"against HMC ({run['chains']} chains × {run['draws_per_chain']} draws after {run['warmup']} warm-up, "
-        f"{run['seconds'] / 60:.0f} min): MMD² × 100, agreement and total variation of the predictives × 100",
+        f"{run['seconds']:.0f} s): MMD² × 100, agreement and total variation of the predictives × 100",
         f"{'method':<16}{'modes':>6}" + "".join(f"{h:>11}" for h in heads),
     ]
     entries = [(LABELS[row["method"]], row["modes"], row) for row in report["rows"]]

@@ -22,3 +22,12 @@ def with_spread(mean: float, sd: float, seeds: int, digits: int, sign: str = "")
     """ "mean ± sd" over seeds; the mean alone over one seed, which has no spread (``sign``: "+" to sign it)."""
     shown = f"{mean:{sign}.{digits}f}".replace("-", "−")
     return shown if seeds < 2 else f"{shown} ± {sd:.{digits}f}"
+
+
+def duration(seconds: float) -> str:
+    """A run's length in words: seconds under two minutes, else minutes, else hours."""
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"

@@ -389,7 +389,8 @@ def hmc_diagnostics(config: MethodsConfig, state: hmc.ChainState, draws: hmc.Dra
 def device_name(device: torch.device) -> str:
     if device.type == "cuda":
         return f"a GPU ({torch.cuda.get_device_name(device)})"
-    return f"the CPU ({torch.get_num_threads()} threads)"
+    threads = torch.get_num_threads()
+    return f"the CPU ({threads} thread{'s' if threads > 1 else ''})"
 
 
 def _moved(record, device):

@@ -17,13 +17,14 @@ def numbers(shipped) -> dict:
     others = [method for method in gains if method != "laplace"]
     sgm = summary["sgm_minus_mfvi"][1]
 
-    def mean_sd(values):
-        values = [100 * v for v in values]
+    def mean_sd(values, scale=100):
+        values = [scale * v for v in values]
         mean = sum(values) / len(values)
         return mean, math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1)) if len(values) > 1 else 0.0
 
     raw, removed = mean_sd(sgm["mmd"]), mean_sd(sgm["mmd_no_symmetry"])
     return {
+        **hmc_numbers(summary, mean_sd),
         "methods_seeds": summary["seeds"],
         "methods_starts": max(row["modes"] for row in summary["rows"]),
         "methods_gain_low": min(sum(gains[m]) / len(gains[m]) for m in others),
@@ -34,6 +35,46 @@ def numbers(shipped) -> dict:
         "methods_sgm_raw_sd": raw[1],
         "methods_sgm_removed": removed[0],
         "methods_sgm_removed_sd": removed[1],
+    }
+
+
+def hmc_numbers(summary: dict, mean_sd) -> dict:
+    """Against the HMC reference, over the seeds: which sample set sits closest (by MMD², symmetries removed), where
+    the deep ensemble ranks, SGM − MFVI before and after the symmetries are removed, Kendall's τ between the two
+    references' rankings, and the chains' R̂ (median over the weights) raw and canonicalised."""
+    rankings = summary["rankings"]
+    if not rankings:
+        return {"methods_hmc_seeds": 0}
+    from . import experiment as methods
+
+    reports = methods.shipped_reports()
+    closest = rankings["closest_to_hmc"]
+    top = max(set(closest), key=closest.count)
+
+    def rank(report, key):
+        order = sorted(report["rows"], key=lambda row: row["mmd_hmc_no_symmetry"])
+        return 1 + [f"{row['method']}/{row['modes']}" for row in order].index(key)
+
+    sgm = {key: mean_sd(values) for key, values in summary["sgm_minus_mfvi"][1].items() if "hmc" in key}
+    tau, tau_raw = mean_sd(rankings["kendall_tau"], 1), mean_sd(rankings["kendall_tau_raw"], 1)
+    ensemble = f"ensemble/{max(row['modes'] for row in summary['rows'])}"
+    return {
+        "methods_hmc_seeds": len(closest),
+        "methods_hmc_closest": top,
+        "methods_hmc_closest_seeds": closest.count(top),
+        "methods_hmc_ensemble_ranks": [rank(report, ensemble) for report in reports],
+        "methods_hmc_sets": len(reports[0]["rows"]),
+        "methods_hmc_sgm_raw": sgm["mmd_hmc"][0],
+        "methods_hmc_sgm_raw_sd": sgm["mmd_hmc"][1],
+        "methods_hmc_sgm_removed": sgm["mmd_hmc_no_symmetry"][0],
+        "methods_hmc_sgm_removed_sd": sgm["mmd_hmc_no_symmetry"][1],
+        "methods_hmc_tau": tau[0],
+        "methods_hmc_tau_sd": tau[1],
+        "methods_hmc_tau_raw": tau_raw[0],
+        "methods_hmc_tau_raw_sd": tau_raw[1],
+        "methods_hmc_rhat_raw": [report["hmc"]["rhat_raw_median"] for report in reports],
+        "methods_hmc_rhat_canonical": [report["hmc"]["rhat_canonical_median"] for report in reports],
+        "methods_hmc_hops": sum(sum(report["hmc"]["mode_hops"]) for report in reports),
     }
 
 

@@ -42,6 +42,7 @@ from symlab.specs.results import TrainingDiverged, training_verdict
 
 from .config import (
     CURVATURE_IMAGES,
+    HMC_START_EPOCHS,
     LABELS,
     LR,
     MAX_LEAPFROG,
@@ -545,15 +546,16 @@ class Comparison:
         return log_posterior(self.config, self.data.x.to(self.hmc_device), self.data.y.to(self.hmc_device))
 
     def _hmc_warm_up(self, check) -> None:
-        """Chains from networks trained as the reference's are (indices after the starts'), v first guessed as
-        1/(diagonal empirical Fisher + prior precision) at each start, then HMC's warm-up."""
+        """Chains from networks trained by the reference's recipe for ``HMC_START_EPOCHS`` (indices after the
+        starts'), v first guessed as 1/(diagonal empirical Fisher + prior precision) at each start, then HMC's
+        warm-up."""
         began, config, arch, data = time.perf_counter(), self.config, self.config.arch, self.data
         first = config.reference + config.modes
         starts = ensembles.train_networks(
             arch,
             data.x,
             data.y,
-            config.recipe(),
+            replace(config, epochs=HMC_START_EPOCHS).recipe(),
             config.seed,
             range(first, first + config.sampler.hmc_chains),
             on_epoch=lambda *_: check(),
@@ -787,8 +789,9 @@ def hmc_draw_set(checkpoint: Path, run_id: int) -> bytes:
 
 def shipped_reports() -> list[dict]:
     """The default comparison's reports for seeds 0, 1 and 2, shipped so that the page's default link shows results,
-    and their spread over seeds, at once (``python -m symlab methods --seed N --json > assets/methods/seedN.json``
-    writes one again). A missing or unreadable file is left out."""
+    and their spread over seeds, at once, with an HMC reference beside the checkpoints
+    (``python -m symlab methods --hmc --seed N --json > assets/methods/seedN.json`` writes one again; its draws are
+    ``hmc-seedN.safetensors``, from ``--export-hmc``). A missing or unreadable file is left out."""
     reports = []
     for path in sorted(SHIPPED_REPORTS.glob("seed*.json")):
         try:

@@ -182,3 +182,17 @@ def test_a_runs_hmc_draws_export_with_their_diagnostics(tmp_path, capsys, hmc_co
     with pytest.raises(SystemExit) as refused:
         cli.main(["methods", "--export-hmc", str(other), str(target), "--runs-dir", str(tmp_path / "runs")])
     assert refused.value.code == 2 and "drawn nothing by HMC" in capsys.readouterr().err
+
+
+def test_the_shipped_hmc_draws_give_the_shipped_diagnostics():
+    """The default comparisons ship with their HMC draws: the draws give back each report's R̂, ESS and hops."""
+    reports = ex.shipped_reports()
+    assert reports and all(report["hmc"] for report in reports)
+    for report in reports:
+        state, draws = ex.shipped_hmc_draws(report["config"]["seed"])
+        config = ex.MethodsConfig.from_dict(report["config"])
+        assert tuple(draws.samples.shape) == (config.sampler.hmc_chains, config.sampler.hmc_samples, 350)
+        again, shipped = ex.hmc_diagnostics(config, state, draws), report["hmc"]
+        for key in ("rhat_raw", "rhat_canonical", "ess_raw", "ess_canonical", "rhat_log_density", "acceptance"):
+            assert again[key] == pytest.approx(shipped[key], rel=1e-9), key
+        assert again["mode_hops"] == shipped["mode_hops"]

@@ -43,6 +43,10 @@ def test_the_default_link_shows_the_shipped_comparison_and_its_spread_over_seeds
     assert any("Across 3 seeds (0, 1, 2)" in header.value for header in at.subheader)
     answers = " ".join(m.value for m in at.markdown)
     assert "Do several modes beat one?" in answers and "SGM against MFVI, one mode" in answers
+    # Both references side by side on the default link: the shipped comparisons have an HMC reference.
+    assert any("Against HMC" in header.value for header in at.subheader)
+    assert "MMD² to HMC, symmetries removed" in titles
+    assert "Against HMC, per seed." in answers and "Kendall's τ" in answers
 
 
 def test_settings_without_results_say_how_to_get_them(registry):

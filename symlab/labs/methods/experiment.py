@@ -787,6 +787,23 @@ def hmc_draw_set(checkpoint: Path, run_id: int) -> bytes:
     )
 
 
+def shipped_hmc_draws(seed: int) -> tuple[hmc.ChainState, hmc.Draws] | None:
+    """The shipped HMC draws of the default comparison for ``seed`` (``hmc-seed<N>.safetensors``, written by
+    ``--export-hmc``), as the chains' frozen kernel and their draws: what its report's diagnostics were computed
+    from. ``accept_prob`` is not kept (each draw's acceptance is); None where there is no such file."""
+    path = SHIPPED_REPORTS / f"hmc-seed{seed}.safetensors"
+    if not path.is_file():
+        return None
+    tensors = load_file(str(path))
+    samples, accepted = tensors["samples"], tensors["accepted"]
+    last = samples[:, -1]
+    state = hmc.ChainState(
+        last, tensors["log_density"][:, -1], torch.zeros_like(last), tensors["step_size"], tensors["inverse_mass"]
+    )
+    no = torch.zeros_like(accepted)
+    return state, hmc.Draws(samples, tensors["log_density"], accepted.to(samples.dtype), accepted, no)
+
+
 def shipped_reports() -> list[dict]:
     """The default comparison's reports for seeds 0, 1 and 2, shipped so that the page's default link shows results,
     and their spread over seeds, at once, with an HMC reference beside the checkpoints

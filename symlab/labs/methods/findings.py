@@ -123,19 +123,20 @@ def hmc_findings(v: dict) -> list[Finding]:
     return [
         Finding(
             "methods",
-            f"Against HMC, the checkpoints and the posterior {_agreement(v['methods_hmc_tau'])}.",
+            f"Against HMC, the two references {_agreement(v['methods_hmc_tau'])}"
+            + ("." if mixed else ", but HMC's chains have not mixed."),
             f"Scored against full-batch HMC's draws ({seeds} seeds; MMD², symmetries removed), {closest} sits closest on "
             f"{v['methods_hmc_closest_seeds']} of {seeds} seeds and the deep ensemble ranks {ranks} of {sets}. "
             f"Kendall's τ between the checkpoints' ranking and HMC's is {v['methods_hmc_tau']:.2f} ± "
             f"{v['methods_hmc_tau_sd']:.2f} ({v['methods_hmc_tau_raw']:.2f} ± {v['methods_hmc_tau_raw_sd']:.2f} on raw "
             f"weights). SGM − MFVI against HMC is {signed(v['methods_hmc_sgm_raw'], 1)} ± "
-            f"{v['methods_hmc_sgm_raw_sd']:.1f} on raw weights and {signed(v['methods_hmc_sgm_removed'], 1)} ± "
-            f"{v['methods_hmc_sgm_removed_sd']:.1f} with the symmetries removed. The chains' median R̂ is "
+            f"{v['methods_hmc_sgm_raw_sd']:.1f} on raw weights and {signed(v['methods_hmc_sgm_removed'], 2)} ± "
+            f"{v['methods_hmc_sgm_removed_sd']:.2f} with the symmetries removed. The chains' median R̂ is "
             f"{rhat_raw} raw and {rhat_canonical} canonicalised"
             + (
                 ": they agree once the symmetries are removed."
                 if mixed
-                else ", so these short CPU chains have not mixed and the HMC reference is provisional."
+                else ": each chain stays in a mode of its own, so this short CPU reference is provisional."
             ),
             "symlab methods --hmc --seed 0 --json (and --seed 1, --seed 2)",
         )

@@ -196,6 +196,8 @@ def across_seeds(reports: list[dict]) -> None:
             + f". Kendall's τ between the checkpoints' and HMC's rankings: {spread(rankings['kendall_tau'], 1.0, 2)} "
             f"with the symmetries removed, {spread(rankings['kendall_tau_raw'], 1.0, 2)} on the weights as they are."
         )
+    hmc_columns = [key for key in HMC_COLUMNS if key in ex.HMC_KEYS] if summary["rankings"] else []
+    names = {**COLUMN_NAMES, **HMC_COLUMNS}
     frame = pd.DataFrame(
         [
             {
@@ -203,12 +205,12 @@ def across_seeds(reports: list[dict]) -> None:
                 "modes": row["modes"],
                 "seeds": row["seeds"],
                 **{
-                    COLUMN_NAMES[key]: (
+                    names[key]: (
                         f"{100 * row[key]:.1f} ± {100 * row[key + '_sd']:.1f}"
                         if row[key + "_sd"] is not None
                         else f"{100 * row[key]:.1f}"
                     )
-                    for key in PAPER_COLUMNS
+                    for key in (*PAPER_COLUMNS, *hmc_columns)
                 },
             }
             for row in summary["rows"]

@@ -45,7 +45,7 @@ def test_the_default_link_shows_the_shipped_comparison_and_its_spread_over_seeds
     assert "Do several modes beat one?" in answers and "SGM against MFVI, one mode" in answers
     # Both references side by side on the default link: the shipped comparisons have an HMC reference.
     assert any("Against HMC" in header.value for header in at.subheader)
-    assert "MMD² to HMC, symmetries removed" in titles
+    assert "MMD² to HMC, no symmetry" in titles
     assert "Against HMC, per seed." in answers and "Kendall's τ" in answers
 
 
@@ -125,7 +125,7 @@ def test_a_run_with_an_hmc_reference_shows_both_references_side_by_side(registry
     assert any(f"run #{run_id}" in caption.value for caption in at.caption)
     checkpoints, against_hmc = (
         vega_chart(at, "MMD², symmetries removed"),
-        vega_chart(at, "MMD² to HMC, symmetries removed"),
+        vega_chart(at, "MMD² to HMC, no symmetry"),
     )
     laplace = next(r for r in report["rows"] if r["method"] == "laplace" and r["modes"] == 1)
     ours = against_hmc["datasets"]["points"].set_index(["method", "series"])["value"]

@@ -42,7 +42,7 @@ METRICS = {  # key: (chart title, axis title)
     "fpr95": ("OOD detection: FPR at 95 % recall", "FPR95 (%)"),
     "id_mi": ("Mutual information, in distribution", "MI (centinats)"),
     "ood_mi": ("Mutual information, out of distribution", "MI (centinats)"),
-    "mmd_hmc_no_symmetry": ("MMD² to HMC, symmetries removed", "MMD² × 100"),
+    "mmd_hmc_no_symmetry": ("MMD² to HMC, no symmetry", "MMD² × 100"),
     "mmd_hmc": ("MMD² to HMC", "MMD² × 100"),
     "agreement_hmc": ("Agreement with HMC's predictive", "agreement (%)"),
     "tv_hmc": ("Total variation to HMC's predictive", "TV × 100"),

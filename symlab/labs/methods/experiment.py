@@ -20,6 +20,7 @@ background run shows progress per method and resumes from the last finished stag
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import time
@@ -279,6 +280,11 @@ def reference_counts(total: int) -> list[int]:
     return sorted({max(2, total // 4), max(2, total // 2), total})
 
 
+def layer_mmd(config: MethodsConfig, points: np.ndarray, reference: np.ndarray) -> float:
+    """:func:`symlab.lib.mmd.layerwise_mmd` between two sets of flat networks, layer by layer."""
+    return mmd.layerwise_mmd(layer_sets(config.arch, points), layer_sets(config.arch, reference), seed=config.seed)
+
+
 def mmd_scores(
     config: MethodsConfig, samples: torch.Tensor, reference: np.ndarray, reference_canonical: np.ndarray
 ) -> dict:
@@ -286,9 +292,7 @@ def mmd_scores(
     against the first quarter and half of the reference too (``mmd_by_reference``: count → MMD²)."""
     arch, flat = config.arch, samples.double().numpy()
     canonical = networks.remove_symmetries(arch, flat, config.removal)
-
-    def against(points, ref):
-        return mmd.layerwise_mmd(layer_sets(arch, points), layer_sets(arch, ref), seed=config.seed)
+    against = functools.partial(layer_mmd, config)
 
     by_count = {
         str(count): against(canonical, reference_canonical[:count]) for count in reference_counts(len(reference))
@@ -326,23 +330,28 @@ class HmcReference:
 
 
 def hmc_reference(config: MethodsConfig, samples: torch.Tensor, data: Data) -> HmcReference:
-    raw = samples.reshape(-1, samples.shape[-1]).double().numpy()
-    predictive = uncertainty.predictive_log_probs(sample_log_probs(config, samples.reshape(len(raw), -1), data.x_test))
-    return HmcReference(raw, networks.remove_symmetries(config.arch, raw, config.removal), predictive)
+    flat = samples.reshape(-1, samples.shape[-1])
+    raw = flat.double().numpy()
+    return HmcReference(
+        raw, networks.remove_symmetries(config.arch, raw, config.removal), predictive_on_test(config, flat, data)
+    )
+
+
+def predictive_on_test(config: MethodsConfig, samples: torch.Tensor, data: Data) -> torch.Tensor:
+    """The samples' predictive on the test images: the mixture's log-probabilities ``[n, classes]``."""
+    return uncertainty.predictive_log_probs(sample_log_probs(config, samples, data.x_test))
 
 
 def hmc_scores(config: MethodsConfig, samples: torch.Tensor, reference: HmcReference, data: Data) -> dict:
     """A sample set against HMC's draws: MMD² with and without the symmetries removed, and Izmailov et al.'s
     agreement and total variation between the two predictives on the test images."""
-    arch, flat = config.arch, samples.double().numpy()
-
-    def against(points, ref):
-        return mmd.layerwise_mmd(layer_sets(arch, points), layer_sets(arch, ref), seed=config.seed)
-
-    predictive = uncertainty.predictive_log_probs(sample_log_probs(config, samples, data.x_test))
+    flat = samples.double().numpy()
+    predictive = predictive_on_test(config, samples, data)
     return {
-        "mmd_hmc": against(flat, reference.raw),
-        "mmd_hmc_no_symmetry": against(networks.remove_symmetries(arch, flat, config.removal), reference.canonical),
+        "mmd_hmc": layer_mmd(config, flat, reference.raw),
+        "mmd_hmc_no_symmetry": layer_mmd(
+            config, networks.remove_symmetries(config.arch, flat, config.removal), reference.canonical
+        ),
         "agreement_hmc": uncertainty.agreement(predictive, reference.predictive),
         "tv_hmc": uncertainty.total_variation(predictive, reference.predictive),
     }
@@ -467,7 +476,7 @@ class Comparison:
         hmc_stage, samples = stage - self.method_stages_end, self.config.sampler.hmc_samples
         if hmc_stage == 0:
             return f"HMC warm-up ({self.config.sampler.hmc_chains} chains)"
-        if hmc_stage <= math.ceil(samples / HMC_DRAW_CHUNK):
+        if stage < self.stages - 1:
             return f"HMC draws {(hmc_stage - 1) * HMC_DRAW_CHUNK + 1}–{min(hmc_stage * HMC_DRAW_CHUNK, samples)}"
         return "scores against HMC"
 

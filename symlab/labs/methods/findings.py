@@ -14,7 +14,8 @@ def numbers(shipped) -> dict:
     (× 100, as the paper prints it), and SGM's MMD² minus MFVI's before and after the symmetries are removed."""
     from . import experiment as methods  # torch: only when the numbers are measured, not to read the words
 
-    summary = methods.seed_summary(methods.shipped_reports())
+    reports = methods.shipped_reports()
+    summary = methods.seed_summary(reports)
     gains = {method: [-100 * d for d in diffs] for method, diffs in summary["multi_minus_single"].items()}
     others = [method for method in gains if method != "laplace"]
     sgm = summary["sgm_minus_mfvi"][1]
@@ -26,7 +27,7 @@ def numbers(shipped) -> dict:
 
     raw, removed = mean_sd(sgm["mmd"]), mean_sd(sgm["mmd_no_symmetry"])
     return {
-        **hmc_numbers(summary, mean_sd),
+        **hmc_numbers(reports, summary, mean_sd),
         "methods_seeds": summary["seeds"],
         "methods_starts": max(row["modes"] for row in summary["rows"]),
         "methods_gain_low": min(sum(gains[m]) / len(gains[m]) for m in others),
@@ -40,16 +41,13 @@ def numbers(shipped) -> dict:
     }
 
 
-def hmc_numbers(summary: dict, mean_sd) -> dict:
+def hmc_numbers(reports: list[dict], summary: dict, mean_sd) -> dict:
     """Against the HMC reference, over the seeds: which sample set sits closest (by MMD², symmetries removed), where
     the deep ensemble ranks, SGM − MFVI before and after the symmetries are removed, Kendall's τ between the two
     references' rankings, and the chains' R̂ (median over the weights) raw and canonicalised."""
     rankings = summary["rankings"]
     if not rankings:
         return {"methods_hmc_seeds": 0}
-    from . import experiment as methods
-
-    reports = methods.shipped_reports()
     closest = rankings["closest_to_hmc"]
     top = max(set(closest), key=closest.count)
 

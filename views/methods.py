@@ -463,12 +463,8 @@ def hmc_section(report) -> None:
         "with HMC's on the test images (Izmailov et al. 2021)."
     )
     frame = hmc_table(report)
-    st.dataframe(
-        frame,
-        hide_index=True,
-        width="stretch",
-        column_config={name: st.column_config.NumberColumn(format="%.1f") for name in HMC_COLUMNS.values()},
-    )
+    # The checkpoints have no MMD to themselves: a dash, not "None".
+    st.dataframe(tables.formatted(frame, dict.fromkeys(HMC_COLUMNS.values(), ".1f")), hide_index=True, width="stretch")
     charts.csv_download(frame, "methods_against_hmc.csv", "Table as CSV", key="methods.hmc_csv")
     ranking = ex.ranking_agreement(report)
     st.markdown(

@@ -3,7 +3,8 @@
     python benchmarks/bench_interactions.py [--repeat 3] [--labs align,symmetry,toy,modes] [--json]
 
 For each lab page: its default link ("open"), each preset, and each control moved one step up from the
-defaults (the first step a student takes; a step down costs the same), and what plays (a tick of live
+defaults (the first step a student takes; a step down costs the same; what the default link computed is stored
+by then, so a switch that adds a computation, the alignment's 3-D landscape, costs that one alone), and what plays (a tick of live
 training, a frame of a player). Each interaction's computations are the page's own: the shared tasks its
 lab declares for those control values (``Lab.tasks``: what a server trains for the page, in a worker) and
 what the page computes in its own run (the toy BNN's exact posterior and live steps, the mode-interpolation
@@ -85,10 +86,15 @@ def task_computation(task: Task) -> Computation:
                 np.array_equal(a, b) for a, b in zip(report.alignments["weights"].perms, report.alignments["w2"].perms)
             )
             return align_lab.training_cost(config) + align_lab.report_cost(config, 2 if same else 3)
+        if kind_of(task.key) == "align_plane":  # the points the plane's grid actually has
+            return align_lab.plane_cost(task.key[1], result.z.size)
         return task.cost
 
-    # A predictive map is asked for once its pair is trained and stored: only its own grid is its cost.
-    prepare = (lambda: align_lab._trained_moons(task.key[1])) if kind_of(task.key) == "align_map" else None
+    # A predictive map or a landscape is asked for once its pair is trained and stored: only its own grid is its
+    # cost.
+    prepare = (
+        (lambda: align_lab._trained_pair(task.key[1])) if kind_of(task.key) in ("align_map", "align_plane") else None
+    )
     return Computation(
         f"{kind_of(task.key)} {describe_key(task.key)}",
         lambda: task.function(*task.args, progress=lambda *a, **k: None),
@@ -124,8 +130,9 @@ def lab_interactions(lab) -> list[Interaction]:
         moved = next(spec for spec in specs if state[spec.name] != default[spec.name])
         if isinstance(state[moved.name], (int, float)) and state[moved.name] < default[moved.name]:
             continue  # one direction: a step down costs what a step up does
-        tasks = lab.page_tasks(state)
-        if {t.key for t in tasks} == {t.key for t in lab.page_tasks(default)}:
+        opened = {t.key for t in lab.page_tasks(default)}
+        tasks = [t for t in lab.page_tasks(state) if t.key not in opened]  # the link's own are stored already
+        if not tasks:
             continue  # a view of the same results (an order, a switch the computation ignores)
         found.append(
             Interaction(lab.name, f"{moved.name} → {state[moved.name]}", [task_computation(t) for t in tasks], retrain)

@@ -82,6 +82,34 @@ LAYOUT_JS = """(AT) => {
                       + `"${label.textContent.trim()}" (${Math.round(l.height)} px)`);
     });
   });
+  // A 3-D landscape (views/common/surfaces.py, Plotly): inside its column and the window; its legend's entries
+  // (Plotly's SVG) inside it, none over another.
+  document.querySelectorAll('.symlab-surface').forEach((view, index) => {
+    if (!visible(view)) return;
+    const title = `3-D view ${index + 1}`;
+    const column = view.closest('[data-testid="stElementContainer"]') || view.parentElement;
+    const box = view.getBoundingClientRect(), room = column.getBoundingClientRect();
+    if (box.right > room.right + EDGE_PX || box.left < room.left - EDGE_PX || box.right > root.clientWidth + EDGE_PX)
+      problems.push(`the ${title} is ${Math.round(box.width)} px wide in a ${Math.round(room.width)} px column`
+                    + `${AT}view ${span(box)}, column ${span(room)} px`);
+    const canvas = view.querySelector('canvas');
+    if (!canvas || canvas.getBoundingClientRect().width > box.width + EDGE_PX)
+      problems.push(`the ${title} draws ${canvas ? 'past its box' : 'nothing'}`);
+    const texts = [...view.querySelectorAll('.legend text')].filter(t => t.textContent.trim() && visible(t));
+    const boxes = texts.map(t => t.getBoundingClientRect());
+    texts.forEach((t, i) => {
+      const b = boxes[i], words = t.textContent.trim();
+      if (b.left < box.left - TEXT_EDGE_PX || b.right > box.right + TEXT_EDGE_PX || b.bottom > box.bottom + TEXT_EDGE_PX)
+        problems.push(`the ${title}'s legend entry "${words}" runs past it${AT}text ${span(b)}, view ${span(box)} px`);
+      for (let j = 0; j < i; j++) {
+        const c = boxes[j];
+        const wide = Math.min(b.right, c.right) - Math.max(b.left, c.left);
+        const high = Math.min(b.bottom, c.bottom) - Math.max(b.top, c.top);
+        if (wide > OVERLAP_PX && high > OVERLAP_PX)
+          problems.push(`the ${title}'s legend entry "${words}" overlaps "${texts[j].textContent.trim()}"`);
+      }
+    });
+  });
   // A table wider than its place: its last columns hidden, with no scroll bar to say so.
   document.querySelectorAll('[data-testid="stTable"]').forEach(table => {
     const inner = table.querySelector('table');
@@ -137,7 +165,10 @@ DRAWN_JS = """() => JSON.stringify([document.querySelectorAll('[data-testid="stE
     .filter(c => c.getBoundingClientRect().width > 0)  // a chart in a closed tab is drawn when the tab opens
     .map(c => {
     const s = c.querySelector('svg.marks'); if (!s) return null;
-    const r = s.getBoundingClientRect(); return [Math.round(r.width), Math.round(r.height)]; })])"""
+    const r = s.getBoundingClientRect(); return [Math.round(r.width), Math.round(r.height)]; }),
+  // a 3-D landscape: drawn once Plotly has laid it out (its chunk loads on first use)
+  ...[...document.querySelectorAll('.symlab-surface')].map(v => v._fullLayout && v.querySelector('canvas')
+    ? [Math.round(v.getBoundingClientRect().width), v.querySelectorAll('.legend text').length] : null)])"""
 SETTLED_LOOKS, LOOK_SECONDS = 4, 0.2
 
 

@@ -27,3 +27,18 @@ def test_a_predictive_map_is_measured_from_its_stored_pair_not_from_a_second_tra
     monkeypatch.setattr(align_lab, "trained_and_aligned", trained_again)
     xs, ys, probability = maps[0].run()
     assert probability.shape == (len(ys), len(xs)) and ((0 <= probability) & (probability <= 1)).all()
+
+
+def test_switching_the_alignment_landscape_on_costs_the_plane_alone(monkeypatch):
+    """From the default link, whose pair is stored, the 3-D switch computes the plane and nothing else, from the
+    stored pair; its floor counts the plane's grid as computed."""
+    lab = next(lab for lab in LABS if lab.name == "align")
+    (switched,) = [i for i in bench_interactions.lab_interactions(lab) if i.name == "surface → True"]
+    (plane,) = switched.computations
+    assert plane.name.startswith("align_plane") and plane.prepare is not None
+    plane.prepare()
+    monkeypatch.setattr(align_lab, "trained_and_aligned", lambda *a, **k: (_ for _ in ()).throw(AssertionError))
+    surface = plane.run()
+    cost = plane.cost(surface)
+    config = lab.page_tasks(lab.default_values())[0].key[1]
+    assert cost.matmul_flops == align_lab.plane_cost(config, surface.z.size).matmul_flops > 0

@@ -956,3 +956,100 @@ def test_a_page_opens_with_a_clean_console_and_no_probe_for_the_server(new_page,
         page.locator(CHART).first.wait_for(timeout=60_000)
     browser_errors.wait_for_idle_network(page)
     assert probes == []
+
+
+# ------------------------------------------------------------------------------------------ 3-D landscapes
+
+LANDSCAPE_JS = """() => {
+  const root = document.querySelector('.symlab-surface');
+  if (!root || !root.data || !root._fullLayout || !root.querySelector('canvas')) return null;
+  const camera = root.layout.scene.camera;
+  return {names: root.data.map(t => t.name), eye: camera && camera.eye, traces: root.data.map(t => JSON.stringify(t.x)),
+          same: window.__landscape === root};
+}"""
+
+
+def drawn_landscape(page, timeout_ms=60_000) -> dict:
+    page.wait_for_function(LANDSCAPE_JS, timeout=timeout_ms)
+    return page.evaluate(LANDSCAPE_JS)
+
+
+def turn_landscape(page) -> dict:
+    """Drag across the landscape as a visitor turns it; the camera's eye where it was left."""
+    view = page.locator(".symlab-surface").first
+    view.scroll_into_view_if_needed()
+    page.evaluate("() => { window.__landscape = document.querySelector('.symlab-surface'); }")
+    box = view.bounding_box()
+    x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+    page.mouse.move(x, y)
+    page.mouse.down()
+    for step in range(1, 11):
+        page.mouse.move(x + 12 * step, y + 4 * step)
+        page.wait_for_timeout(20)
+    page.mouse.up()
+    page.wait_for_function("() => document.querySelector('.symlab-surface').layout.scene.camera")
+    return page.evaluate("() => document.querySelector('.symlab-surface').layout.scene.camera.eye")
+
+
+def assert_same_eye(found: dict, expected: dict) -> None:
+    assert all(abs(found[axis] - expected[axis]) < 1e-6 for axis in "xyz"), (found, expected)
+
+
+def test_toy_landscape_draws_turns_and_follows_training_in_place(new_page, server_url):
+    page = new_page()
+    page.goto(f"{server_url}/toy?surface=true&alpha=1&seed=3")
+    first = drawn_landscape(page)
+    assert first["names"] == [
+        "log p(w | D) (nats)",
+        "equivalent modes",
+        "MFVI: 1 and 2 sd",
+        "SGM: 1 and 2 sd",
+    ]
+    wait_for_run(page)
+    eye = turn_landscape(page)
+    assert eye != first["eye"]
+    play_to_step(page, 100)
+    page.wait_for_function(
+        f"before => {{ const now = ({LANDSCAPE_JS})(); return now && now.traces[2] !== before; }}",
+        arg=first["traces"][2],
+    )
+    wait_for_run(page)
+    now = page.evaluate(LANDSCAPE_JS)
+    assert now["same"], "the landscape was drawn anew, not updated in place"
+    assert now["traces"][0] == first["traces"][0]  # the same grid
+    assert_same_eye(now["eye"], eye)  # where the visitor turned it
+
+
+def test_modes_landscape_moves_with_the_player_in_place(new_page, server_url):
+    page = new_page()
+    page.goto(f"{server_url}/modes?surface=true&alpha=6")
+    first = drawn_landscape(page)
+    assert first["names"][1:] == ["Adam's path so far", "q at this step", "optimum from q's start"]
+    wait_for_run(page)
+    eye = turn_landscape(page)
+    assert eye != first["eye"]
+    for _ in range(3):
+        page.get_by_role("button", name="Step", exact=True).click()
+        wait_for_run(page)
+    # Adam's path so far: steps 0, 10, 20, 30.
+    page.wait_for_function(
+        f"() => {{ const now = ({LANDSCAPE_JS})(); return now && JSON.parse(now.traces[1]).length === 4; }}"
+    )
+    now = page.evaluate(LANDSCAPE_JS)
+    assert now["same"] and now["traces"][2] != first["traces"][2]
+    assert_same_eye(now["eye"], eye)
+
+
+def test_align_landscape_draws_the_plane_and_turns(new_page, server_url):
+    page = new_page()
+    page.goto(f"{server_url}/align?surface=true&width=8&depth=1&steps=150&samples=4&seed=2")
+    first = drawn_landscape(page, 120_000)
+    assert first["names"] == [
+        "test loss (nats)",
+        "q_A → q_B, unaligned",
+        "q_A → π(q_B), W₂-aligned",
+        "q_A, q_B, π(q_B)",
+    ]
+    wait_for_run(page)
+    assert turn_landscape(page) != first["eye"]
+    assert page.evaluate(LANDSCAPE_JS)["same"]

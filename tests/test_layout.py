@@ -17,6 +17,7 @@ TARGETS = (
     "align",
     "align?source=files",
     "methods",
+    *(f"{page}?surface=true" for page in ("toy", "modes", "align")),  # the 3-D landscapes
 )
 
 

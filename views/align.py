@@ -13,7 +13,8 @@ from symlab.labs.align.params import CAPS, ORDERS, PRESETS
 from symlab.lib.mnist_data import data_directory, load_mnist
 from symlab.serving import precomputed
 from symlab.specs import settings
-from views.common import binding, charts, computing, files, player
+from symlab.specs import surfaces as landscape
+from views.common import binding, charts, computing, files, player, surfaces
 
 PAGE = "align"
 PATH_STYLE = {
@@ -669,6 +670,57 @@ def pair_downloads(config: align_lab.AlignConfig, rep: align_lab.AlignmentReport
             )
 
 
+# The 3-D view: the loss over the plane through q_A, q_B and π(q_B), with the straight paths on it, styled as on
+# the path charts.
+LANDSCAPE_STYLES = {
+    "before": surfaces.Style(PATH_STYLE["before"][0], "solid", name="q_A → q_B, unaligned"),
+    "w2": surfaces.Style(PATH_STYLE["w2"][0], "dash", name="q_A → π(q_B), W₂-aligned"),
+    "ends": surfaces.Style("#000000", symbol="square", line=False, name="q_A, q_B, π(q_B)"),
+}
+LANDSCAPE_CAMERA = {"eye": {"x": -0.9, "y": -1.6, "z": 1.0}}  # from q_A's side: both paths run away from the eye
+
+
+def landscape_section(config: align_lab.AlignConfig, turned: bool) -> None:
+    st.subheader("The loss landscape")
+    st.toggle(
+        "3-D landscape",
+        key=binding.widget_key(PAGE, landscape.VIEW.name),
+        help="The test loss over the plane through q_A, q_B and q_B aligned, as a surface you can turn. Computed "
+        "once for every visitor (a few seconds); it loads a 3-D drawing library the first time.",
+    )
+    if not turned:
+        st.caption(
+            "Switch it on to see the loss over the whole plane through q_A, q_B and π(q_B): the ridge the "
+            "unaligned path climbs, and the valley the aligned one follows."
+        )
+        return
+    try:
+        surface = computing.computed(align_lab.plane_task(config))
+    except (RuntimeError, ValueError) as error:
+        st.error(binding.for_visitors(str(error)), icon=":material/error:")
+        return
+    st.markdown(
+        "The test loss of the marginal predictive (the path charts' measure) over the plane through the three "
+        "posteriors, in (μ, σ) with W₂ distances as its lengths: q_A at the origin, q_B along the first axis. "
+        "The unaligned path crosses a ridge; the aligned end lies in q_A's own valley, and the path to it stays "
+        "low. Beyond the triangle the standard deviations are extrapolated (a negative one counts as 0)."
+    )
+    surfaces.surface_chart(
+        surface,
+        surface.lines,
+        LANDSCAPE_STYLES,
+        "align.landscape",
+        "The test loss over the plane through q_A, q_B and the aligned q_B, with the straight paths on it",
+        camera=LANDSCAPE_CAMERA,
+    )
+    charts.csv_download(
+        lambda: surfaces.grid_frame(surface, ("x_w2", "y_w2", "test_loss")),
+        f"align_landscape_seed{config.seed}.csv",
+        "Landscape (CSV)",
+        "align.csv_landscape",
+    )
+
+
 def main():
     values = binding.start_page(
         PAGE,
@@ -749,6 +801,7 @@ def main():
         )
     st.caption("The posteriors themselves:")
     pair_downloads(config, rep)
+    landscape_section(config, values[landscape.VIEW.name])
 
 
 if __name__ == "__main__":  # run as a script: AppTest.from_file, `streamlit run views/<lab>.py`

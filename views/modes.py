@@ -7,7 +7,8 @@ import streamlit as st
 
 from symlab.labs.modes import LAB, params
 from symlab.labs.modes import experiment as modes
-from views.common import binding, charts, player
+from symlab.specs import surfaces as landscape
+from views.common import binding, charts, player, surfaces
 
 PAGE = "modes"
 FIG5_SIGMAS = (0.25, 0.5, 1.0, 2.0)
@@ -29,8 +30,7 @@ def threshold_for(sigma: float) -> float:
 
 @st.cache_data(max_entries=256, show_spinner=False)
 def optimum_at(alpha: float, sigma: float):
-    fit = modes.fit_exact([alpha], sigma)
-    return float(fit.mean[0]), float(fit.std_e1[0]), float(fit.kl[0])
+    return modes.optimum_from_start(alpha, sigma)
 
 
 @st.cache_data(max_entries=256, show_spinner=False)
@@ -43,6 +43,31 @@ def forward_at(alpha: float, sigma: float):
 @st.cache_data(max_entries=32, show_spinner=False)
 def path_for(alpha: float, sigma: float):
     return modes.optimisation_path(alpha, sigma)
+
+
+@st.cache_resource(max_entries=32, show_spinner=False)  # one landscape per (α, σ), for every session
+def landscape_for(alpha: float, sigma: float) -> landscape.Surface:
+    return modes.kl_landscape(alpha, sigma)
+
+
+# The 3-D view: the objective as a landscape (grey, darker higher), Adam's path and q's place on it.
+LANDSCAPE_STYLES = {
+    "path": surfaces.Style(charts.PALETTE["reverse"], "solid", name="Adam's path so far"),
+    "now": surfaces.Style(charts.PALETTE["forward"], symbol="diamond", line=False, name="q at this step"),
+    "optimum": surfaces.Style(charts.PALETTE["current"], symbol="x", line=False, name="optimum from q's start"),
+}
+LANDSCAPE_CAMERA = {"eye": {"x": 0.5, "y": -1.6, "z": 1.3}}  # from narrow q, above: μ across, the valleys in view
+
+
+def landscape_view(alpha: float, sigma: float, path, step: int) -> None:
+    surfaces.surface_chart(
+        landscape_for(alpha, sigma),
+        modes.path_lines(path, step, optimum_at(alpha, sigma), FRAME_STRIDE),
+        LANDSCAPE_STYLES,
+        "modes.landscape",
+        "KL(q‖p_α) over q's mean and log standard deviation, with Adam's path on it",
+        camera=LANDSCAPE_CAMERA,
+    )
 
 
 def controls():
@@ -60,6 +85,12 @@ def controls():
         binding.control_widget(PAGE, modes.SweepConfig, "sigma", cap=params.CAPS["sigma"])
         binding.control_widget(PAGE, modes.SweepConfig, "dim")
         st.toggle("Show the forward-KL fit", key=binding.widget_key(PAGE, "forward"))
+        st.toggle(
+            "3-D landscape",
+            key=binding.widget_key(PAGE, landscape.VIEW.name),
+            help="The objective over q's mean and width as a surface you can turn, with Adam's path on it "
+            "(in Watch it optimise). It loads a 3-D drawing library the first time.",
+        )
 
 
 def normal_pdf(x, mean, std):
@@ -375,7 +406,7 @@ def step_text(path, step: int) -> str:
     )
 
 
-def optimisation_panel(alpha, sigma):
+def optimisation_panel(alpha, sigma, turned: bool):
     st.subheader("Watch it optimise")
     st.caption(
         "Adam (learning rate 10⁻², as in the paper) on the exact, noise-free objective, "
@@ -418,6 +449,8 @@ def optimisation_panel(alpha, sigma):
             "modes.path_kl",
             alt_text="KL(q‖p_α) along Adam's path, the current step marked",
         )
+        if turned:
+            landscape_view(alpha, sigma, path, step)
 
     player.frame_player(
         "modes",
@@ -428,12 +461,26 @@ def optimisation_panel(alpha, sigma):
         lambda frame: step_text(path, int(frame_steps[frame])),
         draw,
     )
+    if turned:
+        st.markdown(
+            "**The landscape.** KL(q‖p_α) over q's mean μ and log standard deviation log s (drawn up to "
+            f"{modes.KL_CEILING:g} nats; higher is drawn on a flat lid), with Adam's path on it. Below α* its "
+            "lowest point is the midpoint, with q wide enough to cover both modes; above α*, two valleys, one at "
+            "each mode, and the path from the first component stays in its own."
+        )
     charts.csv_download(
         pd.DataFrame({"step": np.arange(len(path)), "mean": path.mean, "std": path.std, "kl": path.kl}),
         f"modes_path_alpha{alpha:g}_sigma{sigma:g}.csv",
         "Path (CSV)",
         "modes.csv_path",
     )
+    if turned:
+        charts.csv_download(
+            lambda: surfaces.grid_frame(landscape_for(alpha, sigma), ("mean", "log_std", "kl")),
+            f"modes_landscape_alpha{alpha:g}_sigma{sigma:g}.csv",
+            "Landscape (CSV)",
+            "modes.csv_landscape",
+        )
 
 
 def formulas():
@@ -540,7 +587,7 @@ def main():
     with d2:
         charts.csv_download(scaling_frame, "modes_thresholds.csv", "Thresholds (CSV)", "modes.csv_thresholds")
 
-    optimisation_panel(alpha, sigma)
+    optimisation_panel(alpha, sigma, values[landscape.VIEW.name])
     formulas()
 
 

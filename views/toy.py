@@ -13,8 +13,9 @@ from symlab.labs.toy import LAB, params
 from symlab.labs.toy import experiment as toy
 from symlab.lib import two_relu
 from symlab.specs import controls
+from symlab.specs import surfaces as landscape
 from symlab.specs.urlstate import parse_query
-from views.common import binding, charts, computing, player, tables
+from views.common import binding, charts, computing, player, surfaces, tables
 
 PAGE = "toy"
 # What to do about a fit stuck on one side: starts from the origin differ only in their Monte-Carlo noise.
@@ -342,7 +343,7 @@ def live_pace() -> tuple[int, float]:
     return min(STEPS_PER_TICK, live.max_steps_per_tick), max(TICK_SECONDS, live.min_tick_seconds)
 
 
-def live_panel(config, asked_step: int):
+def live_panel(config, asked_step: int, turned: bool):
     data, exact, display, x, exact_mean, exact_std = exact_for(config)
     steps_per_tick, tick_seconds = live_pace()
     new_session = "toy.live" not in st.session_state
@@ -430,6 +431,8 @@ def live_panel(config, asked_step: int):
             "toy.mse",
             alt_text="Each method's test MSE, by Adam step",
         )
+        if turned:
+            landscape_view(config, display, fitted_now(trainer, fits))
 
     if (steps_per_tick, tick_seconds) != (STEPS_PER_TICK, TICK_SECONDS):
         st.caption(
@@ -449,11 +452,73 @@ def live_panel(config, asked_step: int):
         reset_help="Back to the same initialisations (same seed).",
         follow=follow,
     )
+    if turned:
+        charts.csv_download(
+            lambda: landscape_frame(display, fitted_now(trainer, live_fits(trainer, config, exact))),
+            f"toy_landscape_alpha{config.alpha:g}_seed{config.seed}_step{trainer.steps_done}.csv",
+            "Landscape (CSV)",
+            "toy.csv_landscape",
+        )
     charts.csv_download(
         traces_frame(trainer, live_fits(trainer, config, exact)),
         f"toy_traces_alpha{config.alpha:g}_seed{config.seed}.csv",
         "Traces (CSV)",
         "toy.csv_traces",
+    )
+
+
+# The 3-D view: the exact log posterior as a landscape (grey, darker higher), the fits' outlines on it.
+LANDSCAPE_STYLES = {
+    "modes": surfaces.Style(charts.PALETTE["current"], symbol="x", line=False, name="equivalent modes"),
+    "mfvi": surfaces.Style(COLOURS["mfvi"], "dash", name=f"{LABELS['mfvi']}: 1 and 2 sd"),
+    "sgm": surfaces.Style(COLOURS["sgm"], "dot", name="SGM: 1 and 2 sd"),  # both components: a phone's width
+}
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)  # one landscape per setting, for every session
+def posterior_surface(config: toy.ToyConfig) -> landscape.Surface:
+    return toy.posterior_surface(exact_for(config)[2])
+
+
+def fitted_now(trainer, fits) -> dict[str, tuple]:
+    """Each method's kept fit, as the landscape takes them: method -> (mean, std)."""
+    means, stds = trainer.parameters()
+    return {fit.method: (means[fit.row], stds[fit.row]) for fit in fits}
+
+
+def landscape_toggle() -> None:
+    st.toggle(
+        "3-D landscape",
+        key=binding.widget_key(PAGE, landscape.VIEW.name),
+        help="The exact log posterior as a surface you can turn (drag it; two fingers on a phone), with the fits "
+        "on it. It loads a 3-D drawing library the first time.",
+    )
+
+
+def landscape_view(config: toy.ToyConfig, display, fitted: dict[str, tuple]) -> None:
+    surface = posterior_surface(config)
+    st.markdown(
+        f"**The landscape.** log p(w | D) over the two weights, drawn down to {toy.SURFACE_DEPTH:g} nats below "
+        "its peak (lower is drawn on the floor): two equal peaks, one per order of the units. MFVI's ellipses "
+        "must choose a peak or sit on the saddle between; SGM's mixture sits on both."
+    )
+    surfaces.surface_chart(
+        surface,
+        toy.landscape_lines(surface, config, fitted),
+        LANDSCAPE_STYLES,
+        "toy.landscape",
+        "The exact log posterior over the two weights as a surface, with MFVI's and SGM's outlines on it",
+    )
+
+
+def landscape_frame(display, fitted: dict[str, tuple]) -> pd.DataFrame:
+    """The landscape's grid, one row per point: the exact log posterior and each method's log q there."""
+    surface = toy.posterior_surface(display)
+    grids = toy.q_grids(surface, fitted)
+    return surfaces.grid_frame(
+        surface,
+        ("w1", "w2", "log_posterior"),
+        **{f"{method}_log_q": grid for method, grid in grids.items()},
     )
 
 
@@ -643,7 +708,8 @@ def main():
     config = config_from(values)
     live, table = st.tabs(["Live training", "Paper tables"])
     with live:
-        live_panel(config, values[params.ADAM_STEP.name])
+        landscape_toggle()
+        live_panel(config, values[params.ADAM_STEP.name], values[landscape.VIEW.name])
     with table:
         table_panel(values, config)
     formulas()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from symlab.cli import common
 from symlab.labs.align.config import MNIST_TEST, PATH_TITLES, AlignConfig
 from symlab.lib.options import WEIGHTS_MAX_FILE_MB, library_names
-from symlab.specs import controls, results
+from symlab.specs import controls, results, surfaces
 
 
 def _computations():
@@ -49,6 +49,13 @@ def register(subparsers) -> None:
         "B aligned to A (b_aligned.safetensors) and the permutations (permutations.csv: layer, "
         "unit_of_a, unit_of_b), as the page downloads them",
     )
+    p.add_argument(
+        "--surface",
+        action="store_true",
+        help="also write the page's 3-D landscape: the test loss on a grid of the plane through q_A, q_B and "
+        "q_B aligned by W2 (coordinates in W2 distance), with the straight paths and the three posteriors on it "
+        "(JSON key surface; not with --weights)",
+    )
     common.add_data_dir(p)
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(run=_run_align, format=_format_align)
@@ -60,6 +67,8 @@ def _run_align(args) -> dict:
     if args.export_dir:  # a directory that cannot be made fails now, not after the work
         align_lab.export_directory(args.export_dir)
     if args.weights:
+        if args.surface:
+            raise ValueError("--surface draws the plane of a trained pair: leave out --weights")
         return _run_networks(args, config)
     mnist = common.load_mnist(args.data_dir) if config.task == "mnist" else None
     progress = common.stderr_progress(args, "Adam step")
@@ -75,6 +84,8 @@ def _run_align(args) -> dict:
     pair = align_lab.train_pair(config, data, by_tenths)
     report = align_lab.alignment_report(pair, data)
     result = results.to_json(report)
+    if args.surface:
+        result["surface"] = surfaces.to_json(align_lab.loss_plane(pair, report, data))
     if args.export_dir:
         result["exported"] = [str(path) for path in align_lab.export_pair(pair, report, args.export_dir)]
     return result
@@ -113,6 +124,8 @@ def _format_align(report: dict) -> str:
             f"{title:>26} {row['w2']:>12.4g} {row['mean_distance']:>14.4g} {row['barrier']:>13.4f} "
             f"{row['accuracy_barrier']:>10.4f}"
         )
+    if "surface" in report:
+        lines.append(f"landscape: {surfaces.summary(report['surface'])}")
     if "exported" in report:
         lines.append("exported: " + ", ".join(report["exported"]))
     return "\n".join(lines)

@@ -5,8 +5,9 @@ from __future__ import annotations
 import sys
 
 from symlab.labs.modes import experiment as modes
+from symlab.labs.modes import params
 from symlab.labs.modes.experiment import SweepConfig
-from symlab.specs import controls
+from symlab.specs import controls, surfaces
 
 MC_FLAGS = ("covariance", "samples", "steps", "lr", "seed")
 
@@ -23,6 +24,15 @@ def register(subparsers) -> None:
     )
     controls.add_flags(p, SweepConfig, ("sigma", "alpha_max", "points", "protocol", "dim"))
     controls.add_flags(p.add_argument_group("Monte-Carlo protocol (--protocol mc)"), SweepConfig, MC_FLAGS)
+    p.add_argument(
+        "--surface",
+        metavar="ALPHA",
+        type=controls.number_parser(controls.Control("float", low=params.ALPHA.low, high=params.ALPHA.high)),
+        default=None,
+        help="also write the page's 3-D landscape at mode distance ALPHA: KL(q||p_α) on a grid over q's mean and "
+        "log standard deviation, with Adam's path (the page's, lr 1e-2 from the first component) and the optimum "
+        f"on it (JSON key surface; ALPHA from {params.ALPHA.low:g} to {params.ALPHA.high:g})",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     p.set_defaults(run=_run_modes, format=_format_modes)
 
@@ -33,7 +43,10 @@ def _run_modes(args) -> dict:
     def progress(step, steps):
         print(f"  Adam step {step}/{steps}", file=sys.stderr, flush=True)
 
-    return modes.sweep_report(config, progress=progress if config.protocol == "mc" else None)
+    report = modes.sweep_report(config, progress=progress if config.protocol == "mc" else None)
+    if args.surface is not None:
+        report["surface"] = modes.landscape_report(args.surface, config.sigma)
+    return report
 
 
 def _format_modes(report: dict) -> str:
@@ -51,4 +64,6 @@ def _format_modes(report: dict) -> str:
         lines.append(
             f"threshold α* = {threshold:.4f}  (α*/σ = {report['threshold_over_sigma']:.3f}; ln 2 = {modes.LN2:.4f})"
         )
+    if "surface" in report:
+        lines.append(f"landscape: {surfaces.summary(report['surface'])}")
     return "\n".join(lines)

@@ -8,7 +8,7 @@ from symlab.cli import common
 from symlab.labs.toy import params
 from symlab.labs.toy.config import DEFAULT_STEPS, DEFAULT_TABLE_ALPHAS, ToyConfig
 from symlab.lib.options import TWO_RELU_METHODS
-from symlab.specs import controls
+from symlab.specs import controls, surfaces
 from symlab.specs.hmc import HmcConfig
 from symlab.specs.results import to_json
 
@@ -77,6 +77,12 @@ def register(subparsers) -> None:
         "their Monte-Carlo errors and the chains' diagnostics (R-hat raw and with the units sorted)",
     )
     controls.add_flags(p, HmcConfig)
+    p.add_argument(
+        "--surface",
+        action="store_true",
+        help="also write the page's 3-D landscape: the exact log posterior on its grid over (w1, w2), the fit's "
+        "1 and 2 sd outlines and the modes on it, and the fit's log q on the same grid (JSON key surface)",
+    )
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(run=_run_toy, format=_format_toy)
 
@@ -91,8 +97,8 @@ def _run_toy(args) -> dict:
         if not args.json:
             print(f"  step {done}/{steps}", file=sys.stderr, flush=True)
 
-    if args.table and args.hmc:
-        raise ValueError("--hmc samples one data set's posterior: leave out --table")
+    if args.table and (args.hmc or args.surface):
+        raise ValueError(f"{'--hmc' if args.hmc else '--surface'} is of one data set's posterior: leave out --table")
     if args.table:
         rows = toy.paper_table(args.alphas, args.seeds, args.steps, config, progress=progress)
         return {"table": rows, "steps": args.steps, "config": to_json(config)}
@@ -103,7 +109,19 @@ def _run_toy(args) -> dict:
     report = toy.fit_summary(trainer, metrics, fit, exact, REMEDIES[config.init])
     if args.hmc:
         report.update(toy.hmc_estimates(trainer.data[0], config, controls.from_args(HmcConfig, args)))
+    if args.surface:
+        report["surface"] = _surface(config, trainer, fit)
     return report
+
+
+def _surface(config, trainer, fit) -> dict:
+    """The page's landscape for this fit: :func:`symlab.specs.surfaces.to_json`, and ``log_q`` on its grid."""
+    from symlab.labs.toy import experiment as toy  # torch: loaded when a computation runs, not to parse
+
+    means, stds = trainer.parameters()
+    display = toy.exact_view(config)[2]
+    surface, grids = toy.posterior_landscape(config, display, {fit.method: (means[fit.row], stds[fit.row])})
+    return {**surfaces.to_json(surface), "log_q": to_json(grids[fit.method])}
 
 
 def _format_toy(report: dict) -> str:
@@ -128,6 +146,8 @@ def _format_toy(report: dict) -> str:
     ]
     if "hmc" in report:
         lines += _format_hmc(report)
+    if "surface" in report:
+        lines.append(f"  landscape: {surfaces.summary(report['surface'])}")
     return "\n".join(lines)
 
 

@@ -21,6 +21,8 @@ LAB = Lab(
         "symlab.labs.align.experiment:UploadedPair",
         "symlab.labs.align.experiment:NetworkAlignment",
         "symlab.labs.align.experiment:AssignmentView",
+        "symlab.specs.surfaces:Surface",
+        "symlab.specs.surfaces:Line",
     ),
     blurb=(
         "Two mean-field posteriors from different seeds, matched across permutations: the loss barrier on the"

@@ -25,6 +25,7 @@ from symlab.lib.gaussian import DiagonalGaussian
 from symlab.lib.mnist_data import data_directory, load_mnist_once
 from symlab.specs import settings
 from symlab.specs.results import TrainingDiverged, in_memory
+from symlab.specs.surfaces import Line, Surface
 from symlab.specs.tasks import Cost, Task, stored_result
 
 from .config import MNIST_TEST, MOONS_TEST, AlignConfig
@@ -633,14 +634,154 @@ def path_map_key(config: AlignConfig, path: str, point: int) -> tuple:
 def path_map_computed(config: AlignConfig, path: str, point: int, progress=None):
     """:func:`path_map` from ``config`` alone, as a warm-up task computes it (its pair from the result store
     where it is there)."""
-    pair, rep = _trained_moons(config)
+    pair, rep = _trained_pair(config)
     return path_map(pair, rep, load_task(config), path, point)
 
 
-@functools.lru_cache(maxsize=1)  # one pair serves both of the default link's maps
-def _trained_moons(config: AlignConfig) -> tuple[PosteriorPair, AlignmentReport]:
-    stored = stored_result(alignment_task(config).key)
-    return stored if stored is not None else trained_and_aligned(config)
+@functools.lru_cache(maxsize=1)  # one pair serves both of the default link's maps and its landscape
+def _trained_pair(config: AlignConfig) -> tuple[PosteriorPair, AlignmentReport]:
+    """The pair and its report from the result store where they are there, else trained here."""
+    task = alignment_task(config)
+    stored = stored_result(task.key)
+    return stored if stored is not None else trained_and_aligned(*task.args)
+
+
+# ---------------------------------------------------------------------------------------------
+# The landscape: the loss over the plane through q_A, q_B and π(q_B) (the 3-D view, --surface)
+# ---------------------------------------------------------------------------------------------
+
+PLANE_STEPS = 9  # grid cells across the triangle and its margins: 11 × 11 points; lines through q_A and q_B
+PLANE_MARGIN = 0.25  # the grid reaches this share of each side beyond the triangle
+
+
+@dataclass(frozen=True)
+class Plane:
+    """The plane through three posteriors in (μ, σ), with orthonormal coordinates: the Euclidean distance in
+    (μ, σ) between diagonal Gaussians is their W₂ distance, so the plane's distances are W₂'s. q_A is the
+    origin, q_B lies on the x axis at ``b``, the third at ``(c_x, c_y)``."""
+
+    qa: DiagonalGaussian
+    qb: DiagonalGaussian
+    qc: DiagonalGaussian
+    b: float
+    c_x: float
+    c_y: float
+
+    def at(self, x: float, y: float) -> DiagonalGaussian:
+        """The posterior at ``(x, y)``: means and standard deviations combined alike (where the plane's
+        standard deviations fall below 0, beyond the triangle, 0: a point mass)."""
+        beta = y / self.c_y
+        alpha = (x - beta * self.c_x) / self.b
+        mean = self.qa.mean + alpha * (self.qb.mean - self.qa.mean) + beta * (self.qc.mean - self.qa.mean)
+        sd = self.qa.sd + alpha * (self.qb.sd - self.qa.sd) + beta * (self.qc.sd - self.qa.sd)
+        return DiagonalGaussian.from_sd(self.qa.layout, mean, np.maximum(sd, 0.0))
+
+
+def plane_through(qa: DiagonalGaussian, qb: DiagonalGaussian, qc: DiagonalGaussian) -> Plane:
+    """The plane through q_A, q_B and q_C; a clear error where the three lie on one line (an alignment that moved
+    no unit leaves q_C = q_B)."""
+
+    def flat(q):
+        return np.concatenate([np.asarray(q.mean, dtype=np.float64), np.asarray(q.sd, dtype=np.float64)])
+
+    d1, d2 = flat(qb) - flat(qa), flat(qc) - flat(qa)
+    b = float(np.linalg.norm(d1))
+    if b == 0.0:
+        raise ValueError("q_A and q_B are the same posterior: there is no plane through them")
+    c_x = float(d2 @ d1 / b)
+    c_y = float(np.linalg.norm(d2 - c_x * d1 / b))
+    if c_y <= 1e-9 * b:
+        raise ValueError(
+            "the aligned q_B lies on the line through q_A and q_B (its alignment moved no unit): the three "
+            "posteriors span no plane"
+        )
+    return Plane(qa, qb, qc, b, c_x, c_y)
+
+
+def plane_grid(b: float, c_x: float, c_y: float, steps: int = PLANE_STEPS) -> tuple[np.ndarray, np.ndarray]:
+    """The grid's x and y for a plane with q_B at (b, 0) and the third point at (c_x, c_y): ``steps`` cells
+    across the triangle and its margins each way, with grid lines through q_A (0, 0), q_B and the third point's
+    y; wide enough in x to hold the third point too."""
+    inner = steps / (1 + 2 * PLANE_MARGIN)  # cells between 0 and b, and between 0 and c_y: a whole number
+    hx, hy = b / inner, c_y / inner
+    reach = PLANE_MARGIN * inner
+    low, high = min(0.0, c_x / hx) - reach, max(inner, c_x / hx) + reach
+    xs = hx * np.arange(math.floor(low + 1e-9), math.ceil(high - 1e-9) + 1)
+    ys = hy * np.arange(-math.ceil(reach - 1e-9), math.ceil(inner + reach - 1e-9) + 1)
+    return xs, ys
+
+
+def loss_plane(
+    pair: PosteriorPair, rep: AlignmentReport, data: Dataset, steps: int = PLANE_STEPS, progress=None
+) -> Surface:
+    """The test loss of the marginal predictive (the paths' measure: the same weight draws, the same test set)
+    on a grid of the plane through q_A, q_B and q_B aligned by W₂, with the two straight paths and the three
+    posteriors on it at their own losses. ``progress(done, total)`` after each row of the grid."""
+    plane = plane_through(pair.qa, rep.ends["before"], rep.ends["w2"])
+    xs, ys = plane_grid(plane.b, plane.c_x, plane.c_y, steps)
+    loss = np.empty((ys.size, xs.size))
+    for i, y in enumerate(ys):
+        for j, x in enumerate(xs):
+            loss[i, j] = align.evaluate(plane.at(x, y), rep.noise, data.x_test, data.y_test)[0]
+        if progress is not None:
+            progress(i + 1, ys.size)
+    before, after = rep.paths["before"], rep.paths["w2"]
+    t_before, t_after = np.asarray(before["t"]), np.asarray(after["t"])
+    lines = (
+        Line("before", plane.b * t_before, 0 * t_before, np.asarray(before["loss"])),
+        Line("w2", plane.c_x * t_after, plane.c_y * t_after, np.asarray(after["loss"])),
+        Line(
+            "ends",
+            np.array([0.0, plane.b, plane.c_x]),
+            np.array([0.0, 0.0, plane.c_y]),
+            np.array([before["loss"][0], before["loss"][-1], after["loss"][-1]]),
+        ),
+    )
+    return Surface(
+        xs,
+        ys,
+        loss,
+        "along q_A → q_B (W₂ distance)",
+        "across, towards π(q_B) (W₂ distance)",
+        "test loss (nats)",
+        lines=lines,
+    )
+
+
+def plane_key(config: AlignConfig) -> tuple:
+    return ("align_plane", config)
+
+
+def loss_plane_computed(config: AlignConfig, progress=None) -> Surface:
+    """:func:`loss_plane` from ``config`` alone, as a worker computes it (its pair from the result store)."""
+    pair, rep = _trained_pair(config)
+    mnist_directory = alignment_task(config).args[1]
+    data = load_task(config, load_mnist_once(mnist_directory) if config.task == "mnist" else None)
+
+    def rows(done, total):
+        if progress is not None:
+            progress(done, total, f"The loss landscape: row {done} of {total}")
+
+    return loss_plane(pair, rep, data, progress=rows)
+
+
+def plane_cost(config: AlignConfig, points: int | None = None) -> Cost:
+    """:func:`loss_plane`'s arithmetic: the marginal predictive's forward passes (samples × test points) at each
+    of ``points`` points of the plane (by default as many as where the aligned end projects between q_A and q_B,
+    as it does)."""
+    if points is None:
+        xs, ys = plane_grid(1.0, 0.5, 1.0)
+        points = xs.size * ys.size
+    every, _ = _multiply_adds(config.sizes)
+    tests = MOONS_TEST if config.task == "moons" else MNIST_TEST
+    return Cost(
+        matmul_flops=points * config.samples * tests * 2 * every,
+        elementwise=points * config.samples * tests * sum(config.sizes[1:]),
+    )
+
+
+def plane_task(config: AlignConfig) -> Task:
+    return Task(plane_key(config), loss_plane_computed, (config,), "The loss landscape", plane_cost(config))
 
 
 MAP_RESOLUTION = 60  # a predictive map's cells per side

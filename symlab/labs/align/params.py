@@ -1,6 +1,6 @@
 """The alignment page's URL parameters: the declared controls of :class:`AlignConfig` it shows, and its view."""
 
-from symlab.specs import controls
+from symlab.specs import controls, surfaces
 from symlab.specs.presets import Presets
 from symlab.specs.urlstate import Param
 
@@ -24,6 +24,7 @@ def page_params(hosting=None) -> tuple[Param, ...]:
         *controls.url_params(AlignConfig, FIELDS, caps=CAPS),
         ORDER,
         *controls.url_params(AlignConfig, ["seed"]),
+        surfaces.VIEW,
     )
 
 
@@ -60,5 +61,8 @@ PRESETS = Presets(
             "Digits instead of moons: the unaligned path rises 0.7–0.9 nats above its ends, the aligned one stays flat.",
         ),
     },
-    keeps={"order": "how the assignment heat maps order the units, a way of looking at the same result"},
+    keeps={
+        "order": "how the assignment heat maps order the units, a way of looking at the same result",
+        "surface": "the 3-D loss landscape, a way of looking at the same pair (computed once asked for)",
+    },
 )

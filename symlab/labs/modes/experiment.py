@@ -23,6 +23,7 @@ import numpy as np
 from symlab.specs import controls
 from symlab.specs.controls import MAX_INT, control
 from symlab.specs.results import to_json
+from symlab.specs.surfaces import Line, Surface
 
 LN2 = math.log(2.0)
 _LOG_2PI = math.log(2.0 * math.pi)
@@ -412,6 +413,54 @@ def optimisation_path(alpha: float, sigma: float, steps: int = 1000, lr: float =
         update = lr * (first / (1 - 0.9**t)) / (np.sqrt(second / (1 - 0.999**t)) + 1e-8)
         mean, log_std = mean - update[0], log_std - update[1]
     return OptimisationPath(alpha, sigma, means, stds, kls)
+
+
+# ---------------------------------------------------------------------------------------------
+# The landscape: the objective over (μ, log s), with Adam's path on it (the 3-D view, --surface)
+# ---------------------------------------------------------------------------------------------
+
+SURFACE_POINTS = 41  # per side: within the cost of the page's first chart (benchmarks/bench_surfaces.py)
+KL_CEILING = 2.0  # nats: the view draws higher values on a flat lid (ln 2, one mode ignored, is 0.69)
+
+
+def kl_landscape(alpha: float, sigma: float, points: int = SURFACE_POINTS) -> Surface:
+    """KL(q‖p_α) along e₁ over q's mean μ and log standard deviation log s (the other coordinates are fitted
+    exactly and add nothing), by the same quadrature as the fits: from 2.5σ beyond each component in μ, and in
+    log s from log σ − 1.5 to 0.7 above the forward-KL width √(σ² + α²/4), where q straddles both modes."""
+    sigma = check_sigma(sigma)
+    alpha = float(check_alphas([alpha])[0])
+    mu = np.linspace(-2.5 * sigma, alpha + 2.5 * sigma, points)
+    log_s = np.linspace(math.log(sigma) - 1.5, 0.5 * math.log(sigma**2 + alpha**2 / 4) + 0.7, points)
+    kl = standard_reverse_kl(mu[None, :] / sigma, log_s[:, None] - math.log(sigma), alpha / sigma)
+    return Surface(mu, log_s, kl, "mean μ", "log s", "KL (nats)", z_ceiling=KL_CEILING)
+
+
+def optimum_from_start(alpha: float, sigma: float) -> tuple[float, float, float]:
+    """The exact optimum reached from q's start at α: its mean, its standard deviation along e₁ and its KL."""
+    fit = fit_exact([alpha], sigma)
+    return float(fit.mean[0]), float(fit.std_e1[0]), float(fit.kl[0])
+
+
+def path_lines(path: OptimisationPath, step: int, optimum: tuple[float, float, float], stride: int = 1) -> list[Line]:
+    """Adam's path on the landscape up to ``step`` (label ``path``; every ``stride``-th step, and ``step``), q
+    at ``step`` (``now``) and ``optimum`` (:func:`optimum_from_start`; ``optimum``), each at its own KL."""
+    upto = np.unique(np.r_[np.arange(0, step + 1, stride), step])
+    log_std = np.log(path.std)
+    mean, std, kl = optimum
+    return [
+        Line("path", path.mean[upto], log_std[upto], path.kl[upto]),
+        Line("now", path.mean[step : step + 1], log_std[step : step + 1], path.kl[step : step + 1]),
+        Line("optimum", np.array([mean]), np.array([math.log(std)]), np.array([kl])),
+    ]
+
+
+def landscape_report(alpha: float, sigma: float) -> dict:
+    """The landscape at α with Adam's whole path and the optimum on it, as the command line's ``--surface``
+    writes it (:func:`symlab.specs.surfaces.to_json`)."""
+    path = optimisation_path(alpha, sigma)
+    surface = kl_landscape(alpha, sigma)
+    lines = path_lines(path, len(path) - 1, optimum_from_start(alpha, sigma))
+    return to_json(Surface(**{**vars(surface), "lines": tuple(lines)}))
 
 
 # ---------------------------------------------------------------------------------------------

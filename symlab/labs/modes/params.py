@@ -1,7 +1,7 @@
 """The mode-interpolation page's URL parameters: σ and d as :class:`~.experiment.SweepConfig` declares
 them (σ capped for the page), and the page's own view: the α it shows and the forward-KL toggle."""
 
-from symlab.specs import controls
+from symlab.specs import controls, surfaces
 from symlab.specs.presets import Presets
 from symlab.specs.urlstate import Param
 
@@ -17,7 +17,7 @@ FORWARD = Param("forward", "bool", False)
 
 
 def page_params(hosting=None) -> tuple[Param, ...]:
-    return (ALPHA, *controls.url_params(SweepConfig, FIELDS, caps=CAPS), FORWARD)
+    return (ALPHA, *controls.url_params(SweepConfig, FIELDS, caps=CAPS), FORWARD, surfaces.VIEW)
 
 
 # Each sets every control (d at its default); one sentence on what to watch.
@@ -47,5 +47,6 @@ PRESETS = Presets(
             dict(alpha=6.0, sigma=1.0, forward=True),
             "Forward KL matches moments: it always covers both modes, however far apart.",
         ),
-    }
+    },
+    keeps={"surface": "the 3-D landscape of the objective, a way of looking at the same fit"},
 )

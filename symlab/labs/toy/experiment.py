@@ -19,6 +19,7 @@ import torch
 from symlab.lib import chains, hmc, two_relu
 from symlab.specs.hmc import HmcConfig
 from symlab.specs.results import to_json
+from symlab.specs.surfaces import Line, Surface, on_surface
 from symlab.specs.tasks import Cost, Task
 
 from .config import DEFAULT_STEPS, DEFAULT_TABLE_ALPHAS, ToyConfig
@@ -143,6 +144,64 @@ def exact_view(config: ToyConfig, display_grid: int = 81):
     mean, std = two_relu.posterior_predictive(post, x, config.noise)
     display = two_relu.exact_posterior(data, config.noise, config.prior_scale, display_grid, two_relu.mass_bound(post))
     return data, exact_answer(data, config, post), display, x, mean, std
+
+
+# ---------------------------------------------------------------------------------------------
+# The landscape: the exact log posterior over (w₁, w₂) with the fits on it (the 3-D view, --surface)
+# ---------------------------------------------------------------------------------------------
+
+SURFACE_DEPTH = 8.0  # nats below the peak the view draws: deeper, the posterior is drawn flat on the floor
+SURFACE_STRIDE = 2  # every other point of the display grid: 41 × 41 of the page's 81 × 81
+
+
+def q_log_density(mean, std, symmetrised: bool, x, y) -> np.ndarray:
+    """log q(w) on the grid ``x × y`` (rows follow w₂): mean-field q = N(mean, diag std²), or SGM's
+    q_G = ½q(w) + ½q(swap w)."""
+    w1, w2 = np.meshgrid(np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64))
+
+    def log_normal(m, s):
+        return sum(
+            -0.5 * ((w - mi) / si) ** 2 - np.log(si) - 0.5 * np.log(2 * np.pi) for w, mi, si in zip((w1, w2), m, s)
+        )
+
+    mean, std = np.asarray(mean, dtype=np.float64), np.asarray(std, dtype=np.float64)
+    own = log_normal(mean, std)
+    return np.logaddexp(own, log_normal(mean[::-1], std[::-1])) - np.log(2.0) if symmetrised else own
+
+
+def posterior_surface(display: two_relu.GridPosterior, stride: int = SURFACE_STRIDE) -> Surface:
+    """The exact log posterior on the display grid (every ``stride``-th point) as a landscape over (w₁, w₂)."""
+    axis = display.axis[::stride]
+    z = display.log_density[::stride, ::stride].T  # GridPosterior's [i, j] is (w₁[i], w₂[j]): rows follow w₂
+    return Surface(axis, axis, z, "w₁", "w₂", "log p(w | D) (nats)", z_floor=float(z.max() - SURFACE_DEPTH))
+
+
+def landscape_lines(surface: Surface, config: ToyConfig, fitted: dict[str, tuple]) -> list[Line]:
+    """On the landscape: the two equivalent modes (label ``modes``) and each fitted method's 1 and 2 sd outlines
+    (``fitted``: method -> (mean, std); both components of SGM's q_G; labelled by the method)."""
+    a = config.alpha
+    return [on_surface(surface, "modes", [a, -a], [-a, a])] + [
+        on_surface(surface, method, *two_relu.gaussian_outlines(mean, std, method == "sgm"))
+        for method, (mean, std) in fitted.items()
+    ]
+
+
+def q_grids(surface: Surface, fitted: dict[str, tuple]) -> dict[str, np.ndarray]:
+    """Each fitted method's log q on the landscape's grid."""
+    return {
+        method: q_log_density(mean, std, method == "sgm", surface.x, surface.y)
+        for method, (mean, std) in fitted.items()
+    }
+
+
+def posterior_landscape(
+    config: ToyConfig, display: two_relu.GridPosterior, fitted: dict[str, tuple]
+) -> tuple[Surface, dict[str, np.ndarray]]:
+    """:func:`posterior_surface` with :func:`landscape_lines` on it, and :func:`q_grids`: what the page's 3-D view
+    draws and its CSV holds, for ``fitted``."""
+    surface = posterior_surface(display)
+    drawn = Surface(**{**vars(surface), "lines": tuple(landscape_lines(surface, config, fitted))})
+    return drawn, q_grids(surface, fitted)
 
 
 # ---------------------------------------------------------------------------------------------

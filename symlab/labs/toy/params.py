@@ -2,7 +2,7 @@
 shows, with the page's caps, the paper table's α values and seeds (also the command line's
 ``--alphas`` and ``--seeds``), and the live training's Adam step."""
 
-from symlab.specs import controls
+from symlab.specs import controls, surfaces
 from symlab.specs.presets import Presets
 from symlab.specs.urlstate import Param, format_floats
 
@@ -32,7 +32,7 @@ ADAM_STEP = Param("adam_step", "int", 0, 0, LIVE_STEPS)
 
 
 def page_params(hosting=None) -> tuple[Param, ...]:
-    return (*controls.url_params(ToyConfig, FIELDS, caps=CAPS), ALPHAS, SEEDS, ADAM_STEP)
+    return (*controls.url_params(ToyConfig, FIELDS, caps=CAPS), ALPHAS, SEEDS, ADAM_STEP, surfaces.VIEW)
 
 
 # Each sets every control of the live view (the rest at their defaults, the seed included); one sentence on what
@@ -69,5 +69,6 @@ PRESETS = Presets(
         "alphas": "the paper tables' α values, a computation apart from the live view",
         "seeds": "the paper tables' number of seeds, a computation apart from the live view",
         "adam_step": "the live training's place in its run, not a setting (new settings start it over)",
+        "surface": "the 3-D landscape, a way of looking at the same training",
     },
 )

@@ -42,12 +42,21 @@ def test_heights_are_exact_on_a_plane_and_keep_breaks():
     assert found[4] == pytest.approx(2 * 2 - 3 * 1 + 1)
 
 
-def test_a_view_draws_between_floor_and_ceiling_and_keeps_the_values():
+def test_a_view_draws_down_to_the_floor_and_keeps_the_values():
     z = np.array([[-50.0, 0.0], [3.0, 10.0]])
-    surface = Surface(np.arange(2.0), np.arange(2.0), z, "x", "y", "z", z_floor=-5.0, z_ceiling=4.0)
-    assert surface.drawn().tolist() == [[-5.0, 0.0], [3.0, 4.0]]
+    surface = Surface(np.arange(2.0), np.arange(2.0), z, "x", "y", "z", z_floor=-5.0)
+    assert surface.drawn().tolist() == [[-5.0, 0.0], [3.0, 10.0]]
     written = surfaces.to_json(surface)
-    assert written["z"] == z.tolist() and written["z_floor"] == -5.0 and written["z_ceiling"] == 4.0
+    assert written["z"] == z.tolist() and written["z_floor"] == -5.0 and written["z_scale"] == "linear"
+
+
+def test_a_log_axis_needs_a_positive_floor_and_lifts_lines_by_a_ratio():
+    with pytest.raises(ValueError, match="positive z_floor"):
+        Surface(np.arange(2.0), np.arange(2.0), np.ones((2, 2)), "x", "y", "z", z_scale="log")
+    z = np.array([[0.01, 0.1], [1.0, 10.0]])
+    surface = Surface(np.arange(2.0), np.arange(2.0), z, "x", "y", "z", z_floor=1e-3, z_scale="log")
+    (height,) = surfaces.on_surface(surface, "point", [1.0], [1.0]).z
+    assert height == pytest.approx(10.0 * 1000**surfaces.LIFT)
 
 
 def test_json_has_the_documented_keys_and_no_nan():
@@ -55,7 +64,7 @@ def test_json_has_the_documented_keys_and_no_nan():
     surface = Surface(np.arange(2.0), np.arange(2.0), np.array([[np.nan, 1], [2, 3]]), "x", "y", "z", lines=(line,))
     written = surfaces.to_json(surface)
     text = json.dumps(written, allow_nan=False)  # raises on NaN
-    assert set(written) == {"x", "y", "z", "x_title", "y_title", "z_title", "z_floor", "z_ceiling", "lines"}
+    assert set(written) == {"x", "y", "z", "x_title", "y_title", "z_title", "z_floor", "z_scale", "lines"}
     assert json.loads(text)["lines"][0] == {"label": "outline", "x": [0.0, None, 1.0], "y": [0.0, None, 1.0],
                                             "z": [1.0, None, 2.0]}  # fmt: skip
     assert "lowest 1 at (1, 0), highest 3 at (1, 1)" in surfaces.summary(written)
@@ -78,8 +87,8 @@ def test_the_toy_landscape_is_the_exact_log_posterior():
     config = toy.ToyConfig()
     data, exact, display, *_ = toy.exact_view(config)
     surface = toy.posterior_surface(display)
-    assert surface.x.size == surface.y.size == 41
-    for i, j in ((3, 5), (20, 20), (30, 11)):
+    assert surface.x.size == surface.y.size == 81
+    for i, j in ((3, 5), (40, 40), (60, 21)):
         w = np.array([surface.x[j], surface.y[i]])
         prediction = np.maximum(w[0] * data.x_train, 0) + np.maximum(w[1] * data.x_train, 0)
         log_joint = (
@@ -223,7 +232,7 @@ def run(*args):
     return subprocess.run([sys.executable, "-m", "symlab", *args], capture_output=True, text=True, timeout=600)
 
 
-SURFACE_KEYS = {"x", "y", "z", "x_title", "y_title", "z_title", "z_floor", "z_ceiling", "lines"}
+SURFACE_KEYS = {"x", "y", "z", "x_title", "y_title", "z_title", "z_floor", "z_scale", "lines"}
 
 
 @pytest.mark.slow
@@ -231,7 +240,7 @@ def test_each_lab_writes_its_landscape_headless():
     toy_run = run("toy", "--steps", "200", "--surface", "--json")
     assert toy_run.returncode == 0, toy_run.stderr
     written = json.loads(toy_run.stdout)["surface"]
-    assert set(written) == SURFACE_KEYS | {"log_q"} and len(written["log_q"]) == len(written["y"]) == 41
+    assert set(written) == SURFACE_KEYS | {"log_q"} and len(written["log_q"]) == len(written["y"]) == 81
     config = toy.ToyConfig()
     expected = toy.posterior_surface(toy.exact_view(config)[2])
     assert np.array_equal(np.array(written["z"]), expected.z)  # the page's function, the page's grid

@@ -463,10 +463,10 @@ def optimisation_panel(alpha, sigma, turned: bool):
     )
     if turned:
         st.markdown(
-            "**The landscape.** KL(q‖p_α) over q's mean μ and log standard deviation log s (drawn up to "
-            f"{modes.KL_CEILING:g} nats; higher is drawn on a flat lid), with Adam's path on it. Below α* its "
-            "lowest point is the midpoint, with q wide enough to cover both modes; above α*, two valleys, one at "
-            "each mode, and the path from the first component stays in its own."
+            "**The landscape.** KL(q‖p_α) over q's mean μ and log standard deviation log s, on a log axis, with "
+            "Adam's path on it. Below α* its lowest point is the midpoint, with q wide enough to cover both "
+            "modes; above α*, a valley at each mode, whose floor tends to ln 2, and the path from the first "
+            "component stays in its own."
         )
     charts.csv_download(
         pd.DataFrame({"step": np.arange(len(path)), "mean": path.mean, "std": path.std, "kl": path.kl}),

@@ -26,7 +26,7 @@ class Line:
 class Surface:
     """``z[i, j]`` is the value at ``(x[j], y[i])``: rows follow y. Titles name each axis with its unit. A view
     draws values below ``z_floor`` at the floor (a log-density falls without bound away from its mass); the grid,
-    the CSV and the JSON keep them as computed; values above ``z_ceiling`` are drawn at the ceiling."""
+    the CSV and the JSON keep them as computed."""
 
     x: np.ndarray
     y: np.ndarray
@@ -35,18 +35,18 @@ class Surface:
     y_title: str
     z_title: str
     z_floor: float | None = None
-    z_ceiling: float | None = None
+    z_scale: str = "linear"  # or "log": heights spanning decades, a valley's floor and its walls
     lines: tuple[Line, ...] = ()
 
     def __post_init__(self):
         if self.z.shape != (self.y.size, self.x.size):
             raise ValueError(f"z is {self.z.shape}: a surface needs one row per y and one column per x")
+        if self.z_scale not in ("linear", "log") or (self.z_scale == "log" and not (self.z_floor or 0) > 0):
+            raise ValueError(f"z_scale {self.z_scale!r}: linear, or log with a positive z_floor")
 
     def drawn(self) -> np.ndarray:
-        """``z`` as a view draws it: clipped at the floor and the ceiling."""
-        low = -np.inf if self.z_floor is None else self.z_floor
-        high = np.inf if self.z_ceiling is None else self.z_ceiling
-        return np.clip(self.z, low, high)
+        """``z`` as a view draws it: clipped at the floor."""
+        return self.z if self.z_floor is None else np.maximum(self.z, self.z_floor)
 
     def columns(self) -> dict[str, np.ndarray]:
         """The grid in long form, one row per point (the CSV behind the view)."""
@@ -71,17 +71,24 @@ def heights(surface: Surface, x, y) -> np.ndarray:
 LIFT = 0.015  # of the drawn height's range: a line on the landscape sits this far above it, to be seen whole
 
 
+def lifted(surface: Surface, z) -> np.ndarray:
+    """Heights ``z`` a little above the landscape: by :data:`LIFT` of the range it draws (of its decades, on a log
+    axis), so that a line on it is seen whole."""
+    drawn, z = surface.drawn(), np.asarray(z, dtype=np.float64)
+    if surface.z_scale == "log":
+        return z * (np.nanmax(drawn) / np.nanmin(drawn)) ** LIFT
+    return z + LIFT * float(np.nanmax(drawn) - np.nanmin(drawn))
+
+
 def on_surface(surface: Surface, label: str, x, y) -> Line:
     """A line through ``(x, y)`` drawn on the landscape, a little above it."""
     x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
-    drawn = surface.drawn()
-    lift = LIFT * float(np.nanmax(drawn) - np.nanmin(drawn))
-    return Line(label, x, y, heights(surface, x, y) + lift)
+    return Line(label, x, y, lifted(surface, heights(surface, x, y)))
 
 
 def to_json(surface: Surface) -> dict:
     """The JSON a command line's ``--surface`` writes: ``x``, ``y``, ``z`` (rows follow y), ``x_title``,
-    ``y_title``, ``z_title``, ``z_floor``, ``z_ceiling`` and ``lines`` (each ``label``, ``x``, ``y``, ``z``; null where an
+    ``y_title``, ``z_title``, ``z_floor``, ``z_scale`` and ``lines`` (each ``label``, ``x``, ``y``, ``z``; null where an
     outline breaks, as where z is not finite)."""
     return results.to_json(surface)
 

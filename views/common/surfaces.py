@@ -65,12 +65,18 @@ export default function (component) {
     root.setAttribute('role', 'img');
     parentElement.appendChild(root);
     root.addEventListener('pointerdown', () => { root.dragging = true; });
-    window.addEventListener('pointerup', () => {
+    const released = () => {
       root.dragging = false;
       if (root.pending) { const next = root.pending; root.pending = null; draw(root, next); }
-    });
+    };
+    for (const name of ['pointerup', 'pointercancel', 'blur']) window.addEventListener(name, released);
   }
-  root.style.height = `${data.height}px`;
+  root.tallest = data.height;
+  fit(root);
+  if (!root.fitted) {
+    root.fitted = true;
+    window.addEventListener('resize', () => { fit(root); if (root._fullLayout) window.Plotly.Plots.resize(root); });
+  }
   root.setAttribute('aria-label', data.alt);
   const main = document.querySelector('script[src*="static/js/index."]');
   const url = new URL(data.chunk, main ? main.src : new URL('static/js/', document.baseURI)).href;
@@ -82,9 +88,21 @@ export default function (component) {
   });
 }
 
+const NARROW_PX = 560, FURTHER = 1.3;
+
+// No taller than wide (and a legend): in a narrow column a tall view narrows the scene's field of view and cuts it.
+function fit(root) {
+  const width = root.parentElement.clientWidth || root.tallest;
+  root.style.height = `${Math.min(root.tallest, Math.max(300, Math.round(width + 60)))}px`;
+}
+
 function draw(root, figure) {
   const turned = root.layout && root.layout.scene && root.layout.scene.camera;
   if (turned) figure.layout.scene.camera = turned;  // where the visitor left it
+  else if (root.clientWidth < NARROW_PX) {  // a phone: from further away, so that the axes' titles stay in view
+    const eye = figure.layout.scene.camera.eye;
+    figure.layout.scene.camera.eye = {x: eye.x * FURTHER, y: eye.y * FURTHER, z: eye.z * FURTHER};
+  }
   window.Plotly.react(root, figure.data, figure.layout, figure.config);
 }
 """
@@ -122,6 +140,8 @@ def surface_trace(surface: Surface) -> dict:
             f"{surface.z_title} %{{z:.4g}}<extra></extra>",
             "contours": {"z": {"show": True, "usecolormap": False, "color": "#777777", "width": 1}},
         }
+        if surface.z_scale == "log":  # shaded by decades, as the axis reads
+            _ENCODED[surface]["surfacecolor"] = typed_array(np.log10(surface.drawn()))
     return _ENCODED[surface]
 
 
@@ -166,7 +186,8 @@ def figure(surface: Surface, lines: Sequence[Line], styles: dict[str, Style], ca
             "scene": {
                 "xaxis": axis(surface.x_title),
                 "yaxis": axis(surface.y_title),
-                "zaxis": axis(surface.z_title),
+                "zaxis": {**axis(surface.z_title), "type": surface.z_scale}
+                | ({"dtick": 1} if surface.z_scale == "log" else {}),  # a tick a decade: no crowded labels
                 "camera": camera,
                 "aspectmode": "manual",
                 "aspectratio": {"x": 1, "y": 1, "z": 0.7},

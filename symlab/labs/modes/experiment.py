@@ -15,6 +15,7 @@ Monte-Carlo protocol (any d, diagonal or full covariance, Adam) is in :func:`fit
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -420,19 +421,20 @@ def optimisation_path(alpha: float, sigma: float, steps: int = 1000, lr: float =
 # ---------------------------------------------------------------------------------------------
 
 SURFACE_POINTS = 41  # per side: within the cost of the page's first chart (benchmarks/bench_surfaces.py)
-KL_CEILING = 2.0  # nats: the view draws higher values on a flat lid (ln 2, one mode ignored, is 0.69)
+KL_FLOOR = 1e-4  # nats: the log axis's floor (at α = 0 q fits p exactly, KL = 0)
 
 
 def kl_landscape(alpha: float, sigma: float, points: int = SURFACE_POINTS) -> Surface:
     """KL(q‖p_α) along e₁ over q's mean μ and log standard deviation log s (the other coordinates are fitted
-    exactly and add nothing), by the same quadrature as the fits: from 2.5σ beyond each component in μ, and in
-    log s from log σ − 1.5 to 0.7 above the forward-KL width √(σ² + α²/4), where q straddles both modes."""
+    exactly and add nothing), by the same quadrature as the fits: from 1.5σ beyond each component in μ, and in
+    log s from log σ − 1 to 0.3 above the forward-KL width √(σ² + α²/4), where q straddles both modes. Drawn on a
+    log axis: the valleys' floors (ln 2 at a mode far from the other) and their walls (tens of nats) at once."""
     sigma = check_sigma(sigma)
     alpha = float(check_alphas([alpha])[0])
-    mu = np.linspace(-2.5 * sigma, alpha + 2.5 * sigma, points)
-    log_s = np.linspace(math.log(sigma) - 1.5, 0.5 * math.log(sigma**2 + alpha**2 / 4) + 0.7, points)
+    mu = np.linspace(-1.5 * sigma, alpha + 1.5 * sigma, points)
+    log_s = np.linspace(math.log(sigma) - 1.0, 0.5 * math.log(sigma**2 + alpha**2 / 4) + 0.3, points)
     kl = standard_reverse_kl(mu[None, :] / sigma, log_s[:, None] - math.log(sigma), alpha / sigma)
-    return Surface(mu, log_s, kl, "mean μ", "log s", "KL (nats)", z_ceiling=KL_CEILING)
+    return Surface(mu, log_s, kl, "mean μ", "log s", "KL (nats)", z_floor=KL_FLOOR, z_scale="log")
 
 
 def optimum_from_start(alpha: float, sigma: float) -> tuple[float, float, float]:
@@ -460,7 +462,7 @@ def landscape_report(alpha: float, sigma: float) -> dict:
     path = optimisation_path(alpha, sigma)
     surface = kl_landscape(alpha, sigma)
     lines = path_lines(path, len(path) - 1, optimum_from_start(alpha, sigma))
-    return to_json(Surface(**{**vars(surface), "lines": tuple(lines)}))
+    return to_json(dataclasses.replace(surface, lines=tuple(lines)))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -151,7 +151,6 @@ def exact_view(config: ToyConfig, display_grid: int = 81):
 # ---------------------------------------------------------------------------------------------
 
 SURFACE_DEPTH = 8.0  # nats below the peak the view draws: deeper, the posterior is drawn flat on the floor
-SURFACE_STRIDE = 2  # every other point of the display grid: 41 × 41 of the page's 81 × 81
 
 
 def q_log_density(mean, std, symmetrised: bool, x, y) -> np.ndarray:
@@ -169,10 +168,11 @@ def q_log_density(mean, std, symmetrised: bool, x, y) -> np.ndarray:
     return np.logaddexp(own, log_normal(mean[::-1], std[::-1])) - np.log(2.0) if symmetrised else own
 
 
-def posterior_surface(display: two_relu.GridPosterior, stride: int = SURFACE_STRIDE) -> Surface:
-    """The exact log posterior on the display grid (every ``stride``-th point) as a landscape over (w₁, w₂)."""
-    axis = display.axis[::stride]
-    z = display.log_density[::stride, ::stride].T  # GridPosterior's [i, j] is (w₁[i], w₂[j]): rows follow w₂
+def posterior_surface(display: two_relu.GridPosterior) -> Surface:
+    """The exact log posterior on the page's display grid (81 × 81: far-apart modes are narrow peaks) as a
+    landscape over (w₁, w₂)."""
+    axis = display.axis
+    z = display.log_density.T  # GridPosterior's [i, j] is (w₁[i], w₂[j]): rows follow w₂
     return Surface(axis, axis, z, "w₁", "w₂", "log p(w | D) (nats)", z_floor=float(z.max() - SURFACE_DEPTH))
 
 
@@ -200,7 +200,7 @@ def posterior_landscape(
     """:func:`posterior_surface` with :func:`landscape_lines` on it, and :func:`q_grids`: what the page's 3-D view
     draws and its CSV holds, for ``fitted``."""
     surface = posterior_surface(display)
-    drawn = Surface(**{**vars(surface), "lines": tuple(landscape_lines(surface, config, fitted))})
+    drawn = replace(surface, lines=tuple(landscape_lines(surface, config, fitted)))
     return drawn, q_grids(surface, fitted)
 
 

@@ -15,6 +15,7 @@ import warnings
 from pathlib import Path
 
 WIDTHS = (390, 768, 1024, 1400, 1920)
+PRESENT_WIDTHS = (390, 1024, 1920)  # presentation mode: a phone, a projector's two usual resolutions
 HEIGHT = 900
 SHOT_MAX_PX = 12_000  # the tallest screenshot taken
 RECHECK_MS = 2_000  # how long after a problem the page is looked at again
@@ -169,7 +170,7 @@ DRAWN_JS = """() => JSON.stringify([document.querySelectorAll('[data-testid="stE
   // a 3-D landscape: drawn once Plotly has laid it out (its chunk loads on first use)
   ...[...document.querySelectorAll('.symlab-surface')].map(v => v._fullLayout && v.querySelector('canvas')
     ? [Math.round(v.getBoundingClientRect().width), v.querySelectorAll('.legend text').length] : null)])"""
-SETTLED_LOOKS, LOOK_SECONDS = 4, 0.2
+SETTLED_LOOKS, LOOK_SECONDS = 3, 0.15  # a layout that moves later is looked at again (RECHECK_MS)
 
 
 def wait_until_drawn(page, timeout_ms: int = 120_000) -> None:

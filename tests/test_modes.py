@@ -277,7 +277,7 @@ def test_cli_defaults_are_the_paper_protocol_and_the_config_defaults():
 
 def test_page_parameters_are_the_declarations_with_the_page_cap():
     by_name = {param.name: param for param in LAB.page_params(None)}
-    assert list(by_name) == ["alpha", "sigma", "dim", "forward"]
+    assert list(by_name) == ["alpha", "sigma", "dim", "forward", "surface"]
     for name in params.FIELDS:
         spec, default = controls.declared(modes.SweepConfig)[name]
         param = by_name[controls.url_name(modes.SweepConfig, name)]

@@ -172,6 +172,7 @@ def test_default_link_shows_the_barrier_collapse():
         "starts": "64",
         "order": "own",
         "seed": "0",
+        "surface": "0",
     }
 
 

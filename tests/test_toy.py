@@ -127,6 +127,7 @@ def test_page_parameters_are_the_declarations_with_the_page_caps():
         "alphas",
         "seeds",
         "adam_step",
+        "surface",
     ]
     # The live training's place in its run, which presets leave alone (new settings start it over).
     assert (by_name["adam_step"].low, by_name["adam_step"].high) == (0, params.LIVE_STEPS)

@@ -681,13 +681,16 @@ LANDSCAPE_CAMERA = {"eye": {"x": -0.9, "y": -1.6, "z": 1.0}}  # from q_A's side:
 
 
 def landscape_section(config: align_lab.AlignConfig, turned: bool) -> None:
+    if not turned and charts.presenting():
+        return  # nothing to show, and presentation mode hides its switch
     st.subheader("The loss landscape")
-    st.toggle(
-        "3-D landscape",
-        key=binding.widget_key(PAGE, landscape.VIEW.name),
-        help="The test loss over the plane through q_A, q_B and q_B aligned, as a surface you can turn. Computed "
-        "once for every visitor (a few seconds); it loads a 3-D drawing library the first time.",
-    )
+    with binding.controls_area("align-landscape"):  # presentation mode hides it, as it hides the sidebar
+        st.toggle(
+            "3-D landscape",
+            key=binding.widget_key(PAGE, landscape.VIEW.name),
+            help="The test loss over the plane through q_A, q_B and q_B aligned, as a surface you can turn. "
+            "Computed once for every visitor (a few seconds); it loads a 3-D drawing library the first time.",
+        )
     if not turned:
         st.caption(
             "Switch it on to see the loss over the whole plane through q_A, q_B and π(q_B): the ridge the "

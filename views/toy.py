@@ -487,12 +487,13 @@ def fitted_now(trainer, fits) -> dict[str, tuple]:
 
 
 def landscape_toggle() -> None:
-    st.toggle(
-        "3-D landscape",
-        key=binding.widget_key(PAGE, landscape.VIEW.name),
-        help="The exact log posterior as a surface you can turn (drag it; two fingers on a phone), with the fits "
-        "on it. It loads a 3-D drawing library the first time.",
-    )
+    with binding.controls_area("toy-landscape"):  # presentation mode hides it, as it hides the sidebar
+        st.toggle(
+            "3-D landscape",
+            key=binding.widget_key(PAGE, landscape.VIEW.name),
+            help="The exact log posterior as a surface you can turn (drag it; two fingers on a phone), with the "
+            "fits on it. It loads a 3-D drawing library the first time.",
+        )
 
 
 def landscape_view(config: toy.ToyConfig, display, fitted: dict[str, tuple]) -> None:

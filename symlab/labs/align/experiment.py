@@ -25,7 +25,7 @@ from symlab.lib.gaussian import DiagonalGaussian
 from symlab.lib.mnist_data import data_directory, load_mnist_once
 from symlab.specs import settings
 from symlab.specs.results import TrainingDiverged, in_memory
-from symlab.specs.surfaces import Line, Surface, lifted
+from symlab.specs.surfaces import Surface, on_surface
 from symlab.specs.tasks import Cost, Task, stored_result
 
 from .config import MNIST_TEST, MOONS_TEST, AlignConfig
@@ -716,8 +716,8 @@ def loss_plane(
 ) -> Surface:
     """The test loss of the marginal predictive (the paths' measure: the same weight draws, the same test set)
     on a grid of the plane through q_A, q_B and q_B aligned by W₂, with the two straight paths and the three
-    posteriors on it at their own losses (lifted a little: :func:`~symlab.specs.surfaces.lifted`).
-    ``progress(done, total)`` after each row of the grid."""
+    posteriors on it (:func:`~symlab.specs.surfaces.on_surface`). ``progress(done, total)`` after each row of the
+    grid."""
     plane = plane_through(pair.qa, rep.ends["before"], rep.ends["w2"])
     xs, ys = plane_grid(plane.b, plane.c_x, plane.c_y, steps)
     loss = np.empty((ys.size, xs.size))
@@ -727,13 +727,11 @@ def loss_plane(
         if progress is not None:
             progress(i + 1, ys.size)
     surface = Surface(xs, ys, loss, "q_A → q_B (W₂)", "→ π(q_B) (W₂)", "test loss (nats)")
-    before, after = rep.paths["before"], rep.paths["w2"]
-    t_before, t_after = np.asarray(before["t"]), np.asarray(after["t"])
-    ends = np.array([before["loss"][0], before["loss"][-1], after["loss"][-1]])
-    lines = (  # the paths' own losses (the report's), a little above the grid's
-        Line("before", plane.b * t_before, 0 * t_before, lifted(surface, before["loss"])),
-        Line("w2", plane.c_x * t_after, plane.c_y * t_after, lifted(surface, after["loss"])),
-        Line("ends", np.array([0.0, plane.b, plane.c_x]), np.array([0.0, 0.0, plane.c_y]), lifted(surface, ends)),
+    t_before, t_after = np.asarray(rep.paths["before"]["t"]), np.asarray(rep.paths["w2"]["t"])
+    lines = (  # on the grid as drawn, a little above it (the paths' own values are the report's)
+        on_surface(surface, "before", plane.b * t_before, 0 * t_before),
+        on_surface(surface, "w2", plane.c_x * t_after, plane.c_y * t_after),
+        on_surface(surface, "ends", [0.0, plane.b, plane.c_x], [0.0, 0.0, plane.c_y]),
     )
     return dataclasses.replace(surface, lines=lines)
 

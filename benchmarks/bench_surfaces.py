@@ -31,6 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
 
 from symlab.labs.align import experiment as align_lab  # noqa: E402
 from symlab.labs.modes import experiment as modes  # noqa: E402
@@ -117,7 +118,7 @@ def modes_rows(repeat: int) -> dict:
     def density_data():
         target = charts.lines_frame("target p_α", x, np.exp(modes.log_mixture(x, alpha, sigma)))
         fitted = charts.lines_frame("q (reverse KL)", x, page.normal_pdf(x, mean, std))
-        return {"lines": __import__("pandas").concat([target, fitted])}
+        return {"lines": pd.concat([target, fitted])}
 
     spec = page.density_spec(False, False)
     first_frame, first_bytes = best_cpu(lambda: vega_frame(spec, density_data()), repeat * 4)

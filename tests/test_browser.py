@@ -977,6 +977,7 @@ def drawn_landscape(page, timeout_ms=60_000) -> dict:
 def turn_landscape(page) -> dict:
     """Drag across the landscape as a visitor turns it; the camera's eye where it was left."""
     view = page.locator(".symlab-surface").first
+    view.wait_for(state="visible")  # a rerun under way can hold the page's elements back a moment
     view.scroll_into_view_if_needed()
     page.evaluate("() => { window.__landscape = document.querySelector('.symlab-surface'); }")
     box = view.bounding_box()
@@ -1014,7 +1015,7 @@ def test_toy_landscape_draws_turns_and_follows_training_in_place(new_page, serve
         arg=first["traces"][2],
     )
     wait_for_run(page)
-    now = page.evaluate(LANDSCAPE_JS)
+    now = drawn_landscape(page)
     assert now["same"], "the landscape was drawn anew, not updated in place"
     assert now["traces"][0] == first["traces"][0]  # the same grid
     assert_same_eye(now["eye"], eye)  # where the visitor turned it
@@ -1035,7 +1036,7 @@ def test_modes_landscape_moves_with_the_player_in_place(new_page, server_url):
     page.wait_for_function(
         f"() => {{ const now = ({LANDSCAPE_JS})(); return now && JSON.parse(now.traces[1]).length === 4; }}"
     )
-    now = page.evaluate(LANDSCAPE_JS)
+    now = drawn_landscape(page)
     assert now["same"] and now["traces"][2] != first["traces"][2]
     assert_same_eye(now["eye"], eye)
 
@@ -1052,4 +1053,4 @@ def test_align_landscape_draws_the_plane_and_turns(new_page, server_url):
     ]
     wait_for_run(page)
     assert turn_landscape(page) != first["eye"]
-    assert page.evaluate(LANDSCAPE_JS)["same"]
+    assert drawn_landscape(page)["same"]

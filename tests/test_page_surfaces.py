@@ -2,12 +2,12 @@
 the browser, from the same functions the command lines write; drawing, turning and redrawing in place are
 test_browser.py's."""
 
-import base64
 import json
 
 import numpy as np
 import pytest
 from pagetest import open_page
+from test_surfaces import decoded
 
 from symlab.labs.align import experiment as align_lab
 from symlab.labs.modes import experiment as modes
@@ -34,11 +34,6 @@ def landscapes(at) -> list[dict]:
     ]
 
 
-def grid(typed: dict) -> np.ndarray:
-    values = np.frombuffer(base64.b64decode(typed["bdata"]), dtype=np.float32)
-    return values.reshape([int(n) for n in typed["shape"].split(",")])
-
-
 def test_no_page_loads_plotly_by_default():
     for page in ("toy", "modes", "align"):
         at = open_page(page)
@@ -51,7 +46,7 @@ def test_the_toy_landscape_is_the_exact_posterior_with_both_fits():
     (payload,) = landscapes(at)
     surface, *lines = payload["figure"]["data"]
     expected = toy.posterior_surface(toy.exact_view(toy.ToyConfig())[2])
-    assert grid(surface["z"]) == pytest.approx(expected.drawn().astype(np.float32))
+    assert decoded(surface["z"]) == pytest.approx(expected.drawn().astype(np.float32))
     assert [line["name"] for line in lines] == [
         "equivalent modes",
         "MFVI: 1 and 2 sd",
@@ -76,7 +71,7 @@ def test_the_modes_landscape_carries_adams_path_to_the_step_shown():
     assert not at.exception, [e.value for e in at.exception]
     (payload,) = landscapes(at)
     surface, trail, now, optimum = payload["figure"]["data"]
-    assert grid(surface["z"]) == pytest.approx(modes.kl_landscape(6.0, 1.0).drawn().astype(np.float32))
+    assert decoded(surface["z"]) == pytest.approx(modes.kl_landscape(6.0, 1.0).drawn().astype(np.float32))
     assert len(trail["x"]) == 1 and now["x"] == [0.0]
     at.button(key="modes.step").click().run()
     trail, now = landscapes(at)[0]["figure"]["data"][1:3]
@@ -92,5 +87,5 @@ def test_the_align_landscape_is_the_loss_plane_of_the_pair_shown():
     config = align_lab.AlignConfig(width=8, depth=1, steps=150, samples=4, seed=2).validate()
     expected = align_lab.loss_plane_computed(config)
     surface, before, w2, ends = payload["figure"]["data"]
-    assert grid(surface["z"]) == pytest.approx(expected.z.astype(np.float32), rel=1e-5)
+    assert decoded(surface["z"]) == pytest.approx(expected.z.astype(np.float32), rel=1e-5)
     assert before["name"] == "q_A → q_B, unaligned" and ends["marker"]["symbol"] == "square"

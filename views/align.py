@@ -685,11 +685,10 @@ def landscape_section(config: align_lab.AlignConfig, turned: bool) -> None:
         return  # nothing to show, and presentation mode hides its switch
     st.subheader("The loss landscape")
     with binding.controls_area("align-landscape"):  # presentation mode hides it, as it hides the sidebar
-        st.toggle(
-            "3-D landscape",
-            key=binding.widget_key(PAGE, landscape.VIEW.name),
-            help="The test loss over the plane through q_A, q_B and q_B aligned, as a surface you can turn. "
-            "Computed once for every visitor (a few seconds); it loads a 3-D drawing library the first time.",
+        surfaces.switch(
+            PAGE,
+            "The test loss over the plane through q_A, q_B and q_B aligned, as a surface you can turn. Computed "
+            "once for every visitor (a few seconds).",
         )
     if not turned:
         st.caption(

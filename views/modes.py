@@ -85,11 +85,10 @@ def controls():
         binding.control_widget(PAGE, modes.SweepConfig, "sigma", cap=params.CAPS["sigma"])
         binding.control_widget(PAGE, modes.SweepConfig, "dim")
         st.toggle("Show the forward-KL fit", key=binding.widget_key(PAGE, "forward"))
-        st.toggle(
-            "3-D landscape",
-            key=binding.widget_key(PAGE, landscape.VIEW.name),
-            help="The objective over q's mean and width as a surface you can turn, with Adam's path on it "
-            "(in Watch it optimise). It loads a 3-D drawing library the first time.",
+        surfaces.switch(
+            PAGE,
+            "The objective over q's mean and width as a surface you can turn, with Adam's path on it (in Watch it "
+            "optimise).",
         )
 
 

@@ -432,7 +432,7 @@ def live_panel(config, asked_step: int, turned: bool):
             alt_text="Each method's test MSE, by Adam step",
         )
         if turned:
-            landscape_view(config, display, fitted_now(trainer, fits))
+            landscape_view(config, kept_means)
 
     if (steps_per_tick, tick_seconds) != (STEPS_PER_TICK, TICK_SECONDS):
         st.caption(
@@ -454,7 +454,7 @@ def live_panel(config, asked_step: int, turned: bool):
     )
     if turned:
         charts.csv_download(
-            lambda: landscape_frame(display, fitted_now(trainer, live_fits(trainer, config, exact))),
+            lambda: landscape_frame(config, fitted_now(trainer, live_fits(trainer, config, exact))),
             f"toy_landscape_alpha{config.alpha:g}_seed{config.seed}_step{trainer.steps_done}.csv",
             "Landscape (CSV)",
             "toy.csv_landscape",
@@ -488,15 +488,13 @@ def fitted_now(trainer, fits) -> dict[str, tuple]:
 
 def landscape_toggle() -> None:
     with binding.controls_area("toy-landscape"):  # presentation mode hides it, as it hides the sidebar
-        st.toggle(
-            "3-D landscape",
-            key=binding.widget_key(PAGE, landscape.VIEW.name),
-            help="The exact log posterior as a surface you can turn (drag it; two fingers on a phone), with the "
-            "fits on it. It loads a 3-D drawing library the first time.",
+        surfaces.switch(
+            PAGE,
+            "The exact log posterior as a surface you can turn (drag it; two fingers on a phone), with the fits on it.",
         )
 
 
-def landscape_view(config: toy.ToyConfig, display, fitted: dict[str, tuple]) -> None:
+def landscape_view(config: toy.ToyConfig, fitted: dict[str, tuple]) -> None:
     surface = posterior_surface(config)
     st.markdown(
         f"**The landscape.** log p(w | D) over the two weights, drawn down to {toy.SURFACE_DEPTH:g} nats below "
@@ -512,9 +510,9 @@ def landscape_view(config: toy.ToyConfig, display, fitted: dict[str, tuple]) -> 
     )
 
 
-def landscape_frame(display, fitted: dict[str, tuple]) -> pd.DataFrame:
+def landscape_frame(config: toy.ToyConfig, fitted: dict[str, tuple]) -> pd.DataFrame:
     """The landscape's grid, one row per point: the exact log posterior and each method's log q there."""
-    surface = toy.posterior_surface(display)
+    surface = posterior_surface(config)
     grids = toy.q_grids(surface, fitted)
     return surfaces.grid_frame(
         surface,

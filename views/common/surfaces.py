@@ -9,6 +9,7 @@ visitor turned it, and holds a new frame back while the visitor is dragging."""
 from __future__ import annotations
 
 import base64
+import functools
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -18,8 +19,8 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from symlab.specs.surfaces import Line, Surface
-from views.common import charts
+from symlab.specs.surfaces import VIEW, Line, Surface
+from views.common import binding, charts
 
 PX, PRESENT_PX = 460, 600  # the view's height; its width is its column's
 FONT_PX = 13
@@ -46,6 +47,7 @@ class Style:
             raise ValueError(f"not a 3-D line style: {self.dash!r}, {self.symbol!r}")
 
 
+@functools.cache  # the installed Streamlit's: looked up once, not at every frame
 def plotly_chunk() -> str:
     """The file name of Streamlit's Plotly chunk, next to its main script (``static/js``)."""
     found = sorted((Path(st.__file__).parent / "static" / "static" / "js").glob("PlotlyChart.*.js"))
@@ -109,6 +111,15 @@ function draw(root, figure) {
 
 _COMPONENT = None
 _ENCODED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # a surface's trace, made once per surface
+
+
+def switch(page: str, what: str) -> None:
+    """The page's 3-D switch (the ``surface`` parameter), with ``what`` the landscape shows in its help."""
+    st.toggle(
+        "3-D landscape",
+        key=binding.widget_key(page, VIEW.name),
+        help=f"{what} It loads a 3-D drawing library the first time.",
+    )
 
 
 def component():

@@ -24,6 +24,7 @@ from views.common import binding, charts
 
 PX, PRESENT_PX = 460, 600  # the view's height; its width is its column's
 FONT_PX = 13
+TICK_PX = 11
 SURFACE_COLOURS = [[0.0, "#F2F2F2"], [1.0, "#3A3A3A"]]  # low to high, light to dark: the coloured lines stand out
 LINE_WIDTH, MARKER_PX = 5, 6
 # Scatter3d's marker symbols and dashes: each line's second cue beside its colour.
@@ -90,7 +91,7 @@ export default function (component) {
   });
 }
 
-const NARROW_PX = 560, FURTHER = 1.3;
+const NARROW_PX = 560, FURTHER = 1.5;
 
 // No taller than wide (and a legend): in a narrow column a tall view narrows the scene's field of view and cuts it.
 function fit(root) {
@@ -184,7 +185,8 @@ def figure(surface: Surface, lines: Sequence[Line], styles: dict[str, Style], ca
     font = round(FONT_PX * (charts.PRESENT_FONT_PX / charts.FONT_PX if present else 1.0))
 
     def axis(title: str) -> dict:
-        return {"title": {"text": title, "font": {"size": font}}, "tickfont": {"size": round(font * 0.85)}}
+        # Ticks at the normal size and few of them: WebGL draws them inside the scene, which a phone makes small.
+        return {"title": {"text": title, "font": {"size": font}}, "tickfont": {"size": TICK_PX}, "nticks": 6}
 
     return {
         "data": [surface_trace(surface), *(line_trace(line, styles[line.label]) for line in lines)],

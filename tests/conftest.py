@@ -325,6 +325,14 @@ def one_torch_thread():
 
 
 @pytest.fixture(scope="session")
+def haproxy():
+    """HAProxy's path (tests/prerequisites.py installs Debian's haproxy where it is missing)."""
+    from symlab.serving.proxy import find_haproxy
+
+    return find_haproxy()
+
+
+@pytest.fixture(scope="session")
 def postgres_server_url():
     """A throwaway PostgreSQL server for this test session (tests/postgres.py)."""
     from postgres import PostgresMissing, postgres_server

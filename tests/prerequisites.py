@@ -2,6 +2,7 @@
 
 - Chromium, for the browser tests (Playwright drives Debian's ``chromium``);
 - PostgreSQL's ``initdb`` and ``pg_ctl``, for the throwaway database servers (Debian's ``postgresql``);
+- HAProxy, the proxy in front of ``symlab serve``'s page processes (Debian's ``haproxy``);
 - the fonts the out-of-distribution letters are rendered from (Debian's DejaVu and Liberation);
 - the BNN libraries whose files the weights reader is tested on (``requirements-formats.txt``, installed
   with ``--no-deps``: their own requirements would bring torchvision and another torch).
@@ -60,6 +61,13 @@ NEEDS = (
         frozenset({"postgres_server_url"}),
         _postgres_present,
         debian=("postgresql",),
+    ),
+    Need(
+        "haproxy",
+        "the class server's tests (symlab serve)",
+        frozenset({"class_server", "haproxy"}),
+        lambda: shutil.which("haproxy") is not None or Path("/usr/sbin/haproxy").exists(),
+        debian=("haproxy",),
     ),
     Need(
         "fonts",

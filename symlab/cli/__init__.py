@@ -13,6 +13,7 @@ import json
 import sys
 from pathlib import Path
 
+from symlab.cli import serve
 from symlab.labs import LABS
 
 
@@ -25,6 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers.required = True
     for lab in LABS:
         lab.register(subparsers)
+    serve.register(subparsers)
     return parser
 
 

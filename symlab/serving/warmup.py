@@ -18,6 +18,7 @@ then every state one step of one control away from the default link and from eac
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import importlib
 import logging
@@ -29,7 +30,7 @@ from symlab.labs import LABS, computation_modules
 from symlab.lib import mnist_data
 from symlab.serving import precomputed, shared_results
 from symlab.specs import settings
-from symlab.specs.settings import Hosting, LiveLimits, SettingsError
+from symlab.specs.settings import Hosting, LiveLimits, SettingsError, runs_directory
 from symlab.specs.tasks import Task, kind_of
 from symlab.specs.urlstate import neighbours
 
@@ -76,16 +77,21 @@ def warm_up() -> None:
 FIRST_VISIT_TIMEOUT_SECONDS = 120.0  # for the server to answer, and for each page's run
 
 
-def visit_pages(ws_url: str, pages, timeout: float = FIRST_VISIT_TIMEOUT_SECONDS) -> dict[str, float]:
+def visit_pages(
+    ws_url: str, pages, timeout: float = FIRST_VISIT_TIMEOUT_SECONDS, headers: dict | None = None
+) -> dict[str, float]:
     """Open each page of ``pages`` (URL paths, "" the home page) once in one session at ``ws_url`` (the server's
-    ``/_stcore/stream``), as a browser's first visit does: the seconds each page's run took."""
+    ``/_stcore/stream``), as a browser's first visit does: the seconds each page's run took. ``headers``: sent with
+    the websocket's opening request (a proxy's cookie)."""
     from streamlit.proto.BackMsg_pb2 import BackMsg
     from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
     from websockets.sync.client import connect
 
     early = ForwardMsg.ScriptFinishedStatus.FINISHED_EARLY_FOR_RERUN
     seconds = {}
-    with connect(ws_url, subprotocols=["streamlit"], max_size=None, open_timeout=timeout) as socket:
+    with connect(
+        ws_url, subprotocols=["streamlit"], max_size=None, open_timeout=timeout, additional_headers=headers
+    ) as socket:
         for page in pages:
             request = BackMsg()
             request.rerun_script.page_name = page
@@ -182,6 +188,47 @@ def precompute_in_idle_time(stop: threading.Event, tasks: list[Task] | None = No
                 LOG.info("idle time: %s failed (%s: %s)", kind_of(task.key), type(error).__name__, error)
                 break
     return computed
+
+
+def warm_store(workers: int, tasks: list[Task] | None = None, progress=None) -> dict:
+    """Compute ``tasks`` (default: :func:`likely_tasks`, what the idle pool would compute) into the result store
+    before a server opens, on ``workers`` worker processes at once; ``progress(done, total)`` after each. The
+    default links' shipped results are stored first. Returns the counts and the seconds it took."""
+    started = time.monotonic()
+    store = shared_results._result_store(runs_directory(), max_bytes=_results_max_mb() * 2**20)
+    results = shared_results.SharedResults(workers=workers, torch_threads=1, store=store)
+    try:
+        precomputed.store_into(results, precomputed.default_tasks(_hosting()))
+        tasks = likely_tasks(_hosting()) if tasks is None else tasks
+        present = store.keys_present(task.key for task in tasks)
+        pending = [task for task in tasks if task.key not in present]
+        failed: list[str] = []
+        if progress:
+            progress(0, len(pending))
+        jobs = [results.submit(task, WARM_UP_WAITER, keep=True) for task in pending]
+        for done, future in enumerate(concurrent.futures.as_completed([job.future for job in jobs]), 1):
+            if future.exception() is not None:
+                failed.append(f"{type(future.exception()).__name__}: {future.exception()}")
+            if progress:
+                progress(done, len(pending))
+    finally:
+        results.shutdown()
+    return dict(
+        results=len(tasks),
+        stored_already=len(present),
+        computed=len(pending) - len(failed),
+        failed=len(failed),
+        failures=failed[:5],
+        workers=workers,
+        seconds=round(time.monotonic() - started, 1),
+    )
+
+
+def _results_max_mb() -> int:
+    try:
+        return LiveLimits.from_env().results_max_mb
+    except SettingsError:
+        return LiveLimits().results_max_mb
 
 
 def _wait_for_idle(results: shared_results.SharedResults, stop: threading.Event) -> bool:

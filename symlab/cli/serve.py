@@ -1,0 +1,104 @@
+"""A class server from one command: ``symlab serve [--replicas N] [--warm]`` (symlab.serving.proxy)."""
+
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+from pathlib import Path
+
+from symlab.cli.common import int_at_least
+from symlab.serving import proxy, warmup
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "serve",
+        help="serve the app to a class: a page process per core behind HAProxy (streamlit run serve.py: one process)",
+        description=(
+            "Start one page process (streamlit run serve.py) per core and, in front of them, HAProxy, which keeps "
+            "each browser on one process by a cookie, checks each process's health and sends a browser whose "
+            "process died to a live one; a process that dies is started again. They share the runs directory's "
+            "result store. Needs HAProxy (apt-get install haproxy). Stops on Ctrl-C or SIGTERM."
+        ),
+    )
+    p.add_argument(
+        "--replicas",
+        type=int_at_least(1, 64),
+        default=None,
+        help=f"page processes (default: one per core, here {proxy.default_replicas()})",
+    )
+    p.add_argument("--port", type=int_at_least(1, 65535), default=8501, help="the proxy's port (default 8501)")
+    p.add_argument("--address", default="0.0.0.0", help="the proxy's address (default 0.0.0.0: every interface)")
+    p.add_argument(
+        "--first-page-port",
+        type=int_at_least(1, 65535),
+        default=8601,
+        help="the first page process's port on 127.0.0.1; the others follow it (default 8601)",
+    )
+    p.add_argument(
+        "--warm",
+        action="store_true",
+        help="before opening, compute what the idle pool would: every preset of every lab and each state one step "
+        "of one control away from the default links and the presets, on every core, with a progress bar",
+    )
+    p.add_argument("--log-dir", type=Path, default=None, help="each process's output in DIR/<name>.log (default: none)")
+    p.set_defaults(run=_run_serve, format=_format_serve, json=False)
+
+
+def _run_serve(args) -> dict:
+    replicas = args.replicas or proxy.default_replicas()
+    report: dict = {"replicas": replicas}
+    if args.warm:
+        report["warm"] = warmup.warm_store(proxy.default_replicas(), progress=_progress_bar())
+        print(_format_warm(report["warm"]), file=sys.stderr, flush=True)
+    say = lambda line: print(f"symlab serve: {line}", file=sys.stderr, flush=True)  # noqa: E731
+    server = proxy.ClassServer(
+        replicas,
+        port=args.port,
+        address=args.address,
+        first_page_port=args.first_page_port,
+        say=say,
+        log_dir=args.log_dir,
+    )
+    stop = threading.Event()
+    for number in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(number, lambda *_: stop.set())
+    try:
+        server.start()
+        say(f"serving {server.url} with {replicas} page process{'es' if replicas > 1 else ''}; Ctrl-C stops it")
+        server.supervise(stop)
+    finally:
+        server.stop()
+    report["restarts"] = server.restarts
+    return report
+
+
+def _progress_bar(width: int = 30):
+    interactive = sys.stderr.isatty()
+    shown = [-1]
+
+    def progress(done: int, total: int) -> None:
+        share = done / total if total else 1.0
+        tenth = int(share * 10)
+        if not interactive and tenth == shown[0] and done < total:
+            return  # a log gets a line per tenth, a terminal one bar redrawn
+        shown[0] = tenth
+        bar = "#" * round(share * width)
+        end = "\n" if done >= total or not interactive else ""
+        print(f"\rwarming the result store [{bar:<{width}}] {done}/{total}", end=end, file=sys.stderr, flush=True)
+
+    return progress
+
+
+def _format_warm(warm: dict) -> str:
+    failed = f", {warm['failed']} failed ({'; '.join(warm['failures'])})" if warm["failed"] else ""
+    return (
+        f"warmed in {warm['seconds']:g} s on {warm['workers']} workers: {warm['computed']} results computed, "
+        f"{warm['stored_already']} of {warm['results']} stored already{failed}"
+    )
+
+
+def _format_serve(report: dict) -> str:
+    processes = f"{report['replicas']} page process{'es' if report['replicas'] > 1 else ''}"
+    return f"stopped: {processes}, {report['restarts']} started again"

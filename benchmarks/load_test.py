@@ -229,9 +229,16 @@ def app_server(extra_env: dict, log_path: Path, cpus: list[int] | None = None):
 
 
 @contextlib.contextmanager
-def app_servers(count: int, extra_env: dict, log_path: Path, cpus: list[int] | None = None, script: str = "serve.py"):
+def app_servers(
+    count: int,
+    extra_env: dict,
+    log_path: Path,
+    cpus: list[int] | None = None,
+    script: str = "serve.py",
+    quota: CpuQuota | None = None,
+):
     """``count`` app servers (``script``: serve.py or another entry point) on one runs directory (replicas: they
-    share its result store); yields their (url, pid) pairs."""
+    share its result store), under ``quota`` if given; yields their (url, pid) pairs."""
     runs_dir = tempfile.mkdtemp(prefix="symlab-load-runs-")
     with open(log_path, "ab") as log:
         log.write(f"\n===== {count} server(s), extra env {extra_env} =====\n".encode())
@@ -240,12 +247,101 @@ def app_servers(count: int, extra_env: dict, log_path: Path, cpus: list[int] | N
             # Not this process's affinity, which --browser-cpus may have narrowed.
             servers = [
                 stack.enter_context(
-                    app_process({"SYMLAB_RUNS_DIR": runs_dir, **extra_env}, log_path, cpus or ALL_CPUS, script=script)
+                    app_process(
+                        {"SYMLAB_RUNS_DIR": runs_dir, **extra_env},
+                        log_path,
+                        cpus or ALL_CPUS,
+                        script=script,
+                        preexec=quota.join if quota else None,
+                    )
                 )
                 for _ in range(count)
             ]
             yield [(url, process.pid) for url, process in servers]
     finally:
+        shutil.rmtree(runs_dir, ignore_errors=True)
+
+
+SLOWEST_RATES = dict(matmul_gflops=66.0, elements_g_per_s=3.0)  # the slowest machine the latency targets hold on
+CPU_ROOT = Path("/sys/fs/cgroup/cpu")  # cgroup v1's CPU controller (root)
+CPU_PERIOD_US = 100_000
+
+
+def slowest_machine_cores(rates: dict, cores: int = NCPU) -> tuple[float, float]:
+    """The cores the servers may use here to run as fast as ``cores`` of the slowest machine: each of this
+    machine's rates against the slowest's, the larger slow-down of the two (page runs, a few thousand numbers
+    at a time, follow the element rate most: 2.6x slower where that rate was 2.5x lower). (cores, factor)."""
+    factor = min(
+        SLOWEST_RATES["matmul_gflops"] / rates["matmul_gflops"],
+        SLOWEST_RATES["elements_g_per_s"] / rates["elements_g_per_s"],
+        1.0,
+    )
+    return cores * factor, factor
+
+
+class CpuQuota:
+    """A cgroup (v1, as root) holding the servers and everything they start to ``cores`` CPU-seconds a second."""
+
+    def __init__(self, cores: float):
+        self.cores = cores
+        self.path = CPU_ROOT / f"symlab-load-{os.getpid()}"
+        self.path.mkdir(exist_ok=True)
+        (self.path / "cpu.cfs_period_us").write_text(str(CPU_PERIOD_US))
+        (self.path / "cpu.cfs_quota_us").write_text(str(max(int(cores * CPU_PERIOD_US), 1000)))
+
+    def join(self) -> None:
+        """In a child before it runs its program: it and what it forks are held to the quota."""
+        (self.path / "cgroup.procs").write_text(str(os.getpid()))
+
+    def throttled_s(self) -> float:
+        for line in (self.path / "cpu.stat").read_text().splitlines():
+            if line.startswith("throttled_time"):
+                return int(line.split()[1]) / 1e9
+        return 0.0
+
+    def remove(self) -> None:
+        for pid in (self.path / "cgroup.procs").read_text().split():  # leftovers back to the root, then remove
+            with contextlib.suppress(OSError):
+                (CPU_ROOT / "cgroup.procs").write_text(pid)
+        with contextlib.suppress(OSError):
+            self.path.rmdir()
+
+
+@contextlib.contextmanager
+def proxied_servers(count: int, extra_env: dict, log_path: Path, quota: CpuQuota | None):
+    """``symlab serve``'s class server (symlab.serving.proxy): ``count`` page processes (counted_serve.py) behind
+    HAProxy, all under ``quota``; yields (the proxy's URL, the ClassServer)."""
+    from class_server import free_port_block
+
+    from symlab.serving.proxy import ClassServer
+
+    runs_dir = tempfile.mkdtemp(prefix="symlab-load-runs-")
+    first = free_port_block(count + 1)
+    log_dir = Path(tempfile.mkdtemp(prefix="symlab-load-logs-"))
+    server = ClassServer(
+        count,
+        port=first,
+        address="127.0.0.1",
+        first_page_port=first + 1,
+        environ={**os.environ, "SYMLAB_RUNS_DIR": runs_dir, **extra_env},
+        say=lambda line: print(f"  class server: {line}", file=sys.stderr, flush=True),
+        log_dir=log_dir,
+        script=Path(__file__).resolve().parents[1] / COUNTED_SERVER,
+        preexec_fn=quota.join if quota else None,
+    )
+    stop = threading.Event()
+    supervisor = threading.Thread(target=server.supervise, args=(stop,), daemon=True)
+    try:
+        server.start()
+        supervisor.start()
+        yield server.url, server
+    finally:
+        stop.set()
+        server.stop()
+        with open(log_path, "ab") as log:
+            for path in sorted(log_dir.glob("*.log")):
+                log.write(f"\n===== {path.stem} =====\n".encode() + path.read_bytes())
+        shutil.rmtree(log_dir, ignore_errors=True)
         shutil.rmtree(runs_dir, ignore_errors=True)
 
 
@@ -946,7 +1042,7 @@ def nudged(widget, rng: random.Random):
 
 async def protocol_phase(urls: list[str], n: int, args, sampler: Sampler | None, run_log: Path | None = None) -> dict:
     # Each session stays with one server, as behind a sticky proxy.
-    sessions = [Session(urls[i % len(urls)], timeout=args.timeout) for i in range(n)]
+    sessions = [Session(urls[i % len(urls)], timeout=args.timeout, sticky=args.sticky) for i in range(n)]
     own_ticks = sum(os.times()[:2])
 
     players = min(args.players, n)
@@ -968,7 +1064,7 @@ async def protocol_phase(urls: list[str], n: int, args, sampler: Sampler | None,
         finally:
             await session.close()
 
-    uploaders = [Session(urls[i % len(urls)], timeout=args.timeout) for i in range(args.uploaders)]
+    uploaders = [Session(urls[i % len(urls)], timeout=args.timeout, sticky=args.sticky) for i in range(args.uploaders)]
     files = upload_files() if uploaders else []
 
     async def uploading(session: Session) -> None:
@@ -1179,6 +1275,7 @@ def run_protocol(args, server_env: dict) -> dict:
             seconds=args.seconds,
             stagger=args.stagger,
             replicas=args.replicas,
+            proxy=args.proxy,
             uploaders=args.uploaders,
             players=args.players,
             players_still=args.players_still,
@@ -1193,38 +1290,73 @@ def run_protocol(args, server_env: dict) -> dict:
     log_path = Path(args.server_log or tempfile.mkstemp(prefix="symlab-load-", suffix=".log")[1])
     run_log = Path(tempfile.mkstemp(prefix="symlab-runs-", suffix=".log")[1])
     server_env = {**server_env, "SYMLAB_RUN_LOG": str(run_log)}
-    with app_servers(args.replicas, server_env, log_path, args.server_cpus, COUNTED_SERVER) as servers:
-        urls, pids = [url for url, _ in servers], [pid for _, pid in servers]
-        sampler = Sampler(pids, args.sample_interval)
-        sampler.start()
-        try:
-            if not args.no_settle:
-                results["settled_after_s"] = settled(pids)
-            for n in args.sessions:
-                print(f"phase N = {n}: {n} protocol sessions × {args.seconds:g} s …", file=sys.stderr, flush=True)
-                phase_result = asyncio.run(protocol_phase(urls, n, args, sampler, run_log))
-                results["phases"].append(phase_result)
-                print(
-                    f"  {phase_result['requests']} requests, p95 {fmt(phase_result['p95_ms'])} ms, "
-                    f"errors {phase_result['errors_by_kind'] or 0}",
-                    file=sys.stderr,
-                    flush=True,
+    quota = None
+    if args.slowest_machine:
+        cores, factor = slowest_machine_cores(results["rates"])
+        results["cpu_quota"] = dict(cores=cores, factor=factor, slowest_rates=SLOWEST_RATES)
+        quota = CpuQuota(cores)
+    try:
+        with contextlib.ExitStack() as stack:
+            if args.proxy:
+                url, class_server = stack.enter_context(proxied_servers(args.replicas, server_env, log_path, quota))
+                urls, pids = [url], [pid for name, pid in class_server.pids().items() if name != "proxy"]
+                args.sticky = True
+            else:
+                servers = stack.enter_context(
+                    app_servers(args.replicas, server_env, log_path, args.server_cpus, COUNTED_SERVER, quota)
                 )
-        finally:
-            sampler.stop()
-        results["vmhwm_mib"] = sum(status_kib(pid, "VmHWM").get("VmHWM", 0) for pid in pids) / 1024
+                urls, pids = [url for url, _ in servers], [pid for _, pid in servers]
+                args.sticky = False
+            run_protocol_phases(args, results, urls, pids, run_log)
+    finally:
+        if quota:
+            results["cpu_quota"]["throttled_s"] = quota.throttled_s()
+            quota.remove()
     results["server_log"] = server_log_summary(log_path)
     return results
+
+
+def run_protocol_phases(args, results: dict, urls: list[str], pids: list[int], run_log: Path) -> None:
+    """Each phase of --sessions against the servers at ``urls`` (page processes ``pids``), into ``results``."""
+    sampler = Sampler(pids, args.sample_interval)
+    sampler.start()
+    try:
+        if not args.no_settle:
+            results["settled_after_s"] = settled(pids)
+        for n in args.sessions:
+            print(f"phase N = {n}: {n} protocol sessions × {args.seconds:g} s …", file=sys.stderr, flush=True)
+            phase_result = asyncio.run(protocol_phase(urls, n, args, sampler, run_log))
+            results["phases"].append(phase_result)
+            print(
+                f"  {phase_result['requests']} requests, p95 {fmt(phase_result['p95_ms'])} ms, "
+                f"errors {phase_result['errors_by_kind'] or 0}",
+                file=sys.stderr,
+                flush=True,
+            )
+    finally:
+        sampler.stop()
+    results["vmhwm_mib"] = sum(status_kib(pid, "VmHWM").get("VmHWM", 0) for pid in pids) / 1024
 
 
 def protocol_report(results: dict) -> str:
     config = results["config"]
     servers = config.get("replicas", 1)
     rates = results.get("rates") or {}
+    shared_by = "server" if servers == 1 else f"{servers} servers (replicas)"
+    if config.get("proxy"):
+        shared_by = f"symlab serve's {servers} page process{'es' if servers > 1 else ''} behind HAProxy"
+    quota = results.get("cpu_quota")
     out = [
-        f"SymLab protocol load test — {NCPU} CPUs shared by {'server' if servers == 1 else f'{servers} servers (replicas)'} "
+        f"SymLab protocol load test — {NCPU} CPUs shared by {shared_by} "
         f"and client, {config['seconds']:g} s of activity per session, sessions {config['stagger']:g} s apart, "
         f"server env {config['server_env'] or '{}'}",
+        (
+            f"Servers held to {quota['cores']:.2f} cores (a CPU quota): this machine × {quota['factor']:.2f}, as fast "
+            f"as {NCPU} cores at {quota['slowest_rates']['matmul_gflops']:g} GFLOP/s and "
+            f"{quota['slowest_rates']['elements_g_per_s']:g} G elements/s; throttled {quota.get('throttled_s', 0):.0f} s"
+            if quota
+            else ""
+        ),
         (
             f"Machine, one thread: {rates['matmul_gflops']:.0f} GFLOP/s in products, {rates['elements_g_per_s']:.2f} G "
             f"elements/s, {rates['normals_m_per_s']:.0f} M normal draws/s"
@@ -1454,6 +1586,19 @@ def parse_args(argv=None):
         "(as behind a sticky proxy; default 1)",
     )
     parser.add_argument(
+        "--proxy",
+        action="store_true",
+        help="with --protocol: the servers are symlab serve's class server, --replicas page processes behind "
+        "HAProxy, and every session drives the proxy's address, kept on its process by the proxy's cookie",
+    )
+    parser.add_argument(
+        "--slowest-machine",
+        action="store_true",
+        help="with --protocol: the servers (and all they start) under a CPU quota (a cgroup, as root) of this "
+        f"machine's cores scaled by its rates against the slowest machine's ({SLOWEST_RATES['matmul_gflops']:g} "
+        f"GFLOP/s, {SLOWEST_RATES['elements_g_per_s']:g} G elements/s): the larger slow-down of the two",
+    )
+    parser.add_argument(
         "--uploaders",
         type=int,
         default=0,
@@ -1535,6 +1680,8 @@ def parse_args(argv=None):
         parser.error("--protocol drives only a server it starts itself on localhost; not with --url")
     if args.replicas < 1 or (args.replicas > 1 and not args.protocol):
         parser.error("--replicas: a whole number >= 1, with --protocol")
+    if (args.proxy or args.slowest_machine) and not args.protocol:
+        parser.error("--proxy and --slowest-machine go with --protocol")
     most = MAX_PROTOCOL_SESSIONS if args.protocol else MAX_BROWSER_SESSIONS
     if any(n < 1 or n > most for n in args.sessions):
         parser.error(f"--sessions: each N in 1..{most}{'' if args.protocol else ' (more with --protocol)'}")

@@ -139,10 +139,12 @@ class Result:
 
 @dataclass
 class Session:
-    """One simulated browser tab on ``url`` (http://host:port)."""
+    """One simulated browser tab on ``url`` (http://host:port). ``sticky``: it first loads the app's page as a
+    browser does and keeps the cookies that answer sets (a proxy's, naming the process it stays on)."""
 
     url: str
     timeout: float = 15.0
+    sticky: bool = False
     answered: list[Answered] = field(default_factory=list)  # every request that got its end of run
     results: list[Result] = field(default_factory=list)  # every computation a request waited for, once drawn
     abandoned: int = 0  # requests that waited, replaced by another request before their result came
@@ -168,16 +170,39 @@ class Session:
         self.reader: asyncio.Task | None = None
         self.ticker: asyncio.Task | None = None
         self.closing = False
+        self.cookies: dict[str, str] = {}
 
     # ------------------------------------------------------------------ connection
 
     async def connect(self) -> None:
+        if self.sticky and not self.cookies:
+            self.cookies = await asyncio.to_thread(self.page_cookies)
         ws_url = self.url.replace("http://", "ws://", 1).rstrip("/") + "/_stcore/stream"
         self.socket = await websockets.connect(
-            ws_url, subprotocols=["streamlit"], max_size=None, open_timeout=self.timeout, ping_interval=None
+            ws_url,
+            subprotocols=["streamlit"],
+            max_size=None,
+            open_timeout=self.timeout,
+            ping_interval=None,
+            additional_headers={"Cookie": self.cookie_header()} if self.cookies else None,
         )
         self.reader = asyncio.create_task(self.read())
         self.ticker = asyncio.create_task(self.tick())
+
+    def page_cookies(self) -> dict[str, str]:
+        """The cookies set by the answer to the app's page (index.html), as a browser's first request gets them."""
+        import urllib.request
+        from http.cookies import SimpleCookie
+
+        with urllib.request.urlopen(self.url.rstrip("/") + "/", timeout=self.timeout) as response:
+            response.read()
+            jar = SimpleCookie()
+            for header in response.headers.get_all("Set-Cookie") or []:
+                jar.load(header)
+        return {name: morsel.value for name, morsel in jar.items()}
+
+    def cookie_header(self, **more: str) -> str:
+        return "; ".join(f"{name}={value}" for name, value in {**self.cookies, **more}.items())
 
     async def close(self) -> None:
         self.closing = True
@@ -253,7 +278,7 @@ class Session:
             headers={
                 "Content-Type": f"multipart/form-data; boundary={boundary}",
                 "X-Xsrftoken": XSRF_TOKEN,
-                "Cookie": f"_streamlit_xsrf={XSRF_TOKEN}",
+                "Cookie": self.cookie_header(_streamlit_xsrf=XSRF_TOKEN),
             },
         )
         with urllib.request.urlopen(request, timeout=self.timeout) as response:

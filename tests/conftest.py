@@ -109,6 +109,7 @@ def app_process(
     cpus: list[int] | None = None,
     root: Path = ROOT,
     script: str = "serve.py",
+    preexec=None,
 ):
     """``streamlit run serve.py`` (the app, warmed as it starts; ``script`` and ``root``: another
     entry point or checkout) on a free port with ``env`` added to its environment, its output
@@ -139,7 +140,7 @@ def app_process(
             stdout=log,
             stderr=subprocess.STDOUT,
             env={**os.environ, **(env or {})},
-            preexec_fn=(lambda: os.sched_setaffinity(0, cpus)) if cpus else None,
+            preexec_fn=(lambda: _before_exec(cpus, preexec)) if cpus or preexec else None,
         )
     url = f"http://127.0.0.1:{port}"
     try:
@@ -161,6 +162,13 @@ def app_process(
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+def _before_exec(cpus, preexec) -> None:
+    if cpus:
+        os.sched_setaffinity(0, cpus)
+    if preexec:
+        preexec()
 
 
 @contextlib.contextmanager

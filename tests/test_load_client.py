@@ -127,6 +127,8 @@ def test_nudges_stay_in_range():
         (["--protocol", "--sessions", "301"], "each N in 1..300"),
         (["--protocol", "--url", "http://example.org"], "only a server it starts"),
         (["--protocol", "--seconds", "5000"], "--seconds"),
+        (["--proxy"], "go with --protocol"),
+        (["--slowest-machine", "--sessions", "1"], "go with --protocol"),
     ],
 )
 def test_the_protocol_mode_is_bounded(argv, message, capsys):
@@ -201,3 +203,43 @@ def test_a_short_protocol_run_against_its_own_server():
     assert 0 < phase["page_cores_per_student"] < 1
     assert phase["players"]["sessions"] == 1 and phase["players"]["ticks"] > 0 and phase["players"]["errors"] == 0
     assert summary["rates"]["matmul_gflops"] > 1 and summary["rates"]["elements_g_per_s"] > 0.1
+
+
+def test_the_slowest_machine_is_emulated_by_the_larger_of_the_two_slow_downs():
+    cores, factor = load_test.slowest_machine_cores(dict(matmul_gflops=106.0, elements_g_per_s=7.5), cores=2)
+    assert factor == pytest.approx(3.0 / 7.5) and cores == pytest.approx(0.8)
+    cores, factor = load_test.slowest_machine_cores(dict(matmul_gflops=132.0, elements_g_per_s=4.0), cores=2)
+    assert factor == pytest.approx(0.5) and cores == pytest.approx(1.0)
+    assert load_test.slowest_machine_cores(dict(matmul_gflops=50.0, elements_g_per_s=2.0), cores=2) == (2.0, 1.0)
+
+
+def test_a_short_protocol_run_through_the_class_servers_proxy_at_the_slowest_machines_speed(haproxy):
+    result = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "load_test.py"),
+            "--protocol",
+            "--proxy",
+            "--replicas",
+            "2",
+            "--slowest-machine",
+            "--sessions",
+            "4",
+            "--seconds",
+            "12",
+            "--hosted",
+            "--json",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    summary = json.loads(result.stdout.strip().splitlines()[-1])
+    phase = summary["phases"][0]
+    assert summary["config"]["proxy"] and summary["sessions"] == 4 and summary["errors"] == 0, phase["error_samples"]
+    assert phase["by_request"]["open"]["count"] >= 3
+    assert phase["page_cpu"]["by_request"]["open"]["cpu_ms_per_request"] > 1  # both processes' runs counted
+    quota = summary["cpu_quota"]
+    assert 0 < quota["cores"] <= 2 and quota["factor"] == pytest.approx(quota["cores"] / 2)

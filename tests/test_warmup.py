@@ -59,3 +59,23 @@ def test_the_server_stream_is_found_from_its_settings(monkeypatch):
     assert warmup._server_stream_url() == "ws://127.0.0.1:8765/class/_stcore/stream"
     options.update({"server.address": "10.0.0.5", "server.baseUrlPath": ""})
     assert warmup._server_stream_url() == "ws://10.0.0.5:8765/_stcore/stream"
+
+
+def test_warming_before_class_stores_the_idle_pools_guesses_once(tmp_path, monkeypatch):
+    """symlab serve --warm: what the idle pool would compute, stored before the server opens; a second warming
+    finds it all stored."""
+    from symlab.serving import store
+
+    monkeypatch.setenv("SYMLAB_RUNS_DIR", str(tmp_path))
+    likely = warmup.likely_tasks()
+    assert len(likely) > 100  # every preset and its neighbours, each lab
+    rates = warmup.shared_results.measured_rates()
+    cheapest = sorted(likely, key=lambda task: task.cost.floor_seconds(rates))[:3]
+    seen = []
+    report = warmup.warm_store(2, cheapest, progress=lambda done, total: seen.append((done, total)))
+    assert (report["results"], report["computed"], report["failed"]) == (3, 3 - report["stored_already"], 0)
+    assert seen[0] == (0, report["computed"]) and seen[-1] == (report["computed"], report["computed"])
+    results = store.ResultStore(tmp_path)
+    assert results.keys_present(task.key for task in cheapest) == {task.key for task in cheapest}
+    again = warmup.warm_store(1, cheapest)
+    assert (again["computed"], again["stored_already"]) == (0, 3)

@@ -95,7 +95,7 @@ def _format_warm(warm: dict) -> str:
     failed = f", {warm['failed']} failed ({'; '.join(warm['failures'])})" if warm["failed"] else ""
     return (
         f"warmed in {warm['seconds']:g} s on {warm['workers']} workers: {warm['computed']} results computed, "
-        f"{warm['stored_already']} of {warm['results']} stored already{failed}"
+        f"{warm['stored_already']} of {warm['results']} stored or shipped already{failed}"
     )
 
 

@@ -198,9 +198,9 @@ def warm_store(workers: int, tasks: list[Task] | None = None, progress=None) -> 
     store = shared_results._result_store(runs_directory(), max_bytes=_results_max_mb() * 2**20)
     results = shared_results.SharedResults(workers=workers, torch_threads=1, store=store)
     try:
-        precomputed.store_into(results, precomputed.default_tasks(_hosting()))
+        shipped = set(precomputed.store_into(results, precomputed.default_tasks(_hosting())))
         tasks = likely_tasks(_hosting()) if tasks is None else tasks
-        present = store.keys_present(task.key for task in tasks)
+        present = store.keys_present(task.key for task in tasks) | {task.key for task in tasks if task.key in shipped}
         pending = [task for task in tasks if task.key not in present]
         failed: list[str] = []
         if progress:
@@ -215,7 +215,7 @@ def warm_store(workers: int, tasks: list[Task] | None = None, progress=None) -> 
         results.shutdown()
     return dict(
         results=len(tasks),
-        stored_already=len(present),
+        stored_already=len(present),  # or shipped with the app (symlab.serving.precomputed)
         computed=len(pending) - len(failed),
         failed=len(failed),
         failures=failed[:5],

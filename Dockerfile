@@ -1,4 +1,4 @@
-# SymLab for a shared server (classroom caps on: SYMLAB_HOSTED=1).
+# SymLab for a shared server (classroom caps on: SYMLAB_HOSTED=1): symlab serve, a page process per core behind HAProxy.
 #   docker build -t symlab .
 #   docker run -p 8501:8501 -v symlab-runs:/data/runs symlab
 # CUDA hosts: install torch's CUDA build instead of the CPU one (~5 GB larger), and give it the GPU:
@@ -13,6 +13,9 @@ ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 PIP_DISABLE_
     SYMLAB_HOSTED=1 SYMLAB_RUNS_DIR=/data/runs
 WORKDIR /app
 
+# The proxy in front of the page processes (symlab serve): Debian's HAProxy.
+RUN apt-get update && apt-get install -y --no-install-recommends haproxy && rm -rf /var/lib/apt/lists/*
+
 # What serving needs and nothing else: the package's runtime dependencies (pyproject.toml), not its cluster or test
 # extras. torch first, from TORCH_INDEX_URL, at the version pyproject.toml pins.
 COPY pyproject.toml README.md ./
@@ -26,4 +29,5 @@ USER symlab
 
 EXPOSE 8501
 HEALTHCHECK --interval=30s --timeout=5s --start-period=90s --retries=3 CMD python -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8501/_stcore/health', timeout=4)"
-CMD ["streamlit", "run", "serve.py", "--server.port=8501", "--server.address=0.0.0.0"]
+# Run from /app, where serve.py is: the proxy on 8501, a page process per core of the container behind it.
+CMD ["python", "-m", "symlab", "serve", "--port=8501", "--address=0.0.0.0"]

@@ -115,7 +115,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 import websockets  # noqa: E402
 from conftest import CHROMIUM, CHROMIUM_ARGS, app_process  # noqa: E402
 from playwright.async_api import async_playwright, expect  # noqa: E402
-from streamlit_protocol import Session  # noqa: E402
+from streamlit_protocol import XSRF_TOKEN, Session  # noqa: E402
 
 from symlab.labs import LABS  # noqa: E402
 from symlab.runs.device import measured_rates  # noqa: E402
@@ -262,6 +262,7 @@ def app_servers(
         shutil.rmtree(runs_dir, ignore_errors=True)
 
 
+XSRF_COOKIE = "_streamlit_xsrf"  # what tells a browser apart on the server (views/common/browser.py)
 SLOWEST_RATES = dict(matmul_gflops=66.0, elements_g_per_s=3.0)  # the slowest machine the latency targets hold on
 CPU_ROOT = Path("/sys/fs/cgroup/cpu")  # cgroup v1's CPU controller (root)
 CPU_PERIOD_US = 100_000
@@ -1003,6 +1004,30 @@ async def protocol_player(session: Session, page: str, seconds: float, play: boo
         await asyncio.sleep(1.0)
 
 
+def flood_links(rng: random.Random) -> list[tuple[str, str]]:
+    """Heavy links with a fresh seed each (results nobody has stored), as a hostile student cycles them."""
+    seed = rng.randrange(1000, 10**6)
+    return [
+        ("align", f"seed={seed}"),
+        ("symmetry", f"part=fig1&seed={seed}"),
+        ("toy", f"seed={seed}&surface=true"),
+        ("modes", f"alpha={rng.randrange(1, 200) / 10:g}&surface=true"),
+        ("methods", f"seed={seed % 100}"),
+    ]
+
+
+async def protocol_flooder(session: Session, rng: random.Random, seconds: float) -> None:
+    """One of a hostile student's tabs (all of one browser): open heavy links with new seeds, one after another,
+    never waiting for a result, for ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        for page, query in flood_links(rng):
+            if time.monotonic() >= deadline:
+                return
+            await session.open(page, query)
+            await asyncio.sleep(rng.uniform(0.2, 0.5))
+
+
 UPLOAD_UNITS = 5000  # the uploaders' network: 784 → 5 000 → 10, float32, 16 MB
 UPLOAD_TIMEOUT = 300.0  # an upload's run reads and analyses the file, in turn with the others: not a click's wait
 
@@ -1066,6 +1091,27 @@ async def protocol_phase(urls: list[str], n: int, args, sampler: Sampler | None,
 
     uploaders = [Session(urls[i % len(urls)], timeout=args.timeout, sticky=args.sticky) for i in range(args.uploaders)]
     files = upload_files() if uploaders else []
+    # One browser's tabs: one cookie jar (Streamlit's XSRF cookie, which tells a browser apart; the proxy's, set by
+    # the first tab's page load), on the server the first session of the class reaches.
+    flooders = [Session(urls[0], timeout=args.timeout, sticky=args.sticky) for _ in range(args.flooders)]
+
+    async def flooding(index: int, session: Session) -> None:
+        try:
+            session.cookies = dict(flooders[0].cookies)
+            await session.connect()
+            await protocol_flooder(session, random.Random(f"flood-{args.seed}-{n}-{index}"), args.seconds)
+        except (TimeoutError, OSError, websockets.InvalidHandshake) as exc:
+            session.error("disconnect", f"connect: {exc}")
+        finally:
+            await session.close()
+
+    async def flood() -> None:
+        if not flooders:
+            return
+        flooders[0].cookies = {XSRF_COOKIE: XSRF_TOKEN}
+        if args.sticky:
+            flooders[0].cookies.update(await asyncio.to_thread(flooders[0].page_cookies))
+        await asyncio.gather(*(flooding(i, session) for i, session in enumerate(flooders)))
 
     async def uploading(session: Session) -> None:
         try:
@@ -1077,7 +1123,7 @@ async def protocol_phase(urls: list[str], n: int, args, sampler: Sampler | None,
             await session.close()
 
     start = time.monotonic()
-    await asyncio.gather(*(one(i, s) for i, s in enumerate(sessions)), *(uploading(s) for s in uploaders))
+    await asyncio.gather(*(one(i, s) for i, s in enumerate(sessions)), *(uploading(s) for s in uploaders), flood())
     end = time.monotonic()
     result = dict(
         sessions=n,
@@ -1096,6 +1142,14 @@ async def protocol_phase(urls: list[str], n: int, args, sampler: Sampler | None,
         result["page_cpu"] = page_cpu(sessions, read_runs(run_log, start, end))
     if uploaders:
         result["uploaders"] = merge_uploaders(uploaders)
+    if flooders:
+        result["flooders"] = dict(
+            sessions=len(flooders),
+            opens=sum(a.what == "open" for s in flooders for a in s.answered),
+            waited=sum(a.waited for s in flooders for a in s.answered),
+            results=sum(len(s.results) for s in flooders),
+            errors=dict(sum((s.errors for s in flooders), Counter())),
+        )
     if sampler:
         time.sleep(args.sample_interval * 2)
         window = sampler.window(start, end)
@@ -1447,6 +1501,13 @@ def protocol_report(results: dict) -> str:
             )
             for kind, kept in up["error_samples"].items():
                 out.extend(f"  N={p['sessions']} uploader {kind}: {m}" for m in kept[:3])
+        if p.get("flooders"):
+            fl = p["flooders"]
+            out.append(
+                f"  N={p['sessions']}: beside them, one browser's {fl['sessions']} tabs flooding heavy links with new "
+                f"seeds: {fl['opens']} opens answered, {fl['waited']} of them waiting for a computation; errors "
+                f"{fl['errors'] or 0}. The latencies and results above are the N students'."
+            )
     out.append("\nTargets (0 errors and p95 within the bound):")
     by_n = {p["sessions"]: p for p in results["phases"]}
     for n, bound in PROTOCOL_TARGETS.items():
@@ -1604,6 +1665,15 @@ def parse_args(argv=None):
         default=0,
         help="with --protocol: this many more sessions upload a 16 MB network on the symmetry "
         "explorer, one upload after another, throughout each phase (default 0)",
+    )
+    parser.add_argument(
+        "--flooders",
+        type=int,
+        default=0,
+        metavar="K",
+        help="with --protocol: K more sessions, all tabs of one browser (one cookie), open heavy links with new "
+        "seeds (align, symmetry, toy and modes with their 3-D landscape, methods) one after another throughout; "
+        "the latencies and results are the N students' (default 0)",
     )
     parser.add_argument(
         "--players",

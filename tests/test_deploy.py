@@ -18,7 +18,8 @@ import pytest
 from conftest import ROOT, _free_port
 
 pytestmark = [pytest.mark.deploy, pytest.mark.slow]
-IMAGE_ONLY_STEPS = ("useradd ",)  # the container's user and volume: nothing to install
+# The container's user and volume, and its Debian packages (HAProxy: the tests' prerequisites install it here).
+IMAGE_ONLY_STEPS = ("useradd ", "apt-get ")
 
 
 def dockerfile_instructions() -> list[tuple[str, str]]:
@@ -38,7 +39,7 @@ def image_environment(instructions) -> dict:
     return env
 
 
-def test_the_dockerfile_installs_and_starts_a_healthy_app(tmp_path):
+def test_the_dockerfile_installs_and_starts_a_healthy_app(tmp_path, haproxy):
     instructions = dockerfile_instructions()
     env = image_environment(instructions)
     assert env["SYMLAB_HOSTED"] == "1" and "TORCH_INDEX_URL" in env
@@ -86,7 +87,9 @@ def test_the_dockerfile_installs_and_starts_a_healthy_app(tmp_path):
             assert time.monotonic() < deadline, "no healthy answer within 90 s"
             time.sleep(1)
         assert urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=5).read() == b"ok"
-        assert b"<title>Streamlit</title>" in urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5).read()
+        page = urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5)
+        assert b"<title>Streamlit</title>" in page.read()
+        assert page.headers["X-Symlab-Page"] in ("page1", "page2")  # through the class server's proxy
     finally:
         server.terminate()
         server.wait(timeout=20)

@@ -109,6 +109,30 @@ def test_a_running_task_goes_on_for_its_other_waiters(results):
     assert job.future.result(timeout=60) and task.key in results
 
 
+def test_a_browser_waits_for_one_computation_its_newest(results):
+    """A student's tabs share one place in the queue: a newer request from any of them replaces the older one,
+    unless another browser waits for it too."""
+    busy = results.submit(Task(("busy",), jobtasks.counted, (2, 0.5)), "teacher")
+    first = results.submit(Task(("square", 2), jobtasks.square, (2,)), "tab 1", browser="flood")
+    shared = results.submit(Task(("square", 3), jobtasks.square, (3,)), "tab 2", browser="flood")
+    results.submit(Task(("square", 3), jobtasks.square, (3,)), "alice", browser="alice")
+    assert first.future.cancelled() and ("square", 2) not in results  # replaced
+    newest = results.submit(Task(("square", 4), jobtasks.square, (4,)), "tab 3", browser="flood")
+    assert not shared.future.cancelled() and shared.waiters == {"alice"}  # alice still waits for it
+    assert newest.future.result(timeout=60) == 16 and shared.future.result(timeout=60) == 9
+    busy.future.result(timeout=60)
+
+
+def test_the_pool_serves_browsers_in_turn_not_in_arrival_order(results):
+    """A browser served a moment ago waits behind one that has not been served yet, whatever came first."""
+    first = results.submit(Task(("busy", "flood"), jobtasks.counted, (2, 0.4)), "tab 1", browser="flood")
+    again = results.submit(Task(("square", 5), jobtasks.square, (5,)), "tab 2", browser="flood")
+    other = results.submit(Task(("square", 6), jobtasks.square, (6,)), "alice", browser="alice")
+    assert results.wait(other).ahead == 1 and results.wait(again).ahead == 2  # the running one; then alice's
+    assert again.future.result(timeout=60) == 25 and other.future.result(timeout=60) == 36
+    assert first.started < other.started < again.started
+
+
 def test_a_failed_task_is_reported_and_not_stored(results):
     job = results.submit(Task(("failing",), jobtasks.failing), "w")
     with pytest.raises(ValueError, match="no such luck"):

@@ -236,12 +236,20 @@ def test_negative_curvature_is_kept_in_the_covariance(laplace_torch):
 
 
 def test_the_fitted_prior_precision_matches_laplace_torch_on_the_ggn(laplace_torch):
-    """laplace-torch's evidence maximised by a tight search; its own 100 Adam steps stop short of it."""
+    """laplace-torch's evidence maximised by a tight search; its own 100 Adam steps stop short of it. At the top
+    log Z(δ) is flat, so the argmax is known only to about √ε of the evidence's rounding: the eigenvalues' last bits,
+    which differ between CPUs' vector units, move it by 6e-8 (AVX-512 against the reference's). The evidence there is
+    the same to 1e-12."""
     tensors, numbers = laplace_torch
     posterior = laplace.laplace_fit(
         reference_tanh, tensors["map"], tensors["x"], tensors["y"], prior_precision=1.0, fit_prior=True
     )
-    assert posterior.prior_precision == pytest.approx(numbers["ggn"]["fitted_prior_precision"], rel=1e-8)
+    theirs = numbers["ggn"]["fitted_prior_precision"]
+    assert posterior.prior_precision == pytest.approx(theirs, rel=1e-6)
+    evidence = lambda delta: laplace.log_marginal_likelihood(  # noqa: E731
+        0.0, tensors["map"].double(), posterior.eigenvalues, delta
+    )
+    assert evidence(posterior.prior_precision) == pytest.approx(evidence(theirs), rel=1e-12)
 
 
 def test_no_prior_precision_is_fitted_where_the_evidence_has_no_maximum(laplace_torch):

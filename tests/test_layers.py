@@ -30,6 +30,7 @@ LAZY_IN = {
         for lab in ("toy", "symmetry", "align", "methods")
     },
     ("symlab/cli/toy.py", "symlab.lib.two_relu"): "imports torch: parsing needs only the config",
+    ("symlab/cli/serve.py", "symlab.serving.warmup"): "imports every lab and numpy: parsing needs none",
     ("symlab/cli/mnist.py", "symlab.labs.mnist.experiment.resolve_device"): "imports torch: the device",
     ("symlab/cli/mnist.py", "symlab.labs.mnist.experiment.exported_run"): "imports torch: the file's tensors",
     ("symlab/cli/methods.py", "symlab.labs.methods.experiment.checkpoint_set"): "imports torch: the tensors",

@@ -112,3 +112,40 @@ def test_an_interaction_waits_for_no_one():
     release.set()
     other.join()
     assert interactions.count == 0
+
+
+def overlapping_runs(turns: pace.BrowserTurns, browsers: list[str], seconds: float = 0.2) -> int:
+    """Runs one page run per browser of ``browsers`` at once, each ``seconds`` long: the most under way together."""
+    under_way, most, lock = [0], [0], threading.Lock()
+
+    def run(browser):
+        with turns.turn(browser):
+            with lock:
+                under_way[0] += 1
+                most[0] = max(most[0], under_way[0])
+            time.sleep(seconds)
+            with lock:
+                under_way[0] -= 1
+
+    threads = [threading.Thread(target=run, args=(browser,)) for browser in browsers]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    return most[0]
+
+
+def test_a_browsers_page_runs_take_turns_and_other_browsers_never_wait_for_them():
+    turns = pace.BrowserTurns()
+    assert overlapping_runs(turns, ["flood"] * 5) == 1  # ten tabs of one browser: one run at a time
+    assert overlapping_runs(turns, ["a", "b", "c"]) == 3
+    assert overlapping_runs(turns, ["flood"] * 3 + ["a", "b"]) == 3  # the flood's one, and each other browser's
+    assert overlapping_runs(turns, ["", "", ""]) == 3  # browsers that cannot be told apart do not wait
+    assert turns.turns == {}  # nothing kept once the runs are done
+
+
+def test_a_run_waits_for_its_browsers_other_run_no_longer_than_the_limit():
+    turns = pace.BrowserTurns(limit=0.2)
+    start = time.monotonic()
+    assert overlapping_runs(turns, ["slow", "slow"], seconds=1.0) == 2  # the second went ahead after 0.2 s
+    assert time.monotonic() - start < 1.6

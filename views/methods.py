@@ -14,6 +14,7 @@ from symlab.labs.methods.experiment import LABELS, METHODS, PAPER_COLUMNS, Metho
 from symlab.runs.registry import RegistryError
 from symlab.specs.hmc import HmcConfig
 from views.common import binding, charts, runs, tables
+from views.common.browser import browser_id
 
 PAGE = LAB.name
 COLUMN_NAMES = {
@@ -600,7 +601,7 @@ def live_runs() -> list | None:
     if not all_runs:
         st.info("No comparisons yet: launch one above.")
         return all_runs
-    owner = runs.browser_owner()
+    owner = browser_id()
     runs.run_controls(PAGE, all_runs, owner, binding.server_settings().runs, stage_text)
     frame = runs_frame(all_runs, owner)
     st.dataframe(

@@ -17,6 +17,7 @@ from symlab.runs.registry import RegistryError
 from symlab.specs import controls, settings, urlstate
 from symlab.specs.run_kind import ACTIVE
 from views.common import binding, charts, files, runs, tables
+from views.common.browser import browser_id
 
 PAGE = LAB.name
 METHOD_COLOURS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000")
@@ -485,7 +486,7 @@ def live_runs() -> list | None:
     if not all_runs:
         st.info("No runs yet: launch one above (or with `python -m symlab mnist`).")
         return all_runs
-    owner = runs.browser_owner()
+    owner = browser_id()
     runs.run_controls(
         PAGE, all_runs, owner, binding.server_settings().runs, lambda run: f"epoch {run.epoch}/{run.config.epochs}"
     )

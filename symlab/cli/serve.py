@@ -8,7 +8,7 @@ import threading
 from pathlib import Path
 
 from symlab.cli.common import int_at_least
-from symlab.serving import proxy, warmup
+from symlab.serving import proxy
 
 
 def register(subparsers) -> None:
@@ -50,6 +50,8 @@ def _run_serve(args) -> dict:
     replicas = args.replicas or proxy.default_replicas()
     report: dict = {"replicas": replicas}
     if args.warm:
+        from symlab.serving import warmup  # the labs and numpy: --help and parsing need neither
+
         report["warm"] = warmup.warm_store(proxy.default_replicas(), progress=_progress_bar())
         print(_format_warm(report["warm"]), file=sys.stderr, flush=True)
     say = lambda line: print(f"symlab serve: {line}", file=sys.stderr, flush=True)  # noqa: E731

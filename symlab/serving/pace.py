@@ -5,7 +5,9 @@ every half second per playing student) compete with the clicks of everyone else.
 
 * a live panel redraws less often while the process is busy (:class:`Pace`): its timer slows by a whole factor
   and each redraw advances that many frames, so the animation keeps its speed in frames per second;
-* a timer's run waits, a little, for the interactions under way (:class:`Interactions`) before it starts.
+* a timer's run waits, a little, for the interactions under way (:class:`Interactions`) before it starts;
+* a browser's page runs take turns (:class:`BrowserTurns`): however many sessions one browser opens, one of its
+  runs at a time is under way, so a student cycling heavy links in ten tabs takes one session's share.
 
 No Streamlit here (views/common/player.py applies it): the rules are tested directly.
 """
@@ -27,6 +29,7 @@ SLOWDOWNS = {0.35: 2, 0.6: 4}
 HYSTERESIS = 0.1  # cores: a playing panel speeds up again only this far below the bound it crossed
 HOLD_SECONDS = 4.0  # a playing panel keeps its pace at least this long (a change costs a run of the whole page)
 YIELD_SECONDS, YIELD_POLL_SECONDS = 0.3, 0.01  # a timer's run waits at most this long for interactions
+BROWSER_TURN_LIMIT_SECONDS = 10.0  # a page run waits at most this long for its browser's other run
 
 
 class ProcessLoad:
@@ -112,5 +115,36 @@ class Interactions:
         return waited
 
 
+class BrowserTurns:
+    """A browser's page runs one at a time in this process: a run waits (at most ``limit`` seconds, then goes
+    ahead) while another session of its browser has one under way. Runs of different browsers never wait here."""
+
+    def __init__(self, limit: float = BROWSER_TURN_LIMIT_SECONDS):
+        self.limit = limit
+        self.lock = threading.Lock()
+        self.turns: dict[str, list] = {}  # browser -> [its lock, the runs holding or waiting for it]
+
+    @contextlib.contextmanager
+    def turn(self, browser: str):
+        """Around a page run of ``browser`` ("": a browser that cannot be told apart, which never waits)."""
+        if not browser:
+            yield
+            return
+        with self.lock:
+            entry = self.turns.setdefault(browser, [threading.Lock(), 0])
+            entry[1] += 1
+        had_turn = entry[0].acquire(timeout=self.limit)
+        try:
+            yield
+        finally:
+            if had_turn:
+                entry[0].release()
+            with self.lock:
+                entry[1] -= 1
+                if entry[1] == 0:
+                    del self.turns[browser]
+
+
 PROCESS_LOAD = ProcessLoad()
 INTERACTIONS = Interactions()
+BROWSER_TURNS = BrowserTurns()

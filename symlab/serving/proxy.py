@@ -118,14 +118,15 @@ backend pages
 
 
 def serve_script() -> Path:
-    """The app's server script, serve.py, in the checkout the package is imported from."""
-    script = IMPORT_ROOT / "serve.py"
-    if not script.is_file():
-        raise FileNotFoundError(
-            f"serve.py was not found beside the symlab package (in {IMPORT_ROOT}): symlab serve runs the app from a "
-            "checkout (pip install -e . or the Docker image)"
-        )
-    return script
+    """The app's server script, serve.py: in the checkout the package is imported from, else in the current
+    directory (a checkout with the package installed from it)."""
+    for root in (IMPORT_ROOT, Path.cwd()):
+        if (root / "serve.py").is_file() and (root / "app.py").is_file():
+            return root / "serve.py"
+    raise FileNotFoundError(
+        f"serve.py was not found beside the symlab package ({IMPORT_ROOT}) or here: symlab serve runs the app from "
+        "a checkout (run it there, or pip install -e . from it)"
+    )
 
 
 def page_command(script: Path, process: PageProcess) -> list[str]:
@@ -192,7 +193,8 @@ class ClassServer:
         if self.replicas < 1:
             raise ValueError(f"--replicas must be at least 1 (got {self.replicas})")
         self.haproxy = find_haproxy()
-        self.script = Path(self.script) if self.script else serve_script()
+        self.root = serve_script().parent  # the app's checkout: Streamlit reads .streamlit/config.toml there
+        self.script = Path(self.script) if self.script else self.root / "serve.py"
         self.processes = page_processes(self.replicas, self.first_page_port)
         if self.port in {process.port for process in self.processes}:
             raise ValueError(f"the page processes' ports {self.first_page_port}… overlap the proxy's port {self.port}")
@@ -230,7 +232,7 @@ class ClassServer:
             child.popen = subprocess.Popen(
                 child.command,
                 env=child.env,
-                cwd=IMPORT_ROOT,
+                cwd=self.root,
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,

@@ -13,6 +13,11 @@ what it computed to the result store itself. A task nobody waits for any more (i
 slider again) is dropped before it starts. A worker reports progress, which the waiting page draws,
 and the pool estimates each waiting task's wait from the measured cost of the tasks before it.
 
+Workers are shared fairly between browsers, not handed out in arrival order: each browser (every tab of it, every
+session it opens) has one computation waiting at a time, its newer request replacing its older one, and the pool
+takes the next computation from the browser it served least recently, so a student flooding the queue with heavy
+links waits for their own turn while everyone else's requests go by.
+
 In idle time, a second pool of one process, at the lowest priority the system has, computes what
 visitors are likely to ask for next (:mod:`symlab.serving.warmup`): it takes the CPU only when nothing else
 wants it, so it never delays a person's request.
@@ -23,6 +28,7 @@ from __future__ import annotations
 import collections
 import concurrent.futures
 import contextlib
+import itertools
 import math
 import multiprocessing
 import os
@@ -59,6 +65,7 @@ class Job:
     task: Task | None = None
     started: float | None = None  # when a worker took it (time.monotonic())
     seen: dict = field(default_factory=dict)  # waiter -> when it last asked (time.monotonic()); None: always waits
+    browsers: dict = field(default_factory=dict)  # waiter -> the browser it is in (its sessions share a turn)
 
 
 @dataclass(frozen=True)
@@ -70,6 +77,7 @@ class Wait:
     seconds: float | None
 
 
+BROWSERS_REMEMBERED = 4096  # browsers whose last turn the pool remembers
 STALE_SECONDS = 5.0  # a queued job whose waiters have not asked for this long is dropped: their pages are gone
 DEFAULT_EFFICIENCY = 3.0  # measured time / floor, until a kind's own tasks have been measured
 EFFICIENCY_WEIGHT = 0.3  # of the newest measurement in a kind's running estimate
@@ -101,6 +109,8 @@ class SharedResults:
         self._idle_pool: _ComputePool | None = None
         self._efficiency: dict[Hashable, float] = {}  # per kind: measured seconds / floor seconds
         self._rates: Rates | None = None
+        self._turns = itertools.count(1)
+        self._served: dict[Hashable, int] = {}  # browser -> the turn it was last served in (absent: never)
 
     # ------------------------------------------------------------------ the store
 
@@ -170,11 +180,13 @@ class SharedResults:
 
     # ------------------------------------------------------------------ in the worker pool
 
-    def submit(self, task: Task, waiter: Hashable, keep: bool = False) -> Job:
+    def submit(self, task: Task, waiter: Hashable, keep: bool = False, browser: Hashable | None = None) -> Job:
         """The job computing ``task`` (a finished one if its result is stored), with ``waiter``
         among those waiting for it: a page, which asks again (:meth:`touch`) while it waits, or, with
-        ``keep``, a waiter that never goes stale (the server's warm-up). With no workers the caller
-        computes it, there and then."""
+        ``keep``, a waiter that never goes stale (the server's warm-up). ``browser`` (default: the waiter itself)
+        is the browser the waiter is in: its other queued requests are dropped (a browser waits for one
+        computation at a time), and the pool serves browsers in turn. With no workers the caller computes it,
+        there and then."""
         if self.workers == 0:
             done = concurrent.futures.Future()
             try:
@@ -190,16 +202,21 @@ class SharedResults:
                 done = concurrent.futures.Future()
                 done.set_result(stored)
                 return Job(task.key, task.label, done)
+            browser = waiter if browser is None else browser
+            dropped = self._replace_requests_of(browser, task.key)
             job = self._jobs.get(task.key)
             if job is None:
                 job = self._new_job(task.key, task.label, concurrent.futures.Future())
                 job.task = task
                 self.tasks_submitted += 1
                 self._queue.append(job)
-                self._hand_queued_to_pool()
             job.waiters.add(waiter)
             job.seen[waiter] = None if keep else time.monotonic()
-            return job
+            job.browsers[waiter] = browser
+            self._hand_queued_to_pool()
+        for old in dropped:
+            old.future.cancel()
+        return job
 
     def touch(self, job: Job, waiter: Hashable) -> None:
         """``waiter`` still waits for ``job`` (a page's waiting panel asks as it redraws)."""
@@ -210,19 +227,38 @@ class SharedResults:
     def release(self, job: Job, waiter: Hashable) -> None:
         """``waiter`` no longer waits for ``job``; a queued job nobody waits for is dropped."""
         with self._lock:
-            job.waiters.discard(waiter)
-            job.seen.pop(waiter, None)
-            if job.waiters or job not in self._queue:
-                return
-            self._queue.remove(job)
-            del self._jobs[job.key]
-        job.future.cancel()
+            dropped = self._forget_waiter(job, waiter)
+        if dropped:
+            job.future.cancel()
+
+    def _forget_waiter(self, job: Job, waiter: Hashable) -> bool:
+        """(Under the lock.) ``waiter`` leaves ``job``; True where that dropped the job from the queue."""
+        job.waiters.discard(waiter)
+        job.seen.pop(waiter, None)
+        job.browsers.pop(waiter, None)
+        if job.waiters or job not in self._queue:
+            return False
+        self._queue.remove(job)
+        del self._jobs[job.key]
+        return True
+
+    def _replace_requests_of(self, browser: Hashable, key: Hashable) -> list[Job]:
+        """(Under the lock.) ``browser``'s waiters leave every queued job but ``key``'s (a warm-up's waiters, which
+        never go stale, stay): the jobs that left dropped, for the caller to cancel outside the lock."""
+        dropped = []
+        for job in list(self._queue):
+            if job.key == key:
+                continue
+            for waiter in [w for w, b in job.browsers.items() if b == browser and job.seen.get(w) is not None]:
+                if self._forget_waiter(job, waiter):
+                    dropped.append(job)
+        return dropped
 
     def wait(self, job: Job) -> Wait:
         """Where ``job`` stands: the computations before it, and the seconds until it is done, estimated
         from the measured cost of each one's kind (:class:`Cost`, :meth:`estimate`)."""
         with self._lock:
-            queued = list(self._queue)
+            queued = self._service_order()
             running = list(self._running)
             ahead = queued[: queued.index(job)] if job in queued else []
         remaining = [self._remaining(other) for other in running if other is not job]
@@ -303,11 +339,13 @@ class SharedResults:
         """Hand queued jobs to the pool while a worker is free (called under the lock). The queue is
         kept here, not in the pool's, so that a job nobody waits for can still be dropped."""
         while self._queue and len(self._running) < self.workers:
-            job = self._queue.popleft()
+            job = self._next_job()
+            self._queue.remove(job)
             if _stale(job):  # everyone waiting for it left
                 del self._jobs[job.key]
                 job.future.cancel()
                 continue
+            self._take_turn(job)
             self._running.append(job)
             job.started = time.monotonic()
             try:
@@ -317,6 +355,40 @@ class SharedResults:
                 running = concurrent.futures.Future()
                 running.set_exception(error)
             running.add_done_callback(lambda finished, job=job: self._settle(job, finished))
+
+    # ------------------------------------------------------------------ fair turns
+
+    def _service_order(self) -> list[Job]:
+        """(Under the lock.) The queued jobs in the order the pool would take them if no browser's computation
+        were running: each time the job of the browser served longest ago (a job waited for by several browsers
+        counts as its longest-waiting one's), the earlier of equals first."""
+        served = dict(self._served)
+        turn = max(served.values(), default=0) + 1
+        order, queued = [], list(self._queue)
+        while queued:
+            job = min(queued, key=lambda job: min((served.get(b, 0) for b in job.browsers.values()), default=0))
+            queued.remove(job)
+            order.append(job)
+            for browser in job.browsers.values():
+                served[browser] = turn
+            turn += 1
+        return order
+
+    def _take_turn(self, job: Job) -> None:
+        """(Under the lock.) ``job``'s browsers have been served now; the longest-served-ago forgotten beyond
+        :data:`BROWSERS_REMEMBERED` (a browser forgotten counts as never served: it goes first, once)."""
+        for browser in set(job.browsers.values()):
+            self._served[browser] = next(self._turns)
+        if len(self._served) > BROWSERS_REMEMBERED:
+            for browser in sorted(self._served, key=self._served.get)[: len(self._served) - BROWSERS_REMEMBERED]:
+                del self._served[browser]
+
+    def _next_job(self) -> Job:
+        """(Under the lock.) The queued job to start now: the first in :meth:`_service_order` with a browser that
+        has no computation running; where every one has, the first (a free worker does not sit idle)."""
+        busy = {browser for job in self._running for browser in job.browsers.values()}
+        order = self._service_order()
+        return next((job for job in order if set(job.browsers.values()) - busy or not job.browsers), order[0])
 
     # ------------------------------------------------------------------ bookkeeping
 

@@ -11,6 +11,7 @@ import streamlit as st
 
 from symlab.serving import pace, shared_results
 from symlab.specs.tasks import Progress, Task
+from views.common.browser import browser_id
 
 
 def shared_result(key: Hashable, compute: Callable, capacity: int | None = None, persist: bool = True):
@@ -34,8 +35,9 @@ def computed(task: Task, draw_progress: Callable[[Progress], None] | None = None
     redraws itself (a fragment), as live training does: the progress the worker reports (``draw_progress``
     draws its payload, e.g. a live ELBO curve), the place in the queue and the time left, estimated from the
     measured costs; done, the page runs again and draws the result. So the page answers at once, and every
-    control stays live while the computation runs. A session's newer request (its controls moved) drops its
-    older one if it has not started, as does a session that left (its panel stopped asking). A task that
+    control stays live while the computation runs. A browser's newer request (its controls moved, in any of its
+    tabs) drops its older one if it has not started, as does a session that left (its panel stopped asking); the
+    workers take browsers in turn. A task that
     failed raises RuntimeError, with what to do, in the run after it failed; the run after that asks again."""
     results = shared_results.shared()
     stored = results.get(task.key, _MISSING)
@@ -46,7 +48,7 @@ def computed(task: Task, draw_progress: Callable[[Progress], None] | None = None
         del st.session_state["ui.failed"]  # said once: the session's next run asks again
         raise RuntimeError(failed[1])
     waiter = st.session_state.setdefault("ui.waiter", uuid.uuid4().hex)
-    job = results.submit(task, waiter)
+    job = results.submit(task, waiter, browser=browser_id() or waiter)  # one request per browser waits: its newest
     previous = st.session_state.get("ui.job")
     if previous is not None and previous is not job:
         results.release(previous, waiter)  # the session asks for something else now

@@ -3,7 +3,6 @@ caps, and the progress, cancel, resume and restart controls of the runs this vis
 posterior-approximation pages). On a hosted server a visitor controls the runs its browser launched, and a
 lecturer (who typed the host's key) every run; on a server of one's own, its user controls every run."""
 
-import hashlib
 import logging
 import os
 import uuid
@@ -20,10 +19,9 @@ from symlab.specs import settings
 from symlab.specs.run_kind import ACTIVE, RESUMABLE, RUNNING
 from symlab.specs.settings import database_url
 from views.common import binding
+from views.common.browser import browser_id
 
 LECTURER_KEY = "runs.lecturer_key"  # the key as typed, kept for the session (never in the link)
-
-XSRF_COOKIE = "_streamlit_xsrf"  # Streamlit's own, set in every browser while XSRF protection is on (the default)
 
 
 def hosted() -> bool:
@@ -46,28 +44,8 @@ def session_id() -> str:
     return st.session_state["runs.session"]
 
 
-def xsrf_token(cookie: str | None) -> bytes | None:
-    """The random token of Streamlit's XSRF cookie, "2|mask|masked token|time" with the token XOR the repeated
-    4-byte mask: the server masks it afresh on each page load, so the cookie's text changes and the token stays."""
-    try:
-        version, mask, masked, _ = cookie.strip("\"'").split("|")
-        mask, masked = bytes.fromhex(mask), bytes.fromhex(masked)
-    except (AttributeError, ValueError):
-        return None
-    if version != "2" or len(mask) != 4 or not masked:
-        return None
-    return bytes(byte ^ mask[i % 4] for i, byte in enumerate(masked))
-
-
-def browser_owner() -> str:
-    """This browser's id for the runs it launches: a one-way hash of its XSRF token, the same across reloads and
-    tabs of the browser; "" where the browser sends no such cookie."""
-    token = xsrf_token(st.context.cookies.get(XSRF_COOKIE))
-    return hashlib.sha256(b"symlab run owner\0" + token).hexdigest()[:32] if token else ""
-
-
 def is_yours(run, owner: str) -> bool:
-    """Launched from this browser (``owner``, :func:`browser_owner`), or in this session where it has no id."""
+    """Launched from this browser (``owner``, :func:`views.common.browser.browser_id`), or in this session where it has no id."""
     return (bool(owner) and run.owner == owner) or run.session == session_id()
 
 
@@ -75,14 +53,14 @@ def caller() -> supervisor.Caller:
     """This visitor, as the supervisor judges who may control a run: its browser, and the lecturer's key if it
     typed one; on a server that is not shared, its one user, who controls every run."""
     return supervisor.Caller(
-        owner=browser_owner(), source="app", host=not hosted(), lecturer_key=st.session_state.get(LECTURER_KEY, "")
+        owner=browser_id(), source="app", host=not hosted(), lecturer_key=st.session_state.get(LECTURER_KEY, "")
     )
 
 
 def launch(lab: str, config, limits) -> int:
     """Submit a run of ``lab`` for this visitor within the caps; a ValueError (or RegistryError) says why not. A
     hosted server needs the browser's id to count its launches and let it alone control its runs."""
-    owner = browser_owner()
+    owner = browser_id()
     if hosted() and not owner:
         raise ValueError(
             "this browser sends no cookie this server can tell it by, so it cannot count its launches "

@@ -93,12 +93,14 @@ import argparse
 import asyncio
 import bisect
 import contextlib
+import functools
 import itertools
 import json
 import os
 import random
 import re
 import shutil
+import signal
 import statistics
 import sys
 import tempfile
@@ -309,14 +311,16 @@ class CpuQuota:
 
 
 @contextlib.contextmanager
-def proxied_servers(count: int, extra_env: dict, log_path: Path, quota: CpuQuota | None):
+def proxied_servers(count: int, extra_env: dict, log_path: Path, quota: CpuQuota | None, runs_dir: Path | None = None):
     """``symlab serve``'s class server (symlab.serving.proxy): ``count`` page processes (counted_serve.py) behind
-    HAProxy, all under ``quota``; yields (the proxy's URL, the ClassServer)."""
+    HAProxy, all under ``quota``, on ``runs_dir`` (kept; default: a new one, removed after); yields (the proxy's
+    URL, the ClassServer)."""
     from class_server import free_port_block
 
     from symlab.serving.proxy import ClassServer
 
-    runs_dir = tempfile.mkdtemp(prefix="symlab-load-runs-")
+    own_runs_dir = runs_dir is None
+    runs_dir = tempfile.mkdtemp(prefix="symlab-load-runs-") if own_runs_dir else str(runs_dir)
     first = free_port_block(count + 1)
     log_dir = Path(tempfile.mkdtemp(prefix="symlab-load-logs-"))
     server = ClassServer(
@@ -343,7 +347,8 @@ def proxied_servers(count: int, extra_env: dict, log_path: Path, quota: CpuQuota
             for path in sorted(log_dir.glob("*.log")):
                 log.write(f"\n===== {path.stem} =====\n".encode() + path.read_bytes())
         shutil.rmtree(log_dir, ignore_errors=True)
-        shutil.rmtree(runs_dir, ignore_errors=True)
+        if own_runs_dir:
+            shutil.rmtree(runs_dir, ignore_errors=True)
 
 
 def pid_listening_on(port: int) -> int | None:
@@ -961,7 +966,8 @@ def report(results: dict) -> str:
 
 # The lab pages a protocol student visits ("" is the home page), from the lab registry.
 PROTOCOL_PAGES = ("", *(lab.name for lab in LABS))
-PROTOCOL_USER_REQUESTS = ("open", "widget", "preset", "button")  # what a student waits for; "tick" is apart
+# What a student waits for ("reconnect": the page run again after its server died); "tick" is apart.
+PROTOCOL_USER_REQUESTS = ("open", "widget", "preset", "button", "reconnect")
 MAX_PROTOCOL_SESSIONS, MAX_BROWSER_SESSIONS, MAX_SECONDS = 300, 40, 900
 PROTOCOL_TARGETS = {30: 1000.0, 100: 2000.0}  # N -> p95 (ms), with no errors (N = 100 on --replicas 2)
 PLAYER_PAGES = ("toy", "modes", "align", "symmetry")  # pages with a player, for --players
@@ -1065,9 +1071,15 @@ def nudged(widget, rng: random.Random):
     return min(max(value, proto.min), proto.max)
 
 
-async def protocol_phase(urls: list[str], n: int, args, sampler: Sampler | None, run_log: Path | None = None) -> dict:
-    # Each session stays with one server, as behind a sticky proxy.
-    sessions = [Session(urls[i % len(urls)], timeout=args.timeout, sticky=args.sticky) for i in range(n)]
+async def protocol_phase(
+    urls: list[str], n: int, args, sampler: Sampler | None, run_log: Path | None = None, kill=None
+) -> dict:
+    """One phase of ``n`` students (and the players, uploaders and flooders asked for); ``kill``: called
+    --kill-after seconds in, to kill a page process."""
+    # Each session stays with one server, as behind a sticky proxy (or the proxy's cookie keeps it on one).
+    sessions = [
+        Session(urls[i % len(urls)], timeout=args.timeout, sticky=args.sticky, reconnect=args.sticky) for i in range(n)
+    ]
     own_ticks = sum(os.times()[:2])
 
     players = min(args.players, n)
@@ -1122,8 +1134,17 @@ async def protocol_phase(urls: list[str], n: int, args, sampler: Sampler | None,
         finally:
             await session.close()
 
+    killed = {}
+
+    async def killing() -> None:
+        if kill is not None and args.kill_after is not None:
+            await asyncio.sleep(args.kill_after)
+            killed.update(kill(), at_s=args.kill_after)
+
     start = time.monotonic()
-    await asyncio.gather(*(one(i, s) for i, s in enumerate(sessions)), *(uploading(s) for s in uploaders), flood())
+    await asyncio.gather(
+        *(one(i, s) for i, s in enumerate(sessions)), *(uploading(s) for s in uploaders), flood(), killing()
+    )
     end = time.monotonic()
     result = dict(
         sessions=n,
@@ -1142,6 +1163,14 @@ async def protocol_phase(urls: list[str], n: int, args, sampler: Sampler | None,
         result["page_cpu"] = page_cpu(sessions, read_runs(run_log, start, end))
     if uploaders:
         result["uploaders"] = merge_uploaders(uploaders)
+    if killed:
+        result["killed"] = dict(
+            killed,
+            reconnects=sum(s.reconnects for s in sessions),
+            lost_state=sum(s.lost_state for s in sessions),
+            interrupted=sum(s.interrupted for s in sessions),
+            reconnect_ms=sorted(a.ms for s in sessions for a in s.answered if a.what == "reconnect"),
+        )
     if flooders:
         result["flooders"] = dict(
             sessions=len(flooders),
@@ -1330,6 +1359,9 @@ def run_protocol(args, server_env: dict) -> dict:
             stagger=args.stagger,
             replicas=args.replicas,
             proxy=args.proxy,
+            runs_dir=str(args.runs_dir) if args.runs_dir else None,
+            kill_after_s=args.kill_after,
+            flooders=args.flooders,
             uploaders=args.uploaders,
             players=args.players,
             players_still=args.players_still,
@@ -1352,16 +1384,19 @@ def run_protocol(args, server_env: dict) -> dict:
     try:
         with contextlib.ExitStack() as stack:
             if args.proxy:
-                url, class_server = stack.enter_context(proxied_servers(args.replicas, server_env, log_path, quota))
+                url, class_server = stack.enter_context(
+                    proxied_servers(args.replicas, server_env, log_path, quota, args.runs_dir)
+                )
                 urls, pids = [url], [pid for name, pid in class_server.pids().items() if name != "proxy"]
                 args.sticky = True
+                kill = functools.partial(kill_page_process, class_server, "page1")
             else:
                 servers = stack.enter_context(
                     app_servers(args.replicas, server_env, log_path, args.server_cpus, COUNTED_SERVER, quota)
                 )
                 urls, pids = [url for url, _ in servers], [pid for _, pid in servers]
-                args.sticky = False
-            run_protocol_phases(args, results, urls, pids, run_log)
+                args.sticky, kill = False, None
+            run_protocol_phases(args, results, urls, pids, run_log, kill)
     finally:
         if quota:
             results["cpu_quota"]["throttled_s"] = quota.throttled_s()
@@ -1370,8 +1405,17 @@ def run_protocol(args, server_env: dict) -> dict:
     return results
 
 
-def run_protocol_phases(args, results: dict, urls: list[str], pids: list[int], run_log: Path) -> None:
-    """Each phase of --sessions against the servers at ``urls`` (page processes ``pids``), into ``results``."""
+def kill_page_process(class_server, name: str) -> dict:
+    """Kill ``name`` as an out-of-memory kill would (SIGKILL); the class server starts it again."""
+    pid = class_server.pids()[name]
+    os.kill(pid, signal.SIGKILL)
+    print(f"  killed {name} (pid {pid})", file=sys.stderr, flush=True)
+    return dict(process=name, pid=pid)
+
+
+def run_protocol_phases(args, results: dict, urls: list[str], pids: list[int], run_log: Path, kill=None) -> None:
+    """Each phase of --sessions against the servers at ``urls`` (page processes ``pids``), into ``results``;
+    ``kill`` kills a page process --kill-after seconds into each."""
     sampler = Sampler(pids, args.sample_interval)
     sampler.start()
     try:
@@ -1379,7 +1423,7 @@ def run_protocol_phases(args, results: dict, urls: list[str], pids: list[int], r
             results["settled_after_s"] = settled(pids)
         for n in args.sessions:
             print(f"phase N = {n}: {n} protocol sessions × {args.seconds:g} s …", file=sys.stderr, flush=True)
-            phase_result = asyncio.run(protocol_phase(urls, n, args, sampler, run_log))
+            phase_result = asyncio.run(protocol_phase(urls, n, args, sampler, run_log, kill))
             results["phases"].append(phase_result)
             print(
                 f"  {phase_result['requests']} requests, p95 {fmt(phase_result['p95_ms'])} ms, "
@@ -1501,6 +1545,15 @@ def protocol_report(results: dict) -> str:
             )
             for kind, kept in up["error_samples"].items():
                 out.extend(f"  N={p['sessions']} uploader {kind}: {m}" for m in kept[:3])
+        if p.get("killed"):
+            k = p["killed"]
+            ms = k["reconnect_ms"]
+            out.append(
+                f"  N={p['sessions']}: {k['process']} killed {k['at_s']:g} s in; {k['reconnects']} sessions connected "
+                f"again (their page's run: median {fmt(statistics.median(ms) if ms else None, '.0f')} ms, max "
+                f"{fmt(max(ms) if ms else None, '.0f')} ms), {k['interrupted']} requests cut short, "
+                f"{k['lost_state']} sessions lost state"
+            )
         if p.get("flooders"):
             fl = p["flooders"]
             out.append(
@@ -1667,6 +1720,22 @@ def parse_args(argv=None):
         "explorer, one upload after another, throughout each phase (default 0)",
     )
     parser.add_argument(
+        "--runs-dir",
+        type=Path,
+        default=None,
+        help="with --proxy: the servers' runs directory, kept (a result store warmed by symlab warm, to measure a "
+        "warm server; default: a new one, removed after)",
+    )
+    parser.add_argument(
+        "--kill-after",
+        type=float,
+        default=None,
+        metavar="S",
+        help="with --proxy: kill the first page process (SIGKILL) S seconds into each phase; its sessions connect "
+        "again through the proxy, as the frontend does, and each whose controls then show other values has lost "
+        "its state",
+    )
+    parser.add_argument(
         "--flooders",
         type=int,
         default=0,
@@ -1752,6 +1821,10 @@ def parse_args(argv=None):
         parser.error("--replicas: a whole number >= 1, with --protocol")
     if (args.proxy or args.slowest_machine) and not args.protocol:
         parser.error("--proxy and --slowest-machine go with --protocol")
+    if args.runs_dir is not None and not args.proxy:
+        parser.error("--runs-dir goes with --proxy")
+    if args.kill_after is not None and not args.proxy:
+        parser.error("--kill-after goes with --proxy (a killed process is started again by symlab serve's supervisor)")
     most = MAX_PROTOCOL_SESSIONS if args.protocol else MAX_BROWSER_SESSIONS
     if any(n < 1 or n > most for n in args.sessions):
         parser.error(f"--sessions: each N in 1..{most}{'' if args.protocol else ' (more with --protocol)'}")

@@ -145,6 +145,7 @@ class Session:
     url: str
     timeout: float = 15.0
     sticky: bool = False
+    reconnect: bool = False  # as the frontend: a dropped connection is opened again, the page run from its link
     answered: list[Answered] = field(default_factory=list)  # every request that got its end of run
     results: list[Result] = field(default_factory=list)  # every computation a request waited for, once drawn
     abandoned: int = 0  # requests that waited, replaced by another request before their result came
@@ -171,6 +172,10 @@ class Session:
         self.ticker: asyncio.Task | None = None
         self.closing = False
         self.cookies: dict[str, str] = {}
+        self.dropped = False  # the connection closed under this session (its server died)
+        self.reconnects = 0
+        self.lost_state = 0  # reconnects after which a control no longer showed the value it had
+        self.interrupted = 0  # requests whose run the dropped connection cut short
 
     # ------------------------------------------------------------------ connection
 
@@ -186,8 +191,43 @@ class Session:
             ping_interval=None,
             additional_headers={"Cookie": self.cookie_header()} if self.cookies else None,
         )
+        self.keep_cookies(self.socket.response.headers.get_all("Set-Cookie"))  # a proxy moving this session
+        self.dropped = False
+        for task in (self.ticker, self.reader):
+            if task:
+                task.cancel()
         self.reader = asyncio.create_task(self.read())
         self.ticker = asyncio.create_task(self.tick())
+
+    def keep_cookies(self, headers) -> None:
+        from http.cookies import SimpleCookie
+
+        jar = SimpleCookie()
+        for header in headers or []:
+            jar.load(header)
+        self.cookies.update({name: morsel.value for name, morsel in jar.items()})
+
+    def control_values(self) -> dict:
+        return {w.key: w.value for w in self.widgets.values() if w.kind != "button" and w.value is not None}
+
+    async def reconnect_now(self) -> None:
+        """What the frontend does once its connection drops: connect again (through a proxy, to a live server) and
+        run the page again from its link; a control that then shows another value than before is lost state."""
+        before, page = self.control_values(), self.page
+        self.widgets, self.timers = {}, {}
+        self.reconnects += 1
+        try:
+            await self.connect()
+        except (TimeoutError, OSError, websockets.InvalidHandshake) as exc:
+            self.dropped = True
+            self.error("disconnect", f"reconnect on /{page}: {exc}")
+            return
+        await self.request("reconnect", self.rerun_message())
+        after = self.control_values()
+        lost = {key: (value, after[key]) for key, value in before.items() if key in after and after[key] != value}
+        if lost:
+            self.lost_state += 1
+            self.error("lost_state", f"/{page} after reconnecting: {lost}")
 
     def page_cookies(self) -> dict[str, str]:
         """The cookies set by the answer to the app's page (index.html), as a browser's first request gets them."""
@@ -311,6 +351,10 @@ class Session:
         applies). A callable ``payload`` is made once the request in flight has ended: a timer's tick, which
         that request's run may have cancelled (None)."""
         timeout = timeout or self.timeout
+        if self.dropped and self.reconnect and what != "reconnect":
+            await self.reconnect_now()
+            if self.dropped:
+                return None
         while self.pending is not None:  # a fragment tick in flight: wait for it, as one request at a time
             await asyncio.wait([self.pending.done], timeout=self.timeout)
             if self.pending is not None and not self.pending.done.done():
@@ -332,7 +376,9 @@ class Session:
             self.error("timeout", f"{what} on /{self.page}: no end of run within {timeout:g} s")
             return None
         except websockets.ConnectionClosed as exc:
-            if not self.closing:  # the student's time is up: a tick in flight then is no one's wait
+            if self.reconnect and not self.closing:
+                self.interrupted += 1  # counted apart; the next request connects again
+            elif not self.closing:  # the student's time is up: a tick in flight then is no one's wait
                 self.error("disconnect", f"{what} on /{self.page}: {exc}")
             return None
         finally:
@@ -385,8 +431,12 @@ class Session:
                 msg.ParseFromString(data)
                 self.handle(msg)
         except websockets.ConnectionClosed as exc:
-            if not self.closing:
+            if self.reconnect and not self.closing:
+                self.dropped = True
+            elif not self.closing:
                 self.error("disconnect", f"on /{self.page}: {exc}")
+        if self.reconnect and not self.closing:  # closed cleanly under it: dropped all the same
+            self.dropped = True
         if self.pending is not None and not self.pending.done.done():
             self.pending.done.set_exception(websockets.ConnectionClosedError(None, None))
 

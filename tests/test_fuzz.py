@@ -34,6 +34,7 @@ from symlab.labs.modes import experiment as modes
 from symlab.labs.symmetry import experiment as symmetry_lab
 from symlab.lib import mnist_data, two_relu
 from symlab.runs import execution
+from symlab.serving import proxy, warmup
 from symlab.specs.urlstate import Param, encode_query, parse_query
 from views.common import binding
 
@@ -477,6 +478,10 @@ def sentinels(monkeypatch, tmp_path):
     for name in ("train_perceptrons", "train_mlps", "mode_proximity", "posterior_quality"):
         monkeypatch.setattr(symmetry_lab, name, validated_then_accepted)
     monkeypatch.setattr(align_lab, "train_pair", validated_then_accepted)
+    # symlab serve: its arguments checked (the class server built: its address, ports, HAProxy's own check of its
+    # configuration), then nothing started; symlab warm: nothing computed.
+    monkeypatch.setattr(proxy.ClassServer, "start", accepted)
+    monkeypatch.setattr(warmup, "warm_store", accepted)
     monkeypatch.setattr(mnist_data, "load_mnist", _load_mnist)
     monkeypatch.setenv("SYMLAB_RUNS_DIR", str(tmp_path / "env-runs"))
     monkeypatch.chdir(tmp_path)

@@ -63,6 +63,7 @@ def test_serve_takes_replicas_ports_and_warm(capsys):
     with pytest.raises(SystemExit):
         build_parser().parse_args(["serve", "--replicas", "0"])
     assert "must be >= 1" in capsys.readouterr().err
+    assert build_parser().parse_args(["warm", "--json"]).json
 
 
 def test_a_process_that_dies_is_started_again_ever_more_slowly(haproxy, monkeypatch):

@@ -1,4 +1,5 @@
-"""A class server from one command: ``symlab serve [--replicas N] [--warm]`` (symlab.serving.proxy)."""
+"""A class server from one command: ``symlab serve [--replicas N] [--warm]`` (symlab.serving.proxy), and ``symlab warm``,
+the store warmed alone (before a class, or into a Docker volume)."""
 
 from __future__ import annotations
 
@@ -42,17 +43,33 @@ def register(subparsers) -> None:
         help="before opening, compute what the idle pool would: every preset of every lab and each state one step "
         "of one control away from the default links and the presets, on every core, with a progress bar",
     )
-    p.add_argument("--log-dir", type=Path, default=None, help="each process's output in DIR/<name>.log (default: none)")
+    p.add_argument("--log-dir", default=None, help="each process's output in DIR/<name>.log (default: none)")
     p.set_defaults(run=_run_serve, format=_format_serve, json=False)
+
+    w = subparsers.add_parser(
+        "warm",
+        help="compute what a class is likely to ask for into the result store, then exit (symlab serve --warm)",
+        description=(
+            "Compute into the runs directory's result store (or SYMLAB_DATABASE_URL's) what the idle pool would: "
+            "every preset of every lab and each state one step of one control away from the default links and the "
+            "presets, on every core, with a progress bar. Results stored already are not computed again."
+        ),
+    )
+    w.add_argument("--json", action="store_true", help="print one JSON object instead of a line")
+    w.set_defaults(run=_run_warm, format=_format_warm)
+
+
+def _run_warm(args=None) -> dict:
+    from symlab.serving import warmup  # the labs and numpy: --help and parsing need neither
+
+    return warmup.warm_store(proxy.default_replicas(), progress=_progress_bar())
 
 
 def _run_serve(args) -> dict:
     replicas = args.replicas or proxy.default_replicas()
     report: dict = {"replicas": replicas}
     if args.warm:
-        from symlab.serving import warmup  # the labs and numpy: --help and parsing need neither
-
-        report["warm"] = warmup.warm_store(proxy.default_replicas(), progress=_progress_bar())
+        report["warm"] = _run_warm()
         print(_format_warm(report["warm"]), file=sys.stderr, flush=True)
     say = lambda line: print(f"symlab serve: {line}", file=sys.stderr, flush=True)  # noqa: E731
     server = proxy.ClassServer(
@@ -61,15 +78,18 @@ def _run_serve(args) -> dict:
         address=args.address,
         first_page_port=args.first_page_port,
         say=say,
-        log_dir=args.log_dir,
+        log_dir=Path(args.log_dir) if args.log_dir else None,
     )
-    stop = threading.Event()
-    for number in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(number, lambda *_: stop.set())
     try:
         server.start()
         say(f"serving {server.url} with {replicas} page process{'es' if replicas > 1 else ''}; Ctrl-C stops it")
-        server.supervise(stop)
+        stop = threading.Event()
+        previous = {number: signal.signal(number, lambda *_: stop.set()) for number in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            server.supervise(stop)
+        finally:
+            for number, handler in previous.items():
+                signal.signal(number, handler)
     finally:
         server.stop()
     report["restarts"] = server.restarts

@@ -13,7 +13,9 @@ idle time, so that no two compute the same guess.
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -30,6 +32,9 @@ from pathlib import Path
 
 from symlab.specs.settings import IMPORT_ROOT
 
+HOST_NAME = re.compile(
+    r"(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*"
+)
 PROXY_COOKIE = "symlab_page"  # names the page process a browser stays on
 PROCESS_HEADER = "X-Symlab-Page"  # the page process that answered, on every response (for tests and for the log)
 HEALTH_PATH = "/_stcore/health"
@@ -52,6 +57,18 @@ def find_haproxy() -> str:
     if found is None:
         raise ProxyMissing(INSTALL_HAPROXY)
     return found
+
+
+def check_address(address: str) -> str:
+    """``address`` if it is an IP address or a host name (it goes into HAProxy's configuration as it is)."""
+    try:
+        ipaddress.ip_address(address)
+        return address
+    except ValueError:
+        pass
+    if not HOST_NAME.fullmatch(address) or not re.search("[A-Za-z]", address):  # "3" is neither
+        raise ValueError(f"--address must be an IP address or a host name, not {ascii(address)[:80]}")
+    return address
 
 
 def default_replicas() -> int:
@@ -192,6 +209,12 @@ class ClassServer:
     def __post_init__(self):
         if self.replicas < 1:
             raise ValueError(f"--replicas must be at least 1 (got {self.replicas})")
+        check_address(self.address)
+        if not 1 <= self.first_page_port <= 65536 - self.replicas or not 1 <= self.port <= 65535:
+            raise ValueError(
+                f"the ports must lie in 1-65535: the proxy's {self.port}, the page processes' {self.first_page_port}"
+                f"-{self.first_page_port + self.replicas - 1}"
+            )
         self.haproxy = find_haproxy()
         self.root = serve_script().parent  # the app's checkout: Streamlit reads .streamlit/config.toml there
         self.script = Path(self.script) if self.script else self.root / "serve.py"

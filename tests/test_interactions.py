@@ -98,8 +98,10 @@ def test_the_alignment_lab_shows_what_it_showed(name):
             [row[quantity] for row in before], [row[quantity] for row in after], allowance, f"{name} {quantity}"
         )
     # What the presets say in words holds for every seed: alignment shortens W₂ and lowers the barrier; with
-    # 64 units it collapses (with 8 "alignment lowers the barrier but can leave a bump").
-    collapse = 1.0 if name == "width8" else 0.25
+    # 64 units it collapses (with 8 "alignment lowers the barrier but can leave a bump"; with three layers "it falls
+    # below half its height": after / before ≤ 0.06 on seeds 0-4 where the reference was taken, but 0.33 on seed 4
+    # with AVX-512's rounding, 0.04-0.07 on the others).
+    collapse = {"width8": 1.0, "depth3": 0.5}.get(name, 0.25)
     assert all(
         row["barrier_after"] < collapse * row["barrier_before"] and row["w2_after"] < row["w2_before"] for row in after
     )

@@ -112,6 +112,12 @@ def drawn_value(kind: str, proto, held):
     return None  # buttons hold nothing between runs
 
 
+def query_values(query: str) -> dict[str, list[str]]:
+    import urllib.parse
+
+    return urllib.parse.parse_qs(query, keep_blank_values=True)
+
+
 @dataclass
 class Request:
     what: str
@@ -207,13 +213,11 @@ class Session:
             jar.load(header)
         self.cookies.update({name: morsel.value for name, morsel in jar.items()})
 
-    def control_values(self) -> dict:
-        return {w.key: w.value for w in self.widgets.values() if w.kind != "button" and w.value is not None}
-
     async def reconnect_now(self) -> None:
         """What the frontend does once its connection drops: connect again (through a proxy, to a live server) and
-        run the page again from its link; a control that then shows another value than before is lost state."""
-        before, page = self.control_values(), self.page
+        run the page again from its link; a link that then says something else than before (a control moved back,
+        a setting dropped) is lost state. The link is the state: the app writes every control into it."""
+        before, page = query_values(self.query_string), self.page
         self.widgets, self.timers = {}, {}
         self.reconnects += 1
         try:
@@ -223,8 +227,8 @@ class Session:
             self.error("disconnect", f"reconnect on /{page}: {exc}")
             return
         await self.request("reconnect", self.rerun_message())
-        after = self.control_values()
-        lost = {key: (value, after[key]) for key, value in before.items() if key in after and after[key] != value}
+        after = query_values(self.query_string)
+        lost = {key: (value, after.get(key)) for key, value in before.items() if after.get(key) != value}
         if lost:
             self.lost_state += 1
             self.error("lost_state", f"/{page} after reconnecting: {lost}")

@@ -100,7 +100,7 @@ def test_a_process_that_dies_is_started_again_ever_more_slowly(haproxy, monkeypa
 
 
 @pytest.fixture(scope="module")
-def served():
+def served(haproxy):
     with class_server(replicas=2) as server:
         yield server
 

@@ -1078,7 +1078,7 @@ async def protocol_phase(
     --kill-after seconds in, to kill a page process."""
     # Each session stays with one server, as behind a sticky proxy (or the proxy's cookie keeps it on one).
     sessions = [
-        Session(urls[i % len(urls)], timeout=args.timeout, sticky=args.sticky, reconnect=args.sticky) for i in range(n)
+        Session(urls[i % len(urls)], timeout=args.timeout, sticky=args.proxy, reconnect=args.proxy) for i in range(n)
     ]
     own_ticks = sum(os.times()[:2])
 
@@ -1101,11 +1101,11 @@ async def protocol_phase(
         finally:
             await session.close()
 
-    uploaders = [Session(urls[i % len(urls)], timeout=args.timeout, sticky=args.sticky) for i in range(args.uploaders)]
+    uploaders = [Session(urls[i % len(urls)], timeout=args.timeout, sticky=args.proxy) for i in range(args.uploaders)]
     files = upload_files() if uploaders else []
     # One browser's tabs: one cookie jar (Streamlit's XSRF cookie, which tells a browser apart; the proxy's, set by
     # the first tab's page load), on the server the first session of the class reaches.
-    flooders = [Session(urls[0], timeout=args.timeout, sticky=args.sticky) for _ in range(args.flooders)]
+    flooders = [Session(urls[0], timeout=args.timeout, sticky=args.proxy) for _ in range(args.flooders)]
 
     async def flooding(index: int, session: Session) -> None:
         try:
@@ -1121,7 +1121,7 @@ async def protocol_phase(
         if not flooders:
             return
         flooders[0].cookies = {XSRF_COOKIE: XSRF_TOKEN}
-        if args.sticky:
+        if args.proxy:
             flooders[0].cookies.update(await asyncio.to_thread(flooders[0].page_cookies))
         await asyncio.gather(*(flooding(i, session) for i, session in enumerate(flooders)))
 
@@ -1388,14 +1388,13 @@ def run_protocol(args, server_env: dict) -> dict:
                     proxied_servers(args.replicas, server_env, log_path, quota, args.runs_dir)
                 )
                 urls, pids = [url], [pid for name, pid in class_server.pids().items() if name != "proxy"]
-                args.sticky = True
                 kill = functools.partial(kill_page_process, class_server, "page1")
             else:
                 servers = stack.enter_context(
                     app_servers(args.replicas, server_env, log_path, args.server_cpus, COUNTED_SERVER, quota)
                 )
                 urls, pids = [url for url, _ in servers], [pid for _, pid in servers]
-                args.sticky, kill = False, None
+                kill = None
             run_protocol_phases(args, results, urls, pids, run_log, kill)
     finally:
         if quota:

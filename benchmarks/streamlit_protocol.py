@@ -112,6 +112,16 @@ def drawn_value(kind: str, proto, held):
     return None  # buttons hold nothing between runs
 
 
+def cookies_set_by(headers) -> dict[str, str]:
+    """{name: value} of the Set-Cookie ``headers`` of an answer (None: none)."""
+    from http.cookies import SimpleCookie
+
+    jar = SimpleCookie()
+    for header in headers or []:
+        jar.load(header)
+    return {name: morsel.value for name, morsel in jar.items()}
+
+
 def query_values(query: str) -> dict[str, list[str]]:
     import urllib.parse
 
@@ -197,21 +207,13 @@ class Session:
             ping_interval=None,
             additional_headers={"Cookie": self.cookie_header()} if self.cookies else None,
         )
-        self.keep_cookies(self.socket.response.headers.get_all("Set-Cookie"))  # a proxy moving this session
+        self.cookies.update(cookies_set_by(self.socket.response.headers.get_all("Set-Cookie")))  # a proxy moving it
         self.dropped = False
         for task in (self.ticker, self.reader):
             if task:
                 task.cancel()
         self.reader = asyncio.create_task(self.read())
         self.ticker = asyncio.create_task(self.tick())
-
-    def keep_cookies(self, headers) -> None:
-        from http.cookies import SimpleCookie
-
-        jar = SimpleCookie()
-        for header in headers or []:
-            jar.load(header)
-        self.cookies.update({name: morsel.value for name, morsel in jar.items()})
 
     async def reconnect_now(self) -> None:
         """What the frontend does once its connection drops: connect again (through a proxy, to a live server) and
@@ -236,14 +238,10 @@ class Session:
     def page_cookies(self) -> dict[str, str]:
         """The cookies set by the answer to the app's page (index.html), as a browser's first request gets them."""
         import urllib.request
-        from http.cookies import SimpleCookie
 
         with urllib.request.urlopen(self.url.rstrip("/") + "/", timeout=self.timeout) as response:
             response.read()
-            jar = SimpleCookie()
-            for header in response.headers.get_all("Set-Cookie") or []:
-                jar.load(header)
-        return {name: morsel.value for name, morsel in jar.items()}
+            return cookies_set_by(response.headers.get_all("Set-Cookie"))
 
     def cookie_header(self, **more: str) -> str:
         return "; ".join(f"{name}={value}" for name, value in {**self.cookies, **more}.items())

@@ -12,9 +12,10 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
+
+from symlab.serving import proxy
 
 ROOT = Path(__file__).resolve().parents[1]
 STARTED = re.compile(r"symlab serve: (page\d+): (?:127\.0\.0\.1:\d+, pid|started again, pid) (\d+)")
@@ -91,10 +92,7 @@ def class_server(replicas: int = 2, env: dict | None = None, runs_dir: Path | No
     try:
         server.wait_for_line("symlab serve: serving", timeout=180)
         deadline = time.monotonic() + 30
-        while True:  # the proxy's own first health checks
-            with contextlib.suppress(OSError):
-                if urllib.request.urlopen(server.url + "/_stcore/health", timeout=2).read() == b"ok":
-                    break
+        while not proxy.healthy(server.url):  # the proxy's own first health checks
             assert time.monotonic() < deadline, f"the proxy did not answer:\n{server.log()[-3000:]}"
             time.sleep(0.2)
         yield server

@@ -167,7 +167,8 @@ def test_each_script_run_counts_to_the_request_its_session_sent_before_it():
     assert cpu["runs_cpu_s"] == pytest.approx(0.127) and cpu["matched_cpu_s"] == pytest.approx(0.12)
 
 
-def test_a_short_protocol_run_against_its_own_server():
+def short_protocol_run(*options: str) -> dict:
+    """``load_test.py --protocol --sessions 4 --seconds 12 --hosted --json`` with ``options``: its JSON summary."""
     result = subprocess.run(
         [
             sys.executable,
@@ -177,12 +178,9 @@ def test_a_short_protocol_run_against_its_own_server():
             "4",
             "--seconds",
             "12",
-            "--play-seconds",
-            "3",
-            "--players",
-            "1",
             "--hosted",
             "--json",
+            *options,
         ],
         cwd=ROOT,
         capture_output=True,
@@ -190,7 +188,11 @@ def test_a_short_protocol_run_against_its_own_server():
         timeout=300,
     )
     assert result.returncode == 0, result.stderr[-3000:]
-    summary = json.loads(result.stdout.strip().splitlines()[-1])
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def test_a_short_protocol_run_against_its_own_server():
+    summary = short_protocol_run("--play-seconds", "3", "--players", "1")
     for key in ("sessions", "errors", "p50_ms", "p95_ms", "max_ms", "server_rss_peak_mib", "server_cpu_cores"):
         assert key in summary
     phase = summary["phases"][0]
@@ -214,29 +216,7 @@ def test_the_slowest_machine_is_emulated_by_the_larger_of_the_two_slow_downs():
 
 
 def test_a_short_protocol_run_through_the_class_servers_proxy_at_the_slowest_machines_speed(haproxy):
-    result = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "benchmarks" / "load_test.py"),
-            "--protocol",
-            "--proxy",
-            "--replicas",
-            "2",
-            "--slowest-machine",
-            "--sessions",
-            "4",
-            "--seconds",
-            "12",
-            "--hosted",
-            "--json",
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    summary = json.loads(result.stdout.strip().splitlines()[-1])
+    summary = short_protocol_run("--proxy", "--replicas", "2", "--slowest-machine")
     phase = summary["phases"][0]
     assert summary["config"]["proxy"] and summary["sessions"] == 4 and summary["errors"] == 0, phase["error_samples"]
     assert phase["by_request"]["open"]["count"] >= 3

@@ -272,7 +272,7 @@ class ClassServer:
             self._launch(child)
             self.say(f"{child.name}: 127.0.0.1:{child.process.port}, pid {child.popen.pid}")
         deadline = time.monotonic() + ready_timeout
-        waiting = [child for child in self.children[:-1]]
+        waiting = list(self.children[:-1])
         while waiting:
             for child in list(waiting):
                 if child.popen.poll() is not None:

@@ -258,9 +258,11 @@ class SharedResults:
         """Where ``job`` stands: the computations before it, and the seconds until it is done, estimated
         from the measured cost of each one's kind (:class:`Cost`, :meth:`estimate`)."""
         with self._lock:
-            queued = self._service_order()
             running = list(self._running)
-            ahead = queued[: queued.index(job)] if job in queued else []
+            queued = job in self._queue
+            ahead = (
+                list(itertools.takewhile(lambda other: other is not job, self._in_service_order())) if queued else []
+            )
         remaining = [self._remaining(other) for other in running if other is not job]
         before = [self.estimate(other.task) for other in ahead]
         mine = self._remaining(job) if job in running else self.estimate(job.task)
@@ -358,21 +360,21 @@ class SharedResults:
 
     # ------------------------------------------------------------------ fair turns
 
-    def _service_order(self) -> list[Job]:
-        """(Under the lock.) The queued jobs in the order the pool would take them if no browser's computation
-        were running: each time the job of the browser served longest ago (a job waited for by several browsers
-        counts as its longest-waiting one's), the earlier of equals first."""
+    def _in_service_order(self):
+        """(Under the lock.) The queued jobs, one at a time, in the order the pool would take them if no browser's
+        computation were running: each time the job of the browser served longest ago (a job waited for by several
+        browsers counts as its longest-waiting one's), the earlier of equals first. A generator: who asks for the
+        next job, or for one job's place, reads no further than it needs."""
         served = dict(self._served)
         turn = max(served.values(), default=0) + 1
-        order, queued = [], list(self._queue)
+        queued = list(self._queue)
         while queued:
             job = min(queued, key=lambda job: min((served.get(b, 0) for b in job.browsers.values()), default=0))
             queued.remove(job)
-            order.append(job)
+            yield job
             for browser in job.browsers.values():
                 served[browser] = turn
             turn += 1
-        return order
 
     def _take_turn(self, job: Job) -> None:
         """(Under the lock.) ``job``'s browsers have been served now; the longest-served-ago forgotten beyond
@@ -384,11 +386,13 @@ class SharedResults:
                 del self._served[browser]
 
     def _next_job(self) -> Job:
-        """(Under the lock.) The queued job to start now: the first in :meth:`_service_order` with a browser that
+        """(Under the lock.) The queued job to start now: the first in :meth:`_in_service_order` with a browser that
         has no computation running; where every one has, the first (a free worker does not sit idle)."""
         busy = {browser for job in self._running for browser in job.browsers.values()}
-        order = self._service_order()
-        return next((job for job in order if set(job.browsers.values()) - busy or not job.browsers), order[0])
+        free = lambda job: bool(set(job.browsers.values()) - busy)
+        if not any(map(free, self._queue)):  # one pass: no need to order them all to find none
+            return next(self._in_service_order())
+        return next(filter(free, self._in_service_order()))
 
     # ------------------------------------------------------------------ bookkeeping
 
@@ -644,6 +648,12 @@ def _result_store(*spec, **options):
     return ResultStore(*spec, **options)
 
 
+def settings_store(live: LiveLimits):
+    """The result store the settings name: the runs directory's (or ``SYMLAB_DATABASE_URL``'s), within
+    ``live.results_max_mb``."""
+    return _result_store(runs_directory(), max_bytes=live.results_max_mb * 2**20)
+
+
 def _exit_with(server_pid: int) -> None:
     """A worker waits for tasks and would outlive a server that was killed (and keep the fork server
     alive with it): it leaves once the server is gone."""
@@ -690,7 +700,7 @@ def shared() -> SharedResults:
     with _shared_lock:
         if _shared is None:
             live = LiveLimits.from_env()
-            store = _result_store(runs_directory(), max_bytes=live.results_max_mb * 2**20)
+            store = settings_store(live)
             try:
                 executor = executor_name()
             except ValueError:  # the MNIST page says what is wrong with it; the pages compute here meanwhile

@@ -30,7 +30,7 @@ from symlab.labs import LABS, computation_modules
 from symlab.lib import mnist_data
 from symlab.serving import precomputed, shared_results
 from symlab.specs import settings
-from symlab.specs.settings import Hosting, LiveLimits, SettingsError, runs_directory
+from symlab.specs.settings import Hosting, LiveLimits, SettingsError
 from symlab.specs.tasks import Task, kind_of
 from symlab.specs.urlstate import neighbours
 
@@ -195,7 +195,7 @@ def warm_store(workers: int, tasks: list[Task] | None = None, progress=None) -> 
     before a server opens, on ``workers`` worker processes at once; ``progress(done, total)`` after each. The
     default links' shipped results are stored first. Returns the counts and the seconds it took."""
     started = time.monotonic()
-    store = shared_results._result_store(runs_directory(), max_bytes=_results_max_mb() * 2**20)
+    store = shared_results.settings_store(_live_limits())
     results = shared_results.SharedResults(workers=workers, torch_threads=1, store=store)
     try:
         shipped = set(precomputed.store_into(results, precomputed.default_tasks(_hosting())))
@@ -224,13 +224,6 @@ def warm_store(workers: int, tasks: list[Task] | None = None, progress=None) -> 
     )
 
 
-def _results_max_mb() -> int:
-    try:
-        return LiveLimits.from_env().results_max_mb
-    except SettingsError:
-        return LiveLimits().results_max_mb
-
-
 def _wait_for_idle(results: shared_results.SharedResults, stop: threading.Event) -> bool:
     """Until no person's computation has been queued or running for :data:`IDLE_AFTER_SECONDS`; False if
     ``stop`` came first."""
@@ -254,7 +247,7 @@ async def lifespan(app):
     stop = threading.Event()
     # Then the first visits: the server answers by then (this function has let it start).
     threading.Thread(target=_logged(lambda: (warm_up(), _first_visits())), name="symlab-warm-up", daemon=True).start()
-    if _idle_workers() > 0:
+    if _live_limits().idle_workers > 0:
         threading.Thread(
             target=_logged(lambda: precompute_in_idle_time(stop)), name="symlab-idle-time", daemon=True
         ).start()
@@ -263,11 +256,12 @@ async def lifespan(app):
     shared_results.shared().shutdown()
 
 
-def _idle_workers() -> int:
+def _live_limits() -> LiveLimits:
+    """The server's live limits; where a variable is unusable (the pages say which), the defaults."""
     try:
-        return LiveLimits.from_env().idle_workers
+        return LiveLimits.from_env()
     except SettingsError:
-        return LiveLimits().idle_workers
+        return LiveLimits()
 
 
 def _logged(function):

@@ -96,6 +96,7 @@ import contextlib
 import functools
 import itertools
 import json
+import math
 import os
 import random
 import re
@@ -983,11 +984,17 @@ async def protocol_student(session: Session, rng: random.Random, seconds: float,
         await asyncio.sleep(rng.uniform(2, 5))
         choice = rng.random()
         play, preset, controls = session.widget(".play"), session.widget(".preset"), session.controls()
+        player = session.player()
         if choice < 0.5 and controls:
             widget = rng.choice(controls)
             await session.set_widget(widget, nudged(widget, rng))
         elif choice < 0.65 and preset and len(preset.proto.options) > 1:
             await session.set_widget(preset, rng.choice(preset.proto.options[1:]), "preset")
+        elif choice < 0.85 and player is not None:  # played in the browser: the page hears of Play and Pause
+            await session.play(player, True)
+            watched = min(rng.uniform(0.8, 1.2) * play_seconds, max(deadline - time.monotonic(), 0))
+            await asyncio.sleep(watched)
+            await session.play(player, False, round(watched * 1000 / player.data["interval_ms"]))
         elif choice < 0.85 and play and not play.proto.disabled:
             await session.press(play)
             await asyncio.sleep(min(rng.uniform(0.8, 1.2) * play_seconds, max(deadline - time.monotonic(), 0)))
@@ -1003,9 +1010,14 @@ async def protocol_player(session: Session, page: str, seconds: float, play: boo
     whenever it reaches its end); without, sits there."""
     deadline = time.monotonic() + seconds
     await session.open(page)
+    player, played = session.player(), -math.inf
     while time.monotonic() < deadline:
         button = session.widget(".play")
-        if play and button is not None and not button.proto.disabled:
+        if play and player is not None:  # played in the browser: Play again where its frames run out
+            if time.monotonic() - played > player.data["frames"] * player.data["interval_ms"] / 1000:
+                await session.play(player, True)
+                played = time.monotonic()
+        elif play and button is not None and not button.proto.disabled:
             await session.press(button)
         await asyncio.sleep(1.0)
 

@@ -7,6 +7,9 @@ What the browser's frontend does, and this client does too:
   * move a widget: a ``rerun_script`` carrying the new WidgetStates (every widget this session has
     set so far, as the frontend sends all its widget values);
   * press a button: the same with ``trigger_value``, sent once;
+  * play, pause, step or reset an animation played in the browser (views/common/animation.js): the player's state,
+    the frame it stands on and whether it plays, as a ``json_value``, sent when a visitor clicks (the frames in
+    between are the browser's own);
   * a widget drawn inside a fragment reruns only that fragment (its delta's ``fragment_id``);
   * run ``st.fragment(run_every=...)`` timers: the server announces them with ``auto_rerun`` (and
     cancels them with ``stop_auto_rerun``; the ``new_session`` of a full-app run, one whose run
@@ -35,6 +38,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import json
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -49,6 +53,7 @@ EARLY_FOR_RERUN = ForwardMsg.ScriptFinishedStatus.FINISHED_EARLY_FOR_RERUN
 COMPILE_ERROR = ForwardMsg.ScriptFinishedStatus.FINISHED_WITH_COMPILE_ERROR
 PENDING = "⏳"  # how a page's progress bar starts while it waits for a shared computation (views/common/computing.py)
 WIDGET_TYPES = ("slider", "number_input", "selectbox", "button", "checkbox", "radio", "file_uploader")
+PLAYER, PLAYER_COMPONENT = "player", "symlab_player"  # an animation played in the browser: a widget of its own
 # An XSRF token of the frontend's form ("2|mask|masked token|time"), sent as the cookie and the header an upload
 # needs (the server compares the two): any token will do, as long as both carry the same one.
 XSRF_TOKEN = "2|00000000|" + bytes(range(16)).hex() + "|0"
@@ -62,6 +67,7 @@ class Widget:
     proto: object
     value: object = None
     fragment_id: str = ""  # the fragment it was drawn in: using it reruns only that fragment
+    data: dict | None = None  # a player's: what the page sent it (its animation's id, frame count, ...)
 
     @property
     def key(self) -> str:
@@ -87,6 +93,8 @@ class Widget:
             state.trigger_value = True
         elif self.kind == "file_uploader":  # the files it holds: UploadedFileInfo protos
             state.file_uploader_state_value.uploaded_file_info.extend(self.value)
+        elif self.kind == PLAYER:  # where the browser's player stands (views/common/animation.js)
+            state.json_value = json.dumps({"position": self.value})
         return state
 
 
@@ -506,6 +514,10 @@ class Session:
             exc = element.exception
             if not exc.is_warning:
                 self.error("exception", f"/{self.page}: {exc.type}: {exc.message}")
+        elif kind == "bidi_component" and element.bidi_component.component_name == PLAYER_COMPONENT:
+            proto = element.bidi_component
+            self.drawn.add(proto.id)
+            self.widgets[proto.id] = Widget(PLAYER, proto, None, msg.delta.fragment_id, json.loads(proto.json))
         elif kind in WIDGET_TYPES:
             proto = getattr(element, kind)
             held = self.widgets.get(proto.id)
@@ -519,6 +531,15 @@ class Session:
     def widget(self, key_suffix: str) -> Widget | None:
         """The drawn widget whose key ends with ``key_suffix`` (e.g. ".play")."""
         return next((w for w in self.widgets.values() if w.key.endswith(key_suffix)), None)
+
+    def player(self) -> Widget | None:
+        """The animation played in the browser, where the page draws one."""
+        return next((w for w in self.widgets.values() if w.kind == PLAYER), None)
+
+    async def play(self, player: Widget, playing: bool, frame: int = 0) -> float | None:
+        """Play (from ``frame``) or pause (at ``frame``) the browser's player, as a click on it tells the page."""
+        frame = min(max(int(frame), 0), player.data["frames"] - 1)
+        return await self.set_widget(player, {"id": player.data["id"], "frame": frame, "playing": playing}, "button")
 
     def controls(self) -> list[Widget]:
         """Sliders and number boxes a student can nudge (enabled, with a range)."""

@@ -38,7 +38,7 @@ def train_mnist_runs(runs_dir: Path) -> None:
 
 def chart(page, title: str | None):
     """The chart titled ``title`` (None: the page's first)."""
-    charts = page.locator('[data-testid="stVegaLiteChart"]')
+    charts = page.locator('[data-testid="stVegaLiteChart"], .symlab-player .chart')
     if title is None:
         return charts.first
     return charts.filter(has_text=title).first

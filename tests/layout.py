@@ -25,6 +25,7 @@ AT = " · where: "  # in a problem, before where its boxes lay across the window
 # Vega's SVG (axis labels and titles, legend labels, chart titles, text marks); two overlap where their boxes share
 # more than OVERLAP_PX in both directions.
 LAYOUT_JS = """(AT) => {
+  const VEGA_CHARTS = '[data-testid="stVegaLiteChart"], .symlab-player .chart';  // Streamlit's, and players'
   const OVERLAP_PX = 1.5, EDGE_PX = 1, TEXT_EDGE_PX = 4;  // a glyph's box reaches a little past its ink
   const MIN_PLOT_PX = 120, COVER_PX = 3;  // a plot lower than this is squashed; boxes that share more overlap
   const problems = [];
@@ -37,12 +38,14 @@ LAYOUT_JS = """(AT) => {
   }
   const visible = (e) => { const r = e.getBoundingClientRect(); return r.width > 0 && r.height > 0; };
   const span = (r) => `${Math.round(r.left)}-${Math.round(r.right)}`;  // where a box lies across the window, in px
-  document.querySelectorAll('[data-testid="stVegaLiteChart"]').forEach((chart, index) => {
+  document.querySelectorAll(VEGA_CHARTS).forEach((chart, index) => {
     if (!visible(chart)) return;  // in a closed tab or expander
     const svg = chart.querySelector('svg.marks') || chart.querySelector('canvas');
     if (!svg) return;
     const title = (chart.querySelector('svg.marks .role-title-text') || {}).textContent || `chart ${index + 1}`;
-    const column = chart.closest('[data-testid="stElementContainer"]') || chart.parentElement;
+    // A player's chart (views/common/animation.js) is its own cell of the player's grid.
+    const column = chart.matches('.symlab-player .chart') ? chart
+      : chart.closest('[data-testid="stElementContainer"]') || chart.parentElement;
     const box = svg.getBoundingClientRect(), room = column.getBoundingClientRect();
     if (box.right > room.right + EDGE_PX || box.left < room.left - EDGE_PX)
       problems.push(`"${title}" is ${Math.round(box.width)} px wide in a ${Math.round(room.width)} px column`
@@ -158,18 +161,19 @@ LAYOUT_JS = """(AT) => {
 # reports the run finished before it has drawn every element (a chart's code loads on first use), and a page
 # waiting for a computation redraws its progress in a fragment; so a page is drawn once no computation is
 # pending and this stays the same for SETTLED_LOOKS looks in a row.
-DRAWN_JS = """() => JSON.stringify([document.querySelectorAll('[data-testid="stElementContainer"]').length,
+DRAWN_JS = """() => { const VEGA_CHARTS = '[data-testid="stVegaLiteChart"], .symlab-player .chart';
+  return JSON.stringify([document.querySelectorAll('[data-testid="stElementContainer"]').length,
   // a computation the page waits for (views/common/computing.py's progress text starts with ⏳)
   [...document.querySelectorAll('[data-testid="stProgress"]')].some(p => p.innerText.trim().startsWith('⏳'))
     ? null : 'ready',
-  ...[...document.querySelectorAll('[data-testid="stVegaLiteChart"]')]
+  ...[...document.querySelectorAll(VEGA_CHARTS)]
     .filter(c => c.getBoundingClientRect().width > 0)  // a chart in a closed tab is drawn when the tab opens
     .map(c => {
     const s = c.querySelector('svg.marks'); if (!s) return null;
     const r = s.getBoundingClientRect(); return [Math.round(r.width), Math.round(r.height)]; }),
   // a 3-D landscape: drawn once Plotly has laid it out (its chunk loads on first use)
   ...[...document.querySelectorAll('.symlab-surface')].map(v => v._fullLayout && v.querySelector('canvas')
-    ? [Math.round(v.getBoundingClientRect().width), v.querySelectorAll('.legend text').length] : null)])"""
+    ? [Math.round(v.getBoundingClientRect().width), v.querySelectorAll('.legend text').length] : null)]); }"""
 SETTLED_LOOKS, LOOK_SECONDS = 3, 0.15  # a layout that moves later is looked at again (RECHECK_MS)
 
 

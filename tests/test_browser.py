@@ -2,6 +2,7 @@
 
 import json
 import re
+import time
 from pathlib import Path
 from urllib.parse import parse_qsl, urlsplit
 
@@ -41,7 +42,7 @@ def metric_value(page, label):
     return metric.locator('[data-testid="stMetricValue"]').inner_text()
 
 
-CHART = '[data-testid="stVegaLiteChart"] svg.marks'  # a Vega-Lite chart, drawn
+CHART = '[data-testid="stVegaLiteChart"] svg.marks, .symlab-player .chart svg.marks'  # a Vega-Lite chart, drawn
 
 
 def drawn_chart(page, title: str) -> dict:
@@ -138,34 +139,45 @@ def test_deep_link_on_a_freshly_started_server(page, browser_errors):
         page.goto("about:blank")  # before this server stops: its reconnection attempts would fail
 
 
-# The toy page's live charts (Vega-Lite), each drawn in an SVG of its own: marking every <svg> and finding the
-# marks on all of them later shows that Streamlit updated the charts in place rather than embedding them anew.
-LIVE_CHARTS = '[data-testid="stVegaLiteChart"] svg.marks'
+# The toy page's live charts (Vega-Lite), played in the browser (views/common/animation.js), each drawn in an SVG of its
+# own: marking every <svg> and finding the marks on all of them later shows that the player updated the charts in
+# place rather than embedding them anew.
+LIVE_CHARTS = ".symlab-player .chart svg.marks"
 MARK_LIVE_CHARTS_JS = (
     f"() => [...document.querySelectorAll('{LIVE_CHARTS}')].map(svg => {{ svg.__kept = true; }}).length"
 )
 KEPT_LIVE_CHARTS_JS = f"() => [...document.querySelectorAll('{LIVE_CHARTS}')].map(svg => svg.__kept === true)"
 TOY_TITLES = ["Exact posterior (grey) and q over (w₁, w₂)", "Predictions", "Lower bounds under log p(D)", "Test MSE"]
+PLAYER_STEP_JS = (
+    "() => Number(/Adam step (\\d+) \\//.exec(document.querySelector('.symlab-player .label').textContent)[1])"
+)
+
+
+def player_step(page) -> int:
+    """The Adam step the browser's player shows."""
+    return page.evaluate(PLAYER_STEP_JS)
 
 
 def play_to_step(page, step: int) -> None:
-    """Press Play, wait (a minute at most) until the progress bar shows Adam step ``step`` or later, press Pause."""
+    """Press Play, wait (a minute at most) until the player shows Adam step ``step`` or later, press Pause."""
     page.get_by_role("button", name="Play", exact=True).click()
-    page.wait_for_function(
-        "step => { const m = /Adam step (\\d+) \\//.exec(document.querySelector('[data-testid=\"stProgress\"]').innerText);"
-        " return m && Number(m[1]) >= step; }",
-        arg=step,
-        timeout=60_000,
-    )
+    page.wait_for_function(f"step => ({PLAYER_STEP_JS})() >= step", arg=step, timeout=60_000)
     page.get_by_role("button", name="Pause", exact=True).click()
 
 
-def test_tractable_bnn_trains_live(page, server_url):
-    page.goto(f"{server_url}/toy?alpha=0.25&seed=3")
-    page.locator(LIVE_CHARTS).nth(3).wait_for()
+def open_toy(page, url: str) -> None:
+    """Open the toy page and wait for its four live charts and the end of its runs (the whole run trained)."""
+    page.goto(url)
+    page.locator(LIVE_CHARTS).nth(3).wait_for(timeout=60_000)
+    page.locator(".symlab-player").get_by_role("button", name="Play", exact=True).and_(
+        page.locator(":enabled")
+    ).wait_for(timeout=60_000)
     wait_for_run(page)
-    progress = page.locator('[data-testid="stProgress"]').first
-    assert "Adam step 0 /" in progress.inner_text()
+
+
+def test_tractable_bnn_trains_live(page, server_url):
+    open_toy(page, f"{server_url}/toy?alpha=0.25&seed=3")
+    assert player_step(page) == 0
     bounds = page.evaluate(VEGA_CHART_JS, TOY_TITLES[2])
     assert bounds["x_title"] == "Adam step" and bounds["y_title"] == "ELBO; SGM: ELBO + I (nats)"
     assert len(bounds["rules"]) == 1
@@ -177,17 +189,71 @@ def test_tractable_bnn_trains_live(page, server_url):
         arg=[TOY_TITLES[2], ",".join(bounds["lines"])],
     )
     wait_for_run(page)
-    # Ten ticks and more later: the same four charts, updated in place, and the posterior's ellipses moved.
+    # Ten frames and more later: the same four charts, updated in place, and the posterior's ellipses moved.
     assert page.evaluate(KEPT_LIVE_CHARTS_JS) == [True] * 4
     titles = page.evaluate(
-        "() => [...document.querySelectorAll('[data-testid=\"stVegaLiteChart\"] .role-title-text')]"
-        ".map(t => t.textContent)"
+        "() => [...document.querySelectorAll('.symlab-player .role-title-text')].map(t => t.textContent)"
     )
     assert len(titles) == 4 and all(full.startswith(shown.rstrip("…")) for full, shown in zip(TOY_TITLES, titles))
     posterior = page.wait_for_function(f"title => ({VEGA_CHART_JS})(title)", arg=TOY_TITLES[0]).json_value()
-    assert posterior["series"].keys() == {"equivalent modes (α, −α), (−α, α)"}  # read once no rerun marks it stale
+    assert posterior["series"].keys() == {"equivalent modes (α, −α), (−α, α)"}
     assert page.locator('[data-testid="stException"]').count() == 0
     save_screenshot(page, "toy")
+
+
+@pytest.mark.parametrize("width", [390, 1400])
+def test_the_toy_plays_in_the_browser_with_play_pause_step_reset_and_speed(browser, server_url, browser_errors, width):
+    """The whole run plays in the browser: while it plays, the page is not run (no message to the server); Pause
+    tells the page the frame (the link and the numbers follow), Step goes one frame (20 Adam steps) on, Reset
+    back to the start, and a faster speed plays faster. The charts stay in their column, at a phone's width too."""
+    context = browser.new_context(viewport={"width": width, "height": 1000})
+    browser_errors.watch(context)
+    page = context.new_page()
+    sent = []
+    page.on("websocket", lambda ws: ws.on("framesent", lambda frame: sent.append(time.monotonic())))
+    open_toy(page, f"{server_url}/toy?alpha=0.5&seed=4")
+    player = page.locator(".symlab-player")
+    elbo = metric_value(page, "MFVI: ELBO")
+
+    player.get_by_role("button", name="Step", exact=True).click()
+    page.wait_for_url(re.compile(r"adam_step=20&"))
+    wait_for_run(page)
+    assert player_step(page) == 20 and metric_value(page, "MFVI: ELBO") != elbo
+
+    player.get_by_role("button", name="Play", exact=True).click()
+    page.wait_for_function(f"() => ({PLAYER_STEP_JS})() >= 60")
+    quiet_from = time.monotonic()  # Play's one message is sent: from here the browser plays alone
+    page.wait_for_function(f"() => ({PLAYER_STEP_JS})() >= 300")
+    assert [t for t in sent if t > quiet_from] == [], "the page was run while the browser played"
+    player.get_by_role("button", name="Pause", exact=True).click()
+    wait_for_run(page)
+    paused = player_step(page)
+    page.wait_for_url(re.compile(rf"adam_step={paused}&"))
+    assert metric_value(page, "MFVI: ELBO") != elbo
+
+    player.get_by_role("button", name="Reset", exact=True).click()
+    page.wait_for_url(re.compile(r"adam_step=0&"))
+    wait_for_run(page)
+    assert player_step(page) == 0 and metric_value(page, "MFVI: ELBO") == elbo
+
+    def steps_in(seconds: float) -> int:
+        start = player_step(page)
+        player.get_by_role("button", name="Play", exact=True).click()
+        time.sleep(seconds)
+        player.get_by_role("button", name="Pause", exact=True).click()
+        wait_for_run(page)
+        return player_step(page) - start
+
+    normal = steps_in(1.5)
+    player.get_by_label("Speed").select_option("4")
+    assert steps_in(1.5) > 2 * normal > 0
+
+    overflow = page.evaluate(
+        "() => [...document.querySelectorAll('.symlab-player .chart')].filter(c => c.scrollWidth > c.clientWidth + 1).length"
+    )
+    assert overflow == 0 and page.evaluate("document.documentElement.scrollWidth") <= width
+    save_screenshot(page, f"toy_player_{width}")
+    context.close()
 
 
 STUCK_NOTICE = "both units on one side, a local optimum of ReLU(w₁x) + ReLU(w₂x); press New seed or raise Restarts"
@@ -196,15 +262,12 @@ STUCK_NOTICE = "both units on one side, a local optimum of ReLU(w₁x) + ReLU(w�
 def test_tractable_bnn_names_a_stuck_start_and_restarts_recover(page, server_url):
     """α = 3, seed 11, one start: as it trains, both methods end with both units on one side, and the page says
     so and what to do; with four starts (typed into the sidebar) the kept fits reach a mode."""
-    page.goto(f"{server_url}/toy?alpha=3&seed=11&restarts=1")
-    page.locator(LIVE_CHARTS).nth(3).wait_for()
-    wait_for_run(page)
+    open_toy(page, f"{server_url}/toy?alpha=3&seed=11&restarts=1")
     stuck = page.locator('[data-testid="stAlert"]', has_text=STUCK_NOTICE)
     assert stuck.count() == 0  # the starts themselves are not stuck
-    page.get_by_role("button", name="Play", exact=True).click()
-    stuck.nth(1).wait_for(timeout=60_000)
-    page.get_by_role("button", name="Pause", exact=True).click()
+    play_to_step(page, 2000)  # the page hears of the frame at Pause, and names what it shows
     wait_for_run(page)
+    stuck.nth(1).wait_for()
     named = stuck.all_inner_texts()
     assert len(named) == 2 and f"MFVI: {STUCK_NOTICE}" in named[0] and f"SGM (q_G): {STUCK_NOTICE}" in named[1]
     assert page.get_by_text("MFVI: start 1 of 1 kept (both units on one side), 1 stuck on one side").count() == 1
@@ -369,7 +432,7 @@ def test_home_page_links_to_each_lab(page, server_url):
     links.filter(has_text="Tractable BNN").click()
     page.wait_for_url(re.compile(r"/toy\?"))
     page.get_by_role("heading", name="Tractable BNN").wait_for()
-    page.locator('[data-testid="stVegaLiteChart"] svg.marks').first.wait_for()
+    page.locator(LIVE_CHARTS).first.wait_for()
 
 
 # Every labelled control, by its label: sliders, number and text inputs, selectboxes and toggles by
@@ -522,17 +585,13 @@ def test_keyboard_moves_the_alpha_slider_and_starts_training(new_page, server_ur
     assert page.locator('[data-testid="stSliderThumbValue"]').first.inner_text() == "3.05"
 
     page = new_page()
-    page.goto(f"{server_url}/toy")
-    page.locator('[data-testid="stVegaLiteChart"] svg.marks').first.wait_for()
-    wait_for_run(page)
+    open_toy(page, f"{server_url}/toy")
     page.get_by_role("button", name="Play", exact=True).focus()
     page.keyboard.press("Enter")
-    page.wait_for_function(
-        "() => /Adam step [1-9]\\d* \\//.test(document.querySelector('[data-testid=\"stProgress\"]').innerText)"
-    )
+    page.wait_for_function(f"() => ({PLAYER_STEP_JS})() > 0")
     page.get_by_role("button", name="Pause", exact=True).focus()
     page.keyboard.press("Space")
-    page.get_by_role("button", name="Play", exact=True).wait_for()
+    page.get_by_role("button", name="Play", exact=True).and_(page.locator(":enabled")).wait_for()
 
 
 # The epoch player's densities (Vega-Lite), as drawn: each an image in Vega's SVG, its PNG decoded here into a grid
@@ -998,7 +1057,7 @@ def assert_same_eye(found: dict, expected: dict) -> None:
 
 def test_toy_landscape_draws_turns_and_follows_training_in_place(new_page, server_url):
     page = new_page()
-    page.goto(f"{server_url}/toy?surface=true&alpha=1&seed=3")
+    open_toy(page, f"{server_url}/toy?surface=true&alpha=1&seed=3")
     first = drawn_landscape(page)
     assert first["names"] == [
         "log p(w | D) (nats)",

@@ -60,7 +60,12 @@ def test_the_toy_landscape_is_the_exact_posterior_with_both_fits():
 def test_the_toy_landscape_follows_training():
     at = open_page("toy", surface="true")
     before = landscapes(at)[0]["figure"]["data"]
-    at.button(key="toy.step").click().run()
+    # The live charts' player, stopped at frame 1 (Step), as a browser tells it.
+    [player] = [e for e in at.get("bidi_component") if e.proto.component_name == "symlab_player"]
+    at.session_state["toy.player"] = {
+        "position": {"id": json.loads(player.proto.json)["id"], "frame": 1, "playing": False}
+    }
+    at.run()
     after = landscapes(at)[0]["figure"]["data"]
     assert after[0] == before[0]  # the same landscape
     assert after[2]["x"] != before[2]["x"]  # MFVI's outlines moved

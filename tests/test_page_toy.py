@@ -1,15 +1,16 @@
-"""AppTest checks of the Tractable BNN page (its player's timer is covered in test_browser.py)."""
+"""AppTest checks of the Tractable BNN page (its player, played in the browser, is covered in test_browser.py)."""
 
+import json
+import time
 from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
-from vegatest import vega_charts
 
 from symlab.labs.toy import LAB, params
 from symlab.labs.toy import experiment as toy
-from symlab.lib import two_relu
 from symlab.specs import controls
+from views.common import computing
 
 PAGE = str(Path(__file__).resolve().parents[1] / "views" / "toy.py")
 
@@ -17,6 +18,28 @@ PAGE = str(Path(__file__).resolve().parents[1] / "views" / "toy.py")
 def toy_page(**query) -> AppTest:
     at = AppTest.from_file(PAGE, default_timeout=120)
     at.query_params.update(query)
+    return at.run()
+
+
+def trained(at: AppTest, seconds: float = 120.0) -> AppTest:
+    """Run the page again until the live run it waits for (a shared task) is done (AppTest runs no fragment)."""
+    deadline = time.monotonic() + seconds
+    while any(bar.proto.text.startswith("⏳") for bar in at.get("progress")):
+        assert time.monotonic() < deadline, "the live run took too long"
+        time.sleep(0.2)
+        at.run()
+    return at
+
+
+def player(at: AppTest) -> dict:
+    """What the page sent the browser's player: its charts, its frames (gzipped) and where it starts."""
+    [element] = [e for e in at.get("bidi_component") if e.proto.component_name == "symlab_player"]
+    return json.loads(element.proto.json)
+
+
+def tell(at: AppTest, frame: int, playing: bool = False) -> AppTest:
+    """The browser's player telling the page where it stands, as a click on Play, Pause, Step or Reset does."""
+    at.session_state["toy.player"] = {"position": {"id": player(at)["id"], "frame": frame, "playing": playing}}
     return at.run()
 
 
@@ -31,13 +54,29 @@ def test_default_view_and_url():
     assert at.query_params["alpha"] == "0.25" and at.query_params["seed"] == "0"
 
 
-def test_step_trains_and_reset_restores_the_start():
-    at = toy_page()
+def test_the_players_frame_is_the_pages_step_and_the_link_follows_it():
+    """Pause or Step at frame 3 shows step 60's numbers and writes adam_step=60; Reset, frame 0, brings back the
+    start's; while playing the page shows no stale numbers and keeps the link."""
+    at = trained(toy_page())
     start = metrics(at)["MFVI: ELBO"]
-    at.button(key="toy.step").click().run()
-    assert metrics(at)["MFVI: ELBO"] != start
-    at.button(key="toy.reset").click().run()
-    assert metrics(at)["MFVI: ELBO"] == start
+    assert player(at)["frames"] == 201 and player(at)["frame"] == 0
+    tell(at, 3)
+    assert metrics(at)["MFVI: ELBO"] != start and at.query_params["adam_step"] == "60"
+    tell(at, 9, playing=True)
+    assert not at.metric and at.query_params["adam_step"] == "60"
+    assert any("Playing in your browser" in caption.value for caption in at.caption)
+    tell(at, 0)
+    assert metrics(at)["MFVI: ELBO"] == start and at.query_params["adam_step"] == "0"
+
+
+def test_the_first_frame_shows_while_the_whole_run_trains(monkeypatch):
+    """A setting nobody has trained: the first run draws the player at its start (one frame) above the waiting
+    panel; the next run after the task has all 201."""
+    monkeypatch.setattr(computing, "WAIT_IN_RUN_SECONDS", 0.01)  # as a server's page: it waits no longer
+    at = toy_page(seed="977")
+    assert player(at)["frames"] == 1 and any(bar.proto.text.startswith("⏳") for bar in at.get("progress"))
+    assert float(metrics(at)["log p(D) (exact)"]) < 0
+    assert player(trained(at))["frames"] == 201
 
 
 def test_slider_changes_the_exact_posterior():
@@ -123,23 +162,6 @@ def test_widgets_show_the_url_parameters_ranges_and_state_the_caps():
         assert ("This page allows at most" in (widget.help or "")) == (name in params.CAPS)
 
 
-def test_play_at_the_end_replays_training_from_the_start():
-    at = toy_page(lr="0.05")
-    playback = at.session_state["toy.playback"]
-    playback.frame = playback.frames - 1
-    at.run()
-    assert at.button(key="toy.step").disabled  # the last frame: nothing further to step to
-    assert at.get("progress")[0].proto.text == "Adam step 4000 / 4000"
-    at.button(key="toy.play").click().run()  # from the end, Play starts over: the same run again
-    trainer, frame = at.session_state["toy.live"][1], at.session_state["toy.playback"].frame
-    # Play's click advances one tick; the rerun that starts the timer, if it came a tick later, another.
-    assert 1 <= frame <= 2 and trainer.history[0].step == list(range(0, 20 * frame + 1, 20))
-    config = trainer.runs[0].tag
-    fresh = two_relu.ToyTrainer(toy.starts_of("mfvi", config) + toy.starts_of("sgm", config))
-    fresh.train_to(20 * frame, 20)
-    assert [h.elbo_g for h in trainer.history] == [h.elbo_g for h in fresh.history]
-
-
 def test_a_stuck_fit_is_named_and_more_restarts_recover():
     """α = 3, seed 11, one start: trained to the end, MFVI and SGM both end with both units on one side, and the
     page names it with what to do; with four starts the kept fits are at a mode."""
@@ -148,9 +170,7 @@ def test_a_stuck_fit_is_named_and_more_restarts_recover():
     assert at.query_params["restarts"] == "1" and at.query_params["seed"] == "11"
     for restarts, stuck in ((1, True), (4, False)):
         at.number_input(key="toy.restarts").set_value(restarts).run()
-        playback = at.session_state["toy.playback"]
-        playback.frame = playback.frames - 1
-        at.run()
+        tell(trained(at), 200)
         named = [w.value for w in at.warning if toy.STUCK in w.value]
         assert len(named) == (2 if stuck else 0), [w.value for w in at.warning]
         assert all("press New seed or raise Restarts" in text for text in named)
@@ -167,61 +187,52 @@ def test_every_live_chart_fits_its_column_and_the_posterior_stays_square():
     column's width, the posterior's plot as tall as it is wide, and each legend wraps to the width it gets."""
     for present in ("0", "1"):
         at = toy_page(alpha="2.0", noise="0.25", n="30", present=present)
-        drawn = vega_charts(at)
-        assert len(drawn) == 4
+        drawn = player(at)["charts"]
+        assert [chart["name"] for chart in drawn] == ["posterior", "predictions", "bounds", "mse"]
         for chart in drawn:
             spec = chart["spec"]
-            assert "width" not in spec and spec.get("autosize", {}).get("type") != "pad", chart["title"]
-            assert "expr" in str(spec["config"]["legend"]["columns"]), chart["title"]
-        [posterior] = [chart for chart in drawn if "posterior" in str(chart["spec"]["title"]["text"])]
+            assert "width" not in spec and spec.get("autosize", {}).get("type") != "pad", chart["name"]
+            assert "expr" in str(spec["config"]["legend"]["columns"]), chart["name"]
+        [posterior] = [chart for chart in drawn if chart["name"] == "posterior"]
         assert posterior["spec"]["autosize"]["type"] == "fit-x"
         assert {"name": "height", "expr": "width"} in posterior["spec"]["params"]
+        assert set(posterior["static"]) == {"image"}  # the exact posterior: a picture sent once, not per frame
 
 
 def test_step_zero_shows_the_starting_points_not_a_fit():
     """Before any training there is no fit to keep, place (at a mode) or call stuck."""
-    at = toy_page(alpha="3", noise="0.5", n="10", restarts="1", seed="11")
+    at = trained(toy_page(alpha="3", noise="0.5", n="10", restarts="1", seed="11"))
     captions = [caption.value for caption in at.caption]
     assert not any("kept" in text for text in captions), captions
     assert any(text.startswith("Adam step 0, before training: each method's one starting point") for text in captions)
     assert not any(toy.STUCK in warning.value for warning in at.warning)
-    at.button(key="toy.step").click().run()
+    tell(at, 1)
     assert any("start 1 of 1 kept" in caption.value for caption in at.caption)
 
 
-def test_a_reload_resumes_training_where_it_was_paused():
-    """The link keeps the paused step; a new session opened on it replays the seeded training to that step,
-    paused, and says so: the same numbers as the session that wrote the link."""
-    at = toy_page()
-    for _ in range(3):
-        at.button(key="toy.step").click().run()
+def test_a_link_opens_at_its_step_paused_and_new_settings_start_over():
+    """The link keeps the paused step; a new session opened on it opens the player there, paused, with the same
+    numbers as the session that wrote the link (the run is the same for both: computed once). A step between two
+    frames opens at the frame before it, and the link says so."""
+    at = trained(toy_page())
+    tell(at, 3)
     assert at.query_params["adam_step"] == "60"
     assert at.selectbox(key="toy.preset").value == "Close modes (paper default)"  # a place in a run, not a setting
-    reloaded = toy_page(**{name: at.query_params[name] for name in at.query_params})
-    assert not reloaded.exception
-    assert reloaded.get("progress")[0].proto.text == "Adam step 60 / 4000"
-    assert not reloaded.session_state["toy.playback"].playing
+    reloaded = trained(toy_page(**{name: at.query_params[name] for name in at.query_params}))
+    assert not reloaded.exception and player(reloaded)["frame"] == 3
     assert metrics(reloaded) == metrics(at)
-    assert [info.value for info in reloaded.info if "Resumed" in info.value] == [
-        "Resumed at Adam step 60: training replayed from its seed."
-    ]
-    reloaded.button(key="toy.step").click().run()  # on from there: the notice has done its work
-    assert reloaded.query_params["adam_step"] == "80" and not any("Resumed" in i.value for i in reloaded.info)
-    reloaded.slider(key="toy.alpha").set_value(1.0).run()  # new settings train from the start
-    assert reloaded.query_params["adam_step"] == "0"
-    assert reloaded.get("progress")[0].proto.text == "Adam step 0 / 4000"
+    between = trained(toy_page(adam_step="70"))
+    assert player(between)["frame"] == 3 and between.query_params["adam_step"] == "60"
+    reloaded.slider(key="toy.alpha").set_value(1.0).run()  # new settings play from the start
+    assert reloaded.query_params["adam_step"] == "0" and player(reloaded)["frame"] == 0
 
 
-def test_a_reload_too_long_to_replay_says_where_it_resumed():
-    """At the page's caps 4000 steps take far longer to replay than the page waits: it stops at a whole tick,
-    says so, and the link follows the step shown."""
-    at = toy_page(alpha="3", n="500", batch="500", restarts="8", adam_step="4000")
+def test_a_link_at_the_caps_last_step_opens_there_once_trained():
+    """At the page's caps the whole run (8 starts a method, N = 500) trains in a worker, once; the link's last
+    step then opens exactly, where replaying it in the page could not."""
+    at = trained(toy_page(alpha="3", n="500", batch="500", restarts="8", adam_step="4000"), seconds=300)
     assert not at.exception
-    shown = int(at.query_params["adam_step"])
-    assert shown < 4000 and shown % 20 == 0
-    assert at.get("progress")[0].proto.text == f"Adam step {shown} / 4000"
-    [notice] = [warning.value for warning in at.warning if "Resumed" in warning.value]
-    assert notice.startswith(f"Resumed at Adam step {shown}, not the link's 4000: replaying 4000 steps")
+    assert player(at)["frame"] == 200 and at.query_params["adam_step"] == "4000"
 
 
 def test_seeds_out_of_range_become_the_seeds_that_run():

@@ -233,3 +233,55 @@ def test_every_fit_is_near_the_exact_answer_at_far_apart_modes(alpha):
             assert report["test_mse"] <= 1.25 * report["exact_test_mse"], (seed, report["method"], report["starts"])
             assert report["elbo"] <= report["log_evidence"]
         assert reports["sgm"]["elbo"] > reports["mfvi"]["elbo_mf"]
+
+
+# -- live training, played in the browser: the whole run once, its frames for the page's charts ----------------
+
+
+def test_the_live_frames_are_the_kept_fits_at_each_frame():
+    """Rebuilt as a browser rebuilds them, frame k's datasets are the kept fits of the trajectory's frame k: their
+    ellipses, predictive bands and histories, to the encoding's digits."""
+    from symlab.labs.toy import live
+    from symlab.specs import animation
+
+    config = toy.ToyConfig(restarts=2).validate()
+    run = live.live_run(config, frames=4)
+    assert len(run.trajectory) == run.animation.frames == 4
+    document = animation.decode(run.animation)
+    assert document["labels"] == [f"Adam step {20 * k} / {params.LIVE_STEPS}" for k in range(4)]
+    exact = toy.exact_view(config, live.DISPLAY_GRID)[1]
+    for k in (0, 3):
+        snapshot = run.trajectory.frame(k)
+        fits = live.frame_fits(config, snapshot, exact)
+        rebuilt = animation.rows_at(document, k)
+        means, stds = snapshot.parameters()
+        for fit in fits:
+            ellipses = rebuilt["posterior"]["lines"][live.POSTERIOR_LABELS[fit.method]]
+            centres, half_axes = two_relu.gaussian_ellipses(means[fit.row], stds[fit.row], fit.method == "sgm")
+            np.testing.assert_allclose(ellipses["cx"], centres[:, 0], rtol=1e-3, atol=1e-4)
+            np.testing.assert_allclose(ellipses["ry"], half_axes[:, 1], rtol=1e-3, atol=1e-4)
+            curve = rebuilt["bounds"]["lines"][live.METHOD_LABELS[fit.method]]
+            history = snapshot.history[fit.row]
+            assert curve["x"] == history.step
+            np.testing.assert_allclose(curve["y"], getattr(history, live.BOUND_FIELDS[fit.method]), rtol=1e-3)
+            assert f"{getattr(history, live.BOUND_FIELDS[fit.method])[-1]:.3f}" in document["captions"][k]
+        others = rebuilt["posterior"]["lines"][live.POSTERIOR_LABELS["others"]]
+        assert len(others["cx"]) == 2  # one start of each method not kept: its 1 sd ellipse
+        band = rebuilt["predictions"]["bands"][live.PREDICTION_LABELS["mfvi"]]
+        mfvi = next(fit for fit in fits if fit.method == "mfvi")
+        mean, std = snapshot.predictive(band["x"])
+        np.testing.assert_allclose(band["high"], mean[mfvi.row] + 2 * std[mfvi.row], rtol=1e-3, atol=1e-3)
+
+
+def test_a_live_run_is_one_shared_task_and_is_stored_whole():
+    from symlab.labs.toy import live
+    from symlab.serving import codec
+
+    config = toy.ToyConfig(restarts=1).validate()
+    task = live.live_task(config)
+    assert task.key == ("toy_live", config) and task.function is live.live_run and task.cost.elementwise > 0
+    run = live.live_run(config, frames=3)
+    back = codec.decode(codec.encode(run))
+    assert back.animation == run.animation
+    np.testing.assert_array_equal(back.trajectory.means, run.trajectory.means)
+    assert back.trajectory.frame(2).history[0].elbo == run.trajectory.frame(2).history[0].elbo

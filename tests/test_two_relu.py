@@ -354,3 +354,56 @@ def test_the_written_out_gradient_is_autograds(mi):
     )
     (expected_gradient,) = torch.autograd.grad(-objective.sum(), [theta])
     torch.testing.assert_close(written, expected_gradient, rtol=1e-10, atol=1e-12)
+
+
+# -- a live run recorded once and played back ----------------------------------------------------
+
+
+def runs_of(config):
+    return toy.starts_of("mfvi", config) + toy.starts_of("sgm", config)
+
+
+def test_each_frame_of_a_trajectory_is_the_trainer_stopped_there():
+    """Frame k is what a trainer trained k × 20 steps from the same start reads: the same parameters, histories,
+    bounds and predictions (the recording changes nothing of the path)."""
+    config = replace(CFG, restarts=2)
+    trajectory = two_relu.record_trajectory(two_relu.ToyTrainer(runs_of(config)), 6, 20)
+    assert len(trajectory) == 6
+    x = np.linspace(-2, 2, 7)
+    for k in (0, 3, 5):
+        trainer = two_relu.ToyTrainer(runs_of(config))
+        trainer.train_to(20 * k, 20)
+        frame = trajectory.frame(k)
+        assert frame.steps_done == trainer.steps_done == 20 * k
+        for got, expected in zip(frame.parameters(), trainer.parameters()):
+            np.testing.assert_array_equal(got, expected)
+        assert [h.step for h in frame.history] == [h.step for h in trainer.history]
+        assert [h.elbo_g for h in frame.history] == [h.elbo_g for h in trainer.history]
+        np.testing.assert_array_equal(frame.latest_bounds(), trainer.latest_bounds())
+        for got, expected in zip(frame.predictive(x), trainer.predictive(x)):
+            np.testing.assert_allclose(got, expected, rtol=1e-12)
+    with pytest.raises(IndexError):
+        trajectory.frame(6)
+
+
+def test_a_trajectory_stops_where_every_run_diverged():
+    trainer = two_relu.ToyTrainer(runs_of(CFG))
+    means, log_stds = trainer.initial
+    trainer.initial = (means, torch.full_like(log_stds, 800.0))  # exp overflows at the first step: every run diverges
+    trajectory = two_relu.record_trajectory(trainer, 50, 20)
+    assert len(trajectory) == 2 and trajectory.diverged[1].all() and not trajectory.diverged[0].any()
+    with pytest.raises(ValueError, match="frames >= 1"):
+        two_relu.record_trajectory(trainer, 0, 20)
+
+
+def test_the_ellipses_are_the_outlines_of_q():
+    """Centre and half-axes, drawn round (cx + rx cos t, cy + ry sin t) as the page's chart draws them, are the
+    outlines :func:`gaussian_outlines` gives, q's and its swap's."""
+    mean, std = np.array([0.4, -0.9]), np.array([0.3, 0.2])
+    centres, half_axes = two_relu.gaussian_ellipses(mean, std, symmetrised=True, radii=(1.0, 2.0))
+    t = np.linspace(0.0, 2.0 * math.pi, 65)
+    drawn_x = np.concatenate([np.append(c[0] + a[0] * np.cos(t), np.nan) for c, a in zip(centres, half_axes)])[:-1]
+    drawn_y = np.concatenate([np.append(c[1] + a[1] * np.sin(t), np.nan) for c, a in zip(centres, half_axes)])[:-1]
+    x, y = two_relu.gaussian_outlines(mean, std, symmetrised=True, radii=(1.0, 2.0))
+    np.testing.assert_allclose(drawn_x, x)
+    np.testing.assert_allclose(drawn_y, y)

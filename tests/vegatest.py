@@ -50,14 +50,14 @@ def channel(spec: dict, name: str) -> list[dict]:
     return [view["encoding"][name] for view in layers(spec) if name in view.get("encoding", {})]
 
 
-# In Chromium: a live chart by its title (the current run's, not a stale one), read from Vega's SVG, where each
-# mark's element carries its row (`__data__.datum`): the points of each series, the rules' values, heatmap
-# cells, images (their data URLs), the axes' titles, and its <svg> (to check that a new frame updated it rather
-# than replaced it).
+# In Chromium: a live chart (Streamlit's, or one of a player's played in the browser) by its title (the current
+# run's, not a stale one), read from Vega's SVG, where each mark's element carries its row (`__data__.datum`): the
+# points of each series, the rules' values, heatmap cells, images (their data URLs), the axes' titles, and its <svg>
+# (to check that a new frame updated it rather than replaced it).
 VEGA_CHART_JS = """title => {
     const titled = c => { const text = (c.querySelector('.role-title-text') || {}).textContent || '';
         return text === title || (text.endsWith('…') && title.startsWith(text.slice(0, -1))); };  // a long title is cut
-    const chart = [...document.querySelectorAll('[data-testid="stVegaLiteChart"]')]
+    const chart = [...document.querySelectorAll('[data-testid="stVegaLiteChart"], .symlab-player .chart')]
         .find(c => !c.closest('[data-stale="true"]') && titled(c));
     if (!chart) return null;
     const rows = selector => [...chart.querySelectorAll(selector)].map(e => e.__data__ && e.__data__.datum).filter(Boolean);

@@ -1,21 +1,19 @@
 """Tractable BNN lab: exact posterior vs MFVI vs SGM, trained live (Gelberg et al. §5, Fig. 4)."""
 
 import math
-import time
-from dataclasses import dataclass
 
 import altair as alt
 import numpy as np
 import pandas as pd
 import streamlit as st
 
-from symlab.labs.toy import LAB, params
+from symlab.labs.toy import LAB, live, params
 from symlab.labs.toy import experiment as toy
 from symlab.lib import two_relu
 from symlab.specs import controls
 from symlab.specs import surfaces as landscape
 from symlab.specs.urlstate import parse_query
-from views.common import binding, charts, computing, player, surfaces, tables
+from views.common import animation, binding, charts, computing, surfaces, tables
 
 PAGE = "toy"
 # What to do about a fit stuck on one side: starts from the origin differ only in their Monte-Carlo noise.
@@ -23,18 +21,13 @@ REMEDIES = {
     "random": "press New seed or raise Restarts",
     "origin": "press New seed or choose random initial means (starts from the origin differ only in their noise)",
 }
-STEPS_PER_TICK = 20
-TICK_SECONDS = 0.15  # the browser, not the server, limits the redraw rate (benchmarks/bench_toy_live.py)
+TICK_SECONDS = 0.15  # a frame's time at normal speed, in the browser
 MAX_STEPS = params.LIVE_STEPS
-# A reloaded page replays its training from the seed for at most this long, within the page's 3 s to its first
-# chart. Measured on one core: the default settings' whole run (4000 Adam steps) takes 1.0 s; at the page's caps
-# (N = 500, 8 restarts) 1.5 s replays about 300 steps.
-REPLAY_SECONDS = 1.5
 STEP_KEY = binding.widget_key(PAGE, params.ADAM_STEP.name)  # the Adam step in the link
-GRID = 81  # display grid for the exact posterior (the evidence uses 201 points)
+GRID = live.DISPLAY_GRID  # display grid for the exact posterior (the evidence uses 201 points)
 COLOURS = {"mfvi": charts.PALETTE["reverse"], "sgm": charts.PALETTE["forward"], "exact": charts.PALETTE["target"]}
 DASHES = {"mfvi": "dash", "sgm": "dot", "exact": "solid"}
-LABELS = {"mfvi": "MFVI", "sgm": "SGM (q_G)", "exact": "exact posterior"}
+LABELS = live.METHOD_LABELS
 
 
 def config_from(values) -> toy.ToyConfig:
@@ -45,22 +38,6 @@ def config_from(values) -> toy.ToyConfig:
 def exact_for(config: toy.ToyConfig):
     """The data, the exact answer, the posterior on the display grid and its predictive band on ``x``."""
     return toy.exact_view(config, GRID)
-
-
-def trainer_for(config: toy.ToyConfig) -> two_relu.ToyTrainer:
-    """This session's trainer for ``config`` (a new one when any setting changes): every start of MFVI, then
-    every start of SGM."""
-    # The config and its trainer in one entry: a run stopped between two assignments cannot part them.
-    trained_config, trainer = st.session_state.get("toy.live", (None, None))
-    if trained_config != config:
-        trainer = two_relu.ToyTrainer(toy.starts_of("mfvi", config) + toy.starts_of("sgm", config))
-        st.session_state["toy.live"] = (config, trainer)
-    return trainer
-
-
-def live_fits(trainer: two_relu.ToyTrainer, config: toy.ToyConfig, exact: toy.ExactAnswer) -> list[toy.Fit]:
-    """MFVI's fit and SGM's, each kept by the latest recorded bounds."""
-    return toy.fits(trainer, trainer.latest_bounds(), {config: exact}, tie=toy.LIVE_BOUND_TIE)
 
 
 def widget(name: str, **options):
@@ -89,24 +66,24 @@ def controls_panel():
 
 
 def new_settings_start_over() -> None:
-    """New settings train from the start: the link's Adam step goes back to 0 before the link is written."""
-    trained = st.session_state.get("toy.live", (None, None))[0]
-    if trained is not None and trained != config_from(binding.current_values(PAGE, binding.page_specs(LAB))):
+    """New settings play from the start: the link's Adam step goes back to 0 before the link is written."""
+    played = st.session_state.get("toy.played")
+    if played is not None and played != config_from(binding.current_values(PAGE, binding.page_specs(LAB))):
         st.session_state[STEP_KEY] = 0
 
 
-# Live charts (Vega-Lite, updated in place: views/common). The specs depend only on what is fixed while training
-# plays; the frame's numbers come as datasets.
+# Live charts (Vega-Lite), played in the browser (views/common/animation.py): the specs depend only on what is
+# fixed while training plays; each frame's numbers come as datasets (symlab.labs.toy.live).
 POSTERIOR_SERIES = (
-    charts.Series(f"{LABELS['mfvi']}: 1 and 2 sd", COLOURS["mfvi"], DASHES["mfvi"]),
-    charts.Series(f"{LABELS['sgm']}: 1 and 2 sd, both components", COLOURS["sgm"], DASHES["sgm"]),
-    charts.Series("equivalent modes (α, −α), (−α, α)", charts.PALETTE["current"], marker="x", line=False),
-    charts.Series("other starts (both methods): 1 sd", charts.PALETTE["grey"], "longdashdot"),
+    charts.Series(live.POSTERIOR_LABELS["mfvi"], COLOURS["mfvi"], DASHES["mfvi"]),
+    charts.Series(live.POSTERIOR_LABELS["sgm"], COLOURS["sgm"], DASHES["sgm"]),
+    charts.Series(live.POSTERIOR_LABELS["modes"], charts.PALETTE["current"], marker="x", line=False),
+    charts.Series(live.POSTERIOR_LABELS["others"], charts.PALETTE["grey"], "longdashdot"),
 )
 PREDICTION_SERIES = (
-    charts.Series("training data", charts.PALETTE["grey"], marker="circle", line=False),
-    charts.Series("true α|x|", charts.PALETTE["current"], "longdash"),
-    *(charts.Series(f"{LABELS[m]}: mean ± 2 sd", COLOURS[m], DASHES[m]) for m in ("exact", *two_relu.METHODS)),
+    charts.Series(live.PREDICTION_LABELS["data"], charts.PALETTE["grey"], marker="circle", line=False),
+    charts.Series(live.PREDICTION_LABELS["truth"], charts.PALETTE["current"], "longdash"),
+    *(charts.Series(live.PREDICTION_LABELS[m], COLOURS[m], DASHES[m]) for m in ("exact", *two_relu.METHODS)),
 )
 CURVE_SERIES = (
     *(charts.Series(LABELS[m], COLOURS[m], DASHES[m]) for m in two_relu.METHODS),
@@ -130,7 +107,27 @@ def posterior_spec(present: bool) -> dict:
         charts.altair_lines(POSTERIOR_SERIES, x, y, data_order=True),
     )
     spec = charts.vega_spec(chart, title="Exact posterior (grey) and q over (w₁, w₂)", height=None)
-    return charts.square_plot(charts.fitted_legend(spec, [series.label for series in POSTERIOR_SERIES]))
+    spec = charts.square_plot(charts.fitted_legend(spec, [series.label for series in POSTERIOR_SERIES]))
+    return {**spec, "layer": [with_outlines(layer) for layer in spec["layer"]]}
+
+
+OUTLINE_POINTS = 65  # points per ellipse, as two_relu.gaussian_outlines draws them
+
+
+def with_outlines(layer: dict) -> dict:
+    """The lines layer of the posterior chart drawing each row's ellipse (centre cx, cy; half-axes rx, ry;
+    a point where they are 0), its points made in the browser: a frame sends four numbers an ellipse."""
+    if layer.get("data") != {"name": "lines"}:
+        return layer
+    step = 2 * math.pi / (OUTLINE_POINTS - 1)
+    outline = [
+        {"calculate": f"datum.rx > 0 ? sequence(0, {2 * math.pi + step / 2}, {step}) : [0]", "as": "t"},
+        {"flatten": ["t"]},
+        {"calculate": "datum.cx + datum.rx * cos(datum.t)", "as": "x"},
+        {"calculate": "datum.cy + datum.ry * sin(datum.t)", "as": "y"},
+        {"calculate": "datum.t", "as": "i"},
+    ]
+    return {**layer, "transform": [*layer.get("transform", []), *outline]}
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)  # outlives the run, unlike a functools cache of a page
@@ -145,53 +142,10 @@ def predictions_spec(present: bool) -> dict:
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)  # outlives the run, unlike a functools cache of a page
-def posterior_image(config: toy.ToyConfig) -> bytes:
-    """The exact posterior as the chart's image dataset, encoded once: it does not change while training plays."""
+def posterior_image(config: toy.ToyConfig) -> pd.DataFrame:
+    """The exact posterior as the chart's image dataset, made once: it does not change while training plays."""
     display = exact_for(config)[2]
-    return charts.arrow_bytes(
-        charts.image_frame(display.axis, display.axis, np.exp(display.log_density).T, POSTERIOR_GREYS)
-    )
-
-
-def outline_frame(label: str, mean, std, symmetrised: bool, radii=(1.0, 2.0), first_part: int = 0) -> pd.DataFrame:
-    x, y = two_relu.gaussian_outlines(mean, std, symmetrised, radii)
-    part = first_part + np.cumsum(np.isnan(x))  # NaN separates the ellipses
-    keep = ~np.isnan(x)
-    return charts.lines_frame(label, x[keep], y[keep], part[keep])
-
-
-def posterior_data(config, fits, means, stds) -> dict:
-    """The kept fits' ellipses (both components of SGM's q_G), the other starts' 1 sd ellipses, the modes."""
-    outlines = [
-        outline_frame(POSTERIOR_SERIES[i].label, means[fit.row], stds[fit.row], fit.method == "sgm")
-        for i, fit in enumerate(fits)
-    ]
-    others = [row for fit in fits for row in fit.rows if row != fit.row]
-    outlines += [
-        outline_frame(POSTERIOR_SERIES[3].label, means[row], stds[row], False, (1.0,), first_part=k)
-        for k, row in enumerate(others)
-    ]
-    a = config.alpha
-    outlines.append(charts.lines_frame(POSTERIOR_SERIES[2].label, [a, -a], [-a, a]))
-    return {"image": posterior_image(config), "lines": pd.concat(outlines)}
-
-
-def predictions_data(data, x, exact_mean, exact_std, config, trainer, fits) -> dict:
-    means, stds = trainer.predictive(x)
-    bands = [("exact", exact_mean, exact_std)] + [(fit.method, means[fit.row], stds[fit.row]) for fit in fits]
-    lines = [
-        charts.lines_frame(PREDICTION_SERIES[0].label, data.x_train, data.y_train),
-        charts.lines_frame(PREDICTION_SERIES[1].label, x, config.alpha * np.abs(x)),
-    ]
-    band_rows = []
-    for series, (_, mean, std) in zip(PREDICTION_SERIES[2:], bands):
-        lines.append(charts.lines_frame(series.label, x, mean))
-        band_rows.append(pd.DataFrame({"x": x, "low": mean - 2 * std, "high": mean + 2 * std, "series": series.label}))
-    return {"lines": pd.concat(lines), "bands": pd.concat(band_rows)}
-
-
-# Each method's own lower bound on log p(D): MFVI's ELBO, SGM's ELBO + I.
-BOUNDS = {"mfvi": ("elbo", "MFVI: ELBO"), "sgm": ("elbo_g", "SGM: ELBO + I")}
+    return charts.image_frame(display.axis, display.axis, np.exp(display.log_density).T, POSTERIOR_GREYS)
 
 
 @st.cache_resource(max_entries=8, show_spinner=False)  # outlives the run, unlike a functools cache of a page
@@ -209,21 +163,6 @@ def curves_spec(quantity: str, present: bool) -> dict:
     )
     spec = charts.vega_spec(chart, title=title, height=CURVES_PX)
     return charts.fitted_legend(spec, [series.label for series in CURVE_SERIES])
-
-
-def curves_data(trainer, fits, exact: toy.ExactAnswer) -> dict:
-    """The datasets of the bounds chart and of the test MSE chart: the kept starts' histories."""
-    per_chart = {"bounds": ([], exact.log_evidence), "mse": ([], exact.test_mse)}
-    for i, fit in enumerate(fits):
-        history, (bound_field, _) = trainer.history[fit.row], BOUNDS[fit.method]
-        per_chart["bounds"][0].append(
-            charts.lines_frame(CURVE_SERIES[i].label, history.step, getattr(history, bound_field))
-        )
-        per_chart["mse"][0].append(charts.lines_frame(CURVE_SERIES[i].label, history.step, history.test_mse))
-    return {
-        name: {"lines": pd.concat(lines), "rules": pd.DataFrame({"value": [exact], "series": [CURVE_SERIES[2].label]})}
-        for name, (lines, exact) in per_chart.items()
-    }
 
 
 def starts_caption(fits) -> str:
@@ -284,187 +223,122 @@ def traces_frame(trainer, fits) -> pd.DataFrame:
     )
 
 
-@dataclass(frozen=True)
-class Resumed:
-    """Live training replayed to the link's Adam step in a new session."""
-
-    config: toy.ToyConfig
-    asked: int  # the link's step
-    step: int  # the step replayed to: a whole tick, at most ``asked``
-    diverged: bool  # every run diverged on the way
-
-
-def resume(trainer: two_relu.ToyTrainer, config: toy.ToyConfig, asked: int, steps_per_tick: int) -> Resumed:
-    """Replay ``trainer`` from its seed to the link's step ``asked`` (down to a whole tick), tick by tick as
-    playing would, for at most :data:`REPLAY_SECONDS`: the same path the link's session trained."""
-    target = asked // steps_per_tick * steps_per_tick
-    deadline = time.monotonic() + REPLAY_SECONDS
-    with st.spinner(f"Replaying training from its seed to Adam step {target}…"):
-        while trainer.steps_done < target and time.monotonic() < deadline and not all(trainer.diverged):
-            trainer.train_to(trainer.steps_done + steps_per_tick, steps_per_tick)
-    return Resumed(config, asked, trainer.steps_done, all(trainer.diverged))
-
-
-def resumed_notice(resumed: Resumed, steps_per_tick: int) -> None:
-    if resumed.step == resumed.asked:
-        st.info(f"Resumed at Adam step {resumed.step}: training replayed from its seed.", icon=":material/replay:")
-    elif resumed.diverged:
-        st.info(
-            f"Resumed at Adam step {resumed.step}, where training diverged, before the link's "
-            f"{resumed.asked}: replayed from its seed.",
-            icon=":material/replay:",
-        )
-    elif resumed.asked - resumed.step < steps_per_tick:
-        st.info(
-            f"Resumed at Adam step {resumed.step}, the last whole tick of {steps_per_tick} steps before the "
-            f"link's {resumed.asked}: training replayed from its seed.",
-            icon=":material/replay:",
-        )
-    else:
-        st.warning(
-            f"Resumed at Adam step {resumed.step}, not the link's {resumed.asked}: replaying {resumed.asked} "
-            f"steps from the seed takes longer than this page waits ({REPLAY_SECONDS:g} s). Play goes on "
-            "from here along the same path.",
-            icon=":material/replay:",
-        )
-
-
 def keep_step_in_link(step: int) -> None:
-    """The link keeps the step training shows while paused, for a reload to replay to. Not while playing: each
-    change of the link is an entry in the browser's history (a rerun it is not)."""
+    """The link keeps the step the player stopped on, for a reload or a shared link to open there. Not while
+    playing: each change of the link is an entry in the browser's history."""
     if st.session_state[STEP_KEY] != step:
         st.session_state[STEP_KEY] = step
         st.query_params[params.ADAM_STEP.name] = str(step)
 
 
-def live_pace() -> tuple[int, float]:
-    """Adam steps per tick and seconds per tick: the page's, or this server's where it allows less."""
-    live = binding.server_settings().live
-    return min(STEPS_PER_TICK, live.max_steps_per_tick), max(TICK_SECONDS, live.min_tick_seconds)
+@st.cache_resource(max_entries=16, show_spinner=False)  # the same for every session with these settings
+def first_frame(config: toy.ToyConfig) -> live.LiveRun:
+    """The initialisation alone: the page's first charts while the whole run trains."""
+    return live.live_run(config, frames=1)
 
 
-def live_panel(config, asked_step: int, turned: bool):
-    data, exact, display, x, exact_mean, exact_std = exact_for(config)
-    steps_per_tick, tick_seconds = live_pace()
-    new_session = "toy.live" not in st.session_state
-    trainer = trainer_for(config)
-    if new_session and asked_step > 0:  # a reload, or a link shared while paused
-        st.session_state["toy.resumed"] = resume(trainer, config, asked_step, steps_per_tick)
-    resumed = st.session_state.get("toy.resumed")
-    if resumed is not None and resumed.config != config:  # new settings: training starts over
-        del st.session_state["toy.resumed"]
-        resumed = None
+def curve_rules(value: float) -> pd.DataFrame:
+    return pd.DataFrame({"value": [value], "series": [CURVE_SERIES[2].label]})
 
-    def follow(frame: int) -> bool:
-        """Train up to the frame's step (a reset trains from the start again); go on while a run is alive."""
-        trainer.train_to(frame * steps_per_tick, steps_per_tick)
-        return not all(trainer.diverged)
 
-    def draw(frame: int, chart_config: dict):
-        playing = st.session_state["toy.playback"].playing
-        if not playing:
-            keep_step_in_link(frame * steps_per_tick)
-        if "toy.resumed" in st.session_state:  # where training resumed, said until it moves on
-            if not playing and frame * steps_per_tick == st.session_state["toy.resumed"].step:
-                resumed_notice(st.session_state["toy.resumed"], steps_per_tick)
-            else:
-                del st.session_state["toy.resumed"]
-        fits = live_fits(trainer, config, exact)
-        if trainer.steps_done:  # a fit, its outcome and its troubles once there is training to judge
-            fit_notices(trainer, fits, config)
-        means, stds = trainer.parameters()
-        latest = {
-            fit.method: {k: getattr(trainer.history[fit.row], k)[-1] for k in ("elbo", "elbo_g", "test_mse")}
-            for fit in fits
-        }
-        # Each method's number beside the exact posterior's, three to a row: six in a row cut the numbers short.
-        cols = st.columns(3)
-        cols[0].metric("MFVI: ELBO", f"{latest['mfvi']['elbo']:.3f}")
-        cols[1].metric("SGM: ELBO + I", f"{latest['sgm']['elbo_g']:.3f}")
-        cols[2].metric("log p(D) (exact)", f"{exact.log_evidence:.3f}")
-        cols = st.columns(3)
-        cols[0].metric("MFVI: test MSE", f"{latest['mfvi']['test_mse']:.3f}")
-        cols[1].metric("SGM: test MSE", f"{latest['sgm']['test_mse']:.3f}")
-        cols[2].metric(
-            "test MSE (exact)",
-            f"{exact.test_mse:.3f}",
-            help="Of the exact posterior's predictive mean: the best a method can expect to reach.",
-        )
-        kept_means = {fit.method: (means[fit.row], stds[fit.row]) for fit in fits}
-        st.caption(
-            " · ".join(
-                f"{LABELS[m]}: μ = ({mu[0]:.2f}, {mu[1]:.2f}), s = ({sd[0]:.2f}, {sd[1]:.2f})"
-                for m, (mu, sd) in kept_means.items()
-            )
-        )
-        st.caption(starts_caption(fits) if trainer.steps_done else starting_points_caption(config))
-        present = charts.presenting()
-        left, right = st.columns(2)  # the square posterior needs the room: a narrower share was 215 px at 1024 px
-        bound = float(display.axis[-1])
-        charts.vega_chart(
-            left,
+def player_charts(config: toy.ToyConfig, present: bool) -> list[animation.Chart]:
+    """The four live charts: the posterior with q's ellipses, the predictions, the bounds and the test MSE."""
+    exact, display = exact_for(config)[1:3]
+    bound = float(display.axis[-1])
+    return [
+        animation.Chart(
+            "posterior",
             charts.with_domains(posterior_spec(present), x=(-bound, bound), y=(-bound, bound)),
-            posterior_data(config, fits, means, stds),
-            "toy.live_posterior",
-            alt_text="The exact posterior over the two weights, with MFVI's and SGM's ellipses",
-        )
-        charts.vega_chart(
-            right,
-            predictions_spec(present),
-            predictions_data(data, x, exact_mean, exact_std, config, trainer, fits),
-            "toy.live_predictions",
-            alt_text="Each method's predictive mean and band, with the data",
-        )
-        curves = curves_data(trainer, fits, exact)
-        left, right = st.columns(2)
-        charts.vega_chart(
-            left,
+            "The exact posterior over the two weights, with MFVI's and SGM's ellipses",
+            {"image": posterior_image(config)},
+        ),
+        animation.Chart(
+            "predictions", predictions_spec(present), "Each method's predictive mean and band, with the data"
+        ),
+        animation.Chart(
+            "bounds",
             curves_spec("bounds", present),
-            curves["bounds"],
-            "toy.bounds",
-            alt_text="Each method's lower bound under log p(D), by Adam step",
-        )
-        charts.vega_chart(
-            right,
+            "Each method's lower bound under log p(D), by Adam step",
+            {"rules": curve_rules(exact.log_evidence)},
+        ),
+        animation.Chart(
+            "mse",
             curves_spec("mse", present),
-            curves["mse"],
-            "toy.mse",
-            alt_text="Each method's test MSE, by Adam step",
-        )
-        if turned:
-            landscape_view(config, kept_means)
+            "Each method's test MSE, by Adam step",
+            {"rules": curve_rules(exact.test_mse)},
+        ),
+    ]
 
-    if (steps_per_tick, tick_seconds) != (STEPS_PER_TICK, TICK_SECONDS):
-        st.caption(
-            f"On this shared server live training advances {steps_per_tick} Adam steps every {tick_seconds:g} s."
-        )
-    ticks = math.ceil(MAX_STEPS / steps_per_tick)
-    start = 0 if resumed is None else resumed.step // steps_per_tick
-    player.frame_player(
-        "toy",
-        ("toy.live", config),
-        ticks + 1,
-        start,
-        tick_seconds,
-        lambda frame: f"Adam step {frame * steps_per_tick} / {MAX_STEPS}",
-        draw,
-        play_help=f"Train both methods live, {steps_per_tick} Adam steps a tick, every start at once.",
-        reset_help="Back to the same initialisations (same seed).",
-        follow=follow,
+
+def live_panel(config: toy.ToyConfig, asked_step: int, turned: bool) -> None:
+    """The whole live run, trained once for every session with these settings (its first frame meanwhile),
+    played in the browser."""
+    st.session_state["toy.played"] = config
+    run = computing.computed(
+        live.live_task(config), meanwhile=lambda: live_view(config, first_frame(config), 0, turned, training=True)
     )
+    live_view(config, run, asked_step, turned)
+
+
+def live_view(config: toy.ToyConfig, run: live.LiveRun, asked_step: int, turned: bool, training: bool = False):
+    position = animation.player(
+        "toy.player",
+        player_charts(config, charts.presenting()),
+        run.animation,
+        asked_step // live.STEPS_PER_FRAME,
+        TICK_SECONDS,
+        play_help=f"Train both methods, {live.STEPS_PER_FRAME} Adam steps a frame, every start at once.",
+    )
+    snapshot = run.trajectory.frame(position.frame)
+    exact = exact_for(config)[1]
+    fits = live.frame_fits(config, snapshot, exact)
+    if position.playing:
+        st.caption("Playing in your browser. Pause for this frame's numbers, notices and downloads.")
+    else:
+        if not training:
+            keep_step_in_link(snapshot.steps_done)
+        frame_details(config, snapshot, fits, exact)
+    if turned:  # kept while playing, at the frame play started from: the visitor's camera stays
+        landscape_view(config, fitted_now(snapshot, fits))
+    if position.playing:
+        return
     if turned:
         charts.csv_download(
-            lambda: landscape_frame(config, fitted_now(trainer, live_fits(trainer, config, exact))),
-            f"toy_landscape_alpha{config.alpha:g}_seed{config.seed}_step{trainer.steps_done}.csv",
+            lambda: landscape_frame(config, fitted_now(snapshot, fits)),
+            f"toy_landscape_alpha{config.alpha:g}_seed{config.seed}_step{snapshot.steps_done}.csv",
             "Landscape (CSV)",
             "toy.csv_landscape",
         )
     charts.csv_download(
-        traces_frame(trainer, live_fits(trainer, config, exact)),
-        f"toy_traces_alpha{config.alpha:g}_seed{config.seed}.csv",
+        lambda: traces_frame(snapshot, fits),
+        f"toy_traces_alpha{config.alpha:g}_seed{config.seed}_step{snapshot.steps_done}.csv",
         "Traces (CSV)",
         "toy.csv_traces",
     )
+
+
+def frame_details(config: toy.ToyConfig, snapshot: two_relu.Snapshot, fits: list[toy.Fit], exact) -> None:
+    """The numbers, troubles and starts of the frame the player stopped on."""
+    if snapshot.steps_done:  # a fit, its outcome and its troubles once there is training to judge
+        fit_notices(snapshot, fits, config)
+    latest = {
+        fit.method: {k: getattr(snapshot.history[fit.row], k)[-1] for k in ("elbo", "elbo_g", "test_mse")}
+        for fit in fits
+    }
+    # Each method's number beside the exact posterior's, three to a row: six in a row cut the numbers short.
+    cols = st.columns(3)
+    cols[0].metric("MFVI: ELBO", f"{latest['mfvi']['elbo']:.3f}")
+    cols[1].metric("SGM: ELBO + I", f"{latest['sgm']['elbo_g']:.3f}")
+    cols[2].metric("log p(D) (exact)", f"{exact.log_evidence:.3f}")
+    cols = st.columns(3)
+    cols[0].metric("MFVI: test MSE", f"{latest['mfvi']['test_mse']:.3f}")
+    cols[1].metric("SGM: test MSE", f"{latest['sgm']['test_mse']:.3f}")
+    cols[2].metric(
+        "test MSE (exact)",
+        f"{exact.test_mse:.3f}",
+        help="Of the exact posterior's predictive mean: the best a method can expect to reach.",
+    )
+    st.caption(starts_caption(fits) if snapshot.steps_done else starting_points_caption(config))
 
 
 # The 3-D view: the exact log posterior as a landscape (grey, darker higher), the fits' outlines on it.

@@ -254,15 +254,21 @@ def gaussian_outlines(mean, std, symmetrised: bool, radii=(1.0, 2.0), points: in
     cheaply (no density grid). Returns x and y with NaN between outlines, for one line trace.
     """
     angle = np.linspace(0.0, 2.0 * math.pi, points)
-    centres = [(np.asarray(mean, float), np.asarray(std, float))]
-    if symmetrised:
-        centres.append((centres[0][0][::-1], centres[0][1][::-1]))
     xs, ys = [], []
-    for centre, scale in centres:
-        for radius in radii:
-            xs += [centre[0] + radius * scale[0] * np.cos(angle), [np.nan]]
-            ys += [centre[1] + radius * scale[1] * np.sin(angle), [np.nan]]
+    for centre, half_axes in zip(*gaussian_ellipses(mean, std, symmetrised, radii)):
+        xs += [centre[0] + half_axes[0] * np.cos(angle), [np.nan]]
+        ys += [centre[1] + half_axes[1] * np.sin(angle), [np.nan]]
     return np.concatenate(xs[:-1]), np.concatenate(ys[:-1])
+
+
+def gaussian_ellipses(mean, std, symmetrised: bool, radii=(1.0, 2.0)) -> tuple[np.ndarray, np.ndarray]:
+    """The outlines of :func:`gaussian_outlines` as axis-aligned ellipses: centres and half-axes, ``[k, 2]`` each,
+    radius by radius, q's and then (``symmetrised``) its swap's."""
+    mean, std = np.asarray(mean, float), np.asarray(std, float)
+    components = [(mean, std), (mean[::-1], std[::-1])] if symmetrised else [(mean, std)]
+    centres = [centre for centre, _ in components for _ in radii]
+    half_axes = [radius * scale for _, scale in components for radius in radii]
+    return np.array(centres).reshape(-1, 2), np.array(half_axes).reshape(-1, 2)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -491,20 +497,111 @@ class ToyTrainer:
 
     def latest_bounds(self) -> np.ndarray:
         """Each run's own bound as last recorded (MFVI: ELBO; SGM: ELBO + I), as ``evaluate``'s objective."""
-        return np.array(
-            [h.elbo_g[-1] if run.method == "sgm" else h.elbo[-1] for run, h in zip(self.runs, self.history)]
-        )
+        return own_bounds(self.runs, self.history)
 
     def parameters(self) -> tuple[np.ndarray, np.ndarray]:
         """Means and std devs, each ``[runs, 2]``."""
         return self.mean.detach().numpy().copy(), np.exp(self.log_std.detach().numpy())
 
-    @torch.inference_mode()
     def predictive(self, x):
         """Mean and std dev (noise included) of y at ``x`` under each run's q (q_G predicts the same), exact."""
-        x = torch.as_tensor(np.asarray(x, dtype=np.float64))[None, :]
-        mean, variance = predictive_moments(self.mean, torch.exp(self.log_std), x)
-        return mean.numpy(), torch.sqrt(variance + self.noise**2).numpy()
+        return predictive_with_noise(*self.parameters(), self.noise[:, 0].numpy(), x)
+
+    def snapshot(self) -> Snapshot:
+        """The runs as they are now, apart from the optimiser: what a page draws of them."""
+        means, stds = self.parameters()
+        histories = tuple(History(*(list(getattr(h, k)) for k in HISTORY_FIELDS)) for h in self.history)
+        noise = self.noise[:, 0].numpy().copy()
+        return Snapshot(tuple(self.runs), means, stds, noise, histories, tuple(self.diverged), self.steps_done)
+
+
+HISTORY_FIELDS = ("step", "elbo", "elbo_g", "test_mse")
+
+
+def own_bounds(runs, history) -> np.ndarray:
+    """Each run's own bound as last recorded in its ``history`` (MFVI: ELBO; SGM: ELBO + I)."""
+    return np.array([h.elbo_g[-1] if run.method == "sgm" else h.elbo[-1] for run, h in zip(runs, history)])
+
+
+@torch.inference_mode()
+def predictive_with_noise(means, stds, noise, x):
+    """Mean and std dev of y at ``x`` under each run's q (``means, stds [runs, 2]``, ``noise [runs]``), exact:
+    ``[runs, len(x)]`` each."""
+    x = torch.as_tensor(np.asarray(x, dtype=np.float64))[None, :]
+    mean, variance = predictive_moments(torch.as_tensor(means), torch.as_tensor(stds), x)
+    return mean.numpy(), torch.sqrt(variance + torch.as_tensor(noise)[:, None] ** 2).numpy()
+
+
+@dataclass(frozen=True, eq=False)
+class Snapshot:
+    """Runs at one point of their training, without the optimiser: what a page draws of them, with the same
+    reading methods as :class:`ToyTrainer`'s."""
+
+    runs: tuple[RunSpec, ...]
+    means: np.ndarray  # [runs, 2]
+    stds: np.ndarray  # [runs, 2]
+    noise: np.ndarray  # [runs]
+    history: tuple[History, ...]  # recorded up to here
+    diverged: tuple[bool, ...]
+    steps_done: int
+
+    def latest_bounds(self) -> np.ndarray:
+        return own_bounds(self.runs, self.history)
+
+    def parameters(self) -> tuple[np.ndarray, np.ndarray]:
+        return self.means, self.stds
+
+    def predictive(self, x):
+        return predictive_with_noise(self.means, self.stds, self.noise, x)
+
+
+@dataclass(frozen=True, eq=False)
+class Trajectory:
+    """Training recorded frame by frame (a frame a record, :meth:`ToyTrainer.train_to`'s chunks): a whole live
+    run, computed once and played back. Frame k's history is the first k + 1 records of the last frame's."""
+
+    runs: tuple[RunSpec, ...]
+    noise: np.ndarray  # [runs]
+    means: np.ndarray  # [frames, runs, 2]
+    stds: np.ndarray  # [frames, runs, 2]
+    diverged: np.ndarray  # [frames, runs]
+    history: tuple[History, ...]  # the last frame's
+
+    def __len__(self) -> int:
+        return len(self.means)
+
+    def frame(self, k: int) -> Snapshot:
+        if not 0 <= k < len(self):
+            raise IndexError(f"frame {k} of a trajectory of {len(self)}")
+        histories = tuple(History(*(getattr(h, name)[: k + 1] for name in HISTORY_FIELDS)) for h in self.history)
+        steps = histories[0].step[-1]
+        return Snapshot(
+            self.runs, self.means[k], self.stds[k], self.noise, histories, tuple(self.diverged[k].tolist()), steps
+        )
+
+
+def record_trajectory(trainer: ToyTrainer, frames: int, steps_per_frame: int, progress=None) -> Trajectory:
+    """Train from ``trainer``'s start, ``steps_per_frame`` Adam steps a frame, for ``frames`` frames (frame 0:
+    the start), or until every run has diverged; ``progress(done, frames)`` after each frame."""
+    if frames < 1 or steps_per_frame < 1:
+        raise ValueError(f"a trajectory needs frames >= 1 and steps_per_frame >= 1, got {frames}, {steps_per_frame}")
+    trainer.reset()
+    means, stds, diverged = [], [], []
+
+    def keep() -> None:
+        mean, std = trainer.parameters()
+        means.append(mean), stds.append(std), diverged.append(list(trainer.diverged))
+
+    keep()
+    while len(means) < frames and not all(trainer.diverged):
+        trainer.train_to(trainer.steps_done + steps_per_frame, steps_per_frame)
+        keep()
+        if progress is not None:
+            progress(len(means), frames)
+    final = trainer.snapshot()
+    return Trajectory(
+        final.runs, final.noise, np.stack(means), np.stack(stds), np.array(diverged, dtype=bool), final.history
+    )
 
 
 def train_runs(runs: list[RunSpec], steps: int, chunk: int = 100, progress=None) -> ToyTrainer:

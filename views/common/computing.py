@@ -29,7 +29,9 @@ WAIT_IN_RUN_SECONDS = 0.5  # a computation done by then is drawn in the same run
 WAIT_POLL_SECONDS = 0.5  # how often the waiting panel redraws the progress (slower on a busy server: serving.pace)
 
 
-def computed(task: Task, draw_progress: Callable[[Progress], None] | None = None):
+def computed(
+    task: Task, draw_progress: Callable[[Progress], None] | None = None, meanwhile: Callable[[], None] | None = None
+):
     """``task``'s result, computed once for every session in a worker process. Stored, it is returned at
     once; done within :data:`WAIT_IN_RUN_SECONDS`, too. Otherwise the run ends with a waiting panel that
     redraws itself (a fragment), as live training does: the progress the worker reports (``draw_progress``
@@ -37,7 +39,8 @@ def computed(task: Task, draw_progress: Callable[[Progress], None] | None = None
     measured costs; done, the page runs again and draws the result. So the page answers at once, and every
     control stays live while the computation runs. A browser's newer request (its controls moved, in any of its
     tabs) drops its older one if it has not started, as does a session that left (its panel stopped asking); the
-    workers take browsers in turn. A task that
+    workers take browsers in turn. ``meanwhile`` draws what the page shows above the waiting panel (a first
+    frame), in a run that waits. A task that
     failed raises RuntimeError, with what to do, in the run after it failed; the run after that asks again."""
     results = shared_results.shared()
     stored = results.get(task.key, _MISSING)
@@ -59,6 +62,8 @@ def computed(task: Task, draw_progress: Callable[[Progress], None] | None = None
         pass
     except (concurrent.futures.CancelledError, BrokenProcessPool) as error:
         raise RuntimeError(failure_text(task, error)) from error
+    if meanwhile is not None:
+        meanwhile()
     waiting_panel(results, task, job, waiter, draw_progress)
     st.stop()
 

@@ -10,6 +10,16 @@ LAB = Lab(
     findings="symlab.labs.toy.findings",
     params="symlab.labs.toy.params:page_params",
     presets="symlab.labs.toy.params:PRESETS",
+    results=(
+        "symlab.labs.toy.config:ToyConfig",
+        "symlab.labs.toy.live:LiveRun",
+        "symlab.specs.animation:Animation",
+        "symlab.lib.two_relu:Trajectory",
+        "symlab.lib.two_relu:RunSpec",
+        "symlab.lib.two_relu:ToyData",
+        "symlab.lib.two_relu:TrainingSettings",
+        "symlab.lib.two_relu:History",
+    ),
     blurb=(
         "The two-weight ReLU network trained live: the exact posterior against mean-field VI and its "
         "symmetrised version, SGM (§5, Fig. 4, Tables 2–3)."

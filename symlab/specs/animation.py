@@ -1,0 +1,137 @@
+"""An animation as the browser plays it (views/common/animation.py): frames of chart data, encoded once for every
+session, so that a live panel plays with no page run per frame.
+
+A frame gives, per chart, its named datasets, each as series: a label and its columns (numbers or text, equally
+long). The encoding sends a series only where it differs from the frame before: a series that grew (a curve by
+step) sends its new rows, one that changed sends its rows, one that did not is left out, one gone is null.
+Numbers are rounded to :data:`SIGNIFICANT` digits of their column's largest in the frame, and the whole is
+gzipped: a whole live run is tens of kilobytes."""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import hashlib
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+SIGNIFICANT = 4  # a ten-thousandth of the column's largest number: well under a pixel of any chart
+Columns = Mapping[str, object]  # name -> numbers (an array) or text (a list of str), equally long
+Frame = Mapping[str, Mapping[str, Mapping[str, Columns]]]  # chart -> dataset -> series label -> columns
+
+
+@dataclass(frozen=True)
+class Animation:
+    """Frames as the browser receives them: gzipped JSON (base64), its identity, its frame count and size."""
+
+    payload: str
+    identity: str
+    frames: int
+    size: int  # bytes of the gzipped JSON
+
+
+def rounded(values) -> list:
+    """``values`` rounded to :data:`SIGNIFICANT` digits of the largest (None where not finite); whole numbers as
+    they are."""
+    values = np.asarray(values)
+    if values.dtype.kind in "biu":
+        return values.astype(np.int64).tolist()
+    values = values.astype(np.float64)
+    finite = np.isfinite(values)
+    largest = float(np.max(np.abs(values[finite]))) if finite.any() else 0.0
+    # At most 307 decimals: 10 to that power is still a float (a column of denormals rounds to 0).
+    decimals = min(max(0, SIGNIFICANT - 1 - math.floor(math.log10(largest))), 307) if largest > 0 else 0
+    out = np.round(values, decimals)
+    listed = out.astype(np.int64).tolist() if decimals == 0 and finite.all() else out.tolist()
+    return listed if finite.all() else [v if ok else None for v, ok in zip(listed, finite.tolist())]
+
+
+def _is_text(column) -> bool:
+    return isinstance(column, (list, tuple)) and bool(column) and isinstance(column[0], str)
+
+
+def encoded_columns(columns: Columns, start: int = 0) -> dict:
+    """Columns from row ``start`` on: numbers rounded, text as it is."""
+    return {
+        name: list(column[start:]) if _is_text(column) else rounded(np.asarray(column)[start:])
+        for name, column in columns.items()
+    }
+
+
+def _length(columns: Columns) -> int:
+    return len(next(iter(columns.values()))) if columns else 0
+
+
+def _same(a, b) -> bool:
+    return list(a) == list(b) if _is_text(a) or _is_text(b) else np.array_equal(np.asarray(a), np.asarray(b), True)
+
+
+def series_change(before: Columns | None, now: Columns) -> dict | None:
+    """How one series changed since the frame before: None (it did not), ``{"append": columns}`` (rows added at
+    its end), ``{"set": columns}`` (the same rows, these columns changed) or ``{"rows": columns}``."""
+    if before is not None and list(before) == list(now):
+        old, new = _length(before), _length(now)
+        if old <= new and all(_same(before[name], now[name][:old]) for name in now):
+            return None if old == new else {"append": encoded_columns(now, old)}
+        if old == new:
+            return {"set": encoded_columns({name: now[name] for name in now if not _same(before[name], now[name])})}
+    return {"rows": encoded_columns(now)}
+
+
+def frame_changes(before: Frame | None, now: Frame) -> dict:
+    """Frame ``now`` as changes to ``before``: chart -> dataset -> series -> change (null: the series is gone)."""
+    changes: dict = {}
+    for chart, datasets in now.items():
+        for name, series in datasets.items():
+            old = (before or {}).get(chart, {}).get(name, {})
+            dataset = {label: series_change(old.get(label), columns) for label, columns in series.items()}
+            dataset = {label: change for label, change in dataset.items() if change is not None}
+            dataset |= {label: None for label in old if label not in series}
+            if dataset:
+                changes.setdefault(chart, {})[name] = dataset
+    return changes
+
+
+def encode(frames: Sequence[Frame], labels: Sequence[str], captions: Sequence[str]) -> Animation:
+    """The animation of ``frames``, each with its progress ``label`` and a ``caption`` of the numbers it shows."""
+    if not frames or not len(frames) == len(labels) == len(captions):
+        raise ValueError("an animation needs at least one frame, each with a label and a caption")
+    document = {
+        "frames": [frame_changes(frames[k - 1] if k else None, frame) for k, frame in enumerate(frames)],
+        "labels": list(labels),
+        "captions": list(captions),
+    }
+    text = json.dumps(document, separators=(",", ":"), allow_nan=False).encode()
+    packed = gzip.compress(text, compresslevel=6, mtime=0)
+    return Animation(
+        base64.b64encode(packed).decode("ascii"), hashlib.sha1(packed).hexdigest()[:16], len(frames), len(packed)
+    )
+
+
+def decode(animation: Animation) -> dict:
+    """The JSON document back (tests, and anyone reading what a browser receives)."""
+    return json.loads(gzip.decompress(base64.b64decode(animation.payload)))
+
+
+def rows_at(document: dict, frame: int) -> dict:
+    """Frame ``frame``'s datasets rebuilt from the changes, as the browser rebuilds them: chart -> dataset ->
+    series -> columns."""
+    held: dict = {}
+    for changes in document["frames"][: frame + 1]:
+        for chart, datasets in changes.items():
+            for name, series in datasets.items():
+                dataset = held.setdefault(chart, {}).setdefault(name, {})
+                for label, change in series.items():
+                    if change is None:
+                        dataset.pop(label, None)
+                    elif "append" in change:
+                        dataset[label] = {k: dataset[label][k] + v for k, v in change["append"].items()}
+                    elif "set" in change:
+                        dataset[label] = {**dataset[label], **change["set"]}
+                    else:
+                        dataset[label] = change["rows"]
+    return held

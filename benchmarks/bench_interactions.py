@@ -4,8 +4,8 @@
 
 For each lab page: its default link ("open"), each preset, and each control moved one step up from the
 defaults (the first step a student takes; a step down costs the same; what the default link computed is stored
-by then, so a switch that adds a computation, the alignment's 3-D landscape, costs that one alone), and what plays (a tick of live
-training, a frame of a player). Each interaction's computations are the page's own: the shared tasks its
+by then, so a switch that adds a computation, the alignment's 3-D landscape, costs that one alone), and what plays (the toy's
+whole live run, played in the browser; a frame of a server's player). Each interaction's computations are the page's own: the shared tasks its
 lab declares for those control values (``Lab.tasks``: what a server trains for the page, in a worker) and
 what the page computes in its own run (the toy BNN's exact posterior and live steps, the mode-interpolation
 fits). Each runs here in this process on one torch thread (and one BLAS thread), from nothing stored:
@@ -44,6 +44,7 @@ from symlab.labs import LABS  # noqa: E402
 from symlab.labs.align import experiment as align_lab  # noqa: E402
 from symlab.labs.modes import experiment as modes  # noqa: E402
 from symlab.labs.toy import experiment as toy  # noqa: E402
+from symlab.labs.toy import live  # noqa: E402
 from symlab.labs.toy import params as toy_params  # noqa: E402
 from symlab.lib import two_relu  # noqa: E402
 from symlab.runs.device import set_threads  # noqa: E402
@@ -54,7 +55,6 @@ from symlab.specs.urlstate import neighbours  # noqa: E402
 
 RETRAIN_TARGETS = {"align": 0.8, "symmetry": 0.4}  # CPU-s of a retrain at the defaults
 OTHER_TARGET, FLOOR_TARGET = 0.3, 3.0
-LIVE_STEPS_PER_TICK = 15  # hosted (SYMLAB_HOSTED=1): the class's setting
 
 
 @dataclass(frozen=True)
@@ -142,7 +142,8 @@ def lab_interactions(lab) -> list[Interaction]:
 
 def toy_interactions() -> list[Interaction]:
     """The tractable BNN's page: a new setting draws the exact posterior and starts both methods' starts; a
-    live tick trains them a few steps and records their bounds; the table trains every α × seed run."""
+    live run trains them all the way, once for every session with the setting (the browser plays it); the table
+    trains every α × seed run."""
     specs = toy_params.page_params(None)
     default = {spec.name: spec.default for spec in specs}
 
@@ -165,23 +166,15 @@ def toy_interactions() -> list[Interaction]:
             lambda _: Cost(elementwise=grid) + toy.training_cost(config, runs, 0, 1),
         )
 
-    def tick(config):
-        trainer = two_relu.ToyTrainer(toy.starts_of("mfvi", config) + toy.starts_of("sgm", config))
-
-        def run():
-            trainer.step(LIVE_STEPS_PER_TICK)
-            trainer.record()
-
-        return Computation(
-            f"live tick {describe_key(config)}",
-            run,
-            lambda _: toy.training_cost(config, 2 * config.restarts, LIVE_STEPS_PER_TICK, 1),
-        )
+    def played(config):
+        task = live.live_task(config)
+        return Computation(f"live run {describe_key(config)}", lambda: live.live_run(config), lambda _: task.cost)
 
     config = config_of(default)
     found = [
         Interaction("toy", "open (default link)", [opened(config)]),
-        Interaction("toy", f"play: one tick ({LIVE_STEPS_PER_TICK} Adam steps, all starts)", [tick(config)]),
+        # Played in the browser: the whole run, trained once for every session with the setting, then no tick.
+        Interaction("toy", f"play: the whole run ({live.FRAMES} frames, all starts), once", [played(config)]),
     ]
     for name in toy_params.PRESETS:
         found.append(

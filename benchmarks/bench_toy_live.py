@@ -1,5 +1,6 @@
-"""Tractable BNN lab in real Chromium: how often the live view redraws while it trains, and what that costs
-the browser; with ``--before REF``, the app at that git ref against the working tree, with ratios.
+"""Tractable BNN lab in real Chromium: how often the live view redraws while it plays, and what that costs
+the browser and the server; with ``--before REF``, the app at that git ref against the working tree, with ratios
+(an app whose server ticks the player, as before the toy played in the browser, is measured the same way).
 
     python benchmarks/bench_toy_live.py [--seconds 15] [--before REF] [--repeats 1] [--url http://127.0.0.1:8501]
 
@@ -52,10 +53,10 @@ INIT_JS = r"""
 (() => {
   const s = window.__bench = {charts: [], redraws: {}, last: {}, dirty: new Set(), canvas: new Set(), on: false, ticks: [],
                             tick: 0, drawnTick: {}};
-  const CHARTS = '[data-testid="stVegaLiteChart"]';
+  const CHARTS = '[data-testid="stVegaLiteChart"], .symlab-player .chart';  // Streamlit's charts, or a player's
   const clear = CanvasRenderingContext2D.prototype.clearRect;
   CanvasRenderingContext2D.prototype.clearRect = function (...args) {
-    const chart = this.canvas && this.canvas.closest && this.canvas.closest('[data-testid="stVegaLiteChart"]');
+    const chart = this.canvas && this.canvas.closest && this.canvas.closest(CHARTS);
     if (chart) s.canvas.add(chart);
     return clear.apply(this, args);
   };
@@ -79,7 +80,9 @@ INIT_JS = r"""
     const tick = () => {
       const charts = [...document.querySelectorAll(CHARTS)];
       const now = performance.now();
-      const bar = document.querySelector('[data-testid="stProgress"]'), label = bar ? bar.innerText : '';
+      // The player's label: the browser's player (views/common/animation.js), or the server's progress bar.
+      const bar = document.querySelector('.symlab-player .label') || document.querySelector('[data-testid="stProgress"]');
+      const label = bar ? bar.innerText : '';
       if (label !== s.lastLabel) {  // the player's tick: the progress bar's label changed
         if (s.on && s.lastLabel !== undefined) s.ticks.push(now);
         s.lastLabel = label;
@@ -117,6 +120,8 @@ INIT_JS = r"""
 })();
 """
 STEP_RE = re.compile(r"Adam step (\d+) /")
+CHARTS = '[data-testid="stVegaLiteChart"], .symlab-player .chart'  # Streamlit's charts, or the browser player's
+PROGRESS = '.symlab-player .label, [data-testid="stProgress"]'  # where the step shows: the player's, or the server's
 
 
 # ------------------------------------------------------------------------------------------- servers
@@ -187,13 +192,14 @@ def measure(url: str, seconds: float, server_pid: int | None = None) -> dict:
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         page.add_init_script(INIT_JS)
         page.goto(f"{url}/toy")
-        page.locator('[data-testid="stVegaLiteChart"]').first.wait_for(timeout=60_000)
+        page.locator(CHARTS).first.wait_for(timeout=60_000)
+        page.get_by_role("button", name="Play", exact=True).and_(page.locator(":enabled")).wait_for(timeout=60_000)
         page.wait_for_timeout(2500)
         titles = page.evaluate("window.__bench.titles()")
         curves = next((i for i, t in enumerate(titles) if t.startswith("Lower bounds")), len(titles) - 1)
         cdp = page.context.new_cdp_session(page)
         cdp.send("Performance.enable")
-        progress = page.locator('[data-testid="stProgress"]').first
+        progress = page.locator(PROGRESS).first
         page.evaluate("window.__bench.on = true")
         page.get_by_role("button", name="Play", exact=True).click()
         page.wait_for_function("() => window.__bench.ticks.length > 1", timeout=30_000)

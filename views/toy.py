@@ -9,8 +9,8 @@ import streamlit as st
 
 from symlab.labs.toy import LAB, live, params
 from symlab.labs.toy import experiment as toy
+from symlab.labs.toy import tasks as toy_tasks
 from symlab.lib import two_relu
-from symlab.specs import controls
 from symlab.specs import surfaces as landscape
 from symlab.specs.urlstate import parse_query
 from views.common import animation, binding, charts, computing, surfaces, tables
@@ -31,7 +31,7 @@ LABELS = live.METHOD_LABELS
 
 
 def config_from(values) -> toy.ToyConfig:
-    return toy.ToyConfig(**controls.config_values(toy.ToyConfig, values, params.FIELDS)).validate()
+    return toy_tasks.page_config(values)
 
 
 @st.cache_data(max_entries=32, show_spinner=False)

@@ -135,7 +135,9 @@ _shipped: set = set()
 
 
 def default_tasks(hosting=None) -> list[Task]:
-    return [task for lab in LABS if lab.tasks for task in lab.page_tasks(lab.default_values(hosting))]
+    return [
+        task for lab in LABS if lab.tasks and lab.ships_defaults for task in lab.page_tasks(lab.default_values(hosting))
+    ]
 
 
 def compute(task: Task):

@@ -43,8 +43,11 @@ from symlab.runs.device import measured_rates, set_threads
 from symlab.specs.settings import (
     EXECUTORS,
     IMPORT_ROOT,
+    Hosting,
     LiveLimits,
+    SettingsError,
     executor_name,
+    is_hosted,
     runs_directory,
 )
 from symlab.specs.tasks import Progress, Rates, Task, kind_of, read_stored_results_with
@@ -691,6 +694,14 @@ _shared: SharedResults | None = None
 _shared_lock = threading.Lock()
 
 
+def live_limits() -> LiveLimits:
+    """This server's live limits; where a variable is unusable (the pages say which), the defaults, hosted or not."""
+    try:
+        return LiveLimits.from_env()
+    except SettingsError:
+        return Hosting.defaults(is_hosted()).live
+
+
 def shared() -> SharedResults:
     """This server's store, sized by its hosting settings (``SYMLAB_COMPUTE_WORKERS``,
     ``SYMLAB_RESULTS_MAX_MB``), its results kept in the runs directory's result store (or on
@@ -699,7 +710,7 @@ def shared() -> SharedResults:
     global _shared
     with _shared_lock:
         if _shared is None:
-            live = LiveLimits.from_env()
+            live = live_limits()
             store = settings_store(live)
             try:
                 executor = executor_name()

@@ -30,7 +30,7 @@ from symlab.labs import LABS, computation_modules
 from symlab.lib import mnist_data
 from symlab.serving import precomputed, shared_results
 from symlab.specs import settings
-from symlab.specs.settings import Hosting, LiveLimits, SettingsError
+from symlab.specs.settings import Hosting, SettingsError
 from symlab.specs.tasks import Task, kind_of
 from symlab.specs.urlstate import neighbours
 
@@ -69,8 +69,10 @@ def warm_up() -> None:
     with contextlib.suppress(OSError):
         os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), WARM_UP_NICENESS)
     results = shared_results.shared()
-    for task in precomputed.default_tasks(_hosting()):
-        results.submit(task, WARM_UP_WAITER, keep=True)  # found stored where shipped
+    hosting = _hosting()
+    for lab in (lab for lab in LABS if lab.tasks):
+        for task in lab.page_tasks(lab.default_values(hosting)):
+            results.submit(task, WARM_UP_WAITER, keep=True)  # found stored where shipped
     _first_training_step()
 
 
@@ -195,7 +197,7 @@ def warm_store(workers: int, tasks: list[Task] | None = None, progress=None) -> 
     before a server opens, on ``workers`` worker processes at once; ``progress(done, total)`` after each. The
     default links' shipped results are stored first. Returns the counts and the seconds it took."""
     started = time.monotonic()
-    store = shared_results.settings_store(_live_limits())
+    store = shared_results.settings_store(shared_results.live_limits())
     results = shared_results.SharedResults(workers=workers, torch_threads=1, store=store)
     try:
         shipped = set(precomputed.store_into(results, precomputed.default_tasks(_hosting())))
@@ -247,21 +249,13 @@ async def lifespan(app):
     stop = threading.Event()
     # Then the first visits: the server answers by then (this function has let it start).
     threading.Thread(target=_logged(lambda: (warm_up(), _first_visits())), name="symlab-warm-up", daemon=True).start()
-    if _live_limits().idle_workers > 0:
+    if shared_results.live_limits().idle_workers > 0:
         threading.Thread(
             target=_logged(lambda: precompute_in_idle_time(stop)), name="symlab-idle-time", daemon=True
         ).start()
     yield
     stop.set()
     shared_results.shared().shutdown()
-
-
-def _live_limits() -> LiveLimits:
-    """The server's live limits; where a variable is unusable (the pages say which), the defaults."""
-    try:
-        return LiveLimits.from_env()
-    except SettingsError:
-        return LiveLimits()
 
 
 def _logged(function):

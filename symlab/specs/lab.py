@@ -35,6 +35,9 @@ class Lab:
     # urlstate.parse_query gives them): a starting server begins the default link's at once (serve.py),
     # and computes the presets' and their neighbours' in idle time (symlab.serving.warmup).
     tasks: str = ""
+    # Whether the package ships the default link's task results (symlab.serving.precomputed): False where they
+    # train in a few seconds and the page shows something meanwhile (the toy's first frame).
+    ships_defaults: bool = True
     # The page's presets: a specs.presets.Presets.
     presets: str = ""
     # What the lab measured (a module: its numbers(shipped) -> dict, and findings(numbers) -> [specs.findings.Finding]),

@@ -10,6 +10,8 @@ LAB = Lab(
     findings="symlab.labs.toy.findings",
     params="symlab.labs.toy.params:page_params",
     presets="symlab.labs.toy.params:PRESETS",
+    tasks="symlab.labs.toy.tasks:page_tasks",
+    ships_defaults=False,
     results=(
         "symlab.labs.toy.config:ToyConfig",
         "symlab.labs.toy.live:LiveRun",

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
-from vegatest import channel, vega_charts
+from vegatest import channel, player_charts, vega_charts
 
 from symlab import cli
 from symlab.labs import run_kinds
@@ -30,10 +30,10 @@ def vega_cues(spec: dict) -> dict:
 
 
 def assert_redundant_cues(at: AppTest) -> int:
-    """The charts checked (every chart is Vega-Lite)."""
+    """The charts checked (every chart is Vega-Lite: Streamlit's, or a player's played in the browser)."""
     assert not at.get("plotly_chart")
     vega = 0
-    for chart in vega_charts(at):
+    for chart in [*vega_charts(at), *player_charts(at)]:
         cues = vega_cues(chart["spec"])
         assert cues, f"{chart['title']}: no legend"
         twins = [label for label, style in cues.items() if list(cues.values()).count(style) > 1]

@@ -14,7 +14,7 @@ def frame(curve_steps: int, ellipse_x: float, gone: bool = False) -> dict:
         "chart": {
             "lines": {
                 "curve": {"x": steps, "y": np.sin(steps / 100.0)},
-                "ellipse": {"cx": [ellipse_x], "cy": [0.5], "part": np.array([0])},
+                "ellipse": {"cx": [ellipse_x, ellipse_x / 3, -ellipse_x], "cy": [0.5] * 3, "part": np.arange(3)},
             },
             "image": {"": {"url": ["data:,"]}},
         }
@@ -30,7 +30,9 @@ def test_each_series_is_sent_as_it_changed():
     first, grown, same, last = document["frames"]
     assert set(first["chart"]["lines"]) == {"curve", "ellipse", "modes"} and "image" in first["chart"]
     assert grown["chart"]["lines"]["curve"] == {"append": {"x": [20], "y": [0.1987]}}  # the new row alone
-    assert grown["chart"]["lines"]["ellipse"] == {"set": {"cx": [0.2]}}  # the changed column alone
+    # The changed column alone, as whole steps of its rounding (4 decimals): 0.1 → 0.2 is 1000 of them (the first
+    # row's; each further row sends its difference from the row before: steps 1000, 334, -1000).
+    assert grown["chart"]["lines"]["ellipse"] == {"add": {"cx": {"d": 4, "v": [1000, -666, -1334]}}}
     assert "image" not in grown["chart"] and "modes" not in grown["chart"]["lines"]  # unchanged: not sent
     assert same == {}
     assert last["chart"]["lines"]["modes"] is None  # gone

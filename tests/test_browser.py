@@ -14,6 +14,10 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from vegatest import VEGA_CHART_JS, image_values, png_rows
 
 from symlab.labs import LABS
+from symlab.labs.toy import experiment as toy
+from symlab.labs.toy import live
+from symlab.serving import precomputed
+from symlab.specs import animation
 from views.common.charts import BLUE_RED, VIRIDIS
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -230,6 +234,13 @@ def test_the_toy_plays_in_the_browser_with_play_pause_step_reset_and_speed(brows
     paused = player_step(page)
     page.wait_for_url(re.compile(rf"adam_step={paused}&"))
     assert metric_value(page, "MFVI: ELBO") != elbo
+
+    # What the browser rebuilt from the frames' changes is the frame the server encoded, number for number.
+    held = page.evaluate("document.querySelector('.symlab-player').heldData()")
+    config = toy.ToyConfig(alpha=0.5, seed=4).validate()
+    computed = precomputed.compute(live.live_task(config))  # as the server's worker computes it: one torch thread
+    expected = animation.rows_at(animation.decode(computed.animation), held["frame"])
+    assert held["frame"] == paused // 20 and held["charts"] == expected
 
     player.get_by_role("button", name="Reset", exact=True).click()
     page.wait_for_url(re.compile(r"adam_step=0&"))

@@ -31,6 +31,19 @@ def vega_charts(at) -> list[dict]:
     return charts
 
 
+def player_charts(at) -> list[dict]:
+    """Every chart of the page's players played in the browser (views/common/animation.py), in order: its title and
+    its spec, as the page sends them (their data come frame by frame, apart)."""
+    charts = []
+    for element in at.get("bidi_component"):
+        if element.proto.component_name != "symlab_player":
+            continue
+        for chart in json.loads(element.proto.json)["charts"]:
+            title = chart["spec"].get("title")
+            charts.append({"title": title.get("text") if isinstance(title, dict) else title, "spec": chart["spec"]})
+    return charts
+
+
 def vega_chart(at, title: str) -> dict:
     [chart] = [chart for chart in vega_charts(at) if chart["title"] == title]
     return chart

@@ -3,7 +3,8 @@ session, so that a live panel plays with no page run per frame.
 
 A frame gives, per chart, its named datasets, each as series: a label and its columns (numbers or text, equally
 long). The encoding sends a series only where it differs from the frame before: a series that grew (a curve by
-step) sends its new rows, one that changed sends its rows, one that did not is left out, one gone is null.
+step) sends its new rows, one that moved sends each changed column's steps of its rounding (or its values), one
+that did not is left out, one gone is null.
 Numbers are rounded to :data:`SIGNIFICANT` digits of their column's largest in the frame, and the whole is
 gzipped: a whole live run is tens of kilobytes."""
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 import base64
 import gzip
 import hashlib
+import itertools
 import json
 import math
 from collections.abc import Mapping, Sequence
@@ -34,6 +36,14 @@ class Animation:
     size: int  # bytes of the gzipped JSON
 
 
+def decimals_of(values: np.ndarray) -> int:
+    """The decimals that keep :data:`SIGNIFICANT` digits of the largest finite value (at most 307: 10 to that power
+    is still a float, and a column of denormals rounds to 0)."""
+    finite = values[np.isfinite(values)]
+    largest = float(np.max(np.abs(finite))) if finite.size else 0.0
+    return min(max(0, SIGNIFICANT - 1 - math.floor(math.log10(largest))), 307) if largest > 0 else 0
+
+
 def rounded(values) -> list:
     """``values`` rounded to :data:`SIGNIFICANT` digits of the largest (None where not finite); whole numbers as
     they are."""
@@ -42,12 +52,34 @@ def rounded(values) -> list:
         return values.astype(np.int64).tolist()
     values = values.astype(np.float64)
     finite = np.isfinite(values)
-    largest = float(np.max(np.abs(values[finite]))) if finite.any() else 0.0
-    # At most 307 decimals: 10 to that power is still a float (a column of denormals rounds to 0).
-    decimals = min(max(0, SIGNIFICANT - 1 - math.floor(math.log10(largest))), 307) if largest > 0 else 0
-    out = np.round(values, decimals)
+    decimals = decimals_of(values)
+    scale = 10.0**decimals
+    out = np.rint(values * scale) / scale  # the arithmetic of steps_from and of the browser's rebuild
     listed = out.astype(np.int64).tolist() if decimals == 0 and finite.all() else out.tolist()
     return listed if finite.all() else [v if ok else None for v, ok in zip(listed, finite.tolist())]
+
+
+def steps_from(held: list, now) -> dict | None:
+    """A numeric column that moved as whole steps of its rounding from what the browser holds: ``{"d": decimals,
+    "v": differences}``, the steps' successive differences (the first: the first step); the browser's new values
+    ``(round(held × 10^d) + step) / 10^d``, each ``rounded(now)``'s. Small steps that vary little from row to row
+    pack far tighter than the values. None where the column cannot go so (text,
+    a value not finite, held values off the rounding's grid, or so far from it that a float loses the steps)."""
+    if _is_text(now) or any(value is None for value in held):
+        return None
+    now = np.asarray(now)
+    if now.dtype.kind not in "biuf" or not np.isfinite(now).all():
+        return None
+    decimals = 0 if now.dtype.kind in "biu" else decimals_of(now.astype(np.float64))
+    scale = 10.0**decimals
+    before, after = np.asarray(held, dtype=np.float64) * scale, np.rint(now.astype(np.float64) * scale)
+    exact = 2.0**52  # whole numbers a float holds exactly
+    if np.abs(before).max(initial=0) >= exact or np.abs(after).max(initial=0) >= exact:
+        return None
+    if not np.all(np.abs(before - np.rint(before)) < 1e-6):
+        return None
+    steps = (after - np.rint(before)).astype(np.int64)
+    return {"d": decimals, "v": np.diff(steps, prepend=0).tolist()}  # a curve's steps vary little along it
 
 
 def _is_text(column) -> bool:
@@ -70,25 +102,35 @@ def _same(a, b) -> bool:
     return list(a) == list(b) if _is_text(a) or _is_text(b) else np.array_equal(np.asarray(a), np.asarray(b), True)
 
 
-def series_change(before: Columns | None, now: Columns) -> dict | None:
-    """How one series changed since the frame before: None (it did not), ``{"append": columns}`` (rows added at
-    its end), ``{"set": columns}`` (the same rows, these columns changed) or ``{"rows": columns}``."""
+def series_change(before: Columns | None, now: Columns, held: dict | None) -> dict | None:
+    """How one series changed since the frame before (the browser holding ``held`` of it): None (it did not),
+    ``{"append": columns}`` (rows added at its end), ``{"add": steps, "set": columns}`` (the same rows, these
+    columns changed: by :func:`steps_from` where they can, else their values) or ``{"rows": columns}``."""
     if before is not None and list(before) == list(now):
         old, new = _length(before), _length(now)
         if old <= new and all(_same(before[name], now[name][:old]) for name in now):
             return None if old == new else {"append": encoded_columns(now, old)}
         if old == new:
-            return {"set": encoded_columns({name: now[name] for name in now if not _same(before[name], now[name])})}
+            change: dict = {}
+            for name in (name for name in now if not _same(before[name], now[name])):
+                steps = steps_from(held[name], now[name])
+                if steps is None:
+                    change.setdefault("set", {})[name] = encoded_columns({name: now[name]})[name]
+                else:
+                    change.setdefault("add", {})[name] = steps
+            return change
     return {"rows": encoded_columns(now)}
 
 
-def frame_changes(before: Frame | None, now: Frame) -> dict:
-    """Frame ``now`` as changes to ``before``: chart -> dataset -> series -> change (null: the series is gone)."""
+def frame_changes(before: Frame | None, now: Frame, held: dict) -> dict:
+    """Frame ``now`` as changes to ``before``, the browser holding ``held`` (:func:`apply`'s): chart -> dataset ->
+    series -> change (null: the series is gone)."""
     changes: dict = {}
     for chart, datasets in now.items():
         for name, series in datasets.items():
             old = (before or {}).get(chart, {}).get(name, {})
-            dataset = {label: series_change(old.get(label), columns) for label, columns in series.items()}
+            kept = held.get(chart, {}).get(name, {})
+            dataset = {label: series_change(old.get(label), cols, kept.get(label)) for label, cols in series.items()}
             dataset = {label: change for label, change in dataset.items() if change is not None}
             dataset |= {label: None for label in old if label not in series}
             if dataset:
@@ -96,12 +138,43 @@ def frame_changes(before: Frame | None, now: Frame) -> dict:
     return changes
 
 
+def after_change(columns: dict | None, change: dict) -> dict:
+    """One series' columns after a frame's change, as the browser rebuilds them (views/common/animation.js)."""
+    if "append" in change:
+        return {name: columns[name] + values for name, values in change["append"].items()}
+    if "rows" in change:
+        return change["rows"]
+    result = {**columns, **change.get("set", {})}
+    for name, steps in change.get("add", {}).items():
+        scale = 10.0 ** steps["d"]
+        moved = itertools.accumulate(steps["v"])
+        result[name] = [(round(old * scale) + step) / scale for old, step in zip(columns[name], moved)]
+    return result
+
+
+def apply(held: dict, changes: dict) -> None:
+    """A frame's changes applied to the datasets ``held``: chart -> dataset -> series -> columns."""
+    for chart, datasets in changes.items():
+        for name, series in datasets.items():
+            dataset = held.setdefault(chart, {}).setdefault(name, {})
+            for label, change in series.items():
+                if change is None:
+                    dataset.pop(label, None)
+                else:
+                    dataset[label] = after_change(dataset.get(label), change)
+
+
 def encode(frames: Sequence[Frame], labels: Sequence[str], captions: Sequence[str]) -> Animation:
     """The animation of ``frames``, each with its progress ``label`` and a ``caption`` of the numbers it shows."""
     if not frames or not len(frames) == len(labels) == len(captions):
         raise ValueError("an animation needs at least one frame, each with a label and a caption")
+    held: dict = {}  # what the browser holds, frame by frame
+    changes = []
+    for k, frame in enumerate(frames):
+        changes.append(frame_changes(frames[k - 1] if k else None, frame, held))
+        apply(held, changes[-1])
     document = {
-        "frames": [frame_changes(frames[k - 1] if k else None, frame) for k, frame in enumerate(frames)],
+        "frames": changes,
         "labels": list(labels),
         "captions": list(captions),
     }
@@ -122,16 +195,5 @@ def rows_at(document: dict, frame: int) -> dict:
     series -> columns."""
     held: dict = {}
     for changes in document["frames"][: frame + 1]:
-        for chart, datasets in changes.items():
-            for name, series in datasets.items():
-                dataset = held.setdefault(chart, {}).setdefault(name, {})
-                for label, change in series.items():
-                    if change is None:
-                        dataset.pop(label, None)
-                    elif "append" in change:
-                        dataset[label] = {k: dataset[label][k] + v for k, v in change["append"].items()}
-                    elif "set" in change:
-                        dataset[label] = {**dataset[label], **change["set"]}
-                    else:
-                        dataset[label] = change["rows"]
+        apply(held, changes)
     return held

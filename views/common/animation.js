@@ -42,15 +42,23 @@ function rowsFrom(held) {
   return rows;
 }
 
-// One series' columns after a frame's change (symlab.specs.animation.series_change).
+// One series' columns after a frame's change, as symlab.specs.animation.after_change rebuilds them: rows added,
+// all rows anew, or columns changed (their values, or whole steps of their rounding, sent as the steps' successive
+// differences: (round(old × 10^d) + step) / 10^d).
 function afterChange(columns, change) {
   if (change.append) {
     const grown = {};
     for (const [name, values] of Object.entries(change.append)) grown[name] = columns[name].concat(values);
     return grown;
   }
-  if (change.set) return { ...columns, ...change.set };
-  return change.rows;
+  if (change.rows) return change.rows;
+  const result = { ...columns, ...(change.set || {}) };
+  for (const [name, steps] of Object.entries(change.add || {})) {
+    const scale = 10 ** steps.d, old = columns[name];
+    let step = 0;  // the steps come as their successive differences
+    result[name] = steps.v.map((difference, i) => (Math.round(old[i] * scale) + (step += difference)) / scale);
+  }
+  return result;
 }
 
 // Vega's fit leaves out all but one line of a y title on several lines: its text would start left of the chart.
@@ -68,6 +76,25 @@ function keepTextInside(view, element) {
 }
 
 // The chart's room: its cell's width, less the room kept for text that would stick out.
+// Streamlit's Vega theme (its spacing: 2, 8 and 16 px; a legend's rows as far apart as its), under which the page's
+// other charts are drawn; the spec's own config wins, section by section.
+const THEME = {
+  title: { align: 'left', anchor: 'start', fontWeight: 600, orient: 'top', offset: 26 },
+  axis: {
+    ticks: false, domain: false, labelBound: false, labelLimit: 100,
+    titlePadding: 16, labelPadding: 16, labelSeparation: 2, labelOverlap: true, titleFontWeight: 'normal',
+  },
+  legend: { titlePadding: 8, labelPadding: 16, columnPadding: 8, rowPadding: 5, padding: 8, titleFontWeight: 'normal' },
+  axisX: { labelFlush: true, labelFlushOffset: 1 },  // not the y axis's: its end labels would meet their neighbours
+  view: { stroke: 'transparent' },
+};
+
+function themed(font, config) {
+  const merged = { font, ...THEME, ...config };
+  for (const section of Object.keys(THEME)) merged[section] = { ...THEME[section], ...(config[section] || {}) };
+  return merged;
+}
+
 const widthOf = (element) => Math.max(200, Math.floor(element.clientWidth - (parseFloat(element.style.paddingLeft) || 0)));
 
 let vegaEmbed = null;
@@ -120,6 +147,12 @@ class Player {
     this.speed.addEventListener('change', () => { if (this.timer) this.schedule(); });
     this.frame = 0;
     this.timer = null;
+    // What the charts hold at the frame shown, series by series (tests compare it with what the server encoded).
+    this.root.heldData = () => ({
+      frame: this.frame,
+      charts: Object.fromEntries(Object.entries(this.series || {}).map(([chart, datasets]) => [chart,
+        Object.fromEntries(Object.entries(datasets).map(([name, held]) => [name, Object.fromEntries(held)]))])),
+    });
     this.id = null;
     this.views = [];
   }
@@ -167,8 +200,9 @@ class Player {
       const datasets = {};
       for (const [name, columns] of Object.entries(chart.static)) datasets[name] = rowsOf(columns, null);
       for (const [name, held] of Object.entries(shown[chart.name] || {})) datasets[name] = rowsFrom(held);
-      // As wide as its cell, the axes and legend within (as Streamlit's own charts): refitted when the cell changes.
-      const spec = { ...chart.spec, datasets, width: widthOf(element), config: { font, ...(chart.spec.config || {}) } };
+      // As wide as its cell, the axes and legend within, in the look of Streamlit's own charts (its theme's spacing
+      // under the spec's own settings): refitted when the cell changes.
+      const spec = { ...chart.spec, datasets, width: 'container', config: themed(font, chart.spec.config || {}) };
       if (!spec.autosize) spec.autosize = { type: 'fit', contains: 'padding' };
       const options = { renderer: 'svg', actions: false, ast: true, expr: expressionInterpreter };
       return embed(element, spec, options).then((result) => {

@@ -155,6 +155,7 @@ class Player {
     });
     this.id = null;
     this.views = [];
+    this.observers = [];  // each chart's, refitting it to its cell
   }
 
   async show(data) {
@@ -188,6 +189,8 @@ class Player {
     const shown = this.series;
     const holder = this.root.querySelector('.charts');
     for (const view of this.views) view.finalize();
+    for (const observer of this.observers) observer.disconnect();
+    this.observers = [];
     holder.replaceChildren();
     const font = getComputedStyle(document.body).fontFamily;
     this.views = await Promise.all(charts.map((chart) => {
@@ -207,10 +210,12 @@ class Player {
       const options = { renderer: 'svg', actions: false, ast: true, expr: expressionInterpreter };
       return embed(element, spec, options).then((result) => {
         keepTextInside(result.view, element);
-        new ResizeObserver(() => {
+        const observer = new ResizeObserver(() => {
           const width = widthOf(element);
           if (width !== result.view.width()) result.view.width(width).runAsync();
-        }).observe(element);
+        });
+        observer.observe(element);
+        this.observers.push(observer);
         return result.view;
       });
     }));

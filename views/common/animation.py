@@ -88,9 +88,9 @@ def player(
     key: str, charts: Sequence[Chart], animation: Animation, frame: int, tick_seconds: float, play_help: str = ""
 ) -> Position:
     """Play ``animation`` over ``charts`` in the browser, from ``frame``, a frame every ``tick_seconds`` at normal
-    speed. Returns
-    the frame the visitor stopped on (or ``frame``) and whether it plays; each Play, Pause, Step, Reset and the
-    end of the animation run the page once. A new animation (new settings) starts at ``frame``, paused."""
+    speed. Returns the frame the visitor stopped on (or ``frame``) and whether it plays; each Play, Pause, Step,
+    Reset and the end of the animation run the page once. A new animation (new settings) starts at ``frame``,
+    paused."""
     frame = min(max(int(frame), 0), animation.frames - 1)
     charts_json = [chart.as_json() for chart in charts]
     drawn = hashlib.sha1(json.dumps(charts_json, sort_keys=True).encode()).hexdigest()[:8]

@@ -303,7 +303,10 @@ def test_random_queries_reach_the_hostile_shapes():
     }
     for shape, has_it in shapes.items():
         try:  # generation only: finding one is the point, not a minimal one
-            find(page_queries(page), has_it, settings=settings(database=None, phases=[Phase.generate]))
+            # Derandomised: the same draws every run (a shape a run's random draws missed failed now and then).
+            find(
+                page_queries(page), has_it, settings=settings(database=None, phases=[Phase.generate], derandomize=True)
+            )
         except NoSuchExample:
             pytest.fail(f"no random query has {shape}")
 

@@ -31,7 +31,7 @@ def test_defaults_the_switch_and_single_variables():
     assert hosted.live == LiveLimits(**HOSTED_DEFAULTS[LiveLimits])
     assert (
         hosted.runs.max_hidden < RunLimits().max_hidden
-        and hosted.live.max_steps_per_tick < LiveLimits().max_steps_per_tick
+        and hosted.live.min_tick_seconds > LiveLimits().min_tick_seconds
     )
     own = Hosting.from_env({"SYMLAB_HOSTED": "yes", "SYMLAB_MAX_HIDDEN": "64", "SYMLAB_MIN_TICK_SECONDS": "0.5"})
     assert own.runs.max_hidden == 64 and own.live.min_tick_seconds == 0.5 and own.runs.max_epochs == 10
@@ -82,7 +82,7 @@ def test_hosted_pages_show_and_apply_the_caps(monkeypatch, tmp_path):
     env = {"SYMLAB_HOSTED": "1", "SYMLAB_RUNS_DIR": str(tmp_path / "runs")}
     home = app_at("", monkeypatch, env)
     assert not home.exception
-    assert any("Shared server" in c.value and "≤ 15 steps per redraw" in c.value for c in home.sidebar.caption)
+    assert any("Shared server" in c.value and "redraws: ≥ 0.5 s apart" in c.value for c in home.sidebar.caption)
 
     toy = app_at("views/toy.py", monkeypatch, env)
     [player] = [e for e in toy.get("bidi_component") if e.proto.component_name == "symlab_player"]
@@ -109,11 +109,11 @@ def test_hosted_pages_show_and_apply_the_caps(monkeypatch, tmp_path):
 
 
 def test_an_unusable_setting_is_shown_and_the_defaults_apply(monkeypatch):
-    at = app_at("views/toy.py", monkeypatch, {"SYMLAB_HOSTED": "1", "SYMLAB_MAX_STEPS_PER_TICK": "many"})
+    at = app_at("views/toy.py", monkeypatch, {"SYMLAB_HOSTED": "1", "SYMLAB_MIN_TICK_SECONDS": "many"})
     assert not at.exception
-    assert any("SYMLAB_MAX_STEPS_PER_TICK" in e.value and "defaults apply" in e.value for e in at.error)
+    assert any("SYMLAB_MIN_TICK_SECONDS" in e.value and "defaults apply" in e.value for e in at.error)
     # The hosted defaults, not none: the toy's live run trains in the hosted compute worker, played in the browser.
-    assert any("Shared server" in c.value and "≤ 15 steps per redraw" in c.value for c in at.sidebar.caption)
+    assert any("Shared server" in c.value and "redraws: ≥ 0.5 s apart" in c.value for c in at.sidebar.caption)
     assert [e for e in at.get("bidi_component") if e.proto.component_name == "symlab_player"]
 
 

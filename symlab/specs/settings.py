@@ -184,10 +184,9 @@ class RunLimits:
 
 @dataclass(frozen=True)
 class LiveLimits:
-    """Work the web server does for one session: live training and in-page tables."""
+    """Work the web server does for one session: the players it redraws and in-page tables."""
 
     torch_threads: int = 1  # for the whole server process: every session computes in it
-    max_steps_per_tick: int = 20  # Adam steps per redraw of live training
     min_tick_seconds: float = 0.1  # time between redraws while playing
     max_table_runs: int = 100  # α values × seeds in one in-page table
     compute_workers: int = (
@@ -209,7 +208,7 @@ class LiveLimits:
 
     def describe(self) -> str:
         return (
-            f"live training: ≤ {self.max_steps_per_tick} steps per redraw, ≥ {self.min_tick_seconds:g} s apart; "
+            f"players the server redraws: ≥ {self.min_tick_seconds:g} s apart; "
             f"tables: ≤ {self.max_table_runs} α × seed runs; {self.compute_workers} process(es) training "
             f"the pages' shared results; uploads analysed {self.upload_analyses} at a time, each with "
             f"{self.upload_memory_mb:,} MB and {self.upload_cpu_seconds} s of CPU"
@@ -229,14 +228,12 @@ HOSTED_DEFAULTS = {
         max_runs_per_hour=30,
         worker_threads=1,
     ),
-    # Redraws, not Adam steps, are what live training costs the server (benchmarks/bench_interactions.py): two a
-    # second, 15 steps each, train as fast as 3.3 of 10 did, at 60 % of their cost.
+    # A player the server redraws costs a page run a frame: two a second on a class's server.
     # One upload analysed at a time, at a fifth of a core: a 16 MB network's measurements take 3.5 CPU-s and its
     # alignment ~15, and on a two-core virtual machine any work beside the page runs slows them
     # (benchmarks/load_test.py --uploaders).
     LiveLimits: dict(
         torch_threads=1,
-        max_steps_per_tick=15,
         min_tick_seconds=0.5,
         max_table_runs=20,
         upload_analyses=1,

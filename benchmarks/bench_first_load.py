@@ -34,7 +34,9 @@ from conftest import CHROMIUM, app_process  # noqa: E402
 from symlab.labs import LABS  # noqa: E402
 
 TARGET_SECONDS = 3.0
-CHART_SELECTOR = '[data-testid="stVegaLiteChart"] canvas, [data-testid="stVegaLiteChart"] svg.marks'
+CHART_SELECTOR = (  # Streamlit's charts, or a player's played in the browser (views/common/animation.js)
+    '[data-testid="stVegaLiteChart"] canvas, [data-testid="stVegaLiteChart"] svg.marks, .symlab-player .chart svg.marks'
+)
 PLOTLY_BUNDLE = "PlotlyChart"  # the name of Streamlit's Plotly chunk (4.7 MB), fetched only by a page drawing Plotly
 FIRST_CHART_JS = f"() => document.querySelector({json.dumps(CHART_SELECTOR)}) ? performance.now() : false"
 WITHOUT_CHARTS = ("", "mnist")  # Home, and MNIST's default view before any run: no chart to wait for

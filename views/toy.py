@@ -22,7 +22,6 @@ REMEDIES = {
     "origin": "press New seed or choose random initial means (starts from the origin differ only in their noise)",
 }
 TICK_SECONDS = 0.15  # a frame's time at normal speed, in the browser
-MAX_STEPS = params.LIVE_STEPS
 STEP_KEY = binding.widget_key(PAGE, params.ADAM_STEP.name)  # the Adam step in the link
 GRID = live.DISPLAY_GRID  # display grid for the exact posterior (the evidence uses 201 points)
 COLOURS = {"mfvi": charts.PALETTE["reverse"], "sgm": charts.PALETTE["forward"], "exact": charts.PALETTE["target"]}
@@ -111,15 +110,12 @@ def posterior_spec(present: bool) -> dict:
     return {**spec, "layer": [with_outlines(layer) for layer in spec["layer"]]}
 
 
-OUTLINE_POINTS = 65  # points per ellipse, as two_relu.gaussian_outlines draws them
-
-
 def with_outlines(layer: dict) -> dict:
     """The lines layer of the posterior chart drawing each row's ellipse (centre cx, cy; half-axes rx, ry;
     a point where they are 0), its points made in the browser: a frame sends four numbers an ellipse."""
     if layer.get("data") != {"name": "lines"}:
         return layer
-    step = 2 * math.pi / (OUTLINE_POINTS - 1)
+    step = 2 * math.pi / (two_relu.OUTLINE_POINTS - 1)  # as two_relu.gaussian_outlines draws them
     outline = [
         {"calculate": f"datum.rx > 0 ? sequence(0, {2 * math.pi + step / 2}, {step}) : [0]", "as": "t"},
         {"flatten": ["t"]},
@@ -233,14 +229,17 @@ def keep_step_in_link(step: int) -> None:
 
 @st.cache_resource(max_entries=16, show_spinner=False)  # the same for every session with these settings
 def first_frame(config: toy.ToyConfig) -> live.LiveRun:
-    """The initialisation alone: the page's first charts while the whole run trains."""
-    return live.live_run(config, frames=1)
+    """The initialisation alone: the page's first charts while the whole run trains (from the exact view the page
+    holds already)."""
+    trajectory = live.live_trajectory(config, frames=1)
+    return live.LiveRun(trajectory, live.live_animation(config, trajectory, exact_for(config)))
 
 
 def curve_rules(value: float) -> pd.DataFrame:
     return pd.DataFrame({"value": [value], "series": [CURVE_SERIES[2].label]})
 
 
+@st.cache_resource(max_entries=16, show_spinner=False)  # one per setting and mode: their JSON is made once
 def player_charts(config: toy.ToyConfig, present: bool) -> list[animation.Chart]:
     """The four live charts: the posterior with q's ellipses, the predictions, the bounds and the test MSE."""
     exact, display = exact_for(config)[1:3]

@@ -247,7 +247,10 @@ def infonce_mutual_information(w, mean, log_std, K: int, generator=None):
     return math.log(K) - log_terms
 
 
-def gaussian_outlines(mean, std, symmetrised: bool, radii=(1.0, 2.0), points: int = 65):
+OUTLINE_POINTS = 65  # points per ellipse drawn: smooth at any chart size
+
+
+def gaussian_outlines(mean, std, symmetrised: bool, radii=(1.0, 2.0), points: int = OUTLINE_POINTS):
     """Level sets of q (or of both components of q_G) at ``radii`` standard deviations.
 
     For a diagonal Gaussian these are axis-aligned ellipses, so they are drawn exactly and

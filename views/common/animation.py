@@ -29,9 +29,14 @@ class Chart:
     alt: str
     static: Mapping[str, pd.DataFrame] = field(default_factory=dict)
 
+    @functools.cached_property  # a chart kept from run to run (a cached one) is converted once
     def as_json(self) -> dict:
         static = {name: {str(c): rows[c].tolist() for c in rows.columns} for name, rows in self.static.items()}
         return {"name": self.name, "spec": self.spec, "alt": self.alt, "static": static}
+
+    @functools.cached_property
+    def digest(self) -> str:
+        return hashlib.sha1(json.dumps(self.as_json, sort_keys=True).encode()).hexdigest()[:8]
 
 
 @functools.cache  # the installed Streamlit's: looked up once
@@ -92,12 +97,11 @@ def player(
     Reset and the end of the animation run the page once. A new animation (new settings) starts at ``frame``,
     paused."""
     frame = min(max(int(frame), 0), animation.frames - 1)
-    charts_json = [chart.as_json() for chart in charts]
-    drawn = hashlib.sha1(json.dumps(charts_json, sort_keys=True).encode()).hexdigest()[:8]
+    drawn = hashlib.sha1("".join(chart.digest for chart in charts).encode()).hexdigest()[:8]
     identity = f"{animation.identity}-{drawn}"  # new frames or new charts (presentation mode): drawn anew
     result = component()(
         data={
-            "charts": charts_json,
+            "charts": [chart.as_json for chart in charts],
             "animation": animation.payload,
             "id": identity,
             "frames": animation.frames,

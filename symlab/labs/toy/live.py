@@ -18,6 +18,7 @@ from .params import LIVE_STEPS
 
 STEPS_PER_FRAME = 20
 FRAMES = LIVE_STEPS // STEPS_PER_FRAME + 1  # frame 0: the initialisation
+DISPLAY_GRID = 81  # the page's grid for the exact posterior (the evidence uses 201 points)
 # The series of the page's charts, by what they draw: the labels its legends show.
 METHOD_LABELS = {"mfvi": "MFVI", "sgm": "SGM (q_G)", "exact": "exact posterior"}
 POSTERIOR_LABELS = {
@@ -120,9 +121,10 @@ def frame_caption(snapshot: two_relu.Snapshot, fits: list[toy.Fit]) -> str:
     return " · ".join(words)
 
 
-def live_animation(config: ToyConfig, trajectory: two_relu.Trajectory) -> animation.Animation:
-    """The page's four charts, frame by frame."""
-    view = toy.exact_view(config, DISPLAY_GRID)
+def live_animation(config: ToyConfig, trajectory: two_relu.Trajectory, view=None) -> animation.Animation:
+    """The page's four charts, frame by frame; ``view``: :func:`toy.exact_view` of ``config`` on
+    :data:`DISPLAY_GRID`, where the caller holds it."""
+    view = toy.exact_view(config, DISPLAY_GRID) if view is None else view
     exact = view[1]
     frames, labels, captions = [], [], []
     for k in range(len(trajectory)):
@@ -138,9 +140,6 @@ def live_animation(config: ToyConfig, trajectory: two_relu.Trajectory) -> animat
         labels.append(f"Adam step {snapshot.steps_done} / {LIVE_STEPS}")
         captions.append(frame_caption(snapshot, fits))
     return animation.encode(frames, labels, captions)
-
-
-DISPLAY_GRID = 81  # the page's grid for the exact posterior (the evidence uses 201 points)
 
 
 def live_run(config: ToyConfig, progress=None, frames: int = FRAMES) -> LiveRun:

@@ -206,7 +206,8 @@ class Player {
       // As wide as its cell, the axes and legend within, in the look of Streamlit's own charts (its theme's spacing
       // under the spec's own settings): refitted when the cell changes.
       const spec = { ...chart.spec, datasets, width: 'container', config: themed(font, chart.spec.config || {}) };
-      if (!spec.autosize) spec.autosize = { type: 'fit', contains: 'padding' };
+      // Laid out again at every frame (resize): a frame that widens the axis labels would push the title out.
+      spec.autosize = { type: 'fit', contains: 'padding', ...(chart.spec.autosize || {}), resize: true };
       const options = { renderer: 'svg', actions: false, ast: true, expr: expressionInterpreter };
       return embed(element, spec, options).then((result) => {
         keepTextInside(result.view, element);

@@ -30,8 +30,7 @@ def test_defaults_the_switch_and_single_variables():
     assert hosted.hosted and hosted.runs == RunLimits(**HOSTED_DEFAULTS[RunLimits])
     assert hosted.live == LiveLimits(**HOSTED_DEFAULTS[LiveLimits])
     assert (
-        hosted.runs.max_hidden < RunLimits().max_hidden
-        and hosted.live.min_tick_seconds > LiveLimits().min_tick_seconds
+        hosted.runs.max_hidden < RunLimits().max_hidden and hosted.live.min_tick_seconds > LiveLimits().min_tick_seconds
     )
     own = Hosting.from_env({"SYMLAB_HOSTED": "yes", "SYMLAB_MAX_HIDDEN": "64", "SYMLAB_MIN_TICK_SECONDS": "0.5"})
     assert own.runs.max_hidden == 64 and own.live.min_tick_seconds == 0.5 and own.runs.max_epochs == 10

@@ -1,8 +1,14 @@
-"""What the pages' AppTest modules share: open a page at a link, read its metrics."""
+"""What the pages' AppTest modules share: open a page at a link, read its metrics, drive its players."""
 
+import base64
+import gzip
+import json
 from pathlib import Path
 
+import pandas as pd
 from streamlit.testing.v1 import AppTest
+
+from symlab.specs import animation
 
 PAGES = Path(__file__).resolve().parents[1] / "views"
 
@@ -38,3 +44,34 @@ def uploading(monkeypatch, files: dict) -> None:
     from views.common import files as file_views
 
     monkeypatch.setattr(file_views, "upload_field", lambda label, key: files.get(label))
+
+
+# --- the browser's players (views/common/animation.py): AppTest runs no component's script -------------------
+
+
+def player(at: AppTest, key: str) -> dict:
+    """What the page sent the browser's player ``key`` (its component key): its charts, its frames (gzipped),
+    its id and the frame it starts at."""
+    [element] = [
+        e for e in at.get("bidi_component") if e.proto.component_name == "symlab_player" and e.proto.id.endswith(key)
+    ]
+    return json.loads(element.proto.json)
+
+
+def frames_of(sent: dict) -> dict:
+    """A player's frames as the browser unpacks them (symlab.specs.animation's document)."""
+    return json.loads(gzip.decompress(base64.b64decode(sent["animation"])))
+
+
+def frame_rows(sent: dict, chart: str, dataset: str, frame: int) -> pd.DataFrame:
+    """Chart ``chart``'s dataset ``dataset`` at ``frame``, as the browser rebuilds it: its series one after another,
+    each row with its ``series`` label."""
+    held = animation.rows_at(frames_of(sent), frame)[chart][dataset]
+    return pd.concat([pd.DataFrame(columns).assign(series=label) for label, columns in held.items()], ignore_index=True)
+
+
+def tell(at: AppTest, key: str, frame: int, playing: bool = False) -> AppTest:
+    """The browser's player ``key`` telling the page where it stands, as a click on Play, Pause, Step or Reset
+    does."""
+    at.session_state[key] = {"position": {"id": player(at, key)["id"], "frame": frame, "playing": playing}}
+    return at.run()

@@ -106,17 +106,16 @@ def test_shared_link_restores_the_view_and_play_animates(page, server_url):
     assert page.locator('[data-testid="stSliderThumbValue"]').first.inner_text() == "2.00"
     assert page.locator("text=q (forward KL)").count() > 0
 
-    progress = page.locator('[data-testid="stProgress"]').first
-    assert "Adam step 0 /" in progress.inner_text()
+    label = page.locator(".symlab-player .label")
+    assert label.inner_text().startswith("Adam step 0 / 1000: ")
     page.get_by_role("button", name="Play", exact=True).click()
-    page.wait_for_function(
-        "() => /Adam step [1-9]\\d* \\//.test(document.querySelector('[data-testid=\"stProgress\"]').innerText)"
-    )
+    page.wait_for_function(f"() => ({PLAYER_STEP_JS})() > 0")
     page.get_by_role("button", name="Pause", exact=True).click()
+    page.get_by_role("button", name="Step", exact=True).click()
     page.get_by_role("button", name="Reset", exact=True).click()
-    page.wait_for_function(
-        "() => /Adam step 0 \\//.test(document.querySelector('[data-testid=\"stProgress\"]').innerText)"
-    )
+    page.wait_for_function(f"() => ({PLAYER_STEP_JS})() === 0")
+    wait_for_run(page)
+    assert page.locator('[data-testid="stException"]').count() == 0
 
 
 def test_malformed_link_shows_a_notice(page, server_url):

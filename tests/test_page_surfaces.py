@@ -6,7 +6,7 @@ import json
 
 import numpy as np
 import pytest
-from pagetest import open_page
+from pagetest import open_page, tell
 from test_surfaces import decoded
 
 from symlab.labs.align import experiment as align_lab
@@ -78,7 +78,7 @@ def test_the_modes_landscape_carries_adams_path_to_the_step_shown():
     surface, trail, now, optimum = payload["figure"]["data"]
     assert decoded(surface["z"]) == pytest.approx(modes.kl_landscape(6.0, 1.0).drawn().astype(np.float32))
     assert len(trail["x"]) == 1 and now["x"] == [0.0]
-    at.button(key="modes.step").click().run()
+    at = tell(at, "modes.player", 1)  # the browser's player stopped at frame 1 (Step)
     trail, now = landscapes(at)[0]["figure"]["data"][1:3]
     path = modes.optimisation_path(6.0, 1.0)
     assert now["x"] == [pytest.approx(path.mean[10], abs=1e-5)] and len(trail["x"]) == 2

@@ -1,17 +1,16 @@
-"""AppTest checks of the pages (a fragment's timer is not run by AppTest; see test_playback.py)."""
+"""AppTest checks of the pages (AppTest runs no component's script: the players' frames are read as sent)."""
 
 import json
 import math
 import re
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
-from pagetest import metrics, open_page
+from pagetest import frame_rows, frames_of, metrics, open_page, player, tell
 from streamlit.testing.v1 import AppTest
-from vegatest import channel, vega_chart, vega_charts
+from vegatest import channel, player_charts, vega_chart, vega_charts
 
 from symlab.labs.modes import experiment as modes
 from symlab.labs.modes import params
@@ -143,31 +142,66 @@ def test_widgets_take_the_declared_ranges_and_state_the_cap():
     assert (alpha.min, alpha.max, alpha.step) == (params.ALPHA.low, params.ALPHA.high, params.ALPHA.step)
 
 
-def test_the_optimisation_player_steps_and_resets():
+def played(at: AppTest) -> dict:
+    return player(at, "modes.player")
+
+
+def test_the_optimisation_plays_in_the_browser_from_frames_sent_once():
+    """Adam's whole path goes to the browser once, a frame every 10 steps: frame k is q at step 10k (the landscape
+    drawn at the frame told: test_page_surfaces.py)."""
     at = modes_page()
-    progress = lambda: at.get("progress")[0].proto.text
-    assert progress().startswith("Adam step 0 / 1000: ") and at.button(key="modes.pause").disabled
-    at.button(key="modes.step").click().run()
-    assert progress().startswith("Adam step 10 / 1000: ")
-    at.button(key="modes.reset").click().run()
-    assert progress().startswith("Adam step 0 / 1000: ")
+    sent = played(at)
+    path = modes.optimisation_path(3.0, 1.0)
+    assert sent["frames"] == 101 and sent["frame"] == 0 and [c["name"] for c in sent["charts"]] == ["density", "kl"]
+    for frame in (0, 1, 37, 100):
+        rows = frame_rows(sent, "density", "lines", frame)
+        q = rows[rows["series"] == "q (reverse KL)"]
+        step = 10 * frame
+        expected = np.exp(modes.log_normal(q["x"].to_numpy(), path.mean[step], path.std[step]))
+        assert np.abs(q["y"].to_numpy() - expected).max() <= 1e-3 * expected.max()  # 4 significant digits
+        now = frame_rows(sent, "kl", "lines", frame).query("series == 'current step'")
+        assert now["x"].tolist() == [step] and now["y"].iloc[0] == pytest.approx(path.kl[step], rel=1e-3)
+    at = tell(at, "modes.player", 37)
+    assert not at.exception and played(at)["id"] == sent["id"]  # the same frames: the browser keeps its place
 
 
-def test_on_a_busy_server_the_player_says_it_redraws_less_often_and_advances_more_frames(monkeypatch):
-    from symlab.serving import pace
+def test_the_play_keeps_its_axes_fixed():
+    """The density's y-axis rescaled from frame to frame (0.40 → 0.22), so the target's peaks seemed to grow: both
+    charts' axes are fixed for the whole path, in the spec the browser gets once, and hold every frame's curves."""
+    sent = played(modes_page())
+    path = modes.optimisation_path(3.0, 1.0)
+    density, objective = ({"spec": c["spec"]} for c in sent["charts"])
+    for frame in range(sent["frames"]):
+        assert frame_rows(sent, "density", "lines", frame)["y"].max() <= y_domain(density)[1]
+        assert frame_rows(sent, "kl", "lines", frame)["y"].max() <= y_domain(objective)[1]
+    q_peak = 1 / (math.sqrt(2 * math.pi) * path.std.min())  # q at its narrowest, the target's own peak lower here
+    assert y_domain(density) == pytest.approx([0.0, 1.05 * q_peak])
 
-    monkeypatch.setattr(pace.PROCESS_LOAD, "cores", lambda: 0.9)  # the page process above its class budget
+
+def test_a_flat_objective_is_drawn_flat():
+    """At α = 20, σ = 0.1 Adam's KL wobbles by 5·10⁻⁴ nats about ln 2: its axis, from 0 past ln 2, draws that as
+    under a pixel, where an axis of the data alone (0.6931–0.6937) drew a spike."""
+    sent = played(modes_page(alpha="20", sigma="0.1"))
+    chart = {"spec": sent["charts"][1]["spec"]}
+    low, high = y_domain(chart)
+    assert low == 0.0 and high > modes.LN2
+    kl = frame_rows(sent, "kl", "lines", 0).query("series == 'KL(q‖p_α)'")["y"]
+    assert kl.max() - kl.min() > 4e-4  # the wobble is there...
+    assert (kl.max() - kl.min()) / (high - low) < 1 / chart["spec"]["height"]  # ...and under a pixel high
+
+
+def test_the_step_is_stated_once():
+    """The player's label and a caption under each chart each stated the step, drawn at different moments, so while
+    playing they disagreed by a frame: the label is the one statement, q's values with it."""
     at = modes_page()
-    progress = lambda: at.get("progress")[0].proto.text
-    at.button(key="modes.play").click().run()  # the run that starts the timer, and the first frame
-    assert any("busy with the class" in c.value and "every 0.4 s, 4 frames at a time" in c.value for c in at.caption)
-    assert progress().startswith("Adam step 40 / 1000: ")  # 4 frames of 10 steps
-    monkeypatch.setattr(pace.PROCESS_LOAD, "cores", lambda: 0.0)
-    at.button(key="modes.pause").click().run()
-    time.sleep(0.2)  # a tick's time since the last advance
-    at.button(key="modes.play").click().run()  # a new timer: the quiet server's pace
-    assert not any("busy with the class" in c.value for c in at.caption)
-    assert progress().startswith("Adam step 50 / 1000: ")
+    document = frames_of(played(at))
+    path = modes.optimisation_path(3.0, 1.0)
+    assert document["labels"][1] == (
+        f"Adam step 10 / 1000: μ = {path.mean[10]:.3f}, s = {path.std[10]:.3f}, KL(q‖p_α) = {path.kl[10]:.4f} nats"
+    )
+    assert set(document["captions"]) == {""}
+    texts = [element.value for kind in (at.caption, at.markdown, at.text) for element in kind]
+    assert not [text for text in texts if re.search(r"\bstep \d", text, re.IGNORECASE)]
 
 
 # --- what the class sees: charts that fit any column, axes that hold still, one statement of the step --------
@@ -205,11 +239,13 @@ def test_every_chart_fits_its_column(present, alpha, sigma):
     one scale on both axes at any size. (The layout itself, measured in Chromium at 390-1920 px: see the report.)"""
     at = modes_page(alpha=alpha, sigma=sigma, forward="1", present=present)
     assert not at.exception
-    drawn = vega_charts(at)
-    assert len(drawn) == 8
+    played = player_charts(at)  # the browser's player fits each to its cell (autosize fit, views/common/animation.js)
+    drawn = [*vega_charts(at), *played]
+    assert len(drawn) == 8 and len(played) == 2
     for chart in drawn:
         spec = chart["spec"]
-        assert "width" not in spec and spec["autosize"]["type"] == "fit", chart["title"]  # the column's width
+        assert "width" not in spec, chart["title"]  # the column's width
+        assert ("autosize" not in spec) if chart in played else spec["autosize"]["type"] == "fit", chart["title"]
         columns = spec["config"]["legend"]["columns"]["expr"]
         by_width = [vega_eval(columns, width=width) for width, _ in PLOT_SIZES]
         assert by_width[0] == 1 and by_width == sorted(by_width) and by_width[-1] >= 3, chart["title"]
@@ -222,48 +258,6 @@ def test_every_chart_fits_its_column(present, alpha, sigma):
 def y_domain(chart: dict) -> list[float]:
     [domain] = {tuple(c["scale"]["domain"]) for c in channel(chart["spec"], "y") if "domain" in c.get("scale", {})}
     return list(domain)
-
-
-def test_the_play_keeps_its_axes_fixed():
-    """The density's y-axis rescaled from frame to frame (0.40 → 0.22), so the target's peaks seemed to grow: both
-    charts' axes are now fixed for the whole path, and hold every frame's curves."""
-    at = modes_page()
-    path = modes.optimisation_path(3.0, 1.0)
-    domains = []
-    for _ in range(4):
-        density, objective = vega_chart(at, "Along e₁, at the current step"), vega_chart(at, "Objective along the way")
-        domains.append((y_domain(density), y_domain(objective), density["spec_text"], objective["spec_text"]))
-        assert density["datasets"]["lines"]["y"].max() <= y_domain(density)[1]
-        at.button(key="modes.step").click().run()
-    assert all(frame == domains[0] for frame in domains)
-    q_peak = 1 / (math.sqrt(2 * math.pi) * path.std.min())  # q at its narrowest, the target's own peak lower here
-    assert y_domain(vega_chart(at, "Along e₁, at the current step")) == pytest.approx([0.0, 1.05 * q_peak])
-
-
-def test_a_flat_objective_is_drawn_flat():
-    """At α = 20, σ = 0.1 Adam's KL wobbles by 5·10⁻⁴ nats about ln 2: its axis, from 0 past ln 2, draws that as
-    under a pixel, where an axis of the data alone (0.6931–0.6937) drew a spike."""
-    at = modes_page(alpha="20", sigma="0.1")
-    chart = vega_chart(at, "Objective along the way")
-    low, high = y_domain(chart)
-    assert low == 0.0 and high > modes.LN2
-    lines = chart["datasets"]["lines"]
-    kl = lines[lines["series"] == "KL(q‖p_α)"]["y"]
-    assert kl.max() - kl.min() > 4e-4  # the wobble is there...
-    assert (kl.max() - kl.min()) / (high - low) < 1 / chart["spec"]["height"]  # ...and under a pixel high
-
-
-def test_the_step_is_stated_once():
-    """The player's label and a caption under each chart each stated the step, drawn at different moments of a
-    run, so while playing they disagreed by a frame: the label is now the one statement, q's values with it."""
-    at = modes_page()
-    at.button(key="modes.step").click().run()
-    path = modes.optimisation_path(3.0, 1.0)
-    assert at.get("progress")[0].proto.text == (
-        f"Adam step 10 / 1000: μ = {path.mean[10]:.3f}, s = {path.std[10]:.3f}, KL(q‖p_α) = {path.kl[10]:.4f} nats"
-    )
-    texts = [element.value for kind in (at.caption, at.markdown, at.text) for element in kind]
-    assert not [text for text in texts if re.search(r"\bstep \d", text, re.IGNORECASE)]
 
 
 @pytest.mark.parametrize(

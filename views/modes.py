@@ -5,16 +5,15 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from symlab.labs.modes import LAB, params
+from symlab.labs.modes import LAB, frames, params
 from symlab.labs.modes import experiment as modes
 from symlab.specs import surfaces as landscape
-from views.common import binding, charts, player, surfaces
+from views.common import animation, binding, charts, computing, surfaces
 
 PAGE = "modes"
 FIG5_SIGMAS = (0.25, 0.5, 1.0, 2.0)
 PAPER_THRESHOLDS = (1.25, 2.5, 5.0, 10.0)  # Gelberg et al. Fig. 5, read off their sweeps
-FRAME_STRIDE = 10  # Adam steps per animation frame
-TICK_SECONDS = 0.1
+TICK_SECONDS = 0.1  # a frame's time at normal speed
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
@@ -40,9 +39,10 @@ def forward_at(alpha: float, sigma: float):
     return float(fit.mean[0]), float(fit.std_e1[0])
 
 
-@st.cache_data(max_entries=32, show_spinner=False)
-def path_for(alpha: float, sigma: float):
-    return modes.optimisation_path(alpha, sigma)
+def path_for(alpha: float, sigma: float) -> frames.PathRun:
+    """Adam's path at (α, σ) and its frames, computed once for every session in this page's run: 0.1 s, less than
+    a wait in the workers' queue behind the class's training."""
+    return computing.shared_result(("modes_path", alpha, sigma), lambda: frames.path_run(alpha, sigma), capacity=64)
 
 
 @st.cache_resource(max_entries=32, show_spinner=False)  # one landscape per (α, σ), for every session
@@ -62,7 +62,7 @@ LANDSCAPE_CAMERA = {"eye": {"x": 0.5, "y": -1.6, "z": 1.3}}  # from narrow q, ab
 def landscape_view(alpha: float, sigma: float, path, step: int) -> None:
     surfaces.surface_chart(
         landscape_for(alpha, sigma),
-        modes.path_lines(path, step, optimum_at(alpha, sigma), FRAME_STRIDE),
+        modes.path_lines(path, step, optimum_at(alpha, sigma), frames.FRAME_STRIDE),
         LANDSCAPE_STYLES,
         "modes.landscape",
         "KL(q‖p_α) over q's mean and log standard deviation, with Adam's path on it",
@@ -96,15 +96,11 @@ def normal_pdf(x, mean, std):
     return np.exp(modes.log_normal(x, mean, std))
 
 
-def density_grid(alpha, sigma):
-    return np.linspace(-4 * sigma - 0.5 * alpha, 1.5 * alpha + 4 * sigma, 400)
-
-
 # The static charts (Vega-Lite, as the player's; views/common): each spec depends on what fixes its axes and
 # legend, not on α, so moving a slider swaps the data of a chart already drawn.
 DENSITY_SERIES = (
-    charts.Series("target p_α", charts.PALETTE["target"]),
-    charts.Series("q (reverse KL)", charts.PALETTE["reverse"], "dash"),
+    charts.Series(frames.DENSITY_LABELS["target"], charts.PALETTE["target"]),
+    charts.Series(frames.DENSITY_LABELS["q"], charts.PALETTE["reverse"], "dash"),
     charts.Series("q (forward KL)", charts.PALETTE["forward"], "dot"),
 )
 ELLIPSE_SERIES = (
@@ -201,7 +197,7 @@ def density_spec(forward: bool, present: bool) -> dict:
 
 
 def density_chart(column, alpha, sigma, mean, std, forward):
-    x = density_grid(alpha, sigma)
+    x = frames.density_grid(alpha, sigma)
     lines = [
         charts.lines_frame(DENSITY_SERIES[0].label, x, np.exp(modes.log_mixture(x, alpha, sigma))),
         charts.lines_frame(DENSITY_SERIES[1].label, x, normal_pdf(x, mean, std)),
@@ -350,9 +346,9 @@ def result_metrics(alpha, sigma, mean, std, kl, threshold):
 # The animation's charts (Vega-Lite, updated in place: views/common): fixed while it plays, the frame in the data.
 PATH_SERIES = DENSITY_SERIES[:2]
 KL_SERIES = (
-    charts.Series("KL(q‖p_α)", charts.PALETTE["reverse"]),
-    charts.Series("current step", charts.PALETTE["current"], marker="diamond", line=False),
-    charts.Series("ln 2", charts.PALETTE["grey"], "dashdot"),
+    charts.Series(frames.KL_LABELS["kl"], charts.PALETTE["reverse"]),
+    charts.Series(frames.KL_LABELS["now"], charts.PALETTE["current"], marker="diamond", line=False),
+    charts.Series(frames.KL_LABELS["ln2"], charts.PALETTE["grey"], "dashdot"),
 )
 
 
@@ -397,70 +393,49 @@ def objective_range(kl) -> tuple[float, float]:
     return 0.0, HEADROOM * max(modes.LN2, float(np.max(kl)))
 
 
-def step_text(path, step: int) -> str:
-    """The one statement of the frame shown: its step and q's values there (the player's label)."""
-    return (
-        f"Adam step {step} / {len(path) - 1}: μ = {path.mean[step]:.3f}, s = {path.std[step]:.3f}, "
-        f"KL(q‖p_α) = {path.kl[step]:.4f} nats"
-    )
+@st.cache_resource(max_entries=32, show_spinner=False)  # one per setting and mode: their JSON is made once
+def player_charts(alpha: float, sigma: float, present: bool) -> list[animation.Chart]:
+    """The player's two charts, their axes fixed over the whole path."""
+    path = path_for(alpha, sigma).path
+    x = frames.density_grid(alpha, sigma)
+    target_density = np.exp(modes.log_mixture(x, alpha, sigma))
+    ln2 = pd.DataFrame({"value": [modes.LN2], "series": [KL_SERIES[2].label]})
+    return [
+        animation.Chart(
+            "density",
+            charts.with_domains(
+                path_density_spec(present), x=(x[0], x[-1]), y=path_density_range(target_density, path.std)
+            ),
+            "The target and q along e₁ at the current Adam step",
+        ),
+        animation.Chart(
+            "kl",
+            charts.with_domains(path_kl_spec(present), x=(0, len(path) - 1), y=objective_range(path.kl)),
+            "KL(q‖p_α) along Adam's path, the current step marked",
+            {"rules": ln2},
+        ),
+    ]
 
 
 def optimisation_panel(alpha, sigma, turned: bool):
     st.subheader("Watch it optimise")
     st.caption(
         "Adam (learning rate 10⁻², as in the paper) on the exact, noise-free objective, "
-        f"starting at the first component. One frame = {FRAME_STRIDE} steps; the axes hold the whole path."
+        f"starting at the first component. One frame = {frames.FRAME_STRIDE} steps; the axes hold the whole path."
     )
-    path = path_for(alpha, sigma)
-    frame_steps = np.arange(0, len(path), FRAME_STRIDE)
-
-    x = density_grid(alpha, sigma)
-    target_density = np.exp(modes.log_mixture(x, alpha, sigma))
-    target = charts.lines_frame(PATH_SERIES[0].label, x, target_density)
-    objective = charts.lines_frame(KL_SERIES[0].label, np.arange(len(path)), path.kl)
-    ln2 = pd.DataFrame({"value": [modes.LN2], "series": [KL_SERIES[2].label]})
-    present = charts.presenting()
-    density_spec_now = charts.with_domains(
-        path_density_spec(present), x=(x[0], x[-1]), y=path_density_range(target_density, path.std)
-    )
-    kl_spec_now = charts.with_domains(path_kl_spec(present), x=(0, len(path) - 1), y=objective_range(path.kl))
-
-    def draw(frame: int, chart_config: dict):
-        # The step is stated once, by the player's label above: captions drawn after the charts lagged it by a
-        # frame while playing (a run cut short by the next tick leaves the earlier run's captions).
-        step = int(frame_steps[frame])
-        left, right = st.columns(2)
-        density = pd.concat(
-            [target, charts.lines_frame(PATH_SERIES[1].label, x, normal_pdf(x, path.mean[step], path.std[step]))]
-        )
-        charts.vega_chart(
-            left,
-            density_spec_now,
-            {"lines": density},
-            "modes.path_density",
-            alt_text="The target and q along e₁ at the current Adam step",
-        )
-        now = charts.lines_frame(KL_SERIES[1].label, [step], [path.kl[step]])
-        charts.vega_chart(
-            right,
-            kl_spec_now,
-            {"lines": pd.concat([objective, now]), "rules": ln2},
-            "modes.path_kl",
-            alt_text="KL(q‖p_α) along Adam's path, the current step marked",
-        )
-        if turned:
-            landscape_view(alpha, sigma, path, step)
-
-    player.frame_player(
-        "modes",
-        ("modes.path", alpha, sigma),
-        frame_steps.size,
+    run = path_for(alpha, sigma)
+    path = run.path
+    position = animation.player(
+        "modes.player",
+        player_charts(alpha, sigma, charts.presenting()),
+        run.animation,
         0,
         TICK_SECONDS,
-        lambda frame: step_text(path, int(frame_steps[frame])),
-        draw,
+        play_help=f"Run Adam, {frames.FRAME_STRIDE} steps a frame, in your browser.",
     )
-    if turned:
+    step = run.step_of(position.frame)
+    if turned:  # kept while playing, at the step play started from: the visitor's camera stays
+        landscape_view(alpha, sigma, path, step)
         st.markdown(
             "**The landscape.** KL(q‖p_α) over q's mean μ and log standard deviation log s, on a log axis, with "
             "Adam's path on it. Below α* its lowest point is the midpoint, with q wide enough to cover both "

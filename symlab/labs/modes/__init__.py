@@ -10,6 +10,11 @@ LAB = Lab(
     findings="symlab.labs.modes.findings",
     params="symlab.labs.modes.params:page_params",
     presets="symlab.labs.modes.params:PRESETS",
+    results=(
+        "symlab.labs.modes.frames:PathRun",
+        "symlab.labs.modes.experiment:OptimisationPath",
+        "symlab.specs.animation:Animation",
+    ),
     blurb=(
         "One Gaussian, two modes, and the threshold α* ≈ 5σ where reverse KL stops interpolating (Gelberg et "
         "al. 2024, §3)."

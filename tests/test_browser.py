@@ -615,8 +615,8 @@ def test_keyboard_moves_the_alpha_slider_and_starts_training(new_page, server_ur
 
 # The epoch player's densities (Vega-Lite), as drawn: each an image in Vega's SVG, its PNG decoded here into a grid
 # z[row = y][column = x] (a fraction of the peak density) on the cells' indices, the same on both axes.
-HEATMAPS_JS = """() => [...document.querySelectorAll('[data-testid="stVegaLiteChart"]')]
-    .filter(chart => !chart.closest('[data-stale="true"]') && chart.querySelector('.role-mark.mark-image image'))
+HEATMAPS_JS = """() => [...document.querySelectorAll('.symlab-player .chart')]
+    .filter(chart => chart.querySelector('.role-mark.mark-image image'))
     .map(chart => ({title: chart.querySelector('.role-title-text').textContent,
                     image: chart.querySelector('.role-mark.mark-image image').getAttribute('href')}))"""
 
@@ -634,9 +634,8 @@ def heatmaps(page) -> list[dict]:
     return shown
 
 
-EPOCH_JS = """() => { const bar = [...document.querySelectorAll('[data-testid="stProgress"]')]
-    .find(e => e.innerText.startsWith('Epoch')); const m = bar && /^Epoch (\\d+) \\/ 10/.exec(bar.innerText);
-    return m ? Number(m[1]) : null; }"""
+EPOCH_JS = """() => { const label = document.querySelector('.symlab-player .label');
+    const m = label && /^Epoch (\\d+) \\/ 10/.exec(label.textContent); return m ? Number(m[1]) : null; }"""
 
 
 def swap_asymmetry(z):

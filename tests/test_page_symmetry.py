@@ -1,4 +1,4 @@
-"""AppTest checks of the Symmetry explorer page (its epoch player, a fragment, is covered in test_browser.py).
+"""AppTest checks of the Symmetry explorer page (its epoch player, played in the browser: test_browser.py).
 
 The page's computations are kept in ``computing.shared_result``, a ``st.cache_resource`` that lives as long as the
 process: every AppTest in this module after the first that needs a result reuses it (the default Fig. 1
@@ -11,10 +11,11 @@ import json
 import hostile_files
 import numpy as np
 import pytest
-from pagetest import Upload, metrics, open_page, uploading
-from vegatest import channel, image_values, layers, vega_chart, vega_charts
+from pagetest import Upload, frame_rows, metrics, open_page, player, uploading
+from vegatest import channel, image_values, layers, player_charts, vega_chart, vega_charts
 
 from symlab.labs.symmetry import LAB, params
+from symlab.labs.symmetry import experiment as symmetry_lab
 from symlab.specs import controls
 from views.common.charts import VIRIDIS
 
@@ -26,9 +27,9 @@ def symmetry_page(**query):
 
 
 def charts(at) -> int:
-    """The page's charts, all Vega-Lite (no Plotly left)."""
+    """The page's charts, all Vega-Lite (no Plotly left): Streamlit's and its player's."""
     assert not at.get("plotly_chart")
-    return len(at.get("vega_lite_chart"))
+    return len(at.get("vega_lite_chart")) + len(player_charts(at))
 
 
 def data_names(spec: dict) -> set:
@@ -209,25 +210,26 @@ def check_training_charts(at, steps: int):
 
 
 def test_the_epoch_player_draws_three_densities_and_changes_only_their_data():
+    """Training's epochs go to the browser's player once, from the last epoch: each frame a picture per removal stage
+    (the mirror line and the specs sent once)."""
     at = symmetry_page(nets="100")
-    last = vega_charts(at)
-    assert [chart["title"] for chart in last] == [
-        "Raw",
-        "After scaling removal",
-        "After scaling and permutation removal",
-        "The two units' marginals, raw",
-    ]
-    marginals = last.pop()["datasets"]["lines"]
+    sent = player(at, "symmetry.player")
+    titles = ["Raw", "After scaling removal", "After scaling and permutation removal"]
+    assert [chart["spec"]["title"]["text"] for chart in sent["charts"]] == titles
+    assert sent["frames"] == 11 and sent["frame"] == 10 and sent["columns"] == 3
+    marginals = vega_chart(at, "The two units' marginals, raw")["datasets"]["lines"]
     assert sorted(marginals["series"].unique()) == ["v₁", "v₂"] and len(marginals) == 2 * 80
-    for chart in last:  # a 60 × 60 grid of the density, from empty cells (0) to the peak (1), drawn square
+    stages, _ = symmetry_lab.perceptron_views(symmetry_lab.PerceptronConfig(nets=100).validate())
+    for chart, stage in zip(sent["charts"], symmetry_lab.REMOVAL_STAGES):
         check_square(chart["spec"])
-        density = image_values(chart["datasets"]["image"]["url"][0], VIRIDIS)
+        assert set(chart["static"]["lines"]["series"]) == {"v₁ = v₂"}  # the mirror line
+        last, first = (frame_rows(sent, chart["name"], "image", frame)["url"][0] for frame in (10, 0))
+        density = image_values(last, VIRIDIS)  # a 60 × 60 grid, from empty cells (0) to the peak (1)
         assert density.shape == (60, 60) and density.min() == 0 and density.max() == 1
-    at.button(key="symmetry.reset").click().run()  # epoch 0: the initialisation
-    first = vega_charts(at)
-    for old, new in zip(last, first):
-        assert old["spec_text"] == new["spec_text"], old["title"]  # so Streamlit updates the chart in place
-        assert not old["datasets"]["image"].equals(new["datasets"]["image"]), old["title"]
+        extent = symmetry_lab.density_extent(stages[-1][stage])
+        expected = symmetry_lab.density_grid(stages[-1][stage], extent)[1]
+        assert np.abs(density - expected / expected.max()).max() < 0.02  # the colour table's levels
+        assert image_values(first, VIRIDIS).tolist() != density.tolist()  # the initialisation differs
 
 
 def test_fig1_default_shows_the_mirror_image_modes():

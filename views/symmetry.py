@@ -20,7 +20,8 @@ from symlab.labs.toy import experiment as toy
 from symlab.lib import symmetry
 from symlab.lib.weights import LIBRARIES
 from symlab.serving import precomputed
-from views.common import binding, charts, computing, files, player
+from symlab.specs.animation import Animation, encode
+from views.common import animation, binding, charts, computing, files
 
 PAGE = "symmetry"
 STAGE_STYLE = {"raw": ("#0072B2", "solid"), "scaled": ("#D55E00", "dash"), "sorted": ("#009E73", "dot")}
@@ -171,21 +172,6 @@ def density_spec(title: str, present: bool) -> dict:
     return square_scales(charts.vega_spec(alt.layer(heat, diagonal), title=title, height=SQUARE_HEIGHT))
 
 
-def density_chart(column, weights: np.ndarray, extent, title: str, key: str) -> None:
-    centres, density = symmetry_lab.density_grid(weights, extent)
-    spec = charts.with_domains(density_spec(title, charts.presenting()), x=extent, y=extent)
-    charts.vega_chart(
-        column,
-        spec,
-        {
-            "image": charts.image_frame(centres, centres, density, charts.VIRIDIS),
-            "lines": charts.lines_frame(DIAGONAL[0].label, extent, extent),
-        },
-        key,
-        alt_text=f"Density of the two output weights, {title.lower()}",
-    )
-
-
 MARGINAL_SERIES = (charts.Series("v₁", "#0072B2"), charts.Series("v₂", "#D55E00", "dash"))
 
 
@@ -254,7 +240,7 @@ def fig1_panel(config: symmetry_lab.PerceptronConfig):
             f"({peaks[1][0]:.2f}, {peaks[1][1]:.2f}): mirror images across v₁ = v₂. After both removals "
             f"{len(report.stages['sorted']['peaks'])} peak(s) remain, all with v₁ ≤ v₂."
         )
-    epoch_player(stages, extents, config)
+    epoch_player(config)
     left, right = st.columns([1, 1])
     marginal_chart(left, final["raw"], extents["raw"])
     with right:
@@ -277,29 +263,71 @@ and regroups the points; sorting the units by $v$ then removes the swap, keeping
     charts.csv_download(frame, f"perceptrons_seed{config.seed}.csv", "Output weights (CSV)", "symmetry.csv_fig1")
 
 
-def epoch_player(stages, extents, config):
-    def draw(epoch, chart_config):
-        for column, name in zip(st.columns(3), symmetry_lab.REMOVAL_STAGES):
-            weights = stages[epoch][name]
-            density_chart(
-                column, weights, extents[name], symmetry_lab.STAGE_TITLES[name].capitalize(), f"symmetry.density_{name}"
-            )
-        st.caption(
-            "v₁, v₂: the output weights of hidden units 1 and 2. Brighter: more nets. Dashed: v₁ = v₂, the "
-            "mirror line of swapping the two units."
-        )
+def density_image(weights: np.ndarray, extent) -> pd.DataFrame:
+    """The density chart's picture of ``weights`` (nets × 2) over ``extent`` on both axes."""
+    centres, density = symmetry_lab.density_grid(weights, extent)
+    return charts.image_frame(centres, centres, density, charts.VIRIDIS)
 
-    frames = len(stages)
-    player.frame_player(
-        "symmetry",
-        ("symmetry.epochs", config),
+
+def epoch_animation(config: symmetry_lab.PerceptronConfig) -> Animation:
+    """Training epoch by epoch, each removal stage's density a picture per frame: made once for every session with
+    these settings (a few pictures a stage and epoch, well under a second), kept in the result store."""
+
+    def encoded() -> Animation:
+        stages, _ = perceptron_views(config)
+        extents = {name: symmetry_lab.density_extent(weights) for name, weights in stages[-1].items()}
+        frames = [
+            {
+                f"density_{name}": {"image": {"image": image_columns(density_image(epoch[name], extents[name]))}}
+                for name in symmetry_lab.REMOVAL_STAGES
+            }
+            for epoch in stages
+        ]
+        last = len(stages) - 1
+        labels = [f"Epoch {k} / {last}" for k in range(len(stages))]
+        return encode(frames, labels, [""] * len(stages))
+
+    return computing.shared_result(("symmetry_epochs", config), encoded, capacity=16)
+
+
+def image_columns(image: pd.DataFrame) -> dict:
+    """A picture's one row as a frame's columns (its data URL as text)."""
+    return {name: image[name].tolist() for name in image.columns}
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)  # one per setting and mode: their JSON is made once
+def epoch_charts(config: symmetry_lab.PerceptronConfig, present: bool) -> list[animation.Chart]:
+    """The three densities, each on the last epoch's extent (fixed while training plays), with the mirror line."""
+    stages, _ = perceptron_views(config)
+    result = []
+    for name in symmetry_lab.REMOVAL_STAGES:
+        extent = symmetry_lab.density_extent(stages[-1][name])
+        title = symmetry_lab.STAGE_TITLES[name].capitalize()
+        result.append(
+            animation.Chart(
+                f"density_{name}",
+                charts.with_domains(density_spec(title, present), x=extent, y=extent),
+                f"Density of the two output weights, {title.lower()}",
+                {"lines": charts.lines_frame(DIAGONAL[0].label, extent, extent)},
+            )
+        )
+    return result
+
+
+def epoch_player(config: symmetry_lab.PerceptronConfig) -> None:
+    frames = epoch_animation(config)
+    animation.player(
+        "symmetry.player",
+        epoch_charts(config, charts.presenting()),
         frames,
-        frames - 1,
+        frames.frames - 1,
         EPOCH_TICK_SECONDS,
-        lambda epoch: f"Epoch {epoch} / {frames - 1}",
-        draw,
-        play_help="Replay training epoch by epoch.",
-        reset_help="Back to the initialisation (same seed).",
+        play_help="Replay training epoch by epoch; Reset goes back to the initialisation (same seed).",
+        columns=3,
+    )
+    st.caption(
+        "v₁, v₂: the output weights of hidden units 1 and 2. Brighter: more nets. Dashed: v₁ = v₂, the "
+        "mirror line of swapping the two units."
     )
 
 

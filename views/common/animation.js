@@ -161,6 +161,7 @@ class Player {
   async show(data) {
     this.data = data;
     this.buttons.play.title = data.play_help || '';
+    this.root.querySelector('.charts').style.setProperty('--columns', String(data.columns || 2));
     if (!this.speed.options.length) {
       for (const speed of data.speeds) this.speed.add(new Option(`${speed}×`, String(speed), speed === 1, speed === 1));
     }

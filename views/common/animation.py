@@ -64,7 +64,9 @@ CSS = """
 .symlab-player .label { font-size: 0.9rem; margin: 0.25rem 0; }
 .symlab-player .caption { font-size: 0.85rem; opacity: 0.8; margin-bottom: 0.5rem; overflow-wrap: anywhere; }
 .symlab-player .charts {
-  display: grid; gap: 1rem; grid-template-columns: repeat(auto-fit, minmax(max(min(100%, 360px), calc(50% - 0.5rem)), 1fr));
+  --columns: 2; display: grid; gap: 1rem;
+  grid-template-columns: repeat(auto-fit, minmax(
+    max(min(100%, calc(720px / var(--columns))), calc((100% - (var(--columns) - 1) * 1rem) / var(--columns))), 1fr));
 }
 .symlab-player .chart { min-width: 0; width: 100%; box-sizing: border-box; }
 """
@@ -90,10 +92,17 @@ class Position:
 
 
 def player(
-    key: str, charts: Sequence[Chart], animation: Animation, frame: int, tick_seconds: float, play_help: str = ""
+    key: str,
+    charts: Sequence[Chart],
+    animation: Animation,
+    frame: int,
+    tick_seconds: float,
+    play_help: str = "",
+    columns: int = 2,
 ) -> Position:
     """Play ``animation`` over ``charts`` in the browser, from ``frame``, a frame every ``tick_seconds`` at normal
-    speed. Returns the frame the visitor stopped on (or ``frame``) and whether it plays; each Play, Pause, Step,
+    speed; the charts side by side, ``columns`` at most (one where a cell would be narrower than 720 px /
+    ``columns``: a phone). Returns the frame the visitor stopped on (or ``frame``) and whether it plays; each Play, Pause, Step,
     Reset and the end of the animation run the page once. A new animation (new settings) starts at ``frame``,
     paused."""
     frame = min(max(int(frame), 0), animation.frames - 1)
@@ -110,6 +119,7 @@ def player(
             "speeds": list(SPEEDS),
             "chunk": vega_chunk(),
             "play_help": play_help,
+            "columns": columns,
         },
         key=key,
         default={"position": None},

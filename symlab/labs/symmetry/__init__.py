@@ -14,6 +14,7 @@ LAB = Lab(
     presets="symlab.labs.symmetry.params:PRESETS",
     results=(
         "symlab.labs.symmetry.config:PerceptronConfig",
+        "symlab.specs.animation:Animation",
         "symlab.labs.symmetry.experiment:PerceptronReport",
         "symlab.labs.symmetry.experiment:MassReport",
         "symlab.lib.symmetry:MinMass",

@@ -123,7 +123,7 @@ navigation = st.navigation([st.Page(home, title="Home", icon=":material/home:", 
 # A table's toolbar (search, download, full screen) shows above its top edge when the table is touched: room for
 # it there, or on a phone it covers the last line of the text above.
 st.html('<style>[data-testid="stElementContainer"]:has([data-testid="stDataFrame"]) { margin-top: 1.75rem; }</style>')
-# A run of the whole page: someone asked for it (views/common/player.py); one of a browser's at a time.
+# A run of the whole page: someone asked for it; one of a browser's at a time.
 with pace.BROWSER_TURNS.turn(browser.browser_id()), pace.INTERACTIONS.running():
     navigation.run()
 if navigation.url_path in LABS_BY_NAME:

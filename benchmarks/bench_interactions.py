@@ -43,6 +43,7 @@ import numpy as np  # noqa: E402
 from symlab.labs import LABS  # noqa: E402
 from symlab.labs.align import experiment as align_lab  # noqa: E402
 from symlab.labs.modes import experiment as modes  # noqa: E402
+from symlab.labs.modes import frames as modes_frames  # noqa: E402
 from symlab.labs.toy import experiment as toy  # noqa: E402
 from symlab.labs.toy import live  # noqa: E402
 from symlab.labs.toy import params as toy_params  # noqa: E402
@@ -90,10 +91,10 @@ def task_computation(task: Task) -> Computation:
             return align_lab.plane_cost(task.key[1], result.z.size)
         return task.cost
 
-    # A predictive map or a landscape is asked for once its pair is trained and stored: only its own grid is its
+    # The predictive maps or a landscape are asked for once its pair is trained and stored: only its own grid is its
     # cost.
     prepare = (
-        (lambda: align_lab._trained_pair(task.key[1])) if kind_of(task.key) in ("align_map", "align_plane") else None
+        (lambda: align_lab._trained_pair(task.key[1])) if kind_of(task.key) in ("align_maps", "align_plane") else None
     )
     return Computation(
         f"{kind_of(task.key)} {describe_key(task.key)}",
@@ -222,8 +223,8 @@ def modes_interactions() -> list[Interaction]:
     def at(alpha, sigma):
         return counted(f"optimum at α={alpha} σ={sigma}", lambda: modes.fit_exact([alpha], sigma))
 
-    def path(alpha, sigma):
-        return counted(f"Adam path α={alpha} σ={sigma}", lambda: modes.optimisation_path(alpha, sigma))
+    def path(alpha, sigma):  # Adam's path and its frames, as the page computes them for its player
+        return counted(f"Adam path α={alpha} σ={sigma}", lambda: modes_frames.path_run(alpha, sigma))
 
     step = modes_params.ALPHA.step
     return [

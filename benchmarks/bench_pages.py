@@ -9,7 +9,8 @@ already stored (each page is opened and its first control moved once before meas
 * open: the default link, in a new session;
 * rerun: the same state again (what a student's reload of the script, or a widget that changes nothing, costs);
 * control: its first control moved one step, to a state whose result is stored (moving back and forth);
-* tick: one run of the live player while it plays (pages with Play), averaged over a few seconds of play.
+* tick: a frame of the page's player, played in the browser (pages with one): the page process's CPU for Play,
+  a few seconds of play and Pause, over the frames played (the page runs at Play and at Pause alone).
 
 CPU-ms is the server process's CPU clock (all its threads, ``clock_gettime`` on its process clock) from the
 request sent to the end of the run it caused, the median over ``--repeat``; the computations a page waits for
@@ -96,25 +97,23 @@ async def page_costs(url: str, pid: int, page: str, repeat: int, play_seconds: f
 
 
 async def tick_costs(url: str, pid: int, page: str, seconds: float) -> list[float]:
-    """CPU-ms per live tick: the page process's CPU while the player plays, over the ticks it answered."""
+    """CPU-ms per frame of the page's player: the page process's CPU for Play, ``seconds`` of play in the browser
+    and Pause, over the frames played."""
     session = Session(url, timeout=RESULT_TIMEOUT)
     await session.connect()
     try:
         await session.open(page)
         await settled(session)
-        play = session.widget(".play")
-        if play is None or play.proto.disabled:
+        player = session.player()
+        if player is None:
             return []
-        await session.press(play)
-        await asyncio.sleep(1.0)  # the timer starts; the first runs set it up
-        ticks_before, before = len(session.answered), process_cpu(pid)
+        before = process_cpu(pid)
+        await session.play(player, True)
         await asyncio.sleep(seconds)
-        ticks = [a for a in session.answered[ticks_before:] if a.what == "tick"]
+        frames = min(round(seconds * 1000 / player.data["interval_ms"]), player.data["frames"] - 1)
+        await session.play(player, False, frames)
         spent = (process_cpu(pid) - before) * 1000
-        pause = session.widget(".pause")
-        if pause:
-            await session.press(pause)
-        return [spent / len(ticks)] * len(ticks) if ticks else []
+        return [spent / max(frames, 1)]
     finally:
         await session.close()
 

@@ -8,7 +8,7 @@ protocol (benchmarks/streamlit_protocol.py), so the measurement is the server's,
 (in a classroom the browsers are the students' own). It starts its own server on localhost (never
 --url), with at most 300 sessions for at most 900 s. Each session is a student: it opens a lab
 (spread over every lab), then every 2-5 s one action: nudges a slider or number box (50 %), picks a
-preset (15 %), presses Play and lets the fragment's timer run ~--play-seconds before Pause (20 %),
+preset (15 %), presses Play and lets the browser's player play ~--play-seconds before Pause (20 %),
 or opens another page (15 %). Latency: from the message sent to the end of the run it caused
 (p50 / p95 / max over opens, widget moves, presets and buttons; fragment ticks apart); requests
 that waited for a shared computation (training in the worker processes) are counted apart too.
@@ -983,8 +983,7 @@ async def protocol_student(session: Session, rng: random.Random, seconds: float,
     while time.monotonic() < deadline:
         await asyncio.sleep(rng.uniform(2, 5))
         choice = rng.random()
-        play, preset, controls = session.widget(".play"), session.widget(".preset"), session.controls()
-        player = session.player()
+        preset, controls, player = session.widget(".preset"), session.controls(), session.player()
         if choice < 0.5 and controls:
             widget = rng.choice(controls)
             await session.set_widget(widget, nudged(widget, rng))
@@ -995,12 +994,6 @@ async def protocol_student(session: Session, rng: random.Random, seconds: float,
             watched = min(rng.uniform(0.8, 1.2) * play_seconds, max(deadline - time.monotonic(), 0))
             await asyncio.sleep(watched)
             await session.play(player, False, round(watched * 1000 / player.data["interval_ms"]))
-        elif choice < 0.85 and play and not play.proto.disabled:
-            await session.press(play)
-            await asyncio.sleep(min(rng.uniform(0.8, 1.2) * play_seconds, max(deadline - time.monotonic(), 0)))
-            pause = session.widget(".pause")
-            if pause:
-                await session.press(pause)
         else:
             await session.open(rng.choice([p for p in PROTOCOL_PAGES if p != session.page]))
 
@@ -1012,13 +1005,14 @@ async def protocol_player(session: Session, page: str, seconds: float, play: boo
     await session.open(page)
     player, played = session.player(), -math.inf
     while time.monotonic() < deadline:
-        button = session.widget(".play")
-        if play and player is not None:  # played in the browser: Play again where its frames run out
-            if time.monotonic() - played > player.data["frames"] * player.data["interval_ms"] / 1000:
-                await session.play(player, True)
-                played = time.monotonic()
-        elif play and button is not None and not button.proto.disabled:
-            await session.press(button)
+        # Played in the browser: the page hears of Play again where the frames run out.
+        if (
+            play
+            and player is not None
+            and time.monotonic() - played > player.data["frames"] * player.data["interval_ms"] / 1000
+        ):
+            await session.play(player, True)
+            played = time.monotonic()
         await asyncio.sleep(1.0)
 
 

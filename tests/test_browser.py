@@ -162,6 +162,16 @@ TEXT_LEFT_OF_ITS_CHART_JS = (
 )
 
 
+# Text that a chart's SVG cuts off: a legend taller than the room its chart left for it (a player lays its charts out
+# again at every frame).
+TEXT_CUT_BY_ITS_CHART_JS = (
+    "() => [...document.querySelectorAll('.symlab-player .chart svg.marks')].flatMap(svg => {"
+    " const box = svg.getBoundingClientRect(); return [...svg.querySelectorAll('text')]"
+    ".filter(t => t.textContent && (t.getBoundingClientRect().bottom > box.bottom + 1"
+    " || t.getBoundingClientRect().right > box.right + 1)).map(t => t.textContent); })"
+)
+
+
 def player_step(page) -> int:
     """The Adam step the browser's player shows."""
     return page.evaluate(PLAYER_STEP_JS)
@@ -239,7 +249,7 @@ def test_the_toy_plays_in_the_browser_with_play_pause_step_reset_and_speed(brows
     paused = player_step(page)
     page.wait_for_url(re.compile(rf"adam_step={paused}&"))
     # Played frames widen the axes' labels: each chart is laid out again, and no text starts left of its chart.
-    assert page.evaluate(TEXT_LEFT_OF_ITS_CHART_JS) == []
+    assert page.evaluate(TEXT_LEFT_OF_ITS_CHART_JS) == [] and page.evaluate(TEXT_CUT_BY_ITS_CHART_JS) == []
     assert metric_value(page, "MFVI: ELBO") != elbo
 
     # What the browser rebuilt from the frames' changes is the frame the server encoded, number for number.
@@ -272,6 +282,61 @@ def test_the_toy_plays_in_the_browser_with_play_pause_step_reset_and_speed(brows
 
     assert overflow == 0 and page.evaluate("document.documentElement.scrollWidth") <= width
     save_screenshot(page, f"toy_player_{width}")
+    context.close()
+
+
+PLAYER_FRAME_JS = "() => document.querySelector('.symlab-player').heldData().frame"
+# The other players, each at a link whose frames are stored or quick: its page, its link, its charts, its first frame.
+PLAYERS = {
+    "modes": ("modes?alpha=2.0", 2, 0),
+    "symmetry": ("symmetry?part=fig1", 3, 10),
+    "align": ("align", 4, 10),
+}
+
+
+@pytest.mark.parametrize("width", [390, 1400])
+@pytest.mark.parametrize("name", list(PLAYERS))
+def test_every_other_player_plays_in_the_browser_with_play_pause_step_and_reset(
+    browser, server_url, browser_errors, name, width
+):
+    """The mode interpolation's Adam path, the symmetry explorer's epochs and the alignment's walk play in the
+    browser as the toy's training does: no message to the server while they play, Step one frame on, Pause where
+    it stands, Reset to frame 0; the charts in their column at a phone's width and a desktop's."""
+    link, charts, first = PLAYERS[name]
+    context = browser.new_context(viewport={"width": width, "height": 1000})
+    browser_errors.watch(context)
+    page = context.new_page()
+    sent = []
+    page.on("websocket", lambda ws: ws.on("framesent", lambda frame: sent.append(time.monotonic())))
+    page.goto(f"{server_url}/{link}")
+    page.locator(".symlab-player .chart svg.marks").nth(charts - 1).wait_for(timeout=180_000)
+    wait_for_run(page, timeout_ms=180_000)
+    player = page.locator(".symlab-player")
+    assert page.evaluate(PLAYER_FRAME_JS) == first
+    assert page.evaluate(TEXT_CUT_BY_ITS_CHART_JS) == []  # as first drawn
+    player.get_by_role("button", name="Reset", exact=True).click()
+    page.wait_for_function(f"() => ({PLAYER_FRAME_JS})() === 0")
+    player.get_by_role("button", name="Step", exact=True).click()
+    page.wait_for_function(f"() => ({PLAYER_FRAME_JS})() === 1")
+    wait_for_run(page)
+    player.get_by_role("button", name="Play", exact=True).click()
+    page.wait_for_function(f"() => ({PLAYER_FRAME_JS})() >= 2")
+    quiet_from = time.monotonic()  # Play's one message is sent: from here the browser plays alone
+    page.wait_for_function(f"() => ({PLAYER_FRAME_JS})() >= 4", timeout=30_000)
+    played_until = time.monotonic()
+    assert [t for t in sent if quiet_from < t < played_until] == [], "the page was run while the browser played"
+    player.get_by_role("button", name="Pause", exact=True).click()
+    paused = page.evaluate(PLAYER_FRAME_JS)
+    page.wait_for_timeout(1500)  # it stays where it was paused
+    assert page.evaluate(PLAYER_FRAME_JS) == paused >= 4
+    wait_for_run(page)
+    assert page.evaluate(TEXT_LEFT_OF_ITS_CHART_JS) == [] and page.evaluate(TEXT_CUT_BY_ITS_CHART_JS) == []
+    overflow = page.evaluate(
+        "() => [...document.querySelectorAll('.symlab-player .chart')].filter(c => c.scrollWidth > c.clientWidth + 1).length"
+    )
+    assert overflow == 0 and page.evaluate("document.documentElement.scrollWidth") <= width
+    assert page.locator('[data-testid="stException"]').count() == 0
+    save_screenshot(page, f"{name}_player_{width}")
     context.close()
 
 
@@ -703,18 +768,14 @@ def test_symmetry_explorer_doubles_and_removes_the_mode_and_modes_crowd_with_wid
     save_screenshot(page, "symmetry_proximity")
 
 
-# The alignment lab. A fragment run that ends in st.rerun() (the players' Play and Pause: the timer is fixed when the
-# fragment is defined) leaves its output on the page, marked stale, until the app's run finishes: for a moment the
-# player and its charts show twice. Read and click only the current run's elements.
-FRESH = '[data-testid="stElementContainer"][data-stale="false"]'
-ALIGN_T_JS = """() => { const bar = [...document.querySelectorAll('[data-testid="stProgress"]')]
-    .find(e => !e.closest('[data-stale="true"]') && e.innerText.startsWith('t = '));
-    const m = bar && /^t = ([\\d.]+)\\s+\\(point (\\d+) of 20\\)/.exec(bar.innerText);
+# The alignment lab's path, played in the browser: its label states t and the point.
+ALIGN_T_JS = """() => { const label = document.querySelector('.symlab-player .label');
+    const m = label && /^t = ([\\d.]+)\\s+\\(point (\\d+) of 20\\)/.exec(label.textContent);
     return m ? {t: m[1], point: Number(m[2])} : null; }"""
 
 
-def fresh_button(page, name):
-    return page.locator(FRESH).get_by_role("button", name=name, exact=True)
+def player_button(page, name):
+    return page.locator(".symlab-player").get_by_role("button", name=name, exact=True)
 
 
 def align_t(page):
@@ -743,7 +804,11 @@ def test_a_link_nobody_has_trained_shows_its_training_live(page, server_url):
     page.locator('[data-testid="stProgress"]', has_text="⏳ Training q_A and q_B: Adam step").wait_for(timeout=60_000)
     page.wait_for_function(f"() => ({VEGA_CHART_JS})('Training both posteriors')", timeout=60_000)
     page.locator('[data-testid="stMetric"]', has_text="loss barrier before").wait_for(timeout=180_000)
+    # Then the path's predictive maps (a second, shorter computation; the path plays meanwhile), and the player
+    # with all four charts.
+    page.locator('[data-testid="stProgress"]', has_text="⏳").first.wait_for(state="detached", timeout=180_000)
     wait_for_run(page, timeout_ms=180_000)
+    page.locator(".symlab-player .chart svg.marks").nth(3).wait_for()
     assert page.locator('[data-testid="stProgress"]', has_text="⏳").count() == 0
     assert "seed=77" in page.url and "depth=3" in page.url
 
@@ -797,20 +862,20 @@ def test_alignment_collapses_the_loss_barrier_and_the_path_plays(page, server_ur
 
     # The player: Step, Reset, Play, Pause.
     assert align_t(page) == {"t": "0.50", "point": 10}
-    fresh_button(page, "Step").click()
+    player_button(page, "Step").click()
     wait_for_align_point(page, 11)
     assert align_t(page) == {"t": "0.55", "point": 11}
     page.wait_for_function(f"() => ({VEGA_CHART_JS})('Loss along the path')?.rules[0] === 0.55")
-    fresh_button(page, "Reset").click()
+    player_button(page, "Reset").click()
     wait_for_align_point(page, 0)
     assert align_t(page) == {"t": "0.00", "point": 0}
     wait_for_run(page)
-    fresh_button(page, "Play").click()
+    player_button(page, "Play").click()
     page.wait_for_function(
         f"() => {{ const now = ({ALIGN_T_JS})(); return now && now.point >= 2; }}", timeout=30_000
     )  # 0.6 s a point
-    fresh_button(page, "Pause").click()
-    fresh_button(page, "Play").and_(page.locator(":enabled")).wait_for()
+    player_button(page, "Pause").click()
+    player_button(page, "Play").and_(page.locator(":enabled")).wait_for()
     wait_for_run(page)
     paused = align_t(page)
     assert 2 <= paused["point"] < 20, paused

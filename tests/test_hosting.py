@@ -29,11 +29,10 @@ def test_defaults_the_switch_and_single_variables():
     hosted = Hosting.from_env({"SYMLAB_HOSTED": "1"})
     assert hosted.hosted and hosted.runs == RunLimits(**HOSTED_DEFAULTS[RunLimits])
     assert hosted.live == LiveLimits(**HOSTED_DEFAULTS[LiveLimits])
-    assert (
-        hosted.runs.max_hidden < RunLimits().max_hidden and hosted.live.min_tick_seconds > LiveLimits().min_tick_seconds
-    )
-    own = Hosting.from_env({"SYMLAB_HOSTED": "yes", "SYMLAB_MAX_HIDDEN": "64", "SYMLAB_MIN_TICK_SECONDS": "0.5"})
-    assert own.runs.max_hidden == 64 and own.live.min_tick_seconds == 0.5 and own.runs.max_epochs == 10
+    assert hosted.runs.max_hidden < RunLimits().max_hidden
+    assert hosted.live.upload_core_share < LiveLimits().upload_core_share
+    own = Hosting.from_env({"SYMLAB_HOSTED": "yes", "SYMLAB_MAX_HIDDEN": "64", "SYMLAB_UPLOAD_CORE_SHARE": "0.5"})
+    assert own.runs.max_hidden == 64 and own.live.upload_core_share == 0.5 and own.runs.max_epochs == 10
     assert not Hosting.from_env({"SYMLAB_HOSTED": "0"}).hosted
     assert Hosting.from_env({"SYMLAB_WORKER_THREADS": "0"}).runs.worker_threads == 0
 
@@ -45,9 +44,9 @@ def test_defaults_the_switch_and_single_variables():
         ("SYMLAB_MAX_HIDDEN", "0"),
         ("SYMLAB_MAX_RUNS_PER_HOUR", "-3"),
         ("SYMLAB_MAX_EPOCHS", "2.5"),
-        ("SYMLAB_MIN_TICK_SECONDS", "nan"),
-        ("SYMLAB_MIN_TICK_SECONDS", "inf"),
-        ("SYMLAB_MIN_TICK_SECONDS", "0"),
+        ("SYMLAB_UPLOAD_CORE_SHARE", "nan"),
+        ("SYMLAB_UPLOAD_CORE_SHARE", "inf"),
+        ("SYMLAB_UPLOAD_CORE_SHARE", "0"),
         ("SYMLAB_WORKER_THREADS", "-1"),
     ],
 )
@@ -81,7 +80,7 @@ def test_hosted_pages_show_and_apply_the_caps(monkeypatch, tmp_path):
     env = {"SYMLAB_HOSTED": "1", "SYMLAB_RUNS_DIR": str(tmp_path / "runs")}
     home = app_at("", monkeypatch, env)
     assert not home.exception
-    assert any("Shared server" in c.value and "redraws: ≥ 0.5 s apart" in c.value for c in home.sidebar.caption)
+    assert any("Shared server" in c.value and "tables: ≤ 20 α × seed runs" in c.value for c in home.sidebar.caption)
 
     toy = app_at("views/toy.py", monkeypatch, env)
     [player] = [e for e in toy.get("bidi_component") if e.proto.component_name == "symlab_player"]
@@ -108,11 +107,11 @@ def test_hosted_pages_show_and_apply_the_caps(monkeypatch, tmp_path):
 
 
 def test_an_unusable_setting_is_shown_and_the_defaults_apply(monkeypatch):
-    at = app_at("views/toy.py", monkeypatch, {"SYMLAB_HOSTED": "1", "SYMLAB_MIN_TICK_SECONDS": "many"})
+    at = app_at("views/toy.py", monkeypatch, {"SYMLAB_HOSTED": "1", "SYMLAB_UPLOAD_CORE_SHARE": "many"})
     assert not at.exception
-    assert any("SYMLAB_MIN_TICK_SECONDS" in e.value and "defaults apply" in e.value for e in at.error)
+    assert any("SYMLAB_UPLOAD_CORE_SHARE" in e.value and "defaults apply" in e.value for e in at.error)
     # The hosted defaults, not none: the toy's live run trains in the hosted compute worker, played in the browser.
-    assert any("Shared server" in c.value and "redraws: ≥ 0.5 s apart" in c.value for c in at.sidebar.caption)
+    assert any("Shared server" in c.value and "tables: ≤ 20 α × seed runs" in c.value for c in at.sidebar.caption)
     assert [e for e in at.get("bidi_component") if e.proto.component_name == "symlab_player"]
 
 

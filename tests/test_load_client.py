@@ -192,7 +192,7 @@ def short_protocol_run(*options: str) -> dict:
 
 
 def test_a_short_protocol_run_against_its_own_server():
-    # Two players: the toy's, played in the browser (one Play, then no tick), and the modes', which the server ticks.
+    # Two players, the toy's and the modes', both played in the browser: a Play told to each page, then no tick.
     summary = short_protocol_run("--play-seconds", "3", "--players", "2")
     for key in ("sessions", "errors", "p50_ms", "p95_ms", "max_ms", "server_rss_peak_mib", "server_cpu_cores"):
         assert key in summary
@@ -204,8 +204,8 @@ def test_a_short_protocol_run_against_its_own_server():
     assert phase["page_cpu"]["by_request"]["open"]["cpu_ms_per_request"] > 1
     assert 0 < phase["page_cpu"]["matched_cpu_s"] <= phase["page_cpu"]["runs_cpu_s"] + 1e-9  # sums in two orders
     assert 0 < phase["page_cores_per_student"] < 1
-    assert phase["players"]["sessions"] == 2 and phase["players"]["ticks"] > 0 and phase["players"]["errors"] == 0
-    assert phase["by_request"]["button"]["count"] >= 1  # the toy's Play, told to its page
+    assert phase["players"]["sessions"] == 2 and phase["players"]["ticks"] == 0 and phase["players"]["errors"] == 0
+    assert phase["by_request"]["button"]["count"] >= 2  # each player's Play, told to its page
     assert summary["rates"]["matmul_gflops"] > 1 and summary["rates"]["elements_g_per_s"] > 0.1
 
 

@@ -1,5 +1,5 @@
-"""People before animation (symlab/serving/pace.py): the page process's load, a live panel's pace, the wait of a
-timer's run for the interactions under way."""
+"""People before timers (symlab/serving/pace.py): the page process's load, a waiting panel's slowdown, the wait of
+a timer's run for the interactions under way."""
 
 import threading
 import time
@@ -7,7 +7,6 @@ import time
 import pytest
 
 from symlab.serving import pace
-from symlab.serving.playback import Playback
 
 
 class FakeClocks:
@@ -45,31 +44,6 @@ def test_the_process_load_follows_this_process_cpu():
 
 def test_a_timer_slows_by_whole_factors_with_the_page_process_load():
     assert [pace.slowdown_for(cores) for cores in (0.0, 0.3, 0.35, 0.36, 0.6, 0.61, 1.5)] == [1, 1, 1, 2, 2, 4, 4]
-
-
-def test_a_playing_panel_starts_at_its_pace_then_changes_it_rarely_and_speeds_up_late():
-    paced = pace.Pace()
-    paced.start(0.9, now=0.0)  # where the timer starts: at once, whatever the last change
-    assert paced.slowdown == 4
-    assert not paced.update(0.1, now=1.0) and paced.slowdown == 4  # held: a change costs a whole page's run
-    assert not paced.update(0.55, now=pace.HOLD_SECONDS) and paced.slowdown == 4  # just under a bound: kept
-    assert paced.update(0.45, now=pace.HOLD_SECONDS) and paced.slowdown == 2
-    assert not paced.update(0.3, now=2 * pace.HOLD_SECONDS) and paced.slowdown == 2  # within the hysteresis
-    assert paced.update(0.2, now=3 * pace.HOLD_SECONDS) and paced.slowdown == 1
-    assert paced.update(0.7, now=4 * pace.HOLD_SECONDS) and paced.slowdown == 4  # slower at once: no hysteresis
-    paced.start(0.0, now=4 * pace.HOLD_SECONDS + 1)
-    assert paced.slowdown == 1
-
-
-def test_a_slowed_panel_advances_as_many_frames_a_tick_and_keeps_its_speed():
-    normal, slowed = Playback(frames=100), Playback(frames=100)
-    normal.play(), slowed.play()
-    for t in range(0, 20):  # 10 s: the normal panel every 0.5 s, the slowed one every 1 s, 2 frames each
-        normal.timer_run(t * 0.5, 0.5)
-        if t % 2 == 0:
-            slowed.timer_run(t * 0.5, 1.0, frames=2)
-    assert normal.frame == 20 and slowed.frame == 20
-    assert not slowed.tick_due(9.5, 1.0) and slowed.tick_due(10.0, 1.0)
 
 
 def test_a_timer_run_waits_for_the_interactions_under_way_and_no_longer_than_its_limit():

@@ -1,4 +1,4 @@
-"""AppTest checks of the Alignment page (its path player, a fragment, is covered in test_browser.py).
+"""AppTest checks of the Alignment page (its path player, played in the browser: test_browser.py).
 
 Results are kept in ``computing.shared_result`` for the life of the process, so a link opened twice trains once;
 the tests do not depend on that for their outcome. Links other than the default use small networks.
@@ -8,9 +8,10 @@ import math
 import re
 
 import numpy as np
+import pandas as pd
 import pytest
-from pagetest import metrics, open_page
-from vegatest import channel, image_values, layers, png_rows, vega_chart, vega_charts
+from pagetest import frame_rows, frames_of, metrics, open_page, player
+from vegatest import channel, image_values, layers, player_charts, png_rows, vega_chart, vega_charts
 
 from symlab.labs.align import experiment as align_lab
 from symlab.serving import shared_results
@@ -60,7 +61,7 @@ def assert_charts_fit_any_column(at) -> None:
     scale, scrolled a phone's page sideways); the maps and matrices keep a square plot area as wide as the column
     lets them; colour scales lie below their plot, short enough for a phone; a legend too long for one row in a
     phone's column wraps, and stays one row in a wide one."""
-    drawn = vega_charts(at)
+    drawn = [*player_charts(at), *vega_charts(at)]
     assert drawn
     for chart in drawn:
         spec, title = chart["spec"], chart["title"]
@@ -88,11 +89,12 @@ def assert_charts_fit_any_column(at) -> None:
 
 
 def titles(at) -> list[str]:
-    return [chart["title"] for chart in vega_charts(at)]
+    """The page's chart titles in order: the player's (before any other chart), then Streamlit's."""
+    return [chart["title"] for chart in (*player_charts(at), *vega_charts(at))]
 
 
 def chart_titles(depth: int, maps: bool = True) -> list[str]:
-    """The charts a link draws, in order: the player's (live) loss and accuracy paths and, with ``maps``, its two
+    """The charts a link draws, in order: the player's loss and accuracy paths and, with ``maps``, its two
     predictive maps; then distances, training curves, one assignment per hidden layer."""
     return [
         "Loss along the path",
@@ -129,14 +131,14 @@ def test_default_link_shows_the_barrier_collapse():
     assert float(values["loss barrier before"]) > 0.2 > 0.05 > float(values["loss barrier after (W₂)"])
     assert float(values["W₂ after alignment"]) < float(values["W₂(q_A, q_B) before"])
     assert titles(at) == chart_titles(depth=2)
-    loss = vega_chart(at, "Loss along the path")
-    lines = loss["datasets"]["lines"]
+    sent = player(at, "align.player")
+    [loss] = [chart for chart in sent["charts"] if chart["name"] == "loss"]
+    lines = pd.DataFrame(loss["static"]["lines"])  # the paths, sent once
     assert list(dict.fromkeys(lines["series"])) == ["unaligned", "weight matching", "W₂ alignment"]
     assert all((lines["series"] == name).sum() == 21 for name in ("unaligned", "W₂ alignment"))
-    assert loss["datasets"]["rules"]["value"].tolist() == [0.5]  # the player starts half way
+    assert sent["frame"] == 10 and frame_rows(sent, "loss", "rules", 10)["value"].tolist() == [0.5]  # half way
     unaligned, aligned = (
-        image_values(vega_chart(at, title)["datasets"]["image"]["url"][0], BLUE_RED)
-        for title in ("Unaligned", "W₂ alignment")
+        image_values(frame_rows(sent, f"map_{path}", "image", 10)["url"][0], BLUE_RED) for path in ("before", "w2")
     )  # P(class 1) on a 60 × 60 grid, at t = 0.5
     assert unaligned.shape == aligned.shape == (60, 60) and aligned.min() < 0.1 and aligned.max() > 0.9
     # Half way along the unaligned path the predictive is less sure of either class than the aligned one.
@@ -176,23 +178,32 @@ def test_default_link_shows_the_barrier_collapse():
     }
 
 
-def test_the_path_player_changes_only_its_charts_data():
+def test_the_path_player_plays_the_walk_from_frames_sent_once():
+    """The walk from q_A to q_B goes to the browser's player once: frame k marks t_k on both path charts and draws
+    both paths' maps at t_k, the maps those the lab computes; the caption states each path's loss there."""
     at = align_page(**SMALL, seed="2")
-    before = vega_charts(at)[:4]
-    at.button(key="align.step").click().run()
-    after = vega_charts(at)[:4]
-    assert [chart["title"] for chart in after] == [
+    sent = player(at, "align.player")
+    assert [chart["spec"]["title"]["text"] for chart in sent["charts"]] == [
         "Loss along the path",
         "Accuracy along the path",
         "Unaligned",
         "W₂ alignment",
     ]
-    for old, new in zip(before, after):
-        assert old["spec_text"] == new["spec_text"], old["title"]  # so Streamlit updates the chart in place
-    assert after[0]["datasets"]["rules"]["value"].tolist() == [pytest.approx(0.55)]
-    assert not before[2]["datasets"]["image"].equals(after[2]["datasets"]["image"])
-    labels = [c.value for c in at.caption if c.value.startswith("t = ")]  # under each map: what its title had
-    assert len(labels) == 2 and all(label.startswith("t = 0.55, loss ") for label in labels)
+    config = align_lab.AlignConfig(width=16, depth=1, steps=200, samples=8, seed=2).validate()
+    pair, rep = align_lab.trained_and_aligned(config)
+    assert sent["frames"] == 21 and sent["frame"] == 10
+    for frame in (0, 11, 20):
+        assert frame_rows(sent, "accuracy", "rules", frame)["value"].tolist() == [pytest.approx(frame / 20)]
+        _, _, expected = align_lab.path_map(pair, rep, align_lab.load_task(config), "w2", frame)
+        shown = image_values(frame_rows(sent, "map_w2", "image", frame)["url"][0], BLUE_RED)
+        assert np.abs(shown - expected).max() < 0.01  # the colour table's levels
+    document = frames_of(sent)
+    assert document["labels"][11] == "t = 0.55  (point 11 of 20)"
+    loss = rep.paths["w2"]["loss"][11]
+    assert (
+        document["captions"][11].startswith("Test loss at t: unaligned ")
+        and f"W₂ alignment {loss:.3f}" in (document["captions"][11])
+    )
 
 
 def test_assignment_markers_follow_the_chosen_order():
@@ -232,7 +243,7 @@ def test_presentation_mode_charts_fit_any_column():
     assert titles(at) == chart_titles(depth=1)
     assert_charts_fit_any_column(at)
     # Larger text: the four entries of a path's legend take a row each on a phone, one row on a wide screen.
-    spec = vega_chart(at, "Loss along the path")["spec"]
+    [spec] = [chart["spec"] for chart in player_charts(at) if chart["title"] == "Loss along the path"]
     assert spec["config"]["legend"]["labelFontSize"] == 19
     assert legend_columns(spec, PHONE_COLUMN_PX) == 1 and legend_columns(spec, WIDE_COLUMN_PX) == 4
 

@@ -26,7 +26,7 @@ def shipped_elsewhere(monkeypatch, tmp_path):
 
 
 def test_every_default_task_ships_its_result():
-    assert {kind_of(task.key) for task in TASKS} == {"align", "align_map", "perceptrons"}
+    assert {kind_of(task.key) for task in TASKS} == {"align", "align_maps", "perceptrons"}
     for task in TASKS:
         assert precomputed.path_of(task).exists(), f"run python -m symlab.serving.precomputed to write {task.key[0]}"
 

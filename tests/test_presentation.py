@@ -27,10 +27,6 @@ WIDGETS = {
 }
 ALLOWED = {
     "leave_present": "the way back to the controls",
-    "play": "the player runs the animation on the projector",
-    "pause": "the player",
-    "step": "the player",
-    "reset": "the player",
 }
 LINKS = [
     ("modes", {}),

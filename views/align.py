@@ -14,7 +14,8 @@ from symlab.lib.mnist_data import data_directory, load_mnist
 from symlab.serving import precomputed
 from symlab.specs import settings
 from symlab.specs import surfaces as landscape
-from views.common import binding, charts, computing, files, player, surfaces
+from symlab.specs.animation import Animation, encode
+from views.common import animation, binding, charts, computing, files, surfaces
 
 PAGE = "align"
 PATH_STYLE = {
@@ -126,15 +127,6 @@ def trained_pair(config: align_lab.AlignConfig) -> align_lab.PosteriorPair:
 
 def report(config: align_lab.AlignConfig) -> align_lab.AlignmentReport:
     return trained(config)[1]
-
-
-def predictive_map(config: align_lab.AlignConfig, path: str, frame: int):
-    def compute():
-        return align_lab.path_map(trained_pair(config), report(config), dataset(config), path, frame)
-
-    return computing.shared_result(
-        align_lab.path_map_key(config, path, frame), compute, capacity=256
-    )  # 63 maps per setting
 
 
 # ---------------------------------------------------------------------------------------------
@@ -261,67 +253,91 @@ def map_spec(path: str, present: bool) -> dict:
     return charts.square_plot(colour_scale_below(charts.fitted_legend(spec, [series.label for series in CLASS_SERIES])))
 
 
-def map_data(config, rep, path: str, frame: int, data: align_lab.Dataset) -> dict:
-    xs, ys, probability = predictive_map(config, path, frame)
+def path_maps(config: align_lab.AlignConfig) -> align_lab.PathMaps:
+    """The predictive maps along the player's paths (moons), made once for every session in a worker; meanwhile
+    the player plays the paths alone."""
+    return computing.computed(
+        align_lab.path_maps_task(config), meanwhile=lambda: path_player(config, report(config), None, dataset(config))
+    )
+
+
+def test_points(data: align_lab.Dataset) -> pd.DataFrame:
+    """The first 300 test points, by class (the maps' dots)."""
     shown = slice(0, 300)
     x, y = data.x_test[shown].numpy(), data.y_test[shown].numpy()
-    points = [charts.lines_frame(CLASS_SERIES[c].label, x[y == c, 0], x[y == c, 1]) for c in (0, 1)]
-    return {
-        "image": charts.image_frame(xs, ys, probability, MAP_COLOURS, domain=(0.0, 1.0)),
-        "lines": pd.concat(points),
-        "scale": pd.DataFrame({"z": [0.0, 1.0]}),
-    }
+    return pd.concat([charts.lines_frame(CLASS_SERIES[c].label, x[y == c, 0], x[y == c, 1]) for c in (0, 1)])
 
 
-def map_chart(column, config, rep, path: str, frame: int, data: align_lab.Dataset) -> None:
-    xs, ys, _ = predictive_map(config, path, frame)
-    spec = charts.with_domains(map_spec(path, charts.presenting()), x=(xs[0], xs[-1]), y=(ys[0], ys[-1]))
-    charts.vega_chart(
-        column,
-        spec,
-        map_data(config, rep, path, frame, data),
-        f"align.map_{path}",
-        alt_text=f"P(class 1) of the interpolated posterior at t, {align_config.PATH_TITLES[path]}, test points",
-    )
-    t, loss = rep.paths[path]["t"][frame], rep.paths[path]["loss"][frame]
-    column.caption(f"t = {t:.2f}, loss {loss:.3f}")
+def path_animation(config: align_lab.AlignConfig, rep, maps: align_lab.PathMaps | None) -> Animation:
+    """The walk from q_A to q_B, a frame per point of the path: t marked on the loss and accuracy charts, and
+    (moons) the predictive maps of both paths at t. Encoded once for every session with these settings."""
+
+    def encoded() -> Animation:
+        ts = rep.paths["before"]["t"]
+        frames, labels, captions = [], [], []
+        for point, t in enumerate(ts):
+            now = {"rules": {PATH_SERIES[-1].label: {"value": [float(t)]}}}
+            frame = {"loss": now, "accuracy": now}
+            for path in align_lab.MAP_PATHS if maps is not None else ():
+                image = charts.image_frame(maps.xs, maps.ys, maps.probability[path][point], MAP_COLOURS, (0.0, 1.0))
+                frame[f"map_{path}"] = {"image": {"image": {name: image[name].tolist() for name in image.columns}}}
+            frames.append(frame)
+            labels.append(f"t = {t:.2f}  (point {point} of {len(ts) - 1})")
+            losses = (f"{align_config.PATH_TITLES[p]} {rep.paths[p]['loss'][point]:.3f}" for p in align_config.PATHS)
+            captions.append("Test loss at t: " + ", ".join(losses) + " (nats)")
+        return encode(frames, labels, captions)
+
+    key = ("align_path_frames", config, maps is not None)
+    return computing.shared_result(key, encoded, capacity=16)
 
 
-def path_player(config, rep: align_lab.AlignmentReport, data: align_lab.Dataset) -> None:
-    ts = rep.paths["before"]["t"]
-    present = charts.presenting()
-
-    def draw(frame, chart_config):
-        left, right = st.columns(2)
-        for column, metric in ((left, "loss"), (right, "accuracy")):
-            charts.vega_chart(
-                column,
-                path_spec(metric, present),
-                path_data(rep, metric, ts[frame]),
-                f"align.{metric}_path",
-                alt_text=f"The test {metric} along the three paths, t marked",
+@st.cache_resource(max_entries=16, show_spinner=False)  # one per setting and mode: their JSON is made once
+def path_charts(
+    config: align_lab.AlignConfig, map_extent: tuple | None, present: bool, _rep, _data
+) -> list[animation.Chart]:
+    """The paths' loss and accuracy (the paths sent once, t in the frames) and, with the maps' ``map_extent``
+    ((x from, x to), (y from, y to)), both maps with the test points. ``_rep`` and ``_data`` are ``config``'s."""
+    result = [
+        animation.Chart(
+            metric,
+            path_spec(metric, present),
+            f"The test {metric} along the three paths, t marked",
+            {"lines": path_data(_rep, metric)["lines"]},
+        )
+        for metric in ("loss", "accuracy")
+    ]
+    if map_extent is None:
+        return result
+    points = test_points(_data)
+    for path in align_lab.MAP_PATHS:
+        result.append(
+            animation.Chart(
+                f"map_{path}",
+                charts.with_domains(map_spec(path, present), x=map_extent[0], y=map_extent[1]),
+                f"P(class 1) of the interpolated posterior at t, {align_config.PATH_TITLES[path]}, test points",
+                {"lines": points, "scale": pd.DataFrame({"z": [0.0, 1.0]})},
             )
-        if config.task == "moons":
-            for column, path in zip(st.columns(2), params.MAP_PATHS):
-                map_chart(column, config, rep, path, frame, data)
-            st.caption(
-                f"The predictive P(class 1) of the interpolated posterior at t (the average over "
-                f"{config.samples} samples), with test points. Unaligned, the middle of the path averages "
-                "units that do different jobs."
-            )
+        )
+    return result
 
-    frames = len(ts)
-    player.frame_player(
-        "align",
-        ("align.path", config),
-        frames,
+
+def path_player(config, rep: align_lab.AlignmentReport, maps: align_lab.PathMaps | None, data) -> None:
+    with_maps = maps is not None
+    extent = ((maps.xs[0], maps.xs[-1]), (maps.ys[0], maps.ys[-1])) if with_maps else None
+    animation.player(
+        "align.player",
+        path_charts(config, extent, charts.presenting(), rep, data),
+        path_animation(config, rep, maps),
         align_lab.player_start(config),
         T_TICK_SECONDS,
-        lambda frame: f"t = {ts[frame]:.2f}  (point {frame} of {frames - 1})",
-        draw,
-        play_help="Walk from q_A (t = 0) to q_B (t = 1).",
-        reset_help="Back to t = 0 (q_A); the same posteriors.",
+        play_help="Walk from q_A (t = 0) to q_B (t = 1); Reset goes back to t = 0.",
     )
+    if config.task == "moons" and with_maps:
+        st.caption(
+            f"The predictive P(class 1) of the interpolated posterior at t (the average over "
+            f"{config.samples} samples), with test points. Unaligned, the middle of the path averages "
+            "units that do different jobs."
+        )
 
 
 def headline(rep: align_lab.AlignmentReport) -> None:
@@ -757,7 +773,7 @@ def main():
         f"{'converged' if rep.converged else 'stopped before converging'}, "
         f"{rep.align_seconds * 1000:.0f} ms for both objectives."
     )
-    path_player(config, rep, data)
+    path_player(config, rep, path_maps(config) if config.task == "moons" else None, data)
     explanation()
     st.subheader("Distances")
     left, right = st.columns([1, 1])

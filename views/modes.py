@@ -141,7 +141,10 @@ def fitted(spec: dict, labels) -> dict:
     its width falls short of the drawn text by a pixel or two)."""
     font = spec["config"]["legend"]["labelFontSize"]
     entry = round(LEGEND_SYMBOL_PX + LEGEND_CHAR_EM * font * max(len(label) for label in labels))
-    spec["config"]["legend"]["columns"] = {"expr": f"max(1, floor(width / {entry}))"}
+    # The column less the y axis, not Vega's plot width: that one follows the legend's rows (autosize "fit"), and a
+    # player that lays the chart out again at every frame would settle on a legend taller than its room.
+    plot = f"({charts.COLUMN_PX} - {charts.Y_AXIS_EM * font:g})"
+    spec["config"]["legend"]["columns"] = {"expr": f"max(1, floor({plot} / {entry}))"}
     spec["padding"] = dict(right=RIGHT_PADDING_PX)
     return spec
 

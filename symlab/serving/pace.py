@@ -1,15 +1,14 @@
-"""People before animation: how busy the page process is, and how a live panel paces itself by it.
+"""People before timers: how busy the page process is, and how its timers' runs give way to the clicks.
 
-Every session's scripts run in one process, under one interpreter lock: a class's live animations (a redraw
-every half second per playing student) compete with the clicks of everyone else. Two rules keep the clicks first:
+Every session's scripts run in one process, under one interpreter lock: the redraws of waiting panels (a timer's
+run) compete with the clicks of everyone else. Three rules keep the clicks first:
 
-* a live panel redraws less often while the process is busy (:class:`Pace`): its timer slows by a whole factor
-  and each redraw advances that many frames, so the animation keeps its speed in frames per second;
+* a waiting panel redraws less often while the process is busy (:func:`slowdown_for`);
 * a timer's run waits, a little, for the interactions under way (:class:`Interactions`) before it starts;
 * a browser's page runs take turns (:class:`BrowserTurns`): however many sessions one browser opens, one of its
   runs at a time is under way, so a student cycling heavy links in ten tabs takes one session's share.
 
-No Streamlit here (views/common/player.py applies it): the rules are tested directly.
+No Streamlit here (views/common/computing.py and app.py apply it): the rules are tested directly.
 """
 
 from __future__ import annotations
@@ -19,15 +18,12 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
 
 BUSY_WINDOW_SECONDS = 2.0  # the page process's CPU use is averaged over this long
 BUSY_SAMPLE_SECONDS = 0.25  # at most one sample of its CPU clock per this long
-# Cores of page runs above which a timer's interval is × the slowdown (each redraw then advances that many frames):
-# the class's budget for page runs is a third of a core, and a live panel's redraws are most of them.
+# Cores of page runs above which a timer's interval is × the slowdown: the class's budget for page runs is a third
+# of a core.
 SLOWDOWNS = {0.35: 2, 0.6: 4}
-HYSTERESIS = 0.1  # cores: a playing panel speeds up again only this far below the bound it crossed
-HOLD_SECONDS = 4.0  # a playing panel keeps its pace at least this long (a change costs a run of the whole page)
 YIELD_SECONDS, YIELD_POLL_SECONDS = 0.3, 0.01  # a timer's run waits at most this long for interactions
 BROWSER_TURN_LIMIT_SECONDS = 10.0  # a page run waits at most this long for its browser's other run
 
@@ -55,31 +51,6 @@ class ProcessLoad:
 def slowdown_for(cores: float) -> int:
     """A timer's slowdown (1, 2 or 4) for a page process using ``cores``."""
     return max([1, *(slowdown for bound, slowdown in SLOWDOWNS.items() if cores > bound)])
-
-
-@dataclass
-class Pace:
-    """One live panel's pace: its timer's interval is ``slowdown`` × the panel's own, and each redraw advances
-    that many frames. Set at once where the timer starts (that run draws the whole page anyway); while it plays,
-    changed at most every :data:`HOLD_SECONDS`, and slower sooner than faster (:data:`HYSTERESIS`)."""
-
-    slowdown: int = 1
-    since: float = -float("inf")
-
-    def start(self, cores: float, now: float) -> None:
-        self.slowdown, self.since = slowdown_for(cores), now
-
-    def update(self, cores: float, now: float) -> bool:
-        """While playing: the pace for a page process using ``cores``; True when it changed."""
-        if now - self.since < HOLD_SECONDS:
-            return False
-        slowdown = slowdown_for(cores)
-        if slowdown < self.slowdown and slowdown_for(cores + HYSTERESIS) >= self.slowdown:
-            return False
-        if slowdown == self.slowdown:
-            return False
-        self.slowdown, self.since = slowdown, now
-        return True
 
 
 class Interactions:

@@ -184,10 +184,9 @@ class RunLimits:
 
 @dataclass(frozen=True)
 class LiveLimits:
-    """Work the web server does for one session: the players it redraws and in-page tables."""
+    """Work the web server does for one session: in-page tables, shared results, uploads."""
 
     torch_threads: int = 1  # for the whole server process: every session computes in it
-    min_tick_seconds: float = 0.1  # time between redraws while playing
     max_table_runs: int = 100  # α values × seeds in one in-page table
     compute_workers: int = (
         1  # processes training the pages' shared results (symlab.serving.shared_results; 0: in the page's own run)
@@ -208,7 +207,6 @@ class LiveLimits:
 
     def describe(self) -> str:
         return (
-            f"players the server redraws: ≥ {self.min_tick_seconds:g} s apart; "
             f"tables: ≤ {self.max_table_runs} α × seed runs; {self.compute_workers} process(es) training "
             f"the pages' shared results; uploads analysed {self.upload_analyses} at a time, each with "
             f"{self.upload_memory_mb:,} MB and {self.upload_cpu_seconds} s of CPU"
@@ -228,13 +226,11 @@ HOSTED_DEFAULTS = {
         max_runs_per_hour=30,
         worker_threads=1,
     ),
-    # A player the server redraws costs a page run a frame: two a second on a class's server.
     # One upload analysed at a time, at a fifth of a core: a 16 MB network's measurements take 3.5 CPU-s and its
     # alignment ~15, and on a two-core virtual machine any work beside the page runs slows them
     # (benchmarks/load_test.py --uploaders).
     LiveLimits: dict(
         torch_threads=1,
-        min_tick_seconds=0.5,
         max_table_runs=20,
         upload_analyses=1,
         upload_memory_mb=2048,

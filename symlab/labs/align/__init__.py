@@ -15,6 +15,7 @@ LAB = Lab(
         "symlab.labs.align.config:AlignConfig",
         "symlab.labs.align.experiment:PosteriorPair",
         "symlab.labs.align.experiment:AlignmentReport",
+        "symlab.labs.align.experiment:PathMaps",
         "symlab.lib.gaussian:DiagonalGaussian",
         "symlab.lib.layout:Layout",
         "symlab.lib.align:Alignment",

@@ -621,21 +621,44 @@ def player_start(config: AlignConfig) -> int:
     return config.path_points // 2
 
 
+MAP_PATHS = ("before", "w2")  # the player's maps: unaligned, and after W₂ alignment
+
+
+@dataclass(frozen=True)
+class PathMaps:
+    """The predictive maps of q_t at every point of the player's paths (moons only): P(class 1) on one grid."""
+
+    xs: np.ndarray  # the grid's x centres
+    ys: np.ndarray  # its y centres
+    probability: dict  # path -> [point, y, x], float32: a map is a picture, 4 digits are plenty
+
+
 def path_map(pair: PosteriorPair, rep: AlignmentReport, data: Dataset, path: str, point: int):
     """The predictive map (:func:`predictive_grid`) of q_t at point ``point`` of path ``path`` (moons only)."""
     q = align.interpolate(pair.qa, rep.ends[path], rep.paths[path]["t"][point])
     return predictive_grid(q, rep.noise, moons_extent(data))
 
 
-def path_map_key(config: AlignConfig, path: str, point: int) -> tuple:
-    return ("align_map", config, path, point)
+def path_maps(pair: PosteriorPair, rep: AlignmentReport, data: Dataset, progress=None) -> PathMaps:
+    """:func:`path_map` at every point of each of :data:`MAP_PATHS`; ``progress(done, total)`` map by map."""
+    points = len(rep.paths[MAP_PATHS[0]]["t"])
+    maps, xs, ys = {}, None, None
+    for index, path in enumerate(MAP_PATHS):
+        grids = []
+        for point in range(points):
+            xs, ys, probability = path_map(pair, rep, data, path, point)
+            grids.append(probability.astype(np.float32))
+            if progress is not None:
+                progress(index * points + point + 1, len(MAP_PATHS) * points)
+        maps[path] = np.stack(grids)
+    return PathMaps(xs, ys, maps)
 
 
-def path_map_computed(config: AlignConfig, path: str, point: int, progress=None):
-    """:func:`path_map` from ``config`` alone, as a warm-up task computes it (its pair from the result store
-    where it is there)."""
+def path_maps_computed(config: AlignConfig, progress=None) -> PathMaps:
+    """:func:`path_maps` from ``config`` alone, as a worker computes it (its pair from the result store where it
+    is there)."""
     pair, rep = _trained_pair(config)
-    return path_map(pair, rep, load_task(config), path, point)
+    return path_maps(pair, rep, load_task(config), progress)
 
 
 @functools.lru_cache(maxsize=1)  # one pair serves both of the default link's maps and its landscape
@@ -775,10 +798,12 @@ def plane_task(config: AlignConfig) -> Task:
 MAP_RESOLUTION = 60  # a predictive map's cells per side
 
 
-def path_map_task(config: AlignConfig, path: str, point: int) -> Task:
+def path_maps_task(config: AlignConfig) -> Task:
+    """:func:`path_maps_computed` as a shared task: the player's maps, made once for every session."""
     every, _ = _multiply_adds(config.sizes)
-    cost = Cost(matmul_flops=config.samples * MAP_RESOLUTION**2 * 2 * every)
-    return Task(path_map_key(config, path, point), path_map_computed, (config, path, point), "Predictive map", cost)
+    maps = len(MAP_PATHS) * config.path_points
+    cost = Cost(matmul_flops=maps * config.samples * MAP_RESOLUTION**2 * 2 * every)
+    return Task(("align_maps", config), path_maps_computed, (config,), "Predictive maps along the paths", cost)
 
 
 @dataclass(frozen=True)

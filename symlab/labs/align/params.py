@@ -12,7 +12,6 @@ FIELDS = ("task", "width", "depth", "train_size", "noise", "steps", "lr", "prior
 # memory: the page stays below the declared ranges (the widgets' help says so); the command line does not.
 CAPS = {"width": 128, "train_size": 20_000, "steps": 3000, "samples": 64, "starts": 64}
 ORDERS = {"own": "in its own order", "aligned": "in the aligned order"}
-MAP_PATHS = ("before", "w2")  # the player's maps: unaligned, and after W₂ alignment
 ORDER = Param("order", "choice", "own", choices=tuple(ORDERS))  # a view of the assignments, not a setting
 SOURCES = {"trained": "trained here", "files": "your files"}
 SOURCE = Param("source", "choice", "trained", choices=tuple(SOURCES))  # the pair: trained by the page, or uploaded

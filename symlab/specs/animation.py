@@ -13,7 +13,6 @@ from __future__ import annotations
 import base64
 import gzip
 import hashlib
-import itertools
 import json
 import math
 from collections.abc import Mapping, Sequence
@@ -147,8 +146,9 @@ def after_change(columns: dict | None, change: dict) -> dict:
     result = {**columns, **change.get("set", {})}
     for name, steps in change.get("add", {}).items():
         scale = 10.0 ** steps["d"]
-        moved = itertools.accumulate(steps["v"])
-        result[name] = [(round(old * scale) + step) / scale for old, step in zip(columns[name], moved)]
+        moved = np.cumsum(np.asarray(steps["v"], dtype=np.int64))
+        # Held values lie on the rounding's grid: rint and the browser's Math.round agree (no halves to break).
+        result[name] = ((np.rint(np.asarray(columns[name], dtype=np.float64) * scale) + moved) / scale).tolist()
     return result
 
 

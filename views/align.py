@@ -261,7 +261,7 @@ def path_maps(config: align_lab.AlignConfig) -> align_lab.PathMaps:
     )
 
 
-def test_points(data: align_lab.Dataset) -> pd.DataFrame:
+def shown_test_points(data: align_lab.Dataset) -> pd.DataFrame:
     """The first 300 test points, by class (the maps' dots)."""
     shown = slice(0, 300)
     x, y = data.x_test[shown].numpy(), data.y_test[shown].numpy()
@@ -308,7 +308,7 @@ def path_charts(
     ]
     if map_extent is None:
         return result
-    points = test_points(_data)
+    points = shown_test_points(_data)
     for path in align_lab.MAP_PATHS:
         result.append(
             animation.Chart(

@@ -253,3 +253,18 @@ def test_seeds_out_of_range_become_the_seeds_that_run():
     at.text_input(key="toy.alphas").input("0.25,0.5,0.75,1,1.25").run()
     assert at.button(key="toy.run_table").disabled
     assert any("use 1 to 20 seeds" in warning.value for warning in at.warning)
+
+
+def test_a_seeds_change_that_arrives_after_the_page_was_left_changes_nothing(monkeypatch):
+    """In a class's load test a student's seeds change reached the server after they had opened another page: its
+    callback read the table's α values, whose widget state was gone, and the page showed an error (KeyError)."""
+    import views.toy as page
+
+    left = {"toy.seeds": 99}  # the seeds box's change; the α values' state gone with the page
+    monkeypatch.setattr(page.st, "session_state", left)
+    page.seeds_in_range()
+    assert left == {"toy.seeds": 99}
+    kept = {"toy.seeds": 99, "toy.alphas": "0.25, 1, 2"}  # still on the page: the nearest the table may run
+    monkeypatch.setattr(page.st, "session_state", kept)
+    page.seeds_in_range()
+    assert kept["toy.seeds"] == page.seeds_range(3)[1] < 99 and kept[page.SEEDS_NOTICE].startswith("Seeds: ")

@@ -413,9 +413,13 @@ def seeds_range(alphas: int) -> tuple[int, int]:
 
 
 def seeds_in_range() -> None:
-    """A number of seeds typed in becomes the nearest the table may run, saying so."""
-    typed = st.session_state[SEEDS_KEY]
-    alphas = table_alphas(st.session_state[binding.widget_key(PAGE, params.ALPHAS.name)])
+    """A number of seeds typed in becomes the nearest the table may run, saying so. The change may arrive after the
+    visitor left the page (a quick click, then another page), its widgets' state gone: nothing to keep then."""
+    typed = st.session_state.get(SEEDS_KEY)
+    alphas_text = st.session_state.get(binding.widget_key(PAGE, params.ALPHAS.name))
+    if typed is None or alphas_text is None:
+        return
+    alphas = table_alphas(alphas_text)
     low, high = seeds_range(len(alphas))
     kept = min(max(int(typed), low), max(high, low))
     if kept != typed:

@@ -268,3 +268,16 @@ def test_a_seeds_change_that_arrives_after_the_page_was_left_changes_nothing(mon
     monkeypatch.setattr(page.st, "session_state", kept)
     page.seeds_in_range()
     assert kept["toy.seeds"] == page.seeds_range(3)[1] < 99 and kept[page.SEEDS_NOTICE].startswith("Seeds: ")
+
+
+def test_a_new_seed_click_that_arrives_after_the_page_was_left_changes_nothing(monkeypatch):
+    from views.common import binding
+
+    left: dict = {}
+    monkeypatch.setattr(binding.st, "session_state", left)
+    binding.advance_seed("toy")
+    assert left == {}
+    here = {"toy.seed": 99_999}
+    monkeypatch.setattr(binding.st, "session_state", here)
+    binding.advance_seed("toy")
+    assert here == {"toy.seed": 0}

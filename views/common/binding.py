@@ -250,13 +250,24 @@ def apply_preset(session: MutableMapping, page: str, specs: Sequence[Param], pre
 def new_seed_button(page: str, help: str | None = None) -> None:
     """Draw a new seed: a separate action from Reset, which keeps the current one."""
 
-    def advance():
-        seed_key = widget_key(page, "seed")
-        st.session_state[seed_key] = (st.session_state[seed_key] + 1) % 100_000
-
     st.button(
-        "New seed", on_click=advance, icon=":material/casino:", key=f"{page}.new_seed", width="stretch", help=help
+        "New seed",
+        on_click=advance_seed,
+        args=(page,),
+        icon=":material/casino:",
+        key=f"{page}.new_seed",
+        width="stretch",
+        help=help,
     )
+
+
+def advance_seed(page: str) -> None:
+    """The next seed of ``page``; nothing where the click arrived after the visitor left the page (its seed's
+    widget state gone)."""
+    seed_key = widget_key(page, "seed")
+    seed = st.session_state.get(seed_key)
+    if seed is not None:
+        st.session_state[seed_key] = (seed + 1) % 100_000
 
 
 def show_notices(notices: Sequence[str]) -> None:

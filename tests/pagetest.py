@@ -1,7 +1,5 @@
 """What the pages' AppTest modules share: open a page at a link, read its metrics, drive its players."""
 
-import base64
-import gzip
 import json
 from pathlib import Path
 
@@ -60,7 +58,7 @@ def player(at: AppTest, key: str) -> dict:
 
 def frames_of(sent: dict) -> dict:
     """A player's frames as the browser unpacks them (symlab.specs.animation's document)."""
-    return json.loads(gzip.decompress(base64.b64decode(sent["animation"])))
+    return animation.decode_payload(sent["animation"])
 
 
 def frame_rows(sent: dict, chart: str, dataset: str, frame: int) -> pd.DataFrame:

@@ -1,8 +1,6 @@
 """The live charts' helpers (views/common): Vega-Lite specs that stay the same from frame to frame, so that
 Streamlit updates the chart in place (the frames' numbers travel as datasets), and their styles."""
 
-import base64
-import gzip
 import json
 
 import altair as alt
@@ -213,7 +211,7 @@ def test_the_toy_live_charts_are_one_player_whose_frames_change_only_their_data(
         "Test MSE",
     ]
     assert "datasets" not in json.dumps([chart["spec"] for chart in sent["charts"]])
-    document = json.loads(gzip.decompress(base64.b64decode(sent["animation"])))
+    document = frames_of(sent)
     assert len(document["frames"]) == sent["frames"] == 201
     frame_two = animation.rows_at(document, 2)
     assert {label: curve["x"] for label, curve in frame_two["bounds"]["lines"].items()} == {

@@ -253,12 +253,10 @@ def map_spec(path: str, present: bool) -> dict:
     return charts.square_plot(colour_scale_below(charts.fitted_legend(spec, [series.label for series in CLASS_SERIES])))
 
 
-def path_maps(config: align_lab.AlignConfig) -> align_lab.PathMaps:
+def path_maps(config: align_lab.AlignConfig, rep: align_lab.AlignmentReport, data) -> align_lab.PathMaps:
     """The predictive maps along the player's paths (moons), made once for every session in a worker; meanwhile
     the player plays the paths alone."""
-    return computing.computed(
-        align_lab.path_maps_task(config), meanwhile=lambda: path_player(config, report(config), None, dataset(config))
-    )
+    return computing.computed(align_lab.path_maps_task(config), meanwhile=lambda: path_player(config, rep, None, data))
 
 
 def shown_test_points(data: align_lab.Dataset) -> pd.DataFrame:
@@ -280,7 +278,7 @@ def path_animation(config: align_lab.AlignConfig, rep, maps: align_lab.PathMaps 
             frame = {"loss": now, "accuracy": now}
             for path in align_lab.MAP_PATHS if maps is not None else ():
                 image = charts.image_frame(maps.xs, maps.ys, maps.probability[path][point], MAP_COLOURS, (0.0, 1.0))
-                frame[f"map_{path}"] = {"image": {"image": {name: image[name].tolist() for name in image.columns}}}
+                frame[f"map_{path}"] = {"image": {"image": animation.columns_of(image)}}
             frames.append(frame)
             labels.append(f"t = {t:.2f}  (point {point} of {len(ts) - 1})")
             losses = (f"{align_config.PATH_TITLES[p]} {rep.paths[p]['loss'][point]:.3f}" for p in align_config.PATHS)
@@ -773,7 +771,7 @@ def main():
         f"{'converged' if rep.converged else 'stopped before converging'}, "
         f"{rep.align_seconds * 1000:.0f} ms for both objectives."
     )
-    path_player(config, rep, path_maps(config) if config.task == "moons" else None, data)
+    path_player(config, rep, path_maps(config, rep, data) if config.task == "moons" else None, data)
     explanation()
     st.subheader("Distances")
     left, right = st.columns([1, 1])

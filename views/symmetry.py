@@ -207,7 +207,7 @@ def marginal_chart(column, weights: np.ndarray, extent) -> None:
 def fig1_panel(config: symmetry_lab.PerceptronConfig):
     stages, report = perceptron_views(config)
     final = stages[-1]
-    extents = {name: symmetry_lab.density_extent(weights) for name, weights in final.items()}
+    extents = symmetry_lab.stage_extents(final)
     cols = binding.metric_cells(4)
     cols[0].metric(
         "nets kept",
@@ -275,10 +275,10 @@ def epoch_animation(config: symmetry_lab.PerceptronConfig) -> Animation:
 
     def encoded() -> Animation:
         stages, _ = perceptron_views(config)
-        extents = {name: symmetry_lab.density_extent(weights) for name, weights in stages[-1].items()}
+        extents = symmetry_lab.stage_extents(stages[-1])
         frames = [
             {
-                f"density_{name}": {"image": {"image": image_columns(density_image(epoch[name], extents[name]))}}
+                f"density_{name}": {"image": {"image": animation.columns_of(density_image(epoch[name], extents[name]))}}
                 for name in symmetry_lab.REMOVAL_STAGES
             }
             for epoch in stages
@@ -290,18 +290,14 @@ def epoch_animation(config: symmetry_lab.PerceptronConfig) -> Animation:
     return computing.shared_result(("symmetry_epochs", config), encoded, capacity=16)
 
 
-def image_columns(image: pd.DataFrame) -> dict:
-    """A picture's one row as a frame's columns (its data URL as text)."""
-    return {name: image[name].tolist() for name in image.columns}
-
-
 @st.cache_resource(max_entries=16, show_spinner=False)  # one per setting and mode: their JSON is made once
 def epoch_charts(config: symmetry_lab.PerceptronConfig, present: bool) -> list[animation.Chart]:
     """The three densities, each on the last epoch's extent (fixed while training plays), with the mirror line."""
     stages, _ = perceptron_views(config)
+    extents = symmetry_lab.stage_extents(stages[-1])
     result = []
     for name in symmetry_lab.REMOVAL_STAGES:
-        extent = symmetry_lab.density_extent(stages[-1][name])
+        extent = extents[name]
         title = symmetry_lab.STAGE_TITLES[name].capitalize()
         result.append(
             animation.Chart(

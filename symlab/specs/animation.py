@@ -187,7 +187,12 @@ def encode(frames: Sequence[Frame], labels: Sequence[str], captions: Sequence[st
 
 def decode(animation: Animation) -> dict:
     """The JSON document back (tests, and anyone reading what a browser receives)."""
-    return json.loads(gzip.decompress(base64.b64decode(animation.payload)))
+    return decode_payload(animation.payload)
+
+
+def decode_payload(payload: str) -> dict:
+    """The JSON document of an animation's payload, as the browser unpacks it."""
+    return json.loads(gzip.decompress(base64.b64decode(payload)))
 
 
 def rows_at(document: dict, frame: int) -> dict:

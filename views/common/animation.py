@@ -31,12 +31,17 @@ class Chart:
 
     @functools.cached_property  # a chart kept from run to run (a cached one) is converted once
     def as_json(self) -> dict:
-        static = {name: {str(c): rows[c].tolist() for c in rows.columns} for name, rows in self.static.items()}
+        static = {name: columns_of(rows) for name, rows in self.static.items()}
         return {"name": self.name, "spec": self.spec, "alt": self.alt, "static": static}
 
     @functools.cached_property
     def digest(self) -> str:
         return hashlib.sha1(json.dumps(self.as_json, sort_keys=True).encode()).hexdigest()[:8]
+
+
+def columns_of(rows: pd.DataFrame) -> dict:
+    """A dataset's rows as a frame's or a chart's columns: name -> values."""
+    return {str(name): rows[name].tolist() for name in rows.columns}
 
 
 @functools.cache  # the installed Streamlit's: looked up once

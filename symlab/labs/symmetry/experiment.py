@@ -186,6 +186,11 @@ def density_extent(points: np.ndarray, quantile: float = 0.01) -> tuple[float, f
     return float(low - pad), float(high + pad)
 
 
+def stage_extents(stages: dict) -> dict:
+    """Each removal stage's :func:`density_extent` (``stages``: stage -> points): the densities' axes."""
+    return {name: density_extent(points) for name, points in stages.items()}
+
+
 def density_grid(points: np.ndarray, extent, bins: int = 60, smooth: float = 1.0):
     """A smoothed 2-D histogram normalised to a density; returns (centres, density[y, x])."""
     edges = np.linspace(extent[0], extent[1], bins + 1)

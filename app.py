@@ -1,16 +1,12 @@
 """SymLab home page and navigation: ``streamlit run app.py``."""
 
-import io
 from pathlib import Path
 
 import streamlit as st
-from PIL import Image
 
 from symlab.labs import LABS
-from symlab.runs.device import describe_device, set_threads
 from symlab.serving import findings, pace
-from symlab.serving.heap import return_large_blocks
-from views.common import binding, browser, lessons, pages, sessions
+from views.common import binding, browser, lessons, pages, process, sessions
 
 ASSETS = Path(__file__).parent / "assets"
 
@@ -37,60 +33,21 @@ if SETTINGS.hosted:  # a visitor sees that something failed, never the traceback
     st.set_option("client.showErrorDetails", "none")
 
 
-@st.cache_resource(show_spinner=False)
-def large_blocks_returned() -> bool:
-    """Once per process (serve.py does it first; ``streamlit run app.py`` does not run serve.py)."""
-    return return_large_blocks()
-
-
-@st.cache_resource(show_spinner=False)
-def threads_set(count: int) -> int:
-    """The labs' tensors are small: one thread (the default) is fastest, and it leaves the other cores to the
-    other sessions (several threads per session oversubscribe the CPU and slow every tick ~3×). Set once per
-    process: it scans every loaded library for the BLAS, a few milliseconds of each page run otherwise."""
-    return set_threads(count)
-
-
-threads_set(SETTINGS.live.torch_threads)
-large_blocks_returned()
+process.threads_set(SETTINGS.live.torch_threads)
+process.large_blocks_returned()
 sessions.sweep_now_and_then()  # what visitors who left for good still hold (views/common/sessions.py)
 if SETTINGS.hosted:
     st.sidebar.caption(f"Shared server, caps for everyone: {SETTINGS.describe()}.")
 
 
-# What the labs measured, each with the lab that shows it (its card on the home page).
-@st.cache_resource(show_spinner=False)
-def device_text() -> str:
-    return describe_device()
-
-
 CARDS_PER_ROW = 3  # a phone stacks them
-CARD_MAX_WIDTH_PX = 1460  # Streamlit's widest content: it would scale a wider picture down on every run
-
-
-@st.cache_resource(show_spinner=False)
-def card_picture(name: str) -> bytes | None:
-    """A lab card's picture (assets/cards/<name>.png) as st.image sends it, a JPEG no wider than the page, made once
-    per process: given the PNG, st.image decodes, scales and re-encodes it on every run (80 % of the home page's
-    CPU); given these bytes, it sends them as they are."""
-    path = ASSETS / "cards" / f"{name}.png"
-    if not path.exists():
-        return None
-    picture = Image.open(path).convert("RGB")
-    if picture.width > CARD_MAX_WIDTH_PX:
-        picture = picture.resize(
-            (CARD_MAX_WIDTH_PX, round(picture.height * CARD_MAX_WIDTH_PX / picture.width)), Image.Resampling.LANCZOS
-        )
-    encoded = io.BytesIO()
-    picture.save(encoded, format="JPEG", quality=90)
-    return encoded.getvalue()
 
 
 def lab_card(column, lab, page) -> None:
     """A lab's card: a picture of its key chart (assets/cards, taken by tests/cards.py), its link, and what it
     measured (its blurb where it has no finding of its own)."""
     with column.container(border=True):
-        picture = card_picture(lab.name)
+        picture = process.card_picture(lab.name)
         if picture is not None:
             st.image(picture, width="stretch", output_format="JPEG", alt=f"{lab.title}: a picture of its key chart")
         st.page_link(page, label=f"**{lab.title}**", icon=lab.icon)
@@ -110,7 +67,7 @@ def home():
         for column, lab, page in zip(st.columns(CARDS_PER_ROW), LABS[row:], LAB_PAGES[row:]):
             lab_card(column, lab, page)
     lessons.show_path()
-    st.caption(f"Compute device: {device_text()}")
+    st.caption(f"Compute device: {process.device_text()}")
     st.caption(
         "Papers: Gelberg, van der Ouderaa, van der Wilk, Gal (2024), *Variational Inference Failures "
         "Under Model Symmetries*; Laurent, Aldea, Franchi (ICLR 2024); Rossi, Singh, Hannagan (NeurIPS 2023)."

@@ -517,7 +517,9 @@ class Session:
         elif kind == "bidi_component" and element.bidi_component.component_name == PLAYER_COMPONENT:
             proto = element.bidi_component
             self.drawn.add(proto.id)
-            self.widgets[proto.id] = Widget(PLAYER, proto, None, msg.delta.fragment_id, json.loads(proto.json))
+            # The page sends its player's document as JSON bytes (views/common/animation.py).
+            document = json.loads(proto.bytes or proto.json)
+            self.widgets[proto.id] = Widget(PLAYER, proto, None, msg.delta.fragment_id, document)
         elif kind in WIDGET_TYPES:
             proto = getattr(element, kind)
             held = self.widgets.get(proto.id)

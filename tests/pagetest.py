@@ -1,12 +1,12 @@
 """What the pages' AppTest modules share: open a page at a link, read its metrics, drive its players."""
 
-import json
 from pathlib import Path
 
 import pandas as pd
 from streamlit.testing.v1 import AppTest
 
 from symlab.specs import animation
+from views.common.animation import sent as player_document
 
 PAGES = Path(__file__).resolve().parents[1] / "views"
 
@@ -53,7 +53,7 @@ def player(at: AppTest, key: str) -> dict:
     [element] = [
         e for e in at.get("bidi_component") if e.proto.component_name == "symlab_player" and e.proto.id.endswith(key)
     ]
-    return json.loads(element.proto.json)
+    return player_document(element.proto)
 
 
 def frames_of(sent: dict) -> dict:

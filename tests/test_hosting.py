@@ -1,6 +1,5 @@
 """Hosted mode: the classroom caps, their variables, and how the pages show and apply them."""
 
-import json
 from pathlib import Path
 
 import pytest
@@ -18,6 +17,7 @@ from symlab.specs.settings import (
     RunLimits,
     SettingsError,
 )
+from views.common.animation import sent as player_document
 
 pytestmark = pytest.mark.slow
 
@@ -84,7 +84,7 @@ def test_hosted_pages_show_and_apply_the_caps(monkeypatch, tmp_path):
 
     toy = app_at("views/toy.py", monkeypatch, env)
     [player] = [e for e in toy.get("bidi_component") if e.proto.component_name == "symlab_player"]
-    played = json.loads(player.proto.json)  # played in the browser: the server's redraw caps are not the toy's
+    played = player_document(player.proto)  # played in the browser: the server's redraw caps are not the toy's
     assert (played["frames"], played["interval_ms"]) == (201, 150)
     toy.text_input(key="toy.alphas").set_value("0.25, 0.5, 0.75").run()
     toy.number_input(key="toy.seeds").set_value(10).run()  # 30 runs: the box shows the 6 seeds the table runs

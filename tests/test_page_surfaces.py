@@ -12,6 +12,7 @@ from test_surfaces import decoded
 from symlab.labs.align import experiment as align_lab
 from symlab.labs.modes import experiment as modes
 from symlab.labs.toy import experiment as toy
+from views.common.animation import sent as player_document
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")  # tests/conftest.py
 
@@ -63,7 +64,7 @@ def test_the_toy_landscape_follows_training():
     # The live charts' player, stopped at frame 1 (Step), as a browser tells it.
     [player] = [e for e in at.get("bidi_component") if e.proto.component_name == "symlab_player"]
     at.session_state["toy.player"] = {
-        "position": {"id": json.loads(player.proto.json)["id"], "frame": 1, "playing": False}
+        "position": {"id": player_document(player.proto)["id"], "frame": 1, "playing": False}
     }
     at.run()
     after = landscapes(at)[0]["figure"]["data"]

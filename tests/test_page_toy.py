@@ -1,6 +1,5 @@
 """AppTest checks of the Tractable BNN page (its player, played in the browser, is covered in test_browser.py)."""
 
-import json
 import time
 from pathlib import Path
 
@@ -11,6 +10,7 @@ from symlab.labs.toy import LAB, params
 from symlab.labs.toy import experiment as toy
 from symlab.specs import controls
 from views.common import computing
+from views.common.animation import sent as player_document
 
 PAGE = str(Path(__file__).resolve().parents[1] / "views" / "toy.py")
 
@@ -34,7 +34,7 @@ def trained(at: AppTest, seconds: float = 120.0) -> AppTest:
 def player(at: AppTest) -> dict:
     """What the page sent the browser's player: its charts, its frames (gzipped) and where it starts."""
     [element] = [e for e in at.get("bidi_component") if e.proto.component_name == "symlab_player"]
-    return json.loads(element.proto.json)
+    return player_document(element.proto)
 
 
 def tell(at: AppTest, frame: int, playing: bool = False) -> AppTest:

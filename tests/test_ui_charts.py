@@ -12,6 +12,7 @@ from vegatest import channel, image_values, layers, png_rows, vega_charts
 
 from symlab.specs import animation
 from views.common import charts
+from views.common.animation import sent as player_document
 
 SERIES = (
     charts.Series("MFVI", "#0072B2", "dash"),
@@ -203,7 +204,7 @@ def test_the_toy_live_charts_are_one_player_whose_frames_change_only_their_data(
     20 Adam steps on the curves), and a chart's fixed data (the exact posterior's picture, its rules) is sent once."""
     at = open_page("toy", timeout=120)
     [element] = [e for e in at.get("bidi_component") if e.proto.component_name == "symlab_player"]
-    sent = json.loads(element.proto.json)
+    sent = player_document(element.proto)
     assert [chart["spec"]["title"]["text"] for chart in sent["charts"]] == [
         "Exact posterior (grey) and q over (w₁, w₂)",
         "Predictions",

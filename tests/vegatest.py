@@ -8,6 +8,8 @@ import zlib
 import numpy as np
 import pyarrow as pa
 
+from views.common.animation import sent as player_document
+
 
 def vega_charts(at) -> list[dict]:
     """Every Vega-Lite chart the page drew, in order: its title, its spec as Streamlit sends it (JSON text and
@@ -38,7 +40,7 @@ def player_charts(at) -> list[dict]:
     for element in at.get("bidi_component"):
         if element.proto.component_name != "symlab_player":
             continue
-        for chart in json.loads(element.proto.json)["charts"]:
+        for chart in player_document(element.proto)["charts"]:
             title = chart["spec"].get("title")
             charts.append({"title": title.get("text") if isinstance(title, dict) else title, "spec": chart["spec"]})
     return charts

@@ -15,7 +15,7 @@ from symlab.serving import precomputed
 from symlab.specs import settings
 from symlab.specs import surfaces as landscape
 from symlab.specs.animation import Animation, encode
-from views.common import animation, binding, charts, computing, files, surfaces
+from views.common import animation, binding, charts, computing, files, memo, surfaces
 
 PAGE = "align"
 PATH_STYLE = {
@@ -83,7 +83,7 @@ def dataset(config: align_lab.AlignConfig) -> align_lab.Dataset:
 ELBO_SERIES = (charts.Series("q_A", PERSON_COLOURS["A"]), charts.Series("q_B", PERSON_COLOURS["B"], "dash"))
 
 
-@st.cache_resource(max_entries=16, show_spinner=False)  # outlives the run, unlike a functools cache of a page
+@memo.cached(16)
 def elbo_spec(present: bool) -> dict:
     """Both runs' ELBO by Adam step; the x range (the run's steps) comes with the data."""
     chart = charts.altair_lines(
@@ -193,7 +193,7 @@ CLASS_SERIES = (
 MAP_COLOURS = charts.BLUE_RED  # P(class 1) from 0 (blue) to 1 (red)
 
 
-@st.cache_resource(max_entries=8, show_spinner=False)  # outlives the run, unlike a functools cache of a page
+@memo.cached(8)
 def path_spec(metric: str, present: bool, title: str | None = None, current: bool = True) -> dict:
     """``metric`` along the three paths; ``current``: t marked (the player's frame, in the data)."""
     y_title = "test NLL of the predictive (nats)" if metric == "loss" else "test accuracy of the predictive"
@@ -232,7 +232,7 @@ def path_rows(rep: align_lab.AlignmentReport) -> pd.DataFrame:
     )
 
 
-@st.cache_resource(max_entries=16, show_spinner=False)  # outlives the run, unlike a functools cache of a page
+@memo.cached(16)
 def map_spec(path: str, present: bool) -> dict:
     """The predictive's P(class 1) along ``path``, with the test points; the axes' range comes with the data.
     Square, as wide as its column; each map's one legend below it (the classes', or the colour scale), so the
@@ -289,7 +289,7 @@ def path_animation(config: align_lab.AlignConfig, rep, maps: align_lab.PathMaps 
     return computing.shared_result(key, encoded, capacity=16)
 
 
-@st.cache_resource(max_entries=16, show_spinner=False)  # one per setting and mode: their JSON is made once
+@memo.cached(16)  # one per setting and mode: their JSON is made once
 def path_charts(
     config: align_lab.AlignConfig, map_extent: tuple | None, present: bool, _rep, _data
 ) -> list[animation.Chart]:
@@ -396,7 +396,7 @@ DISTANCE_SERIES = tuple(
 MATCH_SERIES = (charts.Series("assigned pair", "#D55E00", marker="x", line=False),)
 
 
-@st.cache_resource(max_entries=8, show_spinner=False)  # outlives the run, unlike a functools cache of a page
+@memo.cached(8)
 def distance_spec(layers: tuple, present: bool) -> dict:
     """Grouped bars, one group per weight layer, each ended by its path's marker (the second cue besides colour).
     Across, the layers' names on the left: under the bars, five groups of names overlapped in a phone's column."""
@@ -448,7 +448,7 @@ ASSIGNMENT_COLOURS = charts.VIRIDIS[::-1]  # 0 (the row's nearest unit) yellow, 
 ASSIGNMENTS_PER_ROW = 2
 
 
-@st.cache_resource(max_entries=32, show_spinner=False)  # outlives the run, unlike a functools cache of a page
+@memo.cached(32)
 def assignment_spec(width: int, index: int, aligned: bool, present: bool) -> dict:
     """Layer ``index``'s unit-to-unit distances as a square matrix as wide as its column, the matches marked,
     the colour scale and the marker's legend below."""

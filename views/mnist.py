@@ -2,9 +2,11 @@
 
 import textwrap
 import time
+from dataclasses import dataclass
 
 import altair as alt
 import pandas as pd
+import pyarrow as pa
 import streamlit as st
 
 from symlab.labs.mnist import LAB, params, study
@@ -16,7 +18,7 @@ from symlab.lib.blocks import PRIOR_KL_PER_PARAMETER
 from symlab.runs.registry import RegistryError
 from symlab.specs import controls, settings, urlstate
 from symlab.specs.run_kind import ACTIVE
-from views.common import binding, charts, files, runs, tables
+from views.common import binding, charts, files, memo, runs, tables
 from views.common.browser import browser_id
 
 PAGE = LAB.name
@@ -396,7 +398,7 @@ def fitted(spec: dict, y_title: str, labels, notes: tuple[str, ...] = ()) -> dic
     return spec
 
 
-@st.cache_resource(max_entries=64, show_spinner=False)  # outlives the run, unlike a functools cache of a page
+@memo.cached(64)
 def curves_spec(
     metric: str, title: str, labels: tuple[str, ...], epochs: int, notes: tuple[str, ...], present: bool
 ) -> dict:
@@ -602,7 +604,7 @@ WIDTH_BOUNDS = {"test_acc_mean": (0.0, 100.0), "units_at_prior_mean": (0.0, None
 WIDTH_COUNTS = ("units_at_prior_mean",)  # whole numbers from 0
 
 
-@st.cache_resource(max_entries=64, show_spinner=False)  # outlives the run, unlike a functools cache of a page
+@memo.cached(64)
 def width_spec(
     key_mean: str,
     y_title: str,
@@ -771,22 +773,88 @@ def whole_nats(columns) -> dict:
     return {name: st.column_config.NumberColumn(format="%.0f") for name in columns}
 
 
+@dataclass(frozen=True)
+class StudyTables:
+    """The shipped study's tables, built once per page process: ``frames`` (for the CSVs) and the same as Arrow
+    tables (``shown``, what the page's tables send: converting a DataFrame on every run was most of the section's
+    cost), each by name: effects, and starts and recipes where the study has them."""
+
+    summary: dict
+    frames: dict[str, pd.DataFrame]
+    shown: dict[str, pa.Table]
+
+
+def study_frames(summary: dict) -> dict[str, pd.DataFrame]:
+    frames = {"effects": pd.DataFrame(study.effect_rows(summary))}
+    if summary["starts"]:
+        frames["starts"] = pd.DataFrame(
+            [
+                {
+                    "images": s["subset"],
+                    "width": s["hidden"],
+                    "initial σ": s["init_sd"],
+                    "converged": f"{s['converged']}/{s['seeds']}",
+                    "ELBO (nats)": s["elbo"],
+                    "Δ ELBO vs σ₀ 0.05": s["d_elbo"][0],
+                    "± (seeds)": s["d_elbo"][1],
+                    "window SE": s["window_se"],
+                }
+                for s in summary["starts"]
+            ]
+        )
+    if summary["recipes"]:
+        frames["recipes"] = pd.DataFrame(
+            [
+                {
+                    "images": r["subset"],
+                    "width": r["hidden"],
+                    "converged (σ by Adam)": f"{r['converged']}/{r['seeds']}",
+                    "converged (σ by curvature)": f"{r['mfvi_converged']}/{r['mfvi_seeds']}",
+                    "ELBO, σ by Adam": r["elbo"],
+                    "ELBO, σ by curvature": r["mfvi_elbo"],
+                    "closest units, Adam (nats)": r["j_min"],
+                    "closest units, curvature (nats)": r["mfvi_j_min"],
+                }
+                for r in summary["recipes"]
+            ]
+        )
+    return frames
+
+
+@memo.cached(2)
+def study_tables(stamp: tuple | None) -> StudyTables:
+    """The shipped study's tables as of its file's ``stamp`` (modification time and size: a rebuilt file is read
+    again); a missing or damaged file raises :class:`study.StudyError`, every time."""
+    summary = study.load_study()
+    frames = study_frames(summary)
+    shown = {name: pa.Table.from_pandas(frame, preserve_index=False) for name, frame in frames.items()}
+    return StudyTables(summary, frames, shown)
+
+
+def study_stamp() -> tuple | None:
+    try:
+        found = study.SHIPPED.stat()
+    except OSError:
+        return None  # load_study says what is wrong
+    return (found.st_mtime_ns, found.st_size)
+
+
 def study_section() -> None:
     """The converged study's tables (shipped), with what they say."""
     st.subheader("The study: MFVI against SGM once VI has converged")
     try:
-        summary = study.load_study()
+        tables = study_tables(study_stamp())
     except study.StudyError as error:
         st.warning(binding.for_visitors(str(error)))
         return
+    summary, frames, shown = tables.summary, tables.frames, tables.shown
     st.markdown(STUDY_READING)
-    effects = pd.DataFrame(study.effect_rows(summary))
     st.markdown(
         "**SGM minus MFVI**, paired on seeds (same minibatches, weight noise and curvature labels): mean "
         "and standard deviation over seeds of the difference at the end of training."
     )
     st.dataframe(
-        effects,
+        shown["effects"],
         hide_index=True,
         column_config={
             "steps with a gradient": st.column_config.NumberColumn(format="%.2f"),
@@ -803,49 +871,21 @@ def study_section() -> None:
             **{name: st.column_config.NumberColumn(format="%+.0f") for name in ("Δ ELBO (nats)", "± ELBO")},
         },
     )
-    charts.csv_download(effects, "mnist_study_effects.csv", "Table as CSV", key="mnist.study_csv")
-    if summary["starts"]:
-        starts = pd.DataFrame(
-            [
-                {
-                    "images": s["subset"],
-                    "width": s["hidden"],
-                    "initial σ": s["init_sd"],
-                    "converged": f"{s['converged']}/{s['seeds']}",
-                    "ELBO (nats)": s["elbo"],
-                    "Δ ELBO vs σ₀ 0.05": s["d_elbo"][0],
-                    "± (seeds)": s["d_elbo"][1],
-                    "window SE": s["window_se"],
-                }
-                for s in summary["starts"]
-            ]
-        )
+    charts.csv_download(frames["effects"], "mnist_study_effects.csv", "Table as CSV", key="mnist.study_csv")
+    if "starts" in frames:
         st.markdown(
             "**Not one optimum from every start**: MFVI's final ELBO (mean over its last 500 steps) from "
             "three initial σ, and its difference from σ₀ 0.05's on the same seed. "
             f"{starts_verdict(summary['starts'])}"
         )
-        st.dataframe(starts, hide_index=True, column_config=whole_nats(starts.columns[4:]))
-        charts.csv_download(starts, "mnist_study_starts.csv", "Table as CSV", key="mnist.study_starts_csv")
-    if summary["recipes"]:
-        recipes = pd.DataFrame(
-            [
-                {
-                    "images": r["subset"],
-                    "width": r["hidden"],
-                    "converged (σ by Adam)": f"{r['converged']}/{r['seeds']}",
-                    "converged (σ by curvature)": f"{r['mfvi_converged']}/{r['mfvi_seeds']}",
-                    "ELBO, σ by Adam": r["elbo"],
-                    "ELBO, σ by curvature": r["mfvi_elbo"],
-                    "closest units, Adam (nats)": r["j_min"],
-                    "closest units, curvature (nats)": r["mfvi_j_min"],
-                }
-                for r in summary["recipes"]
-            ]
-        )
+        columns = frames["starts"].columns
+        st.dataframe(shown["starts"], hide_index=True, column_config=whole_nats(columns[4:]))
+        charts.csv_download(frames["starts"], "mnist_study_starts.csv", "Table as CSV", key="mnist.study_starts_csv")
+    if "recipes" in frames:
         st.markdown("**The earlier recipe** (σ by Adam on log σ at a constant 10⁻³) against this one.")
-        st.dataframe(recipes, hide_index=True, column_config=whole_nats(recipes.columns[4:6]))
-        charts.csv_download(recipes, "mnist_study_recipes.csv", "Table as CSV", key="mnist.study_recipes_csv")
+        columns = frames["recipes"].columns
+        st.dataframe(shown["recipes"], hide_index=True, column_config=whole_nats(columns[4:6]))
+        charts.csv_download(frames["recipes"], "mnist_study_recipes.csv", "Table as CSV", key="mnist.study_recipes_csv")
     st.caption(
         "Rerun or extend it: `python benchmarks/study_symmetrisation.py` (resumes from its file; "
         "`--executor ray` submits it to a Ray cluster as one sweep)."

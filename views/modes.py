@@ -8,7 +8,7 @@ import streamlit as st
 from symlab.labs.modes import LAB, frames, params
 from symlab.labs.modes import experiment as modes
 from symlab.specs import surfaces as landscape
-from views.common import animation, binding, charts, computing, surfaces
+from views.common import animation, binding, charts, computing, memo, surfaces
 
 PAGE = "modes"
 FIG5_SIGMAS = (0.25, 0.5, 1.0, 2.0)
@@ -16,23 +16,23 @@ PAPER_THRESHOLDS = (1.25, 2.5, 5.0, 10.0)  # Gelberg et al. Fig. 5, read off the
 TICK_SECONDS = 0.1  # a frame's time at normal speed
 
 
-@st.cache_data(max_entries=32, show_spinner=False)
+@memo.cached(32)
 def sweep_for(config: modes.SweepConfig):
     alphas = config.alphas()
     return modes.fit_exact(alphas, config.sigma, config.dim), modes.forward_kl_optimum(alphas, config.sigma, config.dim)
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
+@memo.cached(64)
 def threshold_for(sigma: float) -> float:
     return modes.exact_threshold(sigma, modes.SweepConfig(sigma=sigma).largest_alpha)
 
 
-@st.cache_data(max_entries=256, show_spinner=False)
+@memo.cached(256)
 def optimum_at(alpha: float, sigma: float):
     return modes.optimum_from_start(alpha, sigma)
 
 
-@st.cache_data(max_entries=256, show_spinner=False)
+@memo.cached(256)
 def forward_at(alpha: float, sigma: float):
     """The forward-KL optimum (moment matching) at α: its mean and its standard deviation along e₁."""
     fit = modes.forward_kl_optimum([alpha], sigma)
@@ -45,7 +45,7 @@ def path_for(alpha: float, sigma: float) -> frames.PathRun:
     return computing.shared_result(("modes_path", alpha, sigma), lambda: frames.path_run(alpha, sigma), capacity=64)
 
 
-@st.cache_resource(max_entries=32, show_spinner=False)  # one landscape per (α, σ), for every session
+@memo.cached(32)  # one landscape per (α, σ), for every session
 def landscape_for(alpha: float, sigma: float) -> landscape.Surface:
     return modes.kl_landscape(alpha, sigma)
 
@@ -188,7 +188,7 @@ def contour_height(x_domain, y_domain) -> int:
     return round(min(max(plot, CONTOUR_HEIGHT_PX[0]), CONTOUR_HEIGHT_PX[1]) + CONTOUR_DECORATION_PX)
 
 
-@st.cache_resource(max_entries=16, show_spinner=False)  # outlives the run, unlike a functools cache of a page
+@memo.cached(16)
 def density_spec(forward: bool, present: bool) -> dict:
     series = DENSITY_SERIES if forward else DENSITY_SERIES[:2]
     chart = charts.altair_lines(
@@ -221,7 +221,7 @@ def ellipse(mean1, std1, std2, radius):
     return mean1 + radius * std1 * np.cos(t), radius * std2 * np.sin(t)
 
 
-@st.cache_resource(max_entries=16, show_spinner=False)  # outlives the run, unlike a functools cache of a page
+@memo.cached(16)
 def contour_spec(forward: bool, present: bool) -> dict:
     """The target's density in the plane with q's ellipses, one scale on both axes (EQUAL_SCALE_DOMAINS); the
     data's box and the height come with the data."""
@@ -262,7 +262,7 @@ def contour_chart(column, alpha, sigma, mean, std, forward):
     column.caption("Grey: the target's density. Both axes share one scale.")
 
 
-@st.cache_resource(max_entries=32, show_spinner=False)  # outlives the run, unlike a functools cache of a page
+@memo.cached(32)
 def sweep_spec(y_title: str, title: str, forward: bool, log_y: bool, asymptote: bool, present: bool) -> dict:
     series = (SWEEP_SERIES if forward else SWEEP_SERIES[:1]) + (SWEEP_MARKS if asymptote else SWEEP_MARKS[:2])
     # No layer for a level the chart does not draw: an empty one has no extent, which Vega warns of.
@@ -291,7 +291,7 @@ def sweep_chart(column, key, alphas, curves, alpha, threshold, y_title, title, l
     charts.vega_chart(column, spec, {"lines": lines, **rules}, key, alt_text=f"{title}: {y_title} against α")
 
 
-@st.cache_resource(max_entries=8, show_spinner=False)  # outlives the run, unlike a functools cache of a page
+@memo.cached(8)
 def scaling_spec(present: bool) -> dict:
     chart = charts.altair_lines(
         SCALING_SERIES,
@@ -358,7 +358,7 @@ KL_SERIES = (
 HEADROOM = 1.05  # above the highest value a fixed axis must hold
 
 
-@st.cache_resource(max_entries=32, show_spinner=False)  # outlives the run, unlike a functools cache of a page
+@memo.cached(32)
 def path_density_spec(present: bool) -> dict:
     """The target and q along e₁; both axes' ranges come with the data, fixed over a play."""
     chart = charts.altair_lines(
@@ -369,7 +369,7 @@ def path_density_spec(present: bool) -> dict:
     return fitted(charts.vega_spec(chart, title="Along e₁, at the current step"), [s.label for s in PATH_SERIES])
 
 
-@st.cache_resource(max_entries=32, show_spinner=False)  # outlives the run, unlike a functools cache of a page
+@memo.cached(32)
 def path_kl_spec(present: bool) -> dict:
     """The objective along Adam's path, the current step marked; both axes' ranges come with the data."""
     chart = alt.layer(
@@ -396,7 +396,7 @@ def objective_range(kl) -> tuple[float, float]:
     return 0.0, HEADROOM * max(modes.LN2, float(np.max(kl)))
 
 
-@st.cache_resource(max_entries=32, show_spinner=False)  # one per setting and mode: their JSON is made once
+@memo.cached(32)  # one per setting and mode: their JSON is made once
 def player_charts(alpha: float, sigma: float, present: bool) -> list[animation.Chart]:
     """The player's two charts, their axes fixed over the whole path."""
     path = path_for(alpha, sigma).path

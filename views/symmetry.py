@@ -21,7 +21,7 @@ from symlab.lib import symmetry
 from symlab.lib.weights import LIBRARIES
 from symlab.serving import precomputed
 from symlab.specs.animation import Animation, encode
-from views.common import animation, binding, charts, computing, files
+from views.common import animation, binding, charts, computing, files, memo
 
 PAGE = "symmetry"
 STAGE_STYLE = {"raw": ("#0072B2", "solid"), "scaled": ("#D55E00", "dash"), "sorted": ("#009E73", "dot")}
@@ -158,7 +158,7 @@ def single_views(spec: dict):
         yield from single_views(child)
 
 
-@st.cache_resource(max_entries=16, show_spinner=False)  # outlives the run, unlike a functools cache of a page
+@memo.cached(16)
 def density_spec(title: str, present: bool) -> dict:
     """The two output weights' density, with the mirror line, square; the axes' range comes with the data."""
     x_title, y_title = "output weight v₁", "output weight v₂"
@@ -175,7 +175,7 @@ def density_spec(title: str, present: bool) -> dict:
 MARGINAL_SERIES = (charts.Series("v₁", "#0072B2"), charts.Series("v₂", "#D55E00", "dash"))
 
 
-@st.cache_resource(max_entries=16, show_spinner=False)  # outlives the run, unlike a functools cache of a page
+@memo.cached(16)
 def marginal_spec(present: bool) -> dict:
     """Histogram densities of the two output weights; the x range comes with the data."""
     chart = charts.altair_lines(
@@ -290,7 +290,7 @@ def epoch_animation(config: symmetry_lab.PerceptronConfig) -> Animation:
     return computing.shared_result(("symmetry_epochs", config), encoded, capacity=16)
 
 
-@st.cache_resource(max_entries=16, show_spinner=False)  # one per setting and mode: their JSON is made once
+@memo.cached(16)  # one per setting and mode: their JSON is made once
 def epoch_charts(config: symmetry_lab.PerceptronConfig, present: bool) -> list[animation.Chart]:
     """The three densities, each on the last epoch's extent (fixed while training plays), with the mirror line."""
     stages, _ = perceptron_views(config)
@@ -383,7 +383,7 @@ MASS_SERIES = (
 )
 
 
-@st.cache_resource(max_entries=4, show_spinner=False)  # outlives the run, unlike a functools cache of a page
+@memo.cached(4)
 def mass_scatter_spec(present: bool) -> dict:
     """Each perceptron's mass before and after min-mass, log-log, with the line of no change."""
     powers = dict(values=POWERS_OF_TEN, format=",~g")
@@ -461,7 +461,7 @@ def layer_mass_chart(column, frame: pd.DataFrame) -> None:
     )
 
 
-@st.cache_resource(max_entries=16, show_spinner=False)  # outlives the run, unlike a functools cache of a page
+@memo.cached(16)
 def bars_spec(series: tuple, categories: tuple, value_title: str | tuple, title: str, present: bool) -> dict:
     """Grouped bars across (rows of ``category``, ``series``, ``value`` in dataset ``bars``), one group per
     category, each bar ended by its series' marker (the second cue besides colour). Across, so that every
@@ -489,7 +489,7 @@ PROXIMITY_SERIES = (
 )
 
 
-@st.cache_resource(max_entries=4, show_spinner=False)  # outlives the run, unlike a functools cache of a page
+@memo.cached(4)
 def proximity_spec(present: bool) -> dict:
     """The nearest copy's distance and Thm 3.1's bound against the width, log-log, with the trivial bound 2."""
     x = charts.quantity("x", "hidden width n", log=True, axis=dict(values=WIDTH_TICKS, format="d"))
@@ -629,7 +629,7 @@ SAMPLE_OPACITY = {"exact": 0.35, "mfvi": 0.7, "sgm": 0.7, "ensemble": 1.0}
 SAMPLES_SHOWN = 400  # points per method
 
 
-@st.cache_resource(max_entries=4, show_spinner=False)  # outlives the run, unlike a functools cache of a page
+@memo.cached(4)
 def samples_spec(title: str, present: bool) -> dict:
     """Each method's samples over (w₁, w₂) on equal scales, square; the range comes with the data."""
     labels = [series.label for series in SAMPLE_SERIES]
@@ -771,7 +771,7 @@ def training_series(window: int) -> tuple[tuple[charts.Series, charts.Series], c
     )
 
 
-@st.cache_resource(max_entries=8, show_spinner=False)  # outlives the run, unlike a functools cache of a page
+@memo.cached(8)
 def tau_spec(window: int, present: bool) -> dict:
     series = training_series(window)[0]
     chart = charts.altair_lines(
@@ -790,7 +790,7 @@ def tau_spec(window: int, present: bool) -> dict:
     )
 
 
-@st.cache_resource(max_entries=8, show_spinner=False)  # outlives the run, unlike a functools cache of a page
+@memo.cached(8)
 def loss_spec(window: int, present: bool) -> dict:
     # One line: no legend; the axis title says what it is.
     chart = charts.altair_lines(
@@ -885,7 +885,7 @@ def inputs_title(shown: int, inputs: int) -> str | tuple:
     return "input" if shown == inputs else (f"{shown} of {inputs} inputs:", "those that vary most")
 
 
-@st.cache_resource(max_entries=8, show_spinner=False)  # outlives the run, unlike a functools cache of a page
+@memo.cached(8)
 def weights_spec(title: str, x_title: str | tuple, numbered: bool, present: bool) -> dict:
     """A weight matrix as a picture, unit 0 on top (unit u at y = −u), in a diverging scale centred on 0 with its
     legend; the axes' range comes with the data. ``numbered``: the x axis numbers the inputs (not for a choice

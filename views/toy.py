@@ -13,7 +13,7 @@ from symlab.labs.toy import tasks as toy_tasks
 from symlab.lib import two_relu
 from symlab.specs import surfaces as landscape
 from symlab.specs.urlstate import parse_query
-from views.common import animation, binding, charts, computing, surfaces, tables
+from views.common import animation, binding, charts, computing, memo, surfaces, tables
 
 PAGE = "toy"
 # What to do about a fit stuck on one side: starts from the origin differ only in their Monte-Carlo noise.
@@ -33,7 +33,7 @@ def config_from(values) -> toy.ToyConfig:
     return toy_tasks.page_config(values)
 
 
-@st.cache_data(max_entries=32, show_spinner=False)
+@memo.cached(32)
 def exact_for(config: toy.ToyConfig):
     """The data, the exact answer, the posterior on the display grid and its predictive band on ``x``."""
     return toy.exact_view(config, GRID)
@@ -92,7 +92,7 @@ POSTERIOR_GREYS = ("#FFFFFF", "#484848")  # the exact posterior's density, from 
 PREDICTIONS_PX, CURVES_PX = 480, 340  # the whole chart's height, title and legend included
 
 
-@st.cache_resource(max_entries=16, show_spinner=False)  # outlives the run, unlike a functools cache of a page
+@memo.cached(16)
 def posterior_spec(present: bool) -> dict:
     """The exact posterior (grey: a picture, it does not change while training plays) with q's 1 and 2 sd
     ellipses (both components of q_G) and the modes, square; the axes' range comes with the data
@@ -126,7 +126,7 @@ def with_outlines(layer: dict) -> dict:
     return {**layer, "transform": [*layer.get("transform", []), *outline]}
 
 
-@st.cache_resource(max_entries=16, show_spinner=False)  # outlives the run, unlike a functools cache of a page
+@memo.cached(16)
 def predictions_spec(present: bool) -> dict:
     """Data, the true function, and each method's predictive mean with a ±2 sd band."""
     x = charts.quantity("x", "input x", (-2.2, 2.2))
@@ -137,14 +137,14 @@ def predictions_spec(present: bool) -> dict:
     return charts.fitted_legend(spec, [series.label for series in PREDICTION_SERIES])
 
 
-@st.cache_resource(max_entries=16, show_spinner=False)  # outlives the run, unlike a functools cache of a page
+@memo.cached(16)
 def posterior_image(config: toy.ToyConfig) -> pd.DataFrame:
     """The exact posterior as the chart's image dataset, made once: it does not change while training plays."""
     display = exact_for(config)[2]
     return charts.image_frame(display.axis, display.axis, np.exp(display.log_density).T, POSTERIOR_GREYS)
 
 
-@st.cache_resource(max_entries=8, show_spinner=False)  # outlives the run, unlike a functools cache of a page
+@memo.cached(8)
 def curves_spec(quantity: str, present: bool) -> dict:
     """Each method's bound under log p(D), or its test MSE, by Adam step, with the exact posterior's."""
     y_title, title = {
@@ -227,7 +227,7 @@ def keep_step_in_link(step: int) -> None:
         st.query_params[params.ADAM_STEP.name] = str(step)
 
 
-@st.cache_resource(max_entries=16, show_spinner=False)  # the same for every session with these settings
+@memo.cached(16)  # the same for every session with these settings
 def first_frame(config: toy.ToyConfig) -> live.LiveRun:
     """The initialisation alone: the page's first charts while the whole run trains (from the exact view the page
     holds already)."""
@@ -239,7 +239,7 @@ def curve_rules(value: float) -> pd.DataFrame:
     return pd.DataFrame({"value": [value], "series": [CURVE_SERIES[2].label]})
 
 
-@st.cache_resource(max_entries=16, show_spinner=False)  # one per setting and mode: their JSON is made once
+@memo.cached(16)  # one per setting and mode: their JSON is made once
 def player_charts(config: toy.ToyConfig, present: bool) -> list[animation.Chart]:
     """The four live charts: the posterior with q's ellipses, the predictions, the bounds and the test MSE."""
     exact, display = exact_for(config)[1:3]
@@ -348,7 +348,7 @@ LANDSCAPE_STYLES = {
 }
 
 
-@st.cache_resource(max_entries=16, show_spinner=False)  # one landscape per setting, for every session
+@memo.cached(16)  # one landscape per setting, for every session
 def posterior_surface(config: toy.ToyConfig) -> landscape.Surface:
     return toy.posterior_surface(exact_for(config)[2])
 

@@ -64,14 +64,15 @@ def steps_from(held: list, now) -> dict | None:
     ``(round(held × 10^d) + step) / 10^d``, each ``rounded(now)``'s. Small steps that vary little from row to row
     pack far tighter than the values. None where the column cannot go so (text,
     a value not finite, held values off the rounding's grid, or so far from it that a float loses the steps)."""
-    if _is_text(now) or any(value is None for value in held):
+    if _is_text(now):
         return None
     now = np.asarray(now)
-    if now.dtype.kind not in "biuf" or not np.isfinite(now).all():
+    held_values = np.asarray(held, dtype=np.float64)  # a value held as None (not finite) reads as NaN
+    if now.dtype.kind not in "biuf" or not np.isfinite(now).all() or not np.isfinite(held_values).all():
         return None
     decimals = 0 if now.dtype.kind in "biu" else decimals_of(now.astype(np.float64))
     scale = 10.0**decimals
-    before, after = np.asarray(held, dtype=np.float64) * scale, np.rint(now.astype(np.float64) * scale)
+    before, after = held_values * scale, np.rint(now.astype(np.float64) * scale)
     exact = 2.0**52  # whole numbers a float holds exactly
     if np.abs(before).max(initial=0) >= exact or np.abs(after).max(initial=0) >= exact:
         return None
@@ -98,6 +99,8 @@ def _length(columns: Columns) -> int:
 
 
 def _same(a, b) -> bool:
+    if a is b:  # a column a frame shares with the one before (a fixed axis, a series that did not move)
+        return True
     return list(a) == list(b) if _is_text(a) or _is_text(b) else np.array_equal(np.asarray(a), np.asarray(b), True)
 
 
@@ -107,7 +110,7 @@ def series_change(before: Columns | None, now: Columns, held: dict | None) -> di
     columns changed: by :func:`steps_from` where they can, else their values) or ``{"rows": columns}``."""
     if before is not None and list(before) == list(now):
         old, new = _length(before), _length(now)
-        if old <= new and all(_same(before[name], now[name][:old]) for name in now):
+        if old <= new and all(_same(before[name], now[name] if old == new else now[name][:old]) for name in now):
             return None if old == new else {"append": encoded_columns(now, old)}
         if old == new:
             change: dict = {}

@@ -13,7 +13,8 @@ export default function (component) {
   }
   if (player.root.parentNode !== parentElement) parentElement.appendChild(player.root);
   player.tell = (position) => setStateValue('position', position);
-  player.show(data);
+  // The page sends its document as JSON bytes, converted once per animation (views/common/animation.py).
+  player.show(data instanceof Uint8Array ? JSON.parse(new TextDecoder().decode(data)) : data);
 }
 
 async function unpacked(base64) {

@@ -7,6 +7,8 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -88,6 +90,54 @@ def component():
     return _COMPONENT
 
 
+class _Documents:
+    """The JSON text of each player's charts and frames, made once: a page run sends it as it is, with the few
+    values that change from run to run (the frame, the speed, the layout) joined on. Converting the charts' and
+    frames' data to JSON on every run was most of a player's cost to the page."""
+
+    def __init__(self, capacity: int):
+        self.capacity = capacity
+        self.lock = threading.Lock()
+        self.made: OrderedDict[str, bytes] = OrderedDict()
+
+    def fixed(self, identity: str, charts: Sequence[Chart], animation: Animation) -> bytes:
+        """The document's fixed part: an object's text without its closing brace."""
+        with self.lock:
+            found = self.made.get(identity)
+            if found is not None:
+                self.made.move_to_end(identity)
+                return found
+        document = {
+            "charts": [chart.as_json for chart in charts],
+            "animation": animation.payload,
+            "id": identity,
+            "frames": animation.frames,
+            "speeds": list(SPEEDS),
+            "chunk": vega_chunk(),
+        }
+        made = json.dumps(document, separators=(",", ":")).encode()[:-1]
+        with self.lock:
+            self.made[identity] = made
+            while len(self.made) > self.capacity:
+                self.made.popitem(last=False)
+        return made
+
+
+DOCUMENTS = _Documents(capacity=32)
+
+
+def sent_document(identity: str, charts: Sequence[Chart], animation: Animation, changing: dict) -> bytes:
+    """What the page sends the browser's player: one JSON object, as bytes (:func:`sent`'s reading)."""
+    return (
+        DOCUMENTS.fixed(identity, charts, animation) + b"," + json.dumps(changing, separators=(",", ":")).encode()[1:]
+    )
+
+
+def sent(proto) -> dict:
+    """The document a player element carries (its protobuf), as the browser reads it."""
+    return json.loads(proto.bytes)
+
+
 @dataclass(frozen=True)
 class Position:
     """Where the browser's player stands, as it last told the page."""
@@ -113,19 +163,9 @@ def player(
     frame = min(max(int(frame), 0), animation.frames - 1)
     drawn = hashlib.sha1("".join(chart.digest for chart in charts).encode()).hexdigest()[:8]
     identity = f"{animation.identity}-{drawn}"  # new frames or new charts (presentation mode): drawn anew
+    changing = {"frame": frame, "interval_ms": round(1000 * tick_seconds), "play_help": play_help, "columns": columns}
     result = component()(
-        data={
-            "charts": [chart.as_json for chart in charts],
-            "animation": animation.payload,
-            "id": identity,
-            "frames": animation.frames,
-            "frame": frame,
-            "interval_ms": round(1000 * tick_seconds),
-            "speeds": list(SPEEDS),
-            "chunk": vega_chunk(),
-            "play_help": play_help,
-            "columns": columns,
-        },
+        data=sent_document(identity, charts, animation, changing),
         key=key,
         default={"position": None},
         on_position_change=lambda: None,

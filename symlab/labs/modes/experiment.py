@@ -20,6 +20,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.special
 
 from symlab.specs import controls
 from symlab.specs.controls import MAX_INT, control
@@ -380,14 +381,27 @@ class OptimisationPath:
         return self.mean.size
 
 
+# Moments of the quadrature's weights, for the parts of the hot loop's sums that are polynomials in ε.
+_W0, _W1, _W2 = (float(_EPS_WEIGHTS @ _EPS**k) for k in range(3))
+_EPS_WEIGHTED = _EPS_WEIGHTS * _EPS
+
+
 def _standard_kl_and_grad(m: float, log_s: float, a: float):
-    """Value and (m, ℓ)-gradient of :func:`standard_reverse_kl` at one point (the hot loop below)."""
+    """Value and (m, ℓ)-gradient of :func:`standard_reverse_kl` at one point (the hot loop below).
+
+    With z = m + sε, log p(z) = −z²/2 + softplus(t) − ln 2 − ½ ln 2π, t = az − a²/2, and ∂log p/∂z = a·sigmoid(t) − z:
+    the polynomial parts' sums are the weights' moments, so only softplus(t) and sigmoid(t) are summed node by
+    node (a third of the array operations of summing each term)."""
     s = math.exp(log_s)
-    s_eps = s * _EPS
-    log_p, r = _log_mixture_parts(m + s_eps, a)
-    g = r * a - (m + s_eps)
-    kl = -(0.5 * (_LOG_2PI + 1.0) + log_s) - log_p @ _EPS_WEIGHTS
-    return kl, -(g @ _EPS_WEIGHTS), -1.0 - (g * s_eps) @ _EPS_WEIGHTS
+    t = (a * s) * _EPS + (a * m - 0.5 * a * a)
+    softplus_sum = float(np.logaddexp(0.0, t) @ _EPS_WEIGHTS)
+    sigmoid = scipy.special.expit(t)
+    square_sum = m * m * _W0 + 2.0 * m * s * _W1 + s * s * _W2
+    log_p_sum = -0.5 * square_sum + softplus_sum - (LN2 + 0.5 * _LOG_2PI) * _W0
+    kl = -(0.5 * (_LOG_2PI + 1.0) + log_s) - log_p_sum
+    grad_m = -(a * float(sigmoid @ _EPS_WEIGHTS) - (m * _W0 + s * _W1))
+    grad_l = -1.0 - s * (a * float(sigmoid @ _EPS_WEIGHTED) - (m * _W1 + s * _W2))
+    return kl, grad_m, grad_l
 
 
 def optimisation_path(alpha: float, sigma: float, steps: int = 1000, lr: float = 1e-2) -> OptimisationPath:
@@ -400,19 +414,20 @@ def optimisation_path(alpha: float, sigma: float, steps: int = 1000, lr: float =
     alpha = float(check_alphas([alpha])[0])
     a, log_sigma = alpha / sigma, math.log(sigma)
     mean, log_std = 0.0, log_sigma
-    first, second = np.zeros(2), np.zeros(2)
+    first_m = first_l = second_m = second_l = 0.0  # Adam's moments of the two coordinates: scalars, not arrays
     means, stds, kls = np.empty(steps + 1), np.empty(steps + 1), np.empty(steps + 1)
     for k in range(steps + 1):
         kl, grad_m, grad_l = _standard_kl_and_grad(mean / sigma, log_std - log_sigma, a)
         means[k], stds[k], kls[k] = mean, math.exp(log_std), kl
         if k == steps:
             break
-        grad = np.array([grad_m / sigma, grad_l])
-        first = 0.9 * first + 0.1 * grad
-        second = 0.999 * second + 0.001 * grad * grad
+        grad_m /= sigma
+        first_m, first_l = 0.9 * first_m + 0.1 * grad_m, 0.9 * first_l + 0.1 * grad_l
+        second_m, second_l = 0.999 * second_m + 0.001 * grad_m * grad_m, 0.999 * second_l + 0.001 * grad_l * grad_l
         t = k + 1
-        update = lr * (first / (1 - 0.9**t)) / (np.sqrt(second / (1 - 0.999**t)) + 1e-8)
-        mean, log_std = mean - update[0], log_std - update[1]
+        first_scale, second_scale = 1 - 0.9**t, 1 - 0.999**t
+        mean -= lr * (first_m / first_scale) / (math.sqrt(second_m / second_scale) + 1e-8)
+        log_std -= lr * (first_l / first_scale) / (math.sqrt(second_l / second_scale) + 1e-8)
     return OptimisationPath(alpha, sigma, means, stds, kls)
 
 

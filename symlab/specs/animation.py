@@ -115,7 +115,8 @@ def series_change(before: Columns | None, now: Columns, held: dict | None) -> di
         if old == new:
             change: dict = {}
             for name in (name for name in now if not _same(before[name], now[name])):
-                steps = steps_from(held[name], now[name])
+                # A single value goes as it is: its step would be no shorter, and finding it costs as much.
+                steps = steps_from(held[name], now[name]) if len(now[name]) > 1 else None
                 if steps is None:
                     change.setdefault("set", {})[name] = encoded_columns({name: now[name]})[name]
                 else:
@@ -140,10 +141,11 @@ def frame_changes(before: Frame | None, now: Frame, held: dict) -> dict:
     return changes
 
 
-def after_change(columns: dict | None, change: dict) -> dict:
-    """One series' columns after a frame's change, as the browser rebuilds them (views/common/animation.js)."""
+def after_change(columns: dict | None, change: dict, arrays: bool = False) -> dict:
+    """One series' columns after a frame's change, as the browser rebuilds them (views/common/animation.js);
+    ``arrays``: numeric columns stepped by ``add`` as arrays (the encoder's own bookkeeping), not lists."""
     if "append" in change:
-        return {name: columns[name] + values for name, values in change["append"].items()}
+        return {name: _joined(columns[name], values) for name, values in change["append"].items()}
     if "rows" in change:
         return change["rows"]
     result = {**columns, **change.get("set", {})}
@@ -151,12 +153,20 @@ def after_change(columns: dict | None, change: dict) -> dict:
         scale = 10.0 ** steps["d"]
         moved = np.cumsum(np.asarray(steps["v"], dtype=np.int64))
         # Held values lie on the rounding's grid: rint and the browser's Math.round agree (no halves to break).
-        result[name] = ((np.rint(np.asarray(columns[name], dtype=np.float64) * scale) + moved) / scale).tolist()
+        values = (np.rint(np.asarray(columns[name], dtype=np.float64) * scale) + moved) / scale
+        result[name] = values if arrays else values.tolist()
     return result
 
 
-def apply(held: dict, changes: dict) -> None:
-    """A frame's changes applied to the datasets ``held``: chart -> dataset -> series -> columns."""
+def _joined(held, values: list):
+    return (
+        np.concatenate([held, np.asarray(values, dtype=held.dtype)]) if isinstance(held, np.ndarray) else held + values
+    )
+
+
+def apply(held: dict, changes: dict, arrays: bool = False) -> None:
+    """A frame's changes applied to the datasets ``held``: chart -> dataset -> series -> columns (``arrays``: as
+    :func:`after_change`'s)."""
     for chart, datasets in changes.items():
         for name, series in datasets.items():
             dataset = held.setdefault(chart, {}).setdefault(name, {})
@@ -164,7 +174,7 @@ def apply(held: dict, changes: dict) -> None:
                 if change is None:
                     dataset.pop(label, None)
                 else:
-                    dataset[label] = after_change(dataset.get(label), change)
+                    dataset[label] = after_change(dataset.get(label), change, arrays)
 
 
 def encode(frames: Sequence[Frame], labels: Sequence[str], captions: Sequence[str]) -> Animation:
@@ -175,7 +185,7 @@ def encode(frames: Sequence[Frame], labels: Sequence[str], captions: Sequence[st
     changes = []
     for k, frame in enumerate(frames):
         changes.append(frame_changes(frames[k - 1] if k else None, frame, held))
-        apply(held, changes[-1])
+        apply(held, changes[-1], arrays=True)  # kept as arrays: each next frame's steps are taken from them
     document = {
         "frames": changes,
         "labels": list(labels),

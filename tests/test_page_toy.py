@@ -1,12 +1,13 @@
 """AppTest checks of the Tractable BNN page (its player, played in the browser, is covered in test_browser.py)."""
 
+import concurrent.futures
 import time
 from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from symlab.labs.toy import LAB, params
+from symlab.labs.toy import LAB, live, params
 from symlab.labs.toy import experiment as toy
 from symlab.specs import controls
 from views.common import computing
@@ -281,3 +282,19 @@ def test_a_new_seed_click_that_arrives_after_the_page_was_left_changes_nothing(m
     monkeypatch.setattr(binding.st, "session_state", here)
     binding.advance_seed("toy")
     assert here == {"toy.seed": 0}
+
+
+def test_a_training_that_gave_way_is_said_as_an_error_and_the_next_run_asks_again():
+    """A newer request of the same browser (another tab) takes a queued training's place: the page that waited for
+    it says so in words, keeps its controls, and asks again on its next run (no traceback, no exception)."""
+    config = toy.ToyConfig().validate()
+    gave_way = computing.failure_text(live.live_task(config), concurrent.futures.CancelledError())
+    assert "a newer request of this browser" in gave_way and "move a control or reload" in gave_way
+    at = AppTest.from_file(PAGE, default_timeout=120)
+    at.session_state["ui.failed"] = (live.live_task(config).key, gave_way)  # as the waiting panel leaves it
+    at.run()
+    assert not at.exception
+    assert [error.value for error in at.error] == [gave_way]
+    assert at.sidebar.slider or at.slider  # the controls stay
+    trained(at.run())  # the next run asks for it again and draws it
+    assert not at.exception and not at.error and player(at)["frames"] > 1

@@ -273,9 +273,13 @@ def live_panel(config: toy.ToyConfig, asked_step: int, turned: bool) -> None:
     """The whole live run, trained once for every session with these settings (its first frame meanwhile),
     played in the browser."""
     st.session_state["toy.played"] = config
-    run = computing.computed(
-        live.live_task(config), meanwhile=lambda: live_view(config, first_frame(config), 0, turned, training=True)
-    )
+    try:
+        run = computing.computed(
+            live.live_task(config), meanwhile=lambda: live_view(config, first_frame(config), 0, turned, training=True)
+        )
+    except RuntimeError as error:  # a failed or dropped training: say so, keep the controls
+        st.error(binding.for_visitors(str(error)), icon=":material/error:")
+        return
     live_view(config, run, asked_step, turned)
 
 

@@ -98,7 +98,13 @@ def waiting_panel(
 def failure_text(task: Task, error: BaseException) -> str:
     """What the page says of a computation that failed: its error's own words, or, stopped from outside (its
     worker died, the server is shutting down), what happened and what to do."""
-    if isinstance(error, (concurrent.futures.CancelledError, BrokenProcessPool)):
+    if isinstance(error, concurrent.futures.CancelledError):
+        return (
+            f"{task.label} gave way before it finished: a newer request of this browser (in another tab) took its "
+            "place, one computation per browser at a time, or the server stopped it; move a control or reload to "
+            "ask for it again"
+        )
+    if isinstance(error, BrokenProcessPool):
         return (
             f"{task.label} stopped before it finished ({type(error).__name__}); move a control or reload to try again"
         )

@@ -74,6 +74,31 @@ def test_analytic_gradient_and_hessian_match_finite_differences():
         np.testing.assert_allclose(hess[0], fd_hess, atol=1e-6)
 
 
+def test_the_paths_objective_and_gradient_match_every_term_summed_node_by_node():
+    """The Adam path's hot loop sums only softplus and sigmoid over the nodes, the rest from the weights' moments:
+    against the objective of the landscape (standard_reverse_kl), the analytic gradient, and every term summed."""
+    eps, weights = modes._EPS, modes._EPS_WEIGHTS
+    rng = np.random.default_rng(3)
+    for m, log_s, a in [(0.0, 0.0, 0.0), (0.5, -0.3, 2.0), (5.0, 0.1, 5.0), (-1.0, 0.7, 12.0), (0.2, -2.0, 30.0)] + [
+        tuple(rng.uniform((-2, -1, 0), (6, 1, 15))) for _ in range(5)
+    ]:
+        kl, grad_m, grad_l = modes._standard_kl_and_grad(m, log_s, a)
+        s = math.exp(log_s)
+        z = m + s * eps
+        t = a * z - 0.5 * a * a
+        log_p = -0.5 * z * z + np.logaddexp(0.0, t) - math.log(2.0) - 0.5 * math.log(2 * math.pi)
+        slope = a / (1.0 + np.exp(-t)) - z
+        summed = (
+            -(0.5 * (math.log(2 * math.pi) + 1.0) + log_s) - log_p @ weights,
+            -(slope @ weights),
+            -1.0 - (slope * s * eps) @ weights,
+        )
+        assert (kl, grad_m, grad_l) == pytest.approx(summed, rel=1e-12, abs=1e-12)
+        assert kl == pytest.approx(modes.standard_reverse_kl(m, log_s, a), rel=1e-12, abs=1e-12)
+        _, grad, _ = modes._kl_grad_hess(np.array([m]), np.array([log_s]), np.array([a]))
+        np.testing.assert_allclose([grad_m, grad_l], grad[0], rtol=1e-9, atol=1e-10)
+
+
 def test_newton_optimum_is_a_stationary_minimum():
     a = np.array([1.0, 3.0, 4.5, 5.5, 8.0])
     x, _ = modes._newton_from_first_component(a)

@@ -20,7 +20,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.special
 
 from symlab.specs import controls
 from symlab.specs.controls import MAX_INT, control
@@ -394,8 +393,9 @@ def _standard_kl_and_grad(m: float, log_s: float, a: float):
     node (a third of the array operations of summing each term)."""
     s = math.exp(log_s)
     t = (a * s) * _EPS + (a * m - 0.5 * a * a)
-    softplus_sum = float(np.logaddexp(0.0, t) @ _EPS_WEIGHTS)
-    sigmoid = scipy.special.expit(t)
+    softplus = np.logaddexp(0.0, t)
+    softplus_sum = float(softplus @ _EPS_WEIGHTS)
+    sigmoid = np.exp(t - softplus)  # sigmoid(t) = exp(−softplus(−t)), stable at both ends
     square_sum = m * m * _W0 + 2.0 * m * s * _W1 + s * s * _W2
     log_p_sum = -0.5 * square_sum + softplus_sum - (LN2 + 0.5 * _LOG_2PI) * _W0
     kl = -(0.5 * (_LOG_2PI + 1.0) + log_s) - log_p_sum

@@ -9,6 +9,7 @@ from streamlit.testing.v1 import AppTest
 
 from symlab.labs.toy import LAB, live, params
 from symlab.labs.toy import experiment as toy
+from symlab.serving import shared_results
 from symlab.specs import controls
 from views.common import computing
 from views.common.animation import sent as player_document
@@ -284,9 +285,11 @@ def test_a_new_seed_click_that_arrives_after_the_page_was_left_changes_nothing(m
     assert here == {"toy.seed": 0}
 
 
-def test_a_training_that_gave_way_is_said_as_an_error_and_the_next_run_asks_again():
+def test_a_training_that_gave_way_is_said_as_an_error_and_the_next_run_asks_again(monkeypatch):
     """A newer request of the same browser (another tab) takes a queued training's place: the page that waited for
     it says so in words, keeps its controls, and asks again on its next run (no traceback, no exception)."""
+    # A store of its own (trained in the page's run): another test's stored run would be drawn at once.
+    monkeypatch.setattr(shared_results, "_shared", shared_results.SharedResults(workers=0))
     config = toy.ToyConfig().validate()
     gave_way = computing.failure_text(live.live_task(config), concurrent.futures.CancelledError())
     assert "a newer request of this browser" in gave_way and "move a control or reload" in gave_way

@@ -7,8 +7,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import threading
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +15,7 @@ import pandas as pd
 import streamlit as st
 
 from symlab.specs.animation import Animation
+from views.common import memo
 
 SPEEDS = (0.25, 0.5, 1.0, 2.0, 4.0)
 
@@ -90,47 +89,26 @@ def component():
     return _COMPONENT
 
 
-class _Documents:
-    """The JSON text of each player's charts and frames, made once: a page run sends it as it is, with the few
-    values that change from run to run (the frame, the speed, the layout) joined on. Converting the charts' and
-    frames' data to JSON on every run was most of a player's cost to the page."""
-
-    def __init__(self, capacity: int):
-        self.capacity = capacity
-        self.lock = threading.Lock()
-        self.made: OrderedDict[str, bytes] = OrderedDict()
-
-    def fixed(self, identity: str, charts: Sequence[Chart], animation: Animation) -> bytes:
-        """The document's fixed part: an object's text without its closing brace."""
-        with self.lock:
-            found = self.made.get(identity)
-            if found is not None:
-                self.made.move_to_end(identity)
-                return found
-        document = {
-            "charts": [chart.as_json for chart in charts],
-            "animation": animation.payload,
-            "id": identity,
-            "frames": animation.frames,
-            "speeds": list(SPEEDS),
-            "chunk": vega_chunk(),
-        }
-        made = json.dumps(document, separators=(",", ":")).encode()[:-1]
-        with self.lock:
-            self.made[identity] = made
-            while len(self.made) > self.capacity:
-                self.made.popitem(last=False)
-        return made
-
-
-DOCUMENTS = _Documents(capacity=32)
+@memo.cached(32)
+def fixed_document(identity: str, _charts: Sequence[Chart], _animation: Animation) -> bytes:
+    """The JSON text of a player's charts and frames (``identity``'s), made once: a page run sends it as it is, with
+    the few values that change from run to run (the frame, the speed, the layout) joined on (:func:`sent_document`).
+    Converting the charts' and frames' data to JSON on every run was most of a player's cost to the page. Returns an
+    object's text without its closing brace."""
+    document = {
+        "charts": [chart.as_json for chart in _charts],
+        "animation": _animation.payload,
+        "id": identity,
+        "frames": _animation.frames,
+        "speeds": list(SPEEDS),
+        "chunk": vega_chunk(),
+    }
+    return json.dumps(document, separators=(",", ":")).encode()[:-1]
 
 
 def sent_document(identity: str, charts: Sequence[Chart], animation: Animation, changing: dict) -> bytes:
     """What the page sends the browser's player: one JSON object, as bytes (:func:`sent`'s reading)."""
-    return (
-        DOCUMENTS.fixed(identity, charts, animation) + b"," + json.dumps(changing, separators=(",", ":")).encode()[1:]
-    )
+    return fixed_document(identity, charts, animation) + b"," + json.dumps(changing, separators=(",", ":")).encode()[1:]
 
 
 def sent(proto) -> dict:

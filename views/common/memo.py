@@ -57,11 +57,13 @@ def cached(max_entries: int) -> Callable[[Callable[..., Result]], Callable[..., 
                     return result
                 try:
                     result = function(*args, **kwargs)
-                finally:
+                except BaseException:
                     with lock:
                         computing.pop(key, None)
-                with lock:
+                    raise
+                with lock:  # kept before its lock goes: a caller arriving now finds the result, not a new lock
                     results[key] = result
+                    computing.pop(key, None)
                     while len(results) > max_entries:
                         results.popitem(last=False)
                 return result

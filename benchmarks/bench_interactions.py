@@ -44,6 +44,7 @@ from symlab.labs import LABS  # noqa: E402
 from symlab.labs.align import experiment as align_lab  # noqa: E402
 from symlab.labs.modes import experiment as modes  # noqa: E402
 from symlab.labs.modes import frames as modes_frames  # noqa: E402
+from symlab.labs.modes.config import SweepConfig  # noqa: E402
 from symlab.labs.toy import experiment as toy  # noqa: E402
 from symlab.labs.toy import live  # noqa: E402
 from symlab.labs.toy import params as toy_params  # noqa: E402
@@ -209,8 +210,8 @@ def modes_interactions() -> list[Interaction]:
     sigma, dim, alpha = 1.0, 2, 3.0
 
     def sweep(sigma, dim):
-        config = modes.SweepConfig(sigma=sigma, dim=dim)
-        alphas = config.alphas()
+        config = SweepConfig(sigma=sigma, dim=dim)
+        alphas = modes.sweep_alphas(config)
         return counted(
             f"exact sweep σ={sigma} d={dim}",
             lambda: (

@@ -23,6 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from symlab.labs.modes import experiment as modes  # noqa: E402
+from symlab.labs.modes.config import SweepConfig  # noqa: E402
 
 
 def reference_threshold(sigma: float, lo: float = 4.5, hi: float = 5.2, tol: float = 1e-5) -> float:
@@ -90,12 +91,12 @@ def time_slider_change(values=(3.05, 3.4, 4.1, 5.5, 6.25, 7.0, 8.8, 2.2)):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sigma", type=float, default=1.0)
-    paper = modes.SweepConfig()  # the paper's protocol
+    paper = SweepConfig()  # the paper's protocol
     parser.add_argument("--mc-steps", type=int, default=paper.steps)
     parser.add_argument("--mc-samples", type=int, default=paper.samples)
     args = parser.parse_args()
     sigma = args.sigma
-    alphas = modes.SweepConfig(sigma=sigma).alphas()
+    alphas = modes.sweep_alphas(SweepConfig(sigma=sigma))
 
     exact_sweep_s, exact_threshold_s, exact_threshold = time_exact(alphas, sigma)
     start = time.perf_counter()

@@ -35,6 +35,7 @@ import pandas as pd  # noqa: E402
 
 from symlab.labs.align import experiment as align_lab  # noqa: E402
 from symlab.labs.modes import experiment as modes  # noqa: E402
+from symlab.labs.modes.config import SweepConfig  # noqa: E402
 from symlab.labs.toy import experiment as toy  # noqa: E402
 from symlab.lib import two_relu  # noqa: E402
 from symlab.runs.device import measured_rates, set_threads  # noqa: E402
@@ -104,10 +105,10 @@ def modes_rows(repeat: int) -> dict:
     from views.common import charts
 
     alpha, sigma = 3.0, 1.0
-    config = modes.SweepConfig(sigma=sigma).validate()
+    config = SweepConfig(sigma=sigma).validate()
 
     def opened():  # what the page computes before it draws its first chart
-        alphas = config.alphas()
+        alphas = modes.sweep_alphas(config)
         modes.fit_exact(alphas, sigma, config.dim), modes.forward_kl_optimum(alphas, sigma, config.dim)
         modes.exact_threshold(sigma, config.largest_alpha)
         return modes.optimum_from_start(alpha, sigma)

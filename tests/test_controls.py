@@ -116,11 +116,8 @@ def test_to_json_makes_reports_plain_and_leaves_out_in_memory_fields():
 
 
 def declared_configs(lab):
-    """The config dataclasses that declare controls, in a lab's torch-free config module (or, for a lab without one,
-    its experiment module)."""
-    package = f"symlab.labs.{lab.name}"
-    name = f"{package}.config" if importlib.util.find_spec(f"{package}.config") else f"{package}.experiment"
-    module = importlib.import_module(name)
+    """The config dataclasses that declare controls, in a lab's config module (it loads neither numpy nor torch)."""
+    module = importlib.import_module(f"symlab.labs.{lab.name}.config")
     return [
         value
         for value in vars(module).values()

@@ -23,13 +23,20 @@ LAZY_IN = {
     ("symlab/labs/symmetry/findings.py", "symlab.labs.symmetry.experiment.perceptron_task"): "imports torch",
     ("symlab/labs/align/findings.py", "symlab.labs.align.experiment.alignment_task"): "imports torch",
     ("symlab/labs/methods/findings.py", "symlab.labs.methods.experiment"): "imports torch",
-    # The command line parses with the labs' torch-free configs; a computation loads torch when it runs
+    # The command line parses with the labs' configs, free of numpy and torch; a computation loads them when it runs
     # (tests/test_cli_speed.py holds --help under its budget).
     **{
         (f"symlab/cli/{lab}.py", f"symlab.labs.{lab}.experiment"): "imports torch: parsing needs only the config"
-        for lab in ("toy", "symmetry", "align", "methods")
+        for lab in ("toy", "symmetry", "align", "methods", "modes")
     },
     ("symlab/cli/toy.py", "symlab.lib.two_relu"): "imports torch: parsing needs only the config",
+    # numpy too waits for a computation: --help and parsing load none.
+    **{
+        (f"symlab/cli/{cli}.py", "symlab.specs.surfaces"): "imports numpy: a computed landscape"
+        for cli in ("toy", "align", "common")
+    },
+    ("symlab/cli/common.py", "symlab.lib.mnist_data.load_mnist"): "imports numpy: the digits",
+    ("symlab/cli/mnist.py", "symlab.lib.mnist_data"): "imports numpy: checking the files",
     ("symlab/cli/serve.py", "symlab.serving.warmup"): "imports every lab and numpy: parsing needs none",
     ("symlab/cli/mnist.py", "symlab.labs.mnist.experiment.resolve_device"): "imports torch: the device",
     ("symlab/cli/mnist.py", "symlab.labs.mnist.experiment.exported_run"): "imports torch: the file's tensors",

@@ -10,6 +10,7 @@ from scipy import integrate
 from symlab import cli
 from symlab.labs.modes import LAB, params
 from symlab.labs.modes import experiment as modes
+from symlab.labs.modes.config import SweepConfig, sweep_alpha_max
 from symlab.specs import controls
 
 PAPER_THRESHOLDS = {0.25: 1.25, 0.5: 2.5, 1.0: 5.0, 2.0: 10.0}
@@ -195,7 +196,7 @@ def test_threshold_is_none_when_sweep_never_crosses():
         lambda: modes.alpha_grid(10, 1),
         lambda: modes.fit_monte_carlo([1.0], 1.0, covariance="banded"),
         lambda: modes.fit_monte_carlo([1.0], 1.0, lr=-1),
-        lambda: modes.sweep_report(modes.SweepConfig(sigma=1.0, protocol="magic")),
+        lambda: modes.sweep_report(SweepConfig(sigma=1.0, protocol="magic")),
     ],
 )
 def test_invalid_input_raises_clear_value_error(call):
@@ -205,39 +206,39 @@ def test_invalid_input_raises_clear_value_error(call):
 
 def test_sweep_config_names_every_bad_field_at_once():
     with pytest.raises(ValueError) as error:
-        modes.SweepConfig(sigma=0.0, dim=0, points=1, protocol="magic", lr=float("nan")).validate()
+        SweepConfig(sigma=0.0, dim=0, points=1, protocol="magic", lr=float("nan")).validate()
     for name in ("sigma", "dim", "points", "protocol", "lr"):
         assert f"{name} must be" in str(error.value)
 
 
 def test_sweep_too_wide_for_sigma_is_rejected():
     with pytest.raises(ValueError, match="largest α/σ"):
-        modes.SweepConfig(sigma=0.1, alpha_max=1e200).validate()
-    modes.SweepConfig(sigma=0.1, alpha_max=1e10).validate()
+        SweepConfig(sigma=0.1, alpha_max=1e200).validate()
+    SweepConfig(sigma=0.1, alpha_max=1e10).validate()
 
 
 def test_default_sweep_reaches_ten_sigma():
-    assert modes.SweepConfig(sigma=0.5).largest_alpha == 5.0
-    assert modes.SweepConfig(sigma=0.1).largest_alpha == 1.0
-    assert modes.SweepConfig(sigma=2.0).largest_alpha == 20.0
-    assert modes.SweepConfig(sigma=2.0, alpha_max=3.0).alphas()[-1] == 3.0
+    assert SweepConfig(sigma=0.5).largest_alpha == 5.0
+    assert SweepConfig(sigma=0.1).largest_alpha == 1.0
+    assert SweepConfig(sigma=2.0).largest_alpha == 20.0
+    assert modes.sweep_alphas(SweepConfig(sigma=2.0, alpha_max=3.0))[-1] == 3.0
 
 
 @pytest.mark.parametrize("sigma", [0.1, 0.25, 1.0, 2.0, 20.0])
 def test_the_sweep_range_follows_sigma_and_holds_the_alpha_shown(sigma):
     """The transition sits mid-sweep whatever σ (not squeezed below α = 0.5 at σ = 0.1, nor half the sweep empty
     at σ = 2); an α beyond 10σ stretches the range to hold it; 10σ otherwise."""
-    largest = modes.sweep_alpha_max(sigma)
+    largest = sweep_alpha_max(sigma)
     assert largest == pytest.approx(10 * sigma)
     assert modes.exact_threshold(sigma, largest) / largest == pytest.approx(0.48, abs=0.01)
-    assert modes.sweep_alpha_max(sigma, 5 * sigma) == largest
-    assert modes.sweep_alpha_max(sigma, 12 * sigma) == 12 * sigma
+    assert sweep_alpha_max(sigma, 5 * sigma) == largest
+    assert sweep_alpha_max(sigma, 12 * sigma) == 12 * sigma
 
 
 def test_the_command_line_sweeps_the_pages_range_with_the_same_keys(capsys):
     assert cli.main(["modes", "--sigma", "0.1", "--points", "5", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
-    assert report["alphas"] == pytest.approx(list(np.linspace(0.0, modes.sweep_alpha_max(0.1), 5)))
+    assert report["alphas"] == pytest.approx(list(np.linspace(0.0, sweep_alpha_max(0.1), 5)))
     assert report["threshold"] == pytest.approx(0.48, abs=0.01)
     assert list(report) == [
         "sigma",
@@ -259,8 +260,11 @@ def test_the_command_line_sweeps_the_pages_range_with_the_same_keys(capsys):
 @pytest.mark.parametrize("sigma, dim", [(0.1, 100), (20.0, 100)])
 def test_declared_ranges_keep_det_cov_finite_and_nonzero(sigma, dim):
     """The declared σ and d ranges' corners: det Σ* neither overflows nor underflows, forward KL included."""
-    config = modes.SweepConfig(sigma=sigma, dim=dim).validate()
-    for sweep in (modes.fit_exact(config.alphas(), sigma, dim), modes.forward_kl_optimum(config.alphas(), sigma, dim)):
+    config = SweepConfig(sigma=sigma, dim=dim).validate()
+    for sweep in (
+        modes.fit_exact(modes.sweep_alphas(config), sigma, dim),
+        modes.forward_kl_optimum(modes.sweep_alphas(config), sigma, dim),
+    ):
         assert np.all(np.isfinite(sweep.det_cov)) and np.all(sweep.det_cov > 0)
 
 
@@ -279,10 +283,10 @@ def ends_and_beyond(spec):
     return ends, beyond + ([] if spec.high is None else [number(spec.high + 1)])
 
 
-@pytest.mark.parametrize("name", list(controls.declared(modes.SweepConfig)))
+@pytest.mark.parametrize("name", list(controls.declared(SweepConfig)))
 def test_cli_flag_takes_the_declared_range_and_rejects_the_rest_in_one_line(name, capsys):
-    spec = controls.declaration(modes.SweepConfig, name)
-    flag = controls.flag_name(modes.SweepConfig, name)
+    spec = controls.declaration(SweepConfig, name)
+    flag = controls.flag_name(SweepConfig, name)
     sigma = [] if name == "sigma" else ["--sigma", "1"]
     inside, beyond = (spec.choices, ["magic"]) if spec.choices else ends_and_beyond(spec)
     for value in inside:
@@ -296,7 +300,7 @@ def test_cli_flag_takes_the_declared_range_and_rejects_the_rest_in_one_line(name
 
 def test_cli_defaults_are_the_paper_protocol_and_the_config_defaults():
     args = parse("--sigma", "1")
-    assert controls.from_args(modes.SweepConfig, args) == modes.SweepConfig()
+    assert controls.from_args(SweepConfig, args) == SweepConfig()
     assert (args.samples, args.steps, args.lr, args.points) == (5000, 1000, 1e-2, 100)
 
 
@@ -304,8 +308,8 @@ def test_page_parameters_are_the_declarations_with_the_page_cap():
     by_name = {param.name: param for param in LAB.page_params(None)}
     assert list(by_name) == ["alpha", "sigma", "dim", "forward", "surface"]
     for name in params.FIELDS:
-        spec, default = controls.declared(modes.SweepConfig)[name]
-        param = by_name[controls.url_name(modes.SweepConfig, name)]
+        spec, default = controls.declared(SweepConfig)[name]
+        param = by_name[controls.url_name(SweepConfig, name)]
         cap = params.CAPS.get(name)
         assert cap is None or cap < spec.high  # a cap lowers the declared range; it never widens it
         assert (param.kind, param.low, param.high, param.step, param.default) == (
@@ -316,6 +320,6 @@ def test_page_parameters_are_the_declarations_with_the_page_cap():
             default,
         )
     # The page's α reaches the default sweep's end at its largest σ: both sides of α* ≈ 5σ.
-    largest = modes.SweepConfig(sigma=by_name["sigma"].high)
+    largest = SweepConfig(sigma=by_name["sigma"].high)
     assert by_name["alpha"].high == largest.largest_alpha
     assert modes.exact_threshold(largest.sigma, largest.largest_alpha) < largest.largest_alpha

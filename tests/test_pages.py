@@ -14,6 +14,7 @@ from vegatest import channel, player_charts, vega_chart, vega_charts
 
 from symlab.labs.modes import experiment as modes
 from symlab.labs.modes import params
+from symlab.labs.modes.config import SweepConfig, sweep_alpha_max
 from symlab.specs import controls
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -129,7 +130,7 @@ def test_preset_sets_the_controls():
 def test_widgets_take_the_declared_ranges_and_state_the_cap():
     at = modes_page()
     sigma, dim, alpha = at.slider(key="modes.sigma"), at.number_input(key="modes.dim"), at.slider(key="modes.alpha")
-    declared = controls.declaration(modes.SweepConfig, "sigma")
+    declared = controls.declaration(SweepConfig, "sigma")
     assert (sigma.label, sigma.min, sigma.max, sigma.step) == (
         declared.label,
         declared.low,
@@ -137,7 +138,7 @@ def test_widgets_take_the_declared_ranges_and_state_the_cap():
         declared.step,
     )
     assert f"This page allows at most {params.SIGMA_CAP:g}; the command line" in sigma.help
-    declared = controls.declaration(modes.SweepConfig, "dim")
+    declared = controls.declaration(SweepConfig, "dim")
     assert (dim.label, dim.min, dim.max) == (declared.label, declared.low, declared.high)
     assert (alpha.min, alpha.max, alpha.step) == (params.ALPHA.low, params.ALPHA.high, params.ALPHA.step)
 
@@ -267,14 +268,14 @@ def y_domain(chart: dict) -> list[float]:
 def test_the_sweep_follows_sigma_and_holds_alpha(alpha, sigma, largest):
     """The sweep covered α ∈ [0, 10] whatever σ: at σ = 0.1 its whole transition fell below α = 0.5, and at
     α = 20 half of each chart was empty. It now ends at 10σ, or at α where that is further, as on the command
-    line (experiment.sweep_alpha_max)."""
+    line (config.sweep_alpha_max)."""
     at = modes_page(alpha=alpha, sigma=sigma)
     for title in ("Interpolation", "Spread of q", "Final KL(q‖p_α)"):
         lines = vega_chart(at, title)["datasets"]["lines"]
         assert lines["x"].min() == 0.0 and lines["x"].max() == pytest.approx(largest), title
     marks = vega_chart(at, "Interpolation")["datasets"]["vertical"].set_index("series")["value"]
     assert 0 < marks["threshold α*"] < largest and marks["current α"] <= largest
-    assert largest == modes.sweep_alpha_max(float(sigma), float(alpha))  # the command line's range
+    assert largest == sweep_alpha_max(float(sigma), float(alpha))  # the command line's range
 
 
 def test_each_lab_has_a_card_with_a_picture_of_its_key_chart():

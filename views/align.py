@@ -13,8 +13,8 @@ from symlab.labs.align.params import CAPS, ORDERS, PRESETS
 from symlab.lib.mnist_data import data_directory, load_mnist
 from symlab.serving import precomputed
 from symlab.specs import settings
-from symlab.specs import surfaces as landscape
 from symlab.specs.animation import Animation, encode
+from symlab.specs.urlstate import SURFACE_VIEW
 from views.common import animation, binding, charts, computing, files, memo, surfaces
 
 PAGE = "align"
@@ -817,7 +817,7 @@ def main():
         )
     st.caption("The posteriors themselves:")
     pair_downloads(config, rep)
-    landscape_section(config, values[landscape.VIEW.name])
+    landscape_section(config, values[SURFACE_VIEW.name])
 
 
 if __name__ == "__main__":  # run as a script: AppTest.from_file, `streamlit run views/<lab>.py`

@@ -7,7 +7,9 @@ import streamlit as st
 
 from symlab.labs.modes import LAB, frames, params
 from symlab.labs.modes import experiment as modes
+from symlab.labs.modes.config import SweepConfig, sweep_alpha_max
 from symlab.specs import surfaces as landscape
+from symlab.specs.urlstate import SURFACE_VIEW
 from views.common import animation, binding, charts, computing, memo, surfaces
 
 PAGE = "modes"
@@ -17,14 +19,14 @@ TICK_SECONDS = 0.1  # a frame's time at normal speed
 
 
 @memo.cached(32)
-def sweep_for(config: modes.SweepConfig):
-    alphas = config.alphas()
+def sweep_for(config: SweepConfig):
+    alphas = modes.sweep_alphas(config)
     return modes.fit_exact(alphas, config.sigma, config.dim), modes.forward_kl_optimum(alphas, config.sigma, config.dim)
 
 
 @memo.cached(64)
 def threshold_for(sigma: float) -> float:
-    return modes.exact_threshold(sigma, modes.SweepConfig(sigma=sigma).largest_alpha)
+    return modes.exact_threshold(sigma, SweepConfig(sigma=sigma).largest_alpha)
 
 
 @memo.cached(256)
@@ -82,8 +84,8 @@ def controls():
             step=params.ALPHA.step,
             key=binding.widget_key(PAGE, "alpha"),
         )
-        binding.control_widget(PAGE, modes.SweepConfig, "sigma", cap=params.CAPS["sigma"])
-        binding.control_widget(PAGE, modes.SweepConfig, "dim")
+        binding.control_widget(PAGE, SweepConfig, "sigma", cap=params.CAPS["sigma"])
+        binding.control_widget(PAGE, SweepConfig, "dim")
         st.toggle("Show the forward-KL fit", key=binding.widget_key(PAGE, "forward"))
         surfaces.switch(
             PAGE,
@@ -494,7 +496,7 @@ def main():
     alpha, sigma, dim, forward = values["alpha"], values["sigma"], values["dim"], values["forward"]
 
     # The sweep's range, as the command line's: 10σ, or further to hold the α shown.
-    sweep_config = modes.SweepConfig(sigma=sigma, dim=dim, alpha_max=modes.sweep_alpha_max(sigma, alpha)).validate()
+    sweep_config = SweepConfig(sigma=sigma, dim=dim, alpha_max=sweep_alpha_max(sigma, alpha)).validate()
     sweep, forward_sweep = sweep_for(sweep_config)
     threshold = threshold_for(sigma)
     mean, std, kl = optimum_at(alpha, sigma)
@@ -564,7 +566,7 @@ def main():
     with d2:
         charts.csv_download(scaling_frame, "modes_thresholds.csv", "Thresholds (CSV)", "modes.csv_thresholds")
 
-    optimisation_panel(alpha, sigma, values[landscape.VIEW.name])
+    optimisation_panel(alpha, sigma, values[SURFACE_VIEW.name])
     formulas()
 
 

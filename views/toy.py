@@ -12,7 +12,7 @@ from symlab.labs.toy import experiment as toy
 from symlab.labs.toy import tasks as toy_tasks
 from symlab.lib import two_relu
 from symlab.specs import surfaces as landscape
-from symlab.specs.urlstate import parse_query
+from symlab.specs.urlstate import SURFACE_VIEW, parse_query
 from views.common import animation, binding, charts, computing, memo, surfaces, tables
 
 PAGE = "toy"
@@ -589,7 +589,7 @@ def main():
     live, table = st.tabs(["Live training", "Paper tables"])
     with live:
         landscape_toggle()
-        live_panel(config, values[params.ADAM_STEP.name], values[landscape.VIEW.name])
+        live_panel(config, values[params.ADAM_STEP.name], values[SURFACE_VIEW.name])
     with table:
         table_panel(values, config)
     formulas()

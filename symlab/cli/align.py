@@ -5,7 +5,7 @@ from __future__ import annotations
 from symlab.cli import common
 from symlab.labs.align.config import MNIST_TEST, PATH_TITLES, AlignConfig
 from symlab.lib.options import WEIGHTS_MAX_FILE_MB, library_names
-from symlab.specs import controls, results, surfaces
+from symlab.specs import controls, results
 
 
 def _computations():
@@ -85,6 +85,8 @@ def _run_align(args) -> dict:
     report = align_lab.alignment_report(pair, data)
     result = results.to_json(report)
     if args.surface:
+        from symlab.specs import surfaces  # numpy, as the computation
+
         result["surface"] = surfaces.to_json(align_lab.loss_plane(pair, report, data))
     if args.export_dir:
         result["exported"] = [str(path) for path in align_lab.export_pair(pair, report, args.export_dir)]
@@ -125,7 +127,7 @@ def _format_align(report: dict) -> str:
             f"{row['accuracy_barrier']:>10.4f}"
         )
     if "surface" in report:
-        lines.append(f"landscape: {surfaces.summary(report['surface'])}")
+        lines.append(common.landscape_summary(report["surface"]))
     if "exported" in report:
         lines.append("exported: " + ", ".join(report["exported"]))
     return "\n".join(lines)

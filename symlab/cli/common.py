@@ -6,7 +6,6 @@ import argparse
 import os
 import sys
 
-from symlab.lib.mnist_data import load_mnist as load_mnist_files
 from symlab.runs import supervisor
 from symlab.runs.registry import RESTART, RESUME
 from symlab.specs.controls import MAX_INT, shown
@@ -40,9 +39,18 @@ def stderr_progress(args, what: str = ""):
     return progress
 
 
+def landscape_summary(written: dict) -> str:
+    """The table's line for a ``--surface`` landscape (:func:`symlab.specs.surfaces.summary`)."""
+    from symlab.specs import surfaces  # numpy: the report is computed by now, and --help loads none
+
+    return f"landscape: {surfaces.summary(written)}"
+
+
 def load_mnist(directory):
     """MNIST from ``directory`` (--data-dir), else $SYMLAB_MNIST_DIR, else the shipped copy."""
-    return load_mnist_files(mnist_directory(directory))
+    from symlab.lib.mnist_data import load_mnist as read_mnist  # numpy: loaded to read, not to parse
+
+    return read_mnist(mnist_directory(directory))
 
 
 def add_data_dir(parser) -> None:

@@ -11,7 +11,6 @@ from symlab.labs import run_kinds
 from symlab.labs.mnist import LAB, convergence
 from symlab.labs.mnist.config import MnistConfig
 from symlab.labs.mnist.table import REPORT_KEYS, results_table, table_verdict
-from symlab.lib import mnist_data
 from symlab.runs import execution, supervisor
 from symlab.runs.registry import Registry
 from symlab.specs import controls, results, settings
@@ -293,6 +292,8 @@ def _run_mnist_sweep(args) -> dict:
 
 
 def _run_mnist_data(args) -> dict:
+    from symlab.lib import mnist_data  # numpy: loaded to check the files, not to parse
+
     if args.download and not args.data_dir:
         raise ValueError("--download needs --data-dir (the shipped copy is not overwritten)")
     directory = settings.mnist_directory(args.data_dir)

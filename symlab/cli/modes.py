@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import math
 import sys
 
-from symlab.labs.modes import experiment as modes
+from symlab.cli import common
 from symlab.labs.modes import params
-from symlab.labs.modes.experiment import SweepConfig
-from symlab.specs import controls, surfaces
+from symlab.labs.modes.config import SweepConfig
+from symlab.specs import controls
 
 MC_FLAGS = ("covariance", "samples", "steps", "lr", "seed")
 
@@ -38,6 +39,8 @@ def register(subparsers) -> None:
 
 
 def _run_modes(args) -> dict:
+    from symlab.labs.modes import experiment as modes  # numpy: loaded when a computation runs, not to parse
+
     config = controls.from_args(SweepConfig, args)
 
     def progress(step, steps):
@@ -62,8 +65,8 @@ def _format_modes(report: dict) -> str:
         lines.append("threshold α*: not reached in this sweep (q interpolates throughout); raise --alpha-max")
     else:
         lines.append(
-            f"threshold α* = {threshold:.4f}  (α*/σ = {report['threshold_over_sigma']:.3f}; ln 2 = {modes.LN2:.4f})"
+            f"threshold α* = {threshold:.4f}  (α*/σ = {report['threshold_over_sigma']:.3f}; ln 2 = {math.log(2):.4f})"
         )
     if "surface" in report:
-        lines.append(f"landscape: {surfaces.summary(report['surface'])}")
+        lines.append(common.landscape_summary(report["surface"]))
     return "\n".join(lines)

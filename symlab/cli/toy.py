@@ -8,7 +8,7 @@ from symlab.cli import common
 from symlab.labs.toy import params
 from symlab.labs.toy.config import DEFAULT_STEPS, DEFAULT_TABLE_ALPHAS, ToyConfig
 from symlab.lib.options import TWO_RELU_METHODS
-from symlab.specs import controls, surfaces
+from symlab.specs import controls
 from symlab.specs.hmc import HmcConfig
 from symlab.specs.results import to_json
 
@@ -117,6 +117,7 @@ def _run_toy(args) -> dict:
 def _surface(config, trainer, fit) -> dict:
     """The page's landscape for this fit: :func:`symlab.specs.surfaces.to_json`, and ``log_q`` on its grid."""
     from symlab.labs.toy import experiment as toy  # torch: loaded when a computation runs, not to parse
+    from symlab.specs import surfaces
 
     means, stds = trainer.parameters()
     display = toy.exact_view(config)[2]
@@ -147,7 +148,7 @@ def _format_toy(report: dict) -> str:
     if "hmc" in report:
         lines += _format_hmc(report)
     if "surface" in report:
-        lines.append(f"  landscape: {surfaces.summary(report['surface'])}")
+        lines.append(f"  {common.landscape_summary(report['surface'])}")
     return "\n".join(lines)
 
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-
-import numpy as np
+import statistics
 
 
 class TrainingDiverged(RuntimeError):
@@ -25,7 +24,7 @@ def training_verdict(accuracies, what: str) -> dict:
     values = sorted(float(a) for a in accuracies)
     if not values:
         return {"trained": None, "trained_reason": f"{what[:1].upper()}{what[1:]} are not trained yet"}
-    median = float(np.median(values))
+    median = statistics.median(values)
     share = f"{what[:1].upper()}{what[1:]} classify {100 * median:.1f} % of the test digits (median of {len(values)})"
     if median >= TRAINED_ACCURACY:
         return {"trained": True, "trained_reason": f"{share}, above the {100 * TRAINED_ACCURACY:.0f} % floor"}
@@ -50,13 +49,13 @@ def to_json(value):
         return {str(k): to_json(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [to_json(v) for v in value]
-    if isinstance(value, np.ndarray):
+    if hasattr(value, "dtype") and hasattr(value, "tolist"):  # a numpy (or torch) array or scalar: no numpy import
         return to_json(value.tolist())
-    if isinstance(value, (bool, np.bool_)):
-        return bool(value)
-    if isinstance(value, (int, np.integer)):
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int):
         return int(value)
-    if isinstance(value, (float, np.floating)):
+    if isinstance(value, float):
         return float(value) if math.isfinite(value) else None
     return value
 

@@ -8,7 +8,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from symlab.specs import results
-from symlab.specs.urlstate import Param
 
 
 @dataclass(frozen=True, eq=False)
@@ -104,7 +103,3 @@ def summary(written: dict) -> str:
         f"{y[0]:.3g} to {y[-1]:.3g}; {written['z_title']}: lowest {z[low]:.4g} at ({x[low[1]]:.3g}, "
         f"{y[low[0]]:.3g}), highest {z[high]:.4g} at ({x[high[1]]:.3g}, {y[high[0]]:.3g})"
     )
-
-
-# The pages' switch for their 3-D view: off by default, so that a default link loads no Plotly (4.7 MB).
-VIEW = Param("surface", "bool", False)

@@ -210,3 +210,8 @@ def neighbours(values: Mapping[str, Any], specs: Sequence[Param]) -> list[dict]:
             moved = []
         found += [{**values, spec.name: v} for v in moved]
     return found
+
+
+# The pages' switch for their 3-D view (:mod:`symlab.specs.surfaces`): off by default, so that a default link loads
+# no Plotly (4.7 MB).
+SURFACE_VIEW = Param("surface", "bool", False)

@@ -19,7 +19,8 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from symlab.specs.surfaces import VIEW, Line, Surface
+from symlab.specs.surfaces import Line, Surface
+from symlab.specs.urlstate import SURFACE_VIEW
 from views.common import binding, charts
 
 PX, PRESENT_PX = 460, 600  # the view's height; its width is its column's
@@ -118,7 +119,7 @@ def switch(page: str, what: str) -> None:
     """The page's 3-D switch (the ``surface`` parameter), with ``what`` the landscape shows in its help."""
     st.toggle(
         "3-D landscape",
-        key=binding.widget_key(page, VIEW.name),
+        key=binding.widget_key(page, SURFACE_VIEW.name),
         help=f"{what} It loads a 3-D drawing library the first time.",
     )
 

@@ -1,8 +1,8 @@
 """The alignment page's URL parameters: the declared controls of :class:`AlignConfig` it shows, and its view."""
 
-from symlab.specs import controls, surfaces
+from symlab.specs import controls
 from symlab.specs.presets import Presets
-from symlab.specs.urlstate import Param
+from symlab.specs.urlstate import SURFACE_VIEW, Param
 
 from .config import AlignConfig
 
@@ -23,7 +23,7 @@ def page_params(hosting=None) -> tuple[Param, ...]:
         *controls.url_params(AlignConfig, FIELDS, caps=CAPS),
         ORDER,
         *controls.url_params(AlignConfig, ["seed"]),
-        surfaces.VIEW,
+        SURFACE_VIEW,
     )
 
 

@@ -2,8 +2,8 @@
 maps): a starting server begins the default link's (serve.py) and the presets' in idle time. Apart from
 :mod:`.params` so that reading a link loads no torch."""
 
-from symlab.specs import surfaces
 from symlab.specs.tasks import Task
+from symlab.specs.urlstate import SURFACE_VIEW
 
 from .experiment import alignment_task, path_maps_task, plane_task
 from .params import page_config
@@ -16,5 +16,5 @@ def page_tasks(values: dict) -> list[Task]:
         return []  # files of one's own: nothing shared
     config = page_config(values)
     maps = [path_maps_task(config)] if config.task == "moons" else []
-    landscape = [plane_task(config)] if values[surfaces.VIEW.name] else []
+    landscape = [plane_task(config)] if values[SURFACE_VIEW.name] else []
     return [alignment_task(config), *maps, *landscape]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import numpy as np
+import statistics
 
 from symlab.specs.results import training_verdict
 from symlab.specs.run_kind import FINISHED
@@ -106,8 +106,8 @@ def results_table(finished_runs) -> list[dict]:
         }
         for key in RESULT_KEYS:
             values = latest_values(runs, key)
-            row[f"{key}_mean"] = float(np.mean(values)) if values else None
-            row[f"{key}_std"] = float(np.std(values)) if values else None
+            row[f"{key}_mean"] = statistics.fmean(values) if values else None
+            row[f"{key}_std"] = statistics.pstdev(values) if values else None  # numpy's std: over the seeds, ddof 0
         row.update(training_verdict(latest_values(runs, "test_acc"), f"the {label} runs of width {hidden}"))
         rows.append(row)
     return rows

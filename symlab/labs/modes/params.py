@@ -1,11 +1,11 @@
-"""The mode-interpolation page's URL parameters: σ and d as :class:`~.experiment.SweepConfig` declares
+"""The mode-interpolation page's URL parameters: σ and d as :class:`~.config.SweepConfig` declares
 them (σ capped for the page), and the page's own view: the α it shows and the forward-KL toggle."""
 
-from symlab.specs import controls, surfaces
+from symlab.specs import controls
 from symlab.specs.presets import Presets
-from symlab.specs.urlstate import Param
+from symlab.specs.urlstate import SURFACE_VIEW, Param
 
-from .experiment import SweepConfig
+from .config import SweepConfig
 
 FIELDS = ("sigma", "dim")
 # The page's α slider ends at the sweep of its largest σ, 10σ = 20 at σ = 2:
@@ -17,7 +17,7 @@ FORWARD = Param("forward", "bool", False)
 
 
 def page_params(hosting=None) -> tuple[Param, ...]:
-    return (ALPHA, *controls.url_params(SweepConfig, FIELDS, caps=CAPS), FORWARD, surfaces.VIEW)
+    return (ALPHA, *controls.url_params(SweepConfig, FIELDS, caps=CAPS), FORWARD, SURFACE_VIEW)
 
 
 # Each sets every control (d at its default); one sentence on what to watch.

@@ -2,9 +2,9 @@
 shows, with the page's caps, the paper table's α values and seeds (also the command line's
 ``--alphas`` and ``--seeds``), and the live training's Adam step."""
 
-from symlab.specs import controls, surfaces
+from symlab.specs import controls
 from symlab.specs.presets import Presets
-from symlab.specs.urlstate import Param, format_floats
+from symlab.specs.urlstate import SURFACE_VIEW, Param, format_floats
 
 from .config import DEFAULT_TABLE_ALPHAS, ToyConfig
 
@@ -32,7 +32,7 @@ ADAM_STEP = Param("adam_step", "int", 0, 0, LIVE_STEPS)
 
 
 def page_params(hosting=None) -> tuple[Param, ...]:
-    return (*controls.url_params(ToyConfig, FIELDS, caps=CAPS), ALPHAS, SEEDS, ADAM_STEP, surfaces.VIEW)
+    return (*controls.url_params(ToyConfig, FIELDS, caps=CAPS), ALPHAS, SEEDS, ADAM_STEP, SURFACE_VIEW)
 
 
 # Each sets every control of the live view (the rest at their defaults, the seed included); one sentence on what

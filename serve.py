@@ -9,7 +9,9 @@ from streamlit import config
 from symlab.serving.base_url import PinnedBaseUrl
 from symlab.serving.heap import return_large_blocks
 from symlab.serving.warmup import lifespan
+from symlab.specs.settings import check_lecturer_key
 
+check_lecturer_key()  # a key too short to keep a class from guessing it: the server does not start
 return_large_blocks()  # before the first upload: freed, it goes back to the system (symlab/serving/heap.py)
 app = st.App(
     "app.py",

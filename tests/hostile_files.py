@@ -81,7 +81,7 @@ def recompressed(torch_file) -> bytes:
     return target.getvalue()
 
 
-def deep_chain(layers: int = 2000) -> bytes:
+def deep_chain(layers: int = 200) -> bytes:
     """``layers`` nn.Linear(1, 1) layers in a row: a file of a few hundred kilobytes whose analysis grows with
     the square of its depth."""
     generator = torch.Generator().manual_seed(0)

@@ -576,7 +576,7 @@ def test_a_hosted_page_offers_cancel_and_resume_only_for_this_browsers_runs(regi
     """Cancel and Resume were on every run, anyone's: on a hosted server a browser now sees them on its own runs
     only, and a lecturer (with the host's key, typed on the page) on every run."""
     monkeypatch.setenv("SYMLAB_HOSTED", "1")
-    monkeypatch.setenv("SYMLAB_LECTURER_KEY", "s3cret")
+    monkeypatch.setenv("SYMLAB_LECTURER_KEY", "s3cret-lecturer")
     alice = owner_of(b"A" * 16)
     running = registry.create("mnist", MnistConfig(hidden=8), "cpu", status=RUNNING, pid=os.getpid(), owner=alice)
     stopped = registry.create("mnist", MnistConfig(hidden=8, seed=1), "cpu", status=CANCELLED, owner=alice)
@@ -596,7 +596,7 @@ def test_a_hosted_page_offers_cancel_and_resume_only_for_this_browsers_runs(regi
     assert "mnist.resume_pick" not in {box.key for box in theirs.selectbox}  # nothing of theirs to resume
     assert any(f"#{running} " in bar.proto.text for bar in theirs.get("progress"))  # the run itself is shown
 
-    theirs.text_input(key="mnist.lecturer_key").input("s3cret").run()
+    theirs.text_input(key="mnist.lecturer_key").input("s3cret-lecturer").run()
     assert theirs.button(key=f"mnist.cancel.{running}")
     options = theirs.selectbox(key="mnist.resume_pick").options  # the command line's run too, newest first
     assert [option.split()[0] for option in options] == [f"#{from_shell}", f"#{stopped}"]
@@ -608,3 +608,31 @@ def test_a_hosted_page_refuses_to_launch_for_a_browser_it_cannot_tell_apart(regi
     at.button(key="mnist.launch").click().run()
     assert not registry.runs()
     assert any("Not launched" in e.value and "allow cookies" in e.value for e in at.error)
+
+
+def test_a_device_sent_back_empty_keeps_its_value(registry):
+    """A browser that sends a choice back empty (a cleared segmented control: a client that ignores ``required``)
+    reached ``torch.device(None)`` in the page's device caption; the control keeps the value it had."""
+    at = mnist_page(device="cpu")
+    device = next(group for group in at.get("button_group") if group.key == "mnist.device")
+    device.set_value(None).run()
+    assert not at.exception, at.exception
+    assert at.query_params["device"] == "cpu"
+    assert any("Device for new runs: cpu." in caption.value for caption in at.caption)
+
+
+def test_wrong_lecturer_keys_typed_on_the_page_make_the_next_check_wait(registry, monkeypatch):
+    """Nothing limited key guesses (73 in 20 s, then the right key accepted): past a browser's first wrong keys the
+    page checks no key until a delay has passed, and a rerun with the same key in the box is not a new guess."""
+    from symlab.serving import key_guard
+
+    monkeypatch.setenv("SYMLAB_LECTURER_KEY", "s3cret-lecturer")
+    monkeypatch.setattr(key_guard, "GUARD", key_guard.KeyGuard())
+    at = mnist_page()
+    for guess in range(key_guard.FREE_PER_BROWSER):
+        at.text_input(key="mnist.lecturer_key").input(f"guess{guess}").run()
+        assert any("not the lecturer's key" in error.value for error in at.error)
+        at.run()  # the same key again: not counted
+    at.text_input(key="mnist.lecturer_key").input("s3cret-lecturer").run()
+    assert any("Too many wrong keys" in warning.value for warning in at.warning)
+    assert "You may cancel, resume and restart every run." not in [caption.value for caption in at.caption]

@@ -223,7 +223,7 @@ def test_only_its_browser_a_lecturer_or_the_host_controls_a_run(registry, monkey
     """Anyone could cancel or resume anyone's run (ids 1, 2, 3… are in links): now only the browser that launched
     it, a lecturer holding the host's key, or the host at the server's shell; a run of the command line has no
     browser, so only those two."""
-    monkeypatch.setenv(settings.LECTURER_KEY_ENV, "s3cret")
+    monkeypatch.setenv(settings.LECTURER_KEY_ENV, "s3cret-lecturer")
     alice, bob = Caller("alice", "app"), Caller("bob", "app")
     mine = registry.create("mnist", MnistConfig(**TINY), "cpu", owner="alice", source="app")
     from_shell = registry.create("mnist", MnistConfig(**TINY), "cpu", source="cli")
@@ -240,8 +240,8 @@ def test_only_its_browser_a_lecturer_or_the_host_controls_a_run(registry, monkey
     assert {run.status for run in registry.runs()} == {QUEUED}  # nothing happened
     supervisor.cancel(registry, mine, by=alice)
     supervisor.resume(registry, mine, HELD, by=alice)
-    supervisor.cancel(registry, from_shell, by=Caller("bob", "app", lecturer_key="s3cret"))
-    supervisor.restart(registry, from_shell, HELD, by=Caller("", "app", lecturer_key="s3cret"))
+    supervisor.cancel(registry, from_shell, by=Caller("bob", "app", lecturer_key="s3cret-lecturer"))
+    supervisor.restart(registry, from_shell, HELD, by=Caller("", "app", lecturer_key="s3cret-lecturer"))
     supervisor.cancel(registry, mine, by=HOST)
     assert [run.status for run in registry.runs()] == [CANCELLED, QUEUED]
     with pytest.raises(NotYours):

@@ -21,7 +21,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 EXPECTED = {
     "stride0": "stride0.pt: 0.weight is a view that repeats or overlaps its stored numbers",
     "deflate": "deflate.pt: its archive expands to 1,0",  # 1 GiB of zeros, and the rest
-    "chain": "chain.pt: 2000 nn.Linear layers, over the 64 this reader takes",
+    "chain": "chain.pt: 200 nn.Linear layers, over the 64 this reader takes",
     "nohidden": "nohidden.pt: 0.weight has shape (0, 784): every layer needs at least one input and one unit",
     "markup": upload_attacks.hostile_files.MARKUP_NAME + ": 6 → 5 → 3",
     "wide": "wide.pt: 784 → 5000 → 10",

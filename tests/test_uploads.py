@@ -76,7 +76,7 @@ def test_a_picture_of_more_units_than_a_chart_has_rows_shows_their_means():
         (hostile_files.stride_zero_view, "0.weight is a view that repeats or overlaps its stored numbers"),
         (hostile_files.overlapping_view, "0.weight is a view that repeats or overlaps its stored numbers"),
         (lambda: hostile_files.deflated(200 * 10**6), "its archive expands to 203 MB, over the 64 MB cap"),
-        (hostile_files.deep_chain, "2000 nn.Linear layers, over the 64 this reader takes"),
+        (hostile_files.deep_chain, "200 nn.Linear layers, over the 64 this reader takes"),
         (
             hostile_files.no_hidden_units,
             "0.weight has shape (0, 784): every layer needs at least one input and one unit",
@@ -200,3 +200,37 @@ def test_a_hosted_server_runs_one_analysis_at_a_time_within_its_limits():
     hosted = uploads.AnalysisLimits.from_live(LiveLimits(**HOSTED_DEFAULTS[LiveLimits]))
     assert hosted.concurrent == 1 and hosted.memory_mb <= 2048 and hosted.cpu_seconds <= 60
     assert hosted.core_share < 1
+
+
+def test_a_browsers_newer_upload_replaces_its_older_one_and_browsers_go_in_turn():
+    """One browser queued any number of analyses and the rest of the class waited behind them (another student's
+    2.5 KB network had no answer after 500 s). Now a browser holds one place: its newer upload replaces the older
+    one, stopped where it runs, and another browser waits for at most one analysis of its."""
+    limits = uploads.AnalysisLimits(concurrent=1, memory_mb=512, cpu_seconds=60)
+    outcomes: dict[str, object] = {}
+
+    def upload(name, owner, function, options):
+        try:
+            outcomes[name] = analysed(function, [], options, limits, owner=owner)
+        except uploads.UploadRefused as refusal:
+            outcomes[name] = refusal
+
+    started = time.monotonic()
+    asked = [
+        ("A1", "alice", upload_functions.sleep, (60.0,)),  # runs, until A2 replaces it
+        ("A2", "alice", upload_functions.sleep, (60.0,)),  # queued, until A3 replaces it
+        ("B", "bob", upload_functions.sleep_and_time, (0.1,)),
+        ("A3", "alice", upload_functions.sleep_and_time, (0.1,)),
+    ]
+    threads = [threading.Thread(target=upload, args=request) for request in asked]
+    for thread in threads:
+        thread.start()
+        time.sleep(0.3)
+    for thread in threads:
+        thread.join(60)
+    assert time.monotonic() - started < 15  # not 120 s of alice's first two
+    for replaced in ("A1", "A2"):
+        assert isinstance(outcomes[replaced], uploads.UploadRefused) and "newer upload" in str(outcomes[replaced])
+    bob, alice = outcomes["B"], outcomes["A3"]
+    assert isinstance(bob, list) and isinstance(alice, list) and bob[1] <= alice[0]  # in the order they asked
+    assert uploads.TURNS.busy == (0, 0)

@@ -107,11 +107,10 @@ def controls_panel():
         st.subheader("Network")
         control("hidden", cap=caps["hidden"])
         control("depth", cap=caps["depth"])
-        sgm = control("method", required=True, format_func=lambda m: {"mfvi": "MFVI", "sgm": "SGM"}[m]) == "sgm"
+        sgm = control("method", format_func=lambda m: {"mfvi": "MFVI", "sgm": "SGM"}[m]) == "sgm"
         infonce = (
             control(
                 "mi",
-                required=True,
                 disabled=not sgm,
                 format_func=lambda m: {"infonce": "InfoNCE Î_K", "blocks": "Blocks I_H"}[m],
             )
@@ -122,15 +121,15 @@ def controls_panel():
         control("rebuild_every", disabled=not (sgm and not infonce))
         st.subheader("Training")
         control("epochs", cap=caps["epochs"])
-        control("estimator", required=True)
+        control("estimator")
         for name in ("train_subset", "batch_size", "lr"):
             control(name)
-        control("lr_schedule", required=True)
-        control("sd_fit", required=True)
+        control("lr_schedule")
+        control("sd_fit")
         for name in ("prior_scale", "init_sd", "samples", "eval_every", "seed"):
             control(name)
         binding.new_seed_button(PAGE)
-        control("device", required=True)
+        control("device")
 
 
 def explanation():

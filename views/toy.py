@@ -51,11 +51,11 @@ def controls_panel():
         for name in ("alpha", "noise", "n_train", "prior_scale"):
             widget(name)
         st.subheader("Training")
-        widget("mi", required=True)
+        widget("mi")
         widget("K", disabled=st.session_state[binding.widget_key(PAGE, "mi")] != "infonce")
         widget("lr")
         widget("batch_size")
-        widget("init", required=True)
+        widget("init")
         widget("restarts")
         widget("seed")
         binding.new_seed_button(

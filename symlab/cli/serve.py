@@ -10,6 +10,7 @@ from pathlib import Path
 
 from symlab.cli.common import int_at_least
 from symlab.serving import proxy
+from symlab.specs.settings import check_lecturer_key
 
 
 def register(subparsers) -> None:
@@ -66,6 +67,7 @@ def _run_warm(args=None) -> dict:
 
 
 def _run_serve(args) -> dict:
+    check_lecturer_key()  # before anything starts: a key a class could guess
     replicas = args.replicas or proxy.default_replicas()
     report: dict = {"replicas": replicas}
     if args.warm:

@@ -44,6 +44,9 @@ MAX_FILE_MB = WEIGHTS_MAX_FILE_MB
 MAX_FILE_BYTES = MAX_FILE_MB * 10**6
 MAX_NUMBERS = MAX_FILE_BYTES // 4  # in all tensors once copied: as many as a full file holds in float32
 MAX_LAYERS = 64  # nn.Linear layers: the analyses' cost grows with the square of the depth
+# Named tensors in a file: a layer of a Bayesian library's module holds at most about a dozen (means, spreads, its
+# prior's, noise buffers). A file of 200 000 empty tensors took minutes to read: it is refused from its header.
+MAX_TENSORS = 16 * MAX_LAYERS
 SD_PREFIX = "sd."  # the standard deviations of a mean-field posterior, under the means' keys
 FORMAT = "symlab mean-field posterior"
 
@@ -163,6 +166,7 @@ def _check_archive(data: bytes, name: str) -> None:
     unknown = sorted({member.compress_type for member in members} - {zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED})
     if unknown:
         raise WeightsError(f"{name}: its archive uses compression method {unknown[0]}, which PyTorch cannot read")
+    _check_count(sum("/data/" in member.filename for member in members), name)  # a member per tensor's storage
     expanded = sum(member.file_size for member in members)
     if expanded > MAX_FILE_BYTES:
         raise WeightsError(
@@ -172,11 +176,20 @@ def _check_archive(data: bytes, name: str) -> None:
         )
 
 
+def _check_count(tensors: int, name: str) -> None:
+    if tensors > MAX_TENSORS:
+        raise WeightsError(
+            f"{name}: holds {tensors:,} tensors, over this reader's cap of {MAX_TENSORS:,} (an MLP of at most "
+            f"{MAX_LAYERS} layers needs far fewer)"
+        )
+
+
 def _checked_sizes(tensors: dict, name: str) -> dict:
-    """``tensors``, each a view of numbers the file holds once (none repeated or overlapping), and together
-    at most :data:`MAX_NUMBERS` numbers: checked before anything copies them."""
+    """``tensors``, at most :data:`MAX_TENSORS` of them, each a view of numbers the file holds once (none repeated or
+    overlapping), and together at most :data:`MAX_NUMBERS` numbers: checked before anything copies them."""
     if not isinstance(tensors, dict):
         return tensors  # not a state_dict: refused by its reader, with the reason
+    _check_count(len(tensors), name)
     numbers, seen = 0, set()
     for key, tensor in tensors.items():
         if not isinstance(tensor, torch.Tensor):
@@ -243,6 +256,10 @@ def _safetensors_tensors(data: bytes, name: str) -> tuple[dict[str, torch.Tensor
         )
     try:
         header = json.loads(data[8 : 8 + header_size])
+    except ValueError as error:
+        raise WeightsError(f"{name}: truncated or corrupt safetensors file ({_first_line(error)})") from None
+    _check_count(len(header) - ("__metadata__" in header) if isinstance(header, dict) else 0, name)
+    try:
         tensors = load(data)
     except (SafetensorError, ValueError, TypeError) as error:
         raise WeightsError(f"{name}: truncated or corrupt safetensors file ({_first_line(error)})") from None

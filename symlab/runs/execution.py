@@ -29,12 +29,8 @@ class TrainingStopped(Exception):
     """Training was asked to stop (cancel or shutdown) in the middle of an epoch."""
 
 
-class CheckpointUnreadable(Exception):
-    """The run's newest checkpoint could not be read and was set aside; the message says where resuming goes on."""
-
-    def __init__(self, message: str, fallback_epoch: int):
-        super().__init__(message)
-        self.fallback_epoch = fallback_epoch
+class NoCheckpointReadable(Exception):
+    """None of the run's checkpoints could be read; each was set aside, and the message says so."""
 
 
 class ShutdownFlag:
@@ -107,7 +103,12 @@ def execute(
     last_beat = 0.0
     try:
         training = kind.start(run.config, run.device, data_dir)
-        load_newest(registry, run_id, training, kind.failures)
+        try:
+            recovered = load_newest(registry, run_id, training, kind.failures)
+        except NoCheckpointReadable as error:
+            training, recovered = kind.start(run.config, run.device, data_dir), str(error)
+        if recovered:  # the page says it while the run trains, and after
+            record(message=recovered)
         durably(lambda: registry.drop_metrics_after(run_id, training.epoch))  # metrics of a half-finished epoch
         while training.epoch < training.epochs:
             metrics = training.train_epoch(on_step)
@@ -116,7 +117,7 @@ def execute(
             durably(lambda: registry.heartbeat(run_id, training.epoch, training.epoch / training.epochs))
             if echo:
                 echo(metrics)
-        record(status=FINISHED, finished=time.time(), pid=None, progress=1.0, message="", result=summary())
+        record(status=FINISHED, finished=time.time(), pid=None, progress=1.0, message=recovered, result=summary())
     except TrainingStopped:
         if durably(lambda: registry.get(run_id)).cancel_requested:
             record(
@@ -134,15 +135,6 @@ def execute(
     except KeyboardInterrupt:
         record(status=INTERRUPTED, pid=None, message=f"interrupted {stopped_after()}; resume continues from there")
         raise
-    except CheckpointUnreadable as error:
-        record(
-            status=FAILED,
-            finished=time.time(),
-            pid=None,
-            message=str(error),
-            epoch=error.fallback_epoch,
-            progress=error.fallback_epoch / training.epochs,
-        )
     except TrainingDiverged as error:
         record(status=DIVERGED, finished=time.time(), pid=None, message=str(error), result=summary())
     except (ValueError, *kind.failures) as error:  # bad settings, missing data, a full disk: the message says it
@@ -170,29 +162,29 @@ def save_checkpoint(registry, run_id: int, training, durably) -> None:
     registry.keep_newest_checkpoints(run_id)
 
 
-def load_newest(registry, run_id: int, training, failures: tuple[type[BaseException], ...] = ()) -> None:
-    """Continue ``training`` from the run's newest checkpoint, if it has one. One that cannot be read is set aside
-    (``<name>.unreadable``) and :class:`CheckpointUnreadable` says where resuming will go on from: the checkpoint
-    before it, or the start. A lab's own error (one of ``failures``) says why in words; any other, in general."""
-    kept = registry.checkpoints(run_id)
-    if not kept:
-        return
-    newest = kept[0]
-    try:
-        training.load(newest)
-    except Exception as error:  # a damaged, truncated or foreign file fails in as many ways as its reader has
-        reason = str(error) if isinstance(error, failures) else "the file is damaged or is not one of its checkpoints"
-        os.replace(newest, newest.with_name(newest.name + UNREADABLE))
-        epoch, fallback = checkpoint_epoch(newest), checkpoint_epoch(kept[1]) if len(kept) > 1 else 0
-        then = (
-            "Resume trains it from the beginning: there is no checkpoint before it"
-            if len(kept) == 1
-            else f"Resume continues after epoch {fallback}, from the checkpoint before it"
-            if fallback is not None
-            else "Resume continues from the checkpoint before it"
-        )
-        raise CheckpointUnreadable(
-            f"its checkpoint{f' of epoch {epoch}' if epoch else ''} cannot be read "
-            f"({reason}) and was set aside. {then}; Restart trains it again from the start",
-            fallback or 0,
-        ) from None
+def load_newest(registry, run_id: int, training, failures: tuple[type[BaseException], ...] = ()) -> str:
+    """Continue ``training`` from the run's newest checkpoint that can be read. Each newer one that cannot is set
+    aside (``<name>.unreadable``), so that one Resume recovers the run; returns what was set aside and where training
+    goes on from, in words ("" where nothing was). A lab's own error (one of ``failures``) says why in words; any
+    other, in general. :class:`NoCheckpointReadable` where none could be read: the caller starts afresh (a failed
+    load may have filled ``training`` in part)."""
+    set_aside = []
+    for path in registry.checkpoints(run_id):
+        try:
+            training.load(path)
+        except Exception as error:  # a damaged, truncated or foreign file fails in as many ways as its reader has
+            reason = (
+                str(error) if isinstance(error, failures) else "the file is damaged or is not one of its checkpoints"
+            )
+            os.replace(path, path.with_name(path.name + UNREADABLE))
+            epoch = checkpoint_epoch(path)
+            set_aside.append(f"its checkpoint{f' of epoch {epoch}' if epoch else ''} could not be read ({reason})")
+            continue
+        return f"{_set_aside(set_aside)}: it went on after epoch {training.epoch}" if set_aside else ""
+    if set_aside:
+        raise NoCheckpointReadable(f"{_set_aside(set_aside)}: it started again from the beginning")
+    return ""
+
+
+def _set_aside(unreadable: list[str]) -> str:
+    return f"{'; '.join(unreadable)}, and {'it was' if len(unreadable) == 1 else 'they were'} set aside"

@@ -28,7 +28,7 @@ import tempfile
 import threading
 import time
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 
 from symlab.runs.device import set_threads
@@ -74,30 +74,52 @@ class AnalysisLimits:
 # ---------------------------------------------------------------------------------------------- turns
 
 
+@dataclass(eq=False)
+class _Ticket:
+    """One analysis's place: its browser (None: an analysis of no browser's, which replaces none), and whether a
+    newer upload of that browser replaced it."""
+
+    owner: Hashable | None
+    replaced: bool = False
+
+
+REPLACED = (
+    "replaced by a newer upload from this browser: a browser's uploads are analysed one at a time, the newest; "
+    "upload this file again to analyse it"
+)
+
+
 class _Turns:
-    """First come, first served: at most ``capacity`` holders at once, and each waiter's place."""
+    """At most ``capacity`` analyses at once, in the order they were asked for, and at most one of each browser
+    queued or running: a browser's newer upload replaces its older one (stopped where it runs). So a browser that
+    uploads many files holds one place in the queue, and the queue serves browsers in turn."""
 
     def __init__(self):
         self._changed = threading.Condition()
-        self._running = 0
-        self._queue: collections.deque = collections.deque()
+        self._running: list[_Ticket] = []
+        self._queue: collections.deque[_Ticket] = collections.deque()
 
     @contextlib.contextmanager
-    def taken(self, capacity: int, waiting: Callable[[int], None]):
-        """Hold a turn; while waiting, ``waiting(ahead)`` hears how many analyses run or wait before this one
-        (it may raise to give up, e.g. Streamlit's rerun: the place is given back)."""
-        ticket = object()
+    def taken(self, capacity: int, waiting: Callable[[int], None], owner: Hashable | None = None):
+        """Hold a turn (yields its ticket: ``replaced`` turns true when a newer upload of ``owner`` replaces it);
+        while waiting, ``waiting(ahead)`` hears how many analyses run or wait before this one (it may raise to give
+        up, e.g. Streamlit's rerun: the place is given back). :class:`UploadRefused` where a newer upload of the
+        same browser replaced it before its turn."""
+        ticket = _Ticket(owner)
         with self._changed:
+            self._replace_older(owner)
             self._queue.append(ticket)
         try:
             while True:
                 with self._changed:
+                    if ticket.replaced:
+                        raise UploadRefused(REPLACED)
                     place = self._queue.index(ticket)
-                    if place == 0 and self._running < capacity:
+                    if place == 0 and len(self._running) < capacity:
                         self._queue.popleft()
-                        self._running += 1
+                        self._running.append(ticket)
                         break
-                    ahead = self._running + place
+                    ahead = len(self._running) + place
                 waiting(ahead)
                 with self._changed:
                     self._changed.wait(POLL_SECONDS)
@@ -108,17 +130,27 @@ class _Turns:
                 self._changed.notify_all()
             raise
         try:
-            yield
+            yield ticket
         finally:
             with self._changed:
-                self._running -= 1
+                self._running.remove(ticket)
                 self._changed.notify_all()
+
+    def _replace_older(self, owner: Hashable | None) -> None:
+        if owner is None:
+            return
+        for older in [*self._queue, *self._running]:
+            if older.owner == owner:
+                older.replaced = True
+                if older in self._queue:
+                    self._queue.remove(older)
+        self._changed.notify_all()
 
     @property
     def busy(self) -> tuple[int, int]:
         """(running, waiting)."""
         with self._changed:
-            return self._running, len(self._queue)
+            return len(self._running), len(self._queue)
 
 
 TURNS = _Turns()
@@ -139,15 +171,23 @@ def analyse(
     limits: AnalysisLimits,
     waiting: Callable[[int], None] = _no_news,
     working: Callable[[float], None] = _no_news,
+    owner: Hashable | None = None,
 ):
     """``function(uploads, *options)`` computed in a process of its own under ``limits``, in turn with the
     other analyses: its result (a result the codec writes, or bytes). ``uploads`` are (file name, bytes) as a
     visitor sent them (the name is anyone's text); ``function`` must be a module-level function of symlab that
     reads them itself (:func:`symlab.lib.weights.read_network`).
     ``waiting(ahead)`` is called while others go first, ``working(seconds)`` while it runs; either may raise
-    to give up (the process is killed). :class:`UploadRefused` says why an upload could not be analysed."""
-    with TURNS.taken(limits.concurrent, waiting):
-        return _in_own_process(function, uploads, options, limits, working)
+    to give up (the process is killed). ``owner``: the browser that uploaded them, whose newer upload replaces this
+    one (None: nobody's). :class:`UploadRefused` says why an upload could not be analysed."""
+    with TURNS.taken(limits.concurrent, waiting, owner) as ticket:
+
+        def working_unless_replaced(seconds: float) -> None:
+            if ticket.replaced:
+                raise UploadRefused(REPLACED)
+            working(seconds)
+
+        return _in_own_process(function, uploads, options, limits, working_unless_replaced)
 
 
 def _in_own_process(function, uploads, options, limits: AnalysisLimits, working):

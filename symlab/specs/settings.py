@@ -55,10 +55,28 @@ def mnist_directory(directory=None):
     return directory or os.environ.get(MNIST_DIR_ENV) or None
 
 
+# A key a class could guess in an afternoon is no key: 12 random letters and digits are 10²¹ tries.
+MIN_LECTURER_KEY_CHARS = 12
+
+
 def lecturer_key() -> str | None:
     """$SYMLAB_LECTURER_KEY: the key that lets a lecturer cancel, resume and restart every run from the pages;
-    None where the host set none (then no page asks for one)."""
-    return os.environ.get(LECTURER_KEY_ENV) or None
+    None where the host set none, or one shorter than :data:`MIN_LECTURER_KEY_CHARS` (then no page asks for one,
+    and :func:`check_lecturer_key` says why)."""
+    key = os.environ.get(LECTURER_KEY_ENV) or None
+    return key if key is not None and len(key) >= MIN_LECTURER_KEY_CHARS else None
+
+
+def check_lecturer_key(environ=os.environ) -> None:
+    """A SettingsError where $SYMLAB_LECTURER_KEY is set but too short to keep a class from guessing it: a server
+    refuses to start with one (``symlab serve``, ``streamlit run serve.py``)."""
+    key = environ.get(LECTURER_KEY_ENV)
+    if key and len(key) < MIN_LECTURER_KEY_CHARS:
+        raise SettingsError(
+            f"{LECTURER_KEY_ENV} is shorter than {MIN_LECTURER_KEY_CHARS} characters, so a class could guess it; "
+            "no lecturer's key is accepted until it is longer "
+            '(python -c "import secrets; print(secrets.token_urlsafe(12))" makes one)'
+        )
 
 
 def is_lecturer_key(typed: str | None) -> bool:
@@ -275,6 +293,7 @@ class Hosting:
 
     @classmethod
     def from_env(cls, environ=os.environ) -> Hosting:
+        check_lecturer_key(environ)
         return cls(is_hosted(environ), RunLimits.from_env(environ), LiveLimits.from_env(environ))
 
     @classmethod

@@ -101,8 +101,8 @@ def control_widget(page: str, config_type, name: str, *, cap: float | None = Non
     choices = list(spec.choices)
     if kind == "radio":
         return st.radio(spec.label, choices, **common)
-    if kind == "segmented":
-        return st.segmented_control(spec.label, choices, **common)
+    if kind == "segmented":  # required: a second click on the chosen option does not clear it
+        return st.segmented_control(spec.label, choices, **{"required": True, **common})
     return st.selectbox(spec.label, choices, **common)
 
 
@@ -180,8 +180,13 @@ def current_values(page: str, specs: Sequence[Param], session: Mapping | None = 
 
 
 def sync_url(page: str, specs: Sequence[Param]) -> dict:
-    """Write the controls' current values to the URL (and the page's store); returns them."""
+    """Write the controls' current values to the URL (and the page's store); returns them. A control a browser
+    sent back empty (a choice cleared by a client that ignores ``required``) keeps the value it had."""
     values = current_values(page, specs)
+    kept = st.session_state.get(f"{page}:values", {})
+    for spec in specs:
+        if values[spec.name] is None and spec.default is not None:
+            values[spec.name] = kept.get(spec.name, spec.default)
     st.session_state[f"{page}:values"] = values
     encoded = encode_query(values, specs)
     if not values.get(PRESENT.name, True):

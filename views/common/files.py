@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import uuid
 from collections.abc import Callable
 
 import pandas as pd
@@ -11,6 +12,7 @@ import streamlit as st
 from symlab.lib import weights
 from symlab.serving import uploads
 from views.common import binding
+from views.common.browser import browser_id
 
 UPLOAD_NOTICE = (
     "An uploaded network cannot live in a link: the link keeps every other setting, so share the file with it."
@@ -64,7 +66,7 @@ def _analyse(function: Callable, files: list, options: tuple):
 
     def waiting(ahead: int) -> None:
         status.info(
-            f"Waiting for {ahead} analysis{'es' * (ahead != 1)} of other uploads to finish: this server "
+            f"Waiting for {ahead} {'analysis' if ahead == 1 else 'analyses'} of other uploads to finish: this server "
             f"runs {limits.concurrent} at a time.",
             icon=":material/hourglass_top:",
         )
@@ -87,11 +89,17 @@ def _analyse(function: Callable, files: list, options: tuple):
             limits=limits,
             waiting=waiting,
             working=working,
+            owner=browser_id() or session_owner(),
         )
     except uploads.UploadRefused as error:
         return error
     finally:
         status.empty()
+
+
+def session_owner() -> str:
+    """An owner for a session whose browser sends no cookie: the session itself."""
+    return st.session_state.setdefault("files.owner", f"session:{uuid.uuid4().hex}")
 
 
 def show_refusal(error: uploads.UploadRefused) -> None:

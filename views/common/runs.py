@@ -4,6 +4,7 @@ posterior-approximation pages). On a hosted server a visitor controls the runs i
 lecturer (who typed the host's key) every run; on a server of one's own, its user controls every run."""
 
 import logging
+import math
 import os
 import uuid
 from collections.abc import Callable
@@ -13,15 +14,15 @@ import streamlit as st
 
 from symlab.labs import run_kinds
 from symlab.runs import supervisor
-from symlab.runs.registry import Registry, RegistryError
-from symlab.serving import pace
+from symlab.runs.registry import Registry, RegistryError, checkpoint_epoch
+from symlab.serving import key_guard, pace
 from symlab.specs import settings
 from symlab.specs.run_kind import ACTIVE, RESUMABLE, RUNNING
 from symlab.specs.settings import database_url
 from views.common import binding
 from views.common.browser import browser_id
 
-LECTURER_KEY = "runs.lecturer_key"  # the key as typed, kept for the session (never in the link)
+LECTURER_KEY = "runs.lecturer_key"  # the key as typed once accepted, kept for the session (never in the link)
 
 
 def hosted() -> bool:
@@ -99,11 +100,31 @@ def lecturer_panel(page: str) -> None:
             key=box,
             help="Set by the host (SYMLAB_LECTURER_KEY): cancel, resume and restart every run.",
         )
-        st.session_state[LECTURER_KEY] = typed
-        if typed and settings.is_lecturer_key(typed):
+        verdict = checked_key(box, typed)
+        st.session_state[LECTURER_KEY] = typed if verdict.accepted else ""
+        if verdict.accepted:
             st.caption("You may cancel, resume and restart every run.")
+        elif verdict.wait_seconds:
+            st.warning(
+                f"Too many wrong keys: the next key typed is checked in {math.ceil(verdict.wait_seconds)} s.",
+                icon=":material/timer:",
+            )
         elif typed:
             st.error("That is not the lecturer's key.")
+
+
+def checked_key(box: str, typed: str) -> key_guard.Verdict:
+    """``typed``'s verdict, counted once: a page's reruns with the same key in ``box`` reuse it (a verdict that
+    had to wait is asked again)."""
+    if not typed:
+        return key_guard.Verdict(False)
+    last = st.session_state.get(f"{box}.verdict")
+    if last is not None and last[0] == typed:
+        return last[1]
+    verdict = key_guard.GUARD.check(browser_id() or session_id(), typed)
+    if not verdict.wait_seconds:
+        st.session_state[f"{box}.verdict"] = (typed, verdict)
+    return verdict
 
 
 def where_runs_train() -> str:
@@ -155,6 +176,16 @@ def checkpoint_problem(run) -> str | None:
     return _checkpoint_problem(run.lab, str(path), found.st_mtime_ns, found.st_size)
 
 
+def resumes_from(reg, run) -> str:
+    """Where Resume goes on for ``run``, whose newest checkpoint cannot be read: the checkpoint before it (its epoch,
+    where it names one), or the start."""
+    kept = reg.checkpoints(run.id)
+    if len(kept) < 2:
+        return "Resume sets it aside and trains the run from the beginning"
+    epoch = checkpoint_epoch(kept[1])
+    return f"Resume sets it aside and goes on after epoch {epoch}" if epoch else "Resume goes on from the one before"
+
+
 def run_controls(page: str, all_runs, owner: str, limits, progress_text) -> None:
     """A progress bar per run in flight (``progress_text(run)`` says how far), with a cancel button on those this
     visitor may control, and a resume and restart picker for the stopped ones it may control. Widget keys start
@@ -178,25 +209,18 @@ def run_controls(page: str, all_runs, owner: str, limits, progress_text) -> None
 
 
 def resume_picker(page: str, reg, stopped, by, limits) -> None:
-    """Resume (from the newest checkpoint) or restart (from the start) one of ``stopped``, newest first; it starts
-    on the newest run that can resume, not on one whose checkpoint cannot be read."""
-    problems = {run.id: checkpoint_problem(run) for run in stopped}
-    index = next((i for i, run in enumerate(stopped) if not problems[run.id]), None)
+    """Resume (from the newest checkpoint that can be read) or restart (from the start) one of ``stopped``, newest
+    first, the newest chosen; a run whose newest checkpoint cannot be read says where Resume goes on from."""
 
     def label(run) -> str:
-        problem = problems[run.id]
-        why = (
-            f"{problem}: Restart it, or Resume from the checkpoint before"
-            if problem
-            else binding.for_visitors(run.message)
-        )
+        problem = checkpoint_problem(run)
+        why = f"{problem}: {resumes_from(reg, run)}" if problem else binding.for_visitors(run.message)
         return f"{run.label}: {run.status} ({why})"
 
     cols = st.columns([5, 1, 1])
     chosen = cols[0].selectbox(
         "Resume a stopped run from its last checkpoint, or restart it from the start",
         stopped,
-        index=index,
         format_func=label,
         key=f"{page}.resume_pick",
         placeholder="Choose a run",

@@ -13,7 +13,7 @@ from vegatest import channel, layers, vega_chart, vega_charts
 from symlab.labs.mnist.experiment import MnistConfig
 from symlab.runs import supervisor
 from symlab.specs import controls, settings
-from symlab.specs.run_kind import CANCELLED, FINISHED, RUNNING
+from symlab.specs.run_kind import CANCELLED, FINISHED, QUEUED, RUNNING
 
 pytestmark = pytest.mark.slow
 
@@ -636,3 +636,34 @@ def test_wrong_lecturer_keys_typed_on_the_page_make_the_next_check_wait(registry
     at.text_input(key="mnist.lecturer_key").input("s3cret-lecturer").run()
     assert any("Too many wrong keys" in warning.value for warning in at.warning)
     assert "You may cancel, resume and restart every run." not in [caption.value for caption in at.caption]
+
+
+def test_a_queued_run_shows_its_place_and_a_lecturer_cancels_a_browsers_flood(registry, monkeypatch):
+    """A student saw "queued" and nothing of where their run stood, and a lecturer could not tell a flood from the
+    class's runs: each queued run now says how many wait ahead of it, and the lecturer's panel lists the queue by
+    browser with one action that cancels a browser's queued runs."""
+    from symlab.serving import key_guard
+
+    monkeypatch.setenv("SYMLAB_HOSTED", "1")
+    monkeypatch.setenv("SYMLAB_LECTURER_KEY", "s3cret-lecturer")
+    monkeypatch.setattr(key_guard, "GUARD", key_guard.KeyGuard())
+    registry.create("mnist", MnistConfig(hidden=8), "cpu", status=RUNNING, pid=os.getpid(), source="cli")  # the CPU's
+    mallory, bob = owner_of(b"M" * 16), owner_of(b"B" * 16)
+    flood = [registry.create("mnist", MnistConfig(hidden=8, seed=s), "cpu", owner=mallory) for s in range(3)]
+    mine = registry.create("mnist", MnistConfig(hidden=8), "cpu", owner=bob)
+
+    browser_cookie(monkeypatch, b"B" * 16)
+    at = mnist_page()
+    assert not at.exception
+    [text] = [bar.proto.text for bar in at.get("progress") if f"#{mine} " in bar.proto.text]
+    assert "1 ahead of it in line" in text  # behind mallory's first only, not her three
+
+    at.text_input(key="mnist.lecturer_key").input("s3cret-lecturer").run()
+    [table] = [frame.value for frame in at.dataframe if "browser" in frame.value.columns]
+    assert list(table["queued"]) == [3, 1, 0] and list(table["training"]) == [0, 0, 1]
+    assert table["browser"][1].endswith("(this browser)") and table["browser"][2] == "the command line"
+    assert at.selectbox(key="mnist.flood_pick").value == mallory
+    at.button(key="mnist.cancel_flood").click().run()
+    assert not at.exception
+    assert [registry.get(run_id).status for run_id in flood] == [CANCELLED] * 3
+    assert registry.get(mine).status == QUEUED

@@ -396,3 +396,26 @@ def test_an_uploads_name_is_shown_as_it_is(monkeypatch):
     [success] = at.success
     assert success.value.startswith(files.plain(hostile_files.MARKUP_NAME) + ": 6 → 5 → 3")
     assert "**" not in success.value.replace(r"\*\*", "")
+
+
+HOSTILE_NAMES = {
+    "traversal": ("../../../../tmp/evil.pt", "evil.pt"),
+    "windows traversal": ("..\\..\\Windows\\evil.pt", "evil.pt"),
+    "bidi override": ("report\u202etp.exe", "report\\u202etp.exe"),
+    "zero width and newline": ("a\u200bb\nc.pt", "a\\u200bb\\nc.pt"),
+    "10 000 characters": ("x" * 10_000 + ".pt", "x" * 59 + "…" + "x" * 56 + ".pt"),
+}
+
+
+@pytest.mark.parametrize("name, shown", HOSTILE_NAMES.values(), ids=HOSTILE_NAMES)
+def test_a_hostile_upload_name_is_shown_short_and_as_text(monkeypatch, name, shown):
+    """An upload's name is anyone's text: a path names no place here (its last part is the name), characters that
+    reorder, hide or break lines are shown as escapes, and 10 000 characters are cut to a line or two with the
+    extension kept, on the page and in what its analysis says."""
+    from views.common import files
+
+    uploading(monkeypatch, {"Your network": Upload(name, hostile_files.small_network())})
+    at = open_page("symmetry", part="network")
+    assert not at.exception and not at.error
+    [success] = at.success
+    assert success.value.startswith(files.plain(shown) + ": 6 → 5 → 3")

@@ -253,15 +253,18 @@ def test_only_its_browser_a_lecturer_or_the_host_controls_a_run(registry, monkey
 
 def test_launches_resumes_and_restarts_count_per_browser_and_per_hour(registry):
     """The per-session cap reset on reload and resumes counted for nothing: launches, resumes and restarts from the
-    pages now count for the browser (across its sessions) and for the server, in the last hour."""
+    pages now count for the browser (across its sessions) and for the server, in the last hour; one cancelled before
+    it started took no turn and counts for neither."""
     limits = settings.RunLimits(max_concurrent_per_device=0, max_runs_per_browser=2, max_runs_per_hour=4)
     alice = Caller("alice", "app")
     first = supervisor.submit(registry, "mnist", MnistConfig(**TINY), limits, session="tab-1", owner="alice")
-    supervisor.cancel(registry, first, by=alice)
-    supervisor.resume(registry, first, limits, by=alice)  # her second
+    supervisor.cancel(registry, first, by=alice)  # still queued: it counts no more
+    assert registry.launches_since(0, owner="alice") == 0
+    supervisor.resume(registry, first, limits, by=alice)
+    registry.update(first, status=FAILED)  # it started, and stopped: its resume counts
+    supervisor.submit(registry, "mnist", MnistConfig(**TINY), limits, session="tab-2", owner="alice")  # her second
     with pytest.raises(ValueError, match="this browser has launched or resumed 2 runs in the last hour.*cap.*2"):
-        supervisor.submit(registry, "mnist", MnistConfig(**TINY), limits, session="tab-2", owner="alice")
-    supervisor.cancel(registry, first, by=alice)
+        supervisor.submit(registry, "mnist", MnistConfig(**TINY), limits, session="tab-3", owner="alice")
     with pytest.raises(ValueError, match="this browser has launched or resumed 2"):
         supervisor.restart(registry, first, limits, by=alice)
     supervisor.restart(registry, first, limits, by=HOST)  # the command line counts for no cap
@@ -269,7 +272,7 @@ def test_launches_resumes_and_restarts_count_per_browser_and_per_hour(registry):
         supervisor.submit(registry, "mnist", MnistConfig(**TINY), limits, owner=owner)
     with pytest.raises(ValueError, match="4 runs were launched or resumed on this server in the last hour"):
         supervisor.submit(registry, "mnist", MnistConfig(**TINY), limits, owner="dave")
-    assert registry.launches_since(0) == 5 and registry.launches_since(0, source="app", owner="alice") == 2
+    assert registry.launches_since(0) == 5 and registry.launches_since(0, source="app", owner="alice") == 2  # +HOST's
     supervisor.submit(registry, "mnist", MnistConfig(**TINY), limits, source="cli")
 
 
@@ -371,3 +374,30 @@ def test_a_database_restart_mid_epoch_pauses_the_run_and_loses_no_epoch(postgres
     done = wait_for(registry, run_id, lambda r: r.status not in (QUEUED, RUNNING), timeout=180)
     assert done.status == FINISHED, done.message
     assert [m["epoch"] for m in registry.metrics([run_id])[run_id]] == [1, 2, 3, 4, 5, 6]
+
+
+def test_the_queue_takes_browsers_in_turn_and_a_lecturer_cancels_a_flood_in_one_action(registry, monkeypatch):
+    """One browser's runs, queued first, held the class's back (and a fresh cookie reset its cap): the queue now
+    starts every browser's first run before anyone's second, each student sees their place in line, and a lecturer
+    sees the queue by browser and cancels one browser's queued runs at once, which then count for no cap."""
+    flood = [registry.create("mnist", MnistConfig(**TINY, seed=seed), "cpu", owner="mallory") for seed in range(4)]
+    bob = registry.create("mnist", MnistConfig(**TINY), "cpu", owner="bob")
+    carol = registry.create("mnist", MnistConfig(**TINY), "cpu", owner="carol")
+    places = registry.queue_positions()
+    assert [places[run_id] for run_id in (flood[0], bob, carol, *flood[1:])] == [1, 2, 3, 4, 5, 6]
+    assert supervisor.queue_by_browser(registry) == [
+        {"owner": "mallory", "queued": 4, "running": 0},
+        {"owner": "bob", "queued": 1, "running": 0},
+        {"owner": "carol", "queued": 1, "running": 0},
+    ]
+    [claimed] = registry.claim_queued(1)
+    assert claimed.id == flood[0]  # the oldest of the first round; her next ones wait for bob's and carol's
+    assert registry.queue_positions()[bob] == 1 and registry.queue_positions()[flood[1]] == 3
+
+    monkeypatch.setenv(settings.LECTURER_KEY_ENV, "s3cret-lecturer")
+    with pytest.raises(NotYours):
+        supervisor.cancel_queued_of(registry, "mallory", by=Caller("bob", "app"))
+    cancelled = supervisor.cancel_queued_of(registry, "mallory", by=Caller("lecturer", "app", "s3cret-lecturer"))
+    assert cancelled == flood[1:] and registry.get(flood[0]).status == RUNNING  # hers that trains goes on
+    assert registry.launches_since(0, owner="mallory") == 1  # the cancelled ones took no turn: no cap counts them
+    assert set(registry.queue_positions()) == {bob, carol}

@@ -556,7 +556,7 @@ def one_file(upload, name: str) -> None:
 def aligned_download(uploads: list, rep: align_lab.NetworkAlignment):
     """The download's bytes, made when clicked, in a process of its own: B read again and permuted."""
     limits = files.analysis_limits()
-    files_read = [(upload.name, upload.getvalue()) for upload in uploads]
+    files_read = [(files.upload_name(upload), upload.getvalue()) for upload in uploads]
     return lambda: files.uploads.analyse(
         align_lab.uploaded_pair_file, files_read, (rep.permutations, rep.w2_after), limits=limits
     )

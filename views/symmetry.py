@@ -1075,7 +1075,7 @@ def network_analysis(found: symmetry_lab.UploadedNetwork, upload, sort_key: str)
 
 def first_layer_csv(upload, sort_key: str, sort: bool):
     """The download's bytes, made when clicked, in a process of its own: hidden layer 1's weights, a row per unit."""
-    limits, read = files.analysis_limits(), [(upload.name, upload.getvalue())]
+    limits, read = files.analysis_limits(), [(files.upload_name(upload), upload.getvalue())]
     return lambda: files.uploads.analyse(symmetry_lab.first_layer_csv, read, (sort_key, sort), limits=limits)
 
 

@@ -25,6 +25,7 @@ is set aside and the run goes on from the one before.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import json
 import os
@@ -42,6 +43,18 @@ from symlab.specs.settings import DATABASE_URL_ENV, runs_directory
 from symlab.specs.settings import database_url as database_url_setting
 
 from .database import DatabaseError, open_database, shown_url
+
+
+def fair_order(queued: list, running_owners: list[str]) -> list:
+    """``queued`` runs (rows with ``id`` and ``owner``, oldest first) in the order they start: round-robin by the
+    browser that launched them. A run's round is its owner's running runs plus its place among its owner's queued
+    ones, so a browser's second run waits behind every other browser's first; within a round, the oldest first."""
+    round_of = collections.Counter(running_owners)
+    keyed = []
+    for row in queued:
+        keyed.append((round_of[row["owner"]], row["id"], row))
+        round_of[row["owner"]] += 1
+    return [row for _, _, row in sorted(keyed, key=lambda item: item[:2])]
 
 
 class RegistryError(RuntimeError):
@@ -338,6 +351,14 @@ class Registry:
             write=True,
         )
 
+    def forget_newest_launch(self, run_id: int) -> None:
+        """Count the run's newest launch, resume or restart for no cap: it was cancelled before it started."""
+        self._execute(
+            "DELETE FROM launches WHERE run_id = ? AND at = (SELECT MAX(at) FROM launches WHERE run_id = ?)",
+            (run_id, run_id),
+            write=True,
+        )
+
     def launches_since(self, since: float, *, source: str | None = None, owner: str | None = None) -> int:
         """How many launches, resumes and restarts (from ``source``, by ``owner``) there were after the time
         ``since``."""
@@ -410,8 +431,8 @@ class Registry:
         self._execute("DELETE FROM metrics WHERE run_id = ? AND epoch > ?", (run_id, epoch), write=True)
 
     def claim_queued(self, limit_per_device: int) -> list[Run]:
-        """Mark the oldest queued local runs running, as many as each device has room for (atomic). Runs on a
-        Ray cluster wait in Ray's own queue."""
+        """Mark queued local runs running, in their fair order (:func:`fair_order`), as many as each device has room
+        for (atomic). Runs on a Ray cluster wait in Ray's own queue."""
         try:
             with self.db.transaction(write=True) as connection:
                 busy: dict[str, int] = {}
@@ -421,9 +442,7 @@ class Registry:
                 ).fetchall():
                     busy[row["device"]] = row["n"]
                 claimed = []
-                for row in connection.execute(
-                    "SELECT * FROM runs WHERE status = ? AND executor = 'local' ORDER BY id", (QUEUED,)
-                ).fetchall():
+                for row in self._fair_queue(connection):
                     if busy.get(row["device"], 0) >= limit_per_device:
                         continue
                     busy[row["device"]] = busy.get(row["device"], 0) + 1
@@ -437,6 +456,33 @@ class Registry:
         except DatabaseError as error:
             raise self._failure(error, writing=True) from None
         return [self.get(run_id) for run_id in claimed]
+
+    def queue_positions(self) -> dict[int, int]:
+        """Each queued local run's place in its device's line (1: the next to start), in their fair order."""
+        try:
+            with self.db.transaction(write=False) as connection:
+                queue = self._fair_queue(connection)
+        except DatabaseError as error:
+            raise self._failure(error) from None
+        places: dict[str, int] = {}
+        positions = {}
+        for row in queue:
+            places[row["device"]] = places.get(row["device"], 0) + 1
+            positions[row["id"]] = places[row["device"]]
+        return positions
+
+    @staticmethod
+    def _fair_queue(connection) -> list:
+        running = [
+            row["owner"]
+            for row in connection.execute(
+                "SELECT owner FROM runs WHERE status = ? AND executor = 'local'", (RUNNING,)
+            ).fetchall()
+        ]
+        queued = connection.execute(
+            "SELECT * FROM runs WHERE status = ? AND executor = 'local' ORDER BY id", (QUEUED,)
+        ).fetchall()
+        return fair_order(queued, running)
 
     def register_process(self, run_id: int, pid: int, node: str | None = None) -> None:
         self.update(

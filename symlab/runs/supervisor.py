@@ -233,6 +233,7 @@ def cancel(registry: Registry, run_id: int, *, by: Caller = HOST) -> None:
         ray_cluster.cancel(registry, run)
     elif run.status == QUEUED:
         registry.update(run_id, status=CANCELLED, finished=time.time(), message="cancelled before it started")
+        registry.forget_newest_launch(run_id)  # it took no turn: the caps do not count it
     elif run.status == RUNNING:
         registry.update(run_id, cancel_requested=1)
         if process_alive(run.pid, run.pid_started):
@@ -242,6 +243,27 @@ def cancel(registry: Registry, run_id: int, *, by: Caller = HOST) -> None:
                 pass
         elif run.pid is not None:
             registry.update(run_id, status=CANCELLED, finished=time.time(), pid=None, message="cancelled")
+
+
+def cancel_queued_of(registry: Registry, owner: str, *, by: Caller) -> list[int]:
+    """Cancel every queued run that ``owner`` (a browser) launched, in one action: a lecturer's or the host's answer
+    to a flood; returns their ids. Their launches no longer count toward the caps."""
+    if not (by.host or by.lecturer):
+        raise NotYours("only a lecturer (with the host's key) or the host may cancel another browser's runs")
+    cancelled = [run.id for run in registry.runs([QUEUED]) if run.owner == owner and run.executor == "local"]
+    for run_id in cancelled:
+        cancel(registry, run_id, by=by)
+    return cancelled
+
+
+def queue_by_browser(registry: Registry) -> list[dict]:
+    """The MNIST queue by the browser that launched each run: its runs waiting and training, most waiting first
+    (what a lecturer looks at to find a flood)."""
+    counts: dict[str, dict] = {}
+    for run in registry.runs([QUEUED, RUNNING]):
+        row = counts.setdefault(run.owner, {"owner": run.owner, "queued": 0, "running": 0})
+        row["queued" if run.status == QUEUED else "running"] += 1
+    return sorted(counts.values(), key=lambda row: (-row["queued"], -row["running"], row["owner"]))
 
 
 def resume(registry: Registry, run_id: int, limits: RunLimits | None = None, *, by: Caller = HOST) -> None:

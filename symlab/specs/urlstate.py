@@ -54,7 +54,13 @@ def _shown(raw: str) -> str:
     a link inject Markdown (links, headings) into the warning, and control, bidi or line-separator
     characters would garble it, so those are escaped."""
     text = raw if len(raw) <= _SHOWN_CHARS else raw[:_SHOWN_CHARS] + "…"
-    return "".join("'" if c == "`" else ascii(c)[1:-1] if unicodedata.category(c) in _ESCAPED else c for c in text)
+    return escaped(text.replace("`", "'"))
+
+
+def escaped(text: str) -> str:
+    """``text`` with its control, format (bidi, zero-width) and line-separator characters as escapes (``\\u202e``):
+    anyone's text shown as it is, not as those characters would rearrange or hide it."""
+    return "".join(ascii(c)[1:-1] if unicodedata.category(c) in _ESCAPED else c for c in text)
 
 
 def _parse_one(spec: Param, raw: str) -> tuple[Any, str | None]:

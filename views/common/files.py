@@ -11,6 +11,7 @@ import streamlit as st
 
 from symlab.lib import weights
 from symlab.serving import uploads
+from symlab.specs.urlstate import escaped
 from views.common import binding
 from views.common.browser import browser_id
 
@@ -23,6 +24,7 @@ UPLOAD_HELP = (
     "them (each library's σ transform applied). The file is read as data only, in a process of its own: "
     "nothing in it is run."
 )
+NAME_CHARS = 120  # of an uploaded file's name as shown: two lines on a phone
 SHOWN_EVERY_SECONDS = 3.0  # how often a running analysis's elapsed time is redrawn (each a message to the page)
 
 
@@ -34,6 +36,17 @@ def upload_field(label: str, key: str):
     """A file uploader (the browser refuses files over the upload limit, Streamlit's server.maxUploadSize, which is
     weights.MAX_FILE_MB: tests/test_weights.py checks they agree)."""
     return st.file_uploader(label, key=key, help=UPLOAD_HELP)
+
+
+def upload_name(upload) -> str:
+    """An uploaded file's name as the page shows it and its analysis quotes it: the last part of a path (a client
+    may send one: it names no place here), its control, bidi and zero-width characters escaped, and cut in the
+    middle past :data:`NAME_CHARS`, keeping its ending (the extension)."""
+    name = escaped(re.split(r"[/\\]", upload.name)[-1]) or "(no name)"
+    if len(name) <= NAME_CHARS:
+        return name
+    keep = NAME_CHARS // 2 - 1
+    return f"{name[:keep]}…{name[-keep:]}"
 
 
 def plain(text: str) -> str:
@@ -61,7 +74,7 @@ def analysed(name: str, function: Callable, files: list, options: tuple = ()):
 def _analyse(function: Callable, files: list, options: tuple):
     limits = analysis_limits()
     status = st.empty()
-    names = ", ".join(upload.name for upload in files)
+    names = ", ".join(upload_name(upload) for upload in files)
     shown = [-SHOWN_EVERY_SECONDS]
 
     def waiting(ahead: int) -> None:
@@ -84,7 +97,7 @@ def _analyse(function: Callable, files: list, options: tuple):
     try:
         return uploads.analyse(
             function,
-            [(upload.name, upload.getvalue()) for upload in files],
+            [(upload_name(upload), upload.getvalue()) for upload in files],
             options,
             limits=limits,
             waiting=waiting,
@@ -108,7 +121,7 @@ def show_refusal(error: uploads.UploadRefused) -> None:
 
 def show_read(container, upload, description: str) -> None:
     """What an uploaded file was read as, its name as text."""
-    container.success(f"{plain(upload.name)}: {description}.", icon=":material/check_circle:")
+    container.success(f"{plain(upload_name(upload))}: {description}.", icon=":material/check_circle:")
 
 
 def layer_table(rows: list[dict]) -> pd.DataFrame:

@@ -17,7 +17,7 @@ from symlab.runs import supervisor
 from symlab.runs.registry import Registry, RegistryError, checkpoint_epoch
 from symlab.serving import key_guard, pace
 from symlab.specs import settings
-from symlab.specs.run_kind import ACTIVE, RESUMABLE, RUNNING
+from symlab.specs.run_kind import ACTIVE, QUEUED, RESUMABLE, RUNNING
 from symlab.specs.settings import database_url
 from views.common import binding
 from views.common.browser import browser_id
@@ -104,6 +104,7 @@ def lecturer_panel(page: str) -> None:
         st.session_state[LECTURER_KEY] = typed if verdict.accepted else ""
         if verdict.accepted:
             st.caption("You may cancel, resume and restart every run.")
+            queue_panel(page)
         elif verdict.wait_seconds:
             st.warning(
                 f"Too many wrong keys: the next key typed is checked in {math.ceil(verdict.wait_seconds)} s.",
@@ -111,6 +112,54 @@ def lecturer_panel(page: str) -> None:
             )
         elif typed:
             st.error("That is not the lecturer's key.")
+
+
+def queue_panel(page: str) -> None:
+    """For a lecturer: the runs waiting and training by browser, and one action that cancels a browser's queued
+    runs (a flood: their launches then count for no cap)."""
+    try:
+        rows = supervisor.queue_by_browser(registry())
+    except RegistryError as error:
+        st.error(explain(error))
+        return
+    if not rows:
+        st.caption("No run is queued or training.")
+        return
+    mine = browser_id()
+    names = {row["owner"]: browser_name(row["owner"], mine) for row in rows}
+    st.dataframe(
+        [{"browser": names[row["owner"]], "queued": row["queued"], "training": row["running"]} for row in rows],
+        hide_index=True,
+    )
+    flooding = [row["owner"] for row in rows if row["queued"]]
+    if not flooding:
+        return
+    cols = st.columns([3, 2])
+    chosen = cols[0].selectbox(
+        "Browser", flooding, format_func=names.get, key=f"{page}.flood_pick", label_visibility="collapsed"
+    )
+    if cols[1].button("Cancel its queued runs", key=f"{page}.cancel_flood", icon=":material/block:"):
+        try:
+            cancelled = supervisor.cancel_queued_of(registry(), chosen, by=caller())
+        except (ValueError, RegistryError) as error:
+            st.error(explain(error))
+            return
+        st.toast(f"{len(cancelled)} queued runs of {names[chosen]} cancelled", icon=":material/block:")
+        st.rerun()
+
+
+def browser_name(owner: str, mine: str) -> str:
+    """A browser as a lecturer tells them apart: the start of its id (a hash, not the cookie)."""
+    if not owner:
+        return "the command line"
+    return f"{owner[:8]}{' (this browser)' if owner == mine else ''}"
+
+
+def in_line(place: int | None) -> str:
+    """A queued run's place in its device's line, in words."""
+    if place is None:
+        return "waiting for its worker"
+    return "next in line" if place == 1 else f"{place - 1} ahead of it in line"
 
 
 def checked_key(box: str, typed: str) -> key_guard.Verdict:
@@ -192,11 +241,13 @@ def run_controls(page: str, all_runs, owner: str, limits, progress_text) -> None
     with ``page``."""
     reg, by = registry(), caller()
     active = [run for run in all_runs if run.status in ACTIVE]
+    places = reg.queue_positions() if any(run.status == QUEUED for run in active) else {}
     for run in active:
         cols = st.columns([6, 1])
         text = (
             f"{'yours: ' if is_yours(run, owner) else ''}#{run.id} {run.config.label}: {run.status}, "
-            f"{progress_text(run)}" + (" (cancelling…)" if run.cancel_requested else "")
+            + (in_line(places.get(run.id)) if run.status == QUEUED else progress_text(run))
+            + (" (cancelling…)" if run.cancel_requested else "")
         )
         cols[0].progress(min(max(run.progress, 0.0), 1.0), text=text)
         if by.may_control(run) and cols[1].button(

@@ -50,21 +50,23 @@ class UploadRefused(Exception):
 
 @dataclass(frozen=True)
 class AnalysisLimits:
-    """What one analysis of an upload may take: at most ``concurrent`` at once, each with ``memory_mb`` of
-    memory beyond what its process starts with, ``cpu_seconds`` of CPU time, at most ``core_share`` of a core
-    (1: as much as the system gives it), and ``wall_seconds`` in all."""
+    """What analyses of uploads may take: at most ``concurrent`` at once, each with ``memory_mb`` of memory beyond
+    what its process starts with and ``cpu_seconds`` of CPU time, all of them together at most ``core_share`` of a
+    core (1: as much as the system gives them; shared equally by those running), and each ``wall_seconds`` in
+    all."""
 
     concurrent: int = 2
     memory_mb: int = 2048
     cpu_seconds: int = 120
     core_share: float = 1.0
-    wall_seconds: float | None = None  # None: twice its CPU time at its share (it runs at the idle priority), +10 s
+    wall_seconds: float | None = None  # None: twice its CPU time at its least share (idle priority), +10 s
 
     @property
     def wall_limit(self) -> float:
         if self.wall_seconds is not None:
             return self.wall_seconds
-        return 2.0 * self.cpu_seconds / min(self.core_share, 1.0) + 10.0
+        least_share = min(self.core_share, 1.0) / (self.concurrent if self.core_share < 1.0 else 1)
+        return 2.0 * self.cpu_seconds / least_share + 10.0
 
     @classmethod
     def from_live(cls, live: LiveLimits) -> AnalysisLimits:
@@ -280,8 +282,10 @@ def _answer(connection, process, started: float, limits: AnalysisLimits, working
 
 
 class _Pacer:
-    """Holds processes to a share of a core each: in every :data:`PACE_SECONDS` a process runs for its share and is
-    stopped (SIGSTOP) for the rest, by one thread of this server for all of them. On a small virtual machine even
+    """Holds processes to a share of a core between them, split equally among those held: in every
+    :data:`PACE_SECONDS` a process runs for its part and is stopped (SIGSTOP) for the rest, by one thread of this
+    server for all of them. So one analysis runs at the whole share, and a second, a small network's beside a large
+    one's, starts at once at half of it rather than waiting for the first to end. On a small virtual machine even
     work at the lowest priority slows the page runs on the other core (the host's cores are shared behind them):
     a class must not pay for one student's analyses."""
 
@@ -291,6 +295,7 @@ class _Pacer:
         self._thread: threading.Thread | None = None
 
     def hold(self, pid: int, share: float) -> None:
+        """Hold ``pid`` to its part of ``share`` (of a core, for all the processes held together)."""
         if share >= 1.0:
             return
         with self._lock:
@@ -308,7 +313,7 @@ class _Pacer:
         while True:
             started = time.monotonic()
             with self._lock:
-                shares = dict(self._shares)
+                shares = {pid: share / len(self._shares) for pid, share in self._shares.items()}
                 for pid in shares:
                     _signal(pid, signal.SIGCONT)
             for pid, share in sorted(shares.items(), key=lambda item: item[1]):  # the smallest share stops first

@@ -228,7 +228,7 @@ class LiveLimits:
             f"tables: ≤ {self.max_table_runs} α × seed runs; {self.compute_workers} process(es) training "
             f"the pages' shared results; uploads analysed {self.upload_analyses} at a time, each with "
             f"{self.upload_memory_mb:,} MB and {self.upload_cpu_seconds} s of CPU"
-            + (f" at {self.upload_core_share:.0%} of a core" if self.upload_core_share < 1 else "")
+            + (f", at {self.upload_core_share:.0%} of a core between them" if self.upload_core_share < 1 else "")
         )
 
 
@@ -244,13 +244,14 @@ HOSTED_DEFAULTS = {
         max_runs_per_hour=30,
         worker_threads=1,
     ),
-    # One upload analysed at a time, at a fifth of a core: a 16 MB network's measurements take 3.5 CPU-s and its
+    # Uploads analysed at a fifth of a core between them: a 16 MB network's measurements take 3.5 CPU-s and its
     # alignment ~15, and on a two-core virtual machine any work beside the page runs slows them
-    # (benchmarks/load_test.py --uploaders).
+    # (benchmarks/load_test.py --uploaders). Two at once, each browser one: a small network is not held behind a
+    # large one.
     LiveLimits: dict(
         torch_threads=1,
         max_table_runs=20,
-        upload_analyses=1,
+        upload_analyses=2,
         upload_memory_mb=2048,
         upload_cpu_seconds=60,
         upload_core_share=0.2,

@@ -3,6 +3,7 @@ browser launched are its own by it (views/common/runs.py), and it is the unit of
 and the compute workers (symlab.serving.pace, symlab.serving.shared_results)."""
 
 import hashlib
+import uuid
 
 import streamlit as st
 
@@ -27,3 +28,15 @@ def browser_id() -> str:
     where the browser sends no such cookie."""
     token = xsrf_token(st.context.cookies.get(XSRF_COOKIE))
     return hashlib.sha256(b"symlab run owner\0" + token).hexdigest()[:32] if token else ""
+
+
+def session_id() -> str:
+    """This session's own id, made on its first run: what stands for a visitor whose browser sends no cookie."""
+    if "runs.session" not in st.session_state:
+        st.session_state["runs.session"] = uuid.uuid4().hex
+    return st.session_state["runs.session"]
+
+
+def visitor_id() -> str:
+    """Who a fair share or a count is kept for: this browser, or this session where the browser sends no cookie."""
+    return browser_id() or session_id()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import uuid
 from collections.abc import Callable
 
 import pandas as pd
@@ -13,7 +12,7 @@ from symlab.lib import weights
 from symlab.serving import uploads
 from symlab.specs.urlstate import escaped
 from views.common import binding
-from views.common.browser import browser_id
+from views.common.browser import visitor_id
 
 UPLOAD_NOTICE = (
     "An uploaded network cannot live in a link: the link keeps every other setting, so share the file with it."
@@ -102,17 +101,12 @@ def _analyse(function: Callable, files: list, options: tuple):
             limits=limits,
             waiting=waiting,
             working=working,
-            owner=browser_id() or session_owner(),
+            owner=visitor_id(),
         )
     except uploads.UploadRefused as error:
         return error
     finally:
         status.empty()
-
-
-def session_owner() -> str:
-    """An owner for a session whose browser sends no cookie: the session itself."""
-    return st.session_state.setdefault("files.owner", f"session:{uuid.uuid4().hex}")
 
 
 def show_refusal(error: uploads.UploadRefused) -> None:

@@ -6,7 +6,6 @@ lecturer (who typed the host's key) every run; on a server of one's own, its use
 import logging
 import math
 import os
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 
@@ -20,7 +19,7 @@ from symlab.specs import settings
 from symlab.specs.run_kind import ACTIVE, QUEUED, RESUMABLE, RUNNING
 from symlab.specs.settings import database_url
 from views.common import binding
-from views.common.browser import browser_id
+from views.common.browser import browser_id, session_id, visitor_id
 
 LECTURER_KEY = "runs.lecturer_key"  # the key as typed once accepted, kept for the session (never in the link)
 
@@ -37,12 +36,6 @@ def _registry_at(path: str, database_url: str | None) -> Registry:
 
 def registry() -> Registry:
     return _registry_at(str(settings.runs_directory()), database_url())
-
-
-def session_id() -> str:
-    if "runs.session" not in st.session_state:
-        st.session_state["runs.session"] = uuid.uuid4().hex
-    return st.session_state["runs.session"]
 
 
 def is_yours(run, owner: str) -> bool:
@@ -170,7 +163,7 @@ def checked_key(box: str, typed: str) -> key_guard.Verdict:
     last = st.session_state.get(f"{box}.verdict")
     if last is not None and last[0] == typed:
         return last[1]
-    verdict = key_guard.GUARD.check(browser_id() or session_id(), typed)
+    verdict = key_guard.GUARD.check(visitor_id(), typed)
     if not verdict.wait_seconds:
         st.session_state[f"{box}.verdict"] = (typed, verdict)
     return verdict

@@ -11,6 +11,7 @@ import pytest
 from conftest import running_app
 from layout import wait_until_drawn
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
+from playwright.sync_api import expect
 from vegatest import VEGA_CHART_JS, image_values, png_rows
 
 from symlab.labs import LABS
@@ -107,7 +108,8 @@ def test_shared_link_restores_the_view_and_play_animates(page, server_url):
     assert page.locator("text=q (forward KL)").count() > 0
 
     label = page.locator(".symlab-player .label")
-    assert label.inner_text().startswith("Adam step 0 / 1000: ")
+    # The player fills its label once its charts are built, which can come after the page's other charts.
+    expect(label).to_have_text(re.compile(r"^Adam step 0 / 1000: "), timeout=60_000)
     page.get_by_role("button", name="Play", exact=True).click()
     page.wait_for_function(f"() => ({PLAYER_STEP_JS})() > 0")
     page.get_by_role("button", name="Pause", exact=True).click()

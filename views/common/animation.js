@@ -137,7 +137,7 @@ class Player {
       <div class="progress" role="progressbar" aria-valuemin="0"><div></div></div>
       <div class="label" aria-live="off"></div>
       <div class="caption"></div>
-      <div class="charts"></div>`;
+      <div class="charts">Drawing the charts…</div>`;
     this.buttons = {};
     for (const button of this.root.querySelectorAll('button')) {
       this.buttons[button.dataset.do] = button;

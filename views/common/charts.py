@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import functools
 import json
+import math
 import struct
 import textwrap
 import zlib
@@ -29,6 +30,7 @@ PALETTE = {
     "grey": "#999999",
 }
 PRESENT_FONT_PX, FONT_PX = 20, 14  # presentation mode's root font size, and the normal one
+Y_LABEL_BOX_OVER_FONT = 1.35  # a label's box height over its font size, as Chromium lays out Source Sans (25 / 19)
 LEGEND_ROW_HEIGHT = 24  # pixels per row of a legend below a chart
 
 
@@ -442,6 +444,9 @@ def vega_spec(
         legend["columns"] = legend_columns
     spec["config"] = dict(
         axis=dict(labelFontSize=font - 1, titleFontSize=font, labelLimit=0, grid=True),
+        # A y label's box is about 1.3 times its font size high, where Vega's overlap check counts the font size:
+        # the rest as separation, so stacked labels it keeps never touch.
+        axisY=dict(labelSeparation=math.ceil(Y_LABEL_BOX_OVER_FONT * (font - 1)) - (font - 1)),
         legend=legend,
         text=dict(fontSize=font - 2),
         view=dict(stroke=None),

@@ -7,7 +7,10 @@ in this process on one torch thread (and one BLAS thread), as a hosted server's 
 a few seconds: its training, evaluations and diagnoses, not the data's loading. The rows pair settings that differ in
 one thing the estimate must follow: batch 1 against 128 (each step's fixed cost), 1 against 100 prediction samples,
 evaluating after every epoch against every tenth, one hidden layer against two; then the estimators, SGM's two
-estimates of I, σ by Adam, a wide net on few images, and the comparison on both architectures.
+estimates of I, σ by Adam, a wide net on few images, and the comparison on both architectures. The "upload" rows
+analyse an uploaded network of 2 to 65 layers (the symmetry explorer's), and the "upload pair" rows align two (the
+alignment lab's): a hosted server refuses an upload at once where its estimate is over the upload's CPU cap. Their
+MNIST data's loading is included.
 
 The estimate is the run's ``config.work()`` (:class:`symlab.specs.settings.Work`: its parts' arithmetic, each
 step's fixed cost as elementwise work) at the rates this process measures first
@@ -19,6 +22,7 @@ other work slows the measured runs more than the rates measured once (CPU time s
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import sys
 import time
@@ -30,19 +34,59 @@ sys.path.insert(0, str(ROOT))
 
 import torch  # noqa: E402
 
+from symlab.labs.align import experiment as align  # noqa: E402
 from symlab.labs.methods import experiment as methods  # noqa: E402
 from symlab.labs.mnist import experiment as mnist  # noqa: E402
+from symlab.labs.symmetry import experiment as symmetry  # noqa: E402
 from symlab.lib import mnist_data  # noqa: E402
 from symlab.runs.device import measured_rates, set_threads  # noqa: E402
+from symlab.specs.settings import Part, Work  # noqa: E402
 
 LOW, HIGH = 0.5, 2.0  # measured / estimated
 SMALL = dict(device="cpu", init_sd=0.05)
 
 
 @dataclass(frozen=True)
+class UploadedNetwork:
+    """The symmetry explorer's analysis of an uploaded network of these layer sizes (random weights), which a hosted
+    server refuses at once where its estimate is over the upload's CPU cap."""
+
+    sizes: tuple[int, ...]
+    seed: int = 0
+
+    def work(self) -> Work:
+        hidden = self.sizes[1:-1]
+        cost = symmetry.network_analysis_cost(self.sizes)
+        return Work(width=max(hidden), depth=len(hidden), epochs=0, parts=(Part("analysing it", cost),))
+
+    def file(self) -> bytes:
+        generator, state = torch.Generator().manual_seed(self.seed), {}
+        for index, (d_in, d_out) in enumerate(zip(self.sizes, self.sizes[1:])):
+            state[f"{2 * index}.weight"] = torch.randn(d_out, d_in, generator=generator) * d_in**-0.5
+            state[f"{2 * index}.bias"] = torch.randn(d_out, generator=generator) * 0.1
+        buffer = io.BytesIO()
+        torch.save(state, buffer)
+        return buffer.getvalue()
+
+
+@dataclass(frozen=True)
+class UploadedPair(UploadedNetwork):
+    """The alignment lab's analysis of two uploaded networks of these layer sizes (the page's default path)."""
+
+    path_points: int = 11
+    samples: int = 16
+    starts: int = 1
+
+    def work(self) -> Work:
+        hidden = self.sizes[1:-1]
+        cost = align.pair_alignment_cost(self.sizes, self.path_points, 1, self.starts)  # point networks: one sample
+        return Work(width=max(hidden), depth=len(hidden), epochs=0, parts=(Part("aligning them", cost),))
+
+
+@dataclass(frozen=True)
 class Row:
     name: str
-    config: object  # an MnistConfig or a MethodsConfig
+    config: object  # an MnistConfig, a MethodsConfig, an UploadedNetwork or an UploadedPair
 
 
 ROWS = (
@@ -80,11 +124,30 @@ ROWS = (
             architecture="mlp", reference=20, samples=10, modes=2, epochs=1, train_size=1000, test_size=500
         ),
     ),
+    Row("upload 784-2048-10", UploadedNetwork((784, 2048, 10))),
+    Row("upload 4 x 1024", UploadedNetwork((784, 1024, 1024, 1024, 1024, 10))),
+    Row("upload 16 x 480", UploadedNetwork((784, *[480] * 16, 10))),
+    Row("upload 2 x 3072", UploadedNetwork((784, 3072, 3072, 10))),
+    Row("upload 63 x 480", UploadedNetwork((784, *[480] * 63, 10))),
+    Row("upload pair 784-1024-10", UploadedPair((784, 1024, 10))),
+    Row("upload pair 784-4096-10", UploadedPair((784, 4096, 10))),
+    Row("upload pair 4 x 512", UploadedPair((784, 512, 512, 512, 512, 10))),
+    Row("upload pair 2 x 1024 3 starts", UploadedPair((784, 1024, 1024, 10), starts=3)),
 )
 
 
 def train(config, data) -> float:
-    """CPU-seconds of the whole run of ``config``, its data prepared beforehand."""
+    """CPU-seconds of the whole run of ``config``, its data prepared beforehand (an upload's: its file)."""
+    if isinstance(config, UploadedPair):
+        pair = [("a.pt", config.file()), ("b.pt", UploadedNetwork(config.sizes, seed=1).file())]
+        started = time.process_time()
+        align.uploaded_pair(pair, config.path_points, config.samples, 0, config.starts)
+        return time.process_time() - started
+    if isinstance(config, UploadedNetwork):
+        upload = [("network.pt", config.file())]
+        started = time.process_time()
+        symmetry.uploaded_network(upload, "max_in")
+        return time.process_time() - started
     if isinstance(config, mnist.MnistConfig):
         device = torch.device("cpu")
         trainer = mnist.MnistTrainer(config, mnist.prepare_tensors(data, config, device), device)

@@ -192,6 +192,33 @@ def test_min_mass_two_hidden_layers_matches_a_generic_optimiser():
         assert result.gradient <= 1e-10
 
 
+@pytest.mark.parametrize("sizes", [(3, 4, 2), (3, 4, 3, 2), (2, 3, 4, 2, 3, 1)])
+def test_the_newton_step_solves_the_finite_difference_hessian(sizes):
+    """The layer-by-layer elimination's −H⁻¹g against H and g by central differences of the mass as a function of
+    the log-scales (by rescaling the network, independent of the terms), at a point away from the optimum."""
+    rng = np.random.default_rng(sum(sizes))
+    layers = random_net(rng, sizes, spread=1.0)
+    hidden = list(sizes[1:-1])
+    f, lam, h = mass_of_log_scales(layers, hidden), 0.3 * rng.standard_normal(sum(hidden)), 1e-4
+    unit = np.eye(len(lam))
+    gradient = np.array([(f(lam + h * e) - f(lam - h * e)) / (2 * h) for e in unit])
+    hessian = np.array(
+        [
+            [
+                (f(lam + h * (a + b)) - f(lam + h * (a - b)) - f(lam - h * (a - b)) + f(lam - h * (a + b)))
+                / (4 * h * h)
+                for b in unit
+            ]
+            for a in unit
+        ]
+    )
+    squares = [W[None] ** 2 for W, _ in layers]
+    terms = symmetry._mass_terms(squares, [part[None] for part in np.split(lam, np.cumsum(hidden)[:-1])])
+    free = np.ones((1, len(lam)), dtype=bool)
+    step = symmetry._newton_step(terms, hidden, gradient[None], free)[0]
+    np.testing.assert_allclose(step, -np.linalg.solve(hessian, gradient), rtol=1e-5, atol=1e-7)
+
+
 @pytest.mark.parametrize("sizes", [(2, 2, 1), (6, 8, 3), (5, 6, 6, 2), (3, 4, 5, 4, 2)])
 def test_min_mass_never_increases_the_mass(sizes):
     rng = np.random.default_rng(len(sizes) * 13 + sizes[1])
@@ -436,6 +463,15 @@ def test_nearest_equivalent_mode_refuses_batches_and_deeper_nets():
         symmetry.nearest_equivalent_mode(random_net(rng, (2, 4, 1), (3,)))
     with pytest.raises(ValueError, match="one-hidden-layer"):
         symmetry.nearest_equivalent_mode(random_net(rng, (2, 4, 4, 1)))
+
+
+def test_every_layers_nearest_copy_at_once_is_each_layers_own():
+    layers = random_net(np.random.default_rng(9), (3, 5, 1, 4, 2))
+    at_once = symmetry.nearest_equivalent_modes(layers, n_params=50)
+    assert at_once == [symmetry.nearest_equivalent_mode(layers, index=i, n_params=50) for i in range(3)]
+    assert at_once[1].distance == math.inf and at_once[0].distance < math.inf  # a layer of one unit has no copy
+    with pytest.raises(ValueError, match="batch"):
+        symmetry.nearest_equivalent_modes(random_net(np.random.default_rng(0), (2, 4, 1), (3,)))
 
 
 @pytest.mark.parametrize("width", [2, 3, 4, 5])

@@ -133,6 +133,47 @@ def test_cpu_time_past_the_ceiling_ends_the_analysis():
     assert time.monotonic() - started < 10
 
 
+def test_a_network_estimated_past_the_cpu_cap_is_refused_before_its_analysis_starts():
+    """784 → 4096 → 10: a few CPU-seconds to analyse, estimated from its shapes (network_analysis_cost) and refused
+    under a cap of 1 s with the estimate, not ended by the kernel's CPU limit after the cap's wait."""
+    limits = uploads.AnalysisLimits(concurrent=1, memory_mb=1024, cpu_seconds=1)
+    with pytest.raises(
+        uploads.UploadRefused,
+        match=r"Analysing this network would take ~\d+ CPU-seconds on this "
+        r"server, over its cap of 1 CPU-seconds: try a smaller network",
+    ):
+        analysed(symmetry_lab.uploaded_network, [("net.pt", hostile_files.wide_network(4096))], ("max_in",), limits)
+
+
+def test_a_pair_estimated_past_the_cpu_cap_is_refused_before_its_alignment_starts():
+    limits = uploads.AnalysisLimits(concurrent=1, memory_mb=1024, cpu_seconds=1)
+    pair = [("a.pt", hostile_files.wide_network(4096)), ("b.pt", hostile_files.wide_network(4096, seed=1))]
+    with pytest.raises(uploads.UploadRefused, match=r"^Aligning these networks would take ~\d+ CPU-seconds"):
+        analysed(align_lab.uploaded_pair, pair, (11, 16, 0, 1), limits)
+
+
+def test_an_analysis_starts_with_every_labs_computations_imported():
+    """Forked from a server that imported them (COMPUTE_PRELOAD): importing the symmetry explorer's would cost an
+    analysis about a CPU-second, several seconds of waiting at its share of a core."""
+    from symlab.labs import LABS
+
+    experiments = [f"symlab.labs.{lab.name}.experiment" for lab in LABS]
+    assert analysed(upload_functions.loaded_modules, [], (experiments,)) == experiments
+
+
+def test_a_budget_refuses_only_work_estimated_past_it():
+    from symlab.specs import settings
+    from symlab.specs.tasks import Cost, Rates
+
+    rates, work = Rates(1e9, 1e9, 1e6), Cost(matmul_flops=3e9, elementwise=1e9)  # 4 s at these rates
+    settings.check_affordable(work, "Anything")  # no budget: the command line's, a worker's
+    with settings.cpu_budget(settings.CpuBudget(5, rates)):
+        settings.check_affordable(work, "Within")
+    with settings.cpu_budget(settings.CpuBudget(3, rates)), pytest.raises(settings.TooCostly, match="^Past it"):
+        settings.check_affordable(work, "Past it")
+    settings.check_affordable(work * 100, "Out of the block")
+
+
 def handoffs() -> set:
     import glob
     import tempfile

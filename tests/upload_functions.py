@@ -40,3 +40,10 @@ def spin_for(files, seconds: float) -> float:
     while time.monotonic() - started < seconds:
         pass
     return time.process_time() - cpu
+
+
+def loaded_modules(files, names: list) -> list:
+    """Those of ``names`` this process had imported before it was asked anything."""
+    import sys
+
+    return [name for name in names if name in sys.modules]

@@ -21,6 +21,13 @@ def run_kinds() -> dict:
 
 
 def computation_modules() -> list[str]:
-    """Each lab's page-parameter module, which imports its computations: what a server imports ahead of its
-    visitors, and its worker processes before their first task."""
-    return [lab.params.partition(":")[0] for lab in LABS]
+    """Each lab's modules that hold or import its computations (its page parameters', tasks', run kind's and
+    results'): what a server imports ahead of its visitors, and the forked processes (workers, an upload's analysis)
+    inherit. The page parameters alone import no computation (the command line parses without numpy)."""
+    named: list[str] = []
+    for lab in LABS:
+        for entry in (lab.params, lab.tasks, lab.runs, *lab.results):
+            module = entry.partition(":")[0]
+            if module and module not in named:
+                named.append(module)
+    return named

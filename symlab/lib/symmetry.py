@@ -161,11 +161,13 @@ def normalise_units(layers, norm: float = 1.0) -> list:
         raise ValueError(f"norm must be a finite number > 0, got {norm!r}")
     layers = as_layers(layers)
     for index in range(len(layers) - 1):
-        row_norm = np.linalg.norm(layers[index][0], axis=-1)
+        (W, b), (W_next, b_next) = layers[index], layers[index + 1]
+        row_norm = np.linalg.norm(W, axis=-1)
         log_scale = np.where(row_norm > 0, np.log(norm) - np.log(np.where(row_norm > 0, row_norm, 1.0)), 0.0)
-        scales = [np.zeros(W.shape[:-1]) for W, _ in layers[:-1]]
-        scales[index] = log_scale
-        layers = scale_units(layers, scales)
+        # Only this layer's units move: the two weight matrices they touch, not the whole network per layer.
+        up, down = np.exp(log_scale), np.exp(-log_scale)
+        layers[index] = (W * up[..., :, None], b * up)
+        layers[index + 1] = (W_next * down[..., None, :], b_next)
     return layers
 
 
@@ -241,23 +243,39 @@ def _mass_gradient(terms, sizes) -> np.ndarray:
 def _newton_step(terms, sizes, grad, free) -> np.ndarray:
     """−H⁻¹g per network; units that are not free have g = 0 and keep a zero step.
 
-    The Hessian's diagonal is 4(incoming + outgoing terms), and λ_l, λ_{l+1} also meet in E_{l+1}.
-    With one hidden layer nothing meets, the Hessian is diagonal, and no matrix is built.
+    The Hessian's diagonal is 4(incoming + outgoing terms); λ_l and λ_{l+1} also meet in E_{l+1}, and no other
+    two layers meet. H is block tridiagonal, each layer's own block diagonal, so it is solved by eliminating the
+    layers in turn: (Σ d_l)³ work and (Σ d_l)² memory become Σ d_l³ and Σ d_l², which is what makes a deep
+    network's analysis affordable. With one hidden layer H is diagonal.
     """
     diag = np.concatenate([4 * (terms[i].sum(-1) + terms[i + 1].sum(-2)) for i in range(len(sizes))], axis=1)
     diag = np.where(free, diag, 1.0)
     if len(sizes) == 1:
         return -grad / diag
-    batch, total = grad.shape
     offsets = np.concatenate([[0], np.cumsum(sizes)])
-    hess = np.zeros((batch, total, total))
+    spans = [slice(offsets[i], offsets[i + 1]) for i in range(len(sizes))]
+    eliminated = []  # per layer but the last: S⁻¹Cᵀ and S⁻¹y, for the way back up
+    schur, rhs = None, grad[:, spans[0]]  # None: layer 1's block, its diagonal, is its own Schur complement
     for index in range(len(sizes) - 1):
-        span, nxt = slice(offsets[index], offsets[index + 1]), slice(offsets[index + 1], offsets[index + 2])
-        hess[:, nxt, span] = -4 * terms[index + 1]
-        hess[:, span, nxt] = -4 * np.swapaxes(terms[index + 1], -1, -2)
-    hess = np.where(free[:, :, None] & free[:, None, :], hess, 0.0)
-    hess[:, np.arange(total), np.arange(total)] = diag
-    return -np.linalg.solve(hess, grad[..., None])[..., 0]
+        below, above = free[:, spans[index]], free[:, spans[index + 1]]
+        coupling = -4 * terms[index + 1] * (above[:, :, None] & below[:, None, :])  # C: (B, d_{l+1}, d_l)
+        coupling_t = np.swapaxes(coupling, -1, -2)
+        if schur is None:
+            inverse_ct, inverse_y = coupling_t / diag[:, spans[index], None], rhs / diag[:, spans[index]]
+        else:
+            solved = np.linalg.solve(schur, np.concatenate([coupling_t, rhs[..., None]], axis=-1))
+            inverse_ct, inverse_y = solved[..., :-1], solved[..., -1]
+        eliminated.append((inverse_ct, inverse_y))
+        schur = -(coupling @ inverse_ct)
+        units = np.arange(sizes[index + 1])
+        schur[:, units, units] += diag[:, spans[index + 1]]
+        rhs = grad[:, spans[index + 1]] - (coupling @ inverse_y[..., None])[..., 0]
+    x = np.linalg.solve(schur, rhs[..., None])[..., 0]
+    solution = [x]
+    for inverse_ct, inverse_y in reversed(eliminated):
+        x = inverse_y - (inverse_ct @ x[..., None])[..., 0]
+        solution.append(x)
+    return -np.concatenate(solution[::-1], axis=1)
 
 
 def min_mass(layers, tol: float = 1e-10, max_iter: int = 100) -> MinMass:
@@ -412,9 +430,25 @@ def nearest_equivalent_mode(
         raise ValueError(f"hidden layer {index} does not exist: the net has {len(layers) - 1}")
     if units.ndim != 2:
         raise ValueError("nearest_equivalent_mode takes one network, not a batch")
-    width = units.shape[0]
+    n_params = n_parameters(layers) if n_params is None else n_params
+    return _nearest_copy(units, float(flat_norm(layers)), n_params, chunk)
+
+
+def nearest_equivalent_modes(layers, n_params: int | None = None) -> list[NearestMode]:
+    """:func:`nearest_equivalent_mode` of every hidden layer of one network, the network read and its norm taken
+    once (per layer, they would cost as much as the whole network each: a deep network's square)."""
+    layers = as_layers(layers)
+    if layers[0][0].ndim != 2:
+        raise ValueError("nearest_equivalent_modes takes one network, not a batch")
     n_params = n_parameters(layers) if n_params is None else n_params
     norm = float(flat_norm(layers))
+    return [_nearest_copy(unit_rows(layers, index), norm, n_params) for index in range(len(layers) - 1)]
+
+
+def _nearest_copy(units: np.ndarray, norm: float, n_params: int, chunk: int = 1024) -> NearestMode:
+    """The nearest copy among the permutations of the units whose rows are ``units`` (of a network of norm
+    ``norm`` with ``n_params`` parameters)."""
+    width = units.shape[0]
     if width < 2:
         return NearestMode(math.inf, math.inf, math.inf, (0, 0), width, n_params)
     # Centred: distances are unchanged, and a component shared by all units (a large common bias,

@@ -31,10 +31,12 @@ import traceback
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 
-from symlab.runs.device import set_threads
+from symlab.runs.device import machine_rates, set_threads
 from symlab.serving import codec
 from symlab.serving.shared_results import COMPUTE_PRELOAD, IDLE_NICENESS
+from symlab.specs import settings
 from symlab.specs.settings import LiveLimits
+from symlab.specs.tasks import Rates
 
 LOG = logging.getLogger("symlab.serving.uploads")
 POLL_SECONDS = 1.0  # how often a waiting page hears how its analysis stands (and may be stopped)
@@ -209,6 +211,7 @@ def _in_own_process(function, uploads, options, limits: AnalysisLimits, working)
             options,
             limits.memory_mb * 10**6,
             limits.cpu_seconds,
+            machine_rates(),
         ),
     )
     started = time.monotonic()
@@ -377,14 +380,17 @@ def _analyse_here(
     options: tuple,
     memory_bytes: int,
     cpu_seconds: int,
+    rates: Rates,
 ):
-    """In the analysis process: take the limits, read the uploads' bytes, run, answer (one message)."""
+    """In the analysis process: take the limits, read the uploads' bytes, run, answer (one message). Work the lab
+    estimates past the CPU cap (at the page process's ``rates``: this one is paced) is refused before it starts."""
     _limit_this_process(memory_bytes, cpu_seconds)
     try:
         with open(handoff, "rb") as read:
             uploads = [(name, read.read(size)) for name, size in sizes]
         os.unlink(handoff)  # in memory: gone as soon as it is read
-        answer = _answer_to(function, uploads, options)
+        with settings.cpu_budget(settings.CpuBudget(cpu_seconds, rates)):
+            answer = _answer_to(function, uploads, options)
         del uploads
         connection.send_bytes(answer)
     except (BrokenPipeError, EOFError):

@@ -11,6 +11,8 @@ own by an environment variable named after it in upper case with a ``SYMLAB_`` p
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import hmac
 import math
 import os
@@ -126,6 +128,48 @@ def cpu_time(seconds: float) -> str:
         if seconds >= 2 * size:
             return f"~{seconds / size:.0f} CPU-{unit}"
     return f"~{max(seconds, 1):.0f} CPU-seconds"
+
+
+class TooCostly(ValueError):
+    """Work refused before it starts: its estimated CPU time is over what this process may spend."""
+
+
+@dataclass(frozen=True)
+class CpuBudget:
+    """The CPU time a process may spend (its ``RLIMIT_CPU``), and the rates its work's cost is estimated at."""
+
+    seconds: float
+    rates: Rates
+
+    def check(self, cost: Cost, what: str) -> None:
+        needed = cost.floor_seconds(self.rates)
+        if needed > self.seconds:
+            raise TooCostly(
+                f"{what} would take {cpu_time(needed)} on this server, over its cap of {self.seconds:.0f} "
+                "CPU-seconds: try a smaller network, or run the lab's command (symlab --help) on your own machine"
+            )
+
+
+_CPU_BUDGET: contextvars.ContextVar[CpuBudget | None] = contextvars.ContextVar("symlab_cpu_budget", default=None)
+
+
+@contextlib.contextmanager
+def cpu_budget(budget: CpuBudget):
+    """Within the block, :func:`check_affordable` refuses work estimated over ``budget`` (an upload's analysis:
+    refused at once, where the CPU cap would end it only after the student waited the whole cap)."""
+    token = _CPU_BUDGET.set(budget)
+    try:
+        yield
+    finally:
+        _CPU_BUDGET.reset(token)
+
+
+def check_affordable(cost: Cost, what: str) -> None:
+    """:class:`TooCostly` where ``cost`` is over the budget this work runs under (:func:`cpu_budget`); none set
+    (the command line, a worker): anything goes."""
+    budget = _CPU_BUDGET.get()
+    if budget is not None:
+        budget.check(cost, what)
 
 
 # The caps on launches count the last hour's launches, resumes and restarts.

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from symlab.lib import align, bnn, gaussian, mlp, weights
+from symlab.lib import align, bnn, gaussian, mlp, mnist_data, weights
 from symlab.lib.adam import Adam
 from symlab.lib.gaussian import DiagonalGaussian
 from symlab.lib.mnist_data import data_directory, load_mnist_once
@@ -497,12 +497,43 @@ class UploadedPair:
     assignments: dict  # "own" | "aligned" -> one AssignmentView per hidden layer
 
 
+# What :func:`pair_alignment_cost` counts, calibrated on networks of 3 to 6 layers (benchmarks/bench_run_cost.py,
+# the "upload pair" rows: measured over estimated CPU time within 0.5–2).
+ASSIGNMENT_PRICE = 3.6  # the Hungarian method's work on n units, per n³, as flops of the rate
+DISTANCE_PRICE = 11  # a layer's unit-to-unit distances (means' and deviations' float64 products), per flop
+SWEEPS_EXPECTED = 10  # sweeps until no assignment changes, from each start (4 to 24 measured; one hidden layer: 1)
+PATH_PRICE = 3  # a path point's forward passes (batched float32 products on MNIST's test images), per flop
+PAIR_WEIGHT_PASSES = 200  # elementwise work per weight: reading, checking, interpolating, sampling
+
+
+def pair_alignment_cost(sizes, path_points: int, samples: int, starts: int) -> Cost:
+    """The CPU time :func:`uploaded_pair` takes on two networks of layer sizes ``sizes`` as work at a machine's
+    rates, known from the shapes before it starts: each hidden layer's assignments (W₂'s from each start, sweep
+    by sweep, and weight matching's) with their distances, and the three paths' points on MNIST."""
+    hidden = sizes[1:-1]
+    n_weights = sum(a * b for a, b in zip(sizes, sizes[1:]))
+    sweeps = 1 if len(hidden) == 1 else SWEEPS_EXPECTED
+    assignments = starts * sweeps + 1
+    per_assignment = sum(
+        ASSIGNMENT_PRICE * width**3 + DISTANCE_PRICE * 2 * width**2 * (sizes[i] + 1 + sizes[i + 2])
+        for i, width in enumerate(hidden)
+    )
+    mnist = weights.is_mnist_classifier(sizes)
+    paths = 3 * path_points * samples * MNIST_TEST * 2 * n_weights if mnist else 0
+    return Cost(
+        matmul_flops=assignments * per_assignment + PATH_PRICE * paths,
+        elementwise=PAIR_WEIGHT_PASSES * n_weights + mnist * mnist_data.LOAD_ELEMENTS,
+    )
+
+
 def uploaded_pair(files, path_points: int, samples: int, seed: int, starts: int) -> UploadedPair:
     """Two uploaded networks (``files``: two (name, bytes)) read, checked and aligned; the path walked on MNIST for
     784 → … → 10 nets."""
     a, b = (weights.read_network(data, name) for name, data in files)
     weights.check_pair(a, b)
     weights.check_widths(a, UPLOAD_MAX_WIDTH, "aligning")
+    drawn = samples if a.is_posterior else 1
+    settings.check_affordable(pair_alignment_cost(a.sizes, path_points, drawn, starts), "Aligning these networks")
     mnist = load_mnist_once(settings.mnist_directory()) if weights.is_mnist_classifier(a.sizes) else None
     report = align_networks(a, b, mnist, path_points, samples, seed, starts=starts)
     qb, perms = report.ends["before"], report.alignments["w2"].perms

@@ -26,7 +26,7 @@ import torch.nn.functional as F
 from scipy import ndimage
 
 from symlab.labs.toy import experiment as toy
-from symlab.lib import mlp, symmetry, two_relu, weights
+from symlab.lib import mlp, mnist_data, symmetry, two_relu, weights
 from symlab.lib.adam import Adam
 from symlab.lib.mmd import KERNELS_PER_FAMILY, mmd_aggregate
 from symlab.lib.mnist_data import data_directory, load_mnist_once
@@ -653,6 +653,40 @@ def check_inputs(sizes, mnist=None) -> tuple[np.ndarray, str]:
     return np.random.default_rng(0).standard_normal((CHECK_POINTS, sizes[0])), f"{CHECK_POINTS} standard normal points"
 
 
+# What :func:`network_analysis_cost` counts, calibrated on networks of 2 to 65 layers (benchmarks/bench_run_cost.py,
+# the "upload" rows: measured over estimated CPU time within 0.5–2).
+NEWTON_STEPS_EXPECTED = 5  # min-mass's Newton steps on the networks measured: 5 to 6
+FLOAT64_PRODUCT_PRICE = 6  # float64 products (LAPACK's solves at a few hundred units) per float32 flop of the rate
+FORWARD_PRICE = 4  # a forward pass's products on a few hundred inputs, per flop of the rate
+MASS_EVALUATIONS = 4 * NEWTON_STEPS_EXPECTED + 3  # min-mass's objective: each step's backtracking, and the ends
+WEIGHT_PASSES = 80 * MASS_EVALUATIONS + 100  # elementwise work per weight: each evaluation's exponentials, copies
+
+
+def network_analysis_cost(sizes) -> Cost:
+    """The CPU time :func:`network_report` takes on a network of layer sizes ``sizes`` (d₀ … d_L) as work at a
+    machine's rates, known from the shapes before it starts: every pair of units per hidden layer (the nearest
+    copies), min-mass's Newton steps (:func:`symmetry._newton_step`: each hidden layer's Schur complement, formed
+    and solved) and objective, the removals' checks and the MNIST accuracy's forward passes."""
+    hidden = list(sizes[1:-1])
+    n_weights = sum(a * b for a, b in zip(sizes, sizes[1:]))
+    nearest = sum(2 * width**2 * (sizes[i] + 1 + sizes[i + 2]) for i, width in enumerate(hidden))
+    newton = (
+        sum(
+            2 * above**2 * below + (k > 0) * (2 / 3 * below**3 + 2 * below**2 * (above + 1))
+            for k, (below, above) in enumerate(zip(hidden, hidden[1:]))
+        )
+        + (len(hidden) > 1) * 2 / 3 * hidden[-1] ** 3
+    )
+    checks = 6 * CHECK_POINTS * 2 * n_weights  # each removal's output change: two forward passes
+    mnist = weights.is_mnist_classifier(sizes)
+    accuracy = 3 * weights.SCALING_IMAGES * 2 * n_weights if mnist else 0  # three input scalings tried
+    return Cost(
+        matmul_flops=FLOAT64_PRODUCT_PRICE * (nearest + NEWTON_STEPS_EXPECTED * newton)
+        + FORWARD_PRICE * (checks + accuracy),
+        elementwise=WEIGHT_PASSES * n_weights + mnist * mnist_data.LOAD_ELEMENTS,
+    )
+
+
 def network_report(network: weights.Network, mnist=None, sort_key: str = "max_in") -> NetworkReport:
     """Mode proximity, permutation and scaling removal and min-mass for ``network`` (a posterior: its means)."""
     if sort_key not in symmetry.SORT_KEYS:
@@ -660,10 +694,12 @@ def network_report(network: weights.Network, mnist=None, sort_key: str = "max_in
     started = time.perf_counter()
     layers = symmetry.as_layers(network.means)
     inputs, described = check_inputs(network.sizes, mnist)
-    nearest = []
-    for index, width in enumerate(network.sizes[1:-1]):
-        mode = symmetry.nearest_equivalent_mode(layers, index=index, n_params=network.n_parameters)
-        nearest.append({"layer": index + 1, "width": width, **mode_row(mode)})
+    nearest = [
+        {"layer": index + 1, "width": width, **mode_row(mode)}
+        for index, (width, mode) in enumerate(
+            zip(network.sizes[1:-1], symmetry.nearest_equivalent_modes(layers, network.n_parameters))
+        )
+    ]
     sorted_layers = symmetry.sort_units(layers, sort_key)
     scaled = symmetry.normalise_units(layers)
     result = symmetry.min_mass(layers)
@@ -750,6 +786,7 @@ def uploaded_network(files, sort_key: str) -> UploadedNetwork:
     MNIST test accuracy for a 784 → … → 10 net)."""
     network = uploaded_one(files)
     weights.check_widths(network, UPLOAD_MAX_WIDTH, "its nearest copies")
+    settings.check_affordable(network_analysis_cost(network.sizes), "Analysing this network")
     mnist = load_mnist_once(settings.mnist_directory()) if network.sizes[0] == 784 else None
     report = network_report(network, mnist, sort_key)
     W = report.raw_layers[0][0]

@@ -139,7 +139,9 @@ def posterior_predictive(post: GridPosterior, x, noise: float):
     pos = np.maximum(post.axis[:, None] * x[None, :], 0.0)  # ReLU(w x) for each grid value
     marginal_1, marginal_2 = prob.sum(1), prob.sum(0)
     mean = marginal_1 @ pos + marginal_2 @ pos
-    second = marginal_1 @ pos**2 + marginal_2 @ pos**2 + 2 * np.einsum("in,ij,jn->n", pos, prob, pos)
+    # Σ_ij pos_i p_ij pos_j per x, as one matrix product (an einsum of the three loops took 20× as long).
+    cross = np.sum(pos * (prob @ pos), axis=0)
+    second = marginal_1 @ pos**2 + marginal_2 @ pos**2 + 2 * cross
     return mean, np.sqrt(np.maximum(second - mean**2, 0.0) + noise**2)
 
 

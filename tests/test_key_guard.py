@@ -6,6 +6,7 @@ import logging
 
 import pytest
 
+from symlab.runs.registry import RegistryError
 from symlab.serving import key_guard
 from symlab.specs import settings
 from symlab.specs.settings import Hosting, SettingsError
@@ -80,6 +81,19 @@ def test_many_wrong_keys_lock_the_key_out_and_the_log_says_so(guard, caplog):
     assert guard.check("lecturer", KEY).wait_seconds > key_guard.LONGEST_DELAY_SECONDS
     guard.clock.now += key_guard.LOCKOUT_SECONDS
     assert guard.check("lecturer", KEY).accepted
+
+
+class AwayLedger:
+    def wrong_keys_since(self, since):
+        raise RegistryError("the run registry's database could not be reached")
+
+
+def test_an_unreachable_registry_leaves_each_process_counting_its_own(guard, caplog):
+    with caplog.at_level(logging.WARNING, logger="symlab.serving.key_guard"):
+        for window in range(key_guard.FREE_PER_SERVER):
+            assert guard.check(f"window{window}", "guess", AwayLedger()) == key_guard.Verdict(False)
+    assert guard.check("another window", KEY, AwayLedger()).wait_seconds == 1.0
+    assert "counted in this process only (the run registry's database could not be reached)" in caplog.text
 
 
 def test_a_key_too_short_to_resist_guessing_is_refused_at_start_up(monkeypatch):

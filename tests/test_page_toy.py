@@ -301,3 +301,13 @@ def test_a_training_that_gave_way_is_said_as_an_error_and_the_next_run_asks_agai
     assert at.sidebar.slider or at.slider  # the controls stay
     trained(at.run())  # the next run asks for it again and draws it
     assert not at.exception and not at.error and player(at)["frames"] > 1
+
+
+def test_a_bound_gain_past_ln_2_says_mfvi_stopped_short_of_its_optimum():
+    """ "Far-apart modes" ended at a gain of 0.708 nats with the step saying "exactly ln 2": the page now says why a
+    run can show more (at both optima the gain is I ≤ ln 2), and says nothing where the gain is within ln 2."""
+    from views import toy as toy_view
+
+    note = toy_view.gain_note(0.708)
+    assert note.startswith("SGM's bound is 0.708 nats above MFVI's") and "stopped short of its own optimum" in note
+    assert toy_view.gain_note(0.6949) is None and toy_view.gain_note(0.2) is None

@@ -270,10 +270,69 @@ def test_launches_resumes_and_restarts_count_per_browser_and_per_hour(registry):
     supervisor.restart(registry, first, limits, by=HOST)  # the command line counts for no cap
     for owner in ("bob", "carol"):
         supervisor.submit(registry, "mnist", MnistConfig(**TINY), limits, owner=owner)
+    registry.update(first, status=FAILED)  # one of hers waits: no flood to give way (test_a_flood_cannot_…)
     with pytest.raises(ValueError, match="4 runs were launched or resumed on this server in the last hour"):
         supervisor.submit(registry, "mnist", MnistConfig(**TINY), limits, owner="dave")
     assert registry.launches_since(0) == 5 and registry.launches_since(0, source="app", owner="alice") == 2  # +HOST's
     supervisor.submit(registry, "mnist", MnistConfig(**TINY), limits, source="cli")
+
+
+def test_a_flood_cannot_spend_the_servers_hourly_cap_while_its_runs_wait(registry):
+    """One browser's cap resets with a fresh cookie, so a flood could spend the server's launches for the hour and
+    lock the class out of MNIST. At the cap, a browser with no run takes the place of the newest queued run of the
+    browser with the most waiting (two or more); what started, and a browser's only waiting run, keep theirs."""
+    limits = settings.RunLimits(max_concurrent_per_device=0, max_runs_per_browser=10, max_runs_per_hour=4)
+    flood = [
+        supervisor.submit(registry, "mnist", MnistConfig(**TINY, seed=seed), limits, owner="mallory")
+        for seed in range(4)
+    ]
+    bob = supervisor.submit(registry, "mnist", MnistConfig(**TINY), limits, owner="bob")
+    assert registry.get(flood[3]).status == CANCELLED and registry.get(flood[3]).message == supervisor.GAVE_WAY
+    assert registry.launches_since(0, source="app") == 4  # hers gave its place: still the cap
+    with pytest.raises(ValueError, match="4 runs were launched or resumed on this server"):
+        supervisor.submit(registry, "mnist", MnistConfig(**TINY, seed=9), limits, owner="bob")  # he has one waiting
+    registry.update(flood[0], status=RUNNING, heartbeat=time.time())  # hers that started keeps its turn
+    carol = supervisor.submit(registry, "mnist", MnistConfig(**TINY), limits, owner="carol")
+    assert registry.get(flood[2]).status == CANCELLED and registry.get(flood[1]).status == QUEUED
+    with pytest.raises(ValueError, match="its cap"):  # her one waiting run is no flood
+        supervisor.submit(registry, "mnist", MnistConfig(**TINY), limits, owner="dave")
+    assert [registry.get(run_id).status for run_id in (flood[0], flood[1], bob, carol)] == [
+        RUNNING,
+        QUEUED,
+        QUEUED,
+        QUEUED,
+    ]
+
+
+def test_a_servers_page_processes_count_wrong_keys_together(registry, monkeypatch):
+    """Counted per process, two page processes behind the proxy gave a guesser twice the budget: their guards now
+    write to the run registry, so ten wrong keys sent to one make the other's next check wait."""
+    from symlab.serving import key_guard
+
+    key = "a-lecturers-key-of-some-length"
+    monkeypatch.setenv(settings.LECTURER_KEY_ENV, key)
+    now = [1000.0]
+    page1, page2 = key_guard.KeyGuard(clock=lambda: now[0]), key_guard.KeyGuard(clock=lambda: now[0])
+    for window in range(key_guard.FREE_PER_SERVER):
+        assert page1.check(f"window{window}", "guess", registry) == key_guard.Verdict(False)
+    assert page2.check("another window", key, registry) == key_guard.Verdict(False, 1.0)
+    assert len(registry.wrong_keys_since(0)) == key_guard.FREE_PER_SERVER
+    now[0] += 1.0
+    assert page2.check("another window", key, registry).accepted
+
+
+def test_a_run_cancelled_before_its_worker_could_stop_itself_reads_as_cancelled(registry):
+    """A cancel during epoch 0 (the worker still starting: SIGTERM ended it before its handler was set) was reported
+    as a crash, "the training process stopped unexpectedly"; the reaper now sees the cancel that was asked for."""
+    run_id = registry.create("mnist", MnistConfig(**TINY), "cpu", status=RUNNING)
+    registry.update(run_id, heartbeat=0.0, cancel_requested=1)  # its worker is gone, the cancel asked
+    assert supervisor.reap(registry) == [run_id]
+    run = registry.get(run_id)
+    assert (run.status, run.message) == (CANCELLED, "cancelled; resume starts it afresh")
+    registry.checkpoint_path(run_id, 2).write_bytes(b"a checkpoint")
+    registry.update(run_id, status=RUNNING, heartbeat=0.0)
+    supervisor.reap(registry)
+    assert registry.get(run_id).message == "cancelled after epoch 2; resume continues from there"
 
 
 def test_the_reaper_names_the_epoch_resume_continues_after(registry):

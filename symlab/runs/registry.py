@@ -156,6 +156,13 @@ CREATE TABLE IF NOT EXISTS launches (
     what TEXT NOT NULL
 )""",
     "CREATE INDEX IF NOT EXISTS launches_by_time ON launches (at)",
+    # Wrong lecturer keys (symlab.serving.key_guard), one count for all of a server's page processes.
+    """
+CREATE TABLE IF NOT EXISTS wrong_keys (
+    browser TEXT NOT NULL,
+    at {real} NOT NULL
+)""",
+    "CREATE INDEX IF NOT EXISTS wrong_keys_by_time ON wrong_keys (at)",
 )
 
 
@@ -369,6 +376,21 @@ class Registry:
                 parameters.append(value)
         rows = self._execute(f"SELECT COUNT(*) AS n FROM launches WHERE {' AND '.join(conditions)}", tuple(parameters))
         return rows[0]["n"]
+
+    def record_wrong_key(self, browser: str, at: float) -> None:
+        """A wrong lecturer key typed in ``browser`` (its id) at ``at`` (seconds since the epoch); rows older than
+        a day go."""
+        self._execute("INSERT INTO wrong_keys (browser, at) VALUES (?, ?)", (browser, at), write=True)
+        self._execute("DELETE FROM wrong_keys WHERE at < ?", (at - 86400.0,), write=True)
+
+    def wrong_keys_since(self, since: float) -> list[tuple[str, float]]:
+        """(browser, time) of each wrong lecturer key after ``since``, oldest first."""
+        rows = self._execute("SELECT browser, at FROM wrong_keys WHERE at > ? ORDER BY at", (since,))
+        return [(row["browser"], row["at"]) for row in rows]
+
+    def forget_wrong_keys(self, browser: str) -> None:
+        """``browser`` typed the right key: its slips count no more."""
+        self._execute("DELETE FROM wrong_keys WHERE browser = ?", (browser,), write=True)
 
     def get(self, run_id: int) -> Run:
         rows = self._execute("SELECT * FROM runs WHERE id = ?", (run_id,))

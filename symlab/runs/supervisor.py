@@ -77,7 +77,9 @@ def check_control(run, by: Caller, verb: str) -> None:
 
 def check_launch_caps(registry: Registry, limits: RunLimits, owner: str, source: str) -> None:
     """The caps on launches, resumes and restarts from the pages in the last hour: per browser (``owner``) and for
-    the whole server. Those from the command line count for neither."""
+    the whole server. Those from the command line count for neither. At the server's cap a browser with no run
+    waiting or training still gets its turn where a flood's queued run can give way (:func:`make_room`): a fresh
+    cookie resets a browser's own cap, so the server's must not be spendable by one browser's queue."""
     if source != "app":
         return
     since = time.time() - LAUNCH_WINDOW_SECONDS
@@ -87,11 +89,39 @@ def check_launch_caps(registry: Registry, limits: RunLimits, owner: str, source:
             f"this browser has launched or resumed {mine} runs in the last hour, the cap on this server "
             f"({limits.max_runs_per_browser}): try again later"
         )
-    if registry.launches_since(since, source="app") >= limits.max_runs_per_hour:
+    if registry.launches_since(since, source="app") >= limits.max_runs_per_hour and make_room(registry, owner) is None:
         raise ValueError(
             f"{limits.max_runs_per_hour} runs were launched or resumed on this server in the last hour, "
             "its cap: try again later"
         )
+
+
+GAVE_WAY = (
+    "cancelled before it started: the server had reached its hourly cap, and a browser with no run took this "
+    "browser's newest waiting one; it counts for no cap"
+)
+
+
+def make_room(registry: Registry, owner: str) -> int | None:
+    """At the server's hourly cap: for a browser (``owner``) with no run waiting or training, the newest queued run
+    of the browser with the most runs waiting (two or more) is cancelled and its launch forgotten, so the new run
+    takes its place. Returns its id, or None where no browser waits with two (then the cap holds). Only queued runs
+    give way: what started has used its turn."""
+    active = registry.runs([QUEUED, RUNNING])
+    if not owner or any(run.owner == owner for run in active):
+        return None
+    waiting: dict[str, list] = {}
+    for run in active:
+        if run.status == QUEUED and run.owner and run.executor == "local":
+            waiting.setdefault(run.owner, []).append(run)
+    crowded = [runs for runs in waiting.values() if len(runs) >= 2]
+    if not crowded:
+        return None
+    most = max(crowded, key=lambda runs: (len(runs), max(run.id for run in runs)))
+    newest = max(run.id for run in most)
+    registry.update(newest, status=CANCELLED, finished=time.time(), message=GAVE_WAY)
+    registry.forget_newest_launch(newest)
+    return newest
 
 
 def resume_point(registry: Registry, run) -> int:
@@ -127,6 +157,16 @@ def reap(registry: Registry) -> list[int]:
         lost += ray_cluster.lost(on_ray)
     for run in lost:
         after = resume_point(registry, run)
+        if run.cancel_requested:  # cancelled before its worker could stop itself (still starting, say): no crash
+            registry.update(
+                run.id,
+                status=CANCELLED,
+                finished=time.time(),
+                pid=None,
+                message="cancelled"
+                + (f" after epoch {after}; resume continues from there" if after else "; resume starts it afresh"),
+            )
+            continue
         registry.update(
             run.id,
             status=INTERRUPTED,

@@ -1,18 +1,20 @@
 """The lecturer's key against guessing. Each wrong key typed on a page makes the next check wait longer: from that
-browser after :data:`FREE_PER_BROWSER` wrong keys, and from any browser of this process after :data:`FREE_PER_SERVER`
+browser after :data:`FREE_PER_BROWSER` wrong keys, and from any browser of this server after :data:`FREE_PER_SERVER`
 within the hour (a student with many private windows gets a new browser id each time, not a new server). Past
-:data:`LOCKOUT_AFTER` wrong keys within the hour no key is checked for :data:`LOCKOUT_SECONDS`, and the server's log
-says so. A key typed while a check must wait is not checked at all, so that waiting is not a way around the delay."""
+:data:`LOCKOUT_AFTER` wrong keys within the hour no key is checked for :data:`LOCKOUT_SECONDS` after the last, and the
+server's log says so. A key typed while a check must wait is not checked at all, so that waiting is not a way around
+the delay. The counts live in the run registry's database, so a server's page processes share them."""
 
 from __future__ import annotations
 
-import collections
 import logging
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Protocol
 
+from symlab.runs.registry import RegistryError
 from symlab.specs import settings
 
 LOG = logging.getLogger("symlab.serving.key_guard")
@@ -40,62 +42,87 @@ class Verdict:
     wait_seconds: float = 0.0
 
 
+class Ledger(Protocol):
+    """Where wrong keys are written down: the run registry's database, shared by every page process of a server
+    (:class:`symlab.runs.registry.Registry`), or :class:`MemoryLedger`, one process's."""
+
+    def record_wrong_key(self, browser: str, at: float) -> None: ...
+
+    def wrong_keys_since(self, since: float) -> list[tuple[str, float]]: ...
+
+    def forget_wrong_keys(self, browser: str) -> None: ...
+
+
 @dataclass
-class _Browser:
-    wrong: int = 0
-    last_wrong: float = -float("inf")
+class MemoryLedger:
+    """Wrong keys in this process's memory: where no registry is at hand, or it cannot be reached."""
+
+    rows: list = field(default_factory=list)  # (browser, time)
+
+    def record_wrong_key(self, browser: str, at: float) -> None:
+        self.rows = [row for row in self.rows if row[1] > at - WINDOW_SECONDS] + [(browser, at)]
+
+    def wrong_keys_since(self, since: float) -> list[tuple[str, float]]:
+        return [row for row in self.rows if row[1] > since]
+
+    def forget_wrong_keys(self, browser: str) -> None:
+        self.rows = [row for row in self.rows if row[0] != browser]
 
 
 @dataclass
 class KeyGuard:
-    """Wrong keys counted by browser and for the whole process; ``clock``: seconds, monotonic."""
+    """Wrong keys counted by browser and for the whole server, in the ledger a check is given (the registry: one
+    count however many page processes serve the class), else in this process's; ``clock``: seconds since the
+    epoch."""
 
-    clock: Callable[[], float] = time.monotonic
-    _browsers: dict = field(default_factory=dict)
-    _server_wrong: collections.deque = field(default_factory=collections.deque)  # when each wrong key came
-    _locked_until: float = -float("inf")
+    clock: Callable[[], float] = time.time
+    _memory: MemoryLedger = field(default_factory=MemoryLedger)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def check(self, browser: str, typed: str) -> Verdict:
+    def check(self, browser: str, typed: str, ledger: Ledger | None = None) -> Verdict:
         """Whether ``typed``, from ``browser`` (its id), is the lecturer's key, if a check may be made now."""
         with self._lock:
-            now = self.clock()
-            wait = self._wait(browser, now)
-            if wait > 0:
-                return Verdict(False, wait)
-            if settings.is_lecturer_key(typed):
-                self._browsers.pop(browser, None)
-                return Verdict(True)
-            self._count_wrong(browser, now)
-            return Verdict(False)
+            try:
+                return self._check(browser, typed, ledger or self._memory)
+            except RegistryError as error:  # its database away: this process's count, rather than none
+                LOG.warning("the lecturer's key: wrong keys counted in this process only (%s)", error)
+                return self._check(browser, typed, self._memory)
 
-    def _wait(self, browser: str, now: float) -> float:
-        while self._server_wrong and self._server_wrong[0] <= now - WINDOW_SECONDS:
-            self._server_wrong.popleft()
-        mine = self._browsers.get(browser, _Browser())
-        server_last = self._server_wrong[-1] if self._server_wrong else -float("inf")
-        return max(
-            self._locked_until - now,
-            mine.last_wrong + delay_after(mine.wrong, FREE_PER_BROWSER) - now,
-            server_last + delay_after(len(self._server_wrong), FREE_PER_SERVER) - now,
-            0.0,
-        )
-
-    def _count_wrong(self, browser: str, now: float) -> None:
-        mine = self._browsers.setdefault(browser, _Browser())
-        mine.wrong, mine.last_wrong = mine.wrong + 1, now
-        self._server_wrong.append(now)
-        if len(self._server_wrong) >= LOCKOUT_AFTER:
-            self._locked_until = now + LOCKOUT_SECONDS
-            self._server_wrong.clear()
+    def _check(self, browser: str, typed: str, ledger: Ledger) -> Verdict:
+        now = self.clock()
+        wrong = ledger.wrong_keys_since(now - WINDOW_SECONDS)
+        wait = self._wait(browser, wrong, now)
+        if wait > 0:
+            return Verdict(False, wait)
+        if settings.is_lecturer_key(typed):
+            ledger.forget_wrong_keys(browser)
+            return Verdict(True)
+        ledger.record_wrong_key(browser, now)
+        if len(wrong) + 1 >= LOCKOUT_AFTER:
             LOG.warning(
                 "the lecturer's key: %d wrong keys within the hour, the last from browser %s; no key is checked "
                 "for the next %d minutes (someone may be guessing: a longer key, $%s, ends it)",
-                LOCKOUT_AFTER,
+                len(wrong) + 1,
                 browser[:8] or "(no id)",
                 LOCKOUT_SECONDS // 60,
                 settings.LECTURER_KEY_ENV,
             )
+        return Verdict(False)
+
+    @staticmethod
+    def _wait(browser: str, wrong: list[tuple[str, float]], now: float) -> float:
+        """Seconds until a check may be made, after the hour's ``wrong`` keys (oldest first): the lockout, and the
+        browser's and the server's delays after their last wrong key."""
+        if not wrong:
+            return 0.0
+        last = wrong[-1][1]
+        mine = [at for owner, at in wrong if owner == browser]
+        return max(
+            last + LOCKOUT_SECONDS - now if len(wrong) >= LOCKOUT_AFTER else 0.0,
+            mine[-1] + delay_after(len(mine), FREE_PER_BROWSER) - now if mine else 0.0,
+            last + delay_after(len(wrong), FREE_PER_SERVER) - now,
+            0.0,
+        )
 
 
 GUARD = KeyGuard()

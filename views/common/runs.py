@@ -155,6 +155,15 @@ def in_line(place: int | None) -> str:
     return "next in line" if place == 1 else f"{place - 1} ahead of it in line"
 
 
+def shared_ledger() -> Registry | None:
+    """Where the server's page processes count wrong lecturer keys together: the run registry, None where it cannot
+    be opened (each process then counts its own)."""
+    try:
+        return registry()
+    except RegistryError:
+        return None
+
+
 def checked_key(box: str, typed: str) -> key_guard.Verdict:
     """``typed``'s verdict, counted once: a page's reruns with the same key in ``box`` reuse it (a verdict that
     had to wait is asked again)."""
@@ -163,7 +172,7 @@ def checked_key(box: str, typed: str) -> key_guard.Verdict:
     last = st.session_state.get(f"{box}.verdict")
     if last is not None and last[0] == typed:
         return last[1]
-    verdict = key_guard.GUARD.check(visitor_id(), typed)
+    verdict = key_guard.GUARD.check(visitor_id(), typed, shared_ledger())
     if not verdict.wait_seconds:
         st.session_state[f"{box}.verdict"] = (typed, verdict)
     return verdict

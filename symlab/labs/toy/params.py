@@ -45,7 +45,8 @@ PRESETS = Presets(
         ),
         "Far-apart modes": (
             dict(alpha=2.0, noise=0.25, n=30, mi="exact", init="random"),
-            "With the modes far apart MFVI picks one; SGM's bound gains exactly ln 2 and the predictions agree.",
+            "With the modes far apart MFVI picks one; SGM's bound gains about ln 2 (exactly, at both fits' optima) and the "
+            "predictions agree.",
         ),
         "Start at the origin": (
             dict(alpha=DEFAULTS.alpha, noise=DEFAULTS.noise, n=DEFAULTS.n_train, mi="exact", init="origin"),

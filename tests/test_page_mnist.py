@@ -602,6 +602,21 @@ def test_a_hosted_page_offers_cancel_and_resume_only_for_this_browsers_runs(regi
     assert [option.split()[0] for option in options] == [f"#{from_shell}", f"#{stopped}"]
 
 
+def test_a_run_that_gave_way_says_why_in_full_under_the_picker(registry, monkeypatch):
+    """The picker's box cuts a long reason short (at 1400 px the give-way reason ended at "hourly cap, and"): the
+    chosen run's reason shows in full beneath it."""
+    from symlab.runs import supervisor
+
+    monkeypatch.setenv("SYMLAB_HOSTED", "1")
+    mallory = owner_of(b"M" * 16)
+    gave_way = registry.create("mnist", MnistConfig(hidden=8), "cpu", status=CANCELLED, owner=mallory)
+    registry.update(gave_way, message=supervisor.GAVE_WAY)
+    browser_cookie(monkeypatch, b"M" * 16)
+    at = mnist_page()
+    assert not at.exception
+    assert f"#{gave_way} cancelled: {supervisor.GAVE_WAY}" in [caption.value for caption in at.caption]
+
+
 def test_a_hosted_page_refuses_to_launch_for_a_browser_it_cannot_tell_apart(registry, monkeypatch):
     monkeypatch.setenv("SYMLAB_HOSTED", "1")
     at = mnist_page(hidden="8", epochs="1", subset="500", samples="2")  # AppTest sends no cookie

@@ -304,6 +304,27 @@ def test_a_flood_cannot_spend_the_servers_hourly_cap_while_its_runs_wait(registr
     ]
 
 
+def test_a_launch_that_fails_costs_the_flood_nothing(registry, monkeypatch):
+    """The flood's run gives way only once the new launch is recorded: a database that refuses the new run leaves
+    hers waiting, with her launch still counted."""
+    limits = settings.RunLimits(max_concurrent_per_device=0, max_runs_per_browser=10, max_runs_per_hour=2)
+    flood = [
+        supervisor.submit(registry, "mnist", MnistConfig(**TINY, seed=seed), limits, owner="mallory") for seed in (0, 1)
+    ]
+
+    def refused(*args, **kwargs):
+        raise RuntimeError("the database went away")
+
+    monkeypatch.setattr(registry, "create", refused)
+    with pytest.raises(RuntimeError, match="went away"):
+        supervisor.submit(registry, "mnist", MnistConfig(**TINY), limits, owner="bob")
+    assert [registry.get(run_id).status for run_id in flood] == [QUEUED, QUEUED]
+    assert registry.launches_since(0, source="app") == 2
+    monkeypatch.undo()
+    supervisor.submit(registry, "mnist", MnistConfig(**TINY), limits, owner="bob")
+    assert registry.get(flood[1]).message == supervisor.GAVE_WAY
+
+
 def test_a_servers_page_processes_count_wrong_keys_together(registry, monkeypatch):
     """Counted per process, two page processes behind the proxy gave a guesser twice the budget: their guards now
     write to the run registry, so ten wrong keys sent to one make the other's next check wait."""

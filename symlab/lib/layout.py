@@ -7,6 +7,14 @@ from dataclasses import dataclass
 from functools import cached_property
 
 
+def multiply_adds(sizes) -> tuple[int, int]:
+    """Multiply-adds of one forward pass per example through layers of sizes ``sizes`` (d₀ … d_L), biases aside:
+    all layers' (the network's weight count too), and those past the first (the backward pass sends the gradient
+    through these only)."""
+    layers = [fan_in * fan_out for fan_in, fan_out in zip(sizes[:-1], sizes[1:])]
+    return sum(layers), sum(layers[1:])
+
+
 @dataclass(frozen=True)
 class Layout:
     """Layer sizes (d_in, h₁, …, d_out) and where each layer's weights sit in the flat vector."""

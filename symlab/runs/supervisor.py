@@ -75,13 +75,14 @@ def check_control(run, by: Caller, verb: str) -> None:
         raise NotYours(f"run #{run.id} was launched from {who} or a lecturer may {verb} it")
 
 
-def check_launch_caps(registry: Registry, limits: RunLimits, owner: str, source: str) -> None:
+def check_launch_caps(registry: Registry, limits: RunLimits, owner: str, source: str) -> int | None:
     """The caps on launches, resumes and restarts from the pages in the last hour: per browser (``owner``) and for
     the whole server. Those from the command line count for neither. At the server's cap a browser with no run
-    waiting or training still gets its turn where a flood's queued run can give way (:func:`make_room`): a fresh
-    cookie resets a browser's own cap, so the server's must not be spendable by one browser's queue."""
+    waiting or training still gets its turn where a flood's queued run can give way (:func:`room_to_make`): a fresh
+    cookie resets a browser's own cap, so the server's must not be spendable by one browser's queue. Returns the
+    run that gives way, for the caller to cancel (:func:`give_way`) once its own launch is recorded."""
     if source != "app":
-        return
+        return None
     since = time.time() - LAUNCH_WINDOW_SECONDS
     mine = registry.launches_since(since, source="app", owner=owner)
     if mine >= limits.max_runs_per_browser:
@@ -89,11 +90,15 @@ def check_launch_caps(registry: Registry, limits: RunLimits, owner: str, source:
             f"this browser has launched or resumed {mine} runs in the last hour, the cap on this server "
             f"({limits.max_runs_per_browser}): try again later"
         )
-    if registry.launches_since(since, source="app") >= limits.max_runs_per_hour and make_room(registry, owner) is None:
+    if registry.launches_since(since, source="app") < limits.max_runs_per_hour:
+        return None
+    giving_way = room_to_make(registry, owner)
+    if giving_way is None:
         raise ValueError(
             f"{limits.max_runs_per_hour} runs were launched or resumed on this server in the last hour, "
             "its cap: try again later"
         )
+    return giving_way
 
 
 GAVE_WAY = (
@@ -102,11 +107,11 @@ GAVE_WAY = (
 )
 
 
-def make_room(registry: Registry, owner: str) -> int | None:
+def room_to_make(registry: Registry, owner: str) -> int | None:
     """At the server's hourly cap: for a browser (``owner``) with no run waiting or training, the newest queued run
-    of the browser with the most runs waiting (two or more) is cancelled and its launch forgotten, so the new run
-    takes its place. Returns its id, or None where no browser waits with two (then the cap holds). Only queued runs
-    give way: what started has used its turn."""
+    of the browser with the most runs waiting (two or more), whose place the new run takes (:func:`give_way`); None
+    where no browser waits with two (then the cap holds). Only queued runs give way: what started has used its
+    turn."""
     active = registry.runs([QUEUED, RUNNING])
     if not owner or any(run.owner == owner for run in active):
         return None
@@ -118,10 +123,17 @@ def make_room(registry: Registry, owner: str) -> int | None:
     if not crowded:
         return None
     most = max(crowded, key=lambda runs: (len(runs), max(run.id for run in runs)))
-    newest = max(run.id for run in most)
-    registry.update(newest, status=CANCELLED, finished=time.time(), message=GAVE_WAY)
-    registry.forget_newest_launch(newest)
-    return newest
+    return max(run.id for run in most)
+
+
+def give_way(registry: Registry, run_id: int | None) -> None:
+    """Cancel the queued run ``run_id`` (from :func:`check_launch_caps`) with the reason, and forget its launch:
+    another browser's launch took its place. Called only once that launch is recorded, so a launch that fails
+    costs the flood nothing. Nothing where ``run_id`` is None or the run has left the queue meanwhile."""
+    if run_id is None or registry.get(run_id).status != QUEUED:
+        return
+    registry.update(run_id, status=CANCELLED, finished=time.time(), message=GAVE_WAY)
+    registry.forget_newest_launch(run_id)
 
 
 def resume_point(registry: Registry, run) -> int:
@@ -242,10 +254,11 @@ def submit(
     limits = limits or RunLimits.from_env()
     config.validate()
     limits.check(config.work(), rates or machine_rates())
-    check_launch_caps(registry, limits, owner, source)
+    giving_way = check_launch_caps(registry, limits, owner, source)
     run_id = registry.create(
         lab, config, kind.device(config), session=session, source=source, executor=executor, owner=owner
     )
+    give_way(registry, giving_way)
     start(registry, [run_id], limits)
     return run_id
 
@@ -311,9 +324,10 @@ def resume(registry: Registry, run_id: int, limits: RunLimits | None = None, *, 
     a page counts as a launch for the caps."""
     _stopped_run(registry, run_id, by, "resume")
     limits = limits or RunLimits.from_env()
-    check_launch_caps(registry, limits, by.owner, by.source)
+    giving_way = check_launch_caps(registry, limits, by.owner, by.source)
     registry.update(run_id, status=QUEUED, cancel_requested=0, finished=None, message="queued to resume")
     registry.record_launch(run_id, by.owner, by.source, RESUME)
+    give_way(registry, giving_way)
     start(registry, [run_id], limits)
 
 
@@ -322,10 +336,11 @@ def restart(registry: Registry, run_id: int, limits: RunLimits | None = None, *,
     whose checkpoints cannot be read, or whose start went wrong). Counts as a launch for the caps."""
     _stopped_run(registry, run_id, by, "restart")
     limits = limits or RunLimits.from_env()
-    check_launch_caps(registry, limits, by.owner, by.source)
+    giving_way = check_launch_caps(registry, limits, by.owner, by.source)
     forget_training(registry, run_id)
     registry.update(run_id, status=QUEUED, cancel_requested=0, finished=None, message="queued to restart")
     registry.record_launch(run_id, by.owner, by.source, RESTART)
+    give_way(registry, giving_way)
     start(registry, [run_id], limits)
 
 

@@ -83,7 +83,7 @@ class KeyGuard:
         """Whether ``typed``, from ``browser`` (its id), is the lecturer's key, if a check may be made now."""
         with self._lock:
             try:
-                return self._check(browser, typed, ledger or self._memory)
+                return self._check(browser, typed, ledger if ledger is not None else self._memory)
             except RegistryError as error:  # its database away: this process's count, rather than none
                 LOG.warning("the lecturer's key: wrong keys counted in this process only (%s)", error)
                 return self._check(browser, typed, self._memory)

@@ -265,10 +265,12 @@ def resume_picker(page: str, reg, stopped, by, limits) -> None:
     """Resume (from the newest checkpoint that can be read) or restart (from the start) one of ``stopped``, newest
     first, the newest chosen; a run whose newest checkpoint cannot be read says where Resume goes on from."""
 
-    def label(run) -> str:
+    def why(run) -> str:
         problem = checkpoint_problem(run)
-        why = f"{problem}: {resumes_from(reg, run)}" if problem else binding.for_visitors(run.message)
-        return f"{run.label}: {run.status} ({why})"
+        return f"{problem}: {resumes_from(reg, run)}" if problem else binding.for_visitors(run.message)
+
+    def label(run) -> str:
+        return f"{run.label}: {run.status} ({why(run)})"
 
     cols = st.columns([5, 1, 1])
     chosen = cols[0].selectbox(
@@ -278,6 +280,8 @@ def resume_picker(page: str, reg, stopped, by, limits) -> None:
         key=f"{page}.resume_pick",
         placeholder="Choose a run",
     )
+    if chosen is not None and why(chosen):  # the box cuts a long reason short, on a phone most of all
+        cols[0].caption(f"#{chosen.id} {chosen.status}: {why(chosen)}")
     if cols[1].button("Resume", key=f"{page}.resume", icon=":material/play_arrow:", disabled=chosen is None):
         act(lambda: supervisor.resume(reg, chosen.id, limits, by=by))
     if cols[2].button(

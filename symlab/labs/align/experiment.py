@@ -22,6 +22,7 @@ import torch
 from symlab.lib import align, bnn, gaussian, mlp, mnist_data, weights
 from symlab.lib.adam import Adam
 from symlab.lib.gaussian import DiagonalGaussian
+from symlab.lib.layout import multiply_adds
 from symlab.lib.mnist_data import data_directory, load_mnist_once
 from symlab.specs import settings
 from symlab.specs.results import TrainingDiverged, in_memory
@@ -511,7 +512,7 @@ def pair_alignment_cost(sizes, path_points: int, samples: int, starts: int) -> C
     rates, known from the shapes before it starts: each hidden layer's assignments (W₂'s from each start, sweep
     by sweep, and weight matching's) with their distances, and the three paths' points on MNIST."""
     hidden = sizes[1:-1]
-    n_weights = sum(a * b for a, b in zip(sizes, sizes[1:]))
+    n_weights, _ = multiply_adds(sizes)
     sweeps = 1 if len(hidden) == 1 else SWEEPS_EXPECTED
     assignments = starts * sweeps + 1
     per_assignment = sum(
@@ -612,19 +613,12 @@ def alignment_task(config: AlignConfig) -> Task:
     )
 
 
-def _multiply_adds(sizes) -> tuple[int, int]:
-    """Multiply-adds of one forward pass per example: all layers', and those past the first (the backward
-    pass sends the gradient through these only)."""
-    layers = [a * b for a, b in zip(sizes[:-1], sizes[1:])]
-    return sum(layers), sum(layers[1:])
-
-
 def training_cost(config: AlignConfig) -> Cost:
     """:func:`train_pair`'s arithmetic: per step and posterior, the minibatch's forward pass, its weight
     gradients and the gradient sent back (2 flops a multiply-add), one normal per weight, and the passes over
     the parameter-sized arrays the step needs (the draw and its gradient: 4 per weight; Adam: 7 per
     parameter of μ and of log σ)."""
-    every, past_first = _multiply_adds(config.sizes)
+    every, past_first = multiply_adds(config.sizes)
     batch, parameters = min(config.batch, config.train_size), mlp.Layout(config.sizes).n_params
     per_step = Cost(
         matmul_flops=2 * batch * 2 * (2 * every + past_first),
@@ -638,7 +632,7 @@ def report_cost(config: AlignConfig, distinct_ends: int = 3) -> Cost:
     """:func:`alignment_report`'s arithmetic: the marginal predictive's forward passes (samples × test
     points) at q_A once and at every other point of each distinct path (three, or two where weight matching
     and W₂ alignment choose the same permutations)."""
-    every, _ = _multiply_adds(config.sizes)
+    every, _ = multiply_adds(config.sizes)
     points = MOONS_TEST if config.task == "moons" else MNIST_TEST
     evaluations = 1 + distinct_ends * (config.path_points - 1)
     return Cost(
@@ -814,7 +808,7 @@ def plane_cost(config: AlignConfig, points: int | None = None) -> Cost:
     if points is None:
         xs, ys = plane_grid(1.0, 0.5, 1.0)
         points = xs.size * ys.size
-    every, _ = _multiply_adds(config.sizes)
+    every, _ = multiply_adds(config.sizes)
     tests = MOONS_TEST if config.task == "moons" else MNIST_TEST
     return Cost(
         matmul_flops=points * config.samples * tests * 2 * every,
@@ -831,7 +825,7 @@ MAP_RESOLUTION = 60  # a predictive map's cells per side
 
 def path_maps_task(config: AlignConfig) -> Task:
     """:func:`path_maps_computed` as a shared task: the player's maps, made once for every session."""
-    every, _ = _multiply_adds(config.sizes)
+    every, _ = multiply_adds(config.sizes)
     maps = len(MAP_PATHS) * config.path_points
     cost = Cost(matmul_flops=maps * config.samples * MAP_RESOLUTION**2 * 2 * every)
     return Task(("align_maps", config), path_maps_computed, (config,), "Predictive maps along the paths", cost)

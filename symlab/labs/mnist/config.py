@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, fields
 
-from symlab.lib.layout import Layout
+from symlab.lib.layout import Layout, multiply_adds
 from symlab.lib.options import BNN_ESTIMATORS
 from symlab.specs import controls
 from symlab.specs.controls import control
@@ -243,19 +243,12 @@ DIAGNOSIS_PASSES = 30  # per unit pair of a hidden layer: the divergence matrix 
 MEASURED_OVER_COUNTED = 1.4  # what the counts above leave out (caches, allocation, the first epoch's warm-up)
 
 
-def multiply_adds(layout: Layout) -> tuple[int, int]:
-    """Multiply-adds of one forward pass per example: all layers', and those past the first (the backward
-    pass sends the gradient through these only)."""
-    layers = [a * b for a, b in zip(layout.sizes[:-1], layout.sizes[1:])]
-    return sum(layers), sum(layers[1:])
-
-
 def step_cost(config: MnistConfig, images: int) -> Cost:
     """One training step on a minibatch: the gradient's matrix products (forward, weight gradients, the gradient
     sent back; twice for the local and flipout estimators, which carry means and variances; again for σ's
     curvature fit), the passes over the parameters and activations, SGM's estimate of I, the fixed cost."""
     layout, batch = config.layout, min(config.batch_size, images)
-    every, past_first = multiply_adds(layout)
+    every, past_first = multiply_adds(layout.sizes)
     gradient = 2 * batch * (2 * every + past_first) * (1 if config.estimator == "reparam" else 2)
     curvature = 2 * batch * (2 * every + past_first) if config.sd_fit == "curvature" else 0
     parameters = layout.n_params
@@ -278,7 +271,7 @@ def epoch_cost(config: MnistConfig, images: int) -> Cost:
 def evaluation_cost(config: MnistConfig) -> Cost:
     """One evaluation: ``samples`` weight draws, each through the 10 000 test images."""
     layout, samples = config.layout, config.samples
-    every, _ = multiply_adds(layout)
+    every, _ = multiply_adds(layout.sizes)
     calls = samples * math.ceil(TEST_IMAGES / EVAL_BATCH)
     return Cost(
         matmul_flops=samples * 2 * TEST_IMAGES * every,

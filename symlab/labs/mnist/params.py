@@ -51,8 +51,9 @@ def page_params(hosting: Hosting) -> tuple[Param, ...]:
 PRESETS = Presets(
     {
         "Tiny (seconds)": (
-            dict(hidden=16, depth=1, epochs=2, subset=2000, samples=10, init_sd=0.05),
-            "A run takes seconds: launch MFVI and SGM together and watch them move through the queue.",
+            dict(hidden=16, depth=1, epochs=10, subset=2000, lr=0.01, samples=10, init_sd=0.05),
+            "160 steps at a rate of 0.01, under a second of training: launch MFVI and SGM together, and watch both "
+            "reach about 87 % with the same numbers, their closest units about 90 nats apart.",
         ),
         "Quick look (a minute)": (
             dict(hidden=64, depth=1, epochs=3, subset=10_000, samples=10, init_sd=0.05),

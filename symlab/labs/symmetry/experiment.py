@@ -28,6 +28,7 @@ from scipy import ndimage
 from symlab.labs.toy import experiment as toy
 from symlab.lib import mlp, mnist_data, symmetry, two_relu, weights
 from symlab.lib.adam import Adam
+from symlab.lib.layout import multiply_adds
 from symlab.lib.mmd import KERNELS_PER_FAMILY, mmd_aggregate
 from symlab.lib.mnist_data import data_directory, load_mnist_once
 from symlab.specs import settings
@@ -668,7 +669,7 @@ def network_analysis_cost(sizes) -> Cost:
     copies), min-mass's Newton steps (:func:`symmetry._newton_step`: each hidden layer's Schur complement, formed
     and solved) and objective, the removals' checks and the MNIST accuracy's forward passes."""
     hidden = list(sizes[1:-1])
-    n_weights = sum(a * b for a, b in zip(sizes, sizes[1:]))
+    n_weights, _ = multiply_adds(sizes)
     nearest = sum(2 * width**2 * (sizes[i] + 1 + sizes[i + 2]) for i, width in enumerate(hidden))
     newton = (
         sum(
@@ -900,11 +901,11 @@ def mlps_cost(config: MlpConfig) -> Cost:
     the gradient sent back (2 flops a multiply-add), and the SGD update of every parameter; then the test
     images' forward pass."""
     sizes = (784, *[config.width] * config.depth, 10)
-    layers = [a * b for a, b in zip(sizes[:-1], sizes[1:])]
-    per_example = 2 * (2 * sum(layers) + sum(layers[1:]))
+    every, past_first = multiply_adds(sizes)
+    per_example = 2 * (2 * every + past_first)
     parameters = mlp.Layout(sizes).n_params
     return Cost(
-        matmul_flops=config.instances * (config.steps * config.batch * per_example + 2000 * 2 * sum(layers)),
+        matmul_flops=config.instances * (config.steps * config.batch * per_example + 2000 * 2 * every),
         elementwise=config.instances * config.steps * 3 * parameters,
     )
 

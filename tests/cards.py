@@ -18,6 +18,9 @@ import mnist_runs
 ROOT = Path(__file__).resolve().parents[1]
 CARDS = ROOT / "assets" / "cards"
 WIDTH, SCALE = 1400, 2  # the window the pictures are taken in (a desktop), at twice its pixels: sharp on any screen
+# Blank room around the chart, in CSS px: a title's first letter at the picture's very edge ("Interpolation") lost its
+# stem when the home page shrinks the picture 3-4 times ("ınterpolation").
+MARGIN_PX = 12
 # lab -> (the page to open, the tab to show first or None, the title of the chart to take)
 PICTURES = {
     "modes": ("modes", None, "Interpolation"),
@@ -64,9 +67,21 @@ def take_pictures(out: Path, labs=tuple(PICTURES)) -> list[Path]:
             wait_until_drawn(page, 300_000)
             if tab is not None:
                 page.get_by_role("tab", name=tab).click()
+                page.mouse.move(0, 0)  # off the chart: its toolbar shows while the pointer is over it
                 wait_until_drawn(page)
             path = out / f"{lab}.png"
-            chart(page, title).screenshot(path=str(path))
+            taken_chart = chart(page, title)
+            taken_chart.scroll_into_view_if_needed()
+            box = taken_chart.bounding_box()
+            page.screenshot(
+                path=str(path),
+                clip={
+                    "x": box["x"] - MARGIN_PX,
+                    "y": box["y"] - MARGIN_PX,
+                    "width": box["width"] + 2 * MARGIN_PX,
+                    "height": box["height"] + 2 * MARGIN_PX,
+                },
+            )
             taken.append(path)
             print(f"{lab}: {path}", flush=True)
         browser.close()

@@ -255,12 +255,31 @@ def problems_on(page, where: str) -> list[str]:
     return found
 
 
+TABLES_JS = """() => ({
+  grids: document.querySelectorAll('[data-testid="stDataFrame"]').length,
+  text: parseFloat(getComputedStyle(document.querySelector('[data-testid="stMarkdownContainer"] p')
+    || document.body).fontSize),
+  cells: [...document.querySelectorAll('[data-testid="stTable"] td')].map(cell => parseFloat(getComputedStyle(cell).fontSize)),
+})"""
+
+
+def projector_table_problems(page) -> list[str]:
+    """In presentation mode a table's text is as large as the page's (the grid's canvas keeps 13 px and about ten
+    rows), in every tab."""
+    seen = page.evaluate(TABLES_JS)
+    problems = [f"{seen['grids']} grid table(s), whose text stays at 13 px"] if seen["grids"] else []
+    small = [size for size in seen["cells"] if size < 0.95 * seen["text"]]
+    return problems + ([f"table text at {min(small)} px against the page's {seen['text']} px"] if small else [])
+
+
 def check(page, url: str, width: int, present: bool, shots: Path | None = None) -> list[str]:
     """Open ``url`` in ``page`` at ``width`` px (presentation mode with ``present``) and return its problems."""
     page.set_viewport_size({"width": width, "height": HEIGHT})
     target = url + (("&" if "?" in url else "?") + "present=1" if present else "")
     page.goto(target)
     found = problems_on(page, f"{target.split('/', 3)[-1] or 'home'} at {width} px")
+    if present:
+        found += [f"{target} at {width} px: {problem}" for problem in projector_table_problems(page)]
     if shots is not None:
         shots.mkdir(parents=True, exist_ok=True)
         name = target.split("/", 3)[-1].replace("?", "_").replace("&", "_").replace("=", "-") or "home"

@@ -667,8 +667,8 @@ def test_keyboard_moves_the_alpha_slider_and_starts_training(new_page, server_ur
     else:
         pytest.fail("Tab never reached the α slider")
     page.keyboard.press("ArrowRight")
-    page.wait_for_url(re.compile(r"alpha=3\.05&"))
-    assert page.locator('[data-testid="stSliderThumbValue"]').first.inner_text() == "3.05"
+    page.wait_for_url(re.compile(r"alpha=2\.05&"))
+    assert page.locator('[data-testid="stSliderThumbValue"]').first.inner_text() == "2.05"
 
     page = new_page()
     open_toy(page, f"{server_url}/toy")

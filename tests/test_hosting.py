@@ -126,6 +126,41 @@ def test_presentation_mode_hides_the_controls_and_stays_in_the_link(monkeypatch)
     assert at.toggle(key="modes.present").value is False
 
 
+def test_presentation_mode_shows_tables_as_large_as_the_page_with_every_row(monkeypatch):
+    """The grid draws 13 px text on a canvas and about ten rows: on the projector /methods hid four methods' rows.
+    Presentation mode shows HTML tables instead (their text scales with the page: checked in Chromium by
+    test_layout.py), every row, each column's configured format written out."""
+    usual = app_at("views/methods.py", monkeypatch, {})
+    present = app_at("views/methods.py", monkeypatch, {}, present="1")
+    assert not present.exception and len(present.dataframe) == 0
+    assert [len(table.value) for table in present.table] == [len(frame.value) for frame in usual.dataframe]
+    assert max(len(table.value) for table in present.table) > 10
+
+
+def test_a_projector_table_writes_out_each_columns_configured_kind():
+    import pandas as pd
+    import streamlit as st
+
+    from views.common import tables
+
+    frame = pd.DataFrame({"run": [1, 2], "done": [0.25, None], "yours": [True, False], "gain": [3.14159, -2.0]})
+    shown = tables.for_projector(
+        frame,
+        {
+            "done": st.column_config.ProgressColumn("progress", min_value=0, max_value=1),
+            "yours": st.column_config.CheckboxColumn("yours"),
+            "gain": st.column_config.NumberColumn(format="%+.1f"),
+        },
+        hide_index=False,
+    )
+    assert shown.to_dict("list") == {
+        "run": [1, 2],
+        "progress": ["25%", "—"],
+        "yours": ["✓", ""],
+        "gain": ["+3.1", "-2.0"],
+    }
+
+
 def test_the_usual_view_keeps_present_out_of_the_link(monkeypatch):
     at = app_at("views/toy.py", monkeypatch, {})
     assert "present" not in at.query_params

@@ -617,6 +617,19 @@ def test_a_run_that_gave_way_says_why_in_full_under_the_picker(registry, monkeyp
     assert f"#{gave_way} cancelled: {supervisor.GAVE_WAY}" in [caption.value for caption in at.caption]
 
 
+def test_a_hosted_page_tells_students_nothing_of_the_servers_internals(registry, monkeypatch):
+    """A hosted /mnist said "The registry is an SQLite file in the runs directory" and "(or with python -m symlab
+    mnist)": a student cannot use either. A server of one's own still says both."""
+    texts = {}
+    for hosted in ("1", ""):
+        monkeypatch.setenv("SYMLAB_HOSTED", hosted)
+        at = mnist_page()
+        assert not at.exception
+        texts[hosted] = " ".join(block.value for kind in (at.markdown, at.info, at.caption) for block in kind)
+    for internal in ("SQLite", "registry", "python -m symlab"):
+        assert internal not in texts["1"] and internal in texts[""], internal
+
+
 def test_a_hosted_page_refuses_to_launch_for_a_browser_it_cannot_tell_apart(registry, monkeypatch):
     monkeypatch.setenv("SYMLAB_HOSTED", "1")
     at = mnist_page(hidden="8", epochs="1", subset="500", samples="2")  # AppTest sends no cookie

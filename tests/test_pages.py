@@ -33,13 +33,33 @@ def test_home_page_runs_and_names_the_device():
     assert links[-1].proto.label == "**Posterior approximations**"
 
 
+def test_every_card_picture_has_blank_room_around_its_chart():
+    """The home page shrinks a card's picture 3-4 times: a title's first letter at the picture's very edge lost its
+    stem ("ınterpolation", "xact posterior"). Each picture keeps tests/cards.py's blank margin on every side."""
+    from cards import CARDS, MARGIN_PX, PICTURES, SCALE
+    from PIL import Image
+
+    room = MARGIN_PX * SCALE - 2
+    for lab in PICTURES:
+        picture = np.asarray(Image.open(CARDS / f"{lab}.png").convert("L"), dtype=float)
+        edges = {
+            "left": picture[:, :room],
+            "right": picture[:, -room:],
+            "top": picture[:room, :],
+            "bottom": picture[-room:, :],
+        }
+        for side, strip in edges.items():
+            assert strip.min() >= 250, f"{lab}.png: something drawn within {room} px of its {side} edge"
+
+
 def test_default_view_interpolates():
     at = modes_page()
     assert not at.exception
     values = metrics(at)
     assert values["α⁻¹‖μ*‖"] == "0.500"
     assert float(values["threshold α*"]) == pytest.approx(4.82, abs=0.01)
-    assert at.query_params["alpha"] == "3.0"
+    assert at.query_params["alpha"] == "2.0"
+    assert at.selectbox(key="modes.preset").value == "Close modes"  # the class path's first step, not "custom"
 
 
 def test_charts_show_the_fit_and_update_in_place():
@@ -58,7 +78,7 @@ def test_charts_show_the_fit_and_update_in_place():
     target = density[density["series"] == "target p_α"]
     assert np.trapezoid(target["y"], target["x"]) == pytest.approx(1.0, abs=1e-3)  # a density, on a wide enough grid
     marks = vega_chart(at, "Interpolation")["datasets"]["vertical"].set_index("series")["value"]
-    assert marks["current α"] == 3.0 and marks["threshold α*"] == pytest.approx(4.82, abs=0.01)
+    assert marks["current α"] == 2.0 and marks["threshold α*"] == pytest.approx(4.82, abs=0.01)
     assert_one_scale_at_any_size(vega_chart(at, CONTOUR_TITLE)["spec"])
 
     before = {chart["title"]: chart for chart in vega_charts(at)}
@@ -69,6 +89,19 @@ def test_charts_show_the_fit_and_update_in_place():
     assert vega_chart(at, "Interpolation")["datasets"]["vertical"].set_index("series")["value"]["current α"] == 7.0
     at.toggle(key="modes.forward").set_value(True).run()
     assert "q (forward KL)" in set(vega_chart(at, "Along e₁")["datasets"]["lines"]["series"])
+
+
+def test_the_forward_kl_fit_has_its_own_cards_and_words():
+    """With the forward fit shown (the class path's step 3), the cards and the sentence said only what reverse KL
+    did: "q is mode-seeking, sitting on the first mode". The forward fit now has its own, first."""
+    at = modes_page(alpha="6.0", sigma="1.0", forward="true")
+    values = metrics(at)
+    assert values["α⁻¹‖μ‖ (forward KL)"] == "0.500"
+    assert float(values["std dev along e₁ / σ (forward)"]) == pytest.approx((1 + 6.0**2 / 4) ** 0.5, abs=1e-3)
+    assert float(values["α⁻¹‖μ*‖ (reverse KL)"]) < 0.01  # reverse KL, for contrast, says which it is
+    said = [block.value for block in at.markdown]
+    assert any("**forward KL**" in text and "covering both modes" in text for text in said)
+    assert any(text.startswith("By reverse KL, α = 6 > α*") for text in said)
 
 
 def test_slider_changes_the_outputs_and_the_url():
@@ -88,7 +121,7 @@ def test_query_parameters_restore_the_state():
     assert at.slider(key="modes.sigma").value == 0.25
     assert at.number_input(key="modes.dim").value == 20
     assert at.toggle(key="modes.forward").value is True
-    assert float(metrics(at)["α⁻¹‖μ*‖"]) < 0.01  # 1.5 > α*(0.25) ≈ 1.21: on one mode
+    assert float(metrics(at)["α⁻¹‖μ*‖ (reverse KL)"]) < 0.01  # 1.5 > α*(0.25) ≈ 1.21: on one mode
     assert float(metrics(at)["threshold α*"]) == pytest.approx(1.206, abs=0.005)
 
 
@@ -115,7 +148,7 @@ def test_bad_parameters_give_a_notice_not_an_exception(query):
 def test_notice_disappears_once_the_user_moves_a_control():
     at = modes_page(alpha="abc")
     assert at.warning
-    at.slider(key="modes.alpha").set_value(2.0).run()
+    at.slider(key="modes.alpha").set_value(2.5).run()
     assert not at.warning
 
 
@@ -152,7 +185,7 @@ def test_the_optimisation_plays_in_the_browser_from_frames_sent_once():
     drawn at the frame told: test_page_surfaces.py)."""
     at = modes_page()
     sent = played(at)
-    path = modes.optimisation_path(3.0, 1.0)
+    path = modes.optimisation_path(params.ALPHA.default, 1.0)
     assert sent["frames"] == 101 and sent["frame"] == 0 and [c["name"] for c in sent["charts"]] == ["density", "kl"]
     for frame in (0, 1, 37, 100):
         rows = frame_rows(sent, "density", "lines", frame)
@@ -170,7 +203,7 @@ def test_the_play_keeps_its_axes_fixed():
     """The density's y-axis rescaled from frame to frame (0.40 → 0.22), so the target's peaks seemed to grow: both
     charts' axes are fixed for the whole path, in the spec the browser gets once, and hold every frame's curves."""
     sent = played(modes_page())
-    path = modes.optimisation_path(3.0, 1.0)
+    path = modes.optimisation_path(params.ALPHA.default, 1.0)
     density, objective = ({"spec": c["spec"]} for c in sent["charts"])
     for frame in range(sent["frames"]):
         assert frame_rows(sent, "density", "lines", frame)["y"].max() <= y_domain(density)[1]
@@ -196,7 +229,7 @@ def test_the_step_is_stated_once():
     playing they disagreed by a frame: the label is the one statement, q's values with it."""
     at = modes_page()
     document = frames_of(played(at))
-    path = modes.optimisation_path(3.0, 1.0)
+    path = modes.optimisation_path(params.ALPHA.default, 1.0)
     assert document["labels"][1] == (
         f"Adam step 10 / 1000: μ = {path.mean[10]:.3f}, s = {path.std[10]:.3f}, KL(q‖p_α) = {path.kl[10]:.4f} nats"
     )

@@ -15,7 +15,7 @@ from symlab.serving import precomputed
 from symlab.specs import settings
 from symlab.specs.animation import Animation, encode
 from symlab.specs.urlstate import SURFACE_VIEW
-from views.common import animation, binding, charts, computing, files, memo, surfaces
+from views.common import animation, binding, charts, computing, files, memo, surfaces, tables
 
 PAGE = "align"
 PATH_STYLE = {
@@ -639,7 +639,7 @@ def files_report(found: align_lab.UploadedPair, uploads: list, order: str) -> No
     left, right = st.columns([1, 1])
     distance_chart(left, rep)
     with right:
-        st.dataframe(summary_table(summary))  # scrolls, with a bar to say so, where a column is too narrow
+        tables.show(summary_table(summary))  # scrolls, with a bar to say so, where a column is too narrow
     widest = max(rep.sizes[1:-1])
     assignments(
         lambda aligned: found.assignments["aligned" if aligned else "own"],
@@ -778,7 +778,7 @@ def main():
     distance_chart(left, rep)
     summary = summary_frame(rep)
     with right:
-        st.dataframe(summary_table(summary))  # scrolls, with a bar to say so, where a column is too narrow
+        tables.show(summary_table(summary))  # scrolls, with a bar to say so, where a column is too narrow
         st.caption(
             "W₂ alignment minimises the W₂ row, weight matching the ‖μ_A − μ_B‖ row; where both pick "
             "the same permutations their lines on the path charts coincide. “acc. drop”: the accuracy's largest "

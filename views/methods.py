@@ -218,7 +218,7 @@ def across_seeds(reports: list[dict]) -> None:
             for row in summary["rows"]
         ]
     )
-    st.dataframe(frame, hide_index=True, width="stretch")
+    tables.show(frame, hide_index=True, width="stretch")
     charts.csv_download(frame, "methods_across_seeds.csv", "Table as CSV", key="methods.seeds_csv")
 
 
@@ -466,7 +466,7 @@ def hmc_section(report) -> None:
     )
     frame = hmc_table(report)
     # The checkpoints have no MMD to themselves: a dash, not "None".
-    st.dataframe(tables.formatted(frame, dict.fromkeys(HMC_COLUMNS.values(), ".1f")), hide_index=True, width="stretch")
+    tables.show(tables.formatted(frame, dict.fromkeys(HMC_COLUMNS.values(), ".1f")), hide_index=True, width="stretch")
     charts.csv_download(frame, "methods_against_hmc.csv", "Table as CSV", key="methods.hmc_csv")
     ranking = ex.ranking_agreement(report)
     st.markdown(
@@ -476,7 +476,7 @@ def hmc_section(report) -> None:
         "its predictive."
     )
     diagnostics = diagnostics_table(run)
-    st.dataframe(diagnostics, hide_index=True, width="stretch")
+    tables.show(diagnostics, hide_index=True, width="stretch")
     charts.csv_download(diagnostics, "methods_hmc_diagnostics.csv", "Diagnostics as CSV", key="methods.hmc_diag_csv")
     st.caption(
         "Split-R̂ (rank-normalised) and bulk ESS of every weight. R̂ near 1 says the chains agree. Raw weights sit "
@@ -524,7 +524,7 @@ def results(values, config: MethodsConfig) -> None:
     if report.get("trained") is False:
         st.warning(f"**These networks did not learn.** {report['trained_reason']}", icon=":material/warning:")
     frame = table(report)
-    st.dataframe(
+    tables.show(
         tables.formatted(frame, {"NLL": ".3f"}),
         hide_index=True,
         width="stretch",
@@ -621,7 +621,7 @@ def live_runs() -> list | None:
     owner = browser_id()
     runs.run_controls(PAGE, all_runs, owner, binding.server_settings().runs, stage_text)
     frame = runs_frame(all_runs, owner)
-    st.dataframe(
+    tables.show(
         frame,
         hide_index=True,
         width="stretch",

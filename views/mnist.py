@@ -485,7 +485,8 @@ def live_runs() -> list | None:
         return None
     reg = runs.registry()
     if not all_runs:
-        st.info("No runs yet: launch one above (or with `python -m symlab mnist`).")
+        command = "" if runs.hosted() else " (or with `python -m symlab mnist`)"
+        st.info(f"No runs yet: launch one above{command}.")
         return all_runs
     owner = browser_id()
     runs.run_controls(
@@ -493,7 +494,7 @@ def live_runs() -> list | None:
     )
     frame = runs_frame(all_runs, owner)
     shown_runs = frame[frame["yours"]] if runs_filter(frame, owner) else frame
-    st.dataframe(
+    tables.show(
         tables.formatted(shown_runs, RUN_FORMATS),
         hide_index=True,
         width="stretch",
@@ -842,17 +843,17 @@ def study_section() -> None:
     """The converged study's tables (shipped), with what they say."""
     st.subheader("The study: MFVI against SGM once VI has converged")
     try:
-        tables = study_tables(study_stamp())
+        shipped = study_tables(study_stamp())
     except study.StudyError as error:
         st.warning(binding.for_visitors(str(error)))
         return
-    summary, frames, shown = tables.summary, tables.frames, tables.shown
+    summary, frames, shown = shipped.summary, shipped.frames, shipped.shown
     st.markdown(STUDY_READING)
     st.markdown(
         "**SGM minus MFVI**, paired on seeds (same minibatches, weight noise and curvature labels): mean "
         "and standard deviation over seeds of the difference at the end of training."
     )
-    st.dataframe(
+    tables.show(
         shown["effects"],
         hide_index=True,
         column_config={
@@ -878,12 +879,12 @@ def study_section() -> None:
             f"{starts_verdict(summary['starts'])}"
         )
         columns = frames["starts"].columns
-        st.dataframe(shown["starts"], hide_index=True, column_config=whole_nats(columns[4:]))
+        tables.show(shown["starts"], hide_index=True, column_config=whole_nats(columns[4:]))
         charts.csv_download(frames["starts"], "mnist_study_starts.csv", "Table as CSV", key="mnist.study_starts_csv")
     if "recipes" in frames:
         st.markdown("**The earlier recipe** (σ by Adam on log σ at a constant 10⁻³) against this one.")
         columns = frames["recipes"].columns
-        st.dataframe(shown["recipes"], hide_index=True, column_config=whole_nats(columns[4:6]))
+        tables.show(shown["recipes"], hide_index=True, column_config=whole_nats(columns[4:6]))
         charts.csv_download(frames["recipes"], "mnist_study_recipes.csv", "Table as CSV", key="mnist.study_recipes_csv")
     st.caption(
         "Rerun or extend it: `python benchmarks/study_symmetrisation.py` (resumes from its file; "
@@ -919,10 +920,8 @@ def results(values):
         return
     rows = results_table(all_runs)
     if not rows:
-        st.info(
-            "No finished runs yet. Results appear here as runs finish, including those from "
-            "`python -m symlab mnist-sweep`."
-        )
+        sweeps = "" if runs.hosted() else ", including those from `python -m symlab mnist-sweep`"
+        st.info(f"No finished runs yet. Results appear here as runs finish{sweeps}.")
     else:
         settings = list(dict.fromkeys(row["setting"] for row in reversed(rows)))
         setting = st.selectbox(
@@ -941,7 +940,7 @@ def results(values):
             st.warning(
                 f"**Some of these networks did not learn.** {verdict['trained_reason']}", icon=":material/warning:"
             )
-        st.dataframe(table_one(chosen), hide_index=True)
+        tables.show(table_one(chosen), hide_index=True)
         cols = st.columns(2)
         styles = method_styles(chosen)
         width_chart(
@@ -1061,10 +1060,10 @@ def posterior_download(all_runs):
             "deviations under sd.<key>, the config as metadata. Inputs: "
             f"{mnist_experiment.INPUT_NOTE}.",
         )
+    command = "" if runs.hosted() else f"; `python -m symlab mnist --export {run.id} FILE` writes the same file"
     st.caption(
-        f"Load the mean network with `net.load_state_dict(safetensors.torch.load_file(path), strict=False)`; "
-        f"`python -m symlab mnist --export {run.id} FILE` writes the same file. The Symmetry explorer and "
-        "Alignment pages read it back."
+        f"Load the mean network with `net.load_state_dict(safetensors.torch.load_file(path), strict=False)`{command}. "
+        "The Symmetry explorer and Alignment pages read it back."
     )
 
 

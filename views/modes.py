@@ -35,10 +35,15 @@ def optimum_at(alpha: float, sigma: float):
 
 
 @memo.cached(256)
-def forward_at(alpha: float, sigma: float):
-    """The forward-KL optimum (moment matching) at α: its mean and its standard deviation along e₁."""
+def forward_fit_at(alpha: float, sigma: float):
+    """The forward-KL optimum (moment matching) at α: its mean and standard deviation along e₁, and KL(p_α‖q)."""
     fit = modes.forward_kl_optimum([alpha], sigma)
-    return float(fit.mean[0]), float(fit.std_e1[0])
+    return float(fit.mean[0]), float(fit.std_e1[0]), float(fit.kl[0])
+
+
+def forward_at(alpha: float, sigma: float):
+    """The forward-KL optimum at α: its mean and its standard deviation along e₁."""
+    return forward_fit_at(alpha, sigma)[:2]
 
 
 def path_for(alpha: float, sigma: float) -> frames.PathRun:
@@ -324,28 +329,51 @@ def scaling_chart(column, sigma, threshold) -> pd.DataFrame:
     return pd.DataFrame({"sigma": sigmas, "threshold_exact": ours, "threshold_paper": PAPER_THRESHOLDS})
 
 
-def result_metrics(alpha, sigma, mean, std, kl, threshold):
+def result_metrics(alpha, sigma, mean, std, kl, threshold, forward: bool):
+    """The reverse-KL fit's cards and verdict; with the forward-KL fit shown, its own cards and verdict first (what
+    the toggle asks about), the reverse fit's after them for contrast."""
+    if forward:
+        forward_metrics(alpha, sigma)
     cols = binding.metric_cells(4)
     interp = mean / alpha if alpha > 0 else float("nan")
+    reverse = " (reverse KL)" if forward else ""
     cols[0].metric(
-        "α⁻¹‖μ*‖",
+        "α⁻¹‖μ*‖" + reverse,
         "undefined" if alpha == 0 else f"{interp:.3f}",
         help="0.5: q sits midway between the modes; 0: q sits on the first mode.",
     )
-    cols[1].metric("q's std dev along e₁ / σ", f"{std / sigma:.3f}")
+    cols[1].metric("q's std dev along e₁ / σ" + reverse, f"{std / sigma:.3f}")
     cols[2].metric("KL(q‖p_α)", f"{kl:.4f}", help=f"ln 2 = {modes.LN2:.4f}")
     cols[3].metric(
         "threshold α*",
         "—" if threshold is None else f"{threshold:.3f}",
         help="Computed from a sweep, refined by bisection on the exact path.",
     )
+    by = "By reverse KL, " if forward else ""
     if alpha == 0:
-        verdict = "α = 0: the two components coincide and q is exactly N(0, σ²I)."
+        verdict = f"{by}α = 0: the two components coincide and q is exactly N(0, σ²I)."
     elif interp > modes.INTERPOLATION_CUTOFF:
-        verdict = f"α = {alpha:g} < α* ≈ {threshold:.2f}: q **interpolates**, sitting between the modes."
+        verdict = f"{by}α = {alpha:g} < α* ≈ {threshold:.2f}: q **interpolates**, sitting between the modes."
     else:
-        verdict = f"α = {alpha:g} > α* ≈ {threshold:.2f}: q is **mode-seeking**, sitting on the first mode."
+        verdict = f"{by}α = {alpha:g} > α* ≈ {threshold:.2f}: q is **mode-seeking**, sitting on the first mode."
     st.markdown(verdict)
+
+
+def forward_metrics(alpha: float, sigma: float) -> None:
+    """The forward-KL fit's cards and verdict: moment matching, so midway and as wide as the mixture."""
+    mean, std, kl = forward_fit_at(alpha, sigma)
+    cols = binding.metric_cells(3)
+    cols[0].metric(
+        "α⁻¹‖μ‖ (forward KL)",
+        "undefined" if alpha == 0 else f"{mean / alpha:.3f}",
+        help="Always 0.5: the mixture's mean is α e₁ / 2.",
+    )
+    cols[1].metric("std dev along e₁ / σ (forward)", f"{std / sigma:.3f}", help="√(1 + α²/4σ²): the mixture's.")
+    cols[2].metric("KL(p_α‖q) (forward)", f"{kl:.4f}")
+    st.markdown(
+        f"By **forward KL**, q matches the target's mean and variance: it sits at the midpoint, "
+        f"{std / sigma:.2f}σ wide along e₁, **covering both modes** however far apart they are."
+    )
 
 
 # The animation's charts (Vega-Lite, updated in place: views/common): fixed while it plays, the frame in the data.
@@ -500,7 +528,7 @@ def main():
     sweep, forward_sweep = sweep_for(sweep_config)
     threshold = threshold_for(sigma)
     mean, std, kl = optimum_at(alpha, sigma)
-    result_metrics(alpha, sigma, mean, std, kl, threshold)
+    result_metrics(alpha, sigma, mean, std, kl, threshold, forward)
 
     left, right = st.columns(2)
     density_chart(left, alpha, sigma, mean, std, forward)

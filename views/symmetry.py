@@ -21,7 +21,7 @@ from symlab.lib import symmetry
 from symlab.lib.weights import LIBRARIES
 from symlab.serving import precomputed
 from symlab.specs.animation import Animation, encode
-from views.common import animation, binding, charts, computing, files, memo
+from views.common import animation, binding, charts, computing, files, memo, tables
 
 PAGE = "symmetry"
 STAGE_STYLE = {"raw": ("#0072B2", "solid"), "scaled": ("#D55E00", "dash"), "sorted": ("#009E73", "dot")}
@@ -359,7 +359,7 @@ the mass reported is then the infimum, approached and not reached (the table cou
                 "largest output change": f"{rep.max_output_change:.1e}",
             }
         )
-    st.dataframe(pd.DataFrame(rows), hide_index=True)
+    tables.show(pd.DataFrame(rows), hide_index=True)
     left, right = st.columns(2)
     before, after = result.mass_before, result.mass_after
     mass_scatter(left, before, after)
@@ -738,7 +738,7 @@ once sorted; a method that sits between the modes is penalised both ways.""")
     )
     with right:
         shown = frame.assign(method=[METHOD_STYLE[m][2] for m in frame["method"]])
-        st.dataframe(
+        tables.show(
             shown.rename(columns={"mmd2_raw": "MMD² raw", "mmd2_removed": "MMD² units sorted"}), hide_index=True
         )
         st.caption(
@@ -999,7 +999,7 @@ def network_analysis(found: symmetry_lab.UploadedNetwork, upload, sort_key: str)
     )
     if rep.posterior:
         st.caption("A mean-field posterior: the analyses are of its means.")
-    st.dataframe(nearest_modes_table(rep.nearest_modes), hide_index=True)
+    tables.show(nearest_modes_table(rep.nearest_modes), hide_index=True)
     st.caption(
         f"Per hidden layer, the nearest of its n! permuted copies swaps its two closest units (their rows: "
         f"incoming weights, bias, outgoing weights). Thm 3.1's bound holds for any group acting by isometries "

@@ -539,13 +539,13 @@ def table_panel(values, config):
                 f"{int(frame['stuck_fits'].sum())} fits ended with {toy.stuck_notice(REMEDIES[t_config.init])}: their rows "
                 "mix that local optimum into the means."
             )
-        st.dataframe(shown, hide_index=True)
+        tables.show(shown, hide_index=True)
         sgm = frame[frame["method"] == "sgm"]
         st.markdown(
             "**SGM − MFVI on the same seeds** (same data, same initialisation): most of the spread "
             "above is the data's and is shared by both methods, so compare the paired differences."
         )
-        st.dataframe(
+        tables.show(
             pd.DataFrame(
                 {
                     "α": sgm["alpha"],

@@ -18,7 +18,7 @@ from symlab.serving import key_guard, pace
 from symlab.specs import settings
 from symlab.specs.run_kind import ACTIVE, QUEUED, RESUMABLE, RUNNING
 from symlab.specs.settings import database_url
-from views.common import binding
+from views.common import binding, tables
 from views.common.browser import browser_id, session_id, visitor_id
 
 LECTURER_KEY = "runs.lecturer_key"  # the key as typed once accepted, kept for the session (never in the link)
@@ -120,7 +120,7 @@ def queue_panel(page: str) -> None:
         return
     mine = browser_id()
     names = {row["owner"]: browser_name(row["owner"], mine) for row in rows}
-    st.dataframe(
+    tables.show(
         [{"browser": names[row["owner"]], "queued": row["queued"], "training": row["running"]} for row in rows],
         hide_index=True,
     )
@@ -179,17 +179,21 @@ def checked_key(box: str, typed: str) -> key_guard.Verdict:
 
 
 def where_runs_train() -> str:
-    """The executor that runs launched here use, and the registry's database, in words."""
+    """The executor that runs launched here use, and (on a server of one's own) the registry's database, in words:
+    a class has no use for the server's internals."""
     try:
         executor = settings.executor_name()
     except ValueError as error:
         return f"⚠ {error}"
     cluster = "a Ray cluster" if hosted() else os.environ.get("RAY_ADDRESS") or "a local Ray instance"
     place = f"on the Ray cluster at {cluster}" if executor == "ray" else "in their own processes on this machine"
-    return (
-        f"Runs train {place}: closing the tab or restarting the server does not lose them. "
-        f"The registry is {'PostgreSQL' if database_url() else 'an SQLite file in the runs directory'}."
+    kept = "Runs train on the server" if hosted() else f"Runs train {place}"
+    registry_in = (
+        ""
+        if hosted()
+        else f" The registry is {'PostgreSQL' if database_url() else 'an SQLite file in the runs directory'}."
     )
+    return f"{kept}: closing the tab or restarting the server does not lose them.{registry_in}"
 
 
 def lab_runs(page: str, lab: str, limits) -> list | None:

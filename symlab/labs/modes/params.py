@@ -8,11 +8,12 @@ from symlab.specs.urlstate import SURFACE_VIEW, Param
 from .config import SweepConfig
 
 FIELDS = ("sigma", "dim")
+# The default link is the first preset's state, "Close modes" (the class path's first step).
 # The page's α slider ends at the sweep of its largest σ, 10σ = 20 at σ = 2:
 # up to there both sides of the threshold α* ≈ 5σ are within reach (and Fig. 5's σ values, 0.25 to 2).
 SIGMA_CAP = 2.0
 CAPS = {"sigma": SIGMA_CAP}
-ALPHA = Param("alpha", "float", 3.0, 0.0, SweepConfig(sigma=SIGMA_CAP).largest_alpha, step=0.05)
+ALPHA = Param("alpha", "float", 2.0, 0.0, SweepConfig(sigma=SIGMA_CAP).largest_alpha, step=0.05)
 FORWARD = Param("forward", "bool", False)
 
 

@@ -674,6 +674,7 @@ def test_a_queued_run_shows_its_place_and_a_lecturer_cancels_a_browsers_flood(re
 
     monkeypatch.setenv("SYMLAB_HOSTED", "1")
     monkeypatch.setenv("SYMLAB_LECTURER_KEY", "s3cret-lecturer")
+    monkeypatch.setenv("SYMLAB_QUICK_RUN_SECONDS", "0")  # these small runs wait too: no place of their own
     monkeypatch.setattr(key_guard, "GUARD", key_guard.KeyGuard())
     registry.create("mnist", MnistConfig(hidden=8), "cpu", status=RUNNING, pid=os.getpid(), source="cli")  # the CPU's
     mallory, bob = owner_of(b"M" * 16), owner_of(b"B" * 16)

@@ -1,5 +1,6 @@
 """The run manager: worker processes, queue, progress, cancel, recovery, caps, results."""
 
+import functools
 import json
 import os
 import signal
@@ -72,7 +73,8 @@ def test_a_launch_returns_at_once_and_a_worker_slow_to_start_is_judged_by_its_pr
     assert wait_for(registry, run_id, lambda r: r.status == FINISHED).result["epochs_done"] == 2
 
 
-def test_launch_reports_progress_and_results_and_queues_beyond_the_limit(registry):
+def test_launch_reports_progress_and_results_and_queues_beyond_the_limit(registry, monkeypatch):
+    monkeypatch.setenv("SYMLAB_QUICK_RUN_SECONDS", "0")  # no place of their own for quick runs (next test)
     first = supervisor.submit(registry, "mnist", MnistConfig(**TINY, method="mfvi"))
     second = supervisor.submit(registry, "mnist", MnistConfig(**TINY, method="sgm", K=4))
     assert registry.get(second).status == QUEUED  # one run per device at a time
@@ -83,6 +85,28 @@ def test_launch_reports_progress_and_results_and_queues_beyond_the_limit(registr
     done = wait_for(registry, second, lambda r: r.status == FINISHED)
     assert done.result["mutual_info"] == pytest.approx(1.3862943611198906)
     assert registry.checkpoint_path(second).exists() and registry.log_path(second).exists()
+
+
+def test_a_quick_run_takes_its_own_place_beside_a_long_one(registry):
+    """A class-path step's pair of seconds waited 146 s behind a student's default run (one run per device on a
+    hosted server). A run estimated at seconds (RunLimits.is_quick) now has one place of its own per device; a long
+    run still waits for the general one."""
+    limits = settings.RunLimits(max_concurrent_per_device=1, quick_run_seconds=30)
+    long_run = registry.create("mnist", MnistConfig(hidden=400, epochs=10), "cpu", status=RUNNING, pid=os.getpid())
+    waiting_long = registry.create("mnist", MnistConfig(hidden=400, epochs=10, seed=1), "cpu")
+    quick = [registry.create("mnist", MnistConfig(**TINY, seed=seed), "cpu") for seed in (2, 3)]
+    assert [limits.is_quick(run.config.work()) for run in registry.runs()] == [False, False, True, True]
+    claimed = registry.claim_queued(1, functools.partial(supervisor._is_quick_run, limits))
+    assert [run.id for run in claimed] == [quick[0]]  # the other quick one waits for this one, the long one for all
+    assert registry.get(waiting_long).status == QUEUED and registry.get(quick[1]).status == QUEUED
+    registry.update(long_run, status=FINISHED, pid=None)
+    claimed = registry.claim_queued(1, functools.partial(supervisor._is_quick_run, limits))
+    assert [run.id for run in claimed] == [waiting_long]  # the general place: the quick one still holds its own
+    registry.update(quick[0], status=FINISHED, pid=None)
+    assert [run.id for run in registry.claim_queued(1, functools.partial(supervisor._is_quick_run, limits))] == [
+        quick[1]
+    ]
+    assert registry.claim_queued(0, lambda run: True) == []  # a device closed to training has no quick place
 
 
 def test_cancel_then_resume_from_the_checkpoint(registry):

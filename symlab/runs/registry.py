@@ -57,6 +57,30 @@ def fair_order(queued: list, running_owners: list[str]) -> list:
     return [row for _, _, row in sorted(keyed, key=lambda item: item[:2])]
 
 
+@dataclass
+class DeviceSlots:
+    """A device's places for training runs: ``limit`` for any run, and one more that only a quick run may take (a
+    run of seconds: a class-path step's pair, say). A quick run takes a general place where one is free."""
+
+    limit: int
+    regular: int = 0  # running runs that are not quick
+    quick: int = 0
+
+    def general_in_use(self) -> int:
+        return self.regular + max(self.quick - 1, 0)
+
+    def has_room(self, quick: bool) -> bool:
+        if quick:  # a device closed to training (limit 0) has no quick place either
+            return self.limit > 0 and self.regular + self.quick < self.limit + 1
+        return self.general_in_use() < self.limit
+
+    def take(self, quick: bool) -> None:
+        if quick:
+            self.quick += 1
+        else:
+            self.regular += 1
+
+
 class RegistryError(RuntimeError):
     """The runs directory or its database cannot be used; the message says why. ``public``: what a visitor of a
     hosted server is told, without the database's address (user, host, port, name; the server's log keeps the
@@ -452,22 +476,24 @@ class Registry:
     def drop_metrics_after(self, run_id: int, epoch: int) -> None:
         self._execute("DELETE FROM metrics WHERE run_id = ? AND epoch > ?", (run_id, epoch), write=True)
 
-    def claim_queued(self, limit_per_device: int) -> list[Run]:
+    def claim_queued(self, limit_per_device: int, quick: Callable[[Run], bool] | None = None) -> list[Run]:
         """Mark queued local runs running, in their fair order (:func:`fair_order`), as many as each device has room
-        for (atomic). Runs on a Ray cluster wait in Ray's own queue."""
+        for (atomic). Runs on a Ray cluster wait in Ray's own queue. Runs that ``quick`` says take seconds have one
+        more place per device, their own (:class:`DeviceSlots`): a class's small run does not wait out a long one."""
+        quick = quick or (lambda run: False)
         try:
             with self.db.transaction(write=True) as connection:
-                busy: dict[str, int] = {}
+                slots: dict[str, DeviceSlots] = collections.defaultdict(lambda: DeviceSlots(limit_per_device))
                 for row in connection.execute(
-                    "SELECT device, COUNT(*) AS n FROM runs WHERE status = ? AND executor = 'local' GROUP BY device",
-                    (RUNNING,),
+                    "SELECT * FROM runs WHERE status = ? AND executor = 'local'", (RUNNING,)
                 ).fetchall():
-                    busy[row["device"]] = row["n"]
+                    slots[row["device"]].take(quick(self._to_run(row)))
                 claimed = []
                 for row in self._fair_queue(connection):
-                    if busy.get(row["device"], 0) >= limit_per_device:
+                    device, is_quick = slots[row["device"]], quick(self._to_run(row))
+                    if not device.has_room(is_quick):
                         continue
-                    busy[row["device"]] = busy.get(row["device"], 0) + 1
+                    device.take(is_quick)
                     now = time.time()
                     connection.execute(
                         "UPDATE runs SET status = ?, started = COALESCE(started, ?), heartbeat = ?, "

@@ -8,6 +8,7 @@ count against the caps of a browser and of the server in the last hour."""
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import subprocess
@@ -201,13 +202,22 @@ def dispatch(registry: Registry, limits: RunLimits | None = None) -> list[int]:
     if not registry.has_status(QUEUED):
         return []  # the common case, answered without taking the write lock
     started = []
-    for run in registry.claim_queued(limits.max_concurrent_per_device):
+    for run in registry.claim_queued(limits.max_concurrent_per_device, functools.partial(_is_quick_run, limits)):
         try:
             launch_worker(registry, run.id)
             started.append(run.id)
         except OSError as error:
             registry.update(run.id, status=FAILED, message=f"could not start the training process: {error}")
     return started
+
+
+def _is_quick_run(limits: RunLimits, run) -> bool:
+    """Whether ``run`` is estimated at seconds of CPU time (:meth:`RunLimits.is_quick`); a run whose estimate
+    fails is not."""
+    try:
+        return limits.is_quick(run.config.work())
+    except (ValueError, AttributeError):
+        return False
 
 
 def launch_worker(registry: Registry, run_id: int) -> None:

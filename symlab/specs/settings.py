@@ -20,7 +20,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 
 from symlab.specs import controls
-from symlab.specs.tasks import Cost, Rates
+from symlab.specs.tasks import SLOWEST_MACHINE, Cost, Rates
 
 TRUE_WORDS = ("1", "true", "yes", "on")
 IMPORT_ROOT = Path(__file__).resolve().parents[2]  # the directory symlab is imported from (a checkout, site-packages)
@@ -182,6 +182,7 @@ class RunLimits:
     browser and the server may start in an hour, and how long a run waits out its database's outage."""
 
     max_concurrent_per_device: int = 1
+    quick_run_seconds: int = 30  # estimated CPU-seconds up to which a run may take its device's one extra place
     max_hidden: int = 4096
     max_depth: int = 4
     max_epochs: int = 100
@@ -228,6 +229,12 @@ class RunLimits:
             "CPU-minutes per run",
         )
 
+    def is_quick(self, work: Work) -> bool:
+        """Whether ``work`` is a run of seconds (a class-path step's pair, say), which need not wait out a long
+        run: its device keeps it one more place (:class:`symlab.runs.registry.DeviceSlots`). Estimated at the
+        slowest machine's rates: quick there is quick anywhere, and nothing is measured to decide."""
+        return bool(work.parts) and work.seconds(SLOWEST_MACHINE) <= self.quick_run_seconds
+
     def describe(self, mnist_shapes: bool = True) -> str:
         """The caps in words; ``mnist_shapes``: with those on the MNIST lab's networks (width, layers, epochs),
         which other labs' runs do not have."""
@@ -238,7 +245,8 @@ class RunLimits:
         )
         return (
             f"at most {self.max_concurrent_per_device} training run(s) at a time per device (others wait in "
-            f"the queue), {shapes}≤ {self.max_run_minutes} estimated CPU-minutes a run, "
+            f"the queue; one more place for a run of ≤ {self.quick_run_seconds} estimated CPU-seconds), "
+            f"{shapes}≤ {self.max_run_minutes} estimated CPU-minutes a run, "
             f"≤ {self.max_runs_per_browser} launches (resumes included) per browser and "
             f"{self.max_runs_per_hour} on the server per hour"
         )
@@ -303,6 +311,7 @@ HOSTED_DEFAULTS = {
 }
 MINIMUM = {
     "worker_threads": 0,
+    "quick_run_seconds": 0,  # 0: no extra place for quick runs
     "compute_workers": 0,
     "idle_workers": 0,
 }  # every other cap must be at least 1 (or > 0 for seconds)

@@ -99,3 +99,7 @@ def read_stored_results_with(lookup: Callable[[Hashable], object]) -> None:
     """Make :func:`stored_result` read through ``lookup`` (the compute process's result store)."""
     global _stored_result_lookup
     _stored_result_lookup = lookup
+
+
+# The slowest machine the latency targets hold on (docs/hosting.md): 66 GFLOP/s, 3.0 G elements/s, 138 M draws/s.
+SLOWEST_MACHINE = Rates(matmul_flops=66e9, elementwise=3.0e9, normals=138e6)

@@ -1185,6 +1185,24 @@ def test_modes_landscape_moves_with_the_player_in_place(new_page, server_url):
     assert_same_eye(now["eye"], eye)
 
 
+def test_on_a_phone_the_align_landscapes_axes_have_titles_short_enough_for_the_scene(new_page, server_url):
+    """At 390 px the y title "→ π(q_B) (W₂)" ran into the z title and was cut at the left edge (WebGL draws the
+    titles, so no layout check can see them): a phone gets the short titles, a desktop the full ones."""
+    from views import align as align_view
+
+    titles_js = "() => ['xaxis', 'yaxis', 'zaxis'].map(axis => document.querySelector('.symlab-surface').layout.scene[axis].title.text)"
+    for width, expected in ((390, list(align_view.NARROW_TITLES)), (1400, None)):
+        page = new_page()
+        page.set_viewport_size({"width": width, "height": 900})
+        page.goto(f"{server_url}/align?surface=true&width=8&depth=1&steps=150&samples=4&seed=2")
+        drawn_landscape(page, 120_000)
+        titles = page.evaluate(titles_js)
+        if expected is not None:
+            assert titles == expected
+        else:
+            assert titles[1] == "→ π(q_B) (W₂)" and titles[2] == "test loss (nats)"
+
+
 def test_align_landscape_draws_the_plane_and_turns(new_page, server_url):
     page = new_page()
     page.goto(f"{server_url}/align?surface=true&width=8&depth=1&steps=150&samples=4&seed=2")

@@ -692,6 +692,8 @@ LANDSCAPE_STYLES = {
     "ends": surfaces.Style("#000000", symbol="square", line=False, name="q_A, q_B, π(q_B)"),
 }
 LANDSCAPE_CAMERA = {"eye": {"x": -0.9, "y": -1.6, "z": 1.0}}  # from q_A's side: both paths run away from the eye
+# On a phone the y title ran into the z title and was cut at the left edge: shorter there (both lengths in W₂).
+NARROW_TITLES = ("q_B (W₂)", "π(q_B)", "loss (nats)")
 
 
 def landscape_section(config: align_lab.AlignConfig, turned: bool) -> None:
@@ -728,6 +730,7 @@ def landscape_section(config: align_lab.AlignConfig, turned: bool) -> None:
         "align.landscape",
         "The test loss over the plane through q_A, q_B and the aligned q_B, with the straight paths on it",
         camera=LANDSCAPE_CAMERA,
+        narrow_titles=NARROW_TITLES,
     )
     charts.csv_download(
         lambda: surfaces.grid_frame(surface, ("x_w2", "y_w2", "test_loss")),

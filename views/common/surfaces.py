@@ -101,6 +101,9 @@ function fit(root) {
 }
 
 function draw(root, figure) {
+  if (root.clientWidth < NARROW_PX && figure.narrowTitles) {  // a phone: titles short enough for the scene's corners
+    ['xaxis', 'yaxis', 'zaxis'].forEach((axis, i) => { figure.layout.scene[axis].title.text = figure.narrowTitles[i]; });
+  }
   const turned = root.layout && root.layout.scene && root.layout.scene.camera;
   if (turned) figure.layout.scene.camera = turned;  // where the visitor left it
   else if (root.clientWidth < NARROW_PX) {  // a phone: from further away, so that the axes' titles stay in view
@@ -221,12 +224,14 @@ def surface_chart(
     key: str,
     alt_text: str,
     camera: dict = CAMERA,
+    narrow_titles: tuple[str, str, str] | None = None,
 ) -> None:
     """Draw ``surface`` with ``lines`` in place of the view keyed ``key`` (a new frame redraws it, keeping the
-    camera the visitor chose)."""
+    camera the visitor chose); on a phone, the axes titled ``narrow_titles`` (x, y, z) where the surface's own are
+    too long for the scene's corners."""
     present = charts.presenting()
     payload = {
-        "figure": figure(surface, lines, styles, camera, present),
+        "figure": figure(surface, lines, styles, camera, present) | {"narrowTitles": narrow_titles},
         "chunk": plotly_chunk(),
         "height": PRESENT_PX if present else PX,
         "alt": alt_text,

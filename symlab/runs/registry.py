@@ -480,17 +480,16 @@ class Registry:
         """Mark queued local runs running, in their fair order (:func:`fair_order`), as many as each device has room
         for (atomic). Runs on a Ray cluster wait in Ray's own queue. Runs that ``quick`` says take seconds have one
         more place per device, their own (:class:`DeviceSlots`): a class's small run does not wait out a long one."""
-        quick = quick or (lambda run: False)
         try:
             with self.db.transaction(write=True) as connection:
                 slots: dict[str, DeviceSlots] = collections.defaultdict(lambda: DeviceSlots(limit_per_device))
                 for row in connection.execute(
                     "SELECT * FROM runs WHERE status = ? AND executor = 'local'", (RUNNING,)
                 ).fetchall():
-                    slots[row["device"]].take(quick(self._to_run(row)))
+                    slots[row["device"]].take(self._is_quick(row, quick))
                 claimed = []
                 for row in self._fair_queue(connection):
-                    device, is_quick = slots[row["device"]], quick(self._to_run(row))
+                    device, is_quick = slots[row["device"]], self._is_quick(row, quick)
                     if not device.has_room(is_quick):
                         continue
                     device.take(is_quick)
@@ -504,6 +503,16 @@ class Registry:
         except DatabaseError as error:
             raise self._failure(error, writing=True) from None
         return [self.get(run_id) for run_id in claimed]
+
+    def _is_quick(self, row, quick: Callable[[Run], bool] | None) -> bool:
+        """Whether ``quick`` says the run in ``row`` takes seconds; not where its config cannot be read (an old or
+        damaged row waits for a general place, as every run did)."""
+        if quick is None:
+            return False
+        try:
+            return quick(self._to_run(row))
+        except (ValueError, KeyError, TypeError):
+            return False
 
     def queue_positions(self) -> dict[int, int]:
         """Each queued local run's place in its device's line (1: the next to start), in their fair order."""

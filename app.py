@@ -77,13 +77,13 @@ def home():
 LAB_PAGES = [pages.lab_page(lab) for lab in LABS]
 LABS_BY_NAME = {lab.name: lab for lab in LABS}
 navigation = st.navigation([st.Page(home, title="Home", icon=":material/home:", default=True), *LAB_PAGES])
-# A table's toolbar (search, download, full screen) shows above its top edge when the table is touched: room for
-# it there, or on a phone it covers the last line of the text above.
-st.html('<style>[data-testid="stElementContainer"]:has([data-testid="stDataFrame"]) { margin-top: 1.75rem; }</style>')
-# The projector's HTML tables (views/common/tables.py) break a long word or number rather than hide their last
-# columns where the page is narrow (a phone in presentation mode).
+# One style element for the tables, sent with every page run. A grid's toolbar (search, download, full screen) shows
+# above its top edge when the table is touched: room for it there, or on a phone it covers the last line of the text
+# above. The projector's HTML tables (views/common/tables.py) break a long word or number rather than hide their
+# last columns where the page is narrow (a phone in presentation mode).
 st.html(
-    "<style>@media (max-width: 640px) { [data-testid='stTable'] table { table-layout: fixed; width: 100%; } "
+    "<style>[data-testid='stElementContainer']:has([data-testid='stDataFrame']) { margin-top: 1.75rem; } "
+    "@media (max-width: 640px) { [data-testid='stTable'] table { table-layout: fixed; width: 100%; } "
     "[data-testid='stTable'] :is(td, th, td *, th *) { white-space: normal; overflow-wrap: anywhere; } }</style>"
 )
 # A run of the whole page: someone asked for it; one of a browser's at a time.

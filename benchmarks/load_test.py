@@ -122,6 +122,7 @@ from streamlit_protocol import XSRF_TOKEN, Session  # noqa: E402
 
 from symlab.labs import LABS  # noqa: E402
 from symlab.runs.device import measured_rates  # noqa: E402
+from symlab.specs.tasks import SLOWEST_MACHINE  # noqa: E402
 
 MiB = 1024 * 1024
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -266,7 +267,8 @@ def app_servers(
 
 
 XSRF_COOKIE = "_streamlit_xsrf"  # what tells a browser apart on the server (views/common/browser.py)
-SLOWEST_RATES = dict(matmul_gflops=66.0, elements_g_per_s=3.0)  # the slowest machine the latency targets hold on
+# The slowest machine the latency targets hold on (symlab.specs.tasks.SLOWEST_MACHINE), in the benchmarks' units.
+SLOWEST_RATES = {name: SLOWEST_MACHINE.in_units()[name] for name in ("matmul_gflops", "elements_g_per_s")}
 CPU_ROOT = Path("/sys/fs/cgroup/cpu")  # cgroup v1's CPU controller (root)
 CPU_PERIOD_US = 100_000
 

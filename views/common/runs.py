@@ -185,15 +185,13 @@ def where_runs_train() -> str:
         executor = settings.executor_name()
     except ValueError as error:
         return f"⚠ {error}"
-    cluster = "a Ray cluster" if hosted() else os.environ.get("RAY_ADDRESS") or "a local Ray instance"
+    kept = "closing the tab or restarting the server does not lose them"
+    if hosted():
+        return f"Runs train on the server: {kept}."
+    cluster = os.environ.get("RAY_ADDRESS") or "a local Ray instance"
     place = f"on the Ray cluster at {cluster}" if executor == "ray" else "in their own processes on this machine"
-    kept = "Runs train on the server" if hosted() else f"Runs train {place}"
-    registry_in = (
-        ""
-        if hosted()
-        else f" The registry is {'PostgreSQL' if database_url() else 'an SQLite file in the runs directory'}."
-    )
-    return f"{kept}: closing the tab or restarting the server does not lose them.{registry_in}"
+    registry_in = "PostgreSQL" if database_url() else "an SQLite file in the runs directory"
+    return f"Runs train {place}: {kept}. The registry is {registry_in}."
 
 
 def lab_runs(page: str, lab: str, limits) -> list | None:

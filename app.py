@@ -5,7 +5,7 @@ from pathlib import Path
 import streamlit as st
 
 from symlab.labs import LABS
-from symlab.serving import findings, pace
+from symlab.serving import cards, findings, pace
 from views.common import binding, browser, lessons, pages, process, sessions
 
 ASSETS = Path(__file__).parent / "assets"
@@ -35,6 +35,7 @@ if SETTINGS.hosted:  # a visitor sees that something failed, never the traceback
 
 process.threads_set(SETTINGS.live.torch_threads)
 process.large_blocks_returned()
+process.theme_read_once()
 sessions.sweep_now_and_then()  # what visitors who left for good still hold (views/common/sessions.py)
 if SETTINGS.hosted:
     st.sidebar.caption(f"Shared server, caps for everyone: {SETTINGS.describe()}.")
@@ -47,9 +48,12 @@ def lab_card(column, lab, page) -> None:
     """A lab's card: a picture of its key chart (assets/cards, taken by tests/cards.py), its link, and what it
     measured (its blurb where it has no finding of its own)."""
     with column.container(border=True):
-        picture = process.card_picture(lab.name)
-        if picture is not None:
-            st.image(picture, width="stretch", output_format="JPEG", alt=f"{lab.title}: a picture of its key chart")
+        alt = f"{lab.title}: a picture of its key chart"
+        link = cards.card_link(lab.name)
+        if link is not None:  # served by serve.py's route: no media file, kept by the browser
+            st.markdown(f"![{alt}]({link})")
+        elif (picture := cards.card_picture(lab.name)) is not None:  # app.py alone, or AppTest
+            st.image(picture, width="stretch", output_format="JPEG", alt=alt)
         st.page_link(page, label=f"**{lab.title}**", icon=lab.icon)
         for finding in findings.of_lab(lab.name) or [lab.blurb]:
             st.markdown(finding)

@@ -13,7 +13,8 @@ the navigation's start):
     no run yet, have none: for them the page complete counts);
   * complete: the script has finished (the app's script state is "notRunning"), nothing is waiting
     for a computation (no progress bar starting with ⏳);
-  * Plotly bundle: whether the page fetched Streamlit's Plotly chunk (every chart is Vega-Lite: none should).
+  * Plotly bundle: whether the page fetched Streamlit's Plotly chunk (every chart is Vega-Lite: none should);
+  * reloads: how often the page loaded again within a visit (each time is counted from the first navigation).
 The target: first chart within 3 s on every page. The table gives each page's median and slowest
 visit (this machine is shared and noisy: one visit says little). ``--slowest-machine`` holds the server (and all
 it starts) to this machine's cores scaled by its rates against the slowest machine's (a cgroup CPU quota, as
@@ -43,17 +44,23 @@ CHART_SELECTOR = (  # Streamlit's charts, or a player's played in the browser (v
     '[data-testid="stVegaLiteChart"] canvas, [data-testid="stVegaLiteChart"] svg.marks, .symlab-player .chart svg.marks'
 )
 PLOTLY_BUNDLE = "PlotlyChart"  # the name of Streamlit's Plotly chunk (4.7 MB), fetched only by a page drawing Plotly
-FIRST_CHART_JS = f"() => document.querySelector({json.dumps(CHART_SELECTOR)}) ? performance.now() : false"
+# Every time is read on one clock, the epoch's (the document's origin plus its own time): should the page load
+# again within a visit, each document's performance.now() starts from zero, and times read from two documents
+# would not compare.
+NOW_JS = "[performance.timeOrigin, performance.timeOrigin + performance.now()]"
+FIRST_CHART_JS = f"() => document.querySelector({json.dumps(CHART_SELECTOR)}) ? {NOW_JS} : false"
 WITHOUT_CHARTS = ("", "mnist")  # Home, and MNIST's default view before any run: no chart to wait for
-# Where a visit's time goes, in the page's clock: the app's JavaScript loaded (the load event), the page's title
-# drawn (the server's first answer to the page run), the first chart drawn.
-TITLE_JS = """() => document.querySelector('[data-testid="stMain"] h1') ? performance.now() : false"""
-COMPLETE_JS = """() => {
+# Where a visit's time goes: the app's JavaScript loaded (the load event), the page's title drawn (the server's first
+# answer to the page run), the first chart drawn.
+TITLE_JS = f"""() => document.querySelector('[data-testid="stMain"] h1') ? {NOW_JS} : false"""
+COMPLETE_JS = f"""() => {{
   if (!document.querySelector('h1')) return false;
   if (!document.querySelector('[data-testid="stApp"][data-test-script-state="notRunning"]')) return false;
-  if ([...document.querySelectorAll('[data-testid="stProgress"]')].some(p => p.innerText.includes('⏳'))) return false;
-  return performance.now();
-}"""
+  const bars = document.querySelectorAll('[data-testid="stProgress"], .symlab-waiting');  // the page's or the browser's
+  if ([...bars].some(p => p.innerText.includes('⏳'))) return false;
+  return {NOW_JS};
+}}"""
+LOADED_JS = "() => [performance.timeOrigin, performance.timeOrigin + performance.getEntriesByType('navigation')[0].loadEventEnd]"
 EXCEPTION_JS = (
     "() => [...document.querySelectorAll('[data-testid=\"stException\"]')].map(e => e.innerText.slice(0, 200))"
 )
@@ -65,19 +72,27 @@ def measure(browser, url: str, path: str, timeout_s: float) -> dict:
     page.on("request", lambda request: bundles.append(request.url) if PLOTLY_BUNDLE in request.url else None)
     try:
         page.goto(f"{url}/{path}", wait_until="commit")
-        title = page.wait_for_function(TITLE_JS, polling="raf", timeout=timeout_s * 1000).json_value()
-        first = (
-            None
-            if path.split("?")[0] in WITHOUT_CHARTS
-            else page.wait_for_function(FIRST_CHART_JS, polling="raf", timeout=timeout_s * 1000).json_value()
-        )
-        complete = page.wait_for_function(COMPLETE_JS, polling=100, timeout=timeout_s * 1000).json_value()
-        loaded = page.evaluate("() => performance.getEntriesByType('navigation')[0].loadEventEnd")
+        started = page.evaluate("performance.timeOrigin")  # the navigation's start, on the epoch's clock (ms)
+        documents = {started}
+
+        def since_start(origin_and_time) -> float:
+            origin, epoch_ms = origin_and_time
+            documents.add(origin)
+            return (epoch_ms - started) / 1000
+
+        def wait_for(js: str, polling) -> float:
+            return since_start(page.wait_for_function(js, polling=polling, timeout=timeout_s * 1000).json_value())
+
+        title = wait_for(TITLE_JS, "raf")
+        first = None if path.split("?")[0] in WITHOUT_CHARTS else wait_for(FIRST_CHART_JS, "raf")
+        complete = wait_for(COMPLETE_JS, 100)
+        loaded = since_start(page.evaluate(LOADED_JS))
         return dict(
-            script_loaded_s=loaded / 1000,
-            title_s=title / 1000,
-            first_chart_s=None if first is None else first / 1000,
-            complete_s=complete / 1000,
+            script_loaded_s=loaded,
+            title_s=title,
+            first_chart_s=first,
+            complete_s=complete,
+            documents=len(documents),  # more than one: the page loaded again during the visit
             exceptions=page.evaluate(EXCEPTION_JS),
             plotly_bundle=bool(bundles),
         )
@@ -163,7 +178,7 @@ def main(argv=None):
     width = max(10, *(len(page["page"]) for page in pages))
     print(
         f"{'page':>{width}} {'first chart s':>13} {'slowest s':>9} {'median × 3 s':>12} {'complete s':>10}  "
-        f"{'app loaded s':>12} {'title s':>7}  {'Plotly bundle':>13}  exceptions"
+        f"{'app loaded s':>12} {'title s':>7}  {'Plotly bundle':>13} {'reloads':>7}  exceptions"
     )
     print(
         "(first chart: the median visit's; a page that draws none: when it completed. App loaded: the app's "
@@ -174,7 +189,7 @@ def main(argv=None):
         print(
             f"{page['page']:>{width}} {page['first_shown_s']:13.2f} {page['slowest_s']:9.2f} {ratio:12.2f} "
             f"{page['complete_s']:10.2f}  {page['script_loaded_s']:12.2f} {page['title_s']:7.2f}  "
-            f"{'loaded' if page['plotly_bundle'] else 'none':>13}  {page['exceptions'] or 'none'}"
+            f"{'loaded' if page['plotly_bundle'] else 'none':>13} {page['reloads']:7d}  {page['exceptions'] or 'none'}"
         )
     worst = max(page["first_shown_s"] for page in pages)
     print(
@@ -236,6 +251,7 @@ def summarise(rows: list[dict]) -> list[dict]:
                 script_loaded_s=statistics.median(row["script_loaded_s"] for row in visits),
                 title_s=statistics.median(row["title_s"] for row in visits),
                 exceptions=sum(len(row["exceptions"]) for row in visits),
+                reloads=sum(row["documents"] - 1 for row in visits),
                 plotly_bundle=any(row["plotly_bundle"] for row in visits),
             )
         )

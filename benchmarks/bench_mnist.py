@@ -7,7 +7,10 @@ Then MFVI's test accuracy after 10 epochs over seeds, with ε read from the norm
 does) and drawn afresh every step (the reference): the table must not cost accuracy.
 
     python benchmarks/bench_mnist.py [--rounds 3] [--threads 2] [--device cpu|cuda] [--widths 64,256,1024,4096]
-                                     [--accuracy-seeds 3] [--estimator-draws 200] [--json]
+                                     [--accuracy-seeds 3] [--estimator-draws 200] [--images 60000] [--json]
+
+Its smallest setting (``--images 1024 --rounds 1 --accuracy-seeds 0 --estimator-draws 0``) runs in the tests.
+The machine's rates (bench_interactions.py's three) come first, measured in the same process.
 
 Then the gradient estimators (reparam, local, flipout) at one θ (MFVI after one epoch) on one minibatch:
 the total variance of the gradient w.r.t. μ and log σ over many draws, the time of one gradient, and
@@ -32,8 +35,9 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from symlab.labs.mnist import experiment as mnist
+from symlab.labs.mnist import experiment as mnist  # noqa: E402
 from symlab.lib import bnn, mnist_data  # noqa: E402
+from symlab.runs.device import measured_rates  # noqa: E402
 
 HIDDEN, BATCH, LR = 400, 128, 1e-3
 
@@ -101,7 +105,7 @@ def bayesian_torch_epoch(tensors, device, hidden) -> float | None:
 def our_epoch(tensors, device, hidden, method, K=16) -> float:
     config = mnist.MnistConfig(hidden=hidden, method=method, K=K, epochs=1, batch_size=BATCH, lr=LR, samples=1)
     trainer = mnist.MnistTrainer(config, tensors, device)
-    trainer.evaluate = lambda generator: {}  # time training only
+    trainer.evaluate = lambda *args, **kwargs: {}  # time training only
     sync(device)
     return trainer.train_epoch()["seconds"]
 
@@ -126,7 +130,7 @@ def estimator_comparison(tensors, device, hidden, draws: int) -> list[dict]:
     """Each estimator's gradient of NLL + KL/N at the same θ and minibatch, ``draws`` times."""
     base = mnist.MnistConfig(hidden=hidden, epochs=1, batch_size=BATCH, lr=LR, samples=1)
     trained = mnist.MnistTrainer(base, tensors, device)
-    trained.evaluate = lambda generator: {}
+    trained.evaluate = lambda *args, **kwargs: {}
     trained.train_epoch()
     x, y = tensors.train_x[:BATCH], tensors.train_y[:BATCH]
     rows = []
@@ -187,7 +191,7 @@ def test_accuracies(tensors, device, epochs: int, seeds: int, normals) -> list[f
     return accuracies
 
 
-def main() -> None:
+def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--threads", type=int, default=2, help="torch intra-op threads (pinned; default 2)")
@@ -206,17 +210,32 @@ def main() -> None:
         default=200,
         help="gradient draws per estimator for the variance comparison (0: skip it)",
     )
+    parser.add_argument(
+        "--images", type=int, default=0, help="train on a seeded subset of this many images (0: all 60 000)"
+    )
     parser.add_argument("--json", action="store_true", help="end with one JSON line of the ratios and accuracies")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
+    rates = measured_rates().in_units()
     device = mnist.resolve_device(args.device)
     data = mnist_data.load_mnist()
-    tensors = mnist.prepare_tensors(data, mnist.MnistConfig(), device)
+    tensors = mnist.prepare_tensors(data, mnist.MnistConfig(train_subset=args.images), device)
+    print(
+        f"machine, one thread: {rates['matmul_gflops']:.0f} GFLOP/s in products, {rates['elements_g_per_s']:.2f} G "
+        f"elements/s, {rates['normals_m_per_s']:.0f} M normal draws/s"
+    )
     print(
         f"device {device}, torch {torch.__version__}, {torch.get_num_threads()} threads; "
         f"hidden {HIDDEN}, batch {BATCH}, {len(tensors.train_y)} images per epoch; best of {args.rounds}"
     )
-    summary: dict = {"device": str(device), "threads": torch.get_num_threads(), "hidden": HIDDEN, "batch": BATCH}
+    summary: dict = {
+        "device": str(device),
+        "threads": torch.get_num_threads(),
+        "hidden": HIDDEN,
+        "batch": BATCH,
+        "images": len(tensors.train_y),
+        "rates": rates,
+    }
 
     times = epoch_times(tensors, device, HIDDEN, args.rounds)
     det, ours, bt = times["deterministic MLP"], times["our MFVI"], times["bayesian-torch"]
@@ -295,6 +314,7 @@ def main() -> None:
 
     if args.json:
         print(json.dumps(summary))
+    return summary
 
 
 if __name__ == "__main__":

@@ -81,7 +81,7 @@ INIT_JS = r"""
       const charts = [...document.querySelectorAll(CHARTS)];
       const now = performance.now();
       // The player's label: the browser's player (views/common/animation.js), or the server's progress bar.
-      const bar = document.querySelector('.symlab-player .label') || document.querySelector('[data-testid="stProgress"]');
+      const bar = document.querySelector('.symlab-player .label') || document.querySelector('[data-testid="stProgress"], .symlab-waiting');
       const label = bar ? bar.innerText : '';
       if (label !== s.lastLabel) {  // the player's tick: the progress bar's label changed
         if (s.on && s.lastLabel !== undefined) s.ticks.push(now);
@@ -121,7 +121,9 @@ INIT_JS = r"""
 """
 STEP_RE = re.compile(r"Adam step (\d+) /")
 CHARTS = '[data-testid="stVegaLiteChart"], .symlab-player .chart'  # Streamlit's charts, or the browser player's
-PROGRESS = '.symlab-player .label, [data-testid="stProgress"]'  # where the step shows: the player's, or the server's
+PROGRESS = (
+    '.symlab-player .label, [data-testid="stProgress"], .symlab-waiting'  # the player's, the page's or the browser's
+)
 
 
 # ------------------------------------------------------------------------------------------- servers

@@ -15,13 +15,11 @@ import time
 from pathlib import Path
 
 import streamlit as st
+from streamlit import config
 from streamlit.runtime.scriptrunner.script_runner import ScriptRunner
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-
-from symlab.serving.heap import return_large_blocks  # noqa: E402
-from symlab.serving.warmup import lifespan  # noqa: E402
 
 RUN_LOG = open(os.environ["SYMLAB_RUN_LOG"], "a", buffering=1)  # noqa: SIM115 (open for the server's life)
 WRITING = threading.Lock()
@@ -41,6 +39,7 @@ def counted_run(self, rerun_data) -> None:
             RUN_LOG.write(line)
 
 
+from symlab.serving import page_process  # noqa: E402
+
 ScriptRunner._run_script = counted_run
-return_large_blocks()
-app = st.App(str(ROOT / "app.py"), lifespan=lifespan)
+app = st.App(str(ROOT / "app.py"), **page_process.start(config.get_option("server.baseUrlPath") or ""))

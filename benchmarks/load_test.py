@@ -159,7 +159,7 @@ INIT_JS = r"""
       .map(p => p.getAttribute('d')).join('|')).join('||');
   };
   s.progress = () => {
-    const bar = document.querySelector('[data-testid="stProgress"]');
+    const bar = document.querySelector('[data-testid="stProgress"], .symlab-waiting');
     const m = bar && /Adam step (\d+) \/ (\d+)/.exec(bar.innerText);
     return m ? {step: Number(m[1]), total: Number(m[2]), now: performance.now()} : null;
   };
@@ -1220,11 +1220,14 @@ def read_runs(path: Path, start: float, end: float) -> dict[str, list[tuple[floa
 def page_cpu(sessions: list[Session], runs: dict[str, list[tuple[float, float]]]) -> dict:
     """The page process's CPU per request, by kind: each run of a session is the work of the last request that
     session sent before the run began (a request's own run, the reruns it asked for, the waiting panel's redraws
-    are requests of their own: ticks). Also what all runs took, to compare with the process's total."""
+    are requests of their own: ticks), and by page, ticks apart. Also what all runs took, to compare with the
+    process's total."""
     spent: Counter = Counter()
     count: Counter = Counter()
     tick_pages: Counter = Counter()
     tick_spent: Counter = Counter()
+    page_requests: Counter = Counter()
+    page_spent: Counter = Counter()
     matched = 0.0
     for session in sessions:
         requests = sorted(session.answered, key=lambda a: a.sent)
@@ -1232,6 +1235,7 @@ def page_cpu(sessions: list[Session], runs: dict[str, list[tuple[float, float]]]
         for a in requests:
             count[a.what] += 1
             tick_pages[a.page or "home"] += a.what == "tick"
+            page_requests[a.page or "home"] += a.what in PROTOCOL_USER_REQUESTS
         for began, cpu_ms in runs.get(session.session_id, ()):
             index = bisect.bisect_right(sent, began + RUN_START_SLACK) - 1
             if index >= 0:
@@ -1239,6 +1243,8 @@ def page_cpu(sessions: list[Session], runs: dict[str, list[tuple[float, float]]]
                 matched += cpu_ms
                 if requests[index].what == "tick":
                     tick_spent[requests[index].page or "home"] += cpu_ms
+                elif requests[index].what in PROTOCOL_USER_REQUESTS:
+                    page_spent[requests[index].page or "home"] += cpu_ms
     all_runs = sum(cpu for session_runs in runs.values() for _, cpu in session_runs)
     return dict(
         by_request={
@@ -1252,6 +1258,11 @@ def page_cpu(sessions: list[Session], runs: dict[str, list[tuple[float, float]]]
         },
         ticks_by_page={
             page: dict(count=n, cpu_ms_per_tick=tick_spent[page] / n) for page, n in tick_pages.items() if n
+        },
+        requests_by_page={
+            page: dict(count=n, cpu_ms_per_request=page_spent[page] / n, cpu_s=page_spent[page] / 1000)
+            for page, n in sorted(page_requests.items())
+            if n
         },
         runs_cpu_s=all_runs / 1000,
         matched_cpu_s=matched / 1000,
@@ -1287,6 +1298,7 @@ def merge_protocol(sessions: list[Session]) -> dict:
         },
         ticks=len(by_kind["tick"]),
         skipped_ticks=sum(s.skipped_ticks for s in sessions),
+        polls=sum(getattr(s, "polls", 0) for s in sessions),  # asks of waiting panels the browser draws (no run)
         waited=len(waited),
         waited_p50_ms=percentile(waited, 50),
         waited_p95_ms=percentile(waited, 95),
@@ -1514,6 +1526,14 @@ def protocol_report(results: dict) -> str:
                 + ", ".join(
                     f"/{page} {row['count']} × {row['cpu_ms_per_tick']:.1f} ms"
                     for page, row in cpu["ticks_by_page"].items()
+                )
+                + f"; {p.get('polls', 0)} asks of waiting panels the browser draws (no page run)"
+            )
+            out.append(
+                f"  N={p['sessions']}: page CPU per user request by page: "
+                + ", ".join(
+                    f"/{page} {row['cpu_ms_per_request']:.1f} ms ({row['count']}, {row['cpu_s']:.1f} s)"
+                    for page, row in cpu.get("requests_by_page", {}).items()
                 )
             )
         if p.get("players"):

@@ -24,9 +24,12 @@ found, a closed websocket and a request without an answer within the timeout are
 
 A request whose run drew a progress bar starting with ⏳ waited for a shared computation (training
 in the server's worker processes, views/common/computing.py ``computed``): those are also counted apart. Such a run
-ends at once with a waiting panel that redraws itself; the result comes with a later full run that
-draws no ⏳. The time from the request to that run is the request's *result* time: its own measure,
-and an error (``timeout``) when it exceeds the timeout. A request the student replaced by another
+ends at once with a waiting panel: one the page redraws (a timer, above), or one the browser draws
+(views/common/waiting.js), which asks the server's route where the computation stands twice a second, by HTTP with
+the session's cookies (``polls``, no page run), and once it is done runs the page again (a ``tick``, carrying the
+panel's state as the browser sends it). The result comes with a later full run that draws no ⏳. The time from the
+request to that run is the request's *result* time: its own measure, and an error (``timeout``) when it exceeds the
+timeout. A request the student replaced by another
 before its result came is counted as abandoned.
 
 It keeps one request in flight per session: a fragment tick due while a request is unanswered is
@@ -54,6 +57,7 @@ COMPILE_ERROR = ForwardMsg.ScriptFinishedStatus.FINISHED_WITH_COMPILE_ERROR
 PENDING = "⏳"  # how a page's progress bar starts while it waits for a shared computation (views/common/computing.py)
 WIDGET_TYPES = ("slider", "number_input", "selectbox", "button", "checkbox", "radio", "file_uploader")
 PLAYER, PLAYER_COMPONENT = "player", "symlab_player"  # an animation played in the browser: a widget of its own
+WAITING, WAITING_COMPONENT = "waiting", "symlab_waiting"  # a waiting panel drawn by the browser: its state, "done"
 # An XSRF token of the frontend's form ("2|mask|masked token|time"), sent as the cookie and the header an upload
 # needs (the server compares the two): any token will do, as long as both carry the same one.
 XSRF_TOKEN = "2|00000000|" + bytes(range(16)).hex() + "|0"
@@ -95,6 +99,8 @@ class Widget:
             state.file_uploader_state_value.uploaded_file_info.extend(self.value)
         elif self.kind == PLAYER:  # where the browser's player stands (views/common/animation.js)
             state.json_value = json.dumps({"position": self.value})
+        elif self.kind == WAITING:  # the computation it waited for is done (views/common/waiting.js)
+            state.json_value = json.dumps({"done": self.value})
         return state
 
 
@@ -177,11 +183,16 @@ class Session:
     messages: dict[str, list[str]] = field(default_factory=dict)
     skipped_ticks: int = 0
     received_bytes: int = 0
+    polls: int = 0  # asks of a waiting panel drawn by the browser (HTTP, no page run)
 
     def __post_init__(self):
         self.widgets: dict[str, Widget] = {}  # by widget id
         self.drawn: set[str] = set()  # widget ids drawn by the full-app run under way
         self.timers: dict[str, float] = {}  # fragment id -> interval (s)
+        self.waiting: Widget | None = None  # the waiting panel the browser draws, while the page shows one
+        self.asked: Widget | None = None  # the panel last asked about
+        self.next_ask = 0.0  # when to ask about it next (time.monotonic())
+        self.asking = False  # an ask is under way
         self.query_string = ""
         self.page = ""
         self.page_hash = ""  # the page's script hash, once the server has named it
@@ -228,7 +239,7 @@ class Session:
         run the page again from its link; a link that then says something else than before (a control moved back,
         a setting dropped) is lost state. The link is the state: the app writes every control into it."""
         before, page = query_values(self.query_string), self.page
-        self.widgets, self.timers = {}, {}
+        self.widgets, self.timers, self.waiting = {}, {}, None
         self.reconnects += 1
         try:
             await self.connect()
@@ -407,12 +418,20 @@ class Session:
             self.awaiting = None
 
     async def tick(self) -> None:
-        """The frontend's run_every timers: one fragment rerun per interval per timer."""
+        """The frontend's run_every timers: one fragment rerun per interval per timer; and the asks of a waiting
+        panel the browser draws, one per its interval, the next once the last is answered."""
         next_due: dict[str, float] = {}
         while True:
             await asyncio.sleep(0.05)
             self.check_result_time()
             now = time.monotonic()
+            panel = self.waiting
+            if panel is not None and not self.asking:
+                if self.asked is not panel:  # a panel drawn anew: its first ask an interval on
+                    self.asked, self.next_ask = panel, now + panel.data["interval_ms"] / 1000
+                elif now >= self.next_ask:
+                    self.asking = True
+                    asyncio.create_task(self.ask(panel))
             for fragment_id, interval in list(self.timers.items()):
                 due = next_due.setdefault(fragment_id, now + interval)
                 if now < due:
@@ -424,6 +443,43 @@ class Session:
                 asyncio.create_task(self.request("tick", functools.partial(self.timer_message, fragment_id)))
             for gone in set(next_due) - set(self.timers):
                 del next_due[gone]
+
+    async def ask(self, panel: Widget) -> None:
+        """One ask of the browser's waiting panel (views/common/waiting.js): where its computation stands, by HTTP
+        with the session's cookies; done (or unknown to the process, a 404), the page runs again with the panel's
+        state saying so, as the browser runs it."""
+        try:
+            answer = await asyncio.to_thread(self.ask_server, panel.data["url"])
+        finally:
+            self.asking = False
+        self.polls += 1
+        if self.waiting is not panel:
+            return
+        interval = panel.data["interval_ms"] / 1000
+        if answer is None:  # out of reach a moment: the browser asks again, later
+            self.next_ask = time.monotonic() + 2 * interval
+            return
+        if not answer.get("done"):
+            self.next_ask = time.monotonic() + interval
+            return
+        self.waiting = None
+        panel.value = panel.data["token"]
+        await self.request("tick", self.rerun_message(panel.fragment_id))
+
+    def ask_server(self, path: str) -> dict | None:
+        """The JSON answer of the server (or its proxy) to ``path``, asked with this session's cookies; None where
+        it cannot be reached."""
+        import urllib.error
+        import urllib.request
+
+        request = urllib.request.Request(self.url.rstrip("/") + path, headers={"Cookie": self.cookie_header()})
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                return json.loads(response.read())
+        except urllib.error.HTTPError as error:
+            return {"done": True} if error.code == 404 else None
+        except (OSError, ValueError):
+            return None
 
     def timer_message(self, fragment_id: str) -> bytes | None:
         """A timer's rerun of its fragment, made when it is sent: None once a run since the timer fired has
@@ -470,6 +526,7 @@ class Session:
             self.full_run = not msg.metadata.run.fragment_ids
             if self.full_run:
                 self.timers.clear()  # a full-app run re-announces the timers it keeps
+                self.waiting = None  # and draws again the browser's waiting panel it keeps
                 self.drawn = set()
         elif kind == "auto_rerun":
             self.timers[msg.auto_rerun.fragment_id] = msg.auto_rerun.interval
@@ -514,6 +571,14 @@ class Session:
             exc = element.exception
             if not exc.is_warning:
                 self.error("exception", f"/{self.page}: {exc.type}: {exc.message}")
+        elif kind == "bidi_component" and element.bidi_component.component_name == WAITING_COMPONENT:
+            proto = element.bidi_component
+            self.drawn.add(proto.id)
+            self.run_pending = True  # as a ⏳ bar: the run waits for a computation
+            if self.pending is not None:
+                self.pending.waited = True
+            self.waiting = Widget(WAITING, proto, None, msg.delta.fragment_id, json.loads(proto.bytes or proto.json))
+            self.widgets[proto.id] = self.waiting
         elif kind == "bidi_component" and element.bidi_component.component_name == PLAYER_COMPONENT:
             proto = element.bidi_component
             self.drawn.add(proto.id)

@@ -159,12 +159,13 @@ LAYOUT_JS = """(AT) => {
 
 # The page as drawn now: how many elements, and each chart's size (null until Vega has drawn it). The frontend
 # reports the run finished before it has drawn every element (a chart's code loads on first use), and a page
-# waiting for a computation redraws its progress in a fragment; so a page is drawn once no computation is
+# waiting for a computation redraws its progress (in a fragment, or in the browser); so a page is drawn once no computation is
 # pending and this stays the same for SETTLED_LOOKS looks in a row.
 DRAWN_JS = """() => { const VEGA_CHARTS = '[data-testid="stVegaLiteChart"], .symlab-player .chart';
   return JSON.stringify([document.querySelectorAll('[data-testid="stElementContainer"]').length,
-  // a computation the page waits for (views/common/computing.py's progress text starts with ⏳)
-  [...document.querySelectorAll('[data-testid="stProgress"]')].some(p => p.innerText.trim().startsWith('⏳'))
+  // a computation the page waits for (views/common/computing.py's progress text starts with ⏳; the browser's own
+  // panel, views/common/waiting.js, while it asks)
+  [...document.querySelectorAll('[data-testid="stProgress"], .symlab-waiting')].some(p => p.innerText.trim().startsWith('⏳'))
     ? null : 'ready',
   ...[...document.querySelectorAll(VEGA_CHARTS)]
     .filter(c => c.getBoundingClientRect().width > 0)  // a chart in a closed tab is drawn when the tab opens

@@ -67,6 +67,8 @@ def test_the_browsers_rebuild_of_every_frame_is_the_frame_rounded(specs):
         ([np.nan, 0.5], [None, 0.5]),
         ([0.0, 0.0], [0.0, 0.0]),
         (np.array([3, 4]), [3, 4]),  # whole numbers as they are
+        ([1e300, 1.0], [1e300, 1.0]),  # past 2⁵³, whole numbers stay floats (an int64 would wrap)
+        ([np.inf, 2.0], [None, 2.0]),
     ],
 )
 def test_numbers_keep_four_significant_digits_of_their_largest(values, expected):

@@ -19,7 +19,12 @@ def test_a_visit_is_timed_from_the_apps_load_to_its_first_chart(capsys):
     report = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     [visit] = report["visits"]
     assert visit["page"] == "modes?alpha=5.2" and not visit["exceptions"]
-    assert 0 < visit["script_loaded_s"] <= visit["title_s"] <= visit["first_chart_s"] <= visit["complete_s"] + 0.5
+    # One clock for the whole visit (the epoch's), so the waits, taken in turn, read in order even if the page loaded
+    # again; the app's load event is before its title in the same document.
+    assert 0 < visit["title_s"] <= visit["first_chart_s"] <= visit["complete_s"]
+    assert visit["documents"] >= 1 and 0 < visit["script_loaded_s"]
+    if visit["documents"] == 1:
+        assert visit["script_loaded_s"] <= visit["title_s"]
     assert report["rates"]["matmul_gflops"] > 0 and report["quota_cores"] is None
 
 

@@ -223,6 +223,33 @@ def test_tractable_bnn_trains_live(page, server_url):
 
 
 @pytest.mark.parametrize("width", [390, 1400])
+def test_a_waiting_panel_is_drawn_by_the_browser_with_no_page_run_until_its_result(browser, server_url, width):
+    """The toy's live training at a link nobody has trained takes seconds in a worker: the browser draws its waiting
+    panel, asking the server's route where it stands (symlab/serving/waiting.py), and sends the page nothing until
+    the training is done; then one run draws the whole run, ready to play."""
+    context = browser.new_context(viewport={"width": width, "height": 1000})
+    page = context.new_page()
+    asks, sent = [], []
+    page.on("request", lambda request: asks.append(request.url) if "/progress/" in request.url else None)
+    page.on("websocket", lambda socket: socket.on("framesent", lambda payload: sent.append(time.monotonic())))
+    try:
+        page.goto(f"{server_url}/toy?seed={5000 + width}&n=40")
+        panel = page.locator(".symlab-waiting")
+        panel.wait_for(timeout=60_000)
+        assert panel.get_attribute("role") == "progressbar" and panel.inner_text().strip().startswith("⏳")
+        drawn = time.monotonic()
+        panel.wait_for(state="detached", timeout=180_000)
+        wait_for_run(page, timeout_ms=60_000)
+        assert len(asks) >= 2 and all(urlsplit(ask).path.startswith("/progress/") for ask in asks)
+        assert len([at for at in sent if at > drawn]) <= 1  # the one run that draws the result, no redraws
+        expect(page.get_by_role("button", name="Play", exact=True)).to_be_enabled()
+        assert page.locator('[data-testid="stException"]').count() == 0
+        assert page.evaluate("() => document.documentElement.scrollWidth - document.documentElement.clientWidth") == 0
+    finally:
+        context.close()
+
+
+@pytest.mark.parametrize("width", [390, 1400])
 def test_the_toy_plays_in_the_browser_with_play_pause_step_reset_and_speed(browser, server_url, browser_errors, width):
     """The whole run plays in the browser: while it plays, the page is not run (no message to the server); Pause
     tells the page the frame (the link and the numbers follow), Step goes one frame (20 Adam steps) on, Reset
@@ -500,8 +527,19 @@ def test_mnist_block_estimator_run_shows_its_diagnostics_per_epoch(page, server_
 
 
 def test_home_page_links_to_each_lab(page, server_url):
+    media = []
+    page.on(
+        "request", lambda request: media.append(request.url) if "/media/" in urlsplit(request.url).path[:7] else None
+    )
     page.goto(server_url)
     page.get_by_role("heading", name="SymLab").wait_for()
+    # The cards' pictures come from serve.py's route, whole, and none as a session's media file (deleted at the
+    # session's next run: a card tapped before its picture loaded got a 404).
+    page.wait_for_function(
+        "() => { const shown = [...document.querySelectorAll('img[src*=\"/cards/\"]')];"
+        f" return shown.length === {len(LABS)} && shown.every(img => img.complete && img.naturalWidth > 0); }}"
+    )
+    assert media == []
     wait_for_run(page)
     links = page.locator('[data-testid="stMain"] [data-testid="stPageLink"] a')
     links.nth(len(LABS) - 1).wait_for()  # drawn a moment after the run ends, with the cards' pictures
@@ -808,10 +846,12 @@ def test_a_link_nobody_has_trained_shows_its_training_live(page, server_url):
     page.locator('[data-testid="stMetric"]', has_text="loss barrier before").wait_for(timeout=180_000)
     # Then the path's predictive maps (a second, shorter computation; the path plays meanwhile), and the player
     # with all four charts.
-    page.locator('[data-testid="stProgress"]', has_text="⏳").first.wait_for(state="detached", timeout=180_000)
+    page.locator('[data-testid="stProgress"], .symlab-waiting', has_text="⏳").first.wait_for(
+        state="detached", timeout=180_000
+    )
     wait_for_run(page, timeout_ms=180_000)
     page.locator(".symlab-player .chart svg.marks").nth(3).wait_for()
-    assert page.locator('[data-testid="stProgress"]', has_text="⏳").count() == 0
+    assert page.locator('[data-testid="stProgress"], .symlab-waiting', has_text="⏳").count() == 0
     assert "seed=77" in page.url and "depth=3" in page.url
 
 

@@ -6,15 +6,15 @@ import sys
 import threading
 import time
 import types
-from concurrent.futures import CancelledError
+from concurrent.futures import CancelledError, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
 import jobtasks
 import pytest
 
-from symlab.serving import shared_results
-from symlab.specs.tasks import Progress, Task
+from symlab.serving import shared_results, waiting
+from symlab.specs.tasks import Task
 
 pytestmark = pytest.mark.slow
 
@@ -106,7 +106,7 @@ def test_a_running_task_goes_on_for_its_other_waiters(results):
     job = results.submit(task, "alice")
     results.submit(task, "bob")
     results.release(job, "alice")
-    assert job.future.result(timeout=60) and task.key in results
+    assert job.future.result(timeout=60) and task.key in results and job.dropped is None
 
 
 def test_a_browser_waits_for_one_computation_its_newest(results):
@@ -116,7 +116,7 @@ def test_a_browser_waits_for_one_computation_its_newest(results):
     first = results.submit(Task(("square", 2), jobtasks.square, (2,)), "tab 1", browser="flood")
     shared = results.submit(Task(("square", 3), jobtasks.square, (3,)), "tab 2", browser="flood")
     results.submit(Task(("square", 3), jobtasks.square, (3,)), "alice", browser="alice")
-    assert first.future.cancelled() and ("square", 2) not in results  # replaced
+    assert first.future.cancelled() and first.dropped == "replaced" and ("square", 2) not in results
     newest = results.submit(Task(("square", 4), jobtasks.square, (4,)), "tab 3", browser="flood")
     assert not shared.future.cancelled() and shared.waiters == {"alice"}  # alice still waits for it
     assert newest.future.result(timeout=60) == 16 and shared.future.result(timeout=60) == 9
@@ -254,22 +254,27 @@ def test_a_page_answers_at_once_and_draws_the_result_when_it_comes(monkeypatch):
         started = time.monotonic()
         at = AppTest.from_function(page, default_timeout=60).run()
         assert time.monotonic() - started < 5 and not at.exception  # the run ended while the task still ran
-        pending = [p for p in at.get("progress") if p.proto.text.startswith(computing.PENDING)]
+        pending = [p for p in at.get("progress") if p.proto.text.startswith(waiting.PENDING)]
         assert pending and not any("result" in m.value for m in at.markdown)
         job = next(iter(results._jobs.values()))
         assert job.future.result(timeout=60)
         at.run()  # what the waiting panel does once the job is done
         assert any(m.value == f"result {job.future.result()}" for m in at.markdown)
-        assert not [p for p in at.get("progress") if p.proto.text.startswith(computing.PENDING)]
+        assert not [p for p in at.get("progress") if p.proto.text.startswith(waiting.PENDING)]
     finally:
         results.shutdown()
 
 
-def test_the_wait_text_says_where_the_request_stands():
-    from views.common import computing
-
-    queued = computing.wait_text("Training", Progress(), shared_results.Wait(2, 7.4))
-    assert queued == f"{computing.PENDING} Training: queued behind 2 computations of other visitors (about 7 s left)"
-    running = computing.wait_text("Training", Progress(3, 10, "Adam step 3 / 10"), shared_results.Wait(0, 0.2))
-    assert running == f"{computing.PENDING} Adam step 3 / 10 (about 1 s left)"
-    assert computing.wait_text("Training", Progress(), shared_results.Wait(0, None)) == f"{computing.PENDING} Training"
+def test_a_pool_stopped_ends_its_running_task_at_once():
+    """A server's stop ends the tasks under way with their workers: a pool left to finish them held its exit."""
+    executor = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork"))
+    running, queued = executor.submit(time.sleep, 60), executor.submit(time.sleep, 60)
+    deadline = time.monotonic() + 30
+    while not running.running() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    started = time.monotonic()
+    shared_results.stop_pool(executor)
+    with pytest.raises(BrokenProcessPool):
+        running.result(timeout=10)
+    assert queued.cancelled() or isinstance(queued.exception(timeout=10), BrokenProcessPool)
+    assert time.monotonic() - started < 10

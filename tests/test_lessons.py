@@ -38,11 +38,17 @@ def test_each_steps_link_opens_its_preset_without_a_notice():
         assert lab.page_presets().matching(values, specs) == step.preset, step
 
 
-def test_the_next_step_follows_the_current_one_and_a_custom_state_goes_on_after_the_labs_last():
-    first, second = PATH.steps[:2]
+def test_the_next_step_follows_the_current_one_and_a_custom_state_the_step_last_opened():
+    first, second, third = PATH.steps[:3]
+    assert first.lab == second.lab == third.lab  # the mode interpolation's three steps open the path
     assert PATH.next_step(first.lab, first.preset) == second
-    last_of_lab = max(step.number for step in PATH.steps if step.lab == first.lab)
-    assert PATH.next_step(first.lab, "custom") == PATH.steps[last_of_lab]
+    # A lab's default link (no step's preset) starts its part of the path: the /modes default link sent students
+    # to step 4, past the three steps on that page.
+    assert PATH.next_step(first.lab, "custom") == first
+    assert PATH.next_step(first.lab, "custom", opened=second.number) == third  # a control moved after step 2
+    other = next(step for step in PATH.steps if step.lab != first.lab)
+    assert PATH.next_step(first.lab, "custom", opened=other.number) == first  # a step of another lab: not here
+    assert PATH.next_step(other.lab, "custom") == other
     final = PATH.steps[-1]
     assert PATH.next_step(final.lab, final.preset) is None
 
@@ -66,3 +72,20 @@ def test_home_lists_the_path_and_a_step_opens_its_page_on_its_preset_which_point
     fourth = PATH.steps[3]
     at.button(key=f"lessons.next_{fourth.number}").click().run()
     assert not at.exception and at.selectbox(key=f"{fourth.lab}.preset").value == fourth.preset
+
+
+def test_a_control_moved_on_a_step_keeps_the_step_after_it_next():
+    """On step 2's preset, a moved slider makes the state no step's; "Next in the class path" stays step 3, on the
+    same page (it went on after the lab's last step, 4, skipping 3)."""
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.switch_page("views/modes.py")
+    at.run()
+    assert not at.exception
+    first, second, third = PATH.steps[:3]
+    next_buttons = lambda: [button.key for button in at.button if str(button.key).startswith("lessons.next_")]
+    assert next_buttons() == [f"lessons.next_{second.number}"]  # the default link is step 1
+    at.button(key=f"lessons.next_{second.number}").click().run()
+    assert at.selectbox(key=f"{second.lab}.preset").value == second.preset
+    at.slider[0].set_value(at.slider[0].max).run()
+    assert not at.exception and at.selectbox(key=f"{second.lab}.preset").value != second.preset
+    assert next_buttons() == [f"lessons.next_{third.number}"]

@@ -38,6 +38,41 @@ def test_widget_states_are_what_the_frontend_sends():
     assert Widget("button", Slider(id="$$ID-abc-toy.play")).state() is None  # a button sends only when pressed
 
 
+def test_a_waiting_panel_the_browser_draws_is_asked_about_until_done_then_the_page_runs_with_its_state():
+    """As views/common/waiting.js: the panel's run counts as a wait; the session asks the route (no page run) until
+    the answer says done, then sends one rerun whose panel state names the token."""
+    from streamlit.proto.BidiComponent_pb2 import BidiComponent
+
+    async def scenario():
+        session = Session("http://127.0.0.1:1", timeout=5)
+        sent, answers = [], [{"done": False, "fraction": 0.5, "text": "⏳ Training"}, {"done": True}]
+
+        class Socket:
+            async def send(self, payload):
+                sent.append(BackMsg.FromString(payload))
+
+        session.socket = Socket()
+        session.ask_server = lambda path: answers.pop(0)
+        document = {"token": "tok", "url": "/progress/tok", "interval_ms": 10, "fraction": 0.0, "text": "⏳"}
+        message = ForwardMsg()
+        message.delta.new_element.bidi_component.CopyFrom(
+            BidiComponent(id="$$ID-abc-ui.waiting", component_name="symlab_waiting", json=json.dumps(document))
+        )
+        session.handle(message)
+        assert session.run_pending and session.waiting is not None
+        panel = session.waiting
+        await session.ask(panel)  # not done: nothing sent, asked again later
+        assert sent == [] and session.waiting is panel and session.polls == 1
+        rerun = asyncio.create_task(session.ask(panel))  # done: the page runs again
+        await asyncio.sleep(0.01)
+        assert session.waiting is None and len(sent) == 1
+        states = {state.id: state for state in sent[0].rerun_script.widget_states.widgets}
+        assert json.loads(states["$$ID-abc-ui.waiting"].json_value) == {"done": "tok"}
+        rerun.cancel()
+
+    run_coroutine(scenario())
+
+
 @pytest.mark.parametrize("kept", [False, True])
 def test_a_tick_is_made_when_sent_and_not_for_a_timer_a_newer_run_stopped(kept):
     """A timer fires while the student's request is in flight; that request's full run (another page) ends

@@ -4,8 +4,10 @@ Results are kept in ``computing.shared_result`` for the life of the process, so 
 the tests do not depend on that for their outcome. Links other than the default use small networks.
 """
 
+import concurrent.futures
 import math
 import re
+from concurrent.futures.process import BrokenProcessPool
 
 import numpy as np
 import pandas as pd
@@ -324,9 +326,12 @@ def test_a_failure_is_said_once_and_the_next_run_tries_again(monkeypatch):
         shared_results, "_shared", shared_results.SharedResults(workers=0)
     )  # computed in the page's run
     config = align_lab.AlignConfig(width=16, depth=1, steps=200, samples=8, seed=4243).validate()
-    stopped = "Training the two posteriors stopped before it finished (BrokenProcessPool)"
-    failed = (align_lab.alignment_task(config).key, stopped)  # as the waiting panel leaves it
-    at = align_page(**SMALL, seed="4243", state={"ui.failed": failed})
+    task = align_lab.alignment_task(config)
+    stopped = f"{task.label} stopped before it finished (BrokenProcessPool); move a control or reload to try again"
+    broken = concurrent.futures.Future()
+    broken.set_exception(BrokenProcessPool("a worker died"))
+    failed = shared_results.Job(task.key, task.label, broken)  # the session's last job, as its waiting panel ended
+    at = align_page(**SMALL, seed="4243", state={"ui.job": failed})
     assert [error.value for error in at.error] == [stopped] and not at.metric
     at.run()  # the next run, e.g. a control moved and back: the computation is asked for again
     assert not at.error and set(metrics(at)) >= METRICS

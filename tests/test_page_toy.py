@@ -293,8 +293,10 @@ def test_a_training_that_gave_way_is_said_as_an_error_and_the_next_run_asks_agai
     config = toy.ToyConfig().validate()
     gave_way = computing.failure_text(live.live_task(config), concurrent.futures.CancelledError())
     assert "a newer request of this browser" in gave_way and "move a control or reload" in gave_way
+    gone = concurrent.futures.Future()
+    gone.cancel()
     at = AppTest.from_file(PAGE, default_timeout=120)
-    at.session_state["ui.failed"] = (live.live_task(config).key, gave_way)  # as the waiting panel leaves it
+    at.session_state["ui.job"] = shared_results.Job(live.live_task(config).key, "Training", gone)  # as it ended
     at.run()
     assert not at.exception
     assert [error.value for error in at.error] == [gave_way]

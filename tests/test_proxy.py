@@ -170,7 +170,8 @@ def test_a_student_whose_process_dies_keeps_their_page_in_chromium(browser, serv
             " return t && t.innerText === '20.00'; }"
         )
         assert "alpha=20.0" in page.url and "sigma=0.5" in page.url and "forward=1" in page.url
-        assert page.locator("text=q (forward KL)").count() > 0
+        # The chart is drawn after the controls (its result may come from the compute workers first): wait for it.
+        page.locator("text=q (forward KL)").first.wait_for()
         assert page.locator('[data-testid="stException"]').count() == 0
     finally:
         context.close()

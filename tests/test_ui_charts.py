@@ -230,6 +230,14 @@ def test_series_frame_keeps_the_drawing_order():
     assert isinstance(frame, pd.DataFrame)
 
 
+def test_lines_bytes_are_the_arrow_bytes_of_the_series_frames_one_after_another():
+    parts = [("target p_α", np.linspace(-1.0, 2.0, 7), np.arange(7) ** 2), ("q", [0.5], [3]), ("empty", [], [])]
+    expected = charts.arrow_bytes(pd.concat([charts.lines_frame(label, x, y) for label, x, y in parts]))
+    assert charts.lines_bytes(parts) == expected
+    columns = {"series": ["a", "b"], "value": [1.5, 2.0]}
+    assert charts.arrow_bytes(columns) == charts.arrow_bytes(pd.DataFrame(columns))
+
+
 def test_a_long_y_title_goes_on_two_lines_and_never_more():
     """Turned along the plot, a y title longer than the plot made Vega shrink the plot under it and push the chart's
     title out of its top (the alignment page's path charts, 79 px of plot at 844 px)."""

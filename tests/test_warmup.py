@@ -79,3 +79,22 @@ def test_warming_before_class_stores_the_idle_pools_guesses_once(tmp_path, monke
     assert results.keys_present(task.key for task in cheapest) == {task.key for task in cheapest}
     again = warmup.warm_store(1, cheapest)
     assert (again["computed"], again["stored_already"]) == (0, 3)
+
+
+def test_a_warm_up_the_servers_stop_cuts_short_is_not_logged_as_a_failure(caplog, monkeypatch):
+    """Closing its connections first, a stopping server cut the first visits short ("received 1012 (service
+    restart)"), which the log showed as "warm-up failed" with a traceback."""
+    monkeypatch.setattr(warmup, "STOP_NOTICE_SECONDS", 2.0)
+
+    def cut_short():
+        raise ConnectionError("received 1012 (service restart)")
+
+    stopping = threading.Event()
+    threading.Timer(0.2, stopping.set).start()  # the lifespan's end comes after the connections close
+    with caplog.at_level("INFO", logger=warmup.LOG.name):
+        warmup._logged(cut_short, stopping)()
+    assert "cut short as the server stops" in caplog.text and "warm-up failed" not in caplog.text
+    caplog.clear()
+    with caplog.at_level("INFO", logger=warmup.LOG.name):
+        warmup._logged(cut_short, threading.Event())()  # no stop follows: a failure
+    assert "warm-up failed" in caplog.text and caplog.records[-1].exc_info is not None

@@ -96,11 +96,20 @@ def elbo_spec(present: bool) -> dict:
     )
 
 
-def elbo_chart(container, steps, elbo, total_steps: int, key: str | None) -> None:
+def elbo_lines(steps, elbo) -> bytes:
+    """Both runs' ELBO by Adam step: the chart's lines dataset."""
+    return charts.lines_bytes([(series.label, steps, elbo[:, index]) for index, series in enumerate(ELBO_SERIES)])
+
+
+# The pages' views of a finished pair, made once for every session that opens its setting (a class opens the
+# same few): ``config`` is the key, the result goes along.
+@memo.cached(64)
+def trained_elbo_lines(config: align_lab.AlignConfig, _pair: align_lab.PosteriorPair) -> bytes:
+    return elbo_lines(_pair.elbo_steps, _pair.elbo)
+
+
+def elbo_chart(container, lines: bytes, total_steps: int, key: str | None) -> None:
     """Both runs' ELBO so far (drawn again at each progress report while they train: the same spec, new data)."""
-    lines = pd.concat(
-        [charts.lines_frame(series.label, steps, elbo[:, index]) for index, series in enumerate(ELBO_SERIES)]
-    )
     charts.vega_chart(
         container,
         charts.with_domains(elbo_spec(charts.presenting()), x=(0, total_steps)),
@@ -116,7 +125,7 @@ def trained(config: align_lab.AlignConfig) -> tuple[align_lab.PosteriorPair, ali
 
     def draw_training(progress):
         steps, elbo = progress.payload
-        elbo_chart(st, steps, elbo, int(progress.total), None)
+        elbo_chart(st, elbo_lines(steps, elbo), int(progress.total), None)
 
     return computing.computed(align_lab.alignment_task(config), draw_training)
 
@@ -377,6 +386,16 @@ def summary_frame(rep: align_lab.AlignmentReport) -> pd.DataFrame:
 SUMMARY_NUMBERS = ("W₂", "‖μ_A − μ_B‖", "barrier (nats)", "acc. drop")
 
 
+@memo.cached(64)
+def trained_summary(config: align_lab.AlignConfig, _rep: align_lab.AlignmentReport) -> pd.DataFrame:
+    return summary_frame(_rep)
+
+
+@memo.cached(64)
+def trained_summary_table(config: align_lab.AlignConfig, _rep: align_lab.AlignmentReport) -> pd.DataFrame:
+    return summary_table(trained_summary(config, _rep))
+
+
 def summary_table(summary: pd.DataFrame) -> pd.DataFrame:
     """The three paths as a plain table's columns, a quantity a row (the numbers to 3 decimals; the CSV keeps them
     whole): five columns of quantities did not fit a phone's or a half-width column, and hid two."""
@@ -425,16 +444,27 @@ def distance_spec(layers: tuple, present: bool) -> dict:
     return spec
 
 
-def distance_chart(column, rep: align_lab.AlignmentReport) -> None:
-    depth = len(rep.sizes) - 2
-    layers = tuple(f"into hidden {i + 1}" for i in range(depth)) + ("into the output",)
-    bars = pd.DataFrame(
-        [
-            {"layer": layer, "series": series.label, "value": float(value)}
-            for series, name in zip(DISTANCE_SERIES, PATH_STYLE)
-            for layer, value in zip(layers, rep.summary[name]["layer_w2"])
-        ]
-    )
+def distance_layers(rep: align_lab.AlignmentReport) -> tuple[str, ...]:
+    return tuple(f"into hidden {i + 1}" for i in range(len(rep.sizes) - 2)) + ("into the output",)
+
+
+def distance_bars(rep: align_lab.AlignmentReport) -> bytes:
+    """Each path's W₂ per weight layer: the chart's bars dataset."""
+    rows = [
+        (layer, series.label, float(value))
+        for series, name in zip(DISTANCE_SERIES, PATH_STYLE)
+        for layer, value in zip(distance_layers(rep), rep.summary[name]["layer_w2"])
+    ]
+    layers, labels, values = zip(*rows)
+    return charts.arrow_bytes({"layer": list(layers), "series": list(labels), "value": list(values)})
+
+
+@memo.cached(64)
+def trained_distance_bars(config: align_lab.AlignConfig, _rep: align_lab.AlignmentReport) -> bytes:
+    return distance_bars(_rep)
+
+
+def distance_chart(column, bars: bytes, layers: tuple[str, ...]) -> None:
     charts.vega_chart(
         column,
         distance_spec(layers, charts.presenting()),
@@ -448,7 +478,7 @@ ASSIGNMENT_COLOURS = charts.VIRIDIS[::-1]  # 0 (the row's nearest unit) yellow, 
 ASSIGNMENTS_PER_ROW = 2
 
 
-@memo.cached(32)
+@memo.cached(512)  # every width, layer and order a class may choose: a spec is a few kB, building one 20–50 ms
 def assignment_spec(width: int, index: int, aligned: bool, present: bool) -> dict:
     """Layer ``index``'s unit-to-unit distances as a square matrix as wide as its column, the matches marked,
     the colour scale and the marker's legend below."""
@@ -472,32 +502,43 @@ def assignment_spec(width: int, index: int, aligned: bool, present: bool) -> dic
     return charts.square_plot(colour_scale_below(spec))
 
 
-def assignment_data(view: align_lab.AssignmentView) -> dict:
+def assignment_data(view: align_lab.AssignmentView) -> dict[str, bytes]:
     width = len(view.columns)
     flipped = width - 1 - np.arange(width)  # y of each unit of q_A
     shown = view.above_nearest
     matched = view.matched >= 0  # a match outside the units drawn is not marked
     return {
-        "image": charts.image_frame(np.arange(width), np.arange(width), shown[::-1], ASSIGNMENT_COLOURS),
-        "scale": pd.DataFrame({"z": [float(shown.min()), float(shown.max())]}),
-        "lines": charts.lines_frame(MATCH_SERIES[0].label, view.matched[matched], flipped[matched]),
+        "image": charts.arrow_bytes(
+            charts.image_frame(np.arange(width), np.arange(width), shown[::-1], ASSIGNMENT_COLOURS)
+        ),
+        "scale": charts.arrow_bytes({"z": [float(shown.min()), float(shown.max())]}),
+        "lines": charts.lines_bytes([(MATCH_SERIES[0].label, view.matched[matched], flipped[matched])]),
     }
 
 
-def assignment_chart(column, view: align_lab.AssignmentView, index: int, order: str) -> None:
-    spec = assignment_spec(len(view.columns), index, order == "aligned", charts.presenting())
+@memo.cached(64)
+def trained_assignment(config: align_lab.AlignConfig, index: int, aligned: bool) -> tuple[int, dict[str, bytes]]:
+    """Hidden layer ``index``'s picture of the trained pair's W₂ alignment (its width and datasets), made once for
+    every session: its distances, and their picture, were a fifth of the page's run."""
+    pair, perms = trained_pair(config), report(config).alignments["w2"].perms
+    view = align_lab.assignment_view(pair.qa, pair.qb, perms, index, aligned)
+    return len(view.columns), assignment_data(view)
+
+
+def assignment_chart(column, width: int, datasets: dict[str, bytes], index: int, order: str) -> None:
+    spec = assignment_spec(width, index, order == "aligned", charts.presenting())
     charts.vega_chart(
         column,
         spec,
-        assignment_data(view),
+        datasets,
         f"align.assignment_{index}",
         alt_text=f"Unit-to-unit distances of hidden layer {index + 1}, the matches marked",
     )
 
 
-def assignments(views, order: str, note: str = "") -> None:
-    """Each hidden layer's unit-to-unit distances with the W₂ alignment's matches, side by side; ``views(aligned)``
-    gives one :class:`align_lab.AssignmentView` per hidden layer, in q_B's own order or the aligned one."""
+def assignments(pictures, order: str, note: str = "") -> None:
+    """Each hidden layer's unit-to-unit distances with the W₂ alignment's matches, side by side; ``pictures(aligned)``
+    gives each hidden layer's width and :func:`assignment_data`, in q_B's own order or the aligned one."""
     st.subheader("Assignments")
     with binding.controls_area("align-order"):
         st.radio("Units of q_B", list(ORDERS), format_func=ORDERS.get, key=key("order"), horizontal=True)
@@ -507,12 +548,12 @@ def assignments(views, order: str, note: str = "") -> None:
         "q_B. × marks the pair the alignment matched (one per row and column, so not always the nearest). "
         f"In the aligned order the matches run down the diagonal: the permutation matrix P_l.{note}"
     )
-    layers = views(order == "aligned")
+    layers = pictures(order == "aligned")
     # Two to a row, whatever the depth: on a laptop beside the sidebar a third or fourth column left each
     # square matrix too small to read (a phone stacks the columns).
     for first in range(0, len(layers), ASSIGNMENTS_PER_ROW):
         for column, index in zip(st.columns(ASSIGNMENTS_PER_ROW), range(first, len(layers))):
-            assignment_chart(column, layers[index], index, order)
+            assignment_chart(column, *layers[index], index, order)
 
 
 def explanation() -> None:
@@ -637,12 +678,14 @@ def files_report(found: align_lab.UploadedPair, uploads: list, order: str) -> No
         )
     summary = summary_frame(rep)
     left, right = st.columns([1, 1])
-    distance_chart(left, rep)
+    distance_chart(left, distance_bars(rep), distance_layers(rep))
     with right:
         tables.show(summary_table(summary))  # scrolls, with a bar to say so, where a column is too narrow
     widest = max(rep.sizes[1:-1])
     assignments(
-        lambda aligned: found.assignments["aligned" if aligned else "own"],
+        lambda aligned: [
+            (len(view.columns), assignment_data(view)) for view in found.assignments["aligned" if aligned else "own"]
+        ],
         order,
         ""
         if widest <= align_lab.ASSIGNMENT_UNITS
@@ -740,6 +783,16 @@ def landscape_section(config: align_lab.AlignConfig, turned: bool) -> None:
     )
 
 
+def permutations_frame(rep: align_lab.AlignmentReport) -> pd.DataFrame:
+    """Each hidden layer's permutation, a column per layer (none where the layers differ in width)."""
+    perms = (
+        pd.DataFrame({f"layer_{i + 1}": p for i, p in enumerate(rep.permutations)})
+        if len(set(map(len, rep.permutations))) == 1
+        else pd.DataFrame()
+    )
+    return perms.rename_axis("unit_of_a").reset_index()
+
+
 def main():
     values = binding.start_page(
         PAGE,
@@ -774,14 +827,19 @@ def main():
         f"{'converged' if rep.converged else 'stopped before converging'}, "
         f"{rep.align_seconds * 1000:.0f} ms for both objectives."
     )
-    path_player(config, rep, path_maps(config, rep, data) if config.task == "moons" else None, data)
+    try:
+        maps = path_maps(config, rep, data) if config.task == "moons" else None
+    except RuntimeError as error:  # the maps gave way or failed: the paths play without them, the page says why
+        st.warning(binding.for_visitors(str(error)), icon=":material/warning:")
+        maps = None
+    path_player(config, rep, maps, data)
     explanation()
     st.subheader("Distances")
     left, right = st.columns([1, 1])
-    distance_chart(left, rep)
-    summary = summary_frame(rep)
+    distance_chart(left, trained_distance_bars(config, rep), distance_layers(rep))
+    summary = trained_summary(config, rep)
     with right:
-        tables.show(summary_table(summary))  # scrolls, with a bar to say so, where a column is too narrow
+        tables.show(trained_summary_table(config, rep))  # scrolls, with a bar to say so, where a column is too narrow
         st.caption(
             "W₂ alignment minimises the W₂ row, weight matching the ‖μ_A − μ_B‖ row; where both pick "
             "the same permutations their lines on the path charts coincide. “acc. drop”: the accuracy's largest "
@@ -791,29 +849,29 @@ def main():
         )
     with st.expander("Training curves"):
         pair = trained_pair(config)
-        elbo_chart(st, pair.elbo_steps, pair.elbo, config.steps, "align.elbo")
-        elbo = pd.DataFrame({"step": pair.elbo_steps, "elbo_a": pair.elbo[:, 0], "elbo_b": pair.elbo[:, 1]})
-        charts.csv_download(elbo, f"align_elbo_seed{config.seed}.csv", "ELBO (CSV)", "align.csv_elbo")
-    pair, perms = trained_pair(config), rep.alignments["w2"].perms
+        elbo_chart(st, trained_elbo_lines(config, pair), config.steps, "align.elbo")
+        charts.csv_download(
+            lambda: pd.DataFrame({"step": pair.elbo_steps, "elbo_a": pair.elbo[:, 0], "elbo_b": pair.elbo[:, 1]}),
+            f"align_elbo_seed{config.seed}.csv",
+            "ELBO (CSV)",
+            "align.csv_elbo",
+        )
     assignments(
         lambda aligned: [
-            align_lab.assignment_view(pair.qa, pair.qb, perms, index, aligned) for index in range(len(perms))
+            trained_assignment(config, index, aligned) for index in range(len(rep.alignments["w2"].perms))
         ],
         values["order"],
     )
-    perms = (
-        pd.DataFrame({f"layer_{i + 1}": p for i, p in enumerate(rep.permutations)})
-        if len(set(map(len, rep.permutations))) == 1
-        else pd.DataFrame()
-    )
     d1, d2, d3, _ = st.columns([1, 1, 1, 1])
     with d1:
-        charts.csv_download(path_rows(rep), f"align_path_seed{config.seed}.csv", "Paths (CSV)", "align.csv_path")
+        charts.csv_download(
+            lambda: path_rows(rep), f"align_path_seed{config.seed}.csv", "Paths (CSV)", "align.csv_path"
+        )
     with d2:
         charts.csv_download(summary, f"align_summary_seed{config.seed}.csv", "Distances (CSV)", "align.csv_summary")
     with d3:
         charts.csv_download(
-            perms.rename_axis("unit_of_a").reset_index(),
+            lambda: permutations_frame(rep),
             f"align_permutations_seed{config.seed}.csv",
             "Permutations (CSV)",
             "align.csv_perms",

@@ -142,16 +142,40 @@ def chosen_report(values, config: MethodsConfig, done, shipped) -> tuple[dict | 
     return None, ""
 
 
-def seed_reports(report: dict, done, shipped) -> list[dict]:
-    """``report`` and every other finished or shipped comparison that differs from it only by its seed, one per
-    seed (a run of one's own before a shipped one)."""
+def seed_reports(report: dict, name: tuple, done, shipped) -> tuple[tuple, list[dict]]:
+    """``report`` (named ``name``: :func:`report_name`) and every other finished or shipped comparison that differs
+    from it only by its seed, one per seed (a run of one's own before a shipped one), and what names them: a run's
+    id, or "shipped" and its seed (a finished run's report does not change)."""
     config = MethodsConfig.from_dict(report["config"])
-    found = {config.seed: report}
-    for other in [run.result for run in reversed(done)] + shipped:
+    found = {config.seed: (name, report)}
+    named = [(("run", run.id), run.result) for run in reversed(done)] + [
+        (("shipped", r["config"]["seed"]), r) for r in shipped
+    ]
+    for other_name, other in named:
         seed = other["config"]["seed"]
         if seed not in found and ex.same_but_seed(MethodsConfig.from_dict(other["config"]), config):
-            found[seed] = other
-    return [found[seed] for seed in sorted(found)]
+            found[seed] = (other_name, other)
+    chosen = [found[seed] for seed in sorted(found)]
+    return tuple(name for name, _ in chosen), [other for _, other in chosen]
+
+
+def report_name(report: dict, done) -> tuple:
+    """What names ``report``: the id of the finished run it is the result of, else "shipped" and its seed."""
+    return next((("run", run.id) for run in done if run.result is report), ("shipped", report["config"]["seed"]))
+
+
+@memo.cached(16)
+def ranking_of(name: tuple, _report: dict) -> dict:
+    """:func:`symlab.labs.methods.experiment.ranking_agreement` of the report ``name`` names (:func:`report_name`),
+    computed once for every session."""
+    return ex.ranking_agreement(_report)
+
+
+@memo.cached(16)
+def seed_summary_of(names: tuple, _reports: list[dict]) -> dict:
+    """:func:`symlab.labs.methods.experiment.seed_summary` of the reports ``names`` names (:func:`seed_reports`),
+    computed once for every session: a sixth of the page's run."""
+    return ex.seed_summary(_reports)
 
 
 def spread(values, scale: float = 100.0, digits: int = 1) -> str:
@@ -161,9 +185,10 @@ def spread(values, scale: float = 100.0, digits: int = 1) -> str:
     return tables.with_spread(mean, sd, len(values), digits, "+")
 
 
-def across_seeds(reports: list[dict]) -> None:
-    """The two questions answered over the seeds at hand: paired differences, mean ± standard deviation."""
-    summary = ex.seed_summary(reports)
+def across_seeds(report_names: tuple, reports: list[dict]) -> None:
+    """The two questions answered over the seeds at hand (``report_names``: :func:`seed_reports`'): paired
+    differences, mean ± standard deviation."""
+    summary = seed_summary_of(report_names, reports)
     seeds = ", ".join(str(r["config"]["seed"]) for r in reports)
     st.subheader(f"Across {len(reports)} seeds ({seeds})")
     if summary["untrained_seeds"]:
@@ -446,8 +471,9 @@ def diagnostics_table(run) -> pd.DataFrame:
     )
 
 
-def hmc_section(report) -> None:
-    """Both references side by side, HMC's scores, and how its chains fared."""
+def hmc_section(name: tuple, report) -> None:
+    """Both references side by side, HMC's scores, and how its chains fared (``name``: the report's,
+    :func:`report_name`)."""
     run = report.get("hmc")
     st.subheader("Against HMC: the posterior itself")
     if not run:
@@ -468,7 +494,7 @@ def hmc_section(report) -> None:
     # The checkpoints have no MMD to themselves: a dash, not "None".
     tables.show(tables.formatted(frame, dict.fromkeys(HMC_COLUMNS.values(), ".1f")), hide_index=True, width="stretch")
     charts.csv_download(frame, "methods_against_hmc.csv", "Table as CSV", key="methods.hmc_csv")
-    ranking = ex.ranking_agreement(report)
+    ranking = ranking_of(name, report)
     st.markdown(
         f"**Do the references agree?** Kendall's τ between the two rankings: {ranking['kendall_tau']:.2f} with the "
         f"symmetries removed, {ranking['kendall_tau_raw']:.2f} on the weights as they are. Closest to HMC: "
@@ -567,10 +593,11 @@ def results(values, config: MethodsConfig) -> None:
     )
     charts.csv_download(frame, "methods_reference_counts.csv", "Data as CSV", key="methods.stability_csv")
     projection_charts(report, "methods.projection")
-    hmc_section(report)
-    reports = seed_reports(report, done, shipped)
+    name = report_name(report, done)
+    hmc_section(name, report)
+    report_names, reports = seed_reports(report, name, done, shipped)
     if len(reports) > 1:
-        across_seeds(reports)
+        across_seeds(report_names, reports)
     else:
         st.caption("Launch the same settings with other seeds to see the spread over seeds here.")
 

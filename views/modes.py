@@ -206,18 +206,26 @@ def density_spec(forward: bool, present: bool) -> dict:
     return fitted(charts.vega_spec(chart, title="Along e₁"), [s.label for s in series])
 
 
-def density_chart(column, alpha, sigma, mean, std, forward):
+# The charts' data, made once for every session (the Arrow bytes a chart sends): a student's rerun, and a slider
+# moved back to a value seen before, send them as they are.
+@memo.cached(64)
+def density_lines(alpha: float, sigma: float, forward: bool) -> bytes:
     x = frames.density_grid(alpha, sigma)
+    mean, std = optimum_at(alpha, sigma)[:2]
     lines = [
-        charts.lines_frame(DENSITY_SERIES[0].label, x, np.exp(modes.log_mixture(x, alpha, sigma))),
-        charts.lines_frame(DENSITY_SERIES[1].label, x, normal_pdf(x, mean, std)),
+        (DENSITY_SERIES[0].label, x, np.exp(modes.log_mixture(x, alpha, sigma))),
+        (DENSITY_SERIES[1].label, x, normal_pdf(x, mean, std)),
     ]
     if forward:
-        lines.append(charts.lines_frame(DENSITY_SERIES[2].label, x, normal_pdf(x, *forward_at(alpha, sigma))))
+        lines.append((DENSITY_SERIES[2].label, x, normal_pdf(x, *forward_at(alpha, sigma))))
+    return charts.lines_bytes(lines)
+
+
+def density_chart(column, alpha, sigma, forward):
     charts.vega_chart(
         column,
         density_spec(forward, charts.presenting()),
-        {"lines": pd.concat(lines)},
+        {"lines": density_lines(alpha, sigma, forward)},
         "modes.density",
         alt_text="The target's density along e₁ and the fitted q's",
     )
@@ -243,17 +251,25 @@ def contour_spec(forward: bool, present: bool) -> dict:
     return fitted(with_domain_expressions(spec, EQUAL_SCALE_DOMAINS), [s.label for s in series])
 
 
-def contour_chart(column, alpha, sigma, mean, std, forward):
+@memo.cached(64)
+def contour_data(alpha: float, sigma: float, forward: bool) -> tuple[dict[str, bytes], list[float]]:
+    """The 2-D view's datasets (the target's image, q's ellipses) and the data's box."""
     x1 = np.linspace(-3.5 * sigma, alpha + 3.5 * sigma, 90)
     x2 = np.linspace(-3.5 * sigma, 3.5 * sigma, 60)
     density = np.exp(modes.log_mixture_2d(x1[None, :], x2[:, None], alpha, sigma))
-    lines = [
-        charts.lines_frame(ELLIPSE_SERIES[index].label, *ellipse(mean, std, sigma, radius))
-        for index, radius in ((0, 1), (1, 2))
-    ]
+    mean, std = optimum_at(alpha, sigma)[:2]
+    lines = [(ELLIPSE_SERIES[index].label, *ellipse(mean, std, sigma, radius)) for index, radius in ((0, 1), (1, 2))]
     if forward:
-        lines.append(charts.lines_frame(ELLIPSE_SERIES[2].label, *ellipse(*forward_at(alpha, sigma), sigma, 1)))
-    box = [float(v) for v in (x1[0], x1[-1], x2[0], x2[-1])]
+        lines.append((ELLIPSE_SERIES[2].label, *ellipse(*forward_at(alpha, sigma), sigma, 1)))
+    datasets = {
+        "image": charts.arrow_bytes(charts.image_frame(x1, x2, density, CONTOUR_SHADES)),
+        "lines": charts.lines_bytes(lines),
+    }
+    return datasets, [float(v) for v in (x1[0], x1[-1], x2[0], x2[-1])]
+
+
+def contour_chart(column, alpha, sigma, forward):
+    datasets, box = contour_data(alpha, sigma, forward)
     spec = {
         **contour_spec(forward, charts.presenting()),
         "params": [{"name": BOX_PARAM, "value": box}],
@@ -262,7 +278,7 @@ def contour_chart(column, alpha, sigma, mean, std, forward):
     charts.vega_chart(
         column,
         spec,
-        {"image": charts.image_frame(x1, x2, density, CONTOUR_SHADES), "lines": pd.concat(lines)},
+        datasets,
         "modes.contour",
         alt_text="The target's density in the plane of e₁ and x₂, shaded, with q's 1 and 2 sd ellipses",
     )
@@ -284,18 +300,38 @@ def sweep_spec(y_title: str, title: str, forward: bool, log_y: bool, asymptote: 
     return fitted(charts.vega_spec(chart, title=title), [s.label for s in series])
 
 
-def sweep_chart(column, key, alphas, curves, alpha, threshold, y_title, title, log_y=False, asymptote=None):
-    """``curves``: (label of SWEEP_SERIES, values); ``asymptote``: a level drawn across, as "ln 2"."""
-    lines = pd.concat([charts.lines_frame(label, alphas, values) for label, values in curves])
+# The sweeps' curves, by the field of the fits (reverse and forward) each chart draws.
+SWEEP_FIELDS = {"modes.interp": "interpolation", "modes.det": "det_cov", "modes.kl": "kl"}
+
+
+@memo.cached(128)  # three charts, with and without the forward fits, per sweep that sweep_for keeps
+def sweep_lines(config: SweepConfig, field: str, forward: bool) -> bytes:
+    """A sweep chart's curves: the reverse-KL fits' ``field`` against α, and the forward-KL fits' with ``forward``."""
+    sweep, forward_sweep = sweep_for(config)
+    curves = [(SWEEP_SERIES[0].label, getattr(sweep, field))]
+    if forward:
+        curves.append((SWEEP_SERIES[1].label, getattr(forward_sweep, field)))
+    return charts.lines_bytes([(label, sweep.alphas, values) for label, values in curves])
+
+
+@memo.cached(256)
+def sweep_rules(alpha: float, threshold: float | None, asymptote: float | None) -> dict[str, bytes]:
+    """The sweep charts' marks: the current α and the threshold across α (``vertical``), a level (``horizontal``)."""
     vertical = [(SWEEP_MARKS[0].label, alpha)] + ([] if threshold is None else [(SWEEP_MARKS[1].label, threshold)])
     horizontal = [] if asymptote is None else [(SWEEP_MARKS[2].label, asymptote)]
-    rules = {
-        name: pd.DataFrame(marks, columns=["series", "value"])
+    return {
+        name: charts.arrow_bytes({"series": [label for label, _ in marks], "value": [value for _, value in marks]})
         for name, marks in (("vertical", vertical), ("horizontal", horizontal))
         if marks
     }
-    spec = sweep_spec(y_title, title, len(curves) > 1, log_y, asymptote is not None, charts.presenting())
-    charts.vega_chart(column, spec, {"lines": lines, **rules}, key, alt_text=f"{title}: {y_title} against α")
+
+
+def sweep_chart(column, key, config, forward, alpha, threshold, y_title, title, log_y=False, asymptote=None):
+    """The sweep's ``SWEEP_FIELDS[key]`` against α, with the forward-KL fits' with ``forward``; ``asymptote``: a
+    level drawn across, as "ln 2"."""
+    spec = sweep_spec(y_title, title, forward, log_y, asymptote is not None, charts.presenting())
+    datasets = {"lines": sweep_lines(config, SWEEP_FIELDS[key], forward), **sweep_rules(alpha, threshold, asymptote)}
+    charts.vega_chart(column, spec, datasets, key, alt_text=f"{title}: {y_title} against α")
 
 
 @memo.cached(8)
@@ -308,25 +344,52 @@ def scaling_spec(present: bool) -> dict:
     return fitted(charts.vega_spec(chart, title="α* scales with σ"), [s.label for s in SCALING_SERIES])
 
 
-def scaling_chart(column, sigma, threshold) -> pd.DataFrame:
-    sigmas = np.array(FIG5_SIGMAS)
-    ours = np.array([threshold_for(s) for s in FIG5_SIGMAS])
-    lines = pd.concat(
+def fig5_thresholds() -> list[float]:
+    """The exact threshold α* at each of Fig. 5's σ."""
+    return [threshold_for(s) for s in FIG5_SIGMAS]
+
+
+@memo.cached(16)
+def scaling_lines(sigma: float) -> bytes:
+    return charts.lines_bytes(
         [
-            charts.lines_frame(SCALING_SERIES[0].label, [0.0, 2.1], [0.0, 10.5]),
-            charts.lines_frame(SCALING_SERIES[1].label, sigmas, PAPER_THRESHOLDS),
-            charts.lines_frame(SCALING_SERIES[2].label, sigmas, ours),
-            charts.lines_frame(SCALING_SERIES[3].label, [sigma], [threshold]),
+            (SCALING_SERIES[0].label, [0.0, 2.1], [0.0, 10.5]),
+            (SCALING_SERIES[1].label, FIG5_SIGMAS, PAPER_THRESHOLDS),
+            (SCALING_SERIES[2].label, FIG5_SIGMAS, fig5_thresholds()),
+            (SCALING_SERIES[3].label, [sigma], [threshold_for(sigma)]),
         ]
     )
+
+
+def thresholds_frame() -> pd.DataFrame:
+    return pd.DataFrame(
+        {"sigma": FIG5_SIGMAS, "threshold_exact": fig5_thresholds(), "threshold_paper": PAPER_THRESHOLDS}
+    )
+
+
+def sweep_frame(config: SweepConfig) -> pd.DataFrame:
+    sweep, forward_sweep = sweep_for(config)
+    return pd.DataFrame(
+        {
+            "alpha": sweep.alphas,
+            "interpolation": sweep.interpolation,
+            "det_cov": sweep.det_cov,
+            "kl": sweep.kl,
+            "std_e1": sweep.std_e1,
+            "forward_det_cov": forward_sweep.det_cov,
+            "forward_kl": forward_sweep.kl,
+        }
+    )
+
+
+def scaling_chart(column, sigma) -> None:
     charts.vega_chart(
         column,
         scaling_spec(charts.presenting()),
-        {"lines": lines},
+        {"lines": scaling_lines(sigma)},
         "modes.scaling",
         alt_text="The threshold α* against σ: exact, the paper's, and α = 5σ",
     )
-    return pd.DataFrame({"sigma": sigmas, "threshold_exact": ours, "threshold_paper": PAPER_THRESHOLDS})
 
 
 def result_metrics(alpha, sigma, mean, std, kl, threshold, forward: bool):
@@ -476,7 +539,7 @@ def optimisation_panel(alpha, sigma, turned: bool):
             "component stays in its own."
         )
     charts.csv_download(
-        pd.DataFrame({"step": np.arange(len(path)), "mean": path.mean, "std": path.std, "kl": path.kl}),
+        lambda: pd.DataFrame({"step": np.arange(len(path)), "mean": path.mean, "std": path.std, "kl": path.kl}),
         f"modes_path_alpha{alpha:g}_sigma{sigma:g}.csv",
         "Path (CSV)",
         "modes.csv_path",
@@ -525,74 +588,35 @@ def main():
 
     # The sweep's range, as the command line's: 10σ, or further to hold the α shown.
     sweep_config = SweepConfig(sigma=sigma, dim=dim, alpha_max=sweep_alpha_max(sigma, alpha)).validate()
-    sweep, forward_sweep = sweep_for(sweep_config)
     threshold = threshold_for(sigma)
     mean, std, kl = optimum_at(alpha, sigma)
     result_metrics(alpha, sigma, mean, std, kl, threshold, forward)
 
     left, right = st.columns(2)
-    density_chart(left, alpha, sigma, mean, std, forward)
-    contour_chart(right, alpha, sigma, mean, std, forward)
+    density_chart(left, alpha, sigma, forward)
+    contour_chart(right, alpha, sigma, forward)
 
     st.subheader("Across mode distances")
-
-    def curves(rev, fwd):
-        return [(SWEEP_SERIES[0].label, rev)] + ([(SWEEP_SERIES[1].label, fwd)] if forward else [])
-
-    a = sweep.alphas
     c1, c2 = st.columns(2)
+    sweep_chart(c1, "modes.interp", sweep_config, forward, alpha, threshold, "α⁻¹‖μ*‖", "Interpolation")
     sweep_chart(
-        c1,
-        "modes.interp",
-        a,
-        curves(sweep.interpolation, forward_sweep.interpolation),
-        alpha,
-        threshold,
-        "α⁻¹‖μ*‖",
-        "Interpolation",
-    )
-    sweep_chart(
-        c2,
-        "modes.det",
-        a,
-        curves(sweep.det_cov, forward_sweep.det_cov),
-        alpha,
-        threshold,
-        f"det Σ* (d = {dim})",
-        "Spread of q",
-        log_y=True,
+        c2, "modes.det", sweep_config, forward, alpha, threshold, f"det Σ* (d = {dim})", "Spread of q", log_y=True
     )
     c3, c4 = st.columns(2)
     kl_title = "Final KL (forward: KL(p‖q))" if forward else "Final KL(q‖p_α)"
-    sweep_chart(
-        c3,
-        "modes.kl",
-        a,
-        curves(sweep.kl, forward_sweep.kl),
-        alpha,
-        threshold,
-        "KL (nats)",
-        kl_title,
-        asymptote=modes.LN2,
-    )
-    scaling_frame = scaling_chart(c4, sigma, threshold)
+    sweep_chart(c3, "modes.kl", sweep_config, forward, alpha, threshold, "KL (nats)", kl_title, asymptote=modes.LN2)
+    scaling_chart(c4, sigma)
 
-    frame = pd.DataFrame(
-        {
-            "alpha": a,
-            "interpolation": sweep.interpolation,
-            "det_cov": sweep.det_cov,
-            "kl": sweep.kl,
-            "std_e1": sweep.std_e1,
-            "forward_det_cov": forward_sweep.det_cov,
-            "forward_kl": forward_sweep.kl,
-        }
-    )
     d1, d2, _ = st.columns([1, 1, 2])
     with d1:
-        charts.csv_download(frame, f"modes_sweep_sigma{sigma:g}_d{dim}.csv", "Sweep (CSV)", "modes.csv_sweep")
+        charts.csv_download(
+            lambda: sweep_frame(sweep_config),
+            f"modes_sweep_sigma{sigma:g}_d{dim}.csv",
+            "Sweep (CSV)",
+            "modes.csv_sweep",
+        )
     with d2:
-        charts.csv_download(scaling_frame, "modes_thresholds.csv", "Thresholds (CSV)", "modes.csv_thresholds")
+        charts.csv_download(thresholds_frame, "modes_thresholds.csv", "Thresholds (CSV)", "modes.csv_thresholds")
 
     optimisation_panel(alpha, sigma, values[SURFACE_VIEW.name])
     formulas()

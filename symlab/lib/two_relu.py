@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 import torch.nn.functional as F
-from scipy.special import ndtr
+from scipy.special import expit, ndtr
 
 from symlab.lib.adam import Adam
 from symlab.lib.gaussian import kl_to_prior
@@ -177,8 +177,9 @@ def log_likelihood_gradient(w, x, y, noise):
     """∂/∂w of Σ_b log N(y_b; f_w(x_b), noise²) for weights ``w[..., 2]`` and data ``x, y [..., n]`` (their
     leading dimensions broadcasting against w's): Σ_b (y_b − f_w(x_b))/noise² · x_b · 1[w_j x_b > 0]."""
     pre = w[..., None] * x[..., None, :]  # [..., unit, n]: w_j x_b
-    residual = (y - torch.relu(pre).sum(-2)) / noise**2  # [..., n]
-    return ((residual * x)[..., None, :] * (pre > 0)).sum(-1)
+    active = pre > 0
+    residual = (y - (pre * active).sum(-2)) / noise**2  # [..., n]; tensors or arrays alike
+    return ((residual * x)[..., None, :] * active).sum(-1)
 
 
 def relu_moments(mean, std, x):
@@ -362,6 +363,12 @@ class ToyTrainer:
         self.prior_scale = column([r.settings.prior_scale for r in runs])
         self.lr = column([r.settings.lr for r in runs])
         self.symmetrised = torch.tensor([r.method == "sgm" for r in runs])
+        # The step's arithmetic runs in NumPy on these views (shared memory, no copies): on arrays of a few
+        # thousand numbers a NumPy call costs a fraction of a torch call, and that overhead is a step's cost.
+        self._noise = self.noise.numpy()[:, :, None]
+        self._prior_precision = 1.0 / self.prior_scale.numpy() ** 2
+        self._lr = self.lr.numpy()
+        self._information_weight = self.symmetrised.numpy()[:, None].astype(np.float64)
         # Sampling noise (ε, mini-batches, InfoNCE draws); reseeded by reset() so a reset replays.
         self.noise_seed = int(first.seed) * 1_000_003 + len(runs)
         self.generator = torch.Generator()
@@ -383,6 +390,7 @@ class ToyTrainer:
         """Back to the same initialisation; the history is cleared."""
         self.theta = torch.cat(self.initial, -1)  # [runs, 4]: the means, then the log std devs
         self.mean, self.log_std = self.theta[:, :2], self.theta[:, 2:]
+        self._theta = self.theta.numpy()  # the same memory
         # Adam runs with lr = 1 and each run's update is scaled by its own lr afterwards: the
         # update is lr·m̂/(√v̂ + ε) with state independent of lr, so this is exactly per-run Adam.
         self.optimiser = Adam(self.theta, lr=1.0)
@@ -407,48 +415,59 @@ class ToyTrainer:
         full data set) less KL(q ‖ p), plus, for SGM, I(ω; g) (exact or InfoNCE, as :meth:`_information_gradient`
         writes it). Written out, as the tests check against autograd: the arrays are a few thousand
         numbers, so autograd's bookkeeping, not the arithmetic, would be the cost."""
-        sd = torch.exp(self.log_std)
-        w = torch.addcmul(self.mean[:, None, :], sd[:, None, :], eps)  # [runs, M, 2]
-        scale = self.x_train.shape[1] / (x.shape[1] * eps.shape[1])  # to the full data, the mean over M
-        grad_w = log_likelihood_gradient(w, x[:, None, :], y[:, None, :], self.noise[:, :, None]) * scale
-        grad_mean = grad_w.sum(1) - self.mean / self.prior_scale**2
-        grad_log_std = (grad_w * sd[:, None, :] * eps).sum(1) - (sd * sd / self.prior_scale**2 - 1.0)
-        information_mean, information_log_std = self._information_gradient(w, eps, sd)
-        return -torch.cat([grad_mean + information_mean, grad_log_std + information_log_std], -1)
+        return torch.from_numpy(self._gradient(np.asarray(x), np.asarray(y), np.asarray(eps)))
 
-    def _information_gradient(self, w, eps, sd):
+    def _gradient(self, x: np.ndarray, y: np.ndarray, eps: np.ndarray) -> np.ndarray:
+        mean, log_std = self._theta[:, :2], self._theta[:, 2:]
+        sd = np.exp(log_std)
+        w = mean[:, None, :] + sd[:, None, :] * eps  # [runs, M, 2]
+        scale = self.x_train.shape[1] / (x.shape[1] * eps.shape[1])  # to the full data, the mean over M
+        grad_w = log_likelihood_gradient(w, x[:, None, :], y[:, None, :], self._noise) * scale
+        grad_mean = grad_w.sum(1) - mean * self._prior_precision
+        grad_log_std = (grad_w * sd[:, None, :] * eps).sum(1) - (sd * sd * self._prior_precision - 1.0)
+        information_mean, information_log_std = self._information_gradient(w, eps, mean, sd)
+        return -np.concatenate([grad_mean + information_mean, grad_log_std + information_log_std], -1)
+
+    def _information_gradient(self, w, eps, mean, sd):
         """∂I/∂(μ, log σ) per run (0 for MFVI's runs), I = mean_M of log 2 − softplus(d) (exact) or of
         log K − log(1 + i + s·e^d) (InfoNCE: i identities, s swaps among the K − 1 draws), with
         d = log q(swap w) − log q(w) = ½Σ_j ε_j² − ½Σ_j z'_j², z'_j = (w_{swap j} − μ_j)/σ_j."""
-        z_swapped = (w.flip(-1) - self.mean[:, None, :]) / sd[:, None, :]  # z'_j
+        z_swapped = (w[..., ::-1] - mean[:, None, :]) / sd[:, None, :]  # z'_j
+        d = 0.5 * (eps * eps).sum(-1) - 0.5 * (z_swapped * z_swapped).sum(-1)
         if self.mi == "exact":
-            d_weight = -torch.sigmoid(0.5 * (eps * eps).sum(-1) - 0.5 * (z_swapped * z_swapped).sum(-1))
+            d_weight = -expit(d)
         else:
-            d = 0.5 * (eps * eps).sum(-1) - 0.5 * (z_swapped * z_swapped).sum(-1)
             swaps = torch.bernoulli(
-                torch.full((*d.shape, self.K - 1), 0.5, dtype=d.dtype), generator=self.generator
+                torch.full((*d.shape, self.K - 1), 0.5, dtype=torch.float64), generator=self.generator
             ).sum(-1)
-            d_weight = -torch.sigmoid(torch.log(swaps) + d - torch.log1p((self.K - 1) - swaps))  # 0 without swaps
-        d_weight = d_weight * self.symmetrised[:, None] / eps.shape[1]  # ∂I/∂d per draw: the mean over M, SGM only
+            swaps = swaps.numpy()
+            with np.errstate(divide="ignore"):  # log 0 = −∞ without swaps: the weight is then 0
+                d_weight = -expit(np.log(swaps) + d - np.log1p((self.K - 1) - swaps))
+        d_weight = d_weight * (self._information_weight / eps.shape[1])  # ∂I/∂d per draw: the mean over M, SGM only
         # ∂d/∂μ_j = z'_j/σ_j − z'_k/σ_k (k the other unit); ∂d/∂log σ_j = z'_j² − z'_k σ_j ε_j/σ_k.
         ratio = z_swapped / sd[:, None, :]
-        grad_mean = ((ratio - ratio.flip(-1)) * d_weight[..., None]).sum(1)
+        weight = d_weight[..., None]
+        grad_mean = ((ratio - ratio[..., ::-1]) * weight).sum(1)
         grad_log_std = (
-            (z_swapped * z_swapped - z_swapped.flip(-1) * (sd[:, None, :] * eps) / sd.flip(-1)[:, None, :])
-            * d_weight[..., None]
+            (z_swapped * z_swapped - z_swapped[..., ::-1] * (sd[:, None, :] * eps) / sd[:, None, ::-1]) * weight
         ).sum(1)
         return grad_mean, grad_log_std
 
     @torch.inference_mode()  # no autograd bookkeeping: a fifth of a step's time
     def step(self, count: int = 1) -> None:
         """``count`` Adam steps on every run (mini-batches drawn without replacement per step)."""
-        for _ in range(int(count)):
+        # A diverging run overflows: it is frozen at NaN, on its own (_freeze_diverged), and says so in its result.
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            self._steps(int(count))
+
+    def _steps(self, count: int) -> None:
+        for _ in range(count):
             x, y = self._minibatch()
             eps = torch.randn(len(self.runs), self.samples, 2, dtype=torch.float64, generator=self.generator)
-            grad = self.gradient(x, y, eps)
-            before = self.theta.clone()
-            self.optimiser.step(grad)
-            self.theta.sub_(before).mul_(self.lr).add_(before)  # each run's own learning rate
+            grad = self._gradient(x.numpy(), y.numpy(), eps.numpy())
+            before = self._theta.copy()
+            self.optimiser.step(torch.from_numpy(grad))
+            self._theta[...] = before + (self._theta - before) * self._lr  # each run's own learning rate
             self._freeze_diverged()
             self.steps_done += 1
 
@@ -465,11 +484,11 @@ class ToyTrainer:
                 progress(self.steps_done, steps)
 
     def _freeze_diverged(self):
-        bad = ~torch.isfinite(self.theta).all(-1)
+        bad = ~np.isfinite(self._theta).all(-1)
         if bad.any():
-            for i in torch.nonzero(bad).flatten().tolist():
+            for i in np.flatnonzero(bad).tolist():
                 self.diverged[i] = True
-            self.theta[bad] = torch.nan
+            self._theta[bad] = np.nan
 
     # -- evaluation --------------------------------------------------------------------------
 

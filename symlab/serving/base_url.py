@@ -10,7 +10,15 @@ from __future__ import annotations
 
 import json
 
-RESERVED = ("/_stcore/", "/static/", "/media/", "/component/", "/app/static/")  # never the app's page
+RESERVED = (
+    "/_stcore/",
+    "/static/",
+    "/media/",
+    "/component/",
+    "/app/static/",
+    "/cards/",
+    "/progress/",
+)  # never the app's page
 
 
 def pinning_script(base_path: str) -> bytes:

@@ -69,6 +69,9 @@ class Job:
     started: float | None = None  # when a worker took it (time.monotonic())
     seen: dict = field(default_factory=dict)  # waiter -> when it last asked (time.monotonic()); None: always waits
     browsers: dict = field(default_factory=dict)  # waiter -> the browser it is in (its sessions share a turn)
+    # Why it was dropped unfinished: "replaced" (a newer request of its browser took its place), "left" (its waiters
+    # stopped asking or went elsewhere), "stopped" (the server shut down); None while it stands.
+    dropped: str | None = None
 
 
 @dataclass(frozen=True)
@@ -218,7 +221,7 @@ class SharedResults:
             job.browsers[waiter] = browser
             self._hand_queued_to_pool()
         for old in dropped:
-            old.future.cancel()
+            _drop(old, "replaced")
         return job
 
     def touch(self, job: Job, waiter: Hashable) -> None:
@@ -232,7 +235,7 @@ class SharedResults:
         with self._lock:
             dropped = self._forget_waiter(job, waiter)
         if dropped:
-            job.future.cancel()
+            _drop(job, "left")
 
     def _forget_waiter(self, job: Job, waiter: Hashable) -> bool:
         """(Under the lock.) ``waiter`` leaves ``job``; True where that dropped the job from the queue."""
@@ -311,7 +314,7 @@ class SharedResults:
             pools, self._pool, self._idle_pool = (self._pool, self._idle_pool), None, None
             queued, self._queue = list(self._queue), collections.deque()
         for job in queued:
-            job.future.cancel()
+            _drop(job, "stopped")
         for pool in pools:
             if pool:
                 pool.shutdown()
@@ -348,7 +351,7 @@ class SharedResults:
             self._queue.remove(job)
             if _stale(job):  # everyone waiting for it left
                 del self._jobs[job.key]
-                job.future.cancel()
+                _drop(job, "left")
                 continue
             self._take_turn(job)
             self._running.append(job)
@@ -464,6 +467,12 @@ class SharedResults:
 _MISSING = object()
 
 
+def _drop(job: Job, why: str) -> None:
+    """Cancel ``job``, unstarted, saying why (:attr:`Job.dropped`): set first, so whoever sees it cancelled knows."""
+    job.dropped = why
+    job.future.cancel()
+
+
 def _stale(job: Job) -> bool:
     now = time.monotonic()
     return bool(job.seen) and all(seen is not None and now - seen > STALE_SECONDS for seen in job.seen.values())
@@ -541,8 +550,30 @@ class _ComputePool:
                 job.progress = progress
 
     def shutdown(self) -> None:
-        self.executor.shutdown(wait=False, cancel_futures=True)
+        """Stop at once: queued tasks cancelled, running ones ended with their workers (a result not yet stored is
+        computed again when asked for). A pool left to finish would hold the server's exit until its tasks end."""
+        stop_pool(self.executor)
         self.reports.put((None, None))
+
+
+def stop_pool(executor: concurrent.futures.ProcessPoolExecutor) -> None:
+    """Shut ``executor`` down, its queued tasks cancelled and its workers ended (SIGTERM): Python 3.14's
+    ``terminate_workers()``, on the Pythons that have none (``shutdown`` forgets the processes: taken first)."""
+    terminate = getattr(executor, "terminate_workers", None)
+    if terminate is not None:
+        terminate()
+        return
+    workers = list((getattr(executor, "_processes", None) or {}).values())
+    manager = getattr(executor, "_executor_manager_thread", None)
+    executor.shutdown(wait=False, cancel_futures=True)
+    for process in workers:
+        with contextlib.suppress(OSError, ValueError):  # gone already, or closed
+            process.terminate()
+    # The pool's own thread then closes its wake-up pipe; the interpreter's exit writes to that pipe, unlocked
+    # before Python 3.12, and a close between its check and its write raised "Bad file descriptor" as a server
+    # stopped (once in 32 load runs). Waiting for the thread, which ends once it sees its workers gone, orders the two.
+    if manager is not None:
+        manager.join(timeout=2.0)
 
 
 class _RayPool:

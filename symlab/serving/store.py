@@ -63,6 +63,10 @@ CREATE TABLE IF NOT EXISTS results (
     created {real} NOT NULL,
     used {real} NOT NULL
 )"""
+# Every write checks the store's total size, and eviction walks the results by last use: without an index both
+# read the whole table, payloads included (size and used follow the payload in each row), 180 ms a write on a store
+# of 400 results (470 MB); with it, 0.05 ms.
+_INDEX = "CREATE INDEX IF NOT EXISTS results_by_use ON results (used, key, size)"
 
 
 def computation_version() -> str:
@@ -196,6 +200,7 @@ class ResultStore:
                     self.root.mkdir(parents=True, exist_ok=True)
                     with self.db.transaction(write=True) as connection:
                         connection.execute(_SCHEMA.format(**self.db.types))
+                        connection.execute(_INDEX)
                     self._ready = True
         return self.db.transaction(write=write)
 
@@ -233,6 +238,7 @@ class ResultStore:
                 is None
             ):
                 connection.execute(_SCHEMA.format(**self.db.types))
+            connection.execute(_INDEX)  # also on a store made before it had one
         except sqlite3.Error:
             connection.close()
             raise

@@ -248,21 +248,32 @@ async def lifespan(app):
     check_data_files()
     stop = threading.Event()
     # Then the first visits: the server answers by then (this function has let it start).
-    threading.Thread(target=_logged(lambda: (warm_up(), _first_visits())), name="symlab-warm-up", daemon=True).start()
+    threading.Thread(
+        target=_logged(lambda: (warm_up(), _first_visits()), stop), name="symlab-warm-up", daemon=True
+    ).start()
     if shared_results.live_limits().idle_workers > 0:
         threading.Thread(
-            target=_logged(lambda: precompute_in_idle_time(stop)), name="symlab-idle-time", daemon=True
+            target=_logged(lambda: precompute_in_idle_time(stop), stop), name="symlab-idle-time", daemon=True
         ).start()
     yield
     stop.set()
     shared_results.shared().shutdown()
 
 
-def _logged(function):
+STOP_NOTICE_SECONDS = 5.0  # a warm-up's failure this close before the server's stop is the stop's doing
+
+
+def _logged(function, stopping: threading.Event):
+    """``function``, its failure logged; one the server's stop cut short (its pages and workers gone first, then
+    ``stopping`` set, within :data:`STOP_NOTICE_SECONDS`) is said in a line, not as a failure."""
+
     def run():
         try:
             function()
-        except Exception:  # a failed warm-up costs the first visitor time, nothing else
-            LOG.exception("warm-up failed")
+        except Exception as error:  # a failed warm-up costs the first visitor time, nothing else
+            if stopping.wait(STOP_NOTICE_SECONDS):
+                LOG.info("warm-up: cut short as the server stops (%s: %s)", type(error).__name__, error)
+            else:
+                LOG.exception("warm-up failed")
 
     return run

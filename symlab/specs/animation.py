@@ -38,8 +38,19 @@ class Animation:
 def decimals_of(values: np.ndarray) -> int:
     """The decimals that keep :data:`SIGNIFICANT` digits of the largest finite value (at most 307: 10 to that power
     is still a float, and a column of denormals rounds to 0)."""
-    finite = values[np.isfinite(values)]
-    largest = float(np.max(np.abs(finite))) if finite.size else 0.0
+    largest = _largest_magnitude(values)
+    if not math.isfinite(largest):  # NaN or ±∞ among them: the largest of the rest
+        finite = values[np.isfinite(values)]
+        largest = float(np.abs(finite).max()) if finite.size else 0.0
+    return _decimals_for(largest)
+
+
+def _largest_magnitude(values: np.ndarray) -> float:
+    """max |values| (NaN where one is NaN, ∞ where one is infinite), 0 for none: one pass, no mask."""
+    return float(np.abs(values).max()) if values.size else 0.0
+
+
+def _decimals_for(largest: float) -> int:
     return min(max(0, SIGNIFICANT - 1 - math.floor(math.log10(largest))), 307) if largest > 0 else 0
 
 
@@ -50,12 +61,15 @@ def rounded(values) -> list:
     if values.dtype.kind in "biu":
         return values.astype(np.int64).tolist()
     values = values.astype(np.float64)
-    finite = np.isfinite(values)
     decimals = decimals_of(values)
     scale = 10.0**decimals
     out = np.rint(values * scale) / scale  # the arithmetic of steps_from and of the browser's rebuild
-    listed = out.astype(np.int64).tolist() if decimals == 0 and finite.all() else out.tolist()
-    return listed if finite.all() else [v if ok else None for v, ok in zip(listed, finite.tolist())]
+    largest = _largest_magnitude(out)
+    if math.isfinite(largest):
+        # Whole numbers as integers (shorter JSON) where a float holds them exactly; 1e300 stays a float.
+        return out.astype(np.int64).tolist() if decimals == 0 and largest < 2.0**53 else out.tolist()
+    finite = np.isfinite(values)
+    return [v if ok else None for v, ok in zip(out.tolist(), finite.tolist())]
 
 
 def steps_from(held: list, now) -> dict | None:
@@ -67,19 +81,27 @@ def steps_from(held: list, now) -> dict | None:
     if _is_text(now):
         return None
     now = np.asarray(now)
+    if now.dtype.kind not in "biuf":
+        return None
+    now_values = now.astype(np.float64, copy=False)
     held_values = np.asarray(held, dtype=np.float64)  # a value held as None (not finite) reads as NaN
-    if now.dtype.kind not in "biuf" or not np.isfinite(now).all() or not np.isfinite(held_values).all():
+    # The largest magnitudes are NaN or ∞ exactly where a value is not finite; scaling and rounding them keeps
+    # their order, so they bound the scaled columns below without another pass.
+    largest_now, largest_held = _largest_magnitude(now_values), _largest_magnitude(held_values)
+    if not (math.isfinite(largest_now) and math.isfinite(largest_held)):
         return None
-    decimals = 0 if now.dtype.kind in "biu" else decimals_of(now.astype(np.float64))
+    decimals = 0 if now.dtype.kind in "biu" else _decimals_for(largest_now)
     scale = 10.0**decimals
-    before, after = held_values * scale, np.rint(now.astype(np.float64) * scale)
     exact = 2.0**52  # whole numbers a float holds exactly
-    if np.abs(before).max(initial=0) >= exact or np.abs(after).max(initial=0) >= exact:
+    if largest_held * scale >= exact or float(np.rint(largest_now * scale)) >= exact:
         return None
-    if not np.all(np.abs(before - np.rint(before)) < 1e-6):
+    before = held_values * scale
+    held_steps = np.rint(before)
+    if (np.abs(before - held_steps) >= 1e-6).any():
         return None
-    steps = (after - np.rint(before)).astype(np.int64)
-    return {"d": decimals, "v": np.diff(steps, prepend=0).tolist()}  # a curve's steps vary little along it
+    steps = (np.rint(now_values * scale) - held_steps).astype(np.int64)
+    steps[1:] -= steps[:-1].copy()  # successive differences: a curve's steps vary little along it
+    return {"d": decimals, "v": steps.tolist()}
 
 
 def _is_text(column) -> bool:
@@ -101,7 +123,15 @@ def _length(columns: Columns) -> int:
 def _same(a, b) -> bool:
     if a is b:  # a column a frame shares with the one before (a fixed axis, a series that did not move)
         return True
-    return list(a) == list(b) if _is_text(a) or _is_text(b) else np.array_equal(np.asarray(a), np.asarray(b), True)
+    if _is_text(a) or _is_text(b):
+        return list(a) == list(b)
+    a, b = np.asarray(a), np.asarray(b)
+    if a.shape != b.shape:
+        return False
+    equal = a == b
+    if equal.all():
+        return True
+    return a.dtype.kind == b.dtype.kind == "f" and bool((equal | (np.isnan(a) & np.isnan(b))).all())  # NaN as NaN
 
 
 def series_change(before: Columns | None, now: Columns, held: dict | None) -> dict | None:

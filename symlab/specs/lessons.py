@@ -33,13 +33,18 @@ class LessonPath:
     def minutes(self) -> int:
         return sum(step.minutes for step in self.steps)
 
-    def next_step(self, lab: str, preset: str | None) -> Step | None:
-        """The step after the one that ``lab``'s page shows with ``preset``; on a state that is no step of the
-        path, the first step after the lab's last. None after the last step."""
+    def next_step(self, lab: str, preset: str | None, opened: int | None = None) -> Step | None:
+        """The step after the one that ``lab``'s page shows with ``preset``. On a state that is no step of the path
+        (a default link, a control moved): the step after ``opened``, the step of this lab the visitor last opened;
+        without one, the lab's first step, so that a lab's default link starts its part of the path rather than
+        skipping it. None after the last step."""
         steps = self.steps
         at = next((step.number for step in steps if step.lab == lab and step.preset == preset), None)
+        if at is None and opened is not None and 1 <= opened <= len(steps) and steps[opened - 1].lab == lab:
+            at = opened
         if at is None:
-            at = max((step.number for step in steps if step.lab == lab), default=0)
+            first = next((step for step in steps if step.lab == lab), None)
+            return first if first is not None else steps[0]
         return steps[at] if at < len(steps) else None
 
 

@@ -42,6 +42,15 @@ def step_link(step: Step, hosting: Hosting) -> str:
     return step.lab + (f"?{urlencode(changed)}" if changed else "")
 
 
+OPENED = "lessons.opened"  # the class-path step this session last opened or saw: a moved control's "next" follows it
+
+
+def open_step(step: Step, specs, state: dict) -> None:
+    """A step's button's callback: its preset's values set before the run draws them, and the step remembered."""
+    binding.set_page_values(step.lab, specs, state)
+    st.session_state[OPENED] = step.number
+
+
 def open_button(step: Step, key: str, on_page: str | None = None) -> None:
     """A button that opens ``step``'s page with its preset set, in this session (from the page ``on_page``)."""
     lab, hosting = LABS_BY_NAME[step.lab], binding.server_settings()
@@ -52,8 +61,8 @@ def open_button(step: Step, key: str, on_page: str | None = None) -> None:
             key=key,
             icon=":material/arrow_forward:",
             help=f"Or share the link: {step_link(step, hosting)}",
-            on_click=binding.set_page_values,
-            args=(step.lab, binding.page_specs(lab, hosting), step_state(step, hosting)),
+            on_click=open_step,
+            args=(step, binding.page_specs(lab, hosting), step_state(step, hosting)),
         )
         and step.lab != on_page
     ):
@@ -83,7 +92,9 @@ def show_next_step(lab_name: str) -> None:
     except KeyError:  # the page stopped before its controls were bound
         return
     here = next((step for step in path.steps if step.lab == lab_name and step.preset == preset), None)
-    following = path.next_step(lab_name, preset)
+    if here is not None:
+        st.session_state[OPENED] = here.number  # shown: a control moved from here goes on after it
+    following = path.next_step(lab_name, preset, st.session_state.get(OPENED))
     st.divider()
     if here is not None:
         st.caption(f"Class path, step {here.number} of {len(path.steps)}: {here.seen(findings.numbers())}")

@@ -6,16 +6,11 @@ Here rather than in app.py: app.py runs anew on every page run, and a cached fun
 from __future__ import annotations
 
 import functools
-import io
-from pathlib import Path
 
-from PIL import Image
+from streamlit import config
 
 from symlab.runs.device import describe_device, set_threads
 from symlab.serving.heap import return_large_blocks
-
-ASSETS = Path(__file__).resolve().parents[2] / "assets"
-CARD_MAX_WIDTH_PX = 1460  # Streamlit's widest content: it would scale a wider picture down on every run
 
 
 @functools.cache
@@ -38,18 +33,28 @@ def device_text() -> str:
 
 
 @functools.cache
-def card_picture(name: str) -> bytes | None:
-    """A lab card's picture (assets/cards/<name>.png) as st.image sends it, a JPEG no wider than the page, made once
-    per process: given the PNG, st.image decodes, scales and re-encodes it on every run (80 % of the home page's
-    CPU); given these bytes, it sends them as they are."""
-    path = ASSETS / "cards" / f"{name}.png"
-    if not path.exists():
-        return None
-    picture = Image.open(path).convert("RGB")
-    if picture.width > CARD_MAX_WIDTH_PX:
-        picture = picture.resize(
-            (CARD_MAX_WIDTH_PX, round(picture.height * CARD_MAX_WIDTH_PX / picture.width)), Image.Resampling.LANCZOS
-        )
-    encoded = io.BytesIO()
-    picture.save(encoded, format="JPEG", quality=90)
-    return encoded.getvalue()
+def theme_read_once() -> bool:
+    """Streamlit's reader of config sections, with the theme's sections read once per configuration; whether it is
+    in place.
+
+    Each run's ``new_session`` message carries the theme's six sections (``[theme]``, ``[theme.light]``, …), and
+    Streamlit reads each by scanning every config option for the section's (``config.get_options_for_section``: a
+    few hundred options under a lock): six scans, 0.4–0.5 ms of every page run and timer's redraw. A theme option
+    cannot be set while the server runs (``st.set_option`` takes only ``client.*`` options then), so each theme
+    section's options are kept as first read, for the configuration they were read from (one parsed again is a new
+    one); every other section is read as before. Streamlit's own code builds the message from the same values
+    (tests/test_process.py checks it is byte for byte the same)."""
+    reader = config.get_options_for_section
+    read: dict[tuple[str, int], dict] = {}
+
+    def get_options_for_section(section: str) -> dict:
+        if section != "theme" and not section.startswith("theme."):
+            return reader(section)
+        key = (section, id(config.get_config_options()))
+        if key not in read:
+            read[key] = reader(section)
+        return dict(read[key])  # a copy, as Streamlit's reader gives: its caller may change it
+
+    get_options_for_section.streamlits = reader
+    config.get_options_for_section = get_options_for_section
+    return True

@@ -5,7 +5,7 @@ orders and reshuffled restarts: what the extra starts cost, and how much closer 
 the same descents with their cost matrices built from pairwise unit differences (a broadcast over
 h × h × features) instead of one matrix product of unit features.
 
-    python benchmarks/bench_align.py [--quick] [--json] [--noise X]
+    python benchmarks/bench_align.py [--quick | --smoke] [--json] [--noise X]
 
 q_A has PyTorch-like means (U(±1/√fan_in)) and standard deviations U(0.01, 0.1); q_B is q_A with
 every hidden layer randomly permuted and every mean and standard deviation perturbed by noise of
@@ -37,6 +37,7 @@ sys.path.insert(0, str(ROOT))
 
 from symlab.lib import align  # noqa: E402
 from symlab.lib.gaussian import DiagonalGaussian  # noqa: E402
+from symlab.runs.device import measured_rates  # noqa: E402
 
 
 def posterior_pair(
@@ -118,21 +119,30 @@ def measure(width: int, depth: int, baseline: bool, repeats: int, noise: float) 
     return row
 
 
-def main(argv=None) -> int:
+def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="widths up to 256, one repeat")
-    parser.add_argument("--json", action="store_true")
+    size = parser.add_mutually_exclusive_group()
+    size.add_argument("--quick", action="store_true", help="widths up to 256, one repeat")
+    size.add_argument("--smoke", action="store_true", help="one 784-16-10 pair, one repeat (what a test runs)")
+    parser.add_argument("--json", action="store_true", help="one JSON line: the machine's rates and every row")
     parser.add_argument("--noise", type=float, default=0.5, help="q_B's perturbation, × the means' scale")
     args = parser.parse_args(argv)
-    widths = [16, 64, 256] if args.quick else [16, 64, 256, 1024]
-    repeats = 1 if args.quick else 3
-    rows = [measure(w, d, baseline=w <= 256, repeats=repeats, noise=args.noise) for d in (1, 2, 3) for w in widths]
+    widths = [16] if args.smoke else [16, 64, 256] if args.quick else [16, 64, 256, 1024]
+    depths = (1,) if args.smoke else (1, 2, 3)
+    repeats = 1 if args.quick or args.smoke else 3
+    rates = measured_rates().in_units()
+    rows = [measure(w, d, baseline=w <= 256, repeats=repeats, noise=args.noise) for d in depths for w in widths]
     base = rows[0]["seconds"]
     for row in rows:
         row["ratio_to_smallest"] = row["seconds"] / base
+    report = {"rates": rates, "rows": rows}
     if args.json:
-        print(json.dumps(rows))
-        return 0
+        print(json.dumps(report))
+        return report
+    print(
+        f"machine, one BLAS thread: {rates['matmul_gflops']:.0f} GFLOP/s in products, "
+        f"{rates['elements_g_per_s']:.2f} G elements/s"
+    )
     print(
         f"{'net':>22} {'params':>10} {'align (ms)':>11} {'× smallest':>11} {'starts':>7} {'× 3 starts':>11} "
         f"{'gain':>7} {'sweeps':>7} {'start':>22} {'W2 before':>10} {'after':>8} {'pairwise':>9} {'same':>5}"
@@ -145,8 +155,8 @@ def main(argv=None) -> int:
             f"{row['starts']:>7} {row['cost_of_starts']:>10.1f}× {row['gain']:>7.2%} {row['sweeps']:>7} "
             f"{row['start']:>22} {row['w2_before']:>10.3f} {row['w2_after']:>8.3f} {extra}"
         )
-    return 0
+    return report
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

@@ -9,7 +9,7 @@ Every variant steps from a copy of the same state on the same minibatches and no
 interleaved over --rounds and the fastest round counts. Prints ratios to the MFVI step, then one
 JSON line. Target: SGM-blocks (B = 2 and B = 4) ≤ 1.3× MFVI.
 
-    python benchmarks/bench_blocks.py [--rounds 5] [--steps 60]
+    python benchmarks/bench_blocks.py [--rounds 5] [--steps 60] [--images 20000] [--smoke]
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from symlab.labs.mnist import experiment as mnist
 from symlab.lib import mnist_data  # noqa: E402
+from symlab.runs.device import measured_rates  # noqa: E402
 
 WIDTH, BATCH = 400, 128
 VARIANTS = {
@@ -38,7 +39,7 @@ VARIANTS = {
 
 def trainer(tensors, init_sd: float, **variant) -> mnist.MnistTrainer:
     config = mnist.MnistConfig(
-        hidden=WIDTH, batch_size=BATCH, init_sd=init_sd, train_subset=20_000, device="cpu", **variant
+        hidden=WIDTH, batch_size=BATCH, init_sd=init_sd, train_subset=len(tensors.train_y), device="cpu", **variant
     )
     return mnist.MnistTrainer(config, tensors, torch.device("cpu"))
 
@@ -54,11 +55,14 @@ def state(tensors, name: str) -> dict:
 def time_steps(tensors, start: dict, variant: dict, steps: int) -> tuple[float, float]:
     """Seconds per step over ``steps`` steps from ``start``, and the fraction with an active I term."""
     run = trainer(tensors, 1e-3, **variant)
-    run.load_state_dict(copy.deepcopy(start))
+    # The start's q, curvature and optimiser; a variant's own state (SGM's information gradient) starts afresh.
+    state = run.state_dict()
+    state.update({name: value for name, value in start.items() if name in state and name != "config"})
+    run.load_state_dict(copy.deepcopy(state))
     generator = torch.Generator().manual_seed(1)
     order = torch.randperm(len(tensors.train_y), generator=generator)
     if run.config.method == "sgm" and run.config.mi == "blocks":
-        run.block_plan = run._plan_blocks(1, 0)
+        run.block_plan = run._plan_blocks(0)
     noises = [torch.randn(run.layout.n_params, generator=generator) for _ in range(steps)]
     active = 0
     started = time.perf_counter()
@@ -69,16 +73,22 @@ def time_steps(tensors, start: dict, variant: dict, steps: int) -> tuple[float, 
     return (time.perf_counter() - started) / steps, active / steps
 
 
-def main(argv=None) -> int:
+def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--steps", type=int, default=60)
+    parser.add_argument("--images", type=int, default=20_000, help="training images (the trained state's epoch)")
+    parser.add_argument("--smoke", action="store_true", help="one round of 2 steps on 512 images (what a test runs)")
     args = parser.parse_args(argv)
+    if args.smoke:
+        args.rounds, args.steps, args.images = 1, 2, 512
     torch.set_num_threads(1)
+    rates = measured_rates().in_units()
+    print(f"machine, one thread: {rates['matmul_gflops']:.0f} GFLOP/s, {rates['elements_g_per_s']:.2f} G elements/s")
     data = mnist_data.load_mnist()
-    config = mnist.MnistConfig(hidden=WIDTH, train_subset=20_000)
+    config = mnist.MnistConfig(hidden=WIDTH, train_subset=args.images)
     tensors = mnist.prepare_tensors(data, config, torch.device("cpu"))
-    report = {}
+    report = {"rates": rates, "images": args.images, "rounds": args.rounds, "steps": args.steps}
     for state_name in ("start", "trained"):
         start = state(tensors, state_name)
         best = {name: float("inf") for name in VARIANTS}
@@ -95,8 +105,8 @@ def main(argv=None) -> int:
                 report[f"{name}_active_{state_name}"] = active[name]
                 print(f"  {name:<12} {ratio:5.2f}× MFVI   (I term active in {100 * active[name]:.0f} % of steps)")
     print(json.dumps(report))
-    return 0
+    return report
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

@@ -6,7 +6,9 @@ registry kind (SQLite) and data.
 The overhead of a run is its wall time from submission to its recorded end, less the training time its
 worker reports (``train_seconds``): process or actor start, imports, loading MNIST, registry writes.
 
-    python benchmarks/bench_cluster.py [--runs 16]
+    python benchmarks/bench_cluster.py [--runs 16] [--json]
+
+A test runs it at its smallest setting, ``--runs 2``.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from symlab.labs import run_kinds
 from symlab.labs.mnist.experiment import MnistConfig  # noqa: E402
 from symlab.runs import supervisor  # noqa: E402
+from symlab.runs.device import measured_rates  # noqa: E402
 from symlab.runs.registry import Registry  # noqa: E402
 from symlab.specs.run_kind import ACTIVE, FINISHED  # noqa: E402
 from symlab.specs.settings import RunLimits  # noqa: E402
@@ -55,29 +58,35 @@ def sweep(executor: str, count: int) -> dict:
     return {"total_s": total, "overhead_per_run_s": statistics.median(overheads)}
 
 
-def main() -> None:
+def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=16)
-    args = parser.parse_args()
+    parser.add_argument("--json", action="store_true", help="one JSON line: the machine's rates and the ratios")
+    args = parser.parse_args(argv)
+    rates = measured_rates().in_units()
     os.environ["SYMLAB_WORKER_THREADS"] = "1"  # the local workers read it; Ray actors get one CPU each
     import ray
 
     ray.init(num_cpus=CONCURRENT, namespace="symlab", include_dashboard=False, log_to_driver=False)
-    local = sweep("local", args.runs)
-    on_ray = sweep("ray", args.runs)
-    ray.shutdown()
+    try:
+        local = sweep("local", args.runs)
+        on_ray = sweep("ray", args.runs)
+    finally:
+        ray.shutdown()
+    report = {
+        "rates": rates,
+        "runs": args.runs,
+        "total_ratio": on_ray["total_s"] / local["total_s"],
+        "overhead_ratio": on_ray["overhead_per_run_s"] / local["overhead_per_run_s"],
+    }
+    if args.json:
+        print(json.dumps(report))
+        return report
+    print(f"machine, one thread: {rates['matmul_gflops']:.0f} GFLOP/s, {rates['elements_g_per_s']:.2f} G elements/s")
     print(f"{args.runs} tiny runs, {CONCURRENT} at a time; ratios to the local executor:")
-    print(f"  total time      ray / local = {on_ray['total_s'] / local['total_s']:.2f}")
-    print(f"  overhead a run  ray / local = {on_ray['overhead_per_run_s'] / local['overhead_per_run_s']:.2f}")
-    print(
-        json.dumps(
-            {
-                "runs": args.runs,
-                "total_ratio": on_ray["total_s"] / local["total_s"],
-                "overhead_ratio": on_ray["overhead_per_run_s"] / local["overhead_per_run_s"],
-            }
-        )
-    )
+    print(f"  total time      ray / local = {report['total_ratio']:.2f}")
+    print(f"  overhead a run  ray / local = {report['overhead_ratio']:.2f}")
+    return report
 
 
 if __name__ == "__main__":

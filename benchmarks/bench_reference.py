@@ -1,7 +1,7 @@
 """Posterior-approximation lab: reference checkpoints per CPU-second, many networks trained as one computation
 (symlab.lib.ensembles.train_networks) against one at a time, in one process with one thread.
 
-    python benchmarks/bench_reference.py [--quick] [--json]
+    python benchmarks/bench_reference.py [--quick | --smoke] [--json]
 
 Two baselines for one network at a time: the same code with a stack of one network, and the loop a
 researcher would write (an nn.Module, torch.optim.SGD with the same momentum and weight decay, the same
@@ -25,8 +25,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from symlab.lib import ensembles, networks  # noqa: E402
+from symlab.runs.device import measured_rates  # noqa: E402
 
 IMAGES = 4000
+SMOKE_IMAGES = 256
 
 
 def cpu_seconds(work) -> float:
@@ -52,10 +54,10 @@ def module_loop(arch, x, y, recipe, seed: int, index: int) -> None:
         optimiser.step()
 
 
-def measure(name: str, nets: int, alone: int) -> dict:
+def measure(name: str, nets: int, alone: int, images: int = IMAGES) -> dict:
     arch = networks.architecture(name, 16)
     g = torch.Generator().manual_seed(0)
-    x, y = torch.randn(IMAGES, 1, 28, 28, generator=g), torch.randint(0, 10, (IMAGES,), generator=g)
+    x, y = torch.randn(images, 1, 28, 28, generator=g), torch.randint(0, 10, (images,), generator=g)
     recipe = ensembles.Recipe(epochs=1, momentum=0.9)
     batched = cpu_seconds(lambda: ensembles.train_networks(arch, x, y, recipe, 0, range(nets))) / nets
     stack_of_one = (
@@ -72,25 +74,35 @@ def measure(name: str, nets: int, alone: int) -> dict:
     }
 
 
-def main(argv=None) -> int:
+def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="16 networks batched, 2 alone")
-    parser.add_argument("--json", action="store_true")
+    size = parser.add_mutually_exclusive_group()
+    size.add_argument("--quick", action="store_true", help="16 networks batched, 2 alone")
+    size.add_argument(
+        "--smoke", action="store_true", help=f"2 batched, 1 alone, {SMOKE_IMAGES} images (what a test runs)"
+    )
+    parser.add_argument("--json", action="store_true", help="one JSON line: the machine's rates and every row")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
-    nets, alone = (16, 2) if args.quick else (64, 4)
-    rows = [measure(name, nets, alone) for name in ("convnet", "mlp")]
+    rates = measured_rates().in_units()
+    nets, alone, images = (2, 1, SMOKE_IMAGES) if args.smoke else (16, 2, IMAGES) if args.quick else (64, 4, IMAGES)
+    report = {
+        "rates": rates,
+        "images": images,
+        "rows": [measure(name, nets, alone, images) for name in ("convnet", "mlp")],
+    }
     if args.json:
-        print(json.dumps(rows, indent=1))
-        return 0
+        print(json.dumps(report))
+        return report
+    print(f"machine, one thread: {rates['matmul_gflops']:.0f} GFLOP/s, {rates['elements_g_per_s']:.2f} G elements/s")
     print(f"{'network':<26}{'batched':>9}{'vs stack of 1':>15}{'vs module loop':>16}")
-    for row in rows:
+    for row in report["rows"]:
         print(
             f"{row['architecture']:<26}{row['networks']:>9}{row['speedup_vs_stack_of_one']:>14.1f}x"
             f"{row['speedup_vs_module_loop']:>15.1f}x"
         )
-    return 0
+    return report
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

@@ -188,7 +188,7 @@ def measure(rows, rates) -> list[dict]:
     return found
 
 
-def main(argv=None) -> int:
+def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", default="", help="comma-separated row names (default: all)")
     parser.add_argument("--json", action="store_true", help="also one JSON line with every row")
@@ -207,10 +207,11 @@ def main(argv=None) -> int:
     rows = measure([row for row in ROWS if not wanted or row.name in wanted], rates)
     inside = sum(row["within"] for row in rows)
     print(f"\n{inside} of {len(rows)} rows within {LOW:g}–{HIGH:g}× their estimate.")
+    report = {"rates": vars(rates), "rows": rows}
     if args.json:
-        print(json.dumps({"rates": vars(rates), "rows": rows}))
-    return 0
+        print(json.dumps(report))
+    return report
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

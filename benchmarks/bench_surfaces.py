@@ -2,6 +2,8 @@
 
     python benchmarks/bench_surfaces.py [--repeat 5] [--json]
 
+``--repeat 1`` is its smallest setting, which a test runs.
+
 For each page with a landscape (tractable BNN, mode interpolation, alignment) and its default settings, two costs
 of the landscape and of the page's first chart (toy: the live posterior; modes: the densities along e₁;
 align: the loss along the path), CPU-seconds on one thread, the best of ``--repeat``:
@@ -10,8 +12,9 @@ align: the loss along the path), CPU-seconds on one thread, the best of ``--repe
   computes before it draws its first chart: the toy's landscape (the exact posterior's display grid, which the
   first chart computes) against the exact posterior and the trainer's starts; the reverse-KL landscape against
   the sweep, α* and the fit at α; the loss over the plane against training and aligning the pair;
-* frame: what every redraw builds for the browser (a live tick, a player's frame): for the first chart its
-  Vega-Lite spec as JSON and its datasets as Arrow, for the landscape its figure (the grid encoded once per
+* frame: what every redraw builds for the browser (a player's frame): for the toy's first chart the player's first
+  frame encoded (its charts' specs are sent once per setting), for the others their Vega-Lite spec as JSON and their
+  datasets as Arrow, for the landscape its figure (the grid encoded once per
   setting, the lines each frame) as the JSON the component carries; and the bytes sent.
 
 The target: each landscape costs no more than its page's first chart, compute and frame alike (ratio ≤ 1).
@@ -31,13 +34,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
 
 from symlab.labs.align import experiment as align_lab  # noqa: E402
 from symlab.labs.modes import experiment as modes  # noqa: E402
+from symlab.labs.modes import frames  # noqa: E402
 from symlab.labs.modes.config import SweepConfig  # noqa: E402
 from symlab.labs.toy import experiment as toy  # noqa: E402
-from symlab.lib import two_relu  # noqa: E402
+from symlab.labs.toy import live  # noqa: E402
 from symlab.runs.device import measured_rates, set_threads  # noqa: E402
 
 warnings.filterwarnings("ignore")  # Streamlit's caches outside a running app say so once per call
@@ -75,29 +78,27 @@ def toy_rows(repeat: int) -> dict:
 
     config = toy.ToyConfig()
 
-    def opened():  # what the page computes before it draws its first chart (bench_interactions.py's "open")
-        return toy.exact_view(config), two_relu.ToyTrainer(toy.starts_of("mfvi", config) + toy.starts_of("sgm", config))
+    def opened():  # what the page computes before it draws its first chart: the exact view and the first frame
+        view = toy.exact_view(config, live.DISPLAY_GRID)
+        return view, live.live_trajectory(config, frames=1)
 
-    first_compute, (view, _) = best_cpu(opened, repeat)
-    data, exact, display, *_ = view
-    trainer = two_relu.ToyTrainer(toy.starts_of("mfvi", config) + toy.starts_of("sgm", config))
-    trainer.train_to(200, 20)
-    fits = page.live_fits(trainer, config, exact)
-    means, stds = trainer.parameters()
-    spec = page.posterior_spec(False)
-    page.posterior_image(config)  # made once per setting, as on the page
-    first_frame, first_bytes = best_cpu(
-        lambda: vega_frame(spec, page.posterior_data(config, fits, means, stds)), repeat * 4
-    )
+    first_compute, (view, trajectory) = best_cpu(opened, repeat)
+    exact, display = view[1], view[2]
+    # The player's first frame, the browser's copy of what it draws (its charts' specs are made once per setting).
+    first_frame, first_animation = best_cpu(lambda: live.live_animation(config, trajectory, view), repeat * 4)
+    snapshot = trajectory.frame(0)
+    fits = live.frame_fits(config, snapshot, exact)
     surface_compute, surface = best_cpu(lambda: toy.posterior_surface(display), repeat)
-    fitted = page.fitted_now(trainer, fits)
+    fitted = page.fitted_now(snapshot, fits)
     frame, frame_bytes = best_cpu(
         lambda: landscape_frame(
             surface, toy.landscape_lines(surface, config, fitted), page.LANDSCAPE_STYLES, page.surfaces.CAMERA
         ),
         repeat * 4,
     )
-    return row("toy", "live posterior", first_compute, first_frame, first_bytes, surface_compute, frame, frame_bytes)
+    return row(
+        "toy", "live posterior", first_compute, first_frame, first_animation.size, surface_compute, frame, frame_bytes
+    )
 
 
 def modes_rows(repeat: int) -> dict:
@@ -114,12 +115,12 @@ def modes_rows(repeat: int) -> dict:
         return modes.optimum_from_start(alpha, sigma)
 
     first_compute, (mean, std, _) = best_cpu(opened, repeat)
-    x = page.density_grid(alpha, sigma)
+    x = frames.density_grid(alpha, sigma)
 
-    def density_data():
-        target = charts.lines_frame("target p_α", x, np.exp(modes.log_mixture(x, alpha, sigma)))
-        fitted = charts.lines_frame("q (reverse KL)", x, page.normal_pdf(x, mean, std))
-        return {"lines": pd.concat([target, fitted])}
+    def density_data():  # as the page's density_lines makes them (kept there once per setting)
+        target = (page.DENSITY_SERIES[0].label, x, np.exp(modes.log_mixture(x, alpha, sigma)))
+        fitted = (page.DENSITY_SERIES[1].label, x, page.normal_pdf(x, mean, std))
+        return {"lines": charts.lines_bytes([target, fitted])}
 
     spec = page.density_spec(False, False)
     first_frame, first_bytes = best_cpu(lambda: vega_frame(spec, density_data()), repeat * 4)
@@ -128,7 +129,7 @@ def modes_rows(repeat: int) -> dict:
     frame, frame_bytes = best_cpu(
         lambda: landscape_frame(
             surface,
-            modes.path_lines(path, 500, (mean, std, 0.0), page.FRAME_STRIDE),
+            modes.path_lines(path, 500, (mean, std, 0.0), frames.FRAME_STRIDE),
             page.LANDSCAPE_STYLES,
             page.LANDSCAPE_CAMERA,
         ),
@@ -172,7 +173,7 @@ def row(lab, first, first_compute, first_frame, first_bytes, compute, frame, fra
     }
 
 
-def report(rows: list[dict], rates) -> str:
+def table(rows: list[dict], rates) -> str:
     out = [
         f"Rates on one thread: matrix products {rates.matmul_flops / 1e9:.0f} GFLOP/s, array elements "
         f"{rates.elementwise / 1e9:.2f} G/s, normal draws {rates.normals / 1e6:.0f} M/s. CPU-ms, best of the repeats.",
@@ -193,7 +194,7 @@ def report(rows: list[dict], rates) -> str:
     return "\n".join(out)
 
 
-def main(argv=None) -> int:
+def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5, help="runs of each measurement; the best counts (default 5)")
     parser.add_argument("--json", action="store_true", help="also one JSON line with every row")
@@ -201,11 +202,12 @@ def main(argv=None) -> int:
     set_threads(1)
     rates = measured_rates()
     rows = [toy_rows(args.repeat), modes_rows(args.repeat), align_rows(args.repeat)]
-    print(report(rows, rates))
+    print(table(rows, rates))
+    report = {"rates": vars(rates), "rows": rows}
     if args.json:
-        print(json.dumps({"rates": vars(rates), "rows": rows}))
-    return 0
+        print(json.dumps(report))
+    return report
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

@@ -4,7 +4,7 @@ solve (batched damped Newton, symlab.lib.symmetry.min_mass) against scipy's L-BF
 objective, for one- and two-hidden-layer MNIST-shaped nets. One process; ratios against the
 baselines.
 
-    python benchmarks/bench_symmetry.py [--quick] [--json]
+    python benchmarks/bench_symmetry.py [--quick | --smoke] [--json]
 
 (a) The loop extrapolates from a few hundred nets (its time per net does not depend on how many
 there are). (b) Nets are 784-w-10 and 784-w-w-10 with PyTorch's default initialisation and every
@@ -32,6 +32,7 @@ sys.path.insert(0, str(ROOT))
 
 from symlab.labs.symmetry import experiment as symmetry_lab  # noqa: E402
 from symlab.lib import mlp, symmetry  # noqa: E402
+from symlab.runs.device import measured_rates  # noqa: E402
 
 TOL = 1e-10  # min_mass's default: max |gradient| ≤ TOL · mass
 
@@ -180,21 +181,25 @@ def min_mass_row(widths: list[int], seed: int, repeats: int) -> dict:
 
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="fewer nets and widths (about 20 s)")
+    size = parser.add_mutually_exclusive_group()
+    size.add_argument("--quick", action="store_true", help="fewer nets and widths (about 20 s)")
+    size.add_argument("--smoke", action="store_true", help="a few nets, one small width (what a test runs)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the tables")
     args = parser.parse_args(argv)
     say = (lambda *a, **k: None) if args.json else print
+    rates = measured_rates().in_units()
+    say(f"machine, one thread: {rates['matmul_gflops']:.0f} GFLOP/s, {rates['elements_g_per_s']:.2f} G elements/s")
 
     torch.manual_seed(0)
     symmetry_lab.train_perceptrons(symmetry_lab.PerceptronConfig(nets=50, epochs=1))  # warm-up
-    loop = loop_rate(40 if args.quick else 300)
+    loop = loop_rate(4 if args.smoke else 40 if args.quick else 300)
     say(f"perceptrons (2-2-1, 10 epochs, 400 points, batch 10); torch threads: {torch.get_num_threads()}")
     say(
         f"  Python loop, one net at a time  {loop['nets']:>6} nets  {loop['seconds']:7.2f} s  "
         f"{loop['nets_per_second']:9.1f} nets/s   median final loss {loop['median_final_loss']:.4f}"
     )
     batched = []
-    for nets in (1000, 5000) if args.quick else (1000, 5000, 10_000):
+    for nets in (200,) if args.smoke else (1000, 5000) if args.quick else (1000, 5000, 10_000):
         row = batched_rate(nets)
         row["speedup"] = row["nets_per_second"] / loop["nets_per_second"]
         batched.append(row)
@@ -204,7 +209,7 @@ def main(argv=None) -> dict:
             f"{row['speedup']:6.1f}x the loop   (kept {row['kept']})"
         )
 
-    widths = (16, 64, 256) if args.quick else (16, 64, 256, 1024)
+    widths = (16,) if args.smoke else (16, 64, 256) if args.quick else (16, 64, 256, 1024)
     say("\nmin-mass of one net: damped Newton (min_mass) vs scipy L-BFGS-B with the analytic gradient")
     say(
         f"  {'net':>20} {'Newton s':>9} {'it':>3} {'L-BFGS-B s':>11} {'it':>5} {'L-BFGS/Newton':>14} "
@@ -223,6 +228,7 @@ def main(argv=None) -> dict:
                 f"{row['lbfgs_relative_gradient']:8.1e}"
             )
     report = {
+        "rates": rates,
         "perceptrons": {"loop": loop, "batched": batched},
         "min_mass": mass_rows,
         "torch_threads": torch.get_num_threads(),

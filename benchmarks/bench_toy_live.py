@@ -2,7 +2,7 @@
 the browser and the server; with ``--before REF``, the app at that git ref against the working tree, with ratios
 (an app whose server ticks the player, as before the toy played in the browser, is measured the same way).
 
-    python benchmarks/bench_toy_live.py [--seconds 15] [--before REF] [--repeats 1] [--url http://127.0.0.1:8501]
+    python benchmarks/bench_toy_live.py [--seconds 15] [--before REF] [--repeats 1] [--url http://127.0.0.1:8501] [--json]
 
 For each app (the ref's, checked out with ``git worktree add`` into a temporary directory and removed
 afterwards; then the working tree's) it starts a server, opens /toy in Chromium, presses Play and
@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import re
 import shutil
@@ -45,6 +46,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from conftest import CHROMIUM, app_process  # noqa: E402
+
+from symlab.runs.device import measured_rates  # noqa: E402
 
 TARGET_PER_SECOND = 5.0
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -326,30 +329,39 @@ def report_pair(before: dict, after: dict, ref: str) -> None:
         )
 
 
-def main():
+def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seconds", type=float, default=15.0)
+    parser.add_argument(
+        "--seconds", type=float, default=15.0, help="of play measured (2: its smallest, which a test runs)"
+    )
     parser.add_argument("--url", help="an already running SymLab server (measures that one only)")
     parser.add_argument("--before", metavar="REF", help="also measure the app at this git ref, and compare")
     parser.add_argument("--repeats", type=int, default=1, help="measurements of each app, alternating; medians")
-    args = parser.parse_args()
+    parser.add_argument("--json", action="store_true", help="also one JSON line: the machine's rates and each app's")
+    args = parser.parse_args(argv)
+    rates = measured_rates().in_units()
+    print(f"machine, one thread: {rates['matmul_gflops']:.0f} GFLOP/s, {rates['elements_g_per_s']:.2f} G elements/s")
     if args.url:
-        report_one("server at " + args.url, measure(args.url, args.seconds))
-        return
-    apps = [("working tree", ROOT)]
-    with contextlib.ExitStack() as stack:
-        if args.before:
-            apps.insert(0, (args.before, stack.enter_context(checkout(args.before))))
-        results = {name: [] for name, _ in apps}
-        for _ in range(args.repeats):
-            for name, root in apps:
-                with app_server(root) as (url, pid):
-                    results[name].append(measure(url, args.seconds, pid))
-    merged = {name: median_result(found) for name, found in results.items()}
+        merged = {"server at " + args.url: measure(args.url, args.seconds)}
+    else:
+        apps = [("working tree", ROOT)]
+        with contextlib.ExitStack() as stack:
+            if args.before:
+                apps.insert(0, (args.before, stack.enter_context(checkout(args.before))))
+            results = {name: [] for name, _ in apps}
+            for _ in range(args.repeats):
+                for name, root in apps:
+                    with app_server(root) as (url, pid):
+                        results[name].append(measure(url, args.seconds, pid))
+        merged = {name: median_result(found) for name, found in results.items()}
     for name, result in merged.items():
         report_one(name + (f" (median of {args.repeats})" if args.repeats > 1 else ""), result)
     if args.before:
         report_pair(merged[args.before], merged["working tree"], args.before)
+    report = {"rates": rates, "seconds": args.seconds, "apps": merged}
+    if args.json:
+        print(json.dumps(report, default=float))
+    return report
 
 
 if __name__ == "__main__":

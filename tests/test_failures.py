@@ -13,7 +13,7 @@ from symlab.labs import run_kinds
 from symlab.labs.mnist import experiment as mnist
 from symlab.labs.mnist.experiment import MnistConfig
 from symlab.runs import supervisor
-from symlab.runs.database import SqliteDatabase
+from symlab.runs.database import DatabaseError, SqliteDatabase
 from symlab.runs.registry import Registry, RegistryError
 from symlab.specs import settings
 from symlab.specs.run_kind import FAILED, FINISHED, RESUMABLE
@@ -94,6 +94,15 @@ def test_an_unwritable_registry_refuses_new_runs_and_keeps_the_old(registry, mon
     assert not at.exception
     assert any("Not launched" in e.value and reason in e.value for e in at.error)
     assert [run.status for run in registry.runs()] == [FINISHED]
+
+
+def test_a_registry_that_cannot_be_read_says_so_when_asked_for_the_queue(registry, monkeypatch):
+    def unreadable(*args, **kwargs):
+        raise DatabaseError("disk I/O error")
+
+    monkeypatch.setattr(registry.db, "transaction", unreadable)
+    with pytest.raises(RegistryError, match="disk I/O error"):
+        registry.queue_positions()
 
 
 def test_a_full_disk_while_training_fails_the_run_resumably(registry, monkeypatch):

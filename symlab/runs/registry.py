@@ -520,7 +520,7 @@ class Registry:
             with self.db.transaction(write=False) as connection:
                 queue = self._fair_queue(connection)
         except DatabaseError as error:
-            raise self._failure(error) from None
+            raise self._failure(error, writing=False) from None
         places: dict[str, int] = {}
         positions = {}
         for row in queue:

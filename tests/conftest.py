@@ -13,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import fast_lane
 import prerequisites
 import pytest
 from hypothesis import settings
@@ -50,6 +51,10 @@ def fixtures_used(item) -> set[str]:
     if getattr(getattr(item, "callspec", None), "params", {}).get("database") == "postgresql":
         used.add("postgres_server_url")
     return used
+
+
+def pytest_configure(config):
+    fast_lane.register(config)  # the fast lane's time against its budget (tests/fast_lane.py)
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -204,6 +204,23 @@ def test_cost_matrix_form_equals_the_direct_computation():
             )
 
 
+def test_infonce_is_below_min_of_exact_mi_and_log_k():
+    """The fast lane's twin of the next test: the bound alone, for K = 2 and 16, on 300 draws each."""
+    layout = mlp.Layout((2, 4, 1))
+    mu, log_sd, _ = random_posterior(layout, 2, mean_scale=0.6, sd=0.7)
+    generator = torch.Generator().manual_seed(3)
+    exact = bnn.exact_mutual_information(layout, mu, log_sd, 3000, generator)
+    for K in (2, 16):
+        values = []
+        for _ in range(300):
+            w, noise = bnn.sample_weights(mu, log_sd, generator, return_noise=True)
+            values.append(bnn.infonce(layout, w, noise, mu, log_sd, K, generator)[0].item())
+        standard_error = torch.tensor(values).std().item() / math.sqrt(len(values))
+        assert max(values) <= math.log(K) + 1e-9
+        assert sum(values) / len(values) <= exact + 4 * standard_error + 0.02
+
+
+@pytest.mark.slow  # 1 500 draws for each K up to 128: 7 s
 def test_infonce_is_below_min_of_exact_mi_and_log_k_and_approaches_it():
     # Four hidden units with close means and wide posteriors: the 24 permuted copies overlap,
     # so 0 < I < log 24 and the bound is not trivial.

@@ -81,6 +81,7 @@ def test_every_need_is_tied_to_the_fixtures_that_use_it(fixture):
     assert any(fixture in n.fixtures for n in prerequisites.NEEDS)
 
 
+@pytest.mark.slow  # two pytest processes of its own
 def test_collecting_alone_installs_nothing(tmp_path):
     """`pytest --collect-only` runs no test, so it neither installs nor stops for a missing prerequisite: with
     Chromium pointed nowhere and installing forbidden, collecting the browser tests still succeeds, while running

@@ -61,6 +61,7 @@ def test_chains_in_swapped_copies_look_unconverged_until_the_units_are_sorted():
     assert run["ess_canonical"] > run["ess_raw"]
 
 
+@pytest.mark.slow  # two processes of its own, each sampling
 def test_the_command_reports_hmc_beside_the_exact_answer():
     command = [sys.executable, "-m", "symlab", "toy", "--alpha", "1", "--steps", "50", "--hmc", "--hmc-chains", "4"]
     command += ["--hmc-warmup", "100", "--hmc-samples", "200"]

@@ -1,10 +1,12 @@
 """The fast lane's budget: ``python -m pytest -m "not slow"`` finishes within :data:`BUDGET_SECONDS` on a two-core
 machine, collection included, on one core as the README runs it.
 
-The whole suite, run as CI runs it (one process, the default test paths, no selection), measures the fast lane as it
-goes: its collection, and every fast test's setup, call and teardown. The fast lane run alone measures itself, from
-start to end. Either way the run ends with the time against the budget, and fails when over it, naming the slowest
-fast tests (move the heaviest to the slow lane, each with a small fast twin)."""
+Run alone, the fast lane measures itself from start to end, and fails when over the budget, naming its slowest tests
+(move the heaviest to the slow lane, each with a small fast twin). The whole suite, run as CI runs it (one process,
+the default test paths, no selection), measures the fast lane as it goes (its collection, and every fast test's
+setup, call and teardown) and says it against the budget without failing: inside an hour of other tests, what the
+slow ones leave running (servers stopping, workers ending) lands in the fast tests' times.
+"""
 
 from __future__ import annotations
 
@@ -78,7 +80,8 @@ class FastLaneClock:
             reporter.write_line(f"{line}: OVER", red=True, bold=True)
             for nodeid, spent in slowest:
                 reporter.write_line(f"  {spent:6.1f} s  {nodeid}")
-        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        if mode == "alone":
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 def register(config: pytest.Config) -> None:

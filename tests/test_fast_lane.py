@@ -1,5 +1,6 @@
 """tests/fast_lane.py: the fast lane's time against its budget, on a small suite of its own (one fast and one slow
-test, a second each) run as CI runs the whole suite, as the fast lane runs alone, and with a selection."""
+test, a second each) run as CI runs the whole suite (said), as the fast lane runs alone (failed when over), and with
+a selection (not judged)."""
 
 import subprocess
 import sys
@@ -52,9 +53,9 @@ def run_suite(tmp_path: Path, budget: float, *args: str) -> subprocess.Completed
     )
 
 
-def test_the_whole_suite_fails_when_its_fast_lane_is_over_budget(tmp_path):
+def test_the_whole_suite_says_when_its_fast_lane_is_over_budget(tmp_path):
     done = run_suite(tmp_path, 0.5)
-    assert "2 passed" in done.stdout and done.returncode == pytest.ExitCode.TESTS_FAILED, done.stdout
+    assert "2 passed" in done.stdout and done.returncode == 0, done.stdout
     assert 'fast lane (-m "not slow", 1 tests): 1 s' in done.stdout and "OVER" in done.stdout
     assert "suite/test_suite.py::test_fast" in done.stdout.split("OVER")[1]
     assert "test_slow" not in done.stdout.split("OVER")[1]  # the slow lane's second is not the fast lane's
@@ -65,7 +66,7 @@ def test_within_budget_it_says_its_time(tmp_path):
     assert done.returncode == 0 and "against a budget of 30 s" in done.stdout and "OVER" not in done.stdout
 
 
-def test_the_fast_lane_alone_is_timed_from_start_to_end(tmp_path):
+def test_the_fast_lane_alone_fails_when_over_budget(tmp_path):
     done = run_suite(tmp_path, 0.5, "-m", "not slow")
     assert "1 passed, 1 deselected" in done.stdout and done.returncode == pytest.ExitCode.TESTS_FAILED
     assert "OVER" in done.stdout

@@ -250,6 +250,10 @@ def test_the_slowest_machine_is_emulated_by_the_larger_of_the_two_slow_downs():
     cores, factor = load_test.slowest_machine_cores(dict(matmul_gflops=132.0, elements_g_per_s=4.0), cores=2)
     assert factor == pytest.approx(0.5) and cores == pytest.approx(1.0)
     assert load_test.slowest_machine_cores(dict(matmul_gflops=50.0, elements_g_per_s=2.0), cores=2) == (2.0, 1.0)
+    by_products = load_test.slowest_machine_cores(
+        dict(matmul_gflops=132.0, elements_g_per_s=12.0), 2, ("matmul_gflops",)
+    )
+    assert by_products == pytest.approx((1.0, 0.5))
 
 
 def test_a_short_protocol_run_through_the_class_servers_proxy_at_the_slowest_machines_speed(haproxy):

@@ -21,9 +21,15 @@ RESERVED = (
 )  # never the app's page
 
 
+def path_prefix(base_path: str) -> str:
+    """``base_path`` (Streamlit's ``server.baseUrlPath``: "", "class", "/class/") as the prefix of the server's paths:
+    "" or "/class"."""
+    return "/" + base_path.strip("/") if base_path.strip("/") else ""
+
+
 def pinning_script(base_path: str) -> bytes:
     """The ``<script>`` that tells Streamlit's page the server's root, ``base_path`` under the page's origin."""
-    base = "/" + base_path.strip("/") if base_path.strip("/") else ""
+    base = path_prefix(base_path)
     return (
         b"<script>window.__streamlit = Object.assign(window.__streamlit || {}, "
         b"{BACKEND_BASE_URL: window.location.origin + " + json.dumps(base).encode() + b"});</script>"

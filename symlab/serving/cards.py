@@ -14,6 +14,8 @@ from pathlib import Path
 
 from PIL import Image
 
+from symlab.serving.base_url import path_prefix
+
 CARDS = Path(__file__).resolve().parents[1] / "assets" / "cards"
 CARD_MAX_WIDTH_PX = 1460  # Streamlit's widest content: a wider picture would only be scaled down by the browser
 ROUTE = "/cards"  # under the server's base path; none of Streamlit's routes starts so
@@ -50,10 +52,6 @@ def card_link(name: str) -> str | None:
     return f"{_served_under}{ROUTE}/{file_name(name)}"
 
 
-def _base(base_path: str) -> str:
-    return "/" + base_path.strip("/") if base_path.strip("/") else ""
-
-
 def routes(base_path: str = "") -> list:
     """The route that serves every card's picture under ``base_path``, for ``st.App(routes=...)``; from then on the
     home page links to it."""
@@ -61,7 +59,7 @@ def routes(base_path: str = "") -> list:
     from starlette.routing import Route
 
     global _served_under
-    _served_under = _base(base_path)
+    _served_under = path_prefix(base_path)
     by_file = {file_name(path.stem): path.stem for path in sorted(CARDS.glob("*.png"))}
 
     async def picture(request):

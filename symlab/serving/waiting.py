@@ -16,6 +16,7 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 
 from symlab.serving import shared_results
+from symlab.serving.base_url import path_prefix
 from symlab.specs.tasks import Progress
 
 PENDING = "⏳"  # starts the text of a computation's progress bar while the page waits for it
@@ -114,7 +115,7 @@ def routes(base_path: str = "", watches: Watches | None = None) -> list:
     from starlette.routing import Route
 
     global _served_under
-    _served_under = "/" + base_path.strip("/") if base_path.strip("/") else ""
+    _served_under = path_prefix(base_path)
     watches = WATCHES if watches is None else watches
 
     async def progress(request):

@@ -130,7 +130,8 @@ def main(argv=None) -> dict:
     widths = [16] if args.smoke else [16, 64, 256] if args.quick else [16, 64, 256, 1024]
     depths = (1,) if args.smoke else (1, 2, 3)
     repeats = 1 if args.quick or args.smoke else 3
-    rates = measured_rates().in_units()
+    measured = measured_rates()
+    rates = measured.in_units()
     rows = [measure(w, d, baseline=w <= 256, repeats=repeats, noise=args.noise) for d in depths for w in widths]
     base = rows[0]["seconds"]
     for row in rows:
@@ -139,10 +140,7 @@ def main(argv=None) -> dict:
     if args.json:
         print(json.dumps(report))
         return report
-    print(
-        f"machine, one BLAS thread: {rates['matmul_gflops']:.0f} GFLOP/s in products, "
-        f"{rates['elements_g_per_s']:.2f} G elements/s"
-    )
+    print(measured.described())
     print(
         f"{'net':>22} {'params':>10} {'align (ms)':>11} {'× smallest':>11} {'starts':>7} {'× 3 starts':>11} "
         f"{'gain':>7} {'sweeps':>7} {'start':>22} {'W2 before':>10} {'after':>8} {'pairwise':>9} {'same':>5}"

@@ -83,8 +83,9 @@ def main(argv=None) -> dict:
     if args.smoke:
         args.rounds, args.steps, args.images = 1, 2, 512
     torch.set_num_threads(1)
-    rates = measured_rates().in_units()
-    print(f"machine, one thread: {rates['matmul_gflops']:.0f} GFLOP/s, {rates['elements_g_per_s']:.2f} G elements/s")
+    measured = measured_rates()
+    rates = measured.in_units()
+    print(measured.described())
     data = mnist_data.load_mnist()
     config = mnist.MnistConfig(hidden=WIDTH, train_subset=args.images)
     tensors = mnist.prepare_tensors(data, config, torch.device("cpu"))

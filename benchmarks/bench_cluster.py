@@ -63,7 +63,8 @@ def main(argv=None) -> dict:
     parser.add_argument("--runs", type=int, default=16)
     parser.add_argument("--json", action="store_true", help="one JSON line: the machine's rates and the ratios")
     args = parser.parse_args(argv)
-    rates = measured_rates().in_units()
+    measured = measured_rates()
+    rates = measured.in_units()
     os.environ["SYMLAB_WORKER_THREADS"] = "1"  # the local workers read it; Ray actors get one CPU each
     import ray
 
@@ -82,7 +83,7 @@ def main(argv=None) -> dict:
     if args.json:
         print(json.dumps(report))
         return report
-    print(f"machine, one thread: {rates['matmul_gflops']:.0f} GFLOP/s, {rates['elements_g_per_s']:.2f} G elements/s")
+    print(measured.described())
     print(f"{args.runs} tiny runs, {CONCURRENT} at a time; ratios to the local executor:")
     print(f"  total time      ray / local = {report['total_ratio']:.2f}")
     print(f"  overhead a run  ray / local = {report['overhead_ratio']:.2f}")

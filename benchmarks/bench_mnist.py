@@ -222,14 +222,12 @@ def main(argv=None) -> dict:
     parser.add_argument("--json", action="store_true", help="end with one JSON line of the ratios and accuracies")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
-    rates = measured_rates().in_units()
+    measured = measured_rates()
+    rates = measured.in_units()
     device = mnist.resolve_device(args.device)
     data = mnist_data.load_mnist()
     tensors = mnist.prepare_tensors(data, mnist.MnistConfig(train_subset=args.images), device)
-    print(
-        f"machine, one thread: {rates['matmul_gflops']:.0f} GFLOP/s in products, {rates['elements_g_per_s']:.2f} G "
-        f"elements/s, {rates['normals_m_per_s']:.0f} M normal draws/s"
-    )
+    print(measured.described())
     print(
         f"device {device}, torch {torch.__version__}, {torch.get_num_threads()} threads; "
         f"hidden {HIDDEN}, batch {BATCH}, {len(tensors.train_y)} images per epoch; best of {args.rounds}"

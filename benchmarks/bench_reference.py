@@ -84,7 +84,8 @@ def main(argv=None) -> dict:
     parser.add_argument("--json", action="store_true", help="one JSON line: the machine's rates and every row")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
-    rates = measured_rates().in_units()
+    measured = measured_rates()
+    rates = measured.in_units()
     nets, alone, images = (2, 1, SMOKE_IMAGES) if args.smoke else (16, 2, IMAGES) if args.quick else (64, 4, IMAGES)
     report = {
         "rates": rates,
@@ -94,7 +95,7 @@ def main(argv=None) -> dict:
     if args.json:
         print(json.dumps(report))
         return report
-    print(f"machine, one thread: {rates['matmul_gflops']:.0f} GFLOP/s, {rates['elements_g_per_s']:.2f} G elements/s")
+    print(measured.described())
     print(f"{'network':<26}{'batched':>9}{'vs stack of 1':>15}{'vs module loop':>16}")
     for row in report["rows"]:
         print(

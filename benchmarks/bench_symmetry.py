@@ -187,8 +187,9 @@ def main(argv=None) -> dict:
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the tables")
     args = parser.parse_args(argv)
     say = (lambda *a, **k: None) if args.json else print
-    rates = measured_rates().in_units()
-    say(f"machine, one thread: {rates['matmul_gflops']:.0f} GFLOP/s, {rates['elements_g_per_s']:.2f} G elements/s")
+    measured = measured_rates()
+    rates = measured.in_units()
+    say(measured.described())
 
     torch.manual_seed(0)
     symmetry_lab.train_perceptrons(symmetry_lab.PerceptronConfig(nets=50, epochs=1))  # warm-up

@@ -85,8 +85,9 @@ def main(argv=None) -> dict:
     repeats, steps = (2, 20) if args.smoke else (30, 500)
     table = dict(alphas=toy.DEFAULT_TABLE_ALPHAS[:1], seeds=2, steps=20) if args.smoke else {}
     live_frames, live_repeats = (4, 1) if args.smoke else (live.FRAMES, 3)
-    rates = measured_rates().in_units()
-    say(f"machine, one thread: {rates['matmul_gflops']:.0f} GFLOP/s, {rates['elements_g_per_s']:.2f} G elements/s")
+    measured = measured_rates()
+    rates = measured.in_units()
+    say(measured.described())
 
     big = toy.ToyConfig(n_train=100, batch_size=100)
     data = toy.make_data(big)

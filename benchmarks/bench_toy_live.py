@@ -339,8 +339,9 @@ def main(argv=None) -> dict:
     parser.add_argument("--repeats", type=int, default=1, help="measurements of each app, alternating; medians")
     parser.add_argument("--json", action="store_true", help="also one JSON line: the machine's rates and each app's")
     args = parser.parse_args(argv)
-    rates = measured_rates().in_units()
-    print(f"machine, one thread: {rates['matmul_gflops']:.0f} GFLOP/s, {rates['elements_g_per_s']:.2f} G elements/s")
+    measured = measured_rates()
+    rates = measured.in_units()
+    print(measured.described())
     if args.url:
         merged = {"server at " + args.url: measure(args.url, args.seconds)}
     else:

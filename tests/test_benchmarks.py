@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from symlab.specs.tasks import Rates
+
 ROOT = Path(__file__).resolve().parents[1]
 BENCHMARKS = ROOT / "benchmarks"
 RATES = {"matmul_gflops", "elements_g_per_s", "normals_m_per_s"}
@@ -35,6 +37,12 @@ def run_benchmark(script: str, *args: str, timeout: float = 300) -> dict:
     rates = report["rates"]
     assert set(rates) in (RATES, RAW_RATES) and all(value > 0 for value in rates.values()), rates
     return report
+
+
+def test_the_rates_read_as_the_benchmarks_print_them():
+    rates = Rates(matmul_flops=66e9, elementwise=3.0e9, normals=138e6)
+    assert rates.in_units() == pytest.approx(dict(matmul_gflops=66.0, elements_g_per_s=3.0, normals_m_per_s=138.0))
+    assert rates.described() == ("machine, one thread: 66 GFLOP/s in products, 3.00 G elements/s, 138 M normal draws/s")
 
 
 def test_bench_align_smoke():

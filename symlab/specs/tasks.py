@@ -65,6 +65,14 @@ class Rates:
             normals_m_per_s=self.normals / 1e6,
         )
 
+    def described(self) -> str:
+        """The line the benchmarks print before their ratios."""
+        units = self.in_units()
+        return (
+            f"machine, one thread: {units['matmul_gflops']:.0f} GFLOP/s in products, "
+            f"{units['elements_g_per_s']:.2f} G elements/s, {units['normals_m_per_s']:.0f} M normal draws/s"
+        )
+
 
 @dataclass(frozen=True)
 class Task:

@@ -153,21 +153,20 @@ def groups(names, size):
 
 
 def page_cases():
+    """(page, query, whether the page waits for its computations: where every value is clamped to its largest)."""
     for page in LABS:
         for kind in HOSTILE:
-            yield pytest.param(
-                page, {spec.name: value_for(kind, spec) for spec in page.specs}, id=f"{page.name}-{kind}"
-            )
+            query = {spec.name: value_for(kind, spec) for spec in page.specs}
+            yield pytest.param(page, query, kind == WAITS_FOR_RESULTS, id=f"{page.name}-{kind}")
         for i, names in enumerate(groups([spec.name for spec in page.specs], QUERY_LIMIT // len(LONG))):
-            yield pytest.param(page, dict.fromkeys(names, LONG), id=f"{page.name}-100kB-{i}")
-        yield pytest.param(page, UNKNOWN, id=f"{page.name}-unknown-keys")
+            yield pytest.param(page, dict.fromkeys(names, LONG), False, id=f"{page.name}-100kB-{i}")
+        yield pytest.param(page, UNKNOWN, False, id=f"{page.name}-unknown-keys")
     # Home reads no parameters: a lab's link pasted there must not hurt either. (The spec given to
     # value_for only shapes the repeated-key kinds.)
     for kind in HOSTILE:
-        yield pytest.param(
-            HOME, {name: value_for(kind, Param(name, "bool", False)) for name in ALL_NAMES}, id=f"home-{kind}"
-        )
-    yield pytest.param(HOME, {**UNKNOWN, "alpha": LONG}, id="home-unknown-keys-100kB")
+        query = {name: value_for(kind, Param(name, "bool", False)) for name in ALL_NAMES}
+        yield pytest.param(HOME, query, False, id=f"home-{kind}")
+    yield pytest.param(HOME, {**UNKNOWN, "alpha": LONG}, False, id="home-unknown-keys-100kB")
 
 
 # --- what a page must make of them ------------------------------------------------------------
@@ -292,9 +291,9 @@ def leave_computations(at: AppTest) -> None:
         shared_results.shared().release(state["ui.job"], state["ui.waiter"])
 
 
-@pytest.mark.parametrize("page, query", page_cases())
-def test_hostile_query_parameters(page, query, runs_dir, request):
-    check_page(page, query, runs_dir, wait_for_results=request.node.callspec.id == f"{page.name}-{WAITS_FOR_RESULTS}")
+@pytest.mark.parametrize("page, query, wait_for_results", page_cases())
+def test_hostile_query_parameters(page, query, wait_for_results, runs_dir):
+    check_page(page, query, runs_dir, wait_for_results)
 
 
 # AppTest runs a page in 0.5-2 s: a few examples per page, and no deadline.

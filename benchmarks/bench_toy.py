@@ -83,7 +83,10 @@ def main(argv=None) -> dict:
     args = parser.parse_args(argv)
     say = (lambda *a, **k: None) if args.json else print
     repeats, steps = (2, 20) if args.smoke else (30, 500)
-    table = dict(alphas=toy.DEFAULT_TABLE_ALPHAS[:1], seeds=2, steps=20) if args.smoke else {}
+    alphas, seeds, table_steps = (
+        (toy.DEFAULT_TABLE_ALPHAS[:1], 2, 20) if args.smoke else (toy.DEFAULT_TABLE_ALPHAS, 5, toy.DEFAULT_STEPS)
+    )
+    table = dict(alphas=alphas, seeds=seeds, steps=table_steps)
     live_frames, live_repeats = (4, 1) if args.smoke else (live.FRAMES, 3)
     measured = measured_rates()
     rates = measured.in_units()
@@ -100,8 +103,8 @@ def main(argv=None) -> dict:
     single_infonce = steps_per_second([toy.run_spec("sgm", replace(config, mi="infonce", K=16))], steps)
     table_runs = [
         toy.run_spec(m, replace(config, alpha=a, seed=s))
-        for a in table.get("alphas", toy.DEFAULT_TABLE_ALPHAS)
-        for s in range(table.get("seeds", 5))
+        for a in alphas
+        for s in range(seeds)
         for m in two_relu.METHODS
     ]
     batched = steps_per_second(table_runs, steps)
@@ -123,8 +126,7 @@ def main(argv=None) -> dict:
     table_s = time.perf_counter() - start
     say(
         f"default table end to end               {table_s:8.2f} s    (target <= 15 s; "
-        f"{len(table.get('alphas', toy.DEFAULT_TABLE_ALPHAS))} alpha x 2 methods x {table.get('seeds', 5)} seeds, "
-        f"{table.get('steps', toy.DEFAULT_STEPS)} steps, best of {config.restarts} starts: "
+        f"{len(alphas)} alpha x 2 methods x {seeds} seeds, {table_steps} steps, best of {config.restarts} starts: "
         f"{table_s / one_start_s:.2f}x one start)"
     )
     for row in rows:

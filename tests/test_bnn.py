@@ -204,40 +204,40 @@ def test_cost_matrix_form_equals_the_direct_computation():
             )
 
 
-def test_infonce_is_below_min_of_exact_mi_and_log_k():
-    """The fast lane's twin of the next test: the bound alone, for K = 2 and 16, on 300 draws each."""
+def overlapping_units():
+    """Four hidden units with close means and wide posteriors: the 24 permuted copies overlap, so 0 < I < log 24
+    and the bound is not trivial. (layout, μ, log σ, the generator the draws go on with, I by enumeration)."""
     layout = mlp.Layout((2, 4, 1))
     mu, log_sd, _ = random_posterior(layout, 2, mean_scale=0.6, sd=0.7)
     generator = torch.Generator().manual_seed(3)
-    exact = bnn.exact_mutual_information(layout, mu, log_sd, 3000, generator)
+    return layout, mu, log_sd, generator, bnn.exact_mutual_information(layout, mu, log_sd, 3000, generator)
+
+
+def infonce_draws(layout, mu, log_sd, K: int, draws: int, generator) -> tuple[float, float]:
+    """Î_K over ``draws`` weight draws: its mean and standard error, after checking each is at most log K."""
+    values = []
+    for _ in range(draws):
+        w, noise = bnn.sample_weights(mu, log_sd, generator, return_noise=True)
+        values.append(bnn.infonce(layout, w, noise, mu, log_sd, K, generator)[0].item())
+    assert max(values) <= math.log(K) + 1e-9
+    return sum(values) / len(values), torch.tensor(values).std().item() / math.sqrt(len(values))
+
+
+def test_infonce_is_below_min_of_exact_mi_and_log_k():
+    """The fast lane's twin of the next test: the bound alone, for K = 2 and 16, on 300 draws each."""
+    layout, mu, log_sd, generator, exact = overlapping_units()
     for K in (2, 16):
-        values = []
-        for _ in range(300):
-            w, noise = bnn.sample_weights(mu, log_sd, generator, return_noise=True)
-            values.append(bnn.infonce(layout, w, noise, mu, log_sd, K, generator)[0].item())
-        standard_error = torch.tensor(values).std().item() / math.sqrt(len(values))
-        assert max(values) <= math.log(K) + 1e-9
-        assert sum(values) / len(values) <= exact + 4 * standard_error + 0.02
+        estimate, standard_error = infonce_draws(layout, mu, log_sd, K, 300, generator)
+        assert estimate <= exact + 4 * standard_error + 0.02
 
 
 @pytest.mark.slow  # 1 500 draws for each K up to 128: 7 s
 def test_infonce_is_below_min_of_exact_mi_and_log_k_and_approaches_it():
-    # Four hidden units with close means and wide posteriors: the 24 permuted copies overlap,
-    # so 0 < I < log 24 and the bound is not trivial.
-    layout = mlp.Layout((2, 4, 1))
-    mu, log_sd, _ = random_posterior(layout, 2, mean_scale=0.6, sd=0.7)
-    generator = torch.Generator().manual_seed(3)
-    exact = bnn.exact_mutual_information(layout, mu, log_sd, 3000, generator)
+    layout, mu, log_sd, generator, exact = overlapping_units()
     assert 0.3 < exact < math.log(24) - 0.3
     estimates = {}
     for K in (2, 4, 16, 128):
-        values = []
-        for _ in range(1500):
-            w, noise = bnn.sample_weights(mu, log_sd, generator, return_noise=True)
-            values.append(bnn.infonce(layout, w, noise, mu, log_sd, K, generator)[0].item())
-        estimates[K] = sum(values) / len(values)
-        standard_error = torch.tensor(values).std().item() / math.sqrt(len(values))
-        assert estimates[K] <= math.log(K) + 1e-9
+        estimates[K], standard_error = infonce_draws(layout, mu, log_sd, K, 1500, generator)
         assert estimates[K] <= exact + 4 * standard_error + 0.02
     assert estimates[2] < estimates[4] < estimates[16] < estimates[128]
     assert estimates[128] == pytest.approx(exact, abs=0.1)

@@ -28,3 +28,10 @@ def test_the_documentation_site_builds_without_a_warning(tmp_path):
         timeout=300,
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+
+
+@pytest.mark.slow  # about 30 s without mypy's cache
+def test_the_types_check():
+    """mypy over pyproject.toml's [tool.mypy] files, as CI runs it."""
+    result = subprocess.run([sys.executable, "-m", "mypy"], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]

@@ -1,6 +1,8 @@
 """Alignment lab: two mean-field posteriors of one MLP, matched across permutations, and the loss
 barrier between them before and after (Rossi et al. 2023)."""
 
+import functools
+
 import altair as alt
 import numpy as np
 import pandas as pd
@@ -16,6 +18,9 @@ from symlab.specs import settings
 from symlab.specs.animation import Animation, encode
 from symlab.specs.urlstate import SURFACE_VIEW
 from views.common import animation, binding, charts, computing, files, memo, surfaces, tables
+
+# What the path, summary and distance charts read: a trained pair's report or two uploaded networks'.
+Report = align_lab.AlignmentReport | align_lab.NetworkAlignment
 
 PAGE = "align"
 PATH_STYLE = {
@@ -216,7 +221,7 @@ def path_spec(metric: str, present: bool, title: str | None = None, current: boo
     return charts.fitted_legend(charts.vega_spec(chart, title=title, height=420), [s.label for s in series])
 
 
-def path_data(rep: align_lab.AlignmentReport, metric: str, t: float | None = None) -> dict:
+def path_data(rep: Report, metric: str, t: float | None = None) -> dict:
     """``path_spec``'s datasets: the paths, and t (where the chart marks it)."""
     lines = [
         charts.lines_frame(series.label, rep.paths[name]["t"], rep.paths[name][metric])
@@ -227,7 +232,7 @@ def path_data(rep: align_lab.AlignmentReport, metric: str, t: float | None = Non
     return {"lines": pd.concat(lines), "rules": pd.DataFrame({"value": [t], "series": [PATH_SERIES[-1].label]})}
 
 
-def path_rows(rep: align_lab.AlignmentReport) -> pd.DataFrame:
+def path_rows(rep: Report) -> pd.DataFrame:
     """The paths' CSV: loss and accuracy of each path by t."""
     return pd.DataFrame(
         {
@@ -253,7 +258,7 @@ def map_spec(path: str, present: bool) -> dict:
         charts.quantity("y", "x₂", charts.DOMAIN_OF_DATA, channel=alt.Y),
         legend=path == "before",
     )
-    layers = [heat, points] + ([charts.altair_colour_legend("P(class 1)", MAP_COLOURS)] if path == "w2" else [])
+    layers: list = [heat, points] + ([charts.altair_colour_legend("P(class 1)", MAP_COLOURS)] if path == "w2" else [])
     spec = charts.vega_spec(
         alt.layer(*layers).resolve_legend(fill="independent"),
         title=align_config.PATH_TITLES[path].capitalize(),
@@ -285,9 +290,11 @@ def path_animation(config: align_lab.AlignConfig, rep, maps: align_lab.PathMaps 
         for point, t in enumerate(ts):
             now = {"rules": {PATH_SERIES[-1].label: {"value": [float(t)]}}}
             frame = {"loss": now, "accuracy": now}
-            for path in align_lab.MAP_PATHS if maps is not None else ():
-                image = charts.image_frame(maps.xs, maps.ys, maps.probability[path][point], MAP_COLOURS, (0.0, 1.0))
-                frame[f"map_{path}"] = {"image": {"image": animation.columns_of(image)}}
+            if maps is not None:
+                for path in align_lab.MAP_PATHS:
+                    probability = maps.probability[path][point]
+                    image = charts.image_frame(maps.xs, maps.ys, probability, MAP_COLOURS, (0.0, 1.0))
+                    frame[f"map_{path}"] = {"image": {"image": animation.columns_of(image)}}
             frames.append(frame)
             labels.append(f"t = {t:.2f}  (point {point} of {len(ts) - 1})")
             losses = (f"{align_config.PATH_TITLES[p]} {rep.paths[p]['loss'][point]:.3f}" for p in align_config.PATHS)
@@ -330,7 +337,7 @@ def path_charts(
 
 def path_player(config, rep: align_lab.AlignmentReport, maps: align_lab.PathMaps | None, data) -> None:
     with_maps = maps is not None
-    extent = ((maps.xs[0], maps.xs[-1]), (maps.ys[0], maps.ys[-1])) if with_maps else None
+    extent = ((maps.xs[0], maps.xs[-1]), (maps.ys[0], maps.ys[-1])) if maps is not None else None
     animation.player(
         "align.player",
         path_charts(config, extent, charts.presenting(), rep, data),
@@ -366,7 +373,7 @@ def headline(rep: align_lab.AlignmentReport) -> None:
     )
 
 
-def summary_frame(rep: align_lab.AlignmentReport) -> pd.DataFrame:
+def summary_frame(rep: Report) -> pd.DataFrame:
     rows = []
     for name, title in align_config.PATH_TITLES.items():
         row = rep.summary[name]
@@ -444,11 +451,11 @@ def distance_spec(layers: tuple, present: bool) -> dict:
     return spec
 
 
-def distance_layers(rep: align_lab.AlignmentReport) -> tuple[str, ...]:
+def distance_layers(rep: Report) -> tuple[str, ...]:
     return tuple(f"into hidden {i + 1}" for i in range(len(rep.sizes) - 2)) + ("into the output",)
 
 
-def distance_bars(rep: align_lab.AlignmentReport) -> bytes:
+def distance_bars(rep: Report) -> bytes:
     """Each path's W₂ per weight layer: the chart's bars dataset."""
     rows = [
         (layer, series.label, float(value))
@@ -541,7 +548,9 @@ def assignments(pictures, order: str, note: str = "") -> None:
     gives each hidden layer's width and :func:`assignment_data`, in q_B's own order or the aligned one."""
     st.subheader("Assignments")
     with binding.controls_area("align-order"):
-        st.radio("Units of q_B", list(ORDERS), format_func=ORDERS.get, key=key("order"), horizontal=True)
+        st.radio(
+            "Units of q_B", list(ORDERS), format_func=lambda order: ORDERS[order], key=key("order"), horizontal=True
+        )
     st.caption(
         "Distance between each unit of q_A and each unit of q_B (W₂ terms of the unit's incoming weights, "
         "bias and outgoing weights), minus the row's smallest: 0 marks each unit of q_A's nearest unit of "
@@ -553,7 +562,8 @@ def assignments(pictures, order: str, note: str = "") -> None:
     # square matrix too small to read (a phone stacks the columns).
     for first in range(0, len(layers), ASSIGNMENTS_PER_ROW):
         for column, index in zip(st.columns(ASSIGNMENTS_PER_ROW), range(first, len(layers))):
-            assignment_chart(column, *layers[index], index, order)
+            width, datasets = layers[index]
+            assignment_chart(column, width, datasets, index, order)
 
 
 def explanation() -> None:
@@ -712,13 +722,18 @@ def files_report(found: align_lab.UploadedPair, uploads: list, order: str) -> No
         )
 
 
+def pair_file(pair, rep: align_lab.AlignmentReport, stem: str) -> bytes:
+    """One of the pair's files (:data:`~symlab.labs.align.experiment.PAIR_FILES`), made when it is asked for."""
+    return align_lab.pair_files(pair, rep, [stem])[stem]
+
+
 def pair_downloads(config: align_lab.AlignConfig, rep: align_lab.AlignmentReport) -> None:
     pair = trained_pair(config)
     columns = st.columns(len(align_lab.PAIR_FILES) + 1)
     for column, (stem, title) in zip(columns, align_lab.PAIR_FILES.items()):
         with column:
             files.file_download(
-                lambda stem=stem: align_lab.pair_files(pair, rep, [stem])[stem],
+                functools.partial(pair_file, pair, rep, stem),
                 f"{stem}_seed{config.seed}.safetensors",
                 f"{title} (safetensors)",
                 f"align.download_{stem}",

@@ -421,7 +421,11 @@ def projection_charts(report, key: str) -> None:
     keys = [key for key in report["projection"]["raw"] if key != "reference"]
     names = {key: "HMC's draws" if key == "hmc" else set_name(key) for key in keys}
     with binding.controls_area("methods-projection"):
-        chosen = st.selectbox("Samples shown against the reference", keys, format_func=names.get, key=f"{key}.set")
+        chosen = st.selectbox(
+            "Samples shown against the reference", keys, format_func=lambda shown: names[shown], key=f"{key}.set"
+        )
+    if chosen is None:  # no sets drawn beside the reference
+        return
     cols = st.columns(2)
     for col, view, title in ((cols[0], "raw", "Weights as they are"), (cols[1], "canonical", "Symmetries removed")):
         frame = projection_frame(report, view, chosen)

@@ -3,6 +3,7 @@
 import textwrap
 import time
 from dataclasses import dataclass
+from typing import Any
 
 import altair as alt
 import pandas as pd
@@ -75,6 +76,7 @@ def number_control(name: str, cap: float | None = None, **options):
         beyond = "has no such cap" if declared.high is None else f"goes up to {declared.shown(declared.high)}"
         text += f" This page allows at most {spec.shown(cap)}; the command line (`python -m symlab`) {beyond}."
     number = int if spec.kind == "int" else float
+    shown: dict[str, Any] = {"format": spec.format} if spec.format else {}
     st.number_input(
         spec.label,
         step=number(spec.nudge or spec.step or 1),
@@ -82,7 +84,7 @@ def number_control(name: str, cap: float | None = None, **options):
         help=text,
         on_change=keep_in_range,
         args=(key, spec, spec.high != declared.high),
-        **({"format": spec.format} if spec.format else {}),
+        **shown,
         **options,
     )
     kept, notice = st.session_state.get(RANGE_NOTICES, {}).get(key, (None, None))
@@ -331,7 +333,9 @@ def tick_format(metric: str, whole_or_log: bool) -> str | None:
 
 # Per-epoch curves (Vega-Lite, updated in place as epochs arrive: views/common). Each metric's axis: its title,
 # and the range it lives in where it has one; epochs are whole numbers.
-CURVE_AXES = {  # y title, scale: accuracy and I_H / log|H| live in [0, 1], counts start at 0
+CURVE_AXES: dict[
+    str, tuple[str, dict]
+] = {  # y title, scale: accuracy and I_H / log|H| live in [0, 1], counts start at 0
     "test_acc": ("test accuracy (fraction)", dict(domainMax=1)),
     "train_elbo": ("train ELBO (nats)", {}),
     "test_nll": ("test NLL (nats per image)", {}),
@@ -573,7 +577,7 @@ def table_one(rows) -> pd.DataFrame:
     """Test accuracy (%) by width (rows) and method (columns), mean ± std over distinct seeds (their number, and
     the runs' where a seed ran more than once: its latest run counts)."""
     labels = list(method_styles(rows))
-    table = {}
+    table: dict[int, dict[str, str]] = {}
     for row in rows:
         repeats = f", {row['runs']} runs" if row["runs"] > row["seeds"] else ""
         seeds = f"{row['seeds']} seed{'s' if row['seeds'] > 1 else ''}"

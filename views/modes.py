@@ -25,7 +25,7 @@ def sweep_for(config: SweepConfig):
 
 
 @memo.cached(64)
-def threshold_for(sigma: float) -> float:
+def threshold_for(sigma: float) -> float | None:
     return modes.exact_threshold(sigma, SweepConfig(sigma=sigma).largest_alpha)
 
 
@@ -35,13 +35,13 @@ def optimum_at(alpha: float, sigma: float):
 
 
 @memo.cached(256)
-def forward_fit_at(alpha: float, sigma: float):
+def forward_fit_at(alpha: float, sigma: float) -> tuple[float, float, float]:
     """The forward-KL optimum (moment matching) at α: its mean and standard deviation along e₁, and KL(p_α‖q)."""
     fit = modes.forward_kl_optimum([alpha], sigma)
     return float(fit.mean[0]), float(fit.std_e1[0]), float(fit.kl[0])
 
 
-def forward_at(alpha: float, sigma: float):
+def forward_at(alpha: float, sigma: float) -> tuple[float, float]:
     """The forward-KL optimum at α: its mean and its standard deviation along e₁."""
     return forward_fit_at(alpha, sigma)[:2]
 
@@ -344,8 +344,8 @@ def scaling_spec(present: bool) -> dict:
     return fitted(charts.vega_spec(chart, title="α* scales with σ"), [s.label for s in SCALING_SERIES])
 
 
-def fig5_thresholds() -> list[float]:
-    """The exact threshold α* at each of Fig. 5's σ."""
+def fig5_thresholds() -> list[float | None]:
+    """The exact threshold α* at each of Fig. 5's σ (None: no transition in the sweep's range)."""
     return [threshold_for(s) for s in FIG5_SIGMAS]
 
 

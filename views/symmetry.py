@@ -38,7 +38,7 @@ SORT_KEY_NAMES = {
     "max_in": "largest incoming weight",
     "first_out": "weight to the first next unit",
 }
-WIDGET_OPTIONS = {
+WIDGET_OPTIONS: dict[tuple[type, str], dict] = {
     (symmetry_lab.ProximityConfig, "weights"): dict(horizontal=True),
     (symmetry_lab.MlpConfig, "schedule"): dict(horizontal=True),
     (symmetry_lab.MlpConfig, "sort_key"): dict(format_func=SORT_KEY_NAMES.get),

@@ -435,7 +435,9 @@ def table_alphas(text: str) -> list[float]:
 def seeds_range(alphas: int) -> tuple[int, int]:
     """The seeds a table of ``alphas`` α values may run: the parameter's range, within this server's cap on
     α values × seeds (empty where the α values alone pass the cap)."""
-    return params.SEEDS.low, min(params.SEEDS.high, max_table_runs() // alphas)
+    low, high = params.SEEDS.low, params.SEEDS.high
+    assert low is not None and high is not None  # the parameter's range is declared
+    return int(low), min(int(high), max_table_runs() // alphas)
 
 
 def seeds_in_range() -> None:

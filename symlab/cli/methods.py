@@ -77,7 +77,8 @@ def register(subparsers) -> None:
 def _run(args) -> dict:
     registry = Registry(run_kinds(), args.runs_dir)
     if args.export or args.export_hmc:
-        return _export(registry, *(args.export or args.export_hmc), hmc=bool(args.export_hmc))
+        run_text, path = args.export or args.export_hmc
+        return _export(registry, run_text, path, hmc=bool(args.export_hmc))
     if args.resume is not None or args.restart is not None:
         run_id = _resumed(registry, args.resume, restart=args.restart)
     else:
@@ -131,6 +132,8 @@ def _resumed(registry, run_id: int | None, restart: int | None = None) -> int:
     if restart is not None:
         common.restart_here(registry, _comparison(registry, restart))
         return restart
+    if run_id is None:
+        raise ValueError("neither a comparison to resume nor one to restart was given")
     common.resume_here(registry, _comparison(registry, run_id))
     return run_id
 

@@ -59,10 +59,11 @@ def _add_mnist_options(p, *, sweep: bool) -> None:
             "--methods", default=",".join(_methods()), help=f"comma-separated methods among {','.join(_methods())}"
         )
         _add_list(p, "K", "SGM's K values", [4, 16])
-        seeds = controls.declaration(MnistConfig, "seed")
+        seed_high = controls.declaration(MnistConfig, "seed").high
+        assert seed_high is not None  # the seed's range is declared
         p.add_argument(
             "--seeds",
-            type=common.int_at_least(1, int(seeds.high) + 1),
+            type=common.int_at_least(1, int(seed_high) + 1),
             default=3,
             help="seeds 0 .. N-1 for every setting",
         )

@@ -161,6 +161,8 @@ class _Side:
         """⟨unit i of q_A, unit j of q_B⟩ over this side, q_B's neighbouring layer aligned by ``neighbour``."""
         if self.fixed is not None:
             return self.fixed
+        if neighbour is None:
+            raise ValueError("this side's neighbouring layer is permuted: its alignment is needed")
         columns = (np.arange(0, self.b.shape[1], len(neighbour))[:, None] + neighbour).ravel()
         return _inner_products(self.a, self.b[:, columns])
 
@@ -314,7 +316,8 @@ def _start(
     if number >= 2 * len(START_POINTS):
         if number % 2 == 0:
             return points["identity"], _random_orders(layers, rng), f"restart {number} in random orders"
-        perms, moved = _reshuffled(rng.choice(_closest_distinct(found)).perms, rng)
+        closest = _closest_distinct(found)
+        perms, moved = _reshuffled(closest[rng.integers(len(closest))].perms, rng)
         return perms, _orders_after_reshuffle(layers, moved, rng), f"local-search step {number}"
     name = START_POINTS[number % len(START_POINTS)]
     if number < len(START_POINTS):

@@ -266,7 +266,7 @@ def block_information(log_terms: torch.Tensor) -> torch.Tensor:
     return (math.log(log_terms.shape[1]) - torch.logsumexp(log_terms, 1)).sum()
 
 
-def _certified_saturated(group: BlockGroup, w, mu, log_sd, identity_cost: torch.Tensor) -> torch.Tensor:
+def _certified_saturated(group: BlockGroup, w, mu, log_sd, identity_cost: dict[int, torch.Tensor]) -> torch.Tensor:
     """Blocks whose every permuted term is certainly below the identity's by the margin.
 
     Σ_j (C[j, π(j)] − C[j, j]) ≥ Σ_{j: π(j) ≠ j} (C_S[j, π(j)] − C[j, j]), where C_S sums over the
@@ -301,7 +301,9 @@ def _unit_parts(layout: Layout, flat: torch.Tensor, layer: int, units: torch.Ten
     return W_in.index_select(0, units), b.index_select(0, units), W_out.index_select(1, units)
 
 
-def _exact_costs(layout: Layout, group: BlockGroup, w, mu, log_sd, identity_cost) -> torch.Tensor:
+def _exact_costs(
+    layout: Layout, group: BlockGroup, w, mu, log_sd, identity_cost: dict[int, torch.Tensor]
+) -> torch.Tensor:
     """The blocks' cost matrices C (n, b, b). Off-diagonal entries C[j, (j + s) mod b] come from the
     rows of the units and of their partners s places on in the block; the diagonal C[j, j] =
     Σ_i ε_ji² does not depend on θ once ω = μ + σ ⊙ ε (so it is exact for the gradient too)."""

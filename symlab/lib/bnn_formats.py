@@ -175,7 +175,7 @@ def _pattern(template: str) -> re.Pattern:
 
 def _layers(tensors: dict, templates) -> list[str]:
     """The layers' prefixes, in the order their first tensors come in the file (a state_dict's is the module's)."""
-    prefixes = {}
+    prefixes: dict[str, None] = {}  # a dict for its order
     for key in tensors:
         for template in templates:
             if match := _pattern(template).fullmatch(key):
@@ -194,11 +194,13 @@ def _refuse_plain_keys(keys, fmt: BnnFormat) -> None:
 
 def _refuse_means_alone(tensors: dict) -> None:
     """A library's means with none of its σ parameters: name the σ each library would have saved beside them."""
-    partners = {}
+    partners: dict[str, list[str]] = {}
     for fmt in FORMATS:
         for mean_template, sigma_template in (fmt.weight, fmt.bias):
             for key in _matching(tensors, (mean_template,))[:1]:
-                layer = _pattern(mean_template).fullmatch(key)["layer"]
+                match = _pattern(mean_template).fullmatch(key)
+                assert match is not None  # _matching kept only the keys it matches
+                layer = match["layer"]
                 partners.setdefault(key, []).append(f"{fmt.name}: {sigma_template.format(layer=layer)!r}")
     if partners:
         key, expected = next(iter(partners.items()))

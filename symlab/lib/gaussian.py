@@ -11,12 +11,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Generic
 
 import numpy as np
 import torch
 
 from symlab.lib import mlp
-from symlab.lib.mlp import Layout
+from symlab.lib.mlp import Array, Layout
 
 
 def kl_to_prior(mean: torch.Tensor, log_sd: torch.Tensor, prior_scale, sd=None) -> torch.Tensor:
@@ -43,15 +44,15 @@ def flat_kl_to_prior(mean: torch.Tensor, log_sd: torch.Tensor, prior_scale: floa
 
 
 @dataclass(frozen=True, eq=False)
-class DiagonalGaussian:
+class DiagonalGaussian(Generic[Array]):
     """q over the parameters of the MLP ``layout``: ``mean`` and ``log_sd`` of shape
     ``[..., n_params]`` (leading dimensions: a batch of posteriors), numpy arrays or torch tensors.
     :attr:`sd` is computed once, when first read; training, which changes ``mean`` and ``log_sd``
     in place, reads them through :meth:`sample` and :meth:`kl_to_prior`, which use them as they are."""
 
     layout: Layout
-    mean: np.ndarray | torch.Tensor
-    log_sd: np.ndarray | torch.Tensor
+    mean: Array
+    log_sd: Array
 
     def __post_init__(self):
         if tuple(self.mean.shape) != tuple(self.log_sd.shape) or self.mean.shape[-1:] != (self.layout.n_params,):
@@ -66,11 +67,10 @@ class DiagonalGaussian:
         """q from standard deviations (≥ 0; 0 is a point mass), which :attr:`sd` then returns
         exactly (exp(log σ) can differ from σ in the last bit)."""
         if isinstance(sd, torch.Tensor):
-            log_sd = sd.log()
+            q = DiagonalGaussian(layout, mean, sd.log())
         else:
             with np.errstate(divide="ignore"):
-                log_sd = np.log(sd)
-        q = cls(layout, mean, log_sd)
+                q = DiagonalGaussian(layout, mean, np.log(sd))
         q.__dict__["sd"] = sd
         return q
 
@@ -91,7 +91,7 @@ class DiagonalGaussian:
         return cls.from_sd(layout, mean, sd)
 
     @cached_property
-    def sd(self):
+    def sd(self) -> Array:
         return self.log_sd.exp() if isinstance(self.log_sd, torch.Tensor) else np.exp(self.log_sd)
 
     @property
@@ -112,23 +112,25 @@ class DiagonalGaussian:
     def hidden(self) -> tuple[int, ...]:
         return self.layout.hidden
 
-    def take(self, index) -> DiagonalGaussian:
+    def take(self, index) -> DiagonalGaussian[Array]:
         """q with its coordinates reordered, ``v → v[..., index]`` for means and standard deviations
         alike (a permutation of hidden units: :func:`symlab.lib.mlp.permutation_index`)."""
         q = DiagonalGaussian(self.layout, self.mean[..., index], self.log_sd[..., index])
         q.__dict__["sd"] = self.sd[..., index]
         return q
 
-    def sample(self, noise: torch.Tensor) -> torch.Tensor:
+    def sample(self: DiagonalGaussian[torch.Tensor], noise: torch.Tensor) -> torch.Tensor:
         """The reparameterised draw μ + σ ⊙ noise, differentiable in μ and log σ (tensors)."""
         return self.mean + self.log_sd.exp() * noise
 
-    def kl_to_prior(self, prior_scale) -> torch.Tensor:
+    def kl_to_prior(self: DiagonalGaussian[torch.Tensor], prior_scale) -> torch.Tensor:
         """KL(q ‖ N(0, p² I)) per posterior: :func:`kl_to_prior`."""
         return kl_to_prior(self.mean, self.log_sd, prior_scale)
 
 
-def init_posterior(layout: Layout, init_sd: float, generator: torch.Generator, device="cpu") -> DiagonalGaussian:
+def init_posterior(
+    layout: Layout, init_sd: float, generator: torch.Generator, device="cpu"
+) -> DiagonalGaussian[torch.Tensor]:
     """Means drawn like torch.nn.Linear's default (U(±1/√fan_in)), standard deviations ``init_sd``."""
     mean = mlp.init_parameters(layout, generator, device=device)
     return DiagonalGaussian(layout, mean, torch.full_like(mean, math.log(init_sd)))

@@ -195,7 +195,7 @@ def build(path: str | os.PathLike = SHIPPED_FILE, count: int = COUNT, seed: int 
     arrays = render_glyphs(count, seed)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    np.savez_compressed(path, **arrays)
+    np.savez_compressed(path, allow_pickle=False, **arrays)
     return content_sha256(arrays)
 
 

@@ -12,11 +12,16 @@ tensors alike (parameters are drawn with torch generators); the symmetry operati
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import numpy as np
 import torch
 
 from symlab.lib.layout import Layout
+
+# Arrays of parameters: NumPy's (read from files, float64 grids) or torch's (trained), never a mix.
+Array = TypeVar("Array", np.ndarray, torch.Tensor)
 
 
 def flatten(layers) -> tuple[Layout, np.ndarray | torch.Tensor]:
@@ -156,10 +161,11 @@ def permutation_index(layout: Layout, perms):
     """Index vector ``idx`` with ``(g·v) = v[..., idx]`` for any flat vector v, g given by one
     permutation per hidden layer: W_l → P_l W_l P_{l−1}ᵀ, b_l → P_l b_l (row i of the new layer is
     row perms[l][i] of the old). numpy or torch, like ``perms``."""
+    arange: Callable[[int], Any]
     if isinstance(perms[0], torch.Tensor):
         arange = lambda n: torch.arange(n, device=perms[0].device)  # noqa: E731
     else:
-        arange, perms = np.arange, [np.asarray(perm) for perm in perms]
+        arange, perms = lambda n: np.arange(n), [np.asarray(perm) for perm in perms]  # noqa: E731
     full = [arange(layout.sizes[0]), *perms, arange(layout.sizes[-1])]
     pieces = []
     for (w0, b0, _), rows, cols, fan_in in zip(layout.offsets, full[1:], full[:-1], layout.sizes[:-1]):

@@ -151,7 +151,7 @@ def check_mnist_once(directory: str | os.PathLike | None = None) -> list[str]:
 
 
 def _stamp(directory: Path) -> tuple:
-    stamps = []
+    stamps: list[tuple[int, int, int] | None] = []  # None: a file that is missing
     for spec in FILES.values():
         try:
             status = (directory / spec.name).stat()

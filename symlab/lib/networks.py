@@ -23,7 +23,7 @@ import functools
 import itertools
 import math
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
@@ -32,7 +32,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from symlab.lib import mlp, symmetry
-from symlab.lib.mlp import Layout
+from symlab.lib.mlp import Array, Layout
 from symlab.lib.options import ARCHITECTURES, CLASSES, REMOVAL_KEYS
 
 INPUT_SHAPE = (1, 28, 28)
@@ -50,6 +50,9 @@ class Architecture:
 
     name: str
     width: int = 16
+    _template: nn.Module = field(
+        init=False, repr=False, compare=False
+    )  # the module whose parameters a flat vector fills
 
     def __post_init__(self):
         if self.name not in ARCHITECTURES:
@@ -95,7 +98,8 @@ class Architecture:
     @cached_property
     def layers(self) -> tuple[tuple[str, slice], ...]:
         """Each layer's name and slice of the flat vector (its weight and bias together)."""
-        spans, start = {}, 0
+        spans: dict[str, tuple[int, int]] = {}
+        start = 0
         for name, shape in self.shapes.items():
             layer = name.rsplit(".", 1)[0]
             first, _ = spans.get(layer, (start, start))
@@ -103,11 +107,12 @@ class Architecture:
             spans[layer] = (first, start)
         return tuple((layer, slice(a, b)) for layer, (a, b) in spans.items())
 
-    def parameters(self, flat: torch.Tensor) -> dict[str, torch.Tensor]:
+    def parameters(self, flat: Array) -> dict[str, Array]:
         """Views of ``flat[..., n_params]`` shaped as the module's parameters."""
         if flat.shape[-1] != self.n_params:
             raise ValueError(f"{self.label} has {self.n_params} parameters, got a vector of {flat.shape[-1]}")
-        out, start = {}, 0
+        out: dict[str, Array] = {}
+        start = 0
         for name, shape in self.shapes.items():
             size = math.prod(shape)
             out[name] = flat[..., start : start + size].reshape(*flat.shape[:-1], *shape)
@@ -199,7 +204,7 @@ def dropout_weights(
 # ---------------------------------------------------------------------------------------------
 
 
-def mlp_layers(arch: Architecture, flat: np.ndarray) -> list:
+def mlp_layers(arch: Architecture, flat: np.ndarray | torch.Tensor) -> list:
     """The MLP's (W, b) views (:mod:`symlab.lib.symmetry`'s form) of ``flat[..., P]``."""
     return Layout((784, arch.width, CLASSES)).layers(flat)
 

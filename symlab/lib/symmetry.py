@@ -108,7 +108,7 @@ def sorting_orders(layers, key: str = "first_in") -> list[np.ndarray]:
     if key not in SORT_KEYS:
         raise ValueError(f"sort key must be one of {SORT_KEYS}, got {key!r}")
     hidden = len(layers) - 1
-    perms = [None] * hidden
+    perms: dict[int, np.ndarray] = {}  # by layer, filled in the order the key needs
     for index in reversed(range(hidden)) if key == "first_out" else range(hidden):
         if key == "max_in":
             values = layers[index][0].max(axis=-1)
@@ -120,7 +120,7 @@ def sorting_orders(layers, key: str = "first_in") -> list[np.ndarray]:
             first = np.zeros(layers[index + 1][0].shape[:-2], dtype=np.int64) if last else perms[index + 1][..., 0]
             values = np.take_along_axis(layers[index + 1][0], first[..., None, None], axis=-2)[..., 0, :]
         perms[index] = np.argsort(values, axis=-1, kind="stable")
-    return perms
+    return [perms[index] for index in range(hidden)]
 
 
 def sort_units(layers, key: str = "first_in") -> list:
@@ -212,14 +212,15 @@ def degenerate_units(squares) -> tuple[list[np.ndarray], list[np.ndarray]]:
     does the same for its incoming terms. The mass's infimum is the minimum over the other units of the terms
     that touch no degenerate unit. A unit that would both rise and fall counts as rising."""
     hidden = len(squares) - 1
-    rising, falling = [None] * hidden, [None] * hidden
+    rising: dict[int, np.ndarray] = {}  # by layer: from the first up, then falling from the last down
+    falling: dict[int, np.ndarray] = {}
     for index in range(hidden):
         incoming = squares[index] if index == 0 else squares[index] * ~rising[index - 1][:, None, :]
         rising[index] = incoming.sum(-1) == 0
     for index in reversed(range(hidden)):
         outgoing = squares[index + 1] if index == hidden - 1 else squares[index + 1] * ~falling[index + 1][:, :, None]
         falling[index] = (outgoing.sum(-2) == 0) & ~rising[index]
-    return rising, falling
+    return [rising[index] for index in range(hidden)], [falling[index] for index in range(hidden)]
 
 
 def _terms_kept(squares, degenerate) -> list[np.ndarray]:
@@ -255,7 +256,8 @@ def _newton_step(terms, sizes, grad, free) -> np.ndarray:
     offsets = np.concatenate([[0], np.cumsum(sizes)])
     spans = [slice(offsets[i], offsets[i + 1]) for i in range(len(sizes))]
     eliminated = []  # per layer but the last: S⁻¹Cᵀ and S⁻¹y, for the way back up
-    schur, rhs = None, grad[:, spans[0]]  # None: layer 1's block, its diagonal, is its own Schur complement
+    schur: np.ndarray | None = None  # None: layer 1's block, its diagonal, is its own Schur complement
+    rhs = grad[:, spans[0]]
     for index in range(len(sizes) - 1):
         below, above = free[:, spans[index]], free[:, spans[index + 1]]
         coupling = -4 * terms[index + 1] * (above[:, :, None] & below[:, None, :])  # C: (B, d_{l+1}, d_l)
@@ -270,6 +272,7 @@ def _newton_step(terms, sizes, grad, free) -> np.ndarray:
         units = np.arange(sizes[index + 1])
         schur[:, units, units] += diag[:, spans[index + 1]]
         rhs = grad[:, spans[index + 1]] - (coupling @ inverse_y[..., None])[..., 0]
+    assert schur is not None  # two layers or more: the loop formed it
     x = np.linalg.solve(schur, rhs[..., None])[..., 0]
     solution = [x]
     for inverse_ct, inverse_y in reversed(eliminated):
@@ -466,7 +469,8 @@ def _nearest_copy(units: np.ndarray, norm: float, n_params: int, chunk: int = 10
     # Recompute the winner directly: the expanded form above loses digits to cancellation.
     distance = math.sqrt(2.0) * float(np.linalg.norm(units[pair[0]] - units[pair[1]]))
     relative = distance / norm if norm > 0 else math.inf
-    return NearestMode(distance, relative, theorem_bound(width, n_params), tuple(sorted(pair)), width, n_params)
+    first, second = sorted(pair)
+    return NearestMode(distance, relative, theorem_bound(width, n_params), (first, second), width, n_params)
 
 
 def permutation_distance(layers_a, layers_b) -> tuple[float, np.ndarray]:

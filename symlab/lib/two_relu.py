@@ -437,10 +437,11 @@ class ToyTrainer:
         if self.mi == "exact":
             d_weight = -expit(d)
         else:
-            swaps = torch.bernoulli(
-                torch.full((*d.shape, self.K - 1), 0.5, dtype=torch.float64), generator=self.generator
-            ).sum(-1)
-            swaps = swaps.numpy()
+            swaps = (
+                torch.bernoulli(torch.full((*d.shape, self.K - 1), 0.5, dtype=torch.float64), generator=self.generator)
+                .sum(-1)
+                .numpy()
+            )
             with np.errstate(divide="ignore"):  # log 0 = −∞ without swaps: the weight is then 0
                 d_weight = -expit(np.log(swaps) + d - np.log1p((self.K - 1) - swaps))
         d_weight = d_weight * (self._information_weight / eps.shape[1])  # ∂I/∂d per draw: the mean over M, SGM only
@@ -614,7 +615,9 @@ def record_trajectory(trainer: ToyTrainer, frames: int, steps_per_frame: int, pr
 
     def keep() -> None:
         mean, std = trainer.parameters()
-        means.append(mean), stds.append(std), diverged.append(list(trainer.diverged))
+        means.append(mean)
+        stds.append(std)
+        diverged.append(list(trainer.diverged))
 
     keep()
     while len(means) < frames and not all(trainer.diverged):

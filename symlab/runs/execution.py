@@ -15,7 +15,7 @@ import time
 import traceback
 
 from symlab.specs.results import TrainingDiverged
-from symlab.specs.run_kind import CANCELLED, DIVERGED, FAILED, FINISHED, INTERRUPTED
+from symlab.specs.run_kind import CANCELLED, DIVERGED, FAILED, FINISHED, INTERRUPTED, Training
 from symlab.specs.settings import RunLimits
 
 from .device import device_name
@@ -69,12 +69,14 @@ def execute(
     run = durably(lambda: registry.get(run_id))
     kind = registry.kind(run.lab)
     registry.run_dir(run_id).mkdir(parents=True, exist_ok=True)
-    training = None
+    training: Training | None = None
+    last_beat = 0.0
 
     def on_step(step, steps):
         """A heartbeat each second (which hears of a cancel), and a stop on a shutdown signal. Called between
         training steps, and between the chunks of an evaluation."""
         nonlocal last_beat
+        assert training is not None  # called by the training itself
         now = time.monotonic()
         if now - last_beat >= HEARTBEAT_SECONDS:
             last_beat = now
@@ -91,16 +93,17 @@ def execute(
             raise TrainingStopped("shutdown signal")
 
     def stopped_after() -> str:
-        done = training.epoch if training else 0
-        return f"after epoch {done} of {training.epochs}" if done else "before its first epoch ended"
+        if training is None or not training.epoch:
+            return "before its first epoch ended"
+        return f"after epoch {training.epoch} of {training.epochs}"
 
     def record(**values):
         durably(lambda: registry.update(run_id, **values))
 
     def summary() -> dict:
+        assert training is not None  # asked for once it trained
         return {**training.summary(), "device_name": device_name(run.device)}
 
-    last_beat = 0.0
     try:
         training = kind.start(run.config, run.device, data_dir)
         try:

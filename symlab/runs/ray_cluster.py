@@ -29,8 +29,13 @@ def connect() -> None:
     if ray.is_initialized():
         return
     address = os.environ.get("RAY_ADDRESS") or None
-    options = {} if address else {"include_dashboard": False}
-    ray.init(address=address, namespace=NAMESPACE, log_to_driver=False, configure_logging=False, **options)
+    ray.init(
+        address=address,
+        namespace=NAMESPACE,
+        log_to_driver=False,
+        configure_logging=False,
+        include_dashboard=None if address else False,  # None: the cluster's own choice
+    )
 
 
 def node_label() -> str:
@@ -72,7 +77,7 @@ def submit(registry: Registry, runs: list[Run]) -> None:
         name = f"run-{run.id}-{uuid.uuid4().hex[:8]}"
         registry.update(run.id, task=name, message="waiting for a place on the Ray cluster")
         resources = {"num_cpus": 1, "num_gpus": 1} if run.device == "cuda" else {"num_cpus": 1}
-        task = RunTask.options(
+        task = RunTask.options(  # type: ignore[attr-defined]  # ray.remote made it an actor class; its stubs say not
             name=name,
             namespace=NAMESPACE,
             lifetime="detached",

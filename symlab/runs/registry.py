@@ -305,7 +305,7 @@ class Registry:
         folder = self.run_dir(run_id)
         by_epoch = sorted(
             (path for path in folder.glob("checkpoint-*.pt") if CHECKPOINT_NAME.fullmatch(path.name)),
-            key=checkpoint_epoch,
+            key=lambda path: checkpoint_epoch(path) or 0,  # each name kept says its epoch
             reverse=True,
         )
         legacy = folder / LEGACY_CHECKPOINT
@@ -393,7 +393,8 @@ class Registry:
     def launches_since(self, since: float, *, source: str | None = None, owner: str | None = None) -> int:
         """How many launches, resumes and restarts (from ``source``, by ``owner``) there were after the time
         ``since``."""
-        conditions, parameters = ["at > ?"], [since]
+        conditions: list[str] = ["at > ?"]
+        parameters: list[float | str] = [since]
         for column, value in (("source", source), ("owner", owner)):
             if value is not None:
                 conditions.append(f"{column} = ?")

@@ -299,7 +299,7 @@ def cancel(registry: Registry, run_id: int, *, by: Caller = HOST) -> None:
         registry.forget_newest_launch(run_id)  # it took no turn: the caps do not count it
     elif run.status == RUNNING:
         registry.update(run_id, cancel_requested=1)
-        if process_alive(run.pid, run.pid_started):
+        if run.pid and process_alive(run.pid, run.pid_started):
             try:
                 os.kill(run.pid, signal.SIGTERM)
             except ProcessLookupError:

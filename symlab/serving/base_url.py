@@ -61,27 +61,27 @@ class PinnedBaseUrl:
             **scope,
             "headers": [(name, value) for name, value in scope["headers"] if name.lower() != b"accept-encoding"],
         }
-        start, body = None, []
+        start: dict | None = None  # an HTML response's start, held until its whole body is edited
+        body: list[bytes] = []
 
         async def edited(message):
             nonlocal start
             if message["type"] == "http.response.start":
                 headers = dict((name.lower(), value) for name, value in message.get("headers", []))
-                if not headers.get(b"content-type", b"").startswith(b"text/html"):
+                if headers.get(b"content-type", b"").startswith(b"text/html"):
+                    start = message
+                else:
                     await send(message)
-                    start = False
-                    return
-                start = message
                 return
-            if start is False:
+            if start is None:  # not HTML: it goes as it came
                 await send(message)
                 return
             body.append(message.get("body", b""))
             if message.get("more_body"):
                 return
             html = with_script(b"".join(body), self.script)
-            headers = [(name, value) for name, value in start.get("headers", []) if name.lower() != b"content-length"]
-            await send({**start, "headers": [*headers, (b"content-length", str(len(html)).encode())]})
+            kept = [(name, value) for name, value in start.get("headers", []) if name.lower() != b"content-length"]
+            await send({**start, "headers": [*kept, (b"content-length", str(len(html)).encode())]})
             await send({"type": "http.response.body", "body": html})
 
         await self.app(scope, receive, edited)

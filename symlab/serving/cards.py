@@ -41,7 +41,10 @@ def card_picture(name: str) -> bytes | None:
 @functools.cache
 def file_name(name: str) -> str:
     """``<name>.<digest>.jpg``: the link changes whenever the picture does."""
-    return f"{name}.{hashlib.sha256(card_picture(name)).hexdigest()[:12]}.jpg"
+    picture = card_picture(name)
+    if picture is None:
+        raise FileNotFoundError(f"the lab card {name!r} has no picture in {CARDS}")
+    return f"{name}.{hashlib.sha256(picture).hexdigest()[:12]}.jpg"
 
 
 def card_link(name: str) -> str | None:

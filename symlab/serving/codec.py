@@ -24,6 +24,7 @@ import functools
 import json
 import math
 import struct
+from typing import Any
 
 import numpy as np
 import torch
@@ -237,7 +238,7 @@ def _dataclass(node, blobs, depth):
         raise CodecError("a dataclass's attributes are not named")
     _check_attributes(cls, attributes)
     inner = _deeper(depth)
-    instance = cls.__new__(cls)
+    instance: Any = object.__new__(cls)  # as a dataclass's own __new__, without its __init__
     instance.__dict__.update({name: _decode(item, blobs, inner) for name, item in attributes.items()})
     return instance
 

@@ -19,8 +19,9 @@ def _skip_parents_main(_name_or_path: str) -> None:
     """In place of multiprocessing.spawn's import of the parent's main module (by name or by path)."""
 
 
-multiprocessing.spawn._fixup_main_from_name = _skip_parents_main
-multiprocessing.spawn._fixup_main_from_path = _skip_parents_main
+# Private names of multiprocessing.spawn, which typeshed leaves out.
+multiprocessing.spawn._fixup_main_from_name = _skip_parents_main  # type: ignore[attr-defined]
+multiprocessing.spawn._fixup_main_from_path = _skip_parents_main  # type: ignore[attr-defined]
 
 
 def _load_mnist_for_every_worker() -> None:

@@ -29,6 +29,7 @@ import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
 from symlab.specs.settings import IMPORT_ROOT
 
@@ -187,6 +188,20 @@ class _Child:
     restart_at: float | None = None
 
     @property
+    def running(self) -> subprocess.Popen:
+        """Its process, once launched."""
+        if self.popen is None:
+            raise RuntimeError(f"{self.name} has not been started")
+        return self.popen
+
+    @property
+    def page(self) -> PageProcess:
+        """The page process it is (not the proxy)."""
+        if self.process is None:
+            raise RuntimeError("the proxy is not a page process")
+        return self.process
+
+    @property
     def name(self) -> str:
         return self.process.name if self.process else "proxy"
 
@@ -246,7 +261,7 @@ class ClassServer:
             raise RuntimeError(f"HAProxy refused its configuration: {(checked.stderr or checked.stdout).strip()}")
 
     def _launch(self, child: _Child) -> None:
-        log = subprocess.DEVNULL
+        log: int | IO[bytes] = subprocess.DEVNULL
         if self.log_dir is not None:
             self.log_dir.mkdir(parents=True, exist_ok=True)
             log = open(self.log_dir / f"{child.name}.log", "ab")  # noqa: SIM115 (the child holds it)
@@ -262,7 +277,7 @@ class ClassServer:
                 preexec_fn=self.preexec_fn,
             )
         finally:
-            if log is not subprocess.DEVNULL:
+            if not isinstance(log, int):
                 log.close()
         child.started, child.restart_at = time.monotonic(), None
 
@@ -270,22 +285,22 @@ class ClassServer:
         """Start the page processes, wait until each answers its health check, then open the proxy."""
         for child in self.children[:-1]:
             self._launch(child)
-            self.say(f"{child.name}: 127.0.0.1:{child.process.port}, pid {child.popen.pid}")
+            self.say(f"{child.name}: 127.0.0.1:{child.page.port}, pid {child.running.pid}")
         deadline = time.monotonic() + ready_timeout
         waiting = list(self.children[:-1])
         while waiting:
             for child in list(waiting):
-                if child.popen.poll() is not None:
+                if child.running.poll() is not None:
                     self.stop()
-                    raise RuntimeError(f"{child.name} exited with code {child.popen.returncode} as it started")
-                if healthy(child.process.url, timeout=1.0):
+                    raise RuntimeError(f"{child.name} exited with code {child.running.returncode} as it started")
+                if healthy(child.page.url, timeout=1.0):
                     waiting.remove(child)
             if waiting and time.monotonic() > deadline:
                 self.stop()
                 raise RuntimeError(f"{', '.join(c.name for c in waiting)} did not answer within {ready_timeout:.0f} s")
             time.sleep(0.2)
         self._launch(self.children[-1])
-        self.say(f"proxy: HAProxy on {self.address}:{self.port}, pid {self.children[-1].popen.pid}")
+        self.say(f"proxy: HAProxy on {self.address}:{self.port}, pid {self.children[-1].running.pid}")
 
     def check_once(self) -> None:
         """Start again each process that has exited, after its back-off."""

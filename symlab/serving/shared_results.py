@@ -194,7 +194,7 @@ class SharedResults:
         computation at a time), and the pool serves browsers in turn. With no workers the caller computes it,
         there and then."""
         if self.workers == 0:
-            done = concurrent.futures.Future()
+            done: concurrent.futures.Future = concurrent.futures.Future()
             try:
                 done.set_result(self.compute(task.key, lambda: task.function(*task.args, progress=_no_report)))
             except Exception as error:  # the caller sees it as it would a pool task's failure
@@ -273,10 +273,11 @@ class SharedResults:
         before = [self.estimate(other.task) for other in ahead]
         mine = self._remaining(job) if job in running else self.estimate(job.task)
         count = len(ahead) + (len(running) if job not in running else 0)
-        if mine is None or any(value is None for value in (*remaining, *before)):
+        known = [value for value in (*remaining, *before) if value is not None]
+        if mine is None or len(known) < len(remaining) + len(before):
             return Wait(count, None)
         # The pool runs ``workers`` at once: the work before this job spreads over them.
-        free_in = 0.0 if job in running else (sum(remaining) + sum(before)) / max(self.workers, 1)
+        free_in = 0.0 if job in running else sum(known) / max(self.workers, 1)
         return Wait(count, free_in + mine)
 
     def estimate(self, task: Task | None) -> float | None:
@@ -388,7 +389,8 @@ class SharedResults:
         for browser in set(job.browsers.values()):
             self._served[browser] = next(self._turns)
         if len(self._served) > BROWSERS_REMEMBERED:
-            for browser in sorted(self._served, key=self._served.get)[: len(self._served) - BROWSERS_REMEMBERED]:
+            served = self._served
+            for browser in sorted(served, key=lambda browser: served[browser])[: len(served) - BROWSERS_REMEMBERED]:
                 del self._served[browser]
 
     def _next_job(self) -> Job:
@@ -705,13 +707,14 @@ def _run_task(number: int, function: Callable, args: tuple, key: Hashable = None
     """``function(*args)`` in a worker, its result written to the store: (value, CPU-seconds), or the
     CPU-seconds alone without ``send_value``."""
     last = [0.0]
+    reports = _reports
 
     def report(done, total, text="", payload=None):
         now = time.monotonic()
-        if number and (now - last[0] >= PROGRESS_INTERVAL_SECONDS or done >= total):
+        if number and reports is not None and (now - last[0] >= PROGRESS_INTERVAL_SECONDS or done >= total):
             last[0] = now
             with contextlib.suppress(Exception):  # progress is best effort (a full or closed queue drops it)
-                _reports.put((number, Progress(float(done), float(total), text, payload)), block=False)
+                reports.put((number, Progress(float(done), float(total), text, payload)), block=False)
 
     started = time.process_time()
     value = function(*args, progress=report)

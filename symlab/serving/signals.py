@@ -22,7 +22,7 @@ def exit_normally_on_sigterm() -> bool:
     """Whether the server's handler was found (uvicorn's ``Server.handle_exit``) and replaced; call it in the main
     thread while the server runs (serve.py, which Streamlit imports then)."""
     server = getattr(signal.getsignal(signal.SIGTERM), "__self__", None)
-    if not hasattr(server, "should_exit") or not hasattr(server, "force_exit"):
+    if server is None or not hasattr(server, "should_exit") or not hasattr(server, "force_exit"):
         return False
 
     def stop_server(signum: int, frame) -> None:

@@ -323,7 +323,7 @@ class ResultStore:
         """Those of ``keys`` stored (one query)."""
         keys = list(keys)
         wanted = {self.row_key(key): key for key in keys}
-        found = set()
+        found: set = set()
         try:
             with self._connection() as connection:
                 for marks, chunk in _in_lists(list(wanted)):

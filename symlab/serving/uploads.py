@@ -160,8 +160,8 @@ class _Turns:
 TURNS = _Turns()
 
 
-def _no_news(ahead: int) -> None:
-    """Waiting with no page to tell."""
+def _no_news(news: float) -> None:
+    """Waiting or working with no page to tell."""
 
 
 # ---------------------------------------------------------------------------------------------- the server side
@@ -218,6 +218,7 @@ def _in_own_process(function, uploads, options, limits: AnalysisLimits, working)
     try:
         process.start()
         theirs.close()
+        assert process.pid is not None  # started
         PACER.hold(process.pid, limits.core_share)
         answer = _answer(ours, process, started, limits, working)
     except (BrokenPipeError, EOFError, ConnectionResetError):
@@ -243,13 +244,10 @@ def _handoff(uploads) -> str:
     the analysis reads: written in a few milliseconds, where a pipe passed 16 MB in thousands of turns between the
     two processes, each one a turn of the web server's interpreter. (A container's /dev/shm holds 64 MB by
     default: where the uploads do not fit, the system's temporary directory.)"""
-    in_memory = ["/dev/shm"] if os.path.isdir("/dev/shm") else []
-    for directory in (*in_memory, None):
-        try:
-            return _written(uploads, directory)
-        except OSError:
-            if directory is None:
-                raise
+    if os.path.isdir("/dev/shm"):
+        with contextlib.suppress(OSError):
+            return _written(uploads, "/dev/shm")
+    return _written(uploads, None)
 
 
 def _written(uploads, directory: str | None) -> str:

@@ -88,11 +88,12 @@ def visit_pages(
     from streamlit.proto.BackMsg_pb2 import BackMsg
     from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
     from websockets.sync.client import connect
+    from websockets.typing import Subprotocol
 
     early = ForwardMsg.ScriptFinishedStatus.FINISHED_EARLY_FOR_RERUN
     seconds = {}
     with connect(
-        ws_url, subprotocols=["streamlit"], max_size=None, open_timeout=timeout, additional_headers=headers
+        ws_url, subprotocols=[Subprotocol("streamlit")], max_size=None, open_timeout=timeout, additional_headers=headers
     ) as socket:
         for page in pages:
             request = BackMsg()
@@ -247,10 +248,13 @@ async def lifespan(app):
     store_shipped_results()
     check_data_files()
     stop = threading.Event()
+
     # Then the first visits: the server answers by then (this function has let it start).
-    threading.Thread(
-        target=_logged(lambda: (warm_up(), _first_visits()), stop), name="symlab-warm-up", daemon=True
-    ).start()
+    def warm_up_then_visit() -> None:
+        warm_up()
+        _first_visits()
+
+    threading.Thread(target=_logged(warm_up_then_visit, stop), name="symlab-warm-up", daemon=True).start()
     if shared_results.live_limits().idle_workers > 0:
         threading.Thread(
             target=_logged(lambda: precompute_in_idle_time(stop), stop), name="symlab-idle-time", daemon=True

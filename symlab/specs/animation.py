@@ -21,7 +21,8 @@ from dataclasses import dataclass
 import numpy as np
 
 SIGNIFICANT = 4  # a ten-thousandth of the column's largest number: well under a pixel of any chart
-Columns = Mapping[str, object]  # name -> numbers (an array) or text (a list of str), equally long
+Column = np.ndarray | Sequence[float] | Sequence[str]  # numbers (an array) or text (a list of str)
+Columns = Mapping[str, Column]  # name -> column, all equally long
 Frame = Mapping[str, Mapping[str, Mapping[str, Columns]]]  # chart -> dataset -> series label -> columns
 
 
@@ -145,8 +146,9 @@ def series_change(before: Columns | None, now: Columns, held: dict | None) -> di
         if old == new:
             change: dict = {}
             for name in (name for name in now if not _same(before[name], now[name])):
-                # A single value goes as it is: its step would be no shorter, and finding it costs as much.
-                steps = steps_from(held[name], now[name]) if len(now[name]) > 1 else None
+                # A single value goes as it is: its step would be no shorter, and finding it costs as much. Steps
+                # need the values the browser holds.
+                steps = steps_from(held[name], now[name]) if held is not None and len(now[name]) > 1 else None
                 if steps is None:
                     change.setdefault("set", {})[name] = encoded_columns({name: now[name]})[name]
                 else:
@@ -174,10 +176,12 @@ def frame_changes(before: Frame | None, now: Frame, held: dict) -> dict:
 def after_change(columns: dict | None, change: dict, arrays: bool = False) -> dict:
     """One series' columns after a frame's change, as the browser rebuilds them (views/common/animation.js);
     ``arrays``: numeric columns stepped by ``add`` as arrays (the encoder's own bookkeeping), not lists."""
-    if "append" in change:
-        return {name: _joined(columns[name], values) for name, values in change["append"].items()}
     if "rows" in change:
         return change["rows"]
+    if columns is None:
+        raise ValueError(f"a change of a series' rows ({', '.join(change)}) needs the rows it changes")
+    if "append" in change:
+        return {name: _joined(columns[name], values) for name, values in change["append"].items()}
     result = {**columns, **change.get("set", {})}
     for name, steps in change.get("add", {}).items():
         scale = 10.0 ** steps["d"]

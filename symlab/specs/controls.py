@@ -14,7 +14,7 @@ import argparse
 import dataclasses
 import functools
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,8 +40,8 @@ class Control:
     choices: tuple = ()
     label: str = ""
     help: str = ""
-    url: str | None = None
-    flag: str | None = None
+    url: str = ""  # "": the field's name
+    flag: str = ""  # "": --field-name
     widget: str | None = None  # default: slider for a stepped float, number otherwise, select for choices
     format: str | None = None  # the widget's printf-style number format
 
@@ -117,7 +117,7 @@ def control(default, kind: str | None = None, **spec) -> Any:
 
 
 @functools.cache
-def declared(config_type) -> dict[str, tuple[Control, Any]]:
+def declared(config_type: type) -> dict[str, tuple[Control, Any]]:
     """Field name -> (control, default) for every declared field, in declaration order; each control's
     URL name and flag filled in (defaults: the field's name, ``--field-name``). Read-only."""
     return {
@@ -165,9 +165,10 @@ def check(checks: Iterable[tuple[bool, str]]) -> None:
 
 def field_checks(config) -> list[tuple[bool, str]]:
     """One ``(ok, message)`` per declared field of ``config``: within its declared range."""
+    config_type: type = type(config)
     return [
         (spec.accepts(getattr(config, name)), f"{name} must be {spec.describe_range()} (got {getattr(config, name)!r})")
-        for name, (spec, _) in declared(type(config)).items()
+        for name, (spec, _) in declared(config_type).items()
     ]
 
 
@@ -264,7 +265,13 @@ def number_parser(spec: Control):
             raise argparse.ArgumentTypeError(f"{shown(text)} must be {bounded.describe_range()}")
         return value
 
-    parse.kind = spec.kind  # what the hostile-input tests read to know which values may be valid
+    return _kind_told(parse, spec.kind)
+
+
+def _kind_told(parse: Callable[[str], Any], kind: str) -> Callable[[str], Any]:
+    """``parse`` with the kind of value it reads (``parse.kind``): what the hostile-input tests read to know which
+    values may be valid."""
+    setattr(parse, "kind", kind)  # noqa: B010  (a function's attribute, which mypy allows only this way)
     return parse
 
 
@@ -283,8 +290,7 @@ def list_parser(item: Control, max_items: int | None = None):
             )
         return [parse_item(part) for part in items]
 
-    parse.kind = item.kind
-    return parse
+    return _kind_told(parse, item.kind)
 
 
 def add_flags(

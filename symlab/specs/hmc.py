@@ -55,11 +55,10 @@ class HmcConfig:
         loads torch."""
         from symlab.lib.hmc import HmcSettings
 
-        cap = {} if max_leapfrog is None else {"max_leapfrog": max_leapfrog}
         return HmcSettings(
             warmup=self.hmc_warmup,
             samples=self.hmc_samples,
             trajectory_length=self.hmc_trajectory,
             target_accept=self.hmc_target_accept,
-            **cap,
+            max_leapfrog=HmcSettings.max_leapfrog if max_leapfrog is None else max_leapfrog,
         )

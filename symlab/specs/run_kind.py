@@ -28,8 +28,11 @@ RESUMABLE = (INTERRUPTED, CANCELLED, FAILED)
 class Training(Protocol):
     """One run's training as the worker drives it: epoch by epoch, checkpointed after each."""
 
-    epoch: int  # completed epochs
     epochs: int  # epochs to train
+
+    @property
+    def epoch(self) -> int:
+        """Completed epochs."""
 
     def train_epoch(self, on_step: Callable[[int, int], None]) -> dict:
         """Train one epoch; its metrics, with "epoch". ``on_step(step, steps)`` may raise to stop."""
@@ -44,12 +47,21 @@ class Training(Protocol):
         """The run's result: JSON-ready, recorded when it finishes or diverges."""
 
 
+class RunConfig(Protocol):
+    """A run's settings as the registry keeps them: a JSON-ready dict, read back whole."""
+
+    def to_dict(self) -> dict: ...
+
+    @classmethod
+    def from_dict(cls, values: dict) -> RunConfig: ...
+
+
 @dataclass(frozen=True)
 class RunKind:
     """One lab's runs. ``config_type`` is a dataclass with ``to_dict()``, ``from_dict(values)``,
     ``validate()``, a ``label`` and ``work()`` (a :class:`~symlab.specs.settings.Work` for the server's caps)."""
 
-    config_type: type
+    config_type: type[RunConfig]
     device: Callable[[Any], str]  # the device type a config trains on ("cpu", "cuda"): the queue it waits in
     start: Callable[..., Training]  # start(config, device, data_dir): its training at epoch 0
     failures: tuple[type[BaseException], ...] = ()  # expected errors, recorded by their message alone

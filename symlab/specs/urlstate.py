@@ -199,6 +199,7 @@ def neighbours(values: Mapping[str, Any], specs: Sequence[Param]) -> list[dict]:
     found = []
     for spec in specs:
         value = values[spec.name]
+        moved: list
         if spec.kind == "bool":
             moved = [not value]
         elif spec.kind == "choice":

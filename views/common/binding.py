@@ -57,7 +57,7 @@ def metric_cells(count: int, per_row: int = 2) -> list:
     """Places for ``count`` metrics (or charts), ``per_row`` to a row: more in a row cut their labels (or legends)
     short wherever the row is narrow (a phone turned sideways, a laptop with the sidebar open); a phone stacks
     them anyway."""
-    cells = []
+    cells: list = []
     while len(cells) < count:
         cells += st.columns(per_row)
     return cells[:count]
@@ -90,12 +90,13 @@ def control_widget(page: str, config_type, name: str, *, cap: float | None = Non
     kind = spec.widget_kind
     if kind in ("slider", "number"):
         number = int if spec.kind == "int" else float
-        bounds = [None if bound is None else number(bound) for bound in (spec.low, spec.high)]
-        step = number(spec.step or spec.nudge) if (spec.step or spec.nudge) else (1 if spec.kind == "int" else None)
+        low, high = (None if bound is None else number(bound) for bound in (spec.low, spec.high))
+        grid = spec.step or spec.nudge
+        step = number(grid) if grid else (1 if spec.kind == "int" else None)
         if spec.format:
             common["format"] = spec.format
         widget = st.slider if kind == "slider" else st.number_input
-        return widget(spec.label, *bounds, step=step, **common)
+        return widget(spec.label, low, high, step=step, **common)
     if kind == "toggle":
         return st.toggle(spec.label, **common)
     choices = list(spec.choices)

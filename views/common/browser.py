@@ -13,9 +13,11 @@ XSRF_COOKIE = "_streamlit_xsrf"  # Streamlit's own, set in every browser while X
 def xsrf_token(cookie: str | None) -> bytes | None:
     """The random token of Streamlit's XSRF cookie, "2|mask|masked token|time" with the token XOR the repeated
     4-byte mask: the server masks it afresh on each page load, so the cookie's text changes and the token stays."""
+    if cookie is None:
+        return None
     try:
-        version, mask, masked, _ = cookie.strip("\"'").split("|")
-        mask, masked = bytes.fromhex(mask), bytes.fromhex(masked)
+        version, mask_hex, masked_hex, _ = cookie.strip("\"'").split("|")
+        mask, masked = bytes.fromhex(mask_hex), bytes.fromhex(masked_hex)
     except (AttributeError, ValueError):
         return None
     if version != "2" or len(mask) != 4 or not masked:

@@ -11,6 +11,7 @@ import textwrap
 import zlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import altair as alt
 import numpy as np
@@ -118,7 +119,7 @@ def series_channels(series: Sequence[Series], legend: bool = True) -> dict:
 
 def quantity(
     field: str,
-    title: str,
+    title: str | list[str],
     domain=None,
     *,
     log=False,
@@ -129,17 +130,20 @@ def quantity(
 ):
     """A quantitative position channel: its title (with units), a fixed ``domain`` where the chart had one
     (else the data's, not forced through zero), a log scale, integer ticks (epochs, counts)."""
-    options = dict(zero=False) if domain is None else dict(domain=list(domain), nice=False)
+    options: dict[str, Any] = dict(zero=False) if domain is None else dict(domain=list(domain), nice=False)
     if log:
         options["type"] = "log"
     options.update(scale or {})
     if options.get("type") == "log":
         options.pop("zero", None)  # a log scale never holds zero: Vega-Lite drops the setting with a warning
-    axis_options = dict(tickMinStep=1, format="d") if integer else {}
+    axis_options: dict[str, Any] = dict(tickMinStep=1, format="d") if integer else {}
     axis_options.update(axis or {})
     # A long y title on two lines: turned along the plot, one line longer than the plot would make Vega shrink the
     # plot under it (and push the chart's title out of the top) to fit the chart's height.
-    shown = broken_lines(title, 2) if channel is alt.Y and len(title) > Y_TITLE_CHARS else title
+    # (A list is its lines already.)
+    shown = (
+        broken_lines(title, 2) if channel is alt.Y and isinstance(title, str) and len(title) > Y_TITLE_CHARS else title
+    )
     return channel(f"{field}:Q", title=shown, scale=alt.Scale(**options), axis=alt.Axis(**axis_options))
 
 
@@ -180,7 +184,7 @@ def altair_lines(
             .encode(color=channels["color"], shape=channels["shape"])
             .transform_filter(alt.FieldEqualPredicate(field="series", equal=""))
         )
-    return alt.layer(*layers)
+    return alt.LayerChart(layer=layers)  # alt.layer's type admits a facet, which these layers never hoist
 
 
 def altair_band(series: Series, x, *, data: str = "bands", opacity: float = 0.12) -> alt.Chart:

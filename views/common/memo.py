@@ -72,7 +72,7 @@ def cached(max_entries: int) -> Callable[[Callable[..., Result]], Callable[..., 
             with lock:
                 results.clear()
 
-        wrapper.clear = clear
+        setattr(wrapper, "clear", clear)  # noqa: B010  (mypy knows no attributes of a function but by setattr)
         return wrapper
 
     return decorate

@@ -55,6 +55,6 @@ def theme_read_once() -> bool:
             read[key] = reader(section)
         return dict(read[key])  # a copy, as Streamlit's reader gives: its caller may change it
 
-    get_options_for_section.streamlits = reader
+    setattr(get_options_for_section, "streamlits", reader)  # noqa: B010  (mypy allows a function's attribute so)
     config.get_options_for_section = get_options_for_section
     return True

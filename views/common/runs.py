@@ -129,7 +129,11 @@ def queue_panel(page: str) -> None:
         return
     cols = st.columns([3, 2])
     chosen = cols[0].selectbox(
-        "Browser", flooding, format_func=names.get, key=f"{page}.flood_pick", label_visibility="collapsed"
+        "Browser",
+        flooding,
+        format_func=lambda owner: names[owner],
+        key=f"{page}.flood_pick",
+        label_visibility="collapsed",
     )
     if cols[1].button("Cancel its queued runs", key=f"{page}.cancel_flood", icon=":material/block:"):
         try:

@@ -163,7 +163,7 @@ def surface_trace(surface: Surface) -> dict:
 
 def line_trace(line: Line, style: Style) -> dict:
     mode = "+".join(part for part, shown in (("lines", style.line), ("markers", style.symbol)) if shown)
-    trace = {
+    trace: dict[str, object] = {
         "type": "scatter3d",
         "mode": mode,
         "name": style.name or line.label,

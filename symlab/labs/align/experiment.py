@@ -168,7 +168,9 @@ def train_pair(config: AlignConfig, data: Dataset, progress=None) -> PosteriorPa
     g = torch.Generator().manual_seed(config.seed * 2 + 3)
     batch = min(config.batch, n)
     every = max(1, config.steps // 50)
-    recorded, steps_seen, running = [], [], np.zeros(2)
+    recorded: list[np.ndarray] = []
+    steps_seen: list[int] = []
+    running = np.zeros(2)
     for step in range(1, config.steps + 1):
         drawn = (step - 1) % DRAWS_AT_ONCE
         if drawn == 0:
@@ -235,7 +237,7 @@ class AlignmentReport:
     elbo_final: list[float]
     alignments: dict = in_memory()  # "weights", "w2" -> align.Alignment
     ends: dict = in_memory()  # path -> q_B as that path's end
-    noise: list = in_memory()  # the standard normal draws shared by every point of every path
+    noise: torch.Tensor = in_memory()  # the standard normal draws shared by every point of every path
 
 
 @dataclass(frozen=True)
@@ -396,9 +398,10 @@ class NetworkAlignment:
     summary: dict
     paths: dict
     align_seconds: float
-    qa: DiagonalGaussian = in_memory()
-    alignments: dict = in_memory()
-    ends: dict = in_memory()
+    # The networks, which stay in the process that read them (None in the report a page is sent).
+    qa: DiagonalGaussian | None = in_memory()
+    alignments: dict | None = in_memory()
+    ends: dict | None = in_memory()
 
 
 def network_data(network: weights.Network, mnist) -> tuple[Dataset | None, str | None]:
@@ -537,11 +540,12 @@ def uploaded_pair(files, path_points: int, samples: int, seed: int, starts: int)
     settings.check_affordable(pair_alignment_cost(a.sizes, path_points, drawn, starts), "Aligning these networks")
     mnist = load_mnist_once(settings.mnist_directory()) if weights.is_mnist_classifier(a.sizes) else None
     report = align_networks(a, b, mnist, path_points, samples, seed, starts=starts)
-    qb, perms = report.ends["before"], report.alignments["w2"].perms
+    qa, ends, alignments = report.qa, report.ends, report.alignments
+    assert qa is not None and ends is not None and alignments is not None  # align_networks keeps the networks
+    qb, perms = ends["before"], alignments["w2"].perms
     views = {
         order: [
-            assignment_view(report.qa, qb, perms, index, order == "aligned", ASSIGNMENT_UNITS)
-            for index in range(len(perms))
+            assignment_view(qa, qb, perms, index, order == "aligned", ASSIGNMENT_UNITS) for index in range(len(perms))
         ]
         for order in ("own", "aligned")
     }
@@ -676,6 +680,8 @@ def path_maps(pair: PosteriorPair, rep: AlignmentReport, data: Dataset, progress
             if progress is not None:
                 progress(index * points + point + 1, len(MAP_PATHS) * points)
         maps[path] = np.stack(grids)
+    if xs is None or ys is None:
+        raise ValueError("the paths have no points to map")
     return PathMaps(xs, ys, maps)
 
 
@@ -875,7 +881,8 @@ def predictive_grid(
     ``extent`` (moons only): (x centres, y centres, probabilities[y, x])."""
     if q.sizes[0] != 2:
         raise ValueError("a predictive map needs 2-D inputs")
-    xs, ys = np.linspace(*extent[0], resolution), np.linspace(*extent[1], resolution)
+    (x_low, x_high), (y_low, y_high) = extent
+    xs, ys = np.linspace(x_low, x_high, resolution), np.linspace(y_low, y_high, resolution)
     grid = torch.tensor(np.stack(np.meshgrid(xs, ys), axis=-1).reshape(-1, 2), dtype=torch.float32)
     with torch.inference_mode():
         probability = align.predictive_log_probs(q, noise, grid)[:, 1].exp().numpy()

@@ -256,7 +256,7 @@ def log_posterior(config: MethodsConfig, x: torch.Tensor, y: torch.Tensor):
     arch, variance = config.arch, prior_variance(config)
 
     def log_density(w: torch.Tensor) -> torch.Tensor:
-        log_likelihood = 0
+        log_likelihood = torch.zeros((), dtype=w.dtype, device=w.device)
         for xc, yc in zip(x.split(IMAGE_CHUNK), y.split(IMAGE_CHUNK)):
             log_probs = torch.log_softmax(networks.batched_logits(arch, w, xc), -1)
             log_likelihood = log_likelihood + log_probs.gather(-1, yc.expand(len(w), -1)[..., None]).sum((-1, -2))
@@ -366,7 +366,7 @@ def hmc_diagnostics(config: MethodsConfig, state: hmc.ChainState, draws: hmc.Dra
     canonical = networks.remove_symmetries(arch, raw, config.removal)
     labels = networks.copy_labels(arch, raw, config.removal)
     codes = np.unique(labels.reshape(-1, labels.shape[-1]), axis=0, return_inverse=True)[1].reshape(labels.shape[:2])
-    out = {}
+    out: dict = {}
     for name, weights in (("raw", raw), ("canonical", canonical)):
         rhat, ess = chains.rhat(weights), chains.ess(weights)
         out |= {
@@ -441,11 +441,12 @@ class Comparison:
         self.config = config.validate()
         self.data = data
         self.reference = torch.empty(0, config.arch.n_params)
-        self.starts = self.dropout_starts = None
+        self.starts: torch.Tensor | None = None  # the methods' starting networks, trained after the reference
+        self.dropout_starts: torch.Tensor | None = None
         self.samples: dict[str, torch.Tensor] = {}
         self.rows: list[dict] = []
         self.stage = 0
-        self._canonical = None
+        self._canonical: tuple[np.ndarray, np.ndarray] | None = None
         self.chain_state: hmc.ChainState | None = None
         self.hmc_draws: hmc.Draws | None = None
         self.hmc_generator = _generator(config, HMC_STREAM)  # on the CPU, wherever the chains run
@@ -521,21 +522,32 @@ class Comparison:
             "rows": rows,
         }
 
+    def _trained_starts(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """The methods' starting networks, without and with dropout (their stage comes before every method's)."""
+        if self.starts is None or self.dropout_starts is None:
+            raise RuntimeError("the methods' starts are trained in the stage before the methods")
+        return self.starts, self.dropout_starts
+
+    def _hmc_chains(self) -> tuple[hmc.ChainState, hmc.Draws]:
+        """The chains' state and their draws (HMC's stages come before the scores against them)."""
+        if self.chain_state is None or self.hmc_draws is None:
+            raise RuntimeError("HMC's chains are warmed up and drawn before the scores against them")
+        return self.chain_state, self.hmc_draws
+
     def _method_rows(self, method: str, check) -> list[dict]:
         config = self.config
+        starts, dropout_starts = self._trained_starts()
         rows = []
         for modes in (1, config.modes):
             if (modes == 1 and method in MULTI_ONLY) or (modes > 1 and method in SINGLE_ONLY):
                 continue
             began = time.perf_counter()
             if method == "ensemble":
-                samples = self.starts.clone()
+                samples = starts.clone()
             else:
                 each, parts = config.samples // modes, []
                 for i in range(modes):
-                    parts.append(
-                        method_samples(method, config, self.data, self.starts[i], self.dropout_starts[i], each, i)
-                    )
+                    parts.append(method_samples(method, config, self.data, starts[i], dropout_starts[i], each, i))
                     check()
                 samples = torch.cat(parts)
             samples = samples.to(torch.float32)
@@ -605,12 +617,13 @@ class Comparison:
     def _score_against_hmc(self, check) -> None:
         """Every row, and the reference checkpoints themselves, scored against HMC's draws; the chains' diagnostics."""
         config, data = self.config, self.data
-        reference = hmc_reference(config, self.hmc_draws.samples, data)
+        chain_state, hmc_draws = self._hmc_chains()
+        reference = hmc_reference(config, hmc_draws.samples, data)
         for row in self.rows:
             row.update(hmc_scores(config, self.samples[f"{row['method']}/{row['modes']}"], reference, data))
             check()
         self.hmc_summary = {
-            **hmc_diagnostics(config, self.chain_state, self.hmc_draws),
+            **hmc_diagnostics(config, chain_state, hmc_draws),
             "seconds": self.hmc_seconds,
             "device": device_name(self.hmc_device),
             "checkpoints": hmc_scores(config, self.reference, reference, data),
@@ -683,7 +696,7 @@ class Comparison:
     # Checkpoints: every tensor in one safetensors file, the rest in its metadata.
     def save(self, path: Path) -> None:
         tensors = {"reference": self.reference.contiguous()}
-        if self.starts is not None:
+        if self.starts is not None and self.dropout_starts is not None:
             tensors.update(starts=self.starts.contiguous(), dropout_starts=self.dropout_starts.contiguous())
         tensors.update({f"samples/{key}": value.contiguous() for key, value in self.samples.items()})
         if self.chain_state is not None:

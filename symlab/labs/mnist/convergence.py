@@ -82,7 +82,9 @@ def convergence(history: list[dict], window_steps: int = WINDOW_STEPS) -> dict:
     end = len(history)
     while (result := check(history, end, window_steps)) is not None:
         checks.append((end - 1, result))
-        end = _window(history, end, window_steps)[0]
+        window = _window(history, end, window_steps)
+        assert window is not None  # the check above found it
+        end = window[0]
     if not checks:
         return empty
     last = checks[0][1]

@@ -168,8 +168,8 @@ class MnistTrainer:
         grad_mu, grad_log_sd = torch.autograd.grad(nll, [mu, log_sd])
         with torch.no_grad():
             kl_mu, kl_log_sd = bnn.kl_gradients(mu, sd, config.prior_scale, self.n_train)
-            w = None if noise is None else torch.addcmul(mu, sd, noise)
-        return nll, grad_mu.add_(kl_mu), grad_log_sd.add_(kl_log_sd), w
+            drawn = None if noise is None else torch.addcmul(mu, sd, noise)
+        return nll, grad_mu.add_(kl_mu), grad_log_sd.add_(kl_log_sd), drawn
 
     def step(self, x, y, noise, perm_generator, sample_generator=None, label_generator=None) -> dict:
         """One Adam step on −(ELBO [+ Î]) / N from one minibatch, by the config's gradient estimator
@@ -183,15 +183,15 @@ class MnistTrainer:
         with torch.no_grad():
             kl = gaussian.flat_kl_to_prior(mu, log_sd, config.prior_scale, sd)
             elbo = -self.n_train * nll.detach().double() - kl.double()
-        estimates = {}
+        estimates: dict[str, float] = {}
         info_grad_log_sd = None  # ∂(−Î/N)/∂log σ, when Î had a gradient
         mutual_info = None
         if config.method == "sgm":
             if config.mi == "blocks":
-                mutual_info, active = blocks.block_mutual_info(
-                    self.layout, w.detach(), noise, mu, log_sd, self.block_plan
-                )
-                log_group_size = self.block_plan.log_group_size
+                plan = self.block_plan
+                assert plan is not None  # made for the blocks estimator
+                mutual_info, active = blocks.block_mutual_info(self.layout, w.detach(), noise, mu, log_sd, plan)
+                log_group_size = plan.log_group_size
             else:
                 mutual_info, active = bnn.infonce(
                     self.layout, w.detach(), noise, mu, log_sd, config.K, perm_generator, sd
@@ -239,8 +239,10 @@ class MnistTrainer:
         config = self.config
         hessian = self._scratch("hessian")
         mlp.fisher_diagonal(self.layout.layers(weights), x, label_generator, self._views("hessian"))
-        self.curvature.mul_(CURVATURE_DECAY).add_(hessian, alpha=1.0 - CURVATURE_DECAY)
-        precision = torch.mul(self.curvature, float(self.n_train), out=hessian).add_(1.0 / config.prior_scale**2)
+        curvature = self.curvature
+        assert curvature is not None  # kept where σ follows the curvature, the only fit that calls this
+        curvature.mul_(CURVATURE_DECAY).add_(hessian, alpha=1.0 - CURVATURE_DECAY)
+        precision = torch.mul(curvature, float(self.n_train), out=hessian).add_(1.0 / config.prior_scale**2)
         g = self.info_grad
         if g is not None:
             g.mul_(CURVATURE_DECAY)

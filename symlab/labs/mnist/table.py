@@ -104,10 +104,10 @@ def results_table(finished_runs) -> list[dict]:
             "runs": len(runs),
             "run_ids": [found[0].id for found in seeds.values()],
         }
-        for key in RESULT_KEYS:
-            values = latest_values(runs, key)
-            row[f"{key}_mean"] = statistics.fmean(values) if values else None
-            row[f"{key}_std"] = statistics.pstdev(values) if values else None  # numpy's std: over the seeds, ddof 0
+        for metric in RESULT_KEYS:
+            values = latest_values(runs, metric)
+            row[f"{metric}_mean"] = statistics.fmean(values) if values else None
+            row[f"{metric}_std"] = statistics.pstdev(values) if values else None  # numpy's std: over seeds, ddof 0
         row.update(training_verdict(latest_values(runs, "test_acc"), f"the {label} runs of width {hidden}"))
         rows.append(row)
     return rows

@@ -640,8 +640,9 @@ class NetworkReport:
     mnist_accuracy: float | None
     mnist_scaling: str | None
     seconds: float
-    raw_layers: list = in_memory()
-    sorted_layers: list = in_memory()
+    # The layers, which stay in the process that read them (None in the report a page is sent).
+    raw_layers: list | None = in_memory()
+    sorted_layers: list | None = in_memory()
 
 
 def check_inputs(sizes, mnist=None) -> tuple[np.ndarray, str]:
@@ -790,8 +791,10 @@ def uploaded_network(files, sort_key: str) -> UploadedNetwork:
     settings.check_affordable(network_analysis_cost(network.sizes), "Analysing this network")
     mnist = load_mnist_once(settings.mnist_directory()) if network.sizes[0] == 784 else None
     report = network_report(network, mnist, sort_key)
-    W = report.raw_layers[0][0]
-    inputs, order = pictured_inputs(W), symmetry.sorting_orders(report.raw_layers, sort_key)[0]
+    raw_layers = report.raw_layers
+    assert raw_layers is not None  # network_report keeps the layers
+    W = raw_layers[0][0]
+    inputs, order = pictured_inputs(W), symmetry.sorting_orders(raw_layers, sort_key)[0]
     (raw, group), (ordered, _) = picture_rows(W[:, inputs]), picture_rows(W[order][:, inputs])
     report = dataclasses.replace(report, raw_layers=None, sorted_layers=None)  # the network stays in this process
     return UploadedNetwork(

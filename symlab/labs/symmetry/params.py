@@ -34,7 +34,7 @@ FIELDS = {
 # The shared server trains these while a visitor waits: the page stays below the declared ranges (the
 # widgets' help says so); the command line does not. MLPs at learning rates near the top of theirs only
 # diverge, and a diverged net still runs every step.
-CAPS = {
+CAPS: dict[type, dict[str, float]] = {
     PerceptronConfig: {"nets": 10_000, "epochs": 30},
     ToyConfig: {"n_train": 500},
     MlpConfig: {"width": 256, "steps": 3000, "lr": 1.0},

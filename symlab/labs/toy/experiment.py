@@ -303,7 +303,9 @@ class Fit:
         return self.outcomes.count(STUCK)
 
 
-def fits(trainer: two_relu.ToyTrainer, bounds, exact: dict[ToyConfig, ExactAnswer], tie: float = 0.0) -> list[Fit]:
+def fits(
+    trainer: two_relu.ToyTrainer | two_relu.Snapshot, bounds, exact: dict[ToyConfig, ExactAnswer], tie: float = 0.0
+) -> list[Fit]:
     """The trainer's runs grouped into fits by method and config (each run's tag, as :func:`run_spec` sets it), in
     order of first appearance, given each run's own bound (``evaluate()["objective"]`` or ``latest_bounds()``),
     each config's exact answer and the tie (:func:`kept_start`)."""

@@ -50,7 +50,8 @@ PLOTLY_BUNDLE = "PlotlyChart"  # the name of Streamlit's Plotly chunk (4.7 MB), 
 NOW_JS = "[performance.timeOrigin, performance.timeOrigin + performance.now()]"
 FIRST_CHART_JS = f"() => document.querySelector({json.dumps(CHART_SELECTOR)}) ? {NOW_JS} : false"
 WITHOUT_CHARTS = ("", "mnist")  # Home, and MNIST's default view before any run: no chart to wait for
-# Where a visit's time goes: the app's JavaScript loaded (the load event), the page's title drawn (the server's first
+# Where a visit's time goes: the app's JavaScript run (DOMContentLoaded, which waits for its module script; the load
+# event also waits for fonts and pictures, which can come after the title), the page's title drawn (the server's first
 # answer to the page run), the first chart drawn.
 TITLE_JS = f"""() => document.querySelector('[data-testid="stMain"] h1') ? {NOW_JS} : false"""
 COMPLETE_JS = f"""() => {{
@@ -60,7 +61,10 @@ COMPLETE_JS = f"""() => {{
   if ([...bars].some(p => p.innerText.includes('⏳'))) return false;
   return {NOW_JS};
 }}"""
-LOADED_JS = "() => [performance.timeOrigin, performance.timeOrigin + performance.getEntriesByType('navigation')[0].loadEventEnd]"
+LOADED_JS = (
+    "() => [performance.timeOrigin, "
+    "performance.timeOrigin + performance.getEntriesByType('navigation')[0].domContentLoadedEventEnd]"
+)
 EXCEPTION_JS = (
     "() => [...document.querySelectorAll('[data-testid=\"stException\"]')].map(e => e.innerText.slice(0, 200))"
 )

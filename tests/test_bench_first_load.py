@@ -20,7 +20,7 @@ def test_a_visit_is_timed_from_the_apps_load_to_its_first_chart(capsys):
     [visit] = report["visits"]
     assert visit["page"] == "modes?alpha=5.2" and not visit["exceptions"]
     # One clock for the whole visit (the epoch's), so the waits, taken in turn, read in order even if the page loaded
-    # again; the app's load event is before its title in the same document.
+    # again; the app's script has run (DOMContentLoaded) before it draws the title in the same document.
     assert 0 < visit["title_s"] <= visit["first_chart_s"] <= visit["complete_s"]
     assert visit["documents"] >= 1 and 0 < visit["script_loaded_s"]
     if visit["documents"] == 1:

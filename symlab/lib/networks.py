@@ -50,9 +50,8 @@ class Architecture:
 
     name: str
     width: int = 16
-    _template: nn.Module = field(
-        init=False, repr=False, compare=False
-    )  # the module whose parameters a flat vector fills
+    # The module whose parameters a flat vector fills (built in __post_init__).
+    _template: nn.Module = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
         if self.name not in ARCHITECTURES:

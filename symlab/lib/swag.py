@@ -80,16 +80,12 @@ def swag_moments(snapshots: Iterable[torch.Tensor], rank: int = RANK) -> SwagPos
     """Algorithm 1's running updates over the snapshots θ₁, θ₂, …: θ̄ ← (nθ̄ + θ)/(n + 1),
     θ̄₂ ← (nθ̄₂ + θ²)/(n + 1), then D gains the row θ − θ̄ and keeps its last K = ``rank`` rows."""
     _check_int("rank", rank, minimum=2)
-    iterator = iter(snapshots)
-    first = next(iterator, None)
-    if first is None:
-        raise ValueError("SWAG needs at least 2 snapshots, got 0")
-    dtype = first.dtype
-    mean = first.detach().to(torch.float64)
-    sq_mean = mean.square()
-    rows: list[torch.Tensor] = [mean - mean]
-    count = 1
-    for theta in iterator:
+    # From zero moments the first update is θ̄ = θ itself (0·θ̄ + θ), so every snapshot takes the same update.
+    mean = sq_mean = torch.zeros((), dtype=torch.float64)
+    dtype = torch.float64  # the snapshots' own, from the first one on
+    rows: list[torch.Tensor] = []
+    count = 0
+    for theta in snapshots:
         dtype, theta = theta.dtype, theta.detach().to(torch.float64)
         mean = (count * mean + theta) / (count + 1)
         sq_mean = (count * sq_mean + theta.square()) / (count + 1)

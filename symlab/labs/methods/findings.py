@@ -19,15 +19,9 @@ def numbers(shipped) -> dict:
     gains = {method: [-100 * d for d in diffs] for method, diffs in summary["multi_minus_single"].items()}
     others = [method for method in gains if method != "laplace"]
     sgm = summary["sgm_minus_mfvi"][1]
-
-    def mean_sd(values, scale=100):
-        values = [scale * v for v in values]
-        mean = sum(values) / len(values)
-        return mean, math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1)) if len(values) > 1 else 0.0
-
     raw, removed = mean_sd(sgm["mmd"]), mean_sd(sgm["mmd_no_symmetry"])
     return {
-        **hmc_numbers(reports, summary, mean_sd),
+        **hmc_numbers(reports, summary),
         "methods_seeds": summary["seeds"],
         "methods_starts": max(row["modes"] for row in summary["rows"]),
         "methods_gain_low": min(sum(gains[m]) / len(gains[m]) for m in others),
@@ -41,10 +35,19 @@ def numbers(shipped) -> dict:
     }
 
 
-def hmc_numbers(reports: list[dict], summary: dict, mean_sd) -> dict:
-    """Against the HMC reference, over the seeds: which sample set sits closest (by MMD², symmetries removed), where
-    the deep ensemble ranks, SGM − MFVI before and after the symmetries are removed, Kendall's τ between the two
-    references' rankings, and the chains' R̂ (median over the weights) raw and canonicalised."""
+def mean_sd(values, scale: float = 100) -> tuple[float, float]:
+    """The mean and standard deviation over seeds of ``scale`` × ``values`` (0 for one seed)."""
+    values = [scale * v for v in values]
+    mean = sum(values) / len(values)
+    return mean, math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1)) if len(values) > 1 else 0.0
+
+
+def hmc_numbers(reports: list[dict], summary: dict) -> dict:
+    """Against the HMC reference, over the seeds of ``reports`` (``summary``: their ``seed_summary``): which sample
+    set sits closest (by MMD², symmetries removed), where the deep ensemble ranks, SGM − MFVI before and after the
+    symmetries are removed, Kendall's τ between the two references' rankings, and the chains' R̂ (median over the
+    weights) raw and canonicalised. The methods page states them for the seeds it shows, the README for the
+    shipped ones."""
     rankings = summary["rankings"]
     if not rankings:
         return {"methods_hmc_seeds": 0}

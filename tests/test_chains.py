@@ -72,3 +72,23 @@ def test_the_mean_standard_error_matches_arviz(count, length, rho, shifts, shape
 def test_switches_count_each_change_of_label_per_chain():
     labels = np.array([[0, 0, 1, 1, 0], [1, 1, 1, 1, 1]])
     assert chains.switches(labels).tolist() == [2, 0]
+
+
+def test_the_error_across_chains_is_the_spread_of_their_means_written_out():
+    draws = np.random.default_rng(4).normal(size=(5, 7, 2))
+    means = [[draws[c, :, k].sum() / 7 for c in range(5)] for k in range(2)]
+    by_hand = [np.sqrt(sum((m - sum(ms) / 5) ** 2 for m in ms) / 4) / np.sqrt(5) for ms in means]
+    np.testing.assert_allclose(chains.mcse_across_chains(draws), by_hand, rtol=1e-12)
+    assert np.isnan(chains.mcse_across_chains(draws[:1])).all()
+
+
+def test_a_proportion_the_chains_never_leave_has_an_error_of_the_rule_of_threes_scale():
+    """All 4 × 500 draws on one side: the ESS's error and the chains' spread are 0, yet the proportion is not known
+    to be exactly 1; with n = 400 effective draws, Agresti–Coull's error is about 1.4/n (a 95 % bound 3/n)."""
+    always = np.ones((4, 500))
+    error = chains.mcse_proportion(always, effective_draws=400)
+    assert chains.mcse_mean(always) == 0 and chains.mcse_across_chains(always) == 0
+    assert error == pytest.approx(np.sqrt(402 / 404 * 2 / 404 / 404), rel=1e-12)
+    assert 1.3 / 400 < error < 1.5 / 400
+    mixed = (np.random.default_rng(1).random((4, 500)) < 0.3).astype(float)
+    assert chains.mcse_proportion(mixed, 1e9) >= max(chains.mcse_mean(mixed), chains.mcse_across_chains(mixed))

@@ -40,6 +40,17 @@ def test_hmc_estimates_match_the_exact_posterior_within_their_error(alpha):
     assert 0.6 < min(report["hmc"]["acceptance"])
 
 
+def test_e_abs_w1_uses_the_swap_so_chains_stuck_in_one_copy_weigh_nothing_and_no_side_is_certain():
+    """At α = 2 no chain crosses between the copies (below): E|w₁| from both units of every draw, whatever share
+    of chains started in each copy, and P(w₁w₂ < 0), 1 in every draw, with a Monte-Carlo error above 0."""
+    config = ToyConfig(alpha=2.0)
+    data = toy.make_data(config)
+    report = toy.hmc_estimates(data, config, SAMPLER)
+    w = toy.hmc_draws(data, config, SAMPLER)[1].samples.numpy()
+    assert report["hmc_abs_w1"] == pytest.approx(np.abs(w).mean(), rel=1e-12)
+    assert report["hmc_opposite_sides"] == 1.0 and 0 < report["hmc_opposite_sides_se"] < 1e-3
+
+
 def test_the_grid_error_allowed_is_the_grids():
     for alpha in (0.5, 2.0):
         config = ToyConfig(alpha=alpha)
@@ -72,7 +83,7 @@ def test_the_command_reports_hmc_beside_the_exact_answer():
     assert len(report["hmc"]["acceptance"]) == 4
     table = subprocess.run(command, capture_output=True, text=True, check=True).stdout
     assert "HMC: 4 chains x 200 draws after 100 warm-up" in table
-    assert "R-hat raw" in table
+    assert "R-hat raw" in table and "(target 0.8)" in table
 
 
 def test_hmc_with_the_table_is_refused():

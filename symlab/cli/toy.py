@@ -169,7 +169,8 @@ def _format_hmc(report: dict) -> list[str]:
         beside("test_mse", "test MSE", 4),
         f"    R-hat raw {run['rhat_raw']:.3f}, units sorted {run['rhat_canonical']:.3f};  "
         f"ESS raw {run['ess_raw']:.0f}, sorted {run['ess_canonical']:.0f};  "
-        f"acceptance {min(run['acceptance']):.2f}-{max(run['acceptance']):.2f};  divergences {run['divergences']};  "
+        f"acceptance {min(run['acceptance']):.2f}-{max(run['acceptance']):.2f} (target {run['target_accept']:g});  "
+        f"divergences {run['divergences']};  "
         f"mode hops per chain {min(run['mode_hops'])}-{max(run['mode_hops'])}",
     ]
 

@@ -128,6 +128,36 @@ def mcse_mean(draws) -> np.ndarray:
     return _per_quantity(_mcse_one, draws)
 
 
+def mcse_across_chains(draws) -> np.ndarray:
+    """Monte-Carlo standard error of each quantity's mean from the spread of the chains' own means, sd/√C (NaN for
+    one chain): chains started apart and run independently give C independent estimates, whatever their
+    autocorrelation, so this error needs no estimate of it (Geyer's, from short chains that rarely visit a region,
+    can be too small)."""
+    draws = _as_chains(draws)
+    if draws.shape[0] < 2:
+        return np.full(draws.shape[2:], np.nan)
+    means = draws.mean(axis=1)
+    return means.std(axis=0, ddof=1) / np.sqrt(draws.shape[0])
+
+
+def mcse_proportion(indicator, effective_draws: float) -> float:
+    """Monte-Carlo standard error of a proportion, the mean of ``indicator`` [C, S] (0 or 1): the largest of
+    :func:`mcse_mean`'s, :func:`mcse_across_chains`' and Agresti and Coull's √(p̃(1 − p̃)/(n + 4)), p̃ = (np̂ + 2)/(n + 4),
+    with n the fewer of the indicator's effective draws and ``effective_draws`` (say, the weights' smallest ESS).
+    Where the chains never leave one side, the first two are 0 and the last is about 1.4/n, the rule of three's
+    scale (a 95 % bound of 3/n): never ± 0."""
+    indicator = _as_chains(indicator)
+    split = _split(indicator)
+    own = _ess(split) if np.ptp(indicator) > 0 and split.shape[1] >= 4 else float("inf")
+    n = min(own, float(effective_draws))
+    p = float(indicator.mean())
+    smoothed = (n * p + 2) / (n + 4)
+    agresti_coull = float(np.sqrt(smoothed * (1 - smoothed) / (n + 4)))
+    return max(
+        agresti_coull, float(np.nan_to_num(mcse_mean(indicator))), float(np.nan_to_num(mcse_across_chains(indicator)))
+    )
+
+
 def switches(labels) -> np.ndarray:
     """Per chain, how often the label of successive draws changes (``labels`` [C, S]): for the label of the
     permuted copy a draw sits in, how often the chain hops between copies of a mode."""

@@ -92,3 +92,11 @@ def test_a_proportion_the_chains_never_leave_has_an_error_of_the_rule_of_threes_
     assert 1.3 / 400 < error < 1.5 / 400
     mixed = (np.random.default_rng(1).random((4, 500)) < 0.3).astype(float)
     assert chains.mcse_proportion(mixed, 1e9) >= max(chains.mcse_mean(mixed), chains.mcse_across_chains(mixed))
+
+
+def test_where_the_diagnostics_part_from_arviz_as_the_science_page_says():
+    """One chain: a split-R̂ of its halves, where ArviZ gives NaN; 6 draws per chain: no ESS, where ArviZ gives one."""
+    rng = np.random.default_rng(0)
+    one, few = rng.normal(size=(1, 200)), rng.normal(size=(4, 6))
+    assert np.isfinite(chains.rhat(one[..., None])).all() and np.isnan(arviz.rhat(one))
+    assert np.isnan(chains.ess(few[..., None])).all() and np.isfinite(arviz.ess(few))

@@ -180,10 +180,7 @@ def seed_summary_of(names: tuple, _reports: list[dict]) -> dict:
 
 
 def spread(values, scale: float = 100.0, digits: int = 1) -> str:
-    values = [scale * v for v in values]
-    mean = sum(values) / len(values)
-    sd = (sum((v - mean) ** 2 for v in values) / (len(values) - 1)) ** 0.5 if len(values) > 1 else 0.0
-    return tables.with_spread(mean, sd, len(values), digits, "+")
+    return tables.with_spread(*methods_findings.mean_sd(values, scale), len(values), digits, "+")
 
 
 def across_seeds(report_names: tuple, reports: list[dict]) -> None:

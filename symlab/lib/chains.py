@@ -140,6 +140,12 @@ def mcse_across_chains(draws) -> np.ndarray:
     return means.std(axis=0, ddof=1) / np.sqrt(draws.shape[0])
 
 
+def mcse_mean_cautious(draws) -> np.ndarray:
+    """Each quantity's mean's Monte-Carlo standard error, the larger of :func:`mcse_mean`'s (sd/√ESS) and
+    :func:`mcse_across_chains`' (that of one chain counted as 0)."""
+    return np.maximum(mcse_mean(draws), np.nan_to_num(mcse_across_chains(draws)))
+
+
 def mcse_proportion(indicator, effective_draws: float) -> float:
     """Monte-Carlo standard error of a proportion, the mean of ``indicator`` [C, S] (0 or 1): the largest of
     :func:`mcse_mean`'s, :func:`mcse_across_chains`' and Agresti and Coull's √(p̃(1 − p̃)/(n + 4)), p̃ = (np̂ + 2)/(n + 4),
@@ -153,9 +159,8 @@ def mcse_proportion(indicator, effective_draws: float) -> float:
     p = float(indicator.mean())
     smoothed = (n * p + 2) / (n + 4)
     agresti_coull = float(np.sqrt(smoothed * (1 - smoothed) / (n + 4)))
-    return max(
-        agresti_coull, float(np.nan_to_num(mcse_mean(indicator))), float(np.nan_to_num(mcse_across_chains(indicator)))
-    )
+    from_the_draws = np.fmax(mcse_mean(indicator), mcse_across_chains(indicator))  # each where it is defined
+    return max(agresti_coull, float(np.nan_to_num(from_the_draws)))
 
 
 def switches(labels) -> np.ndarray:

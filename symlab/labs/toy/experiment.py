@@ -79,7 +79,7 @@ def hmc_draws(data: two_relu.ToyData, config: ToyConfig, sampler: HmcConfig) -> 
 
 def hmc_estimates(data: two_relu.ToyData, config: ToyConfig, sampler: HmcConfig) -> dict:
     """HMC's E|w₁|, P(w₁w₂ < 0) and test MSE of the predictive mean beside the grid's, each with its Monte-Carlo
-    standard error (:func:`mean_error`; the proportion's :func:`symlab.lib.chains.mcse_proportion`, never 0; the
+    standard error (:func:`symlab.lib.chains.mcse_mean_cautious`; the proportion's :func:`symlab.lib.chains.mcse_proportion`, never 0; the
     test MSE's by the delta method: the error of the mean of (2/n) Σⱼ rⱼ f(w, xⱼ), r the residuals), and the
     chains' diagnostics on the weights as drawn and with the units sorted (the swap
     removed). ``mode_hops``: per chain, how often it crossed w₁ = w₂ into the swapped copy."""
@@ -100,13 +100,13 @@ def hmc_estimates(data: two_relu.ToyData, config: ToyConfig, sampler: HmcConfig)
     return to_json(
         {
             "hmc_abs_w1": abs_w1.mean(),
-            "hmc_abs_w1_se": mean_error(abs_w1),
+            "hmc_abs_w1_se": chains.mcse_mean_cautious(abs_w1),
             "exact_abs_w1": post.mean_abs_first(),
             "hmc_opposite_sides": opposite.mean(),
             "hmc_opposite_sides_se": chains.mcse_proportion(opposite, ess_canonical),
             "exact_opposite_sides": exact.opposite_sides,
             "hmc_test_mse": float(np.mean(residual**2)),
-            "hmc_test_mse_se": mean_error(mse_gradient),
+            "hmc_test_mse_se": chains.mcse_mean_cautious(mse_gradient),
             "exact_test_mse": exact.test_mse,
             "hmc": {
                 **sampler_record(sampler, state, draws, seconds),
@@ -118,12 +118,6 @@ def hmc_estimates(data: two_relu.ToyData, config: ToyConfig, sampler: HmcConfig)
             },
         }
     )
-
-
-def mean_error(draws: np.ndarray) -> float:
-    """A mean's Monte-Carlo standard error, the larger of the ESS's (sd/√ESS) and the chains' own means' spread
-    (:func:`symlab.lib.chains.mcse_across_chains`)."""
-    return float(max(chains.mcse_mean(draws), np.nan_to_num(chains.mcse_across_chains(draws))))
 
 
 def sampler_record(sampler: HmcConfig, state: hmc.ChainState, draws: hmc.Draws, seconds: float) -> dict:

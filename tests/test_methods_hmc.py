@@ -43,6 +43,24 @@ def test_every_row_and_the_checkpoints_are_scored_against_hmc(hmc_comparison):
     assert {"acceptance", "ess", "rhat_raw", "rhat_canonical"} <= set(run)
     assert 0 <= run["acceptance"] <= 1 and run["rhat_raw"] >= 1 - 1e-9 and run["seconds"] > 0
     assert len(report["projection"]["raw"]["hmc"][0]) == 24
+    low, high = run["split_half_mmd_interval"]
+    assert low <= run["split_half_mmd"] <= high and np.isfinite(run["split_half_mmd_raw"])
+    assert run["rhat_predictive"] >= 1 - 1e-9 and run["rhat_predictive_max"] >= run["rhat_predictive"]
+    assert 0 <= run["rhat_predictive_share_mixed"] <= 1 and isinstance(run["converged"], bool)
+    for row in report["rows"]:
+        for key in ("mmd_no_symmetry", "mmd_hmc_no_symmetry"):
+            low, high = row[f"{key}_interval"]
+            assert low < high, (row["method"], key)
+    low, high = report["reference_split_half_mmd_interval"]
+    assert low <= report["reference_split_half_mmd"] <= high
+
+
+def test_converged_means_mixed_predictions_and_halves_closer_than_the_lead():
+    rows = [{"mmd_hmc_no_symmetry": 0.10}, {"mmd_hmc_no_symmetry": 0.30}, {"mmd_hmc_no_symmetry": 0.9}]
+    run = {"rhat_predictive": 1.05, "split_half_mmd_interval": [0.0, 0.1]}
+    assert ex.hmc_converged(run, rows)
+    assert not ex.hmc_converged({**run, "rhat_predictive": 1.2}, rows)
+    assert not ex.hmc_converged({**run, "split_half_mmd_interval": [0.1, 0.25]}, rows)
 
 
 def test_stages_are_named_in_order(hmc_comparison):
@@ -196,3 +214,17 @@ def test_the_shipped_hmc_draws_give_the_shipped_diagnostics():
         for key in ("rhat_raw", "rhat_canonical", "ess_raw", "ess_canonical", "rhat_log_density", "acceptance"):
             assert again[key] == pytest.approx(shipped[key], rel=1e-9), key
         assert again["mode_hops"] == shipped["mode_hops"]
+
+
+def test_the_shipped_hmc_draws_give_the_shipped_noise_floor_and_predictive_rhat():
+    """The split-half MMD² and the predictive's R̂ in each shipped report come back from its shipped draws; the
+    shipped reference is labelled as not converged, with the numbers that say so."""
+    mnist, glyphs = load_mnist(), load_glyphs()
+    for report in ex.shipped_reports():
+        config = ex.MethodsConfig.from_dict(report["config"])
+        _, draws = ex.shipped_hmc_draws(config.seed)
+        again = ex.hmc_noise(config, draws, ex.prepare_data(mnist, config, glyphs))
+        for key in ("rhat_predictive", "rhat_predictive_max", "split_half_mmd", "split_half_mmd_raw"):
+            assert again[key] == pytest.approx(report["hmc"][key], rel=1e-6), key
+        assert report["hmc"]["converged"] is ex.hmc_converged(report["hmc"], report["rows"])
+        assert report["hmc"]["converged"] is False and report["hmc"]["rhat_predictive"] > ex.RHAT_MIXED

@@ -39,18 +39,24 @@ def test_the_default_link_shows_the_shipped_comparison_and_its_spread_over_seeds
     ours = table[table["source"] == "ours"]
     assert len(ours) == len(report["rows"])
     assert set(table["source"]) == {"ours", "paper"}
+    floor = f"the checkpoints' own halves score {100 * report['reference_split_half_mmd']:.1f}"
+    assert any(floor in caption.value for caption in at.caption)
     titles = [chart["title"] for chart in vega_charts(at)]
     assert "MMD², symmetries removed" in titles and "Does the ranking hold as the reference grows?" in titles
     assert any("Across 3 seeds (0, 1, 2)" in header.value for header in at.subheader)
     answers = " ".join(m.value for m in at.markdown)
     assert "Do several modes beat one?" in answers and "SGM against MFVI, one mode" in answers
     # Both references side by side on the default link: the shipped comparisons have an HMC reference.
-    assert any("Against HMC" in header.value for header in at.subheader)
+    # The shipped reference has not converged: the heading claims no posterior, and the verdict says so.
+    assert [h.value for h in at.subheader if h.value.startswith("Against HMC")] == ["Against HMC"]
+    assert "Not converged: this reference cannot yet rank the methods" in answers
     assert "MMD² to HMC, no symmetry" in titles
+    hmc_table = at.dataframe[1].value
+    assert "HMC's own halves (noise floor)" in set(hmc_table["method"])
     # The README's finding against HMC, every number of it, is what the page says of these seeds.
-    [against_hmc] = [f for f in findings.findings() if f.lab == "methods" and f.title.startswith("Against HMC")]
+    [against_hmc] = [f for f in findings.findings() if f.lab == "methods" and "HMC" in f.title]
     assert against_hmc.markdown() in answers
-    assert "the deep ensemble ranks" in against_hmc.text and "median R̂" in against_hmc.text
+    assert "no set can be named closest" in against_hmc.text and "R̂ of the predictive" in against_hmc.text
 
 
 def test_settings_without_results_say_how_to_get_them(registry):
@@ -137,7 +143,11 @@ def test_a_run_with_an_hmc_reference_shows_both_references_side_by_side(registry
     assert len(checkpoints["datasets"]["points"]) > len(against_hmc["datasets"]["points"])  # no paper rows for HMC
     tables = [frame.value for frame in at.dataframe]
     scores = next(t for t in tables if "MMD² to HMC, no sym" in t.columns)
-    assert scores["method"].iloc[-1] == "Reference checkpoints" and len(scores) == len(report["rows"]) + 1
+    assert list(scores["method"].iloc[-2:]) == ["Reference checkpoints", "HMC's own halves (noise floor)"]
+    assert len(scores) == len(report["rows"]) + 2
+    assert float(scores["MMD² to HMC, no sym"].iloc[-1]) == pytest.approx(
+        100 * report["hmc"]["split_half_mmd"], abs=0.06
+    )
     diagnostics = next(t for t in tables if "symmetries removed" in t.columns)
     assert diagnostics["raw"].iloc[0] == pytest.approx(report["hmc"]["rhat_raw"], abs=1e-3)
     assert any("Kendall's τ" in m.value for m in at.markdown)

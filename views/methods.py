@@ -3,6 +3,7 @@
 
 import contextlib
 import json
+import math
 import time
 
 import altair as alt
@@ -50,6 +51,7 @@ METRICS = {  # key: (chart title, axis title)
     "agreement_hmc": ("Agreement with HMC's predictive", "agreement (%)"),
     "tv_hmc": ("Total variation to HMC's predictive", "TV × 100"),
 }
+INTERVAL = "MMD, no symmetries, 95 %"  # the bootstrap interval of the column before it
 HMC_COLUMNS = {
     "mmd_no_symmetry": "MMD² to checkpoints, no sym",
     "mmd_hmc_no_symmetry": "MMD² to HMC, no sym",
@@ -108,10 +110,11 @@ by the inverse), then each layer's units sorted by their first incoming weight (
 convnet's channels move only within their group of the grouped convolution, or a whole group at once.
 The function each network computes is unchanged.
 
-**Reference: HMC** (optional) samples the posterior itself,
+**Reference: HMC** (optional) runs chains on the posterior,
 $\log p(w\mid D) = \sum_i \log p(y_i\mid x_i, w) - \lVert w\rVert^2/(2v)$ with $v = 1/(N\lambda)$, by full-batch
 Hamiltonian Monte Carlo: chains from independently trained networks, the mass matrix first guessed from the diagonal
-empirical Fisher, then tuned in warm-up. Each method is scored against its draws too: MMD², and agreement
+empirical Fisher, then tuned in warm-up: once its chains mix, their draws are the posterior's. Each method is
+scored against its draws too: MMD², and agreement
 $\frac1n\sum_i[\arg\max \bar p_i = \arg\max \bar q_i]$ and total variation
 $\frac1n\sum_i\frac12\sum_c|\bar p_{ic} - \bar q_{ic}|$ with HMC's predictive $\bar q$ (Izmailov et al. 2021).
 
@@ -183,9 +186,25 @@ def spread(values, scale: float = 100.0, digits: int = 1) -> str:
     return tables.with_spread(*methods_findings.mean_sd(values, scale), len(values), digits, "+")
 
 
+def floors_text(summary: dict) -> str:
+    """The references' noise floors over the seeds, and whether the closest set to each can be named."""
+    parts = []
+    for key, reference in (("closest", "checkpoints"), ("closest_hmc", "HMC draws")):
+        claim = summary.get(key) or {}
+        if claim.get("floor") is None:
+            continue
+        named = "can" if claim["distinguishable"] else "cannot"
+        parts.append(
+            f"The {reference}' own halves score up to {100 * claim['floor']:.1f} (their noise floor); "
+            f"{set_name(claim['closest'])} leads {set_name(claim['runner_up'])} by {100 * claim['lead']:.1f}, "
+            f"so the closest set to the {reference} {named} be named."
+        )
+    return " ".join(parts)
+
+
 def across_seeds(report_names: tuple, reports: list[dict]) -> None:
     """The two questions answered over the seeds at hand (``report_names``: :func:`seed_reports`'): paired
-    differences, mean ± standard deviation."""
+    differences (mean ± standard deviation), the rows' means ± standard error and the references' noise floors."""
     summary = seed_summary_of(report_names, reports)
     seeds = ", ".join(str(r["config"]["seed"]) for r in reports)
     st.subheader(f"Across {len(reports)} seeds ({seeds})")
@@ -215,11 +234,6 @@ def across_seeds(report_names: tuple, reports: list[dict]) -> None:
         # The lab's finding measured on these seeds: on the shipped ones, the README's words and numbers.
         for finding in methods_findings.hmc_findings(methods_findings.hmc_numbers(reports, summary)):
             st.markdown(finding.markdown())
-        st.markdown(
-            "Closest to HMC's predictive (total variation), per seed: "
-            + ", ".join(set_name(name) for name in summary["rankings"]["closest_to_hmc_predictive"])
-            + "."
-        )
     hmc_columns = [key for key in HMC_COLUMNS if key in ex.HMC_KEYS] if summary["rankings"] else []
     names = {**COLUMN_NAMES, **HMC_COLUMNS}
     frame = pd.DataFrame(
@@ -230,7 +244,7 @@ def across_seeds(report_names: tuple, reports: list[dict]) -> None:
                 "seeds": row["seeds"],
                 **{
                     names[key]: (
-                        f"{100 * row[key]:.1f} ± {100 * row[key + '_sd']:.1f}"
+                        f"{100 * row[key]:.1f} ± {100 * row[key + '_sd'] / math.sqrt(row['seeds']):.1f}"
                         if row[key + "_sd"] is not None
                         else f"{100 * row[key]:.1f}"
                     )
@@ -241,6 +255,7 @@ def across_seeds(report_names: tuple, reports: list[dict]) -> None:
         ]
     )
     tables.show(frame, hide_index=True, width="stretch")
+    st.caption("Mean ± standard error over the seeds (× 100). " + floors_text(summary))
     charts.csv_download(frame, "methods_across_seeds.csv", "Table as CSV", key="methods.seeds_csv")
 
 
@@ -249,15 +264,11 @@ def across_seeds(report_names: tuple, reports: list[dict]) -> None:
 # ---------------------------------------------------------------------------------------------
 
 
-def set_name(key: str) -> str:
-    """``"method/modes"`` in words."""
-    method, modes = key.split("/")
-    return row_label({"method": method, "modes": int(modes)})
+set_name = methods_findings.set_label
 
 
 def row_label(row) -> str:
-    modes = "one mode" if row["modes"] == 1 else f"{row['modes']} modes"
-    return f"{LABELS[row['method']]}, {modes}"
+    return set_name(f"{row['method']}/{row['modes']}")
 
 
 def table(report) -> pd.DataFrame:
@@ -273,6 +284,7 @@ def table(report) -> pd.DataFrame:
                 "source": "ours",
                 **{key: 100 * row[key] for key in PAPER_COLUMNS},
                 "nll": row["nll"],
+                INTERVAL: interval_text(row.get("mmd_no_symmetry_interval")),
             }
         )
         theirs = paper.get((row["method"], 1 if row["modes"] == 1 else 10))
@@ -284,9 +296,28 @@ def table(report) -> pd.DataFrame:
                     "source": "paper",
                     **{key: theirs[key] for key in PAPER_COLUMNS},
                     "nll": None,
+                    INTERVAL: tables.MISSING,
                 }
             )
     return pd.DataFrame(lines).rename(columns=COLUMN_NAMES)
+
+
+def reference_floor_text(report) -> str:
+    """The checkpoints' noise floor: what their own two halves score against each other."""
+    if "reference_split_half_mmd" not in report:
+        return ""
+    return (
+        f"Noise floor: the checkpoints' own halves score {100 * report['reference_split_half_mmd']:.1f} "
+        f"(MMD², no symmetries; 95 % {interval_text(report['reference_split_half_mmd_interval'])}); a set "
+        "closer than that cannot be told from the reference."
+    )
+
+
+def interval_text(interval) -> str:
+    """A 95 % bootstrap interval × 100, as "[low, high]"; a dash where the report has none."""
+    return (
+        tables.MISSING if interval is None else f"[{100 * interval[0]:.1f}, {100 * interval[1]:.1f}]".replace("-", "−")
+    )
 
 
 def metric_frame(report, metric: str) -> pd.DataFrame:
@@ -447,10 +478,17 @@ def hmc_table(report) -> pd.DataFrame:
     run = report["hmc"]
     lines = [{**row, "method": LABELS[row["method"]]} for row in report["rows"]]
     lines.append({**run["checkpoints"], "method": "Reference checkpoints", "modes": report["reference_checkpoints"]})
-    frame = pd.DataFrame(lines)[["method", "modes", *HMC_COLUMNS]]
+    if "split_half_mmd" in run:  # the noise floor: what HMC's own halves score against each other
+        floor = {"mmd_hmc": run["split_half_mmd_raw"], "mmd_hmc_no_symmetry": run["split_half_mmd"]}
+        halves = {**floor, "mmd_hmc_no_symmetry_interval": run["split_half_mmd_interval"]}
+        lines.append({**halves, "method": "HMC's own halves (noise floor)", "modes": run["chains"] // 2})
+    frame = pd.DataFrame(lines).reindex(columns=["method", "modes", *HMC_COLUMNS, "mmd_hmc_no_symmetry_interval"])
     numbers = list(HMC_COLUMNS)
     frame[numbers] = 100 * frame[numbers].astype(float)
-    return frame.rename(columns=HMC_COLUMNS)
+    frame["mmd_hmc_no_symmetry_interval"] = [
+        interval_text(value if isinstance(value, list) else None) for value in frame["mmd_hmc_no_symmetry_interval"]
+    ]
+    return frame.rename(columns={**HMC_COLUMNS, "mmd_hmc_no_symmetry_interval": "MMD² to HMC, no sym, 95 %"})
 
 
 def diagnostics_table(run) -> pd.DataFrame:
@@ -472,11 +510,32 @@ def diagnostics_table(run) -> pd.DataFrame:
     )
 
 
+def convergence_verdict(report) -> str:
+    """One line a student can read: is this HMC run a gold standard, and the numbers that say so."""
+    run = report["hmc"]
+    claim = ex.closest_claim([report], "mmd_hmc_no_symmetry", ex.hmc_floor)
+    low, high = run["split_half_mmd_interval"]
+    numbers = (
+        f"R̂ of the predictive (the test images' class probabilities, which no symmetry changes) is "
+        f"{run['rhat_predictive']:.2f} (median; {100 * run['rhat_predictive_share_mixed']:.0f} % at or below "
+        f"{ex.RHAT_MIXED}), and HMC's own halves sit {100 * run['split_half_mmd']:.1f} apart "
+        f"(MMD² × 100, symmetries removed; 95 % {100 * low:.1f}–{100 * high:.1f}), against a lead of "
+        f"{100 * claim['lead']:.1f} for the closest set, {set_name(claim['closest'])}, over "
+        f"{set_name(claim['runner_up'])}."
+    )
+    if run["converged"]:
+        return f"**Converged: this reference can rank the methods.** {numbers}"
+    return (
+        "**Not converged: this reference cannot yet rank the methods**, and no set is named closest to it. "
+        f"{numbers} Converged means R̂ ≤ {ex.RHAT_MIXED} and halves closer than that lead."
+    )
+
+
 def hmc_section(name: tuple, report) -> None:
     """Both references side by side, HMC's scores, and how its chains fared (``name``: the report's,
     :func:`report_name`)."""
     run = report.get("hmc")
-    st.subheader("Against HMC: the posterior itself")
+    st.subheader("Against HMC: the posterior itself" if run and run.get("converged") else "Against HMC")
     if not run:
         st.caption(
             "This comparison has no HMC reference. Switch on *Reference: HMC too* (or pick the preset *Against HMC*; "
@@ -495,18 +554,23 @@ def hmc_section(name: tuple, report) -> None:
     # The checkpoints have no MMD to themselves: a dash, not "None".
     tables.show(tables.formatted(frame, dict.fromkeys(HMC_COLUMNS.values(), ".1f")), hide_index=True, width="stretch")
     charts.csv_download(frame, "methods_against_hmc.csv", "Table as CSV", key="methods.hmc_csv")
+    if "split_half_mmd" in run:
+        st.markdown(convergence_verdict(report))
     ranking = ranking_of(name, report)
     st.markdown(
         f"**Do the references agree?** Kendall's τ between the two rankings: {ranking['kendall_tau']:.2f} with the "
-        f"symmetries removed, {ranking['kendall_tau_raw']:.2f} on the weights as they are. Closest to HMC: "
-        f"{set_name(ranking['closest_to_hmc'])} by MMD², {set_name(ranking['closest_to_hmc_predictive'])} by "
-        "its predictive."
+        f"symmetries removed, {ranking['kendall_tau_raw']:.2f} on the weights as they are. The chains start from "
+        "networks trained by the checkpoints' own recipe, so a τ near 1 is expected, not a validation."
     )
     diagnostics = diagnostics_table(run)
     tables.show(diagnostics, hide_index=True, width="stretch")
     charts.csv_download(diagnostics, "methods_hmc_diagnostics.csv", "Diagnostics as CSV", key="methods.hmc_diag_csv")
+    mixed = run["rhat_canonical_median"] <= ex.RHAT_MIXED
     st.caption(
-        "Split-R̂ (rank-normalised) and bulk ESS of every weight. R̂ near 1 says the chains agree. Raw weights sit "
+        "Split-R̂ (rank-normalised) and bulk ESS of every weight. R̂ near 1 says the chains agree; here the median "
+        f"is {run['rhat_canonical_median']:.2f} with the symmetries removed: "
+        + ("they agree. " if mixed else "they do not. ")
+        + "Raw weights sit "
         "in permuted copies of one network, so R̂ on them can be far above 1 where the chains agree on everything "
         f"the network computes. R̂ of the log density, which no "
         f"symmetry changes: {run['rhat_log_density']:.2f}. Moves between permuted copies per chain: "
@@ -560,7 +624,7 @@ def results(values, config: MethodsConfig) -> None:
     st.caption(
         "Every column × 100 as the paper's Table 1 prints it (MNIST, OptuNet); NLL in nats (the paper "
         "reports none). The paper's OOD set is FashionMNIST, ours letters: compare their OOD columns "
-        "loosely."
+        "loosely. " + reference_floor_text(report)
     )
     cols = st.columns(2)
     charts.csv_download(frame, "methods_table.csv", "Table as CSV", key="methods.table_csv")

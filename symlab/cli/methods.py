@@ -195,6 +195,12 @@ def _table(report: dict) -> str:
         paper = PAPER_ROWS.get((row["method"], 1 if row["modes"] == 1 else 10))
         if paper:
             lines.append(f"{'  paper':<16}{'':>6}" + "".join(f"{v:>11.1f}" for v in paper))
+    if "reference_split_half_mmd" in report:
+        low, high = report["reference_split_half_mmd_interval"]
+        lines.append(
+            f"{'  noise floor':<16}{'':>6}{'':>11}{_number(report['reference_split_half_mmd']):>11}  the checkpoints' "
+            f"own halves, 95 % {_number(low)} to {_number(high)}"
+        )
     if report.get("hmc"):
         lines += _hmc_table(report)
     return "\n".join(line for line in lines if line)
@@ -214,6 +220,15 @@ def _hmc_table(report: dict) -> list[str]:
     for name, modes, row in [*entries, ("checkpoints", report["reference_checkpoints"], run["checkpoints"])]:
         values = (row["mmd_hmc"], row["mmd_hmc_no_symmetry"], row["agreement_hmc"], row["tv_hmc"])
         lines.append(f"{name:<16}{modes:>6}" + "".join(f"{_number(v):>11}" for v in values))
+    if "split_half_mmd" in run:
+        low, high = run["split_half_mmd_interval"]
+        lines += [
+            f"{'HMC own halves':<16}{run['chains'] // 2:>6}{_number(run['split_half_mmd_raw']):>11}"
+            f"{_number(run['split_half_mmd']):>11}  the noise floor, 95 % {_number(low)} to {_number(high)}",
+            f"HMC {'converged' if run['converged'] else 'NOT converged'}: R̂ of the predictive "
+            f"{run['rhat_predictive']:.2f} (median; largest {run['rhat_predictive_max']:.2f}), halves "
+            f"{_number(run['split_half_mmd'])} apart (needs R̂ ≤ 1.1 and halves closer than the closest set's lead)",
+        ]
     lines.append(
         f"HMC: acceptance {run['acceptance']:.2f}, {run['divergences']} divergent; split-R̂ over the weights "
         f"(largest / median) raw {run['rhat_raw']:.2f} / {run['rhat_raw_median']:.2f}, canonical "

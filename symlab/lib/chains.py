@@ -24,6 +24,12 @@ def _as_chains(draws) -> np.ndarray:
     return draws
 
 
+def split_chain(draws) -> np.ndarray:
+    """Draws ``[C, S, ...]`` as ``[2C, ⌊S/2⌋, ...]``: each chain's first half and its last (the middle draw of an
+    odd S left out), as split-R̂ cuts them."""
+    return _split(_as_chains(draws))
+
+
 def _split(draws: np.ndarray) -> np.ndarray:
     """[C, S, ...] → [2C, ⌊S/2⌋, ...]: each chain's first and last halves (the middle draw of an odd S left out)."""
     half = draws.shape[1] // 2

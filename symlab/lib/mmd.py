@@ -5,6 +5,10 @@ and Laplace kernels exp(−‖x − y‖₁/h), each family on a geometric grid 
 pooled samples' pairwise distances. For each kernel the unbiased estimate of MMD² (it can dip
 slightly below 0 when the two distributions are the same); the aggregate is the median over the
 kernels (Laurent's choice), with the mean and the maximum beside it.
+
+Its noise within one pair of sample sets: a bootstrap (:func:`bootstrap_layerwise_mmd`) that draws both sets again
+with replacement and leaves out the pairs a draw makes of one point with itself, as the unbiased estimate leaves
+out k(x_i, x_i). Draws are taken as independent: the spread of autocorrelated ones (a Markov chain's) is larger.
 """
 
 from __future__ import annotations
@@ -66,9 +70,7 @@ def _kernel_sum(distances: np.ndarray, scale: float, work: np.ndarray) -> float:
     return float(np.exp(work, out=work).sum(dtype=np.float64))
 
 
-def mmd_aggregate(x, y, kernels_per_family: int = KERNELS_PER_FAMILY, seed: int = 0) -> MmdResult:
-    """MMD² between samples ``x[m, d]`` and ``y[n, d]`` for Gaussian and Laplace kernels: for each kernel k,
-    the unbiased Σ_{i≠j} k(x_i, x_j)/(m(m−1)) + Σ_{i≠j} k(y_i, y_j)/(n(n−1)) − 2 Σ_ij k(x_i, y_j)/(mn)."""
+def _checked(x, y, kernels_per_family: int) -> tuple[np.ndarray, np.ndarray]:
     x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
     if x.ndim == 1:
         x, y = x[:, None], y[:, None]
@@ -80,6 +82,13 @@ def mmd_aggregate(x, y, kernels_per_family: int = KERNELS_PER_FAMILY, seed: int 
         raise ValueError("samples must be finite")
     if kernels_per_family < 1:
         raise ValueError("kernels_per_family must be >= 1")
+    return x, y
+
+
+def mmd_aggregate(x, y, kernels_per_family: int = KERNELS_PER_FAMILY, seed: int = 0) -> MmdResult:
+    """MMD² between samples ``x[m, d]`` and ``y[n, d]`` for Gaussian and Laplace kernels: for each kernel k,
+    the unbiased Σ_{i≠j} k(x_i, x_j)/(m(m−1)) + Σ_{i≠j} k(y_i, y_j)/(n(n−1)) − 2 Σ_ij k(x_i, y_j)/(mn)."""
+    x, y = _checked(x, y, kernels_per_family)
     rng = np.random.default_rng(seed)
     pooled = np.concatenate([x, y])
     m, n = len(x), len(y)
@@ -109,3 +118,75 @@ def layerwise_mmd(x_layers, y_layers, **options) -> float:
         for a, b in zip(x_layers, y_layers)
     ]
     return float(np.dot(sizes, medians) / sizes.sum())
+
+
+def bootstrap_counts(size: int, replicates: int, rng: np.random.Generator) -> np.ndarray:
+    """How often each of ``size`` points is drawn in each of ``replicates`` resamples with replacement
+    ``[replicates, size]`` (the first replicate: every point once, the estimate itself)."""
+    counts = np.ones((replicates, size))
+    for row in counts[1:]:
+        row[:] = np.bincount(rng.integers(size, size=size), minlength=size)
+    return counts
+
+
+def _within(kernel: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Per replicate, the mean of k over the pairs of drawn points that are two points, not one drawn twice:
+    Σ_{i≠j} c_i c_j k_ij / (m² − Σ c_i²), with counts c (all ones: the unbiased estimate's Σ_{i≠j} k_ij/(m(m−1)));
+    NaN for a resample of one point drawn m times, which has no such pair."""
+    off_diagonal = kernel - np.diag(np.diag(kernel))
+    pairs = counts.sum(1) ** 2 - (counts**2).sum(1)
+    total = np.einsum("bi,ij,bj->b", counts, off_diagonal, counts)
+    return np.divide(total, pairs, out=np.full_like(total, np.nan), where=pairs > 0)
+
+
+def bootstrap_mmd(x, y, x_counts, y_counts, kernels_per_family: int = KERNELS_PER_FAMILY, seed: int = 0) -> np.ndarray:
+    """:func:`mmd_aggregate`'s MMD² per kernel, ``[replicates, kernels]``, for resamples of ``x`` and ``y`` given as
+    counts (:func:`bootstrap_counts`): the bandwidths are the full sets' (the same ``seed``), so all-ones counts give
+    the estimate itself."""
+    x, y = _checked(x, y, kernels_per_family)
+    rng = np.random.default_rng(seed)
+    pooled = np.concatenate([x, y])
+    x_counts, y_counts = np.asarray(x_counts, dtype=np.float64), np.asarray(y_counts, dtype=np.float64)
+    out = []
+    for metric in ("l2", "l1"):
+        dxx, dyy, dxy = (_distances(a, b, metric) for a, b in ((x, x), (y, y), (x, y)))
+        for h in bandwidth_grid(pooled, metric, kernels_per_family, rng):
+            scale = h**2 if metric == "l2" else h
+            cross = (
+                np.einsum("bi,ij,bj->b", x_counts, np.exp(-dxy / scale), y_counts)
+                / np.outer(x_counts.sum(1), y_counts.sum(1)).diagonal()
+            )
+            out.append(_within(np.exp(-dxx / scale), x_counts) + _within(np.exp(-dyy / scale), y_counts) - 2 * cross)
+    return np.stack(out, 1)
+
+
+def bootstrap_layerwise_mmd(x_layers, y_layers, replicates: int = 200, seed: int = 0, **options) -> np.ndarray:
+    """:func:`layerwise_mmd` over ``replicates`` bootstrap resamples of both sets (the same resample of the networks
+    for every layer; the first replicate the estimate itself), ``[replicates]``: its spread is the estimate's
+    noise within these two sets."""
+    rng = np.random.default_rng([seed, replicates])
+    x_counts = bootstrap_counts(len(x_layers[0]), replicates, rng)
+    y_counts = bootstrap_counts(len(y_layers[0]), replicates, rng)
+    sizes = np.array([np.asarray(layer).reshape(len(layer), -1).shape[1] for layer in x_layers], dtype=float)
+    medians = [
+        np.median(
+            bootstrap_mmd(
+                np.asarray(a).reshape(len(a), -1),
+                np.asarray(b).reshape(len(b), -1),
+                x_counts,
+                y_counts,
+                seed=seed,
+                **options,
+            ),
+            axis=1,
+        )
+        for a, b in zip(x_layers, y_layers)
+    ]
+    return np.asarray(medians).T @ sizes / sizes.sum()
+
+
+def interval(replicates: np.ndarray, level: float = 0.95) -> tuple[float, float]:
+    """The central ``level`` percentile interval of bootstrap replicates (those with no estimate, NaN, left out)."""
+    tail = 100 * (1 - level) / 2
+    low, high = np.nanpercentile(replicates, [tail, 100 - tail])
+    return float(low), float(high)

@@ -137,8 +137,9 @@ class MethodsConfig:
     hmc: bool = control(
         False,
         label="Reference: HMC too",
-        help="Also sample the posterior itself by full-batch HMC, chains from independently trained networks, and "
-        "score every method against its draws (a background run's work: a full pass over the data per leapfrog step).",
+        help="Also run full-batch HMC chains on the posterior, each from an independently trained network, and "
+        "score every method against their draws, with their noise floor and whether they converged (a background "
+        "run's work: a full pass over the data per leapfrog step).",
     )
     seed: int = control(0, low=0, high=100_000, label="Seed", help="Seeds every network, minibatch, mask and sample.")
     sampler: HmcConfig = field(default=SAMPLER)  # the HMC reference's settings, used when ``hmc``

@@ -68,6 +68,8 @@ ROW_KEYS = ("method", "modes", "samples", *MMD_KEYS, "mmd_by_reference", *uncert
 HMC_KEYS = ("mmd_hmc", "mmd_hmc_no_symmetry", "agreement_hmc", "tv_hmc")  # each row's scores against HMC's draws
 HMC_STREAM = len(METHODS)  # the HMC reference's random stream, after the methods' own
 HMC_DRAW_CHUNK = 10  # HMC draws per chain in one stage: a background run's progress and resume point
+BOOTSTRAP_REPLICATES = 200  # resamples behind each MMD²'s interval
+RHAT_MIXED = 1.1  # R̂ at or below which chains count as agreeing (Izmailov et al. 2021's threshold)
 IMAGE_CHUNK = 500  # images per piece of a full-batch pass (one piece's activations at a time are faster on a CPU)
 
 
@@ -285,11 +287,31 @@ def layer_mmd(config: MethodsConfig, points: np.ndarray, reference: np.ndarray) 
     return mmd.layerwise_mmd(layer_sets(config.arch, points), layer_sets(config.arch, reference), seed=config.seed)
 
 
+def mmd_interval(config: MethodsConfig, points: np.ndarray, reference: np.ndarray) -> list[float]:
+    """The 95 % bootstrap interval of :func:`layer_mmd` (``BOOTSTRAP_REPLICATES`` resamples of both sets): its
+    noise within this one pair of sets, the draws taken as independent."""
+    replicates = mmd.bootstrap_layerwise_mmd(
+        layer_sets(config.arch, points), layer_sets(config.arch, reference), BOOTSTRAP_REPLICATES, seed=config.seed
+    )
+    return list(mmd.interval(replicates))
+
+
+def split_half(config: MethodsConfig, first: np.ndarray, second: np.ndarray) -> dict:
+    """A reference's noise floor: the MMD² (symmetries removed, as given) between two halves of it, with its
+    bootstrap interval. Two halves of one distribution score about 0; a method closer to the reference than its own
+    halves are to each other cannot be told from it."""
+    return {
+        "split_half_mmd": layer_mmd(config, first, second),
+        "split_half_mmd_interval": mmd_interval(config, first, second),
+    }
+
+
 def mmd_scores(
     config: MethodsConfig, samples: torch.Tensor, reference: np.ndarray, reference_canonical: np.ndarray
 ) -> dict:
-    """Layer-wise MMD² to the reference, raw and with the symmetries removed from both sets, and the latter
-    against the first quarter and half of the reference too (``mmd_by_reference``: count → MMD²)."""
+    """Layer-wise MMD² to the reference, raw and with the symmetries removed from both sets (with its bootstrap
+    interval, ``mmd_no_symmetry_interval``), and the latter against the first quarter and half of the reference
+    too (``mmd_by_reference``: count → MMD²)."""
     arch, flat = config.arch, samples.double().numpy()
     canonical = networks.remove_symmetries(arch, flat, config.removal)
     against = functools.partial(layer_mmd, config)
@@ -300,6 +322,7 @@ def mmd_scores(
     return {
         "mmd": against(flat, reference),
         "mmd_no_symmetry": by_count[str(len(reference))],
+        "mmd_no_symmetry_interval": mmd_interval(config, canonical, reference_canonical),
         "mmd_by_reference": by_count,
     }
 
@@ -343,18 +366,64 @@ def predictive_on_test(config: MethodsConfig, samples: torch.Tensor, data: Data)
 
 
 def hmc_scores(config: MethodsConfig, samples: torch.Tensor, reference: HmcReference, data: Data) -> dict:
-    """A sample set against HMC's draws: MMD² with and without the symmetries removed, and Izmailov et al.'s
+    """A sample set against HMC's draws: MMD² with and without the symmetries removed (the latter with its bootstrap
+    interval), and Izmailov et al.'s
     agreement and total variation between the two predictives on the test images."""
     flat = samples.double().numpy()
+    canonical = networks.remove_symmetries(config.arch, flat, config.removal)
     predictive = predictive_on_test(config, samples, data)
     return {
         "mmd_hmc": layer_mmd(config, flat, reference.raw),
-        "mmd_hmc_no_symmetry": layer_mmd(
-            config, networks.remove_symmetries(config.arch, flat, config.removal), reference.canonical
-        ),
+        "mmd_hmc_no_symmetry": layer_mmd(config, canonical, reference.canonical),
+        "mmd_hmc_no_symmetry_interval": mmd_interval(config, canonical, reference.canonical),
         "agreement_hmc": uncertainty.agreement(predictive, reference.predictive),
         "tv_hmc": uncertainty.total_variation(predictive, reference.predictive),
     }
+
+
+def predictive_rhat(config: MethodsConfig, samples: torch.Tensor, data: Data) -> np.ndarray:
+    """Split-R̂ of every test image's class probabilities under the draws ``samples[C, S, P]``, ``[n, classes]``:
+    the chains' agreement on what the network predicts, which no symmetry changes (Izmailov et al. 2021, §4)."""
+    chain_count, draw_count = samples.shape[:2]
+    probabilities = sample_log_probs(config, samples.reshape(chain_count * draw_count, -1), data.x_test).exp()
+    rhat = chains.rhat(probabilities.double().numpy().reshape(chain_count, draw_count, -1))
+    return rhat.reshape(probabilities.shape[1:])
+
+
+def hmc_noise(config: MethodsConfig, draws: hmc.Draws, data: Data) -> dict:
+    """Whether the chains agree in function space and how far apart the reference's own halves sit: R̂ of the
+    predictive (``rhat_predictive``: the median over test images and classes, with the largest and the share at or
+    below ``RHAT_MIXED``), and :func:`split_half` between the first half of the chains' draws and the second, with
+    the symmetries removed (and without: ``split_half_mmd_raw``)."""
+    raw = draws.samples.double().numpy()
+    canonical = networks.remove_symmetries(config.arch, raw, config.removal)
+    rhat = predictive_rhat(config, draws.samples, data)
+    finite = rhat[np.isfinite(rhat)]  # a probability that is the same in every draw has no R̂
+    return {
+        "rhat_predictive": float(np.median(finite)),
+        "rhat_predictive_max": float(finite.max()),
+        "rhat_predictive_share_mixed": float(np.mean(finite <= RHAT_MIXED)),
+        **split_half(config, *chain_halves(canonical)),
+        "split_half_mmd_raw": layer_mmd(config, *chain_halves(raw)),
+    }
+
+
+def chain_halves(draws: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Draws ``[C, S, P]`` as two sets ``[N, P]``: the first half of the chains' and the second's (one chain: its
+    first half of draws and its second)."""
+    if draws.shape[0] == 1:
+        draws = chains.split_chain(draws)
+    half = draws.shape[0] // 2
+    return draws[:half].reshape(-1, draws.shape[-1]), draws[half:].reshape(-1, draws.shape[-1])
+
+
+def hmc_converged(run: dict, rows: list[dict]) -> bool:
+    """Whether the HMC reference can rank what it is asked to: the chains agree on the predictive (median R̂ at or
+    below ``RHAT_MIXED``), and its own halves sit closer (the upper end of their MMD²'s interval) than the closest
+    set's lead over the next."""
+    first, second = sorted(rows, key=lambda row: row["mmd_hmc_no_symmetry"])[:2]
+    lead = second["mmd_hmc_no_symmetry"] - first["mmd_hmc_no_symmetry"]
+    return run["rhat_predictive"] <= RHAT_MIXED and run["split_half_mmd_interval"][1] < lead
 
 
 def hmc_diagnostics(config: MethodsConfig, state: hmc.ChainState, draws: hmc.Draws) -> dict:
@@ -447,6 +516,7 @@ class Comparison:
         self.rows: list[dict] = []
         self.stage = 0
         self._canonical: tuple[np.ndarray, np.ndarray] | None = None
+        self._noise: dict | None = None  # the reference's split-half MMD², once every checkpoint is trained
         self.chain_state: hmc.ChainState | None = None
         self.hmc_draws: hmc.Draws | None = None
         self.hmc_generator = _generator(config, HMC_STREAM)  # on the CPU, wherever the chains run
@@ -622,12 +692,14 @@ class Comparison:
         for row in self.rows:
             row.update(hmc_scores(config, self.samples[f"{row['method']}/{row['modes']}"], reference, data))
             check()
-        self.hmc_summary = {
+        summary = {
             **hmc_diagnostics(config, chain_state, hmc_draws),
+            **hmc_noise(config, hmc_draws, data),
             "seconds": self.hmc_seconds,
             "device": device_name(self.hmc_device),
             "checkpoints": hmc_scores(config, self.reference, reference, data),
         }
+        self.hmc_summary = {**summary, "converged": hmc_converged(summary, self.rows)}
 
     def _reference_sets(self) -> tuple[np.ndarray, np.ndarray]:
         if self._canonical is None:
@@ -662,10 +734,23 @@ class Comparison:
             "start_accuracy": accuracy,
             **training_verdict(accuracy, f"the {self.config.modes} starts"),
             "rows": self.rows,
+            **self.reference_noise(),
             "paper_rows": paper_rows(),
             "projection": self.projection(),
             **({"hmc": self.hmc_summary} if self.config.hmc else {}),
         }
+
+    def reference_noise(self) -> dict:
+        """The checkpoints' noise floor (``reference_split_half_mmd`` and its interval): :func:`split_half` between
+        the first half of the reference checkpoints and the second, once all are trained."""
+        if len(self.reference) < max(4, self.config.reference):
+            return {}
+        if self._noise is None:
+            canonical = self._reference_sets()[1]
+            half = len(canonical) // 2
+            floor = split_half(self.config, canonical[:half], canonical[half:])
+            self._noise = {f"reference_{key}": value for key, value in floor.items()}
+        return self._noise
 
     def projection(self) -> dict:
         """Reference checkpoints and each method's samples on the reference's first two principal axes, the
@@ -724,7 +809,7 @@ class Comparison:
         self.samples = {key.split("/", 1)[1]: value for key, value in tensors.items() if key.startswith("samples/")}
         self.rows = json.loads(metadata["rows"])
         self.stage = int(metadata["stage"])
-        self._canonical = None
+        self._canonical = self._noise = None
         state, draws = _prefixed(tensors, "hmc/state/"), _prefixed(tensors, "hmc/draws/")
         self.chain_state = hmc.ChainState(**state) if state else None
         self.hmc_draws = hmc.Draws(**draws) if draws else None
@@ -895,7 +980,58 @@ def seed_summary(reports: list[dict]) -> dict:
         "multi_minus_single": multi,
         "sgm_minus_mfvi": sgm,
         "rankings": {key: [r[key] for r in rankings] for key in rankings[0]} if rankings else {},
+        "closest": closest_claim(reports, "mmd_no_symmetry", checkpoint_floor) if reports else {},
+        "closest_hmc": closest_claim(reports, "mmd_hmc_no_symmetry", hmc_floor) if with_hmc else {},
     }
+
+
+def checkpoint_floor(report: dict) -> list[float] | None:
+    """The reference checkpoints' split-half MMD²'s interval (None in a report from before it was measured)."""
+    return report.get("reference_split_half_mmd_interval")
+
+
+def hmc_floor(report: dict) -> list[float] | None:
+    """HMC's draws' split-half MMD²'s interval (None in a report from before it was measured)."""
+    return report["hmc"].get("split_half_mmd_interval")
+
+
+def closest_claim(reports: list[dict], key: str, floor_of) -> dict:
+    """Whether "the closest sample set to the reference" can be said over ``reports`` (comparisons differing by
+    their seed), by MMD² ``key``: the set with the lowest mean and the next, the next's lead (mean over seeds, and its
+    standard error where there are several), the noise floor (the largest upper end over seeds of the reference's
+    split-half MMD²'s 95 % interval: what the reference's own halves can score), and ``distinguishable``: the lead
+    exceeds the floor and twice its standard error, and on every seed the two sets' bootstrap intervals are apart.
+    ``floor`` is None where a report does not measure it, and then nothing is distinguishable."""
+    names = [[_set_name(row) for row in report["rows"]] for report in reports]
+    common = [name for name in names[0] if all(name in found for found in names)]
+    values = {name: [_row(report, name)[key] for report in reports] for name in common}
+    first, second = sorted(common, key=lambda name: np.mean(values[name]))[:2]
+    leads = np.subtract(values[second], values[first])
+    floors = [floor_of(report) for report in reports]
+    floor = None if any(f is None for f in floors) else float(max(high for _, high in floors))
+    apart = all(
+        _row(report, first)[f"{key}_interval"][1] < _row(report, second)[f"{key}_interval"][0]
+        for report in reports
+        if f"{key}_interval" in _row(report, first)
+    )
+    lead_se = float(np.std(leads, ddof=1) / np.sqrt(len(leads))) if len(leads) > 1 else None
+    lead = float(np.mean(leads))
+    return {
+        "closest": first,
+        "runner_up": second,
+        "lead": lead,
+        "lead_se": lead_se,
+        "floor": floor,
+        "intervals_apart": apart,
+        "closest_on_seeds": sum(
+            min(common, key=lambda name, i=i: values[name][i]) == first for i in range(len(reports))
+        ),
+        "distinguishable": floor is not None and lead > floor and apart and (lead_se is None or lead > 2 * lead_se),
+    }
+
+
+def _row(report: dict, name: str) -> dict:
+    return next(row for row in report["rows"] if _set_name(row) == name)
 
 
 def ranking_agreement(report: dict) -> dict:

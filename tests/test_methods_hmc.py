@@ -56,7 +56,10 @@ def test_every_row_and_the_checkpoints_are_scored_against_hmc(hmc_comparison):
 
 
 def test_converged_means_mixed_predictions_and_halves_closer_than_the_lead():
-    rows = [{"mmd_hmc_no_symmetry": 0.10}, {"mmd_hmc_no_symmetry": 0.30}, {"mmd_hmc_no_symmetry": 0.9}]
+    rows = [
+        {"method": method, "modes": 1, "mmd_hmc_no_symmetry": value}
+        for method, value in (("laplace", 0.10), ("swag", 0.30), ("mfvi", 0.9))
+    ]
     run = {"rhat_predictive": 1.05, "split_half_mmd_interval": [0.0, 0.1]}
     assert ex.hmc_converged(run, rows)
     assert not ex.hmc_converged({**run, "rhat_predictive": 1.2}, rows)

@@ -421,9 +421,8 @@ def hmc_converged(run: dict, rows: list[dict]) -> bool:
     """Whether the HMC reference can rank what it is asked to: the chains agree on the predictive (median R̂ at or
     below ``RHAT_MIXED``), and its own halves sit closer (the upper end of their MMD²'s interval) than the closest
     set's lead over the next."""
-    first, second = sorted(rows, key=lambda row: row["mmd_hmc_no_symmetry"])[:2]
-    lead = second["mmd_hmc_no_symmetry"] - first["mmd_hmc_no_symmetry"]
-    return run["rhat_predictive"] <= RHAT_MIXED and run["split_half_mmd_interval"][1] < lead
+    claim = closest_claim([{"rows": rows, "hmc": run}], "mmd_hmc_no_symmetry", hmc_floor)
+    return run["rhat_predictive"] <= RHAT_MIXED and claim["floor"] < claim["lead"]
 
 
 def hmc_diagnostics(config: MethodsConfig, state: hmc.ChainState, draws: hmc.Draws) -> dict:

@@ -1023,7 +1023,7 @@ def closest_claim(reports: list[dict], key: str, floor_of) -> dict:
         "floor": floor,
         "intervals_apart": apart,
         "closest_on_seeds": sum(
-            min(common, key=lambda name, i=i: values[name][i]) == first for i in range(len(reports))
+            min(common, key=lambda name: values[name][seed]) == first for seed in range(len(reports))
         ),
         "distinguishable": floor is not None and lead > floor and apart and (lead_se is None or lead > 2 * lead_se),
     }

@@ -544,9 +544,10 @@ def hmc_section(name: tuple, report) -> None:
         return
     st.markdown(
         f"{run['chains']} chains, {run['draws_per_chain']} draws each after {run['warmup']} warm-up transitions "
-        f"(≤ {run['max_leapfrog']} leapfrog steps each; acceptance {run['acceptance']:.2f}, {run['divergences']} "
-        f"divergent), each chain from its own SGD-trained network. This run took {tables.duration(run['seconds'])} on "
-        f"{run.get('device', 'cpu')}; on a GPU, `benchmarks/gpu_check.py` times the same gradient, which no GPU has "
+        f"(≤ {run['max_leapfrog']} leapfrog steps each; acceptance {run['acceptance']:.2f} against a "
+        f"target of {run['target_accept']:g}, {run['divergences']} divergent), each chain from its own SGD-trained "
+        f"network. This run took {tables.duration(run['seconds'])} on {run.get('device', 'cpu')}; on a GPU, "
+        "`benchmarks/gpu_check.py` times the same gradient, which no GPU has "
         "measured for this page yet. Agreement and total variation (TV) compare the sample set's predictive "
         "with HMC's on the test images (Izmailov et al. 2021)."
     )

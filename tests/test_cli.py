@@ -424,7 +424,8 @@ def test_align_table_is_readable(capsys):
     out, err = capsys.readouterr()
     lines = out.splitlines()
     assert lines[0].startswith("moons: two MFVI posteriors of a 2-8-2 MLP, 100 Adam steps")
-    assert [line.split()[0] for line in lines[3:]] == ["unaligned", "weight", "W₂"]
+    assert [line.split()[0] for line in lines[3:6]] == ["unaligned", "weight", "W₂"]
+    assert " ± " in lines[3] and lines[6].startswith("loss barrier: nats ± Monte-Carlo standard error over the 4")
     assert "{" not in out and "nan" not in out
     assert "Adam step 100/100" in err and len(err.splitlines()) <= 11
 

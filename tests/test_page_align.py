@@ -130,7 +130,11 @@ def test_default_link_shows_the_barrier_collapse():
     assert not at.error and not at.warning
     values = metrics(at)
     assert set(values) == METRICS
-    assert float(values["loss barrier before"]) > 0.2 > 0.05 > float(values["loss barrier after (W₂)"])
+    (before, before_se), (after, after_se) = (
+        map(float, values[name].split(" ± ")) for name in ("loss barrier before", "loss barrier after (W₂)")
+    )
+    assert before > 0.2 > 0.05 > after and before > 5 * before_se and after < 2 * after_se
+    assert any("below 2 Monte-Carlo standard errors: gone" in caption.value for caption in at.caption)
     assert float(values["W₂ after alignment"]) < float(values["W₂(q_A, q_B) before"])
     assert titles(at) == chart_titles(depth=2)
     sent = player(at, "align.player")
@@ -254,7 +258,7 @@ def test_mnist_link_trains_on_digits_without_maps():
     at = align_page(task="mnist", width="16", depth="1", steps="100", train="1000", samples="4")
     assert not at.exception and not at.error
     assert titles(at) == chart_titles(depth=1, maps=False)  # no maps: 784 inputs
-    assert "784-16-10 MLP" in at.caption[1].value
+    assert "784-16-10 MLP" in at.caption[2].value
     assert_charts_fit_any_column(at)
 
 

@@ -354,23 +354,48 @@ def path_player(config, rep: align_lab.AlignmentReport, maps: align_lab.PathMaps
         )
 
 
+def barrier_text(value, error) -> str:
+    """A barrier in nats ± its Monte-Carlo standard error (none for one draw), or a dash without data."""
+    if value is None:
+        return "—"
+    return f"{value:.3f}" + (f" ± {error:.3f}" if error is not None and np.isfinite(error) else "")
+
+
+BARRIER_HELP = (
+    "max over t of the loss above the straight line between the endpoints' losses (nats), ± its Monte-Carlo "
+    f"standard error over the draws; below {align_config.NOISE_MULTIPLE} errors the draws cannot tell it from 0."
+)
+
+
+def barrier_verdict(rep) -> str:
+    if rep.barrier_after is None:
+        return ""
+    if align_config.within_noise(rep.barrier_after, rep.barrier_after_se):
+        return (
+            f"After W₂ alignment the barrier is below {align_config.NOISE_MULTIPLE} Monte-Carlo standard errors: "
+            "gone, as far as these draws can tell."
+        )
+    return (
+        f"After W₂ alignment a barrier remains, above {align_config.NOISE_MULTIPLE} Monte-Carlo standard errors: "
+        "alignment lowered it, and did not remove it."
+    )
+
+
 def headline(rep: align_lab.AlignmentReport) -> None:
     cols = binding.metric_cells(4)
-    cols[0].metric(
-        "loss barrier before",
-        f"{rep.barrier_before:.3f}",
-        help="max over t of the loss above the straight line between the endpoints' losses (nats).",
-    )
+    cols[0].metric("loss barrier before", barrier_text(rep.barrier_before, rep.barrier_before_se), help=BARRIER_HELP)
     cols[1].metric(
         "loss barrier after (W₂)",
-        f"{rep.barrier_after:.3f}",
+        barrier_text(rep.barrier_after, rep.barrier_after_se),
         delta=f"{rep.barrier_after - rep.barrier_before:.3f}",
         delta_color="inverse",
+        help=BARRIER_HELP,
     )
     cols[2].metric("W₂(q_A, q_B) before", f"{rep.w2_before:.2f}")
     cols[3].metric(
         "W₂ after alignment", f"{rep.w2_after:.2f}", delta=f"{rep.w2_after - rep.w2_before:.2f}", delta_color="inverse"
     )
+    st.caption(barrier_verdict(rep))
 
 
 def summary_frame(rep: Report) -> pd.DataFrame:
@@ -383,6 +408,7 @@ def summary_frame(rep: Report) -> pd.DataFrame:
                 "W₂": row["w2"],
                 "‖μ_A − μ_B‖": row["mean_distance"],
                 "barrier (nats)": row["barrier"],
+                "barrier MC error": row.get("barrier_se"),
                 "acc. drop": row["accuracy_barrier"],
                 "moved": " / ".join(map(str, row["units_moved"])),
             }
@@ -390,7 +416,7 @@ def summary_frame(rep: Report) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-SUMMARY_NUMBERS = ("W₂", "‖μ_A − μ_B‖", "barrier (nats)", "acc. drop")
+SUMMARY_NUMBERS = ("W₂", "‖μ_A − μ_B‖", "barrier (nats)", "barrier MC error", "acc. drop")
 
 
 @memo.cached(64)
@@ -657,9 +683,8 @@ def files_report(found: align_lab.UploadedPair, uploads: list, order: str) -> No
     rep = found.alignment
     st.table(files.layer_table(found.layers))
     cols = binding.metric_cells(4)
-    barrier = lambda value: "—" if value is None else f"{value:.3f}"
-    cols[0].metric("loss barrier before", barrier(rep.barrier_before))
-    cols[1].metric("loss barrier after (W₂)", barrier(rep.barrier_after))
+    cols[0].metric("loss barrier before", barrier_text(rep.barrier_before, rep.barrier_before_se), help=BARRIER_HELP)
+    cols[1].metric("loss barrier after (W₂)", barrier_text(rep.barrier_after, rep.barrier_after_se), help=BARRIER_HELP)
     cols[2].metric("W₂(A, B) before", f"{rep.w2_before:.3f}")
     cols[3].metric(
         "W₂ after alignment", f"{rep.w2_after:.3f}", delta=f"{rep.w2_after - rep.w2_before:.3f}", delta_color="inverse"

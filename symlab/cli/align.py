@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import math
+
 from symlab.cli import common
-from symlab.labs.align.config import MNIST_TEST, PATH_TITLES, AlignConfig
+from symlab.labs.align.config import MNIST_TEST, NOISE_MULTIPLE, PATH_TITLES, AlignConfig
 from symlab.lib.options import WEIGHTS_MAX_FILE_MB, library_names
 from symlab.specs import controls, results
 
@@ -118,19 +120,31 @@ def _format_align(report: dict) -> str:
         f"alignment: {_starts(report)}, {report['sweeps']} sweep(s), "
         f"{'converged' if report['converged'] else 'not converged'}, "
         f"{report['align_seconds'] * 1000:.0f} ms for both objectives",
-        f"{'path':>26} {'W2 distance':>12} {'|mu_A - mu_B|':>14} {'loss barrier':>13} {'acc. drop':>10}",
+        f"{'path':>26} {'W2 distance':>12} {'|mu_A - mu_B|':>14} {'loss barrier':>18} {'acc. drop':>10}",
     ]
     for name, title in PATH_TITLES.items():
         row = report["summary"][name]
         lines.append(
-            f"{title:>26} {row['w2']:>12.4g} {row['mean_distance']:>14.4g} {row['barrier']:>13.4f} "
+            f"{title:>26} {row['w2']:>12.4g} {row['mean_distance']:>14.4g} {_barrier(row):>18} "
             f"{row['accuracy_barrier']:>10.4f}"
         )
+    lines.append(
+        f"loss barrier: nats ± Monte-Carlo standard error over the {c['samples']} draws; below "
+        f"{NOISE_MULTIPLE} errors it is gone"
+    )
     if "surface" in report:
         lines.append(common.landscape_summary(report["surface"]))
     if "exported" in report:
         lines.append("exported: " + ", ".join(report["exported"]))
     return "\n".join(lines)
+
+
+def _barrier(row: dict) -> str:
+    """A path's loss barrier ± its Monte-Carlo error (one draw: no error), or n/a without data."""
+    if row["barrier"] is None:
+        return "n/a"
+    error = row.get("barrier_se")
+    return f"{row['barrier']:.4f}" + ("" if error is None or math.isnan(error) else f" ± {error:.4f}")
 
 
 def _format_networks(report: dict) -> str:
@@ -148,12 +162,11 @@ def _format_networks(report: dict) -> str:
         f"{'converged' if report['converged'] else 'not converged'}, "
         f"{report['align_seconds'] * 1000:.0f} ms for both objectives"
     )
-    lines.append(f"{'path':>26} {'W2 distance':>12} {'|mu_A - mu_B|':>14} {'loss barrier':>13} {'units moved':>14}")
+    lines.append(f"{'path':>26} {'W2 distance':>12} {'|mu_A - mu_B|':>14} {'loss barrier':>18} {'units moved':>14}")
     for name, title in PATH_TITLES.items():
         row = report["summary"][name]
-        barrier = "n/a" if row["barrier"] is None else f"{row['barrier']:.4f}"
         lines.append(
-            f"{title:>26} {row['w2']:>12.4g} {row['mean_distance']:>14.4g} {barrier:>13} "
+            f"{title:>26} {row['w2']:>12.4g} {row['mean_distance']:>14.4g} {_barrier(row):>18} "
             f"{'+'.join(map(str, row['units_moved'])):>14}"
         )
     if "exported" in report:

@@ -27,6 +27,7 @@ import itertools
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -415,11 +416,11 @@ def standard_noise(sizes, samples: int, seed: int) -> torch.Tensor:
 SAMPLE_CHUNK = 2  # posterior samples per forward pass: a chunk's activations stay in the core's cache
 
 
-def predictive_log_probs(q: DiagonalGaussian, noise, x: torch.Tensor) -> torch.Tensor:
-    """log of the marginal predictive (1/S) Σ_s softmax(f(x; μ + s ⊙ ε_s)), ``[n, classes]``. The
-    forward pass runs in float32 (it is only an evaluation), a few samples at a time; q itself stays float64.
-    The logits are formed as ``[S, classes, n]``: a softmax over few classes is then a pass along n, and a
-    product with few output columns is MKL's slow case."""
+def sample_log_probs(q: DiagonalGaussian, noise, x: torch.Tensor) -> torch.Tensor:
+    """Each draw's log softmax(f(x; μ + s ⊙ ε_s)), ``[S, classes, n]``. The forward pass runs in float32 (it is
+    only an evaluation), a few samples at a time; q itself stays float64. The logits are formed as
+    ``[S, classes, n]``: a softmax over few classes is then a pass along n, and a product with few output
+    columns is MKL's slow case."""
     w = torch.addcmul(torch.from_numpy(q.mean).float(), torch.from_numpy(q.sd).float(), noise)
     layers, x = q.layout.layers(w), x.to(torch.float32)
     (W_out, b_out), samples = layers[-1], len(w)
@@ -428,16 +429,44 @@ def predictive_log_probs(q: DiagonalGaussian, noise, x: torch.Tensor) -> torch.T
         chunk = slice(start, start + SAMPLE_CHUNK)
         hidden = torch.relu_(mlp.forward([(W[chunk], b[chunk]) for W, b in layers[:-1]], x))
         torch.baddbmm(b_out[chunk].unsqueeze(-1), W_out[chunk], hidden.mT, out=logits[chunk])
-    return (torch.logsumexp(torch.log_softmax(logits, dim=-2), dim=0) - math.log(samples)).T
+    return torch.log_softmax(logits, dim=-2)
 
 
-def evaluate(q: DiagonalGaussian, noise, x: torch.Tensor, y: torch.Tensor) -> tuple[float, float]:
-    """(NLL of the marginal predictive in nats per point, its accuracy) on (x, y)."""
+def predictive_log_probs(q: DiagonalGaussian, noise, x: torch.Tensor) -> torch.Tensor:
+    """log of the marginal predictive (1/S) Σ_s softmax(f(x; μ + s ⊙ ε_s)), ``[n, classes]``."""
+    return (torch.logsumexp(sample_log_probs(q, noise, x), dim=0) - math.log(len(noise))).T
+
+
+class PointScore(NamedTuple):
+    """The marginal predictive at one q: its NLL L in nats per point, its accuracy, and each draw's influence on
+    L, g_s = (1/n) Σ_n p_s(y_n | x_n) / p̄(y_n | x_n). To first order L moves by −(1/S) Σ_s (g_s − 1) as the
+    draws do, so L's Monte-Carlo error is sd(g)/√S (:func:`loss_error`)."""
+
+    loss: float
+    accuracy: float
+    influence: np.ndarray  # [S]
+
+
+def evaluate(q: DiagonalGaussian, noise, x: torch.Tensor, y: torch.Tensor) -> PointScore:
+    """NLL of the marginal predictive in nats per point on (x, y), its accuracy and the draws' influence on it."""
     with torch.inference_mode():
-        log_probs = predictive_log_probs(q, noise, x)
-    nll = -log_probs.gather(1, y[:, None]).mean()
+        per_draw = sample_log_probs(q, noise, x)
+        log_probs = (torch.logsumexp(per_draw, dim=0) - math.log(len(noise))).T
+        truth = log_probs.gather(1, y[:, None])[:, 0]  # [n]
+        on_truth = per_draw.gather(1, y[None, None, :].expand(len(noise), 1, -1))[:, 0]  # [S, n]
+        influence = torch.exp(on_truth.double() - truth.double()).mean(1)
     accuracy = (log_probs.argmax(1) == y).float().mean()
-    return float(nll), float(accuracy)
+    return PointScore(float(-truth.mean()), float(accuracy), influence.numpy())
+
+
+def loss_error(influences, weights=None) -> float:
+    """Monte-Carlo standard error of Σ_k a_k L_k (``weights`` a, default one point), L_k the NLLs at points scored
+    with the same draws (common random numbers: their errors are correlated, and the combination's is the sd of
+    Σ_k a_k g_k over the draws /√S). One draw: NaN."""
+    influences = np.atleast_2d(np.asarray(influences, dtype=np.float64))
+    weights = np.ones(len(influences)) if weights is None else np.asarray(weights, dtype=np.float64)
+    combined = weights @ influences
+    return float(combined.std(ddof=1) / math.sqrt(combined.size)) if combined.size > 1 else math.nan
 
 
 def path(qa: DiagonalGaussian, qb: DiagonalGaussian, ts, noise, x, y) -> dict:
@@ -448,7 +477,8 @@ def path(qa: DiagonalGaussian, qb: DiagonalGaussian, ts, noise, x, y) -> dict:
 def paths(qa: DiagonalGaussian, ends: dict, ts, noise, x, y, progress=None) -> dict:
     """:func:`path` from q_A to each of ``ends`` (name -> q_B), each point evaluated once: q_A itself (t = 0)
     for every path, and an end equal to an earlier one (weight matching and W₂ usually find the same
-    permutations) shares that one's path. ``progress(done, total)`` after each path."""
+    permutations) shares that one's path. Each path: t, loss, accuracy and the draws' influence on each point's
+    loss ``[len(t), S]`` (:class:`PointScore`). ``progress(done, total)`` after each path."""
     ts = [float(t) for t in ts]
     start = evaluate(qa, noise, x, y) if ts and ts[0] == 0.0 else None
     found: dict = {}
@@ -460,7 +490,12 @@ def paths(qa: DiagonalGaussian, ends: dict, ts, noise, x, y, progress=None) -> d
             rows = [
                 start if t == 0.0 and start is not None else evaluate(interpolate(qa, end, t), noise, x, y) for t in ts
             ]
-            found[name] = {"t": ts, "loss": [r[0] for r in rows], "accuracy": [r[1] for r in rows]}
+            found[name] = {
+                "t": ts,
+                "loss": [r.loss for r in rows],
+                "accuracy": [r.accuracy for r in rows],
+                "influence": np.stack([r.influence for r in rows]),
+            }
         if progress is not None:
             progress(done, len(ends))
     return {name: dict(path) for name, path in found.items()}
@@ -479,3 +514,15 @@ def barrier(ts, values, higher_is_worse: bool = True) -> float:
     straight = (1 - ts) * values[0] + ts * values[-1]
     gap = values - straight if higher_is_worse else straight - values
     return float(max(gap.max(), 0.0))
+
+
+def barrier_error(ts, values, influences) -> float:
+    """Monte-Carlo standard error of :func:`barrier` of a loss: that of v(t*) − ((1 − t*)v(0) + t*·v(1)) at its
+    largest point t*, from the draws' ``influences`` ``[len(t), S]`` on each point (:func:`loss_error`)."""
+    ts, values = np.asarray(ts, dtype=np.float64), np.asarray(values, dtype=np.float64)
+    top = int(np.argmax(values - ((1 - ts) * values[0] + ts * values[-1])))
+    weights = np.zeros(len(ts))
+    weights[top] += 1.0
+    weights[0] -= 1 - ts[top]
+    weights[-1] -= ts[top]
+    return loss_error(influences, weights)

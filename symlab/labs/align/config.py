@@ -14,6 +14,12 @@ MNIST_TEST = 1000
 MOONS_TEST = 1000
 PATHS = ("before", "weights", "w2")  # unaligned; aligned by weight matching; aligned by W₂
 PATH_TITLES = {"before": "unaligned", "weights": "weight matching", "w2": "W₂ alignment"}
+NOISE_MULTIPLE = 2  # a barrier within this many Monte-Carlo standard errors of 0 is gone: the draws cannot tell it
+
+
+def within_noise(barrier: float | None, error: float | None) -> bool:
+    """Whether a loss barrier is below its noise, ``NOISE_MULTIPLE`` of its Monte-Carlo standard errors."""
+    return barrier is not None and error is not None and barrier <= NOISE_MULTIPLE * error
 
 
 @dataclass(frozen=True)

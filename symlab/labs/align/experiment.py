@@ -217,6 +217,8 @@ class AlignmentReport:
     barrier_before: float
     barrier_after: float
     barrier_weight_matching: float
+    barrier_before_se: float  # Monte-Carlo standard errors of the barriers (align.barrier_error)
+    barrier_after_se: float
     w2_before: float
     w2_after: float
     w2_weight_matching: float
@@ -269,6 +271,7 @@ def compare(
     seconds = time.perf_counter() - started
     ends = {"before": qb, **{name: align.permute(qb, a.perms) for name, a in alignments.items()}}
     paths = align.paths(qa, ends, ts, noise, data.x_test, data.y_test, progress) if data is not None else {}
+    influences = {name: path.pop("influence") for name, path in paths.items()}  # the draws': for errors only
     summary = {}
     for name, end in ends.items():
         summary[name] = {
@@ -276,6 +279,7 @@ def compare(
             "mean_distance": align.mean_distance(qa, end),
             "layer_w2": np.sqrt(align.layer_distances(qa, end, "w2")).tolist(),
             "barrier": align.barrier(ts, paths[name]["loss"]) if paths else None,
+            "barrier_se": align.barrier_error(ts, paths[name]["loss"], influences[name]) if paths else None,
             "accuracy_barrier": align.barrier(ts, paths[name]["accuracy"], higher_is_worse=False) if paths else None,
             "units_moved": [int(np.sum(p != np.arange(len(p)))) for p in alignments[name].perms]
             if name in alignments
@@ -297,6 +301,8 @@ def alignment_report(pair: PosteriorPair, data: Dataset, progress=None) -> Align
         barrier_before=summary["before"]["barrier"],
         barrier_after=summary["w2"]["barrier"],
         barrier_weight_matching=summary["weights"]["barrier"],
+        barrier_before_se=summary["before"]["barrier_se"],
+        barrier_after_se=summary["w2"]["barrier_se"],
         w2_before=summary["before"]["w2"],
         w2_after=summary["w2"]["w2"],
         w2_weight_matching=summary["weights"]["w2"],
@@ -385,6 +391,8 @@ class NetworkAlignment:
     barrier_before: float | None
     barrier_after: float | None
     barrier_weight_matching: float | None
+    barrier_before_se: float | None
+    barrier_after_se: float | None
     loss_a: float | None
     loss_b: float | None
     accuracy_a: float | None
@@ -446,6 +454,8 @@ def align_networks(
         barrier_before=summary["before"]["barrier"],
         barrier_after=summary["w2"]["barrier"],
         barrier_weight_matching=summary["weights"]["barrier"],
+        barrier_before_se=summary["before"]["barrier_se"],
+        barrier_after_se=summary["w2"]["barrier_se"],
         loss_a=end_value("before", "loss", 0),
         loss_b=end_value("before", "loss", -1),
         accuracy_a=end_value("before", "accuracy", 0),

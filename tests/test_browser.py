@@ -866,9 +866,12 @@ def test_alignment_collapses_the_loss_barrier_and_the_path_plays(page, server_ur
     assert "order=own" in page.url and "seed=0" in page.url
     assert page.locator('[data-testid="stProgress"]', has_text="Training q_A").count() == 0
 
-    # Seed 0 computes about 0.40 and 0.001: the barrier collapses; W₂ between the posteriors shrinks.
-    before, after = float(metric_value(page, "loss barrier before")), float(metric_value(page, "loss barrier after"))
-    assert before > 0.2 and after < 0.05, (before, after)
+    # Seed 0 computes 0.402 ± 0.029 and 0.004 ± 0.003: the barrier collapses below its noise; W₂ between the
+    # posteriors shrinks.
+    (before, before_se), (after, after_se) = (
+        map(float, metric_value(page, label).split(" ± ")) for label in ("loss barrier before", "loss barrier after")
+    )
+    assert before > 0.2 and after < 0.05 and after < 2 * after_se < before, (before, after, after_se)
     assert float(metric_value(page, "W₂ after alignment")) < float(metric_value(page, "W₂(q_A, q_B) before"))
 
     # The player's charts (Vega-Lite): the paths' points as drawn, and the rule at the player's t.

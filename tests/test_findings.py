@@ -86,7 +86,8 @@ def test_the_class_path_says_what_the_shipped_fig1_and_alignment_show():
     seen = {step.lab + ":" + step.preset: step.seen(numbers) for step in lesson_path().steps}
     assert f"{numbers['fig1_sorted_peaks']} peaks remain" in seen["symmetry:Fig. 1: the doubled mode"]
     assert numbers["fig1_sorted_peaks"] == 3  # the shipped Fig. 1: sorting leaves one of each mirror pair
-    assert f"{numbers['align_barrier_after']:.3f} after" in seen["align:Half moons, two hidden layers"]
+    after = f"{numbers['align_barrier_after']:.3f} ± {numbers['align_barrier_after_se']:.3f} after"
+    assert after in seen["align:Half moons, two hidden layers"]
 
 
 def test_a_missing_or_damaged_shipped_file_says_how_to_write_it(tmp_path, monkeypatch):

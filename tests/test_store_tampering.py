@@ -239,7 +239,8 @@ def test_only_the_listed_types_are_written_with_their_fields_and_cached_values()
 @pytest.mark.parametrize("path", sorted(precomputed.DIRECTORY.glob(f"*{precomputed.SUFFIX}")), ids=lambda p: p.name)
 def test_every_shipped_result_decodes(path):
     entries = codec.decode(lzma.decompress(path.read_bytes()))
-    assert entries and all(entry.keys() == {"key", "value"} for entry in entries)
+    # "arithmetic": the machine's floating-point arithmetic the result was computed in, where the file says.
+    assert entries and all({"key", "value"} <= entry.keys() <= {"key", "value", "arithmetic"} for entry in entries)
 
 
 @pytest.mark.parametrize("lab", LABS, ids=lambda lab: lab.name)

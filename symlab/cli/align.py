@@ -144,7 +144,7 @@ def _barrier(row: dict) -> str:
     if row["barrier"] is None:
         return "n/a"
     error = row.get("barrier_se")
-    return f"{row['barrier']:.4f}" + ("" if error is None or math.isnan(error) else f" ± {error:.4f}")
+    return f"{row['barrier']:.4f}" if error is None or math.isnan(error) else common.pm(row["barrier"], error, 4)
 
 
 def _format_networks(report: dict) -> str:

@@ -432,9 +432,14 @@ def sample_log_probs(q: DiagonalGaussian, noise, x: torch.Tensor) -> torch.Tenso
     return torch.log_softmax(logits, dim=-2)
 
 
+def _marginal(per_draw: torch.Tensor) -> torch.Tensor:
+    """log (1/S) Σ_s p_s from the draws' log probabilities ``[S, classes, n]``, as ``[n, classes]``."""
+    return (torch.logsumexp(per_draw, dim=0) - math.log(len(per_draw))).T
+
+
 def predictive_log_probs(q: DiagonalGaussian, noise, x: torch.Tensor) -> torch.Tensor:
     """log of the marginal predictive (1/S) Σ_s softmax(f(x; μ + s ⊙ ε_s)), ``[n, classes]``."""
-    return (torch.logsumexp(sample_log_probs(q, noise, x), dim=0) - math.log(len(noise))).T
+    return _marginal(sample_log_probs(q, noise, x))
 
 
 class PointScore(NamedTuple):
@@ -451,7 +456,7 @@ def evaluate(q: DiagonalGaussian, noise, x: torch.Tensor, y: torch.Tensor) -> Po
     """NLL of the marginal predictive in nats per point on (x, y), its accuracy and the draws' influence on it."""
     with torch.inference_mode():
         per_draw = sample_log_probs(q, noise, x)
-        log_probs = (torch.logsumexp(per_draw, dim=0) - math.log(len(noise))).T
+        log_probs = _marginal(per_draw)
         truth = log_probs.gather(1, y[:, None])[:, 0]  # [n]
         on_truth = per_draw.gather(1, y[None, None, :].expand(len(noise), 1, -1))[:, 0]  # [S, n]
         influence = torch.exp(on_truth.double() - truth.double()).mean(1)
@@ -508,19 +513,22 @@ def _same(qa: DiagonalGaussian, qb: DiagonalGaussian) -> bool:
 def barrier(ts, values, higher_is_worse: bool = True) -> float:
     """Height of the barrier along a path: max_t [v(t) − ((1 − t)v(0) + t·v(1))] for a loss (for an
     accuracy, the largest drop below the straight line). 0 when the path never rises above it."""
+    rise = _rise_above_line(ts, values)
+    return float(max((rise if higher_is_worse else -rise).max(), 0.0))
+
+
+def _rise_above_line(ts, values) -> np.ndarray:
+    """v(t) − ((1 − t)v(0) + t·v(1)) at each t."""
     ts, values = np.asarray(ts, dtype=np.float64), np.asarray(values, dtype=np.float64)
     if ts.ndim != 1 or ts.shape != values.shape or ts.size < 2 or ts[0] != 0 or ts[-1] != 1:
         raise ValueError("a barrier needs values at points t from 0 to 1 (first 0, last 1)")
-    straight = (1 - ts) * values[0] + ts * values[-1]
-    gap = values - straight if higher_is_worse else straight - values
-    return float(max(gap.max(), 0.0))
+    return values - ((1 - ts) * values[0] + ts * values[-1])
 
 
 def barrier_error(ts, values, influences) -> float:
     """Monte-Carlo standard error of :func:`barrier` of a loss: that of v(t*) − ((1 − t*)v(0) + t*·v(1)) at its
     largest point t*, from the draws' ``influences`` ``[len(t), S]`` on each point (:func:`loss_error`)."""
-    ts, values = np.asarray(ts, dtype=np.float64), np.asarray(values, dtype=np.float64)
-    top = int(np.argmax(values - ((1 - ts) * values[0] + ts * values[-1])))
+    top, ts = int(np.argmax(_rise_above_line(ts, values))), np.asarray(ts, dtype=np.float64)
     weights = np.zeros(len(ts))
     weights[top] += 1.0
     weights[0] -= 1 - ts[top]

@@ -261,8 +261,8 @@ def _calibrate_step(log_density, state, iterations: int, settings: HmcSettings, 
     by least squares (ᾱ a batch's mean α, pooled over chains and transitions: C chains share one posterior, and
     one chain's few α are too noisy), and the next c solves 1 − A·cᵏ = target, within a factor of 4 either way.
     The kernel kept has the last fit's c."""
-    base, factors, misses, counts = state.step_size, [], [], []
-    factor = 1.0
+    base, factor = state.step_size, 1.0
+    cross = square = 0.0  # the least-squares sums Σ n·(1 − ᾱ)·cᵏ and Σ n·c²ᵏ over the batches so far
     for part in torch.arange(iterations).tensor_split(min(CALIBRATION_BATCHES, iterations)):
         state = _with_kernel(state, step_size=base * factor)
         steps, alphas = leapfrog_steps(state.step_size, settings), []
@@ -271,16 +271,14 @@ def _calibrate_step(log_density, state, iterations: int, settings: HmcSettings, 
             alphas.append(alpha)
             if on_step:
                 on_step()
-        pooled = torch.stack(alphas)
-        factors.append(factor**CALIBRATION_POWER)
-        misses.append(1.0 - float(pooled.mean()))
-        counts.append(pooled.numel())
-        weights = torch.tensor(counts, dtype=torch.float64)
-        powers, missed = torch.tensor(factors, dtype=torch.float64), torch.tensor(misses, dtype=torch.float64)
-        scale = float((weights * missed * powers).sum() / (weights * powers.square()).sum())
-        if scale > 0:  # every α = 1 so far (scale 0): ε may grow by the most allowed
-            factor = ((1.0 - settings.target_accept) / scale) ** (1 / CALIBRATION_POWER)
-        factor = min(max(factor, 0.25), 4.0) if scale > 0 else 4.0
+        pooled, power = torch.stack(alphas), factor**CALIBRATION_POWER
+        cross += pooled.numel() * (1.0 - float(pooled.mean())) * power
+        square += pooled.numel() * power**2
+        scale = cross / square  # A
+        if scale > 0:
+            factor = min(max(((1.0 - settings.target_accept) / scale) ** (1 / CALIBRATION_POWER), 0.25), 4.0)
+        else:  # every α = 1 so far: ε may grow by the most allowed
+            factor = 4.0
     return _with_kernel(state, step_size=base * factor)
 
 
